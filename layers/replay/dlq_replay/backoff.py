@@ -1,0 +1,85 @@
+"""Exponential backoff with jitter, stateless between attempts.
+
+The cap bounds the ceiling *before* a delay is drawn, so a jittered delay never collapses onto
+the cap (the well-known sample capped after the jitter, which put every late retry on the same
+second). Nothing here touches AWS: the random source is passed in.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Protocol
+
+# SQS limits, in seconds: per-message DelaySeconds and the visibility timeout.
+MAX_SQS_DELAY_SECONDS = 900
+MAX_VISIBILITY_TIMEOUT_SECONDS = 43_200
+
+
+class Jitter(StrEnum):
+    """How a delay is drawn below its ceiling."""
+
+    FULL = "full"  # uniform over [0, ceiling]
+    EQUAL = "equal"  # uniform over [ceiling / 2, ceiling]
+    DECORRELATED = "decorrelated"  # uniform over [min(base, ceiling / 2), ceiling]
+    NONE = "none"  # exactly the ceiling
+
+
+class RandomSource(Protocol):
+    """The part of `random.Random` the backoff uses; tests pass a seeded one."""
+
+    def randint(self, a: int, b: int) -> int: ...
+
+
+@dataclass(frozen=True, slots=True)
+class BackoffPolicy:
+    """The backoff knobs of DESIGN.md §2, already validated by `Settings`."""
+
+    base_seconds: int = 60
+    multiplier: float = 2.0
+    cap_seconds: int = 900
+    jitter: Jitter = Jitter.FULL
+
+    def ceiling(self, attempt: int) -> int:
+        """Largest delay of replay number `attempt` (1-based): min(cap, base x multiplier^(n-1)).
+
+        Compared in log space so that a large multiplier at attempt 100 cannot overflow a float.
+        Rounded down to whole seconds, the unit SQS takes.
+        """
+        if attempt < 1:
+            raise ValueError(f"attempt must be >= 1, got {attempt}")
+        exponent = attempt - 1
+        if self.multiplier > 1 and exponent * math.log(self.multiplier) >= math.log(
+            self.cap_seconds / self.base_seconds
+        ):
+            return self.cap_seconds
+        return min(self.cap_seconds, math.floor(self.base_seconds * self.multiplier**exponent))
+
+    def bounds(self, attempt: int) -> tuple[int, int]:
+        """Inclusive range the delay of `attempt` is drawn from, after capping the ceiling."""
+        high = self.ceiling(attempt)
+        match self.jitter:
+            case Jitter.FULL:
+                low = 0
+            case Jitter.EQUAL:
+                low = math.ceil(high / 2)
+            case Jitter.DECORRELATED:
+                # Brooker's decorrelated jitter keeps a floor of `base` and a spread that widens
+                # with every retry; stateless, the previous sleep is unknown, so the capped
+                # ceiling stands in for 3 x previous and the floor never passes half of it.
+                low = min(self.base_seconds, math.ceil(high / 2))
+            case Jitter.NONE:
+                low = high
+        return low, high
+
+    def draw(self, attempt: int, rng: RandomSource) -> int:
+        """A delay in whole seconds for replay number `attempt`."""
+        low, high = self.bounds(attempt)
+        return low if low == high else rng.randint(low, high)
+
+
+def default_random() -> random.Random:
+    """A fresh, OS-seeded random source for production use."""
+    return random.Random()  # noqa: S311 - jitter, not cryptography

@@ -1,0 +1,192 @@
+"""What to do with one DLQ record: replay, write back to wait, hold, release or park.
+
+Pure: no AWS client, no clock of its own, no random source of its own. The outcome for a record
+is a value, never an exception (DESIGN.md §3 step 5).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+
+from dlq_replay import attributes
+from dlq_replay.attributes import MAX_MESSAGE_ATTRIBUTES, Attribute
+from dlq_replay.backoff import MAX_SQS_DELAY_SECONDS, MAX_VISIBILITY_TIMEOUT_SECONDS, RandomSource
+from dlq_replay.messages import MAX_MESSAGE_BYTES, InboundMessage, OutboundMessage, message_size
+from dlq_replay.queues import QueueArn, is_fifo_url
+from dlq_replay.settings import Settings
+
+NOT_BEFORE_ATTRIBUTE = "dlq-replay-not-before"
+PARK_REASON_ATTRIBUTE = "dlq-replay-park-reason"
+# A FIFO operator queue needs a group even for a message that arrived without one.
+FALLBACK_GROUP_ID = "dlq-replay-no-group"
+
+
+class ParkReason(StrEnum):
+    """Why a message went to the operator queue (the `dlq-replay-park-reason` values)."""
+
+    MAX_ATTEMPTS = "max-attempts"
+    INVALID_COUNT = "invalid-count"
+    ATTRIBUTE_LIMIT = "attribute-limit"
+    MISSING_GROUP_ID = "missing-group-id"
+    UNKNOWN_SOURCE = "unknown-source"
+    REJECTED = "rejected"
+
+
+class Action(StrEnum):
+    REPLAY = "replay"  # send to the destination now, with a delay SQS can serve
+    DEFER = "defer"  # write a copy back into the DLQ that waits for `not_before`
+    HOLD = "hold"  # a waiting copy arrived early: hide it again, report it as not done
+    RELEASE = "release"  # a waiting copy whose time has come: send it on, count unchanged
+    PARK = "park"  # send to the operator queue
+    SKIP = "skip"  # FIFO: not attempted, an earlier record of its group is not done
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The plan for one record. `attempt` is the count the written copy carries."""
+
+    action: Action
+    destination: str | None = None
+    attempt: int | None = None
+    delay: int = 0
+    not_before: int | None = None
+    reason: ParkReason | None = None
+    drawn_delay: int | None = None  # the backoff drawn for a new attempt
+
+    @property
+    def clamped(self) -> bool:
+        """A delay cut to what the destination takes: no attribute slot was free to wait."""
+        return self.action is Action.REPLAY and self.drawn_delay not in (None, self.delay)
+
+
+def destination_limit(queue_url: str) -> int:
+    """The longest DelaySeconds a queue takes on one message: none at all on FIFO."""
+    return 0 if is_fifo_url(queue_url) else MAX_SQS_DELAY_SECONDS
+
+
+def route(message: InboundMessage, settings: Settings) -> str | None:
+    """The queue a replay goes to: its allowed source queue, else the main queue, else none."""
+    source = message.dead_letter_source_arn
+    if source and source in settings.allowed_source_queue_arns:
+        return QueueArn.parse(source).url()
+    return settings.main_queue_url
+
+
+def decide(
+    message: InboundMessage,
+    settings: Settings,
+    *,
+    dlq_url: str,
+    now: float,
+    rng: RandomSource,
+) -> Decision:
+    """Apply DESIGN.md §3 and §4 to one record."""
+    count_value = message.attributes.get(settings.count_attribute)
+    count = attributes.parse_count(count_value)
+    if count is None:
+        return _park(ParkReason.INVALID_COUNT)
+    destination = route(message, settings)
+    if NOT_BEFORE_ATTRIBUTE in message.attributes:
+        return _waiting(message, destination, count, now)
+    attempt = count + 1
+    if attempt > settings.max_attempts:
+        return _park(ParkReason.MAX_ATTEMPTS, count)
+    if destination is None:
+        return _park(ParkReason.UNKNOWN_SOURCE, count)
+    if is_fifo_url(destination) and message.message_group_id is None:
+        return _park(ParkReason.MISSING_GROUP_ID, count)
+    with_count = {**message.attributes, settings.count_attribute: attributes.number(attempt)}
+    if not _fits(message.body, with_count):
+        return _park(ParkReason.ATTRIBUTE_LIMIT, count)
+    delay = settings.backoff.draw(attempt, rng)
+    limit = destination_limit(destination)
+    if delay <= limit:
+        return Decision(Action.REPLAY, destination, attempt, delay, drawn_delay=delay)
+    not_before = math.ceil(now) + delay
+    waiting = {**with_count, NOT_BEFORE_ATTRIBUTE: attributes.number(not_before)}
+    if not _fits(message.body, waiting):
+        return Decision(Action.REPLAY, destination, attempt, limit, drawn_delay=delay)
+    dlq_delay = min(delay, destination_limit(dlq_url))
+    return Decision(
+        Action.DEFER, dlq_url, attempt, dlq_delay, not_before=not_before, drawn_delay=delay
+    )
+
+
+def _waiting(message: InboundMessage, destination: str | None, count: int, now: float) -> Decision:
+    """A copy this function wrote back to wait: hold it until its time, then release it."""
+    if destination is None:
+        return _park(ParkReason.UNKNOWN_SOURCE, count)
+    if is_fifo_url(destination) and message.message_group_id is None:
+        return _park(ParkReason.MISSING_GROUP_ID, count)
+    not_before = attributes.parse_count(message.attributes[NOT_BEFORE_ATTRIBUTE]) or 0
+    remaining = max(0, not_before - math.floor(now))
+    limit = destination_limit(destination)
+    if remaining > limit:
+        return Decision(
+            Action.HOLD,
+            attempt=count,
+            delay=min(remaining, MAX_VISIBILITY_TIMEOUT_SECONDS),
+            not_before=not_before,
+        )
+    return Decision(Action.RELEASE, destination, count, delay=remaining)
+
+
+def _fits(body: str, values: Mapping[str, Attribute]) -> bool:
+    """Whether a copy with these attributes is one SQS accepts: ≤ 10 attributes, ≤ 1 MiB."""
+    return len(values) <= MAX_MESSAGE_ATTRIBUTES and message_size(body, values) <= MAX_MESSAGE_BYTES
+
+
+def _park(reason: ParkReason, count: int | None = None) -> Decision:
+    return Decision(Action.PARK, attempt=count, reason=reason)
+
+
+def park_instead(decision: Decision, reason: ParkReason) -> Decision:
+    """The park that follows when a destination refused a copy for good."""
+    if decision.action is Action.RELEASE:
+        return _park(reason, decision.attempt)
+    return _park(reason, (decision.attempt or 1) - 1)  # the copy keeps the count it came with
+
+
+def build_copy(message: InboundMessage, decision: Decision, settings: Settings) -> OutboundMessage:
+    """The message to write for a decision (not HOLD, which writes nothing)."""
+    carried = {k: v for k, v in message.attributes.items() if k != NOT_BEFORE_ATTRIBUTE}
+    if decision.action is Action.PARK:
+        queue_url = settings.operator_queue_url
+        if decision.reason is not None:
+            with_reason = {**carried, PARK_REASON_ATTRIBUTE: attributes.string(decision.reason)}
+            carried = with_reason if _fits(message.body, with_reason) else carried
+        suffix = "park"
+    else:
+        if decision.destination is None or decision.attempt is None:
+            raise ValueError(f"{decision.action} needs a destination and an attempt")
+        queue_url = decision.destination
+        carried[settings.count_attribute] = _count_attribute(message, decision, settings)
+        if decision.not_before is not None:
+            carried[NOT_BEFORE_ATTRIBUTE] = attributes.number(decision.not_before)
+        suffix = f"{decision.action.value}-{decision.attempt}"
+    fifo = is_fifo_url(queue_url)
+    group = message.message_group_id
+    if fifo and group is None:
+        group = FALLBACK_GROUP_ID
+    return OutboundMessage(
+        record_id=message.message_id,
+        queue_url=queue_url,
+        body=message.body,
+        attributes=carried,
+        delay_seconds=0 if fifo else decision.delay,
+        message_group_id=group,
+        # Deterministic, so SQS drops a send repeated after a crash within its 5-minute window.
+        deduplication_id=f"{message.message_id}-{suffix}" if fifo else None,
+        trace_header=message.trace_header,
+    )
+
+
+def _count_attribute(message: InboundMessage, decision: Decision, settings: Settings) -> Attribute:
+    """A release keeps the count it was written back with; everything else writes the attempt."""
+    existing = message.attributes.get(settings.count_attribute)
+    if decision.action is Action.RELEASE and existing is not None:
+        return existing
+    return attributes.number(decision.attempt or 0)

@@ -1,0 +1,94 @@
+"""The message going in (a DLQ record) and the copies going out (SendMessageBatch entries)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from dlq_replay import attributes
+from dlq_replay.attributes import Attribute
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs.type_defs import SendMessageBatchRequestEntryTypeDef
+
+# System attribute of the record that names the queue a message was dead-lettered from.
+SOURCE_ARN_ATTRIBUTE = "DeadLetterQueueSourceArn"
+# Largest message SQS takes: body plus every attribute's name, type and value.
+MAX_MESSAGE_BYTES = 1_048_576
+
+
+def message_size(body: str, values: Mapping[str, Attribute]) -> int:
+    """Bytes SQS counts against the message size limit."""
+    return len(body.encode()) + sum(value.size(name) for name, value in values.items())
+
+
+@dataclass(frozen=True, slots=True)
+class InboundMessage:
+    """What the replay needs from one record of the DLQ, in whatever way it was received."""
+
+    message_id: str
+    receipt_handle: str
+    body: str
+    attributes: Mapping[str, Attribute]
+    queue_arn: str
+    dropped_attributes: tuple[str, ...] = ()
+    dead_letter_source_arn: str | None = None
+    message_group_id: str | None = None
+    trace_header: str | None = None
+    receive_count: int = 1
+
+    @classmethod
+    def from_lambda_record(cls, record: Mapping[str, Any]) -> InboundMessage:
+        """Build from one record of Lambda's SQS event (camelCase keys, base64 binaries)."""
+        system: Mapping[str, Any] = record.get("attributes") or {}
+        parsed = attributes.from_lambda(record.get("messageAttributes"))
+        return cls(
+            message_id=str(record["messageId"]),
+            receipt_handle=str(record.get("receiptHandle", "")),
+            body=str(record.get("body", "")),
+            attributes=parsed.values,
+            dropped_attributes=parsed.dropped,
+            queue_arn=str(record.get("eventSourceARN", "")),
+            dead_letter_source_arn=system.get(SOURCE_ARN_ATTRIBUTE) or None,
+            message_group_id=system.get("MessageGroupId") or None,
+            trace_header=system.get("AWSTraceHeader") or None,
+            receive_count=int(system.get("ApproximateReceiveCount", 1)),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class OutboundMessage:
+    """One copy to write: where, what, and with which delay and FIFO keys."""
+
+    record_id: str
+    queue_url: str
+    body: str
+    attributes: Mapping[str, Attribute]
+    delay_seconds: int = 0
+    message_group_id: str | None = None
+    deduplication_id: str | None = None
+    trace_header: str | None = None
+
+    @property
+    def size_bytes(self) -> int:
+        return message_size(self.body, self.attributes)
+
+    def to_entry(self, entry_id: str) -> SendMessageBatchRequestEntryTypeDef:
+        """The SendMessageBatch entry; DelaySeconds only when non-zero (FIFO refuses it)."""
+        entry: SendMessageBatchRequestEntryTypeDef = {"Id": entry_id, "MessageBody": self.body}
+        if self.attributes:
+            entry["MessageAttributes"] = {
+                name: value.to_sqs() for name, value in self.attributes.items()
+            }
+        if self.delay_seconds:
+            entry["DelaySeconds"] = self.delay_seconds
+        if self.message_group_id is not None:
+            entry["MessageGroupId"] = self.message_group_id
+        if self.deduplication_id is not None:
+            entry["MessageDeduplicationId"] = self.deduplication_id
+        if self.trace_header is not None:
+            entry["MessageSystemAttributes"] = {
+                "AWSTraceHeader": {"DataType": "String", "StringValue": self.trace_header}
+            }
+        return entry

@@ -1,0 +1,271 @@
+"""One batch of DLQ records in, every record accounted for out.
+
+The replayer decides each record (pure), writes the copies in batches, turns a destination's
+permanent refusal into a park, and reports per record whether its copy was written. A record
+is "not done" (a batch item failure, retried by the event source) only when nothing was
+written for it, or when it is a waiting copy that was hidden again.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from aws_lambda_powertools.metrics import MetricUnit, single_metric
+from botocore.exceptions import BotoCoreError, ClientError
+
+from dlq_replay.backoff import RandomSource, default_random
+from dlq_replay.decision import (
+    Action,
+    Decision,
+    ParkReason,
+    build_copy,
+    decide,
+    park_instead,
+)
+from dlq_replay.messages import InboundMessage
+from dlq_replay.queues import QueueArn
+from dlq_replay.sending import MAX_BATCH_ENTRIES, BatchSender, SendFailure
+from dlq_replay.settings import Settings
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.metrics import Metrics
+    from mypy_boto3_sqs import SQSClient
+
+Clock = Callable[[], float]
+
+
+class Log(Protocol):
+    """The logging calls the replayer makes: Powertools Logger and logging.Logger both fit."""
+
+    def info(self, msg: str, *args: Any, **kwargs: Any) -> Any: ...
+    def warning(self, msg: str, *args: Any, **kwargs: Any) -> Any: ...
+    def error(self, msg: str, *args: Any, **kwargs: Any) -> Any: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What became of one record."""
+
+    message: InboundMessage
+    decision: Decision
+    failure: SendFailure | None = None
+
+    @property
+    def done(self) -> bool:
+        """True when the record may be deleted from the DLQ: its copy is written somewhere."""
+        return self.failure is None and self.decision.action not in (Action.HOLD, Action.SKIP)
+
+
+class Replayer:
+    """Replays one batch at a time; holds no state between batches but its collaborators."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        sqs: SQSClient,
+        *,
+        logger: Log,
+        metrics: Metrics | None = None,
+        clock: Clock = time.time,
+        rng: RandomSource | None = None,
+    ) -> None:
+        self._settings = settings
+        self._sqs = sqs
+        self._sender = BatchSender(sqs)
+        self._logger = logger
+        self._metrics = metrics
+        self._clock = clock
+        self._rng = rng or default_random()
+
+    def process(self, messages: Sequence[InboundMessage]) -> dict[str, Outcome]:
+        """Handle a batch; the result has one outcome per message id, in the batch's order."""
+        outcomes: dict[str, Outcome] = {}
+        blocked_groups: set[str] = set()
+        for round_ in _rounds(messages):
+            ready = []
+            for message in round_:
+                if message.message_group_id in blocked_groups:
+                    outcomes[message.message_id] = Outcome(message, Decision(Action.SKIP))
+                else:
+                    ready.append(message)
+            for outcome in self._process_round(ready):
+                outcomes[outcome.message.message_id] = outcome
+                group = outcome.message.message_group_id
+                if group and not outcome.done and _is_fifo(outcome.message):
+                    blocked_groups.add(group)
+        ordered = {m.message_id: outcomes[m.message_id] for m in messages}
+        self._report(ordered.values())
+        return ordered
+
+    def _process_round(self, messages: Sequence[InboundMessage]) -> list[Outcome]:
+        now = self._clock()
+        decisions = {
+            m.message_id: decide(
+                m, self._settings, dlq_url=self._queue_url(m.queue_arn), now=now, rng=self._rng
+            )
+            for m in messages
+        }
+        self._hold(
+            [m for m in messages if decisions[m.message_id].action is Action.HOLD], decisions
+        )
+        failures: dict[str, SendFailure] = {}
+        onward = [m for m in messages if decisions[m.message_id].action in _ONWARD]
+        for record_id, failure in self._sender.send(
+            [build_copy(m, decisions[m.message_id], self._settings) for m in onward]
+        ).items():
+            if failure.permanent:
+                decisions[record_id] = park_instead(decisions[record_id], ParkReason.REJECTED)
+                self._logger.warning(
+                    "destination refused the copy; parking it",
+                    extra={"message_id": record_id, "code": failure.code, "error": failure.message},
+                )
+            else:
+                failures[record_id] = failure
+        parks = [m for m in messages if decisions[m.message_id].action is Action.PARK]
+        failures.update(
+            self._sender.send(
+                [build_copy(m, decisions[m.message_id], self._settings) for m in parks]
+            )
+        )
+        return [Outcome(m, decisions[m.message_id], failures.get(m.message_id)) for m in messages]
+
+    def _hold(self, messages: Sequence[InboundMessage], decisions: dict[str, Decision]) -> None:
+        """Hide waiting copies until their time; a failed hold only means an earlier retry."""
+        for queue_arn, chunk in _chunks_by_queue(messages):
+            entries = [
+                {
+                    "Id": str(index),
+                    "ReceiptHandle": m.receipt_handle,
+                    "VisibilityTimeout": decisions[m.message_id].delay,
+                }
+                for index, m in enumerate(chunk)
+            ]
+            try:
+                response: Any = self._sqs.change_message_visibility_batch(
+                    QueueUrl=self._queue_url(queue_arn),
+                    Entries=entries,  # type: ignore[arg-type]
+                )
+                failed = [
+                    (chunk[int(f["Id"])], str(f.get("Code"))) for f in response.get("Failed", [])
+                ]
+            except (ClientError, BotoCoreError) as error:
+                failed = [(m, type(error).__name__) for m in chunk]
+            for m, code in failed:
+                self._logger.warning(
+                    "could not hide a waiting copy; it returns after its visibility timeout",
+                    extra={"message_id": m.message_id, "code": code},
+                )
+
+    def _queue_url(self, queue_arn: str) -> str:
+        return QueueArn.parse(queue_arn).url(self._settings.sqs_endpoint_url)
+
+    def _report(self, outcomes: Iterable[Outcome]) -> None:
+        """One structured line per record, and the batch's metrics."""
+        parked: Counter[str] = Counter()
+        for outcome in outcomes:
+            decision = outcome.decision
+            fields: dict[str, Any] = {
+                "message_id": outcome.message.message_id,
+                "outcome": decision.action.value if outcome.failure is None else "failed",
+                "action": decision.action.value,
+                "attempt": decision.attempt,
+                "delay_seconds": decision.delay,
+                "destination": decision.destination,
+            }
+            if decision.reason is not None:
+                fields["reason"] = decision.reason.value
+            if decision.not_before is not None:
+                fields["not_before"] = decision.not_before
+            if decision.clamped:
+                fields["drawn_delay_seconds"] = decision.drawn_delay
+            if outcome.message.dropped_attributes:
+                fields["dropped_attributes"] = list(outcome.message.dropped_attributes)
+            if outcome.message.message_group_id:
+                fields["message_group_id"] = outcome.message.message_group_id
+            if self._settings.log_message_body:
+                fields["body"] = outcome.message.body
+            if outcome.failure is not None:
+                fields.update(error_code=outcome.failure.code, error=outcome.failure.message)
+                self._logger.error("record not done", extra=fields)
+            else:
+                self._logger.info(f"record {decision.action.value}", extra=fields)
+            if decision.clamped:
+                self._logger.warning(
+                    "no attribute slot for the long-delay marker: delay clamped", extra=fields
+                )
+            if outcome.message.dropped_attributes:
+                self._logger.warning(
+                    "list-valued attributes cannot be sent by SQS and were dropped", extra=fields
+                )
+            self._count(outcome, parked)
+        self._emit_parked(parked)
+
+    def _count(self, outcome: Outcome, parked: Counter[str]) -> None:
+        if self._metrics is None:
+            return
+        decision = outcome.decision
+        if outcome.failure is not None:
+            self._metrics.add_metric("SendFailures", MetricUnit.Count, 1)
+        elif decision.action in _METRIC_BY_ACTION:
+            self._metrics.add_metric(_METRIC_BY_ACTION[decision.action], MetricUnit.Count, 1)
+        elif decision.reason is not None:
+            parked[decision.reason.value] += 1
+        if outcome.failure is None and decision.drawn_delay is not None:
+            self._metrics.add_metric("ReplayDelay", MetricUnit.Seconds, decision.drawn_delay)
+
+    def _emit_parked(self, parked: Counter[str]) -> None:
+        """Parked counts carry a `reason` dimension, so they go out as their own EMF blobs."""
+        if self._metrics is None:
+            return
+        for reason, count in parked.items():
+            with single_metric(
+                name="Parked",
+                unit=MetricUnit.Count,
+                value=count,
+                namespace=self._metrics.namespace,
+                default_dimensions={**self._metrics.default_dimensions, "reason": reason},
+            ):
+                pass
+
+
+_ONWARD = (Action.REPLAY, Action.DEFER, Action.RELEASE)
+_METRIC_BY_ACTION = {
+    Action.REPLAY: "Replayed",
+    Action.RELEASE: "Released",
+    Action.DEFER: "Deferred",
+    Action.HOLD: "Held",
+    Action.SKIP: "SkippedBehindGroup",
+}
+
+
+def _is_fifo(message: InboundMessage) -> bool:
+    return message.queue_arn.endswith(".fifo")
+
+
+def _rounds(messages: Sequence[InboundMessage]) -> Iterator[list[InboundMessage]]:
+    """Standard queues: the whole batch at once. FIFO: the n-th record of every group per round,
+    so a record is only attempted once the one before it in its group is done."""
+    if not any(_is_fifo(m) for m in messages):
+        yield list(messages)
+        return
+    by_group: dict[str, list[InboundMessage]] = {}
+    for m in messages:
+        by_group.setdefault(m.message_group_id or m.message_id, []).append(m)
+    depth = max(len(group) for group in by_group.values())
+    for index in range(depth):
+        yield [group[index] for group in by_group.values() if index < len(group)]
+
+
+def _chunks_by_queue(
+    messages: Sequence[InboundMessage],
+) -> Iterator[tuple[str, list[InboundMessage]]]:
+    by_queue: dict[str, list[InboundMessage]] = {}
+    for m in messages:
+        by_queue.setdefault(m.queue_arn, []).append(m)
+    for queue_arn, queued in by_queue.items():
+        for start in range(0, len(queued), MAX_BATCH_ENTRIES):
+            yield queue_arn, queued[start : start + MAX_BATCH_ENTRIES]

@@ -1,0 +1,174 @@
+"""The function's configuration (DESIGN.md §2), parsed once into a frozen dataclass.
+
+Every rule lives here, so a bad value is refused before a single record is touched, with one
+line that names the variable, the value and the rule.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from dlq_replay.backoff import MAX_VISIBILITY_TIMEOUT_SECONDS, BackoffPolicy, Jitter
+from dlq_replay.queues import QUEUE_ARN_PATTERN
+
+DEFAULT_COUNT_ATTRIBUTE = "sqs-dlq-replay-nb"
+MAX_ATTEMPTS_LIMIT = 100
+
+# SQS message attribute names: up to 256 of A-Z a-z 0-9 _ - . ; no leading or trailing period,
+# no two periods in a row, not starting with AWS. or Amazon. (any case).
+_ATTRIBUTE_NAME = re.compile(r"^(?!\.)(?!.*\.\.)(?!.*\.$)[A-Za-z0-9_.\-]{1,256}$")
+_RESERVED_PREFIX = re.compile(r"^(aws|amazon)\.", re.IGNORECASE)
+_TRUE = {"true", "1", "yes"}
+_FALSE = {"false", "0", "no", ""}
+
+T = TypeVar("T")
+
+
+class SettingsError(ValueError):
+    """A configuration value breaks its rule; the message is one line meant for a human."""
+
+    def __init__(self, variable: str, value: str | None, rule: str) -> None:
+        shown = "<missing>" if value is None else repr(value)
+        super().__init__(f"{variable}={shown} is invalid: {rule}")
+        self.variable = variable
+        self.value = value
+        self.rule = rule
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Everything the replay needs to decide and route, and nothing it can look up at run time."""
+
+    operator_queue_url: str
+    main_queue_url: str | None = None
+    max_attempts: int = 3
+    backoff: BackoffPolicy = field(default_factory=BackoffPolicy)
+    count_attribute: str = DEFAULT_COUNT_ATTRIBUTE
+    allowed_source_queue_arns: frozenset[str] = frozenset()
+    log_message_body: bool = False
+    # Where URLs built from queue ARNs point: boto3's own AWS_ENDPOINT_URL_SQS/AWS_ENDPOINT_URL
+    # (an emulator or SQS-compatible broker); unset means AWS's regional endpoint.
+    sqs_endpoint_url: str | None = None
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> Settings:
+        """Parse the variables of DESIGN.md §2; unknown variables are ignored."""
+        reader = _Reader(env)
+        jitter_names = ", ".join(j.value for j in Jitter)
+        return cls(
+            operator_queue_url=reader.required("OPERATOR_QUEUE_URL"),
+            main_queue_url=reader.optional("MAIN_QUEUE_URL"),
+            max_attempts=reader.parse(
+                "MAX_ATTEMPTS",
+                "3",
+                _int_between(1, MAX_ATTEMPTS_LIMIT),
+                f"an integer from 1 to {MAX_ATTEMPTS_LIMIT}",
+            ),
+            backoff=BackoffPolicy(
+                base_seconds=reader.parse(
+                    "BACKOFF_BASE_SECONDS",
+                    "60",
+                    _int_between(1, MAX_VISIBILITY_TIMEOUT_SECONDS),
+                    f"an integer from 1 to {MAX_VISIBILITY_TIMEOUT_SECONDS}",
+                ),
+                multiplier=reader.parse(
+                    "BACKOFF_MULTIPLIER", "2", _number_at_least(1.0), "a number >= 1"
+                ),
+                cap_seconds=reader.parse(
+                    "BACKOFF_CAP_SECONDS",
+                    "900",
+                    _int_between(1, MAX_VISIBILITY_TIMEOUT_SECONDS),
+                    f"an integer from 1 to {MAX_VISIBILITY_TIMEOUT_SECONDS} (12 hours)",
+                ),
+                jitter=reader.parse("JITTER", "full", Jitter, f"one of {jitter_names}"),
+            ),
+            count_attribute=reader.parse(
+                "REPLAY_COUNT_ATTRIBUTE",
+                DEFAULT_COUNT_ATTRIBUTE,
+                _attribute_name,
+                "an SQS message attribute name: 1-256 of A-Z a-z 0-9 _ - ., no leading, "
+                "trailing or doubled period, not starting with AWS. or Amazon.",
+            ),
+            allowed_source_queue_arns=reader.parse(
+                "ALLOWED_SOURCE_QUEUE_ARNS",
+                "",
+                _arn_list,
+                "a comma-separated list of SQS queue ARNs (arn:<partition>:sqs:<region>:"
+                "<account>:<name>)",
+            ),
+            log_message_body=reader.parse("LOG_MESSAGE_BODY", "false", _boolean, "true or false"),
+            sqs_endpoint_url=reader.optional("AWS_ENDPOINT_URL_SQS")
+            or reader.optional("AWS_ENDPOINT_URL"),
+        )
+
+
+class _Reader:
+    """Reads one variable at a time and turns any parse failure into a SettingsError."""
+
+    def __init__(self, env: Mapping[str, str]) -> None:
+        self._env = env
+
+    def required(self, name: str) -> str:
+        value = self._env.get(name)
+        if value is None or not value.strip():
+            raise SettingsError(name, value, "required: the URL of an SQS queue")
+        return value.strip()
+
+    def optional(self, name: str) -> str | None:
+        value = self._env.get(name, "").strip()
+        return value or None
+
+    def parse(self, name: str, default: str, convert: Callable[[str], T], rule: str) -> T:
+        raw = self._env.get(name)
+        text = default if raw is None else raw.strip()
+        try:
+            return convert(text)
+        except ValueError:
+            raise SettingsError(name, raw, f"must be {rule}") from None
+
+
+def _int_between(low: int, high: int) -> Callable[[str], int]:
+    def convert(text: str) -> int:
+        if not re.fullmatch(r"[+-]?\d+", text):
+            raise ValueError(text)
+        number = int(text)
+        if not low <= number <= high:
+            raise ValueError(text)
+        return number
+
+    return convert
+
+
+def _number_at_least(low: float) -> Callable[[str], float]:
+    def convert(text: str) -> float:
+        number = float(text)  # raises ValueError on junk
+        if not (number >= low and number < float("inf")):
+            raise ValueError(text)
+        return number
+
+    return convert
+
+
+def _attribute_name(text: str) -> str:
+    if not _ATTRIBUTE_NAME.fullmatch(text) or _RESERVED_PREFIX.match(text):
+        raise ValueError(text)
+    return text
+
+
+def _arn_list(text: str) -> frozenset[str]:
+    arns = frozenset(part.strip() for part in text.split(",") if part.strip())
+    if any(not QUEUE_ARN_PATTERN.fullmatch(arn) for arn in arns):
+        raise ValueError(text)
+    return arns
+
+
+def _boolean(text: str) -> bool:
+    lowered = text.lower()
+    if lowered in _TRUE:
+        return True
+    if lowered in _FALSE:
+        return False
+    raise ValueError(text)

@@ -1,0 +1,1 @@
+"""Development tools of sqs-dlq-replay (not shipped to Lambda)."""
