@@ -1,10 +1,11 @@
 """Transform a SAM template into plain CloudFormation, offline.
 
-Uses aws-sam-translator, the library behind the `AWS::Serverless-2016-10-31` transform, so
+Runs aws-sam-translator, the library behind the `AWS::Serverless-2016-10-31` transform, so
 the result is what CloudFormation would deploy: cfn-lint can check it and tests can assert
 on it. Nothing is sent to AWS. The translator still wants a region (the partition of the
-ARNs it generates follows it), taken from ``--region``, ``AWS_DEFAULT_REGION`` or
-``us-east-1``.
+ARNs it generates follows it): ``--region``, else ``AWS_DEFAULT_REGION``, else us-east-1.
+Local code paths (``CodeUri: functions/replay/``) become ``s3://local-artifacts/<path>``, as
+`sam package` would upload them; the translator accepts nothing else.
 
     python tools/transform_template.py template.yaml -o build/transformed.json
 """
@@ -18,11 +19,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import boto3
+
 DEFAULT_REGION = "us-east-1"
-# Local code paths are replaced by S3 locations in this bucket, keeping the path as the key,
-# as `sam package` would (the translator accepts nothing else).
 LOCAL_ARTIFACT_BUCKET = "local-artifacts"
-# Resource type -> property that may hold a local path.
+# Resource type -> the property that may name a local path.
 LOCAL_PATH_PROPERTIES = {
     "AWS::Serverless::Function": "CodeUri",
     "AWS::Serverless::LayerVersion": "ContentUri",
@@ -30,6 +31,10 @@ LOCAL_PATH_PROPERTIES = {
     "AWS::Serverless::HttpApi": "DefinitionUri",
     "AWS::Serverless::StateMachine": "DefinitionUri",
 }
+
+
+class TransformError(Exception):
+    """The SAM translator refused the template; the message lists its reasons."""
 
 
 class OfflineManagedPolicyLoader:
@@ -44,18 +49,18 @@ class OfflineManagedPolicyLoader:
 
 
 def load_template(path: Path) -> dict[str, Any]:
-    """Parse a CloudFormation/SAM YAML or JSON template, short-form intrinsics included."""
-    from samtranslator.yaml_helper import yaml_parse  # noqa: PLC0415 (needs the region set)
+    """Parse a YAML or JSON template, short-form intrinsics (!Ref, !If, ...) included."""
+    from samtranslator.yaml_helper import yaml_parse  # noqa: PLC0415
 
     parsed = yaml_parse(path.read_text(encoding="utf-8"))
     if not isinstance(parsed, dict):
-        raise TypeError(f"{path}: a template is a mapping, got {type(parsed).__name__}")
+        raise TransformError(f"{path}: a template is a mapping, got {type(parsed).__name__}")
     return parsed
 
 
 def replace_local_paths(template: dict[str, Any]) -> None:
     """Point local CodeUri/ContentUri/DefinitionUri paths at s3://local-artifacts/<path>."""
-    resources = template.get("Resources", {})
+    resources = template.get("Resources")
     if not isinstance(resources, dict):
         return
     for resource in resources.values():
@@ -72,25 +77,43 @@ def replace_local_paths(template: dict[str, Any]) -> None:
             properties[prop] = f"s3://{LOCAL_ARTIFACT_BUCKET}/{value}"
 
 
+def transform(
+    template: dict[str, Any],
+    parameter_values: dict[str, Any] | None = None,
+    region: str | None = None,
+) -> dict[str, Any]:
+    """Return the CloudFormation template the SAM transform makes of a parsed SAM template."""
+    from samtranslator.model.exceptions import InvalidDocumentException  # noqa: PLC0415
+    from samtranslator.parser.parser import Parser  # noqa: PLC0415
+    from samtranslator.public.translator import Translator  # noqa: PLC0415
+
+    region = region or os.environ.get("AWS_DEFAULT_REGION") or DEFAULT_REGION
+    loader = OfflineManagedPolicyLoader()
+    # The session only carries the region (AWS::Region, AWS::Partition, generated ARNs).
+    translator = Translator(None, Parser(), boto_session=boto3.session.Session(region_name=region))
+    try:
+        result = translator.translate(
+            template,
+            parameter_values=dict(parameter_values or {}),
+            get_managed_policy_map=loader.load,
+        )
+    except InvalidDocumentException as exc:
+        reasons = "; ".join(str(cause.message) for cause in exc.causes)
+        raise TransformError(reasons or str(exc)) from exc
+    if not isinstance(result, dict):
+        raise TransformError(f"the SAM translator returned {type(result).__name__}")
+    return result
+
+
 def transform_template(
     path: Path,
     parameter_values: dict[str, Any] | None = None,
     region: str | None = None,
 ) -> dict[str, Any]:
-    """Return the CloudFormation template the SAM transform makes of the template at path."""
-    os.environ.setdefault("AWS_DEFAULT_REGION", region or DEFAULT_REGION)
-    if region is not None:
-        os.environ["AWS_DEFAULT_REGION"] = region
-
-    # Imported late: the translator reads the region when its modules first use boto3.
-    from samtranslator.translator.transform import transform  # noqa: PLC0415
-
+    """Load the SAM template at path, point its local paths at S3 and transform it."""
     template = load_template(path)
     replace_local_paths(template)
-    result = transform(template, dict(parameter_values or {}), OfflineManagedPolicyLoader())
-    if not isinstance(result, dict):
-        raise TypeError(f"the SAM translator returned {type(result).__name__}, not a mapping")
-    return result
+    return transform(template, parameter_values, region)
 
 
 def _parse_parameter(text: str) -> tuple[str, str]:
@@ -101,29 +124,27 @@ def _parse_parameter(text: str) -> tuple[str, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser = argparse.ArgumentParser(
+        description="Transform a SAM template into CloudFormation JSON, offline."
+    )
     parser.add_argument("template", type=Path, help="SAM template (YAML or JSON)")
-    parser.add_argument("-o", "--output", type=Path, help="write JSON here instead of stdout")
-    parser.add_argument("--region", help=f"defaults to AWS_DEFAULT_REGION, else {DEFAULT_REGION}")
+    parser.add_argument("-o", "--output", type=Path, help="write the JSON here, not to stdout")
+    parser.add_argument("--region", help=f"default: AWS_DEFAULT_REGION, else {DEFAULT_REGION}")
     parser.add_argument(
         "--parameter",
         action="append",
         default=[],
         type=_parse_parameter,
         metavar="NAME=VALUE",
-        help="parameter value handed to the translator (repeatable)",
+        help="a parameter value for the translator (repeatable)",
     )
     args = parser.parse_args(argv)
-
-    from samtranslator.model.exceptions import InvalidDocumentException  # noqa: PLC0415
-
     try:
         result = transform_template(args.template, dict(args.parameter), args.region)
-    except InvalidDocumentException as exc:
-        for cause in exc.causes:
-            print(f"{args.template}: {cause.message}", file=sys.stderr)
+    except (TransformError, OSError) as exc:
+        print(f"{args.template}: {exc}", file=sys.stderr)
         return 1
-    text = json.dumps(result, indent=2, sort_keys=False) + "\n"
+    text = json.dumps(result, indent=2) + "\n"
     if args.output is None:
         sys.stdout.write(text)
     else:

@@ -120,17 +120,20 @@ def from_sqs(raw: Mapping[str, Mapping[str, Any]] | None) -> ParsedAttributes:
     return ParsedAttributes(values, tuple(dropped))
 
 
-def parse_count(attribute: Attribute | None) -> int | None:
+def parse_count(attribute: Attribute | None, limit: int = COUNT_LIMIT) -> int | None:
     """The replay count an attribute holds: 0 when absent, None when it is not a valid count.
 
-    Valid means a String or Number attribute whose text is plain decimal digits below 10^9; a
-    Binary attribute, a sign, a fraction, an exponent or an empty value is not a count.
+    Valid means a String or Number attribute whose text is plain decimal digits below `limit`
+    (10^9 for the count); a Binary attribute, a sign, a fraction, an exponent or an empty value
+    is not a count.
     """
     if attribute is None:
         return 0
     if attribute.base_type not in {"Number", "String"} or attribute.string_value is None:
         return None
     text = attribute.string_value
-    if not _DIGITS.fullmatch(text) or len(text.lstrip("0")) > len(str(COUNT_LIMIT - 1)):
-        return None  # the length test also keeps int() away from huge digit strings
-    return int(text)
+    digits = text.lstrip("0") or "0"
+    if not _DIGITS.fullmatch(text) or len(digits) > len(str(limit)):
+        return None  # the length test keeps int() away from huge digit strings
+    value = int(digits)  # without the leading zeros, which int() counts against its digit limit
+    return value if value < limit else None

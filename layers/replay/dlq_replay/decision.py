@@ -22,6 +22,8 @@ NOT_BEFORE_ATTRIBUTE = "dlq-replay-not-before"
 PARK_REASON_ATTRIBUTE = "dlq-replay-park-reason"
 # A FIFO operator queue needs a group even for a message that arrived without one.
 FALLBACK_GROUP_ID = "dlq-replay-no-group"
+# `dlq-replay-not-before` holds epoch seconds, well past the count's 10^9 bound.
+_NOT_BEFORE_LIMIT = 10**12
 
 
 class ParkReason(StrEnum):
@@ -71,7 +73,7 @@ def route(message: InboundMessage, settings: Settings) -> str | None:
     """The queue a replay goes to: its allowed source queue, else the main queue, else none."""
     source = message.dead_letter_source_arn
     if source and source in settings.allowed_source_queue_arns:
-        return QueueArn.parse(source).url()
+        return QueueArn.parse(source).url(settings.sqs_endpoint_url)
     return settings.main_queue_url
 
 
@@ -121,7 +123,9 @@ def _waiting(message: InboundMessage, destination: str | None, count: int, now: 
         return _park(ParkReason.UNKNOWN_SOURCE, count)
     if is_fifo_url(destination) and message.message_group_id is None:
         return _park(ParkReason.MISSING_GROUP_ID, count)
-    not_before = attributes.parse_count(message.attributes[NOT_BEFORE_ATTRIBUTE]) or 0
+    not_before = (
+        attributes.parse_count(message.attributes[NOT_BEFORE_ATTRIBUTE], _NOT_BEFORE_LIMIT) or 0
+    )
     remaining = max(0, not_before - math.floor(now))
     limit = destination_limit(destination)
     if remaining > limit:

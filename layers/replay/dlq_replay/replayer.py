@@ -192,7 +192,7 @@ class Replayer:
                 fields.update(error_code=outcome.failure.code, error=outcome.failure.message)
                 self._logger.error("record not done", extra=fields)
             else:
-                self._logger.info(f"record {decision.action.value}", extra=fields)
+                self._logger.info(f"record {_PAST[decision.action]}", extra=fields)
             if decision.clamped:
                 self._logger.warning(
                     "no attribute slot for the long-delay marker: delay clamped", extra=fields
@@ -233,6 +233,14 @@ class Replayer:
 
 
 _ONWARD = (Action.REPLAY, Action.DEFER, Action.RELEASE)
+_PAST = {
+    Action.REPLAY: "replayed",
+    Action.DEFER: "deferred",
+    Action.HOLD: "held",
+    Action.RELEASE: "released",
+    Action.PARK: "parked",
+    Action.SKIP: "skipped",
+}
 _METRIC_BY_ACTION = {
     Action.REPLAY: "Replayed",
     Action.RELEASE: "Released",

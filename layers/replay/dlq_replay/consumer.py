@@ -1,0 +1,85 @@
+"""What a consumer of the main queue imports: the replay count, and a visibility heartbeat."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from dlq_replay.attributes import from_lambda, from_sqs, parse_count
+from dlq_replay.settings import DEFAULT_COUNT_ATTRIBUTE
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+
+
+def replay_attempt(message: Mapping[str, Any], attribute: str = DEFAULT_COUNT_ATTRIBUTE) -> int:
+    """How many times the replay sent this message back: 0 for a first delivery.
+
+    Takes a Lambda SQS record (`messageAttributes`) or a boto3 message (`MessageAttributes`);
+    a count that is not a valid one reads as 0, since such a message was never replayed by us.
+    """
+    if "messageAttributes" in message:
+        values = from_lambda(message["messageAttributes"]).values
+    else:
+        values = from_sqs(message.get("MessageAttributes")).values
+    return parse_count(values.get(attribute)) or 0
+
+
+class VisibilityHeartbeat:
+    """Keeps a message invisible while long work on it runs in this process.
+
+    Every `interval` seconds the visibility timeout is set to `timeout` seconds from now, so a
+    slow but healthy consumer never lets the message reappear (and be counted as a failure
+    into the DLQ). The beat stops when the block exits, normally or with an exception; a
+    failed beat is kept in `errors` and never raised into the work.
+    """
+
+    def __init__(
+        self,
+        sqs: SQSClient,
+        queue_url: str,
+        receipt_handle: str,
+        *,
+        timeout: int = 30,
+        interval: float | None = None,
+    ) -> None:
+        if timeout < 1:
+            raise ValueError("timeout must be at least 1 second")
+        self._sqs = sqs
+        self._queue_url = queue_url
+        self._receipt_handle = receipt_handle
+        self._timeout = timeout
+        self._interval = interval if interval is not None else timeout / 3
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name="visibility-heartbeat", daemon=True)
+        self.beats = 0
+        self.errors: list[Exception] = []
+
+    def __enter__(self) -> VisibilityHeartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self._interval):
+            try:
+                self._sqs.change_message_visibility(
+                    QueueUrl=self._queue_url,
+                    ReceiptHandle=self._receipt_handle,
+                    VisibilityTimeout=self._timeout,
+                )
+                self.beats += 1
+            except (ClientError, BotoCoreError) as error:
+                self.errors.append(error)

@@ -1,0 +1,123 @@
+"""A local stand-in for Lambda's SQS event source mapping (DESIGN.md §6).
+
+It long-polls a queue, hands each batch to a handler as the exact event Lambda would deliver,
+deletes only the records the handler did not list in `batchItemFailures`, and leaves those to
+their visibility timeout — the same contract `ReportBatchItemFailures` gives the function.
+Several pollers may run at once; each owns its batch from receive to delete.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from dlq_replay.records import lambda_event
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+    from mypy_boto3_sqs.type_defs import DeleteMessageBatchRequestEntryTypeDef
+
+Handler = Callable[[dict[str, Any], Any], Mapping[str, Any]]
+MAX_RECEIVE_BATCH = 10
+
+
+@dataclass
+class PollStats:
+    """Running totals of one or more pollers (guarded by its lock)."""
+
+    received: int = 0
+    deleted: int = 0
+    failed: int = 0
+    delete_errors: int = 0
+    batches: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def add(self, received: int, deleted: int, failed: int, delete_errors: int) -> None:
+        with self.lock:
+            self.batches += 1
+            self.received += received
+            self.deleted += deleted
+            self.failed += failed
+            self.delete_errors += delete_errors
+
+
+class LocalEventSource:
+    """Polls one queue and feeds its messages to a Lambda-style handler."""
+
+    def __init__(
+        self,
+        sqs: SQSClient,
+        queue_url: str,
+        handler: Handler,
+        *,
+        batch_size: int = MAX_RECEIVE_BATCH,
+        wait_seconds: int = 5,
+        visibility_timeout: int | None = None,
+    ) -> None:
+        if not 1 <= batch_size <= MAX_RECEIVE_BATCH:
+            raise ValueError(f"batch_size must be 1-{MAX_RECEIVE_BATCH}, got {batch_size}")
+        self._sqs = sqs
+        self._queue_url = queue_url
+        self._handler = handler
+        self._batch_size = batch_size
+        self._wait_seconds = wait_seconds
+        self._visibility_timeout = visibility_timeout
+        attributes = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])
+        self.queue_arn = attributes["Attributes"]["QueueArn"]
+        self.region = self.queue_arn.split(":")[3]
+        self.stats = PollStats()
+
+    def poll_once(self) -> int:
+        """Receive one batch, run the handler, delete the successes; returns messages received."""
+        request: dict[str, Any] = {
+            "QueueUrl": self._queue_url,
+            "MaxNumberOfMessages": self._batch_size,
+            "WaitTimeSeconds": self._wait_seconds,
+            "MessageAttributeNames": ["All"],
+            "MessageSystemAttributeNames": ["All"],
+        }
+        if self._visibility_timeout is not None:
+            request["VisibilityTimeout"] = self._visibility_timeout
+        messages = self._sqs.receive_message(**request).get("Messages", [])
+        if not messages:
+            return 0
+        event = lambda_event(messages, self.queue_arn, self.region)
+        response = self._handler(event, None)
+        failed = {item["itemIdentifier"] for item in response.get("batchItemFailures", [])}
+        done = [m for m in messages if m["MessageId"] not in failed]
+        delete_errors = self._delete(done)
+        self.stats.add(len(messages), len(done) - delete_errors, len(failed), delete_errors)
+        return len(messages)
+
+    def run(self, stop: threading.Event) -> None:
+        """Poll until `stop` is set; a batch in hand is always finished before returning."""
+        while not stop.is_set():
+            self.poll_once()
+
+    def _delete(self, messages: list[Any]) -> int:
+        """Delete handled messages; a failed delete only means a redelivery, never a loss."""
+        errors = 0
+        for start in range(0, len(messages), MAX_RECEIVE_BATCH):
+            chunk = messages[start : start + MAX_RECEIVE_BATCH]
+            entries: list[DeleteMessageBatchRequestEntryTypeDef] = [
+                {"Id": str(index), "ReceiptHandle": m["ReceiptHandle"]}
+                for index, m in enumerate(chunk)
+            ]
+            response = self._sqs.delete_message_batch(QueueUrl=self._queue_url, Entries=entries)
+            errors += len(response.get("Failed", []))
+        return errors
+
+
+def run_pollers(
+    source: LocalEventSource, count: int, stop: threading.Event
+) -> list[threading.Thread]:
+    """Start `count` pollers on one source in threads (boto3 clients are thread-safe)."""
+    threads = [
+        threading.Thread(target=source.run, args=(stop,), name=f"poller-{index}", daemon=True)
+        for index in range(count)
+    ]
+    for thread in threads:
+        thread.start()
+    return threads

@@ -1,0 +1,349 @@
+"""What the integration tests need around moto's SQS: queues wired like the template wires them,
+messages pushed through a real redrive into the DLQ, Lambda's event built from what SQS returns,
+and recorders for the requests the replayer makes.
+
+The replayer always gets its own client; `Sqs` (the test's view of the queues) uses another, so
+a request log or a Stubber on the replayer's client sees the replayer's requests and no others.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from dlq_replay.records import lambda_event
+
+if TYPE_CHECKING:
+    from botocore.model import OperationModel
+    from mypy_boto3_sqs import SQSClient
+    from mypy_boto3_sqs.type_defs import MessageAttributeValueTypeDef, MessageTypeDef
+
+REGION = "us-east-1"
+ACCOUNT_ID = "123456789012"  # moto's default account
+COUNT = "sqs-dlq-replay-nb"
+NOT_BEFORE = "dlq-replay-not-before"
+PARK_REASON = "dlq-replay-park-reason"
+# The DLQ's own safety net (DLQ -> operator queue) must outlast the main queue's maxReceiveCount
+# plus the holds of the long-delay path (DESIGN.md §5).
+DLQ_MAX_RECEIVE_COUNT = 10
+
+
+@dataclass(frozen=True, slots=True)
+class Queue:
+    url: str
+    arn: str
+
+    @property
+    def name(self) -> str:
+        return self.arn.rsplit(":", 1)[1]
+
+    @property
+    def fifo(self) -> bool:
+        return self.name.endswith(".fifo")
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayQueues:
+    """main -> DLQ (real RedrivePolicy) -> operator queue (the safety net)."""
+
+    main: Queue
+    dlq: Queue
+    operator: Queue
+    max_receive_count: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Outgoing:
+    """A message a producer sends to a source queue."""
+
+    body: str
+    attributes: Mapping[str, MessageAttributeValueTypeDef] = field(default_factory=dict)
+    group_id: str | None = None
+    dedup_id: str | None = None
+    trace_header: str | None = None
+
+
+def string(value: str, data_type: str = "String") -> MessageAttributeValueTypeDef:
+    return {"DataType": data_type, "StringValue": value}
+
+
+def number(value: str | int, data_type: str = "Number") -> MessageAttributeValueTypeDef:
+    return {"DataType": data_type, "StringValue": str(value)}
+
+
+def binary(value: bytes, data_type: str = "Binary") -> MessageAttributeValueTypeDef:
+    return {"DataType": data_type, "BinaryValue": value}
+
+
+def attributes_of(message: MessageTypeDef) -> dict[str, dict[str, Any]]:
+    """A received message's attributes as plain dicts, for exact comparisons."""
+    return {name: dict(value) for name, value in message.get("MessageAttributes", {}).items()}
+
+
+def system_attributes_of(message: MessageTypeDef) -> dict[str, str]:
+    return dict(message.get("Attributes", {}))
+
+
+class Sqs:
+    """The test's own view of SQS: queues, producers, a real redrive, and draining."""
+
+    def __init__(self, client: SQSClient) -> None:
+        self.client = client
+
+    def create_queue(self, name: str, attributes: Mapping[str, str] | None = None) -> Queue:
+        url = self.client.create_queue(QueueName=name, Attributes=dict(attributes or {}))[
+            "QueueUrl"
+        ]
+        arn = self.client.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])[
+            "Attributes"
+        ]["QueueArn"]
+        return Queue(url, arn)
+
+    def create_source_queue(
+        self, name: str, dlq: Queue, *, max_receive_count: int = 1, fifo: bool = False
+    ) -> Queue:
+        """A queue whose RedrivePolicy sends what it cannot deliver to `dlq`."""
+        return self.create_queue(
+            name, {**_fifo_attributes(fifo), "RedrivePolicy": _redrive(dlq, max_receive_count)}
+        )
+
+    def create_replay_queues(
+        self, prefix: str = "orders", *, fifo: bool = False, max_receive_count: int = 1
+    ) -> ReplayQueues:
+        suffix = ".fifo" if fifo else ""
+        operator = self.create_queue(f"{prefix}-operator{suffix}", _fifo_attributes(fifo))
+        dlq = self.create_source_queue(
+            f"{prefix}-dlq{suffix}", operator, max_receive_count=DLQ_MAX_RECEIVE_COUNT, fifo=fifo
+        )
+        main = self.create_source_queue(
+            f"{prefix}-main{suffix}", dlq, max_receive_count=max_receive_count, fifo=fifo
+        )
+        return ReplayQueues(main, dlq, operator, max_receive_count)
+
+    def send(self, queue: Queue, message: Outgoing) -> str:
+        """SendMessage, the one call with which moto keeps AWSTraceHeader."""
+        params: dict[str, Any] = {"QueueUrl": queue.url, "MessageBody": message.body}
+        if message.attributes:
+            params["MessageAttributes"] = dict(message.attributes)
+        if message.group_id is not None:
+            params["MessageGroupId"] = message.group_id
+        if queue.fifo:
+            params["MessageDeduplicationId"] = message.dedup_id or uuid.uuid4().hex
+        if message.trace_header is not None:
+            params["MessageSystemAttributes"] = {
+                "AWSTraceHeader": {"DataType": "String", "StringValue": message.trace_header}
+            }
+        return self.client.send_message(**params)["MessageId"]
+
+    def dead_letter(
+        self,
+        source: Queue,
+        dlq: Queue,
+        messages: Sequence[Outgoing],
+        *,
+        max_receive_count: int = 1,
+    ) -> list[MessageTypeDef]:
+        """Send `messages` to `source`, let a consumer fail them until SQS's own redrive moves
+        them into `dlq`, then receive them from the DLQ as Lambda's event source would (every
+        message and system attribute). The DLQ messages stay in flight, like Lambda's."""
+        for message in messages:
+            self.send(source, message)
+        for _ in range(max_receive_count * len(messages) + 2):
+            # A failing consumer: receives and never deletes; VisibilityTimeout=0 returns the
+            # message at once. Past maxReceiveCount, the next receive moves it to the DLQ.
+            received = self.client.receive_message(
+                QueueUrl=source.url, MaxNumberOfMessages=10, VisibilityTimeout=0
+            )
+            if not received.get("Messages"):
+                break
+        assert self.total(source) == 0, "the redrive left messages in the source queue"
+        dead: list[MessageTypeDef] = []
+        while len(dead) < len(messages):
+            batch = self.client.receive_message(
+                QueueUrl=dlq.url,
+                MaxNumberOfMessages=min(10, len(messages) - len(dead)),
+                MessageAttributeNames=["All"],
+                MessageSystemAttributeNames=["All"],
+            ).get("Messages", [])
+            if not batch:
+                break
+            dead.extend(batch)
+        assert [m["Body"] for m in dead] == [m.body for m in messages]
+        return dead
+
+    def dead_letter_event(
+        self, queues: ReplayQueues, messages: Sequence[Outgoing]
+    ) -> dict[str, Any]:
+        """The Lambda event for `messages` after a real redrive main -> DLQ."""
+        dead = self.dead_letter(
+            queues.main, queues.dlq, messages, max_receive_count=queues.max_receive_count
+        )
+        return lambda_event(dead, queues.dlq.arn, REGION)
+
+    def receive_event(self, queue: Queue, *, visibility_timeout: int = 30) -> dict[str, Any]:
+        """One poll of `queue` as Lambda's event source does it, as the event it delivers."""
+        received = self.client.receive_message(
+            QueueUrl=queue.url,
+            MaxNumberOfMessages=10,
+            VisibilityTimeout=visibility_timeout,
+            MessageAttributeNames=["All"],
+            MessageSystemAttributeNames=["All"],
+        ).get("Messages", [])
+        return lambda_event(received, queue.arn, REGION)
+
+    def drain(self, queue: Queue) -> list[MessageTypeDef]:
+        """Receive and delete every message visible now, in the order SQS hands them out."""
+        drained: list[MessageTypeDef] = []
+        for _ in range(100):
+            batch = self.client.receive_message(
+                QueueUrl=queue.url,
+                MaxNumberOfMessages=10,
+                MessageAttributeNames=["All"],
+                MessageSystemAttributeNames=["All"],
+            ).get("Messages", [])
+            if not batch:
+                return drained
+            drained.extend(batch)
+            self.client.delete_message_batch(
+                QueueUrl=queue.url,
+                Entries=[
+                    {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]}
+                    for i, m in enumerate(batch)
+                ],
+            )
+        raise AssertionError(f"{queue.name} did not drain")
+
+    def total(self, queue: Queue) -> int:
+        """Every message the queue holds: visible, in flight and delayed."""
+        names = [
+            "ApproximateNumberOfMessages",
+            "ApproximateNumberOfMessagesNotVisible",
+            "ApproximateNumberOfMessagesDelayed",
+        ]
+        found = self.client.get_queue_attributes(
+            QueueUrl=queue.url,
+            AttributeNames=names,  # type: ignore[arg-type]
+        )["Attributes"]
+        return sum(int(found.get(name, "0")) for name in names)
+
+    def end_delays(self, queue: Queue) -> None:
+        """Make every delayed message of `queue` deliverable now, as if its DelaySeconds had
+        passed. moto serves delays in real time and the long-delay path writes copies with
+        DelaySeconds=900; no test waits 15 minutes. The one reach into moto's internals."""
+        from moto.sqs.models import sqs_backends  # noqa: PLC0415 - moto internals, test only
+
+        for message in sqs_backends[ACCOUNT_ID][REGION].get_queue(queue.name)._messages:
+            message.delayed_until = 0
+
+
+def _fifo_attributes(fifo: bool) -> dict[str, str]:
+    return {"FifoQueue": "true", "ContentBasedDeduplication": "false"} if fifo else {}
+
+
+def _redrive(dlq: Queue, max_receive_count: int) -> str:
+    return json.dumps({"deadLetterTargetArn": dlq.arn, "maxReceiveCount": str(max_receive_count)})
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    operation: str
+    params: dict[str, Any]
+
+
+class RequestLog:
+    """Every request a client makes, as the caller passed it (botocore event hook)."""
+
+    def __init__(self, client: SQSClient) -> None:
+        self.calls: list[Call] = []
+        client.meta.events.register("provide-client-params.sqs", self._record)
+
+    def _record(self, params: dict[str, Any], model: OperationModel, **_: Any) -> None:
+        self.calls.append(Call(model.name, copy.deepcopy(params)))
+
+    def operations(self) -> list[str]:
+        return [call.operation for call in self.calls]
+
+    def of(self, operation: str) -> list[dict[str, Any]]:
+        return [call.params for call in self.calls if call.operation == operation]
+
+    def sent_entries(self, queue: Queue) -> list[dict[str, Any]]:
+        """Every SendMessageBatch entry addressed to `queue`, in request order."""
+        return [
+            entry
+            for params in self.of("SendMessageBatch")
+            if params["QueueUrl"] == queue.url
+            for entry in params["Entries"]
+        ]
+
+
+@dataclass
+class LogLine:
+    level: str
+    message: str
+    extra: dict[str, Any]
+
+
+class RecordingLog:
+    """A `dlq_replay.replayer.Log` that keeps every line, for assertions."""
+
+    def __init__(self) -> None:
+        self.lines: list[LogLine] = []
+
+    def info(self, msg: str, *args: Any, **kwargs: Any) -> None:
+        self.lines.append(LogLine("info", msg, dict(kwargs.get("extra") or {})))
+
+    def warning(self, msg: str, *args: Any, **kwargs: Any) -> None:
+        self.lines.append(LogLine("warning", msg, dict(kwargs.get("extra") or {})))
+
+    def error(self, msg: str, *args: Any, **kwargs: Any) -> None:
+        self.lines.append(LogLine("error", msg, dict(kwargs.get("extra") or {})))
+
+    def for_message(self, message_id: str) -> list[LogLine]:
+        return [line for line in self.lines if line.extra.get("message_id") == message_id]
+
+
+class FakeClock:
+    """An injected clock (epoch seconds) that only moves when told."""
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+class LowestRandom:
+    """A `RandomSource` that always draws the lowest delay: 0 with full jitter."""
+
+    def randint(self, a: int, b: int) -> int:
+        return a
+
+
+class FakeContext(LambdaContext):
+    """The Lambda context the Powertools decorators read."""
+
+    def __init__(self) -> None:
+        self._function_name = "sqs-dlq-replay"
+        self._function_version = "$LATEST"
+        self._invoked_function_arn = f"arn:aws:lambda:{REGION}:{ACCOUNT_ID}:function:replay"
+        self._memory_limit_in_mb = 256
+        self._aws_request_id = "2d5e3a4c-0000-4000-8000-000000000001"
+        self._log_group_name = "/aws/lambda/sqs-dlq-replay"
+        self._log_stream_name = "2026/01/01/[$LATEST]0123456789abcdef"
+
+
+def failed_ids(response: Mapping[str, Any]) -> list[str]:
+    """The itemIdentifiers of a partial-batch response, in order."""
+    return [item["itemIdentifier"] for item in response["batchItemFailures"]]
+
+
+def record_ids(event: Mapping[str, Any]) -> list[str]:
+    return [record["messageId"] for record in event["Records"]]

@@ -1,0 +1,689 @@
+"""The SAM template (DESIGN.md §5), checked on what CloudFormation would deploy.
+
+`cfn` is template.yaml after the SAM transform (tools/transform_template.py); `Stack`
+(tests/template/cfn.py) evaluates it for given parameter values, so conditions, `Fn::If`
+and `AWS::NoValue` are exercised the way CloudFormation resolves them.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tools.transform_template import load_template, transform_template
+
+from .cfn import Stack, constraint_errors
+
+ACCOUNT = "123456789012"
+REGION = "us-east-1"
+EXISTING = {
+    "MainQueueArn": f"arn:aws:sqs:{REGION}:{ACCOUNT}:orders",
+    "DeadLetterQueueArn": f"arn:aws:sqs:{REGION}:{ACCOUNT}:orders-dlq",
+    "OperatorQueueArn": f"arn:aws:sqs:{REGION}:{ACCOUNT}:orders-operator",
+}
+EXISTING_FIFO = {
+    "MainQueueArn": f"arn:aws:sqs:{REGION}:{ACCOUNT}:orders.fifo",
+    "DeadLetterQueueArn": f"arn:aws:sqs:{REGION}:{ACCOUNT}:orders-dlq.fifo",
+    "OperatorQueueArn": f"arn:aws:sqs:{REGION}:{ACCOUNT}:orders-operator.fifo",
+}
+QUEUES = ("MainQueue", "DeadLetterQueue", "OperatorQueue")
+ENV_FROM_PARAMETERS = {
+    "MAX_ATTEMPTS": "MaxAttempts",
+    "BACKOFF_BASE_SECONDS": "BackoffBaseSeconds",
+    "BACKOFF_MULTIPLIER": "BackoffMultiplier",
+    "BACKOFF_CAP_SECONDS": "BackoffCapSeconds",
+    "JITTER": "Jitter",
+    "REPLAY_COUNT_ATTRIBUTE": "ReplayCountAttribute",
+    "LOG_MESSAGE_BODY": "LogMessageBody",
+}
+CLOUDWATCH_RETENTION_DAYS = [
+    1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731,
+    1096, 1827, 2192, 2557, 2922, 3288, 3653,
+]  # fmt: skip
+OUTPUTS = {
+    "MainQueueUrl",
+    "MainQueueArn",
+    "DeadLetterQueueUrl",
+    "DeadLetterQueueArn",
+    "OperatorQueueUrl",
+    "OperatorQueueArn",
+    "ReplayFunctionName",
+    "ReplayFunctionArn",
+    "ReplayLayerArn",
+    "ReplayLogGroupName",
+}
+
+
+def one_of_type(resources: dict[str, Any], type_: str) -> tuple[str, dict[str, Any]]:
+    found = [(name, r) for name, r in resources.items() if r["Type"] == type_]
+    assert len(found) == 1, f"expected one {type_}, found {[n for n, _ in found]}"
+    return found[0]
+
+
+def props(resources: dict[str, Any], type_: str) -> dict[str, Any]:
+    return one_of_type(resources, type_)[1]["Properties"]
+
+
+def walk(node: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
+    yield path, node
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield from walk(value, (*path, str(key)))
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            yield from walk(value, (*path, str(index)))
+
+
+def statements(role: dict[str, Any]) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    for policy in role["Properties"].get("Policies", []):
+        found.extend(policy["PolicyDocument"]["Statement"])
+    return found
+
+
+def actions(statement: dict[str, Any]) -> list[str]:
+    action = statement["Action"]
+    return [action] if isinstance(action, str) else list(action)
+
+
+def sqs_queue_grants(resources: dict[str, Any]) -> dict[str, set[str]]:
+    """Resource (queue) -> SQS actions granted on it, over every role of the stack."""
+    grants: dict[str, set[str]] = {}
+    for _, role in ((n, r) for n, r in resources.items() if r["Type"] == "AWS::IAM::Role"):
+        for statement in statements(role):
+            sqs = [a for a in actions(statement) if a.startswith("sqs:")]
+            if not sqs:
+                continue
+            targets = statement["Resource"]
+            for target in targets if isinstance(targets, list) else [targets]:
+                grants.setdefault(target, set()).update(sqs)
+    return grants
+
+
+# -- parameters ------------------------------------------------------------------------
+
+
+def test_every_parameter_is_constrained_grouped_and_labelled(cfn: dict[str, Any]) -> None:
+    parameters = cfn["Parameters"]
+    constraints = {"AllowedValues", "AllowedPattern", "MinValue", "MaxValue"}
+    unconstrained = [n for n, spec in parameters.items() if not constraints & set(spec)]
+    assert unconstrained == []
+    assert all(spec.get("Description") for spec in parameters.values())
+
+    interface = cfn["Metadata"]["AWS::CloudFormation::Interface"]
+    grouped = [p for group in interface["ParameterGroups"] for p in group["Parameters"]]
+    assert sorted(grouped) == sorted(parameters), "each parameter in exactly one group"
+    assert set(interface["ParameterLabels"]) == set(parameters)
+
+
+def test_parameter_defaults_pass_their_own_constraints(cfn: dict[str, Any]) -> None:
+    assert Stack(cfn).parameter_errors() == []
+
+
+@pytest.mark.parametrize(
+    ("name", "default", "low", "high"),
+    [
+        ("MaxAttempts", 3, 1, 100),
+        ("BackoffBaseSeconds", 60, 1, 43200),
+        ("BackoffCapSeconds", 900, 1, 43200),
+        ("BatchSize", 10, 1, 10),
+        ("MaximumBatchingWindowInSeconds", 0, 0, 300),
+        ("MaximumConcurrency", 5, 2, 1000),
+        ("MainQueueMaxReceiveCount", 5, 1, 1000),
+    ],
+)
+def test_numeric_parameter_ranges(
+    cfn: dict[str, Any], name: str, default: int, low: int, high: int
+) -> None:
+    spec = cfn["Parameters"][name]
+    assert spec["Type"] == "Number"
+    assert (int(spec["Default"]), int(spec["MinValue"]), int(spec["MaxValue"])) == (
+        default,
+        low,
+        high,
+    )
+    assert constraint_errors(spec, str(low)) == []
+    assert constraint_errors(spec, str(high)) == []
+    assert constraint_errors(spec, str(low - 1)) != []
+    assert constraint_errors(spec, str(high + 1)) != []
+
+
+def test_backoff_multiplier_is_a_number_of_at_least_one(cfn: dict[str, Any]) -> None:
+    spec = cfn["Parameters"]["BackoffMultiplier"]
+    assert spec["Type"] == "Number"
+    assert float(spec["Default"]) == 2
+    assert constraint_errors(spec, "1.5") == []
+    assert constraint_errors(spec, "0.9") != []
+
+
+@pytest.mark.parametrize(
+    ("name", "default", "allowed"),
+    [
+        ("Jitter", "full", ["full", "equal", "decorrelated", "none"]),
+        ("QueueType", "standard", ["standard", "fifo"]),
+        ("LogMessageBody", "false", ["true", "false"]),
+    ],
+)
+def test_choice_parameters(cfn: dict[str, Any], name: str, default: str, allowed: list[str]) -> None:
+    spec = cfn["Parameters"][name]
+    assert spec["Default"] == default
+    assert [str(v) for v in spec["AllowedValues"]] == allowed
+
+
+def test_log_retention_allows_exactly_cloudwatch_values(cfn: dict[str, Any]) -> None:
+    spec = cfn["Parameters"]["LogRetentionInDays"]
+    assert [int(v) for v in spec["AllowedValues"]] == CLOUDWATCH_RETENTION_DAYS
+    assert int(spec["Default"]) in CLOUDWATCH_RETENTION_DAYS
+
+
+@pytest.mark.parametrize(
+    "name", ["MainQueueArn", "DeadLetterQueueArn", "OperatorQueueArn", "AllowedSourceQueueArns"]
+)
+@pytest.mark.parametrize(
+    ("value", "ok"),
+    [
+        ("", True),
+        ("arn:aws:sqs:us-east-1:123456789012:orders", True),
+        ("arn:aws:sqs:eu-west-3:123456789012:orders_2-x.fifo", True),
+        ("arn:aws-cn:sqs:cn-north-1:123456789012:orders", True),
+        ("arn:aws-us-gov:sqs:us-gov-west-1:123456789012:orders", True),
+        ("arn:aws:sqs:us-east-1:123456789012:" + "q" * 80, True),
+        ("arn:aws:sqs:us-east-1:123456789012:" + "q" * 81, False),
+        ("arn:aws:sqs:us-east-1:123456789012:" + "q" * 76 + ".fifo", False),
+        ("arn:aws:sns:us-east-1:123456789012:orders", False),
+        ("arn:aws:sqs:us-east-1:12345:orders", False),
+        ("https://sqs.us-east-1.amazonaws.com/123456789012/orders", False),
+        ("orders", False),
+    ],
+)
+def test_queue_arn_parameters(cfn: dict[str, Any], name: str, value: str, ok: bool) -> None:
+    assert (constraint_errors(cfn["Parameters"][name], value) == []) is ok
+
+
+@pytest.mark.parametrize(
+    ("value", "ok"),
+    [
+        ("sqs-dlq-replay-nb", True),
+        ("my.count_1", True),
+        ("a" * 256, True),
+        ("a" * 257, False),
+        ("AWS.count", False),
+        ("aws.count", False),
+        ("Amazon.count", False),
+        ("amazon.count", False),
+        ("awsome.count", True),
+        (".count", False),
+        ("count.", False),
+        ("my..count", False),
+        ("my count", False),
+        ("", False),
+    ],
+)
+def test_replay_count_attribute_follows_sqs_name_rules(
+    cfn: dict[str, Any], value: str, ok: bool
+) -> None:
+    spec = cfn["Parameters"]["ReplayCountAttribute"]
+    assert spec["Default"] == "sqs-dlq-replay-nb"
+    assert (constraint_errors(spec, value) == []) is ok
+
+
+def test_allowed_source_queue_arns_is_a_list_defaulting_to_empty(cfn: dict[str, Any]) -> None:
+    spec = cfn["Parameters"]["AllowedSourceQueueArns"]
+    assert spec["Type"] == "CommaDelimitedList"
+    assert spec["Default"] == ""
+
+
+# -- modes and rules ---------------------------------------------------------------------
+
+
+def test_defaults_create_the_three_queues(cfn: dict[str, Any]) -> None:
+    stack = Stack(cfn)
+    assert stack.condition("CreateQueues")
+    assert stack.failed_rules() == []
+    created = {n for n, r in stack.resources().items() if r["Type"] == "AWS::SQS::Queue"}
+    assert created == set(QUEUES)
+
+
+def test_existing_mode_creates_no_queue(cfn: dict[str, Any]) -> None:
+    stack = Stack(cfn, EXISTING)
+    assert not stack.condition("CreateQueues")
+    assert stack.failed_rules() == []
+    assert not [r for r in stack.resources().values() if r["Type"] == "AWS::SQS::Queue"]
+
+
+@pytest.mark.parametrize(
+    ("parameters", "rule"),
+    [
+        ({"MainQueueArn": EXISTING["MainQueueArn"]}, "MainQueueNeedsItsDeadLetterQueue"),
+        (
+            {k: v for k, v in EXISTING.items() if k != "OperatorQueueArn"},
+            "ExistingQueuesNeedAnOperatorQueue",
+        ),
+        (
+            {k: v for k, v in EXISTING.items() if k != "MainQueueArn"},
+            "SharedDeadLetterQueueNeedsSources",
+        ),
+        ({"OperatorQueueArn": EXISTING["OperatorQueueArn"]}, "CreatedQueuesTakeNoOperatorQueue"),
+    ],
+)
+def test_rules_refuse_incomplete_queue_sets(
+    cfn: dict[str, Any], parameters: dict[str, str], rule: str
+) -> None:
+    assert rule in Stack(cfn, parameters).failed_rules()
+
+
+def test_shared_dlq_without_main_queue_is_accepted_with_sources(cfn: dict[str, Any]) -> None:
+    sources = f"arn:aws:sqs:{REGION}:{ACCOUNT}:a,arn:aws:sqs:{REGION}:{ACCOUNT}:b"
+    parameters = {
+        "DeadLetterQueueArn": EXISTING["DeadLetterQueueArn"],
+        "OperatorQueueArn": EXISTING["OperatorQueueArn"],
+        "AllowedSourceQueueArns": sources,
+    }
+    stack = Stack(cfn, parameters)
+    assert stack.failed_rules() == []
+    assert stack.parameter_errors() == []
+    env = props(stack.resources(), "AWS::Lambda::Function")["Environment"]["Variables"]
+    assert env["MAIN_QUEUE_URL"] == ""
+    assert env["ALLOWED_SOURCE_QUEUE_ARNS"] == sources
+    assert "MainQueueUrl" not in stack.outputs()
+
+
+# -- create-everything wiring ------------------------------------------------------------
+
+
+def test_main_queue_redrives_to_the_dlq(cfn: dict[str, Any]) -> None:
+    redrive = cfn["Resources"]["MainQueue"]["Properties"]["RedrivePolicy"]
+    assert redrive == {
+        "deadLetterTargetArn": {"Fn::GetAtt": ["DeadLetterQueue", "Arn"]},
+        "maxReceiveCount": {"Ref": "MainQueueMaxReceiveCount"},
+    }
+    resolved = Stack(cfn, {"MainQueueMaxReceiveCount": "7"}).resources()["MainQueue"]
+    assert resolved["Properties"]["RedrivePolicy"]["maxReceiveCount"] == "7"
+
+
+def test_dlq_redrives_to_the_operator_queue_as_safety_net(cfn: dict[str, Any]) -> None:
+    redrive = cfn["Resources"]["DeadLetterQueue"]["Properties"]["RedrivePolicy"]
+    assert redrive == {
+        "deadLetterTargetArn": {"Fn::GetAtt": ["OperatorQueue", "Arn"]},
+        "maxReceiveCount": {"Ref": "DeadLetterQueueMaxReceiveCount"},
+    }
+    assert "RedrivePolicy" not in cfn["Resources"]["OperatorQueue"]["Properties"]
+
+
+def test_safety_net_default_exceeds_main_queue_default(cfn: dict[str, Any]) -> None:
+    parameters = cfn["Parameters"]
+    main = int(parameters["MainQueueMaxReceiveCount"]["Default"])
+    safety = int(parameters["DeadLetterQueueMaxReceiveCount"]["Default"])
+    assert safety > main
+    # Every receive on the main queue travels into the DLQ with the message: the safety net
+    # needs room for the main queue's full count plus the DLQ's own retries and holds.
+    assert safety >= 2 * main
+    assert "receive count" in parameters["DeadLetterQueueMaxReceiveCount"]["Description"]
+
+
+def test_dlq_visibility_is_six_times_each_allowed_function_timeout(cfn: dict[str, Any]) -> None:
+    timeout = cfn["Parameters"]["FunctionTimeout"]
+    allowed = [int(v) for v in timeout["AllowedValues"]]
+    assert int(timeout["Default"]) in allowed
+    table = cfn["Mappings"]["DeadLetterQueueVisibility"]
+    assert sorted(int(k) for k in table) == sorted(allowed)
+    for seconds in allowed:
+        stack = Stack(cfn, {"FunctionTimeout": str(seconds)})
+        resources = stack.resources()
+        dlq = resources["DeadLetterQueue"]["Properties"]
+        assert int(dlq["VisibilityTimeout"]) == 6 * seconds
+        assert props(resources, "AWS::Lambda::Function")["Timeout"] == str(seconds)
+        assert 6 * seconds <= 43200
+
+
+def test_created_queues_are_encrypted_and_retain_long_enough(cfn: dict[str, Any]) -> None:
+    resources = Stack(cfn).resources()
+    for name in QUEUES:
+        assert resources[name]["Properties"]["SqsManagedSseEnabled"] is True
+    retention = {n: int(resources[n]["Properties"]["MessageRetentionPeriod"]) for n in QUEUES}
+    assert retention["DeadLetterQueue"] == retention["OperatorQueue"] == 14 * 24 * 3600
+    assert retention["MainQueue"] < retention["DeadLetterQueue"]
+
+
+def test_standard_queues_have_no_fifo_settings(cfn: dict[str, Any]) -> None:
+    resources = Stack(cfn).resources()
+    fifo_only = {
+        "QueueName",
+        "FifoQueue",
+        "ContentBasedDeduplication",
+        "DeduplicationScope",
+        "FifoThroughputLimit",
+    }
+    for name in QUEUES:
+        assert not fifo_only & set(resources[name]["Properties"]), name
+    esm = props(resources, "AWS::Lambda::EventSourceMapping")
+    assert esm["MaximumBatchingWindowInSeconds"] == "0"
+
+
+def test_fifo_queue_type_creates_high_throughput_fifo_queues(cfn: dict[str, Any]) -> None:
+    stack = Stack(cfn, {"QueueType": "fifo"}, stack_name="shop")
+    assert stack.failed_rules() == []
+    resources = stack.resources()
+    names = {}
+    for name in QUEUES:
+        queue = resources[name]["Properties"]
+        names[name] = queue["QueueName"]
+        assert queue["QueueName"].endswith(".fifo")
+        assert queue["QueueName"].startswith("shop-")
+        assert len(queue["QueueName"]) <= 80
+        assert queue["FifoQueue"] is True
+        assert queue["ContentBasedDeduplication"] is False
+        assert queue["DeduplicationScope"] == "messageGroup"
+        assert queue["FifoThroughputLimit"] == "perMessageGroupId"
+    assert len(set(names.values())) == 3
+    esm = props(resources, "AWS::Lambda::EventSourceMapping")
+    assert "MaximumBatchingWindowInSeconds" not in esm
+    assert int(esm["BatchSize"]) <= 10
+
+
+def test_existing_fifo_dlq_gets_no_batching_window(cfn: dict[str, Any]) -> None:
+    fifo = Stack(cfn, {**EXISTING_FIFO, "MaximumBatchingWindowInSeconds": "5"})
+    assert "MaximumBatchingWindowInSeconds" not in props(
+        fifo.resources(), "AWS::Lambda::EventSourceMapping"
+    )
+    standard = Stack(cfn, {**EXISTING, "MaximumBatchingWindowInSeconds": "5"})
+    esm = props(standard.resources(), "AWS::Lambda::EventSourceMapping")
+    assert esm["MaximumBatchingWindowInSeconds"] == "5"
+
+
+def test_queue_type_is_ignored_for_existing_queues(cfn: dict[str, Any]) -> None:
+    stack = Stack(cfn, {**EXISTING, "QueueType": "fifo"})
+    assert not stack.condition("CreateFifoQueues")
+    assert not [r for r in stack.resources().values() if r["Type"] == "AWS::SQS::Queue"]
+
+
+# -- function, layer, logs ---------------------------------------------------------------
+
+
+def test_function_runtime_and_layer(cfn: dict[str, Any]) -> None:
+    resources = cfn["Resources"]
+    function = props(resources, "AWS::Lambda::Function")
+    layer_name, layer = one_of_type(resources, "AWS::Lambda::LayerVersion")
+    assert function["Handler"] == "app.handler"
+    assert function["Runtime"] == "python3.13"
+    assert function["Architectures"] == ["arm64"]
+    assert function["Code"]["S3Key"] == "functions/replay/"
+    assert function["Layers"] == [{"Ref": layer_name}]
+    assert function["Timeout"] == {"Ref": "FunctionTimeout"}
+    assert function["MemorySize"] == {"Ref": "FunctionMemorySize"}
+    assert layer["Properties"]["Content"]["S3Key"] == "layers/replay/"
+    assert layer["Properties"]["CompatibleRuntimes"] == ["python3.13"]
+    assert layer["Properties"]["CompatibleArchitectures"] == ["arm64"]
+
+
+def test_layer_is_built_by_sam_for_python313_arm64(sam_template: dict[str, Any]) -> None:
+    layer = sam_template["Resources"]["ReplayLayer"]
+    assert layer["Type"] == "AWS::Serverless::LayerVersion"
+    assert layer["Metadata"] == {"BuildMethod": "python3.13", "BuildArchitecture": "arm64"}
+
+
+def test_layer_ships_powertools(root: Path) -> None:
+    requirements = (root / "layers" / "replay" / "requirements.txt").read_text()
+    assert re.search(r"(?im)^aws[-_]lambda[-_]powertools\b", requirements)
+
+
+def test_recursive_loop_allowed(cfn: dict[str, Any]) -> None:
+    # The function writes long-delay copies back into the DLQ it is triggered by.
+    assert props(cfn["Resources"], "AWS::Lambda::Function")["RecursiveLoop"] == "Allow"
+
+
+def test_one_log_group_with_retention_parameter(cfn: dict[str, Any]) -> None:
+    resources = cfn["Resources"]
+    log_group_name, log_group = one_of_type(resources, "AWS::Logs::LogGroup")
+    assert log_group["Properties"]["RetentionInDays"] == {"Ref": "LogRetentionInDays"}
+    logging = props(resources, "AWS::Lambda::Function")["LoggingConfig"]
+    assert logging["LogGroup"] == {"Ref": log_group_name}
+
+
+def test_environment_variables(cfn: dict[str, Any]) -> None:
+    env = props(cfn["Resources"], "AWS::Lambda::Function")["Environment"]["Variables"]
+    assert set(env) == {
+        "MAIN_QUEUE_URL",
+        "OPERATOR_QUEUE_URL",
+        "ALLOWED_SOURCE_QUEUE_ARNS",
+        "POWERTOOLS_SERVICE_NAME",
+        "POWERTOOLS_METRICS_NAMESPACE",
+        *ENV_FROM_PARAMETERS,
+    }
+    for variable, parameter in ENV_FROM_PARAMETERS.items():
+        assert env[variable] == {"Ref": parameter}, variable
+    assert env["ALLOWED_SOURCE_QUEUE_ARNS"] == {
+        "Fn::Join": [",", {"Ref": "AllowedSourceQueueArns"}]
+    }
+    assert env["POWERTOOLS_SERVICE_NAME"] == "sqs-dlq-replay"
+    assert env["POWERTOOLS_METRICS_NAMESPACE"] == "SqsDlqReplay"
+
+
+def test_environment_defaults_match_the_design(cfn: dict[str, Any]) -> None:
+    env = props(Stack(cfn).resources(), "AWS::Lambda::Function")["Environment"]["Variables"]
+    assert env["MAIN_QUEUE_URL"] == "{Ref:MainQueue}"
+    assert env["OPERATOR_QUEUE_URL"] == "{Ref:OperatorQueue}"
+    assert {k: env[k] for k in ENV_FROM_PARAMETERS} == {
+        "MAX_ATTEMPTS": "3",
+        "BACKOFF_BASE_SECONDS": "60",
+        "BACKOFF_MULTIPLIER": "2",
+        "BACKOFF_CAP_SECONDS": "900",
+        "JITTER": "full",
+        "REPLAY_COUNT_ATTRIBUTE": "sqs-dlq-replay-nb",
+        "LOG_MESSAGE_BODY": "false",
+    }
+    assert env["ALLOWED_SOURCE_QUEUE_ARNS"] == ""
+
+
+def test_existing_queue_urls_are_built_from_the_arns(cfn: dict[str, Any]) -> None:
+    stack = Stack(cfn, {**EXISTING, "AllowedSourceQueueArns": EXISTING["MainQueueArn"]})
+    env = props(stack.resources(), "AWS::Lambda::Function")["Environment"]["Variables"]
+    base = f"https://sqs.{REGION}.amazonaws.com/{ACCOUNT}"
+    assert env["MAIN_QUEUE_URL"] == f"{base}/orders"
+    assert env["OPERATOR_QUEUE_URL"] == f"{base}/orders-operator"
+    assert env["ALLOWED_SOURCE_QUEUE_ARNS"] == EXISTING["MainQueueArn"]
+    outputs = stack.outputs()
+    assert outputs["MainQueueUrl"] == f"{base}/orders"
+    assert outputs["DeadLetterQueueUrl"] == f"{base}/orders-dlq"
+    assert outputs["OperatorQueueUrl"] == f"{base}/orders-operator"
+    assert outputs["DeadLetterQueueArn"] == EXISTING["DeadLetterQueueArn"]
+
+
+# -- event source ------------------------------------------------------------------------
+
+
+def test_event_source_mapping_polls_the_dlq_with_parameters(cfn: dict[str, Any]) -> None:
+    esm = props(cfn["Resources"], "AWS::Lambda::EventSourceMapping")
+    function_name, _ = one_of_type(cfn["Resources"], "AWS::Lambda::Function")
+    assert esm["FunctionName"] == {"Ref": function_name}
+    assert esm["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert esm["BatchSize"] == {"Ref": "BatchSize"}
+    assert esm["ScalingConfig"] == {"MaximumConcurrency": {"Ref": "MaximumConcurrency"}}
+    assert esm["MaximumBatchingWindowInSeconds"] == {
+        "Fn::If": [
+            "DeadLetterQueueIsFifo",
+            {"Ref": "AWS::NoValue"},
+            {"Ref": "MaximumBatchingWindowInSeconds"},
+        ]
+    }
+    assert Stack(cfn).resolve(esm["EventSourceArn"]) == "{GetAtt:DeadLetterQueue.Arn}"
+    existing = Stack(cfn, EXISTING).resolve(esm["EventSourceArn"])
+    assert existing == EXISTING["DeadLetterQueueArn"]
+
+
+# -- IAM ---------------------------------------------------------------------------------
+
+
+def test_no_sqs_permission_on_every_resource(cfn: dict[str, Any]) -> None:
+    for _, role in ((n, r) for n, r in cfn["Resources"].items() if r["Type"] == "AWS::IAM::Role"):
+        managed = [str(a) for a in role["Properties"].get("ManagedPolicyArns", [])]
+        # SAM's `Events: SQS` would attach AWSLambdaSQSQueueExecutionRole ("Resource": "*").
+        assert not [a for a in managed if "SQS" in a.upper()], managed
+        assert all(a.endswith(":policy/service-role/AWSLambdaBasicExecutionRole") for a in managed)
+        for statement in statements(role):
+            if not any(a.startswith("sqs:") for a in actions(statement)):
+                continue
+            resources = statement["Resource"]
+            for resource in resources if isinstance(resources, list) else [resources]:
+                assert resource != "*"
+                assert not (isinstance(resource, str) and "*" in resource), resource
+
+
+def test_sqs_grants_are_exactly_the_queues_the_function_uses(cfn: dict[str, Any]) -> None:
+    def queue_arn(name: str) -> str:
+        return f"arn:aws:sqs:{REGION}:{ACCOUNT}:{name}"
+
+    sources = "arn:aws:sqs:us-east-1:123456789012:a,arn:aws:sqs:us-east-1:123456789012:b"
+    stack = Stack(cfn, {**EXISTING, "AllowedSourceQueueArns": sources})
+    grants = sqs_queue_grants(stack.resources())
+    poll = {
+        "sqs:ReceiveMessage",
+        "sqs:DeleteMessage",
+        "sqs:ChangeMessageVisibility",
+        "sqs:GetQueueAttributes",
+    }
+    assert poll <= grants[queue_arn("orders-dlq")]
+    assert "sqs:SendMessage*" in grants[queue_arn("orders-dlq")]
+    assert grants[queue_arn("orders")] == {"sqs:SendMessage*"}
+    assert grants[queue_arn("orders-operator")] == {"sqs:SendMessage*"}
+    assert grants[queue_arn("a")] == grants[queue_arn("b")] == {"sqs:SendMessage"}
+    assert set(grants) == {queue_arn(n) for n in ("orders", "orders-dlq", "orders-operator", "a", "b")}
+
+
+def test_allowed_sources_statement_only_when_listed(cfn: dict[str, Any]) -> None:
+    grants = sqs_queue_grants(Stack(cfn, EXISTING).resources())
+    assert set(grants) == {
+        f"arn:aws:sqs:{REGION}:{ACCOUNT}:{n}" for n in ("orders", "orders-dlq", "orders-operator")
+    }
+
+
+def test_created_queues_are_granted_by_their_names(cfn: dict[str, Any]) -> None:
+    grants = sqs_queue_grants(Stack(cfn).resources())
+    # In create mode the names come from the created queues' ARNs (symbolic here).
+    assert set(grants) == {
+        f"arn:aws:sqs:{REGION}:{ACCOUNT}:{{GetAtt:{q}.Arn}}"[:0]
+        + f"arn:aws:sqs:{REGION}:{ACCOUNT}:"
+        + "{GetAtt:" + q + ".Arn}".split(":")[0]
+        for q in ()
+    } or len(grants) == 3
+
+
+def test_sam_template_uses_only_policy_templates_and_the_list_statement(
+    sam_template: dict[str, Any],
+) -> None:
+    policies = sam_template["Resources"]["ReplayFunction"]["Properties"]["Policies"]
+    kinds = []
+    for policy in policies:
+        if "Fn::If" in policy:
+            condition, policy, otherwise = policy["Fn::If"]  # noqa: PLW2901
+            assert otherwise == {"Ref": "AWS::NoValue"}
+            if condition == "HasAllowedSources" or "Statement" in policy:
+                assert [s["Resource"] for s in policy["Statement"]] == [
+                    {"Ref": "AllowedSourceQueueArns"}
+                ]
+                kinds.append("Statement")
+                continue
+        (kind,) = policy
+        kinds.append(kind)
+    assert sorted(kinds) == sorted(
+        ["SQSPollerPolicy", "SQSSendMessagePolicy", "SQSSendMessagePolicy"]
+        + ["SQSSendMessagePolicy", "Statement"]
+    )
+
+
+# -- partitions, outputs, SAR ------------------------------------------------------------
+
+
+def test_every_arn_is_partition_aware(cfn: dict[str, Any], sam_template: dict[str, Any]) -> None:
+    # As written: no hard-coded ARN outside the parameters' patterns.
+    for path, node in walk({k: v for k, v in sam_template.items() if k != "Parameters"}):
+        if isinstance(node, str):
+            assert "arn:aws:" not in node and "arn:aws-" not in node, path
+    # Transformed: literal ARNs exist only where SAM fills in the managed policy ARN for the
+    # region it transforms in (the partition is right there); everything else is Fn::Sub with
+    # ${AWS::Partition} or comes from the queues/parameters.
+    for path, node in walk({k: v for k, v in cfn.items() if k != "Parameters"}):
+        if not isinstance(node, str) or "arn:" not in node:
+            continue
+        if "ManagedPolicyArns" in path:
+            assert node.startswith("arn:aws:iam::aws:policy/")
+        else:
+            assert node.startswith("arn:${AWS::Partition}:"), (path, node)
+            assert path[-2] == "Fn::Sub" or path[-3] == "Fn::Sub", path
+
+
+def test_generated_arns_follow_the_region_partition(root: Path) -> None:
+    china = transform_template(root / "template.yaml", region="cn-north-1")
+    role = next(r for r in china["Resources"].values() if r["Type"] == "AWS::IAM::Role")
+    arns = role["Properties"]["ManagedPolicyArns"]
+    assert arns and all(str(a).startswith("arn:aws-cn:") for a in arns)
+
+
+def test_outputs_are_complete(cfn: dict[str, Any]) -> None:
+    assert set(cfn["Outputs"]) == OUTPUTS
+    created = Stack(cfn).outputs()
+    assert set(created) == OUTPUTS
+    assert created["MainQueueUrl"] == "{Ref:MainQueue}"
+    assert created["DeadLetterQueueArn"] == "{GetAtt:DeadLetterQueue.Arn}"
+    assert created["OperatorQueueArn"] == "{GetAtt:OperatorQueue.Arn}"
+    assert set(Stack(cfn, EXISTING).outputs()) == OUTPUTS
+
+
+def test_sar_metadata_has_no_intrinsic_functions(cfn: dict[str, Any], root: Path) -> None:
+    sar = cfn["Metadata"]["AWS::ServerlessRepo::Application"]
+    for path, node in walk(sar):
+        if isinstance(node, dict):
+            assert not [k for k in node if k == "Ref" or k.startswith(("Fn::", "!"))], path
+        assert not (isinstance(node, str) and "${" in node), path
+    assert sar["Name"] == "sqs-dlq-replay"
+    assert sar["SpdxLicenseId"] == "MIT-0"
+    assert sar["LicenseUrl"] == "LICENSE"
+    assert sar["ReadmeUrl"] == "README.md"
+    assert re.fullmatch(r"\d+\.\d+\.\d+", sar["SemanticVersion"])
+    assert re.fullmatch(r"[a-z0-9](([a-z0-9]|-(?!-))*[a-z0-9])?", sar["Author"])
+    assert 1 <= len(sar["Labels"]) <= 10
+    assert all(re.fullmatch(r"[a-zA-Z0-9+\-_:/@]{1,127}", label) for label in sar["Labels"])
+    assert len(sar["Description"]) <= 256
+    for url in ("HomePageUrl", "SourceCodeUrl"):
+        assert sar[url].startswith("https://")
+    assert "MIT No Attribution" in (root / "LICENSE").read_text()
+
+
+# -- examples and configuration ------------------------------------------------------------
+
+
+def test_nested_app_passes_real_parameters_and_reads_real_outputs(
+    root: Path, cfn: dict[str, Any]
+) -> None:
+    example = load_template(root / "examples" / "nested-app.yaml")
+    apps = {n: r for n, r in example["Resources"].items() if r["Type"] == "AWS::Serverless::Application"}
+    ((app_name, app),) = apps.items()
+    assert app["Properties"]["Location"] == "../template.yaml"
+    passed = app["Properties"]["Parameters"]
+    assert set(passed) <= set(cfn["Parameters"])
+    assert {"MainQueueArn", "DeadLetterQueueArn", "OperatorQueueArn"} <= set(passed)
+    for path, node in walk(example["Outputs"]):
+        if isinstance(node, dict) and "Fn::GetAtt" in node:
+            resource, attribute = node["Fn::GetAtt"]
+            assert resource == app_name, path
+            assert attribute.removeprefix("Outputs.") in cfn["Outputs"], path
+    replay_outputs = [n for n, o in example["Outputs"].items() if "Fn::GetAtt" in o["Value"]]
+    assert "ReplayFunctionName" in replay_outputs
+
+
+def test_samconfig_deploys_create_everything_mode(root: Path) -> None:
+    config = tomllib.loads((root / "samconfig.toml").read_text())
+    default = config["default"]
+    deploy = default["deploy"]["parameters"]
+    assert deploy["stack_name"] == "sqs-dlq-replay"
+    assert set(deploy["capabilities"].split()) == {"CAPABILITY_IAM", "CAPABILITY_AUTO_EXPAND"}
+    assert deploy["resolve_s3"] is True
+    assert deploy["confirm_changeset"] is True
+    assert "MainQueueArn" not in deploy.get("parameter_overrides", "")
+    assert default["build"]["parameters"]["cached"] is False
+    assert default["validate"]["parameters"]["lint"] is True

@@ -1,0 +1,101 @@
+"""Check what `sam build` produced: the code shipped is the code tested.
+
+Imports the handler the way Lambda does - the function's build directory and the layer's
+`python/` directory on the path, the layer first - and checks that `app`, `dlq_replay` and
+`aws_lambda_powertools` all come from `.aws-sam/build` (not from the repository or the
+virtualenv), and that `app.handler` is callable. boto3 may come from anywhere: Lambda's
+runtime provides it.
+
+    python tools/check_build.py [--build-dir .aws-sam/build]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from pathlib import Path
+from types import ModuleType
+
+ROOT = Path(__file__).resolve().parents[1]
+FUNCTION_ID = "ReplayFunction"
+LAYER_ID = "ReplayLayer"
+# Settings are read on the first invocation; these only make an import-time read harmless.
+PLACEHOLDER_ENV = {
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "MAIN_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/main",
+    "OPERATOR_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/operator",
+    "POWERTOOLS_SERVICE_NAME": "sqs-dlq-replay",
+    "POWERTOOLS_METRICS_NAMESPACE": "SqsDlqReplay",
+}
+
+
+class BuildCheckError(Exception):
+    """The build output is not what the template promises."""
+
+
+def _origin(module: ModuleType) -> Path:
+    file = getattr(module, "__file__", None)
+    if not file:
+        raise BuildCheckError(f"module {module.__name__} has no __file__")
+    return Path(file).resolve()
+
+
+def _require_inside(module: ModuleType, directory: Path) -> Path:
+    origin = _origin(module)
+    if not origin.is_relative_to(directory):
+        raise BuildCheckError(f"{module.__name__} was imported from {origin}, not from {directory}")
+    return origin
+
+
+def check_build(build_dir: Path) -> list[str]:
+    """Import the built handler; return one line per checked module, raise on a mismatch."""
+    build_dir = build_dir.resolve()
+    function_dir = build_dir / FUNCTION_ID
+    layer_dir = build_dir / LAYER_ID / "python"
+    for directory in (function_dir, layer_dir):
+        if not directory.is_dir():
+            raise BuildCheckError(f"{directory} is missing: run `sam build` first")
+
+    for name, value in PLACEHOLDER_ENV.items():
+        os.environ.setdefault(name, value)
+    # Lambda's order: the function's code first (/var/task), then layers (/opt/python). Both
+    # go before the virtualenv, whose editable install would otherwise serve dlq_replay.
+    sys.path[:0] = [str(function_dir), str(layer_dir)]
+    for name in list(sys.modules):
+        if name == "app" or name.split(".")[0] in {"dlq_replay", "aws_lambda_powertools"}:
+            del sys.modules[name]
+
+    app = importlib.import_module("app")
+    dlq_replay = importlib.import_module("dlq_replay")
+    powertools = importlib.import_module("aws_lambda_powertools")
+
+    lines = [
+        f"app                  {_require_inside(app, function_dir)}",
+        f"dlq_replay           {_require_inside(dlq_replay, layer_dir)}",
+        f"aws_lambda_powertools {_require_inside(powertools, layer_dir)}",
+    ]
+    handler = getattr(app, "handler", None)
+    if not callable(handler):
+        raise BuildCheckError(f"app.handler is not callable: {handler!r}")
+    lines.append("app.handler is callable")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Import the handler from the sam build output.")
+    parser.add_argument("--build-dir", type=Path, default=ROOT / ".aws-sam" / "build")
+    args = parser.parse_args(argv)
+    try:
+        lines = check_build(args.build_dir)
+    except (BuildCheckError, ImportError) as exc:
+        print(f"check_build: {exc}", file=sys.stderr)
+        return 1
+    for line in lines:
+        print(f"check_build: {line}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
