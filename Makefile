@@ -31,7 +31,7 @@ TRANSFORMED := $(BUILD_DIR)/transformed.json
 LOCK_REQUIREMENTS := aws-sam-cli aws-sam-translator cfn-lint 'moto[server]' ruff mypy pytest \
 	'boto3-stubs[sqs]'
 
-.PHONY: venv lint validate build unit integration template pytest test demo lock clean
+.PHONY: venv lint validate build unit integration template pytest test demo bench bench-smoke lock clean
 
 venv: $(STAMP)
 
@@ -43,12 +43,10 @@ $(STAMP): requirements/dev.lock pyproject.toml
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	touch $@
 
-# tools/ is outside pyproject's mypy `files`, so it gets a second run with the same settings.
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
-	$(BIN)/mypy tools
 
 # - samconfig's default environment turns `--lint` on for `sam validate`, which then runs
 #   cfn-lint only; its `translate` environment runs the SAM translator's validation instead.
@@ -88,9 +86,21 @@ test: $(STAMP)
 	$(MAKE) --no-print-directory validate
 	$(MAKE) --no-print-directory build
 	$(MAKE) --no-print-directory pytest
+	$(MAKE) --no-print-directory bench-smoke
 
-demo:
-	@echo "make demo arrives with the local runtime (issue 4)"
+# The README's first command: the replay on an embedded SQS emulator, no AWS account needed.
+# DEMO_ARGS passes options through, e.g. make demo DEMO_ARGS="--messages 1000 --poison-rate 0.1".
+DEMO_ARGS ?=
+demo: $(STAMP)
+	$(BIN)/dlq-replay demo $(DEMO_ARGS)
+
+# Benchmarks: `make bench` for the figures, `make bench-smoke` (part of `make test`) so the
+# benchmark code keeps running.
+bench: $(STAMP)
+	$(BIN)/python bench/bench_replay.py
+
+bench-smoke: $(STAMP)
+	$(BIN)/python bench/bench_replay.py --smoke
 
 # Regenerates requirements/dev.lock from a clean, throwaway venv.
 lock:

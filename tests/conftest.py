@@ -8,31 +8,24 @@ The helpers behind these fixtures (queues, the real redrive, draining, request r
 from __future__ import annotations
 
 import importlib
-import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import boto3
 import pytest
-from dlq_replay.batch import LambdaReplay, sqs_client
-from dlq_replay.replayer import Clock, Replayer
-from dlq_replay.settings import Settings
+from dlq_replay.batch import sqs_client
 from integration.harness import (
     REGION,
-    FakeContext,
-    LowestRandom,
+    AppHandle,
     RecordingLog,
+    ReplayFactory,
     ReplayQueues,
     Sqs,
 )
 from moto import mock_aws
 
 if TYPE_CHECKING:
-    from aws_lambda_powertools import Logger
-    from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
-    from dlq_replay.backoff import RandomSource
     from mypy_boto3_sqs import SQSClient
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -111,66 +104,9 @@ def replay_log() -> RecordingLog:
     return RecordingLog()
 
 
-class ReplayFactory:
-    """Builds `LambdaReplay(Replayer(...))` from environment-style settings."""
-
-    def __init__(self, client: SQSClient, log: RecordingLog) -> None:
-        self._client = client
-        self._log = log
-
-    def __call__(
-        self,
-        queues: ReplayQueues,
-        env: Mapping[str, str | None] | None = None,
-        *,
-        client: SQSClient | None = None,
-        clock: Clock | None = None,
-        rng: RandomSource | None = None,
-    ) -> LambdaReplay:
-        """Defaults: the queues' main and operator URLs, full jitter drawing 0 (no delay), so a
-        replay is visible at once. A None value in `env` removes the variable."""
-        merged: dict[str, str | None] = {
-            "MAIN_QUEUE_URL": queues.main.url,
-            "OPERATOR_QUEUE_URL": queues.operator.url,
-            "BACKOFF_BASE_SECONDS": "1",
-            **(env or {}),
-        }
-        settings = Settings.from_env({k: v for k, v in merged.items() if v is not None})
-        replayer = Replayer(
-            settings,
-            client or self._client,
-            logger=self._log,
-            clock=clock or time.time,
-            rng=rng or LowestRandom(),
-        )
-        return LambdaReplay(replayer)
-
-
 @pytest.fixture
 def make_replay(replay_client: SQSClient, replay_log: RecordingLog) -> ReplayFactory:
     return ReplayFactory(replay_client, replay_log)
-
-
-class AppHandle:
-    """`functions/replay/app.py` as Lambda imports it, with typed access for the tests."""
-
-    def __init__(self, module: ModuleType) -> None:
-        self._module = module
-
-    def handler(self, event: Mapping[str, Any]) -> PartialItemFailureResponse:
-        handler: Callable[[dict[str, Any], FakeContext], PartialItemFailureResponse] = (
-            self._module.handler
-        )
-        return handler(dict(event), FakeContext())
-
-    def reset(self) -> None:
-        """Forget the cached replay (settings and client), as a new execution environment."""
-        self._module._replay.cache_clear()
-
-    @property
-    def logger(self) -> Logger:
-        logger: Logger = self._module.logger
-        return logger
 
 
 @pytest.fixture

@@ -50,7 +50,7 @@ class OfflineManagedPolicyLoader:
 
 def load_template(path: Path) -> dict[str, Any]:
     """Parse a YAML or JSON template, short-form intrinsics (!Ref, !If, ...) included."""
-    from samtranslator.yaml_helper import yaml_parse  # noqa: PLC0415
+    from samtranslator.yaml_helper import yaml_parse
 
     parsed = yaml_parse(path.read_text(encoding="utf-8"))
     if not isinstance(parsed, dict):
@@ -83,9 +83,9 @@ def transform(
     region: str | None = None,
 ) -> dict[str, Any]:
     """Return the CloudFormation template the SAM transform makes of a parsed SAM template."""
-    from samtranslator.model.exceptions import InvalidDocumentException  # noqa: PLC0415
-    from samtranslator.parser.parser import Parser  # noqa: PLC0415
-    from samtranslator.public.translator import Translator  # noqa: PLC0415
+    from samtranslator.model.exceptions import InvalidDocumentException
+    from samtranslator.parser.parser import Parser
+    from samtranslator.public.translator import Translator
 
     region = region or os.environ.get("AWS_DEFAULT_REGION") or DEFAULT_REGION
     loader = OfflineManagedPolicyLoader()

@@ -10,17 +10,26 @@ from __future__ import annotations
 
 import copy
 import json
+import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
+from dlq_replay.batch import LambdaReplay
 from dlq_replay.records import lambda_event
+from dlq_replay.replayer import Clock, Replayer
+from dlq_replay.settings import Settings
 
 if TYPE_CHECKING:
+    from aws_lambda_powertools import Logger
+    from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
     from botocore.model import OperationModel
+    from dlq_replay.backoff import RandomSource
     from mypy_boto3_sqs import SQSClient
+    from mypy_boto3_sqs.literals import QueueAttributeNameType
     from mypy_boto3_sqs.type_defs import MessageAttributeValueTypeDef, MessageTypeDef
 
 REGION = "us-east-1"
@@ -86,7 +95,7 @@ def attributes_of(message: MessageTypeDef) -> dict[str, dict[str, Any]]:
 
 
 def system_attributes_of(message: MessageTypeDef) -> dict[str, str]:
-    return dict(message.get("Attributes", {}))
+    return {str(name): value for name, value in message.get("Attributes", {}).items()}
 
 
 class Sqs:
@@ -95,7 +104,9 @@ class Sqs:
     def __init__(self, client: SQSClient) -> None:
         self.client = client
 
-    def create_queue(self, name: str, attributes: Mapping[str, str] | None = None) -> Queue:
+    def create_queue(
+        self, name: str, attributes: Mapping[QueueAttributeNameType, str] | None = None
+    ) -> Queue:
         url = self.client.create_queue(QueueName=name, Attributes=dict(attributes or {}))[
             "QueueUrl"
         ]
@@ -151,17 +162,19 @@ class Sqs:
         """Send `messages` to `source`, let a consumer fail them until SQS's own redrive moves
         them into `dlq`, then receive them from the DLQ as Lambda's event source would (every
         message and system attribute). The DLQ messages stay in flight, like Lambda's."""
+        # One message at a time, so the DLQ holds them in the order they were sent (moto's
+        # redrive of several messages of one FIFO group at once moves them out of order).
         for message in messages:
             self.send(source, message)
-        for _ in range(max_receive_count * len(messages) + 2):
-            # A failing consumer: receives and never deletes; VisibilityTimeout=0 returns the
-            # message at once. Past maxReceiveCount, the next receive moves it to the DLQ.
-            received = self.client.receive_message(
-                QueueUrl=source.url, MaxNumberOfMessages=10, VisibilityTimeout=0
-            )
-            if not received.get("Messages"):
-                break
-        assert self.total(source) == 0, "the redrive left messages in the source queue"
+            for _ in range(max_receive_count + 2):
+                # A failing consumer: receives and never deletes; VisibilityTimeout=0 returns
+                # the message at once. Past maxReceiveCount, the next receive moves it.
+                received = self.client.receive_message(
+                    QueueUrl=source.url, MaxNumberOfMessages=1, VisibilityTimeout=0
+                )
+                if not received.get("Messages"):
+                    break
+            assert self.total(source) == 0, "the redrive left a message in the source queue"
         dead: list[MessageTypeDef] = []
         while len(dead) < len(messages):
             batch = self.client.receive_message(
@@ -212,22 +225,21 @@ class Sqs:
             self.client.delete_message_batch(
                 QueueUrl=queue.url,
                 Entries=[
-                    {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]}
-                    for i, m in enumerate(batch)
+                    {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(batch)
                 ],
             )
         raise AssertionError(f"{queue.name} did not drain")
 
     def total(self, queue: Queue) -> int:
         """Every message the queue holds: visible, in flight and delayed."""
-        names = [
+        names: list[QueueAttributeFilterType) = [
             "ApproximateNumberOfMessages",
             "ApproximateNumberOfMessagesNotVisible",
             "ApproximateNumberOfMessagesDelayed",
         ]
         found = self.client.get_queue_attributes(
             QueueUrl=queue.url,
-            AttributeNames=names,  # type: ignore[arg-type]
+            AttributeNames=names,
         )["Attributes"]
         return sum(int(found.get(name, "0")) for name in names)
 
@@ -235,13 +247,13 @@ class Sqs:
         """Make every delayed message of `queue` deliverable now, as if its DelaySeconds had
         passed. moto serves delays in real time and the long-delay path writes copies with
         DelaySeconds=900; no test waits 15 minutes. The one reach into moto's internals."""
-        from moto.sqs.models import sqs_backends  # noqa: PLC0415 - moto internals, test only
+        from moto.sqs.models import sqs_backends
 
         for message in sqs_backends[ACCOUNT_ID][REGION].get_queue(queue.name)._messages:
             message.delayed_until = 0
 
 
-def _fifo_attributes(fifo: bool) -> dict[str, str]:
+def _fifo_attributes(fifo: bool) -> dict[QueueAttributeNameType, str]:
     return {"FifoQueue": "true", "ContentBasedDeduplication": "false"} if fifo else {}
 
 
@@ -347,3 +359,60 @@ def failed_ids(response: Mapping[str, Any]) -> list[str]:
 
 def record_ids(event: Mapping[str, Any]) -> list[str]:
     return [record["messageId"] for record in event["Records"]]
+
+
+class ReplayFactory:
+    """Builds `LambdaReplay(Replayer(...))` from environment-style settings."""
+
+    def __init__(self, client: SQSClient, log: RecordingLog) -> None:
+        self._client = client
+        self._log = log
+
+    def __call__(
+        self,
+        queues: ReplayQueues,
+        env: Mapping[str, str | None] | None = None,
+        *,
+        client: SQSClient | None = None,
+        clock: Clock | None = None,
+        rng: RandomSource | None = None,
+    ) -> LambdaReplay:
+        """Defaults: the queues' main and operator URLs, full jitter drawing 0 (no delay), so a
+        replay is visible at once. A None value in `env` removes the variable."""
+        merged: dict[str, str | None] = {
+            "MAIN_QUEUE_URL": queues.main.url,
+            "OPERATOR_QUEUE_URL": queues.operator.url,
+            "BACKOFF_BASE_SECONDS": "1",
+            **(env or {}),
+        }
+        settings = Settings.from_env({k: v for k, v in merged.items() if v is not None})
+        replayer = Replayer(
+            settings,
+            client or self._client,
+            logger=self._log,
+            clock=clock or time.time,
+            rng=rng or LowestRandom(),
+        )
+        return LambdaReplay(replayer)
+
+
+class AppHandle:
+    """`functions/replay/app.py` as Lambda imports it, with typed access for the tests."""
+
+    def __init__(self, module: ModuleType) -> None:
+        self._module = module
+
+    def handler(self, event: Mapping[str, Any]) -> PartialItemFailureResponse:
+        handler: Callable[[dict[str, Any], FakeContext], PartialItemFailureResponse] = (
+            self._module.handler
+        )
+        return handler(dict(event), FakeContext())
+
+    def reset(self) -> None:
+        """Forget the cached replay (settings and client), as a new execution environment."""
+        self._module._replay.cache_clear()
+
+    @property
+    def logger(self) -> Logger:
+        logger: Logger = self._module.logger
+        return logger

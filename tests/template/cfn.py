@@ -2,8 +2,10 @@
 
 It resolves a (transformed) template for one set of parameter values the way CloudFormation
 would: conditions, Fn::If with AWS::NoValue, Fn::Sub, Fn::Join/Split/Select, Fn::FindInMap,
-rules and parameter constraints. What only exists after deployment stays symbolic: a `Ref`
-to a resource becomes ``{Ref:Name}`` and a `Fn::GetAtt` becomes ``{GetAtt:Name.Attr}``.
+rules and parameter constraints. Queues the stack creates get the physical names
+CloudFormation would give them (their QueueName, else ``<stack>-<LogicalId>-<suffix>``), so
+their ARNs and URLs are real strings; any other resource stays symbolic: ``{Ref:Name}``,
+``{GetAtt:Name.Attr}``.
 Only the functions this project's templates use are implemented; anything else raises.
 """
 
@@ -25,6 +27,8 @@ class _NoValue:
 
 
 NO_VALUE = _NoValue()
+QUEUE_TYPE = "AWS::SQS::Queue"
+GENERATED_SUFFIX = "1A2B3C4D5E6F"
 _SUB_VAR = re.compile(r"\$\{([^}!][^}]*)\}")
 
 
@@ -148,7 +152,7 @@ class Stack:
                 return self.resolve(if_true if self.condition(name) else if_false)
             case "Fn::GetAtt":
                 resource, attribute = args if isinstance(args, list) else args.split(".", 1)
-                return f"{{GetAtt:{resource}.{attribute}}}"
+                return self._get_att(resource, attribute)
             case "Fn::Join":
                 separator, items = args
                 return separator.join(_scalar(v) for v in self.resolve(items))
@@ -174,16 +178,50 @@ class Stack:
             return self.pseudo[name]
         if name in self.params:
             return self.params[name]
-        if name in self.template.get("Resources", {}):
+        resources = self.template.get("Resources", {})
+        if name in resources:
+            if resources[name]["Type"] == QUEUE_TYPE:
+                return self.queue_url(name)
             return f"{{Ref:{name}}}"
         raise KeyError(f"Ref to unknown {name}")
+
+    def _get_att(self, resource: str, attribute: str) -> str:
+        if self.template["Resources"][resource]["Type"] == QUEUE_TYPE:
+            if attribute == "Arn":
+                return self.queue_arn(resource)
+            if attribute == "QueueName":
+                return self.queue_name(resource)
+        return f"{{GetAtt:{resource}.{attribute}}}"
+
+    # -- queues the stack creates: physical names as CloudFormation makes them ------------
+    def queue_name(self, logical_id: str) -> str:
+        """QueueName if the template sets one, else a generated <stack>-<id>-<suffix>."""
+        properties = self.template["Resources"][logical_id].get("Properties", {})
+        name = self.resolve(properties.get("QueueName", {"Ref": "AWS::NoValue"}))
+        if name is NO_VALUE:
+            return f"{self.pseudo['AWS::StackName']}-{logical_id}-{GENERATED_SUFFIX}"
+        return _scalar(name)
+
+    def queue_arn(self, logical_id: str) -> str:
+        pseudo = self.pseudo
+        return (
+            f"arn:{pseudo['AWS::Partition']}:sqs:{pseudo['AWS::Region']}:"
+            f"{pseudo['AWS::AccountId']}:{self.queue_name(logical_id)}"
+        )
+
+    def queue_url(self, logical_id: str) -> str:
+        pseudo = self.pseudo
+        return (
+            f"https://sqs.{pseudo['AWS::Region']}.{pseudo['AWS::URLSuffix']}/"
+            f"{pseudo['AWS::AccountId']}/{self.queue_name(logical_id)}"
+        )
 
     def _sub_var(self, name: str, local: Mapping[str, Any]) -> str:
         if name in local:
             return _scalar(local[name])
         if "." in name and not name.startswith("AWS::"):
             resource, attribute = name.split(".", 1)
-            return f"{{GetAtt:{resource}.{attribute}}}"
+            return self._get_att(resource, attribute)
         return _scalar(self._ref(name))
 
 

@@ -62,11 +62,13 @@ OUTPUTS = {
 def one_of_type(resources: dict[str, Any], type_: str) -> tuple[str, dict[str, Any]]:
     found = [(name, r) for name, r in resources.items() if r["Type"] == type_]
     assert len(found) == 1, f"expected one {type_}, found {[n for n, _ in found]}"
-    return found[0]
+    name, resource = found[0]
+    return name, resource
 
 
 def props(resources: dict[str, Any], type_: str) -> dict[str, Any]:
-    return one_of_type(resources, type_)[1]["Properties"]
+    properties: dict[str, Any] = one_of_type(resources, type_)[1]["Properties"]
+    return properties
 
 
 def walk(node: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
@@ -169,7 +171,9 @@ def test_backoff_multiplier_is_a_number_of_at_least_one(cfn: dict[str, Any]) -> 
         ("LogMessageBody", "false", ["true", "false"]),
     ],
 )
-def test_choice_parameters(cfn: dict[str, Any], name: str, default: str, allowed: list[str]) -> None:
+def test_choice_parameters(
+    cfn: dict[str, Any], name: str, default: str, allowed: list[str]
+) -> None:
     spec = cfn["Parameters"][name]
     assert spec["Default"] == default
     assert [str(v) for v in spec["AllowedValues"]] == allowed
@@ -466,8 +470,9 @@ def test_environment_variables(cfn: dict[str, Any]) -> None:
 
 def test_environment_defaults_match_the_design(cfn: dict[str, Any]) -> None:
     env = props(Stack(cfn).resources(), "AWS::Lambda::Function")["Environment"]["Variables"]
-    assert env["MAIN_QUEUE_URL"] == "{Ref:MainQueue}"
-    assert env["OPERATOR_QUEUE_URL"] == "{Ref:OperatorQueue}"
+    stack = Stack(cfn)
+    assert env["MAIN_QUEUE_URL"] == stack.queue_url("MainQueue")
+    assert env["OPERATOR_QUEUE_URL"] == stack.queue_url("OperatorQueue")
     assert {k: env[k] for k in ENV_FROM_PARAMETERS} == {
         "MAX_ATTEMPTS": "3",
         "BACKOFF_BASE_SECONDS": "60",
@@ -494,6 +499,24 @@ def test_existing_queue_urls_are_built_from_the_arns(cfn: dict[str, Any]) -> Non
     assert outputs["DeadLetterQueueArn"] == EXISTING["DeadLetterQueueArn"]
 
 
+def test_each_queue_url_comes_from_its_own_arn(cfn: dict[str, Any]) -> None:
+    parameters = {
+        "MainQueueArn": "arn:aws:sqs:eu-west-1:111111111111:main",
+        "DeadLetterQueueArn": "arn:aws:sqs:eu-west-2:222222222222:dlq",
+        "OperatorQueueArn": "arn:aws:sqs:ap-south-1:333333333333:operator",
+    }
+    stack = Stack(cfn, parameters, region="eu-west-1")
+    outputs = stack.outputs()
+    assert outputs["MainQueueUrl"] == "https://sqs.eu-west-1.amazonaws.com/111111111111/main"
+    assert outputs["DeadLetterQueueUrl"] == "https://sqs.eu-west-2.amazonaws.com/222222222222/dlq"
+    assert (
+        outputs["OperatorQueueUrl"] == "https://sqs.ap-south-1.amazonaws.com/333333333333/operator"
+    )
+    env = props(stack.resources(), "AWS::Lambda::Function")["Environment"]["Variables"]
+    assert env["MAIN_QUEUE_URL"] == outputs["MainQueueUrl"]
+    assert env["OPERATOR_QUEUE_URL"] == outputs["OperatorQueueUrl"]
+
+
 # -- event source ------------------------------------------------------------------------
 
 
@@ -511,7 +534,8 @@ def test_event_source_mapping_polls_the_dlq_with_parameters(cfn: dict[str, Any])
             {"Ref": "MaximumBatchingWindowInSeconds"},
         ]
     }
-    assert Stack(cfn).resolve(esm["EventSourceArn"]) == "{GetAtt:DeadLetterQueue.Arn}"
+    created = Stack(cfn)
+    assert created.resolve(esm["EventSourceArn"]) == created.queue_arn("DeadLetterQueue")
     existing = Stack(cfn, EXISTING).resolve(esm["EventSourceArn"])
     assert existing == EXISTING["DeadLetterQueueArn"]
 
@@ -519,19 +543,36 @@ def test_event_source_mapping_polls_the_dlq_with_parameters(cfn: dict[str, Any])
 # -- IAM ---------------------------------------------------------------------------------
 
 
-def test_no_sqs_permission_on_every_resource(cfn: dict[str, Any]) -> None:
-    for _, role in ((n, r) for n, r in cfn["Resources"].items() if r["Type"] == "AWS::IAM::Role"):
+@pytest.mark.parametrize(
+    "parameters",
+    [
+        {},
+        {"QueueType": "fifo"},
+        EXISTING,
+        {**EXISTING, "AllowedSourceQueueArns": f"arn:aws:sqs:{REGION}:{ACCOUNT}:other"},
+    ],
+    ids=["create", "create-fifo", "existing", "existing-shared"],
+)
+def test_no_sqs_permission_on_every_resource(
+    cfn: dict[str, Any], parameters: dict[str, str]
+) -> None:
+    resources = Stack(cfn, parameters).resources()
+    roles = [r for r in resources.values() if r["Type"] == "AWS::IAM::Role"]
+    assert roles
+    for role in roles:
         managed = [str(a) for a in role["Properties"].get("ManagedPolicyArns", [])]
         # SAM's `Events: SQS` would attach AWSLambdaSQSQueueExecutionRole ("Resource": "*").
         assert not [a for a in managed if "SQS" in a.upper()], managed
         assert all(a.endswith(":policy/service-role/AWSLambdaBasicExecutionRole") for a in managed)
         for statement in statements(role):
+            assert statement["Effect"] == "Allow"
             if not any(a.startswith("sqs:") for a in actions(statement)):
                 continue
-            resources = statement["Resource"]
-            for resource in resources if isinstance(resources, list) else [resources]:
-                assert resource != "*"
-                assert not (isinstance(resource, str) and "*" in resource), resource
+            targets = statement["Resource"]
+            for target in targets if isinstance(targets, list) else [targets]:
+                assert isinstance(target, str)
+                assert "*" not in target, target
+                assert target.startswith("arn:aws:sqs:"), target
 
 
 def test_sqs_grants_are_exactly_the_queues_the_function_uses(cfn: dict[str, Any]) -> None:
@@ -552,7 +593,9 @@ def test_sqs_grants_are_exactly_the_queues_the_function_uses(cfn: dict[str, Any]
     assert grants[queue_arn("orders")] == {"sqs:SendMessage*"}
     assert grants[queue_arn("orders-operator")] == {"sqs:SendMessage*"}
     assert grants[queue_arn("a")] == grants[queue_arn("b")] == {"sqs:SendMessage"}
-    assert set(grants) == {queue_arn(n) for n in ("orders", "orders-dlq", "orders-operator", "a", "b")}
+    assert set(grants) == {
+        queue_arn(n) for n in ("orders", "orders-dlq", "orders-operator", "a", "b")
+    }
 
 
 def test_allowed_sources_statement_only_when_listed(cfn: dict[str, Any]) -> None:
@@ -563,14 +606,13 @@ def test_allowed_sources_statement_only_when_listed(cfn: dict[str, Any]) -> None
 
 
 def test_created_queues_are_granted_by_their_names(cfn: dict[str, Any]) -> None:
-    grants = sqs_queue_grants(Stack(cfn).resources())
-    # In create mode the names come from the created queues' ARNs (symbolic here).
-    assert set(grants) == {
-        f"arn:aws:sqs:{REGION}:{ACCOUNT}:{{GetAtt:{q}.Arn}}"[:0]
-        + f"arn:aws:sqs:{REGION}:{ACCOUNT}:"
-        + "{GetAtt:" + q + ".Arn}".split(":")[0]
-        for q in ()
-    } or len(grants) == 3
+    stack = Stack(cfn)
+    grants = sqs_queue_grants(stack.resources())
+    arns = {name: stack.queue_arn(name) for name in QUEUES}
+    assert set(grants) == set(arns.values())
+    assert "sqs:ReceiveMessage" in grants[arns["DeadLetterQueue"]]
+    assert "sqs:SendMessage*" in grants[arns["DeadLetterQueue"]]
+    assert grants[arns["MainQueue"]] == grants[arns["OperatorQueue"]] == {"sqs:SendMessage*"}
 
 
 def test_sam_template_uses_only_policy_templates_and_the_list_statement(
@@ -578,22 +620,27 @@ def test_sam_template_uses_only_policy_templates_and_the_list_statement(
 ) -> None:
     policies = sam_template["Resources"]["ReplayFunction"]["Properties"]["Policies"]
     kinds = []
-    for policy in policies:
-        if "Fn::If" in policy:
-            condition, policy, otherwise = policy["Fn::If"]  # noqa: PLW2901
+    for entry in policies:
+        policy = entry
+        if "Fn::If" in entry:
+            _, policy, otherwise = entry["Fn::If"]
             assert otherwise == {"Ref": "AWS::NoValue"}
-            if condition == "HasAllowedSources" or "Statement" in policy:
-                assert [s["Resource"] for s in policy["Statement"]] == [
-                    {"Ref": "AllowedSourceQueueArns"}
-                ]
-                kinds.append("Statement")
-                continue
-        (kind,) = policy
-        kinds.append(kind)
-    assert sorted(kinds) == sorted(
-        ["SQSPollerPolicy", "SQSSendMessagePolicy", "SQSSendMessagePolicy"]
-        + ["SQSSendMessagePolicy", "Statement"]
-    )
+        if "Statement" in policy:
+            # The one inline statement: a policy template cannot take a list of queues.
+            assert [s["Resource"] for s in policy["Statement"]] == [
+                {"Ref": "AllowedSourceQueueArns"}
+            ]
+            kinds.append("Statement")
+        else:
+            (kind,) = policy
+            kinds.append(kind)
+    assert sorted(kinds) == [
+        "SQSPollerPolicy",
+        "SQSSendMessagePolicy",
+        "SQSSendMessagePolicy",
+        "SQSSendMessagePolicy",
+        "Statement",
+    ]
 
 
 # -- partitions, outputs, SAR ------------------------------------------------------------
@@ -603,7 +650,8 @@ def test_every_arn_is_partition_aware(cfn: dict[str, Any], sam_template: dict[st
     # As written: no hard-coded ARN outside the parameters' patterns.
     for path, node in walk({k: v for k, v in sam_template.items() if k != "Parameters"}):
         if isinstance(node, str):
-            assert "arn:aws:" not in node and "arn:aws-" not in node, path
+            assert "arn:aws:" not in node, path
+            assert "arn:aws-" not in node, path
     # Transformed: literal ARNs exist only where SAM fills in the managed policy ARN for the
     # region it transforms in (the partition is right there); everything else is Fn::Sub with
     # ${AWS::Partition} or comes from the queues/parameters.
@@ -621,16 +669,18 @@ def test_generated_arns_follow_the_region_partition(root: Path) -> None:
     china = transform_template(root / "template.yaml", region="cn-north-1")
     role = next(r for r in china["Resources"].values() if r["Type"] == "AWS::IAM::Role")
     arns = role["Properties"]["ManagedPolicyArns"]
-    assert arns and all(str(a).startswith("arn:aws-cn:") for a in arns)
+    assert arns
+    assert all(str(a).startswith("arn:aws-cn:") for a in arns)
 
 
 def test_outputs_are_complete(cfn: dict[str, Any]) -> None:
     assert set(cfn["Outputs"]) == OUTPUTS
-    created = Stack(cfn).outputs()
+    stack = Stack(cfn)
+    created = stack.outputs()
     assert set(created) == OUTPUTS
-    assert created["MainQueueUrl"] == "{Ref:MainQueue}"
-    assert created["DeadLetterQueueArn"] == "{GetAtt:DeadLetterQueue.Arn}"
-    assert created["OperatorQueueArn"] == "{GetAtt:OperatorQueue.Arn}"
+    for name in QUEUES:
+        assert created[f"{name}Url"] == stack.queue_url(name)
+        assert created[f"{name}Arn"] == stack.queue_arn(name)
     assert set(Stack(cfn, EXISTING).outputs()) == OUTPUTS
 
 
@@ -661,7 +711,9 @@ def test_nested_app_passes_real_parameters_and_reads_real_outputs(
     root: Path, cfn: dict[str, Any]
 ) -> None:
     example = load_template(root / "examples" / "nested-app.yaml")
-    apps = {n: r for n, r in example["Resources"].items() if r["Type"] == "AWS::Serverless::Application"}
+    apps = {
+        n: r for n, r in example["Resources"].items() if r["Type"] == "AWS::Serverless::Application"
+    }
     ((app_name, app),) = apps.items()
     assert app["Properties"]["Location"] == "../template.yaml"
     passed = app["Properties"]["Parameters"]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import random
 
 import pytest
-
 from dlq_replay.settings import Settings
 
 from ._support import make_settings

@@ -7,7 +7,6 @@ import statistics
 from collections.abc import Sequence
 
 import pytest
-
 from dlq_replay.backoff import BackoffPolicy, Jitter
 
 from ._support import NoRandom
@@ -162,3 +161,16 @@ def test_no_jitter_is_exactly_the_ceiling_and_draws_nothing(
 def test_jitter_values_are_the_documented_names() -> None:
     assert [j.value for j in Jitter] == ["full", "equal", "decorrelated", "none"]
     assert BackoffPolicy() == BackoffPolicy(60, 2.0, 900, Jitter.FULL)
+
+
+@pytest.mark.parametrize(
+    ("base", "multiplier", "cap"),
+    [(60, 2.0, 900), (1, 1.1, 43_200), (7, 1.37, 5000), (100, 3.0, 900), (1000, 1.2, 1440)],
+)
+def test_ceilings_never_decrease_and_reach_the_cap(base: int, multiplier: float, cap: int) -> None:
+    policy = BackoffPolicy(base, multiplier, cap, Jitter.FULL)
+    ceilings = [policy.ceiling(n) for n in range(1, 201)]
+    assert ceilings == sorted(ceilings)
+    assert ceilings[0] == min(base, cap)
+    assert ceilings[-1] == cap
+    assert all(type(c) is int and 1 <= c <= cap for c in ceilings)

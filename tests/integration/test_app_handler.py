@@ -1,0 +1,96 @@
+"""`functions/replay/app.py` as Lambda runs it: settings from the environment, logs on stdout."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import pytest
+from dlq_replay.settings import SettingsError
+
+from integration.harness import (
+    AppHandle,
+    Outgoing,
+    ReplayQueues,
+    Sqs,
+    string,
+)
+
+SECRET_BODY = "card=4111-1111-1111-1111 secret-7f3a"
+
+
+@pytest.fixture
+def app_env(monkeypatch: pytest.MonkeyPatch, queues: ReplayQueues) -> pytest.MonkeyPatch:
+    monkeypatch.setenv("MAIN_QUEUE_URL", queues.main.url)
+    monkeypatch.setenv("OPERATOR_QUEUE_URL", queues.operator.url)
+    return monkeypatch
+
+
+def log_lines(out: str) -> list[dict[str, Any]]:
+    """The JSON lines Powertools wrote (EMF metric blobs included)."""
+    return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+
+
+@pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
+def test_bad_setting_fails_the_invocation_naming_the_variable(
+    app: AppHandle,
+    app_env: pytest.MonkeyPatch,
+    sqs: Sqs,
+    queues: ReplayQueues,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    app_env.setattr(app.logger.registered_handler, "stream", sys.stdout)
+    app_env.setenv("MAX_ATTEMPTS", "0")
+    event = sqs.dead_letter_event(queues, [Outgoing("waits for a fix")])
+
+    with pytest.raises(SettingsError, match=r"^MAX_ATTEMPTS='0' is invalid: .*1 to 100") as error:
+        app.handler(event)
+
+    assert error.value.variable == "MAX_ATTEMPTS"
+    errors = [line for line in log_lines(capsys.readouterr().out) if line.get("level") == "ERROR"]
+    assert [(line["message"], line["variable"]) for line in errors] == [
+        ("MAX_ATTEMPTS='0' is invalid: must be an integer from 1 to 100", "MAX_ATTEMPTS")
+    ]
+    assert sqs.total(queues.main) == 0
+
+    # A failed start is not cached: once the value is fixed, the same event goes through.
+    app_env.setenv("MAX_ATTEMPTS", "3")
+    assert app.handler(event) == {"batchItemFailures": []}
+    assert sqs.total(queues.main) == 1  # delayed by the default full jitter over [0, 60] s
+
+
+@pytest.mark.parametrize("log_body", [False, True])
+def test_message_body_reaches_the_logs_only_when_allowed(
+    app: AppHandle,
+    app_env: pytest.MonkeyPatch,
+    sqs: Sqs,
+    queues: ReplayQueues,
+    capsys: pytest.CaptureFixture[str],
+    log_body: bool,
+) -> None:
+    # Powertools bound its handler to the stdout of import time; point it at capsys's.
+    app_env.setattr(app.logger.registered_handler, "stream", sys.stdout)
+    app_env.setenv("LOG_MESSAGE_BODY", str(log_body).lower())
+    event = sqs.dead_letter_event(
+        queues,
+        [Outgoing(SECRET_BODY, {"note": string("attribute values are not logged either")})],
+    )
+    (message_id,) = [r["messageId"] for r in event["Records"]]
+
+    assert app.handler(event) == {"batchItemFailures": []}
+
+    out = capsys.readouterr().out
+    (line,) = [entry for entry in log_lines(out) if entry.get("message_id") == message_id]
+    assert line["message"] == "record replayed"
+    assert line["level"] == "INFO"
+    assert line["attempt"] == 1
+    assert line["destination"] == queues.main.url
+    assert line["function_name"] == "sqs-dlq-replay"  # the Lambda context was injected
+    assert "attribute values are not logged either" not in out
+    if log_body:
+        assert line["body"] == SECRET_BODY
+    else:
+        assert "body" not in line
+        assert "4111" not in out
+        assert "secret-7f3a" not in out

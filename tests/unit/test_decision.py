@@ -1,0 +1,721 @@
+"""Every branch of the per-record decision, over an injected clock and a seeded random source."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+from dlq_replay.attributes import Attribute
+from dlq_replay.backoff import BackoffPolicy, Jitter
+from dlq_replay.decision import (
+    FALLBACK_GROUP_ID,
+    NOT_BEFORE_ATTRIBUTE,
+    PARK_REASON_ATTRIBUTE,
+    Action,
+    Decision,
+    ParkReason,
+    build_copy,
+    decide,
+    park_instead,
+    route,
+)
+from dlq_replay.messages import MAX_MESSAGE_BYTES, InboundMessage
+from dlq_replay.settings import Settings
+
+from ._support import (
+    COUNT,
+    DLQ,
+    DLQ_FIFO,
+    DLQ_FIFO_ARN,
+    MAIN,
+    MAIN_FIFO,
+    NOW,
+    OPERATOR,
+    OPERATOR_FIFO,
+    SOURCE_ARN,
+    FixedRandom,
+    NoRandom,
+    event_messages,
+    make_settings,
+    message,
+    string_attr,
+)
+
+LONG = BackoffPolicy(3600, 2.0, 43_200, Jitter.NONE)  # attempt 1 waits exactly one hour
+WAITING_NOT_BEFORE = 4_102_444_800  # dlq-waiting.json
+TRACE = "Root=1-6741a1b2-0123456789abcdef01234567;Parent=53995c3f42cd8ad8;Sampled=1"
+
+
+def extra_attributes(n: int) -> dict[str, dict[str, object]]:
+    return {f"attr-{i}": string_attr(f"value-{i}") for i in range(n)}
+
+
+def waiting_message() -> InboundMessage:
+    (waiting,) = event_messages("dlq-waiting.json")
+    return waiting
+
+
+# --- replay now ------------------------------------------------------------------------------
+
+
+def test_replay_now_draws_the_delay_and_counts_the_first_attempt(settings: Settings) -> None:
+    msg = message(message_attributes={"tenant": string_attr("acme")})
+    decision = decide(msg, settings, dlq_url=DLQ, now=NOW, rng=random.Random(5))
+    expected_delay = random.Random(5).randint(0, 60)
+    assert expected_delay > 0
+    assert decision == Decision(
+        Action.REPLAY, MAIN, attempt=1, delay=expected_delay, drawn_delay=expected_delay
+    )
+    assert not decision.clamped
+
+    copy = build_copy(msg, decision, settings)
+    assert copy.queue_url == MAIN
+    assert copy.record_id == msg.message_id
+    assert copy.body == msg.body
+    assert copy.attributes == {
+        "tenant": Attribute("String", "acme"),
+        COUNT: Attribute("Number", "1"),
+    }
+    assert copy.delay_seconds == expected_delay
+    assert copy.message_group_id is None
+    assert copy.deduplication_id is None
+    assert NOT_BEFORE_ATTRIBUTE not in copy.attributes
+
+
+@pytest.mark.parametrize(
+    ("incoming", "attempt", "ceiling"), [("0", 1, 60), ("1", 2, 120), ("2", 3, 240)]
+)
+def test_replay_advances_the_count_and_writes_it_as_number(
+    settings: Settings, rng: random.Random, incoming: str, attempt: int, ceiling: int
+) -> None:
+    msg = message(message_attributes={COUNT: string_attr(incoming, "String")})
+    decision = decide(msg, settings, dlq_url=DLQ, now=NOW, rng=rng)
+    assert decision.action is Action.REPLAY
+    assert decision.attempt == attempt
+    assert 0 <= decision.delay <= ceiling
+    copy = build_copy(msg, decision, settings)
+    assert copy.attributes[COUNT] == Attribute("Number", str(attempt))
+    assert copy.to_entry("0")["MessageAttributes"][COUNT] == {
+        "DataType": "Number",
+        "StringValue": str(attempt),
+    }
+
+
+def test_replay_delay_never_exceeds_900_on_a_standard_queue(rng: random.Random) -> None:
+    settings = make_settings(max_attempts=100)
+    for count in range(99):
+        msg = message(message_attributes={COUNT: string_attr(str(count), "Number")})
+        decision = decide(msg, settings, dlq_url=DLQ, now=NOW, rng=rng)
+        assert decision.action is Action.REPLAY
+        assert 0 <= decision.delay <= 900
+        assert type(decision.delay) is int
+
+
+def test_custom_count_attribute_name(rng: random.Random) -> None:
+    settings = make_settings(count_attribute="retries")
+    msg = message(message_attributes={"retries": string_attr("1", "Number")})
+    decision = decide(msg, settings, dlq_url=DLQ, now=NOW, rng=rng)
+    assert decision.attempt == 2
+    copy = build_copy(msg, decision, settings)
+    assert copy.attributes == {"retries": Attribute("Number", "2")}
+
+
+def test_replay_of_the_standard_event(settings: Settings) -> None:
+    first, traced = event_messages("dlq-standard.json")
+    for msg in (first, traced):
+        decision = decide(msg, settings, dlq_url=DLQ, now=NOW, rng=FixedRandom(17))
+        assert decision == Decision(Action.REPLAY, MAIN, attempt=1, delay=17, drawn_delay=17)
+    assert (
+        build_copy(
+            first, decide(first, settings, dlq_url=DLQ, now=NOW, rng=FixedRandom(17)), settings
+        ).trace_header
+        is None
+    )
+    copy = build_copy(
+        traced, decide(traced, settings, dlq_url=DLQ, now=NOW, rng=FixedRandom(17)), settings
+    )
+    assert copy.trace_header == TRACE
+    assert copy.to_entry("3") == {
+        "Id": "3",
+        "MessageBody": '{"orderId": "o-1002", "total": 7}',
+        "MessageAttributes": {COUNT: {"DataType": "Number", "StringValue": "1"}},
+        "DelaySeconds": 17,
+        "MessageSystemAttributes": {"AWSTraceHeader": {"DataType": "String", "StringValue": TRACE}},
+    }
+
+
+def test_entry_of_a_binary_replay_is_byte_exact(settings: Settings) -> None:
+    (msg,) = event_messages("dlq-binary-attributes.json")
+    decision = decide(msg, settings, dlq_url=DLQ, now=NOW, rng=FixedRandom(0))
+    assert decision == Decision(Action.REPLAY, MAIN, attempt=1, delay=0, drawn_delay=0)
+    entry = build_copy(msg, decision, settings).to_entry("0")
+    assert "DelaySeconds" not in entry  # zero is left out
+    assert "MessageGroupId" not in entry
+    assert "MessageDeduplicationId" not in entry
+    assert "MessageSystemAttributes" not in entry
+    attrs = entry["MessageAttributes"]
+    assert attrs["raw"] == {
+        "DataType": "Binary",
+        "BinaryValue": b"\x00\xff\xfe\x80\x7f\xc3(not utf-8 \xe2\x82",
+    }
+    assert attrs["payload"]["DataType"] == "Binary.gzip"
+    assert attrs["priority"] == {"DataType": "Number.int", "StringValue": "5"}
+    assert attrs["region-tag"] == {"DataType": "String.custom", "StringValue": "eu-west-1/zone-b"}
+    assert attrs["unicode"] == {"DataType": "String", "StringValue": "caf\u00e9 \u2603 \U0001f600"}
+    assert attrs[COUNT] == {"DataType": "Number", "StringValue": "1"}
+    assert len(attrs) == 6
+
+
+# --- parks -----------------------------------------------------------------------------------
+
+
+def test_max_attempts_parks_and_keeps_the_count(settings: Settings) -> None:
+    (msg,) = event_messages("dlq-at-attempt-limit.json")
+    decision = decide(msg, settings, dlq_url=DLQ, now=NOW, rng=NoRandom())
+    assert decision == Decision(Action.PARK, attempt=3, reason=ParkReason.MAX_ATTEMPTS)
+    copy = build_copy(msg, decision, settings)
+    assert copy.queue_url == OPERATOR
+    assert copy.body == '{"orderId": "o-3001"}'
+    assert copy.attributes == {
+        COUNT: Attribute("Number", "3"),
+        "tenant": Attribute("String", "acme"),
+        PARK_REASON_ATTRIBUTE: Attribute("String", "max-attempts"),
+    }
+    assert copy.delay_seconds == 0
+    assert copy.deduplication_id is None
+
+
+def test_max_attempts_park_with_ten_attributes_omits_the_reason(settings: Settings) -> None:
+    attrs = {**extra_attributes(9), COUNT: string_attr("3", "Number")}
+    msg = message(message_attributes=attrs)
+    decision = decide(msg, settings, dlq_url=DLQ, now=NOW, rng=NoRandom())
+    assert decision == Decision(Action.PARK, attempt=3, reason=ParkReason.MAX_ATTEMPTS)
+    copy = build_copy(msg, decision, settings)
+    assert copy.attributes == msg.attributes
+    assert PARK_REASON_ATTRIBUTE not in copy.attributes
+
+
+def test_max_attempts_follows_the_setting() -> None:
+    msg = message(message_attributes={COUNT: string_attr("4", "Number")})
+    five = decide(msg, make_settings(max_attempts=5), dlq_url=DLQ, now=NOW, rng=FixedRandom(1))
+    four = decide(msg, make_settings(max_attempts=4), dlq_url=DLQ, now=NOW, rng=NoRandom())
+    assert five.action is Action.REPLAY
+    assert five.attempt == 5
+    assert four == Decision(Action.PARK, attempt=4, reason=ParkReason.MAX_ATTEMPTS)
+
+
+@pytest.mark.parametrize("index", range(7))
+def test_invalid_count_parks(settings: Settings, index: int) -> None:
+    msg = event_messages("dlq-bad-count.json")[index]
+    decision = decide(msg, settings, dlq_url=DLQ, now=NOW, rng=NoRandom())
+    assert decision == Decision(Action.PARK, attempt=None, reason=ParkReason.INVALID_COUNT)
+    copy = build_copy(msg, decision, settings)
+    assert copy.queue_url == OPERATOR
+    # the bad value travels unchanged, so the operator sees what was there
+    assert copy.attributes[COUNT] == msg.attributes[COUNT]
+    assert copy.attributes[PARK_REASON_ATTRIBUTE] == Attribute("String", "invalid-count")
+    assert len(copy.attributes) == 2
+
+
+def test_ten_attributes_and_no_count_parks_without_an_eleventh(settings: Settings) -> None:
+    msg = message(message_attributes=extra_attributes(10))
+    decision = decide(msg, settings, dlq_url=DLQ, now=NOW, rng=NoRandom())
+    assert decision == Decision(Action.PARK, attempt=0, reason=ParkReason.ATTRIBUTE_LIMIT)
+    copy = build_copy(msg, decision, settings)
+    assert copy.queue_url == OPERATOR
+    assert copy.attributes == msg.attributes
+    assert len(copy.attributes) == 10
+    assert PARK_REASON_ATTRIBUTE not in copy.attributes
+    assert len(copy.to_entry("0")["MessageAttributes"]) == 10
+
+
+def test_nine_attributes_and_no_count_replays_with_ten(settings: Settings) -> None:
+    msg = message(message_attributes=extra_attributes(9))
+    decision = decide(msg, settings, dlq_url=DLQ, now=NOW, rng=FixedRandom(30))
+    assert decision == Decision(Action.REPLAY, MAIN, attempt=1, delay=30, drawn_delay=30)
+    copy = build_copy(msg, decision, settings)
+    assert len(copy.attributes) == 10
+    assert copy.attributes[COUNT] == Attribute("Number", "1")
+
+
+def test_ten_attributes_including_the_count_replays(settings: Settings) -> None:
+    attrs = {**extra_attributes(9), COUNT: string_attr("1", "Number")}
+    msg = message(message_attributes=attrs)
+    decision = decide(msg, settings, dlq_url=DLQ, now=NOW, rng=FixedRandom(30))
+    assert decision.action is Action.REPLAY
+    assert decision.attempt == 2
+    copy = build_copy(msg, decision, settings)
+    assert len(copy.attributes) == 10
+    assert copy.attributes[COUNT] == Attribute("Number", "2")
+
+
+# The count attribute for attempt 1: name + "Number" + "1".
+COUNT_SIZE = len(COUNT) + len("Number") + 1
+
+
+def test_body_that_leaves_exactly_room_for_the_count_replays(settings: Settings) -> None:
+    msg = message(body="x" * (MAX_MESSAGE_BYTES - COUNT_SIZE))
+    decision = decide(msg, settings, dlq_url=DLQ, now=NOW, rng=FixedRandom(9))
+    assert decision == Decision(Action.REPLAY, MAIN, attempt=1, delay=9, drawn_delay=9)
+    copy = build_copy(msg, decision, settings)
+    assert copy.size_bytes == MAX_MESSAGE_BYTES
+
+
+def test_multibyte_body_is_measured_in_bytes(settings: Settings) -> None:
+    # 2-byte characters: one byte too many once the count is added.
+    body = "\u00e9" * ((MAX_MESSAGE_BYTES - COUNT_SIZE) // 2) + "x"
+    assert len(body.encode()) + COUNT_SIZE == MAX_MESSAGE_BYTES + 1
+    assert len(body) + COUNT_SIZE < MAX_MESSAGE_BYTES  # counting characters would let it pass
+    decision = decide(message(body=body), settings, dlq_url=DLQ, now=NOW, rng=NoRandom())
+    assert decision.reason is ParkReason.ATTRIBUTE_LIMIT
+
+
+@pytest.mark.parametrize("body_size", [MAX_MESSAGE_BYTES - COUNT_SIZE + 1, MAX_MESSAGE_BYTES])
+def test_body_with_no_room_for_the_count_parks(settings: Settings, body_size: int) -> None:
+    msg = message(body="y" * body_size)
+    decision = decide(msg, settings, dlq_url=DLQ, now=NOW, rng=NoRandom())
+    assert decision == Decision(Action.PARK, attempt=0, reason=ParkReason.ATTRIBUTE_LIMIT)
+    copy = build_copy(msg, decision, settings)
+    assert copy.body == msg.body
+    assert copy.attributes == {}  # not even the park reason fits
+    assert copy.size_bytes == body_size
+
+
+# --- long delays: defer, clamp, hold, release ------------------------------------------------
+
+
+def test_long_delay_defers_to_the_dlq_with_not_before() -> None:
+    settings = make_settings(backoff=LONG)
+    msg = message(message_attributes={"tenant": string_attr("acme")})
+    decision = decide(msg, settings, dlq_url=DLQ, now=NOW, rng=NoRandom())
+    not_before = math.ceil(NOW) + 3600
+    assert not_before == 1_795_003_601
+    assert decision == Decision(
+        Action.DEFER, DLQ, attempt=1, delay=900, not_before=not_before, drawn_delay=3600
+    )
+    assert not decision.clamped
+    copy = build_copy(msg, decision, settings)
+    assert copy.queue_url == DLQ
+    assert copy.delay_seconds == 900
+    assert copy.attributes == {
+        "tenant": Attribute("String", "acme"),
+        COUNT: Attribute("Number", "1"),
+        NOT_BEFORE_ATTRIBUTE: Attribute("Number", "1795003601"),
+    }
+    assert copy.to_entry("0")["DelaySeconds"] == 900
+
+
+def test_jittered_long_delays_defer_or_replay_by_the_900_second_line(rng: random.Random) -> None:
+    settings = make_settings(backoff=BackoffPolicy(60, 2.0, 43_200, Jitter.FULL), max_attempts=20)
+    msg = message(message_attributes={COUNT: string_attr("10", "Number")})  # ceiling 43200
+    seen = set()
+    for _ in range(200):
+        decision = decide(msg, settings, dlq_url=DLQ, now=NOW, rng=rng)
+        assert decision.drawn_delay is not None
+        if decision.drawn_delay <= 900:
+            assert decision == Decision(
+                Action.REPLAY, MAIN, 11, decision.drawn_delay, drawn_delay=decision.drawn_delay
+            )
+        else:
+            assert decision == Decision(
+                Action.DEFER,
+                DLQ,
+                11,
+                900,
+                not_before=math.ceil(NOW) + decision.drawn_delay,
+                drawn_delay=decision.drawn_delay,
+            )
+        seen.add(decision.action)
+    assert seen == {Action.REPLAY, Action.DEFER}
+
+
+@pytest.mark.parametrize("with_count", [False, True])
+def test_no_slot_for_not_before_clamps_to_900(with_count: bool) -> None:
+    settings = make_settings(backoff=LONG, max_attempts=5)
+    attrs = extra_attributes(9)
+    if with_count:
+        attrs[COUNT] = string_attr("0", "Number")
+    msg = message(message_attributes=attrs)
+    decision = decide(msg, settings, dlq_url=DLQ, now=NOW, rng=NoRandom())
+    assert decision == Decision(Action.REPLAY, MAIN, attempt=1, delay=900, drawn_delay=3600)
+    assert decision.clamped
+    copy = build_copy(msg, decision, settings)
+    assert copy.queue_url == MAIN
+    assert copy.delay_seconds == 900
+    assert len(copy.attributes) == 10
+    assert NOT_BEFORE_ATTRIBUTE not in copy.attributes
+
+
+def test_no_room_in_size_for_not_before_clamps() -> None:
+    settings = make_settings(backoff=LONG)
+    msg = message(body="z" * (MAX_MESSAGE_BYTES - COUNT_SIZE))
+    decision = decide(msg, settings, dlq_url=DLQ, now=NOW, rng=NoRandom())
+    assert decision == Decision(Action.REPLAY, MAIN, attempt=1, delay=900, drawn_delay=3600)
+    assert decision.clamped
+
+
+def test_waiting_copy_before_its_time_is_held() -> None:
+    settings = make_settings(backoff=LONG)
+    msg = waiting_message()
+    decision = decide(msg, settings, dlq_url=DLQ, now=WAITING_NOT_BEFORE - 5000, rng=NoRandom())
+    assert decision == Decision(Action.HOLD, attempt=2, delay=5000, not_before=WAITING_NOT_BEFORE)
+    assert decision.destination is None
+    with pytest.raises(ValueError, match="needs a destination"):
+        build_copy(msg, decision, settings)
+
+
+def test_hold_is_at_most_twelve_hours() -> None:
+    decision = decide(
+        waiting_message(),
+        make_settings(),
+        dlq_url=DLQ,
+        now=WAITING_NOT_BEFORE - 100_000.7,
+        rng=NoRandom(),
+    )
+    assert decision == Decision(Action.HOLD, attempt=2, delay=43_200, not_before=WAITING_NOT_BEFORE)
+
+
+def test_hold_with_a_realistic_clock() -> None:
+    # not-before values are epoch seconds (> 10^9), far beyond the count's own bound
+    not_before = math.ceil(NOW) + 7200
+    msg = message(
+        message_attributes={
+            COUNT: string_attr("1", "Number"),
+            NOT_BEFORE_ATTRIBUTE: string_attr(str(not_before), "Number"),
+        }
+    )
+    decision = decide(msg, make_settings(), dlq_url=DLQ, now=NOW, rng=NoRandom())
+    assert decision == Decision(Action.HOLD, attempt=1, delay=7201, not_before=not_before)
+
+
+@pytest.mark.parametrize(
+    ("now", "remaining"),
+    [
+        (WAITING_NOT_BEFORE - 900, 900),
+        (WAITING_NOT_BEFORE - 300.9, 301),
+        (WAITING_NOT_BEFORE - 1, 1),
+        (WAITING_NOT_BEFORE, 0),
+        (WAITING_NOT_BEFORE + 86_400, 0),
+    ],
+)
+def test_waiting_copy_whose_time_has_come_is_released(now: float, remaining: int) -> None:
+    settings = make_settings(backoff=LONG)
+    msg = waiting_message()
+    decision = decide(msg, settings, dlq_url=DLQ, now=now, rng=NoRandom())
+    assert decision == Decision(Action.RELEASE, MAIN, attempt=2, delay=remaining)
+    copy = build_copy(msg, decision, settings)
+    assert copy.queue_url == MAIN
+    assert copy.delay_seconds == remaining
+    assert copy.attributes == {
+        COUNT: Attribute("Number", "2"),  # not advanced again
+        "tenant": Attribute("String", "acme"),
+    }
+    entry = copy.to_entry("0")
+    assert NOT_BEFORE_ATTRIBUTE not in entry["MessageAttributes"]
+
+
+def test_one_second_past_the_release_window_is_held() -> None:
+    decision = decide(
+        waiting_message(),
+        make_settings(),
+        dlq_url=DLQ,
+        now=WAITING_NOT_BEFORE - 901,
+        rng=NoRandom(),
+    )
+    assert decision == Decision(Action.HOLD, attempt=2, delay=901, not_before=WAITING_NOT_BEFORE)
+
+
+def test_release_is_not_parked_at_the_attempt_limit() -> None:
+    settings = make_settings(max_attempts=3)
+    msg = message(
+        message_attributes={
+            COUNT: string_attr("3", "Number"),
+            NOT_BEFORE_ATTRIBUTE: string_attr(str(WAITING_NOT_BEFORE), "Number"),
+        }
+    )
+    decision = decide(msg, settings, dlq_url=DLQ, now=WAITING_NOT_BEFORE + 1, rng=NoRandom())
+    assert decision == Decision(Action.RELEASE, MAIN, attempt=3, delay=0)
+    assert build_copy(msg, decision, settings).attributes == {COUNT: Attribute("Number", "3")}
+
+
+def test_waiting_copy_with_a_bad_count_is_parked_without_not_before() -> None:
+    msg = message(
+        message_attributes={
+            COUNT: string_attr("x"),
+            NOT_BEFORE_ATTRIBUTE: string_attr(str(WAITING_NOT_BEFORE), "Number"),
+        }
+    )
+    settings = make_settings()
+    decision = decide(msg, settings, dlq_url=DLQ, now=NOW, rng=NoRandom())
+    assert decision == Decision(Action.PARK, reason=ParkReason.INVALID_COUNT)
+    copy = build_copy(msg, decision, settings)
+    assert copy.attributes == {
+        COUNT: Attribute("String", "x"),
+        PARK_REASON_ATTRIBUTE: Attribute("String", "invalid-count"),
+    }
+
+
+# --- FIFO and fair queues --------------------------------------------------------------------
+
+
+def fifo_settings(backoff: BackoffPolicy | None = None, operator: str = OPERATOR_FIFO) -> Settings:
+    return make_settings(main=MAIN_FIFO, operator=operator, backoff=backoff)
+
+
+def test_fifo_replay_has_no_delay_and_a_deterministic_dedup_id() -> None:
+    settings = fifo_settings()
+    first, second, other = event_messages("dlq-fifo.json")
+    decision = decide(first, settings, dlq_url=DLQ_FIFO, now=NOW, rng=FixedRandom(0))
+    assert decision == Decision(Action.REPLAY, MAIN_FIFO, attempt=1, delay=0, drawn_delay=0)
+    copy = build_copy(first, decision, settings)
+    assert copy.queue_url == MAIN_FIFO
+    assert copy.delay_seconds == 0
+    assert copy.message_group_id == "customer-a"
+    assert copy.deduplication_id == "f1a00000-0000-4000-8000-000000000001-replay-1"
+    assert build_copy(first, decision, settings) == copy  # same input, same id
+    entry = copy.to_entry("0")
+    assert "DelaySeconds" not in entry
+    assert entry["MessageGroupId"] == "customer-a"
+    assert entry["MessageDeduplicationId"] == "f1a00000-0000-4000-8000-000000000001-replay-1"
+
+    other_copy = build_copy(
+        other, decide(other, settings, dlq_url=DLQ_FIFO, now=NOW, rng=FixedRandom(0)), settings
+    )
+    assert other_copy.message_group_id == "customer-b"
+    assert other_copy.deduplication_id == "f1b00000-0000-4000-8000-000000000003-replay-1"
+    assert second.message_group_id == "customer-a"
+
+
+def test_fifo_dedup_id_differs_by_attempt() -> None:
+    settings = fifo_settings()
+    ids = []
+    for count in ("0", "1", "2"):
+        msg = message(
+            message_id="fifo-msg",
+            message_attributes={COUNT: string_attr(count, "Number")},
+            system={"MessageGroupId": "g"},
+            queue_arn=DLQ_FIFO_ARN,
+        )
+        decision = decide(msg, settings, dlq_url=DLQ_FIFO, now=NOW, rng=FixedRandom(0))
+        ids.append(build_copy(msg, decision, settings).deduplication_id)
+    assert ids == ["fifo-msg-replay-1", "fifo-msg-replay-2", "fifo-msg-replay-3"]
+
+
+def test_fifo_any_positive_delay_defers() -> None:
+    settings = fifo_settings()
+    (first, _, _) = event_messages("dlq-fifo.json")
+    decision = decide(first, settings, dlq_url=DLQ_FIFO, now=NOW, rng=FixedRandom(1))
+    assert decision == Decision(
+        Action.DEFER, DLQ_FIFO, attempt=1, delay=0, not_before=math.ceil(NOW) + 1, drawn_delay=1
+    )
+    copy = build_copy(first, decision, settings)
+    assert copy.queue_url == DLQ_FIFO
+    assert copy.delay_seconds == 0
+    assert copy.message_group_id == "customer-a"
+    assert copy.deduplication_id == "f1a00000-0000-4000-8000-000000000001-defer-1"
+    assert copy.attributes[NOT_BEFORE_ATTRIBUTE] == Attribute("Number", str(math.ceil(NOW) + 1))
+    assert copy.attributes[COUNT] == Attribute("Number", "1")
+    assert "DelaySeconds" not in copy.to_entry("0")
+
+
+def test_fifo_waiting_copy_holds_until_exactly_its_time_then_releases() -> None:
+    settings = fifo_settings()
+    not_before = 1_795_000_100
+    msg = message(
+        message_id="waiting-fifo",
+        message_attributes={
+            COUNT: string_attr("1", "Number"),
+            NOT_BEFORE_ATTRIBUTE: string_attr(str(not_before), "Number"),
+        },
+        system={"MessageGroupId": "customer-a"},
+        queue_arn=DLQ_FIFO_ARN,
+    )
+    held = decide(msg, settings, dlq_url=DLQ_FIFO, now=not_before - 10, rng=NoRandom())
+    assert held == Decision(Action.HOLD, attempt=1, delay=10, not_before=not_before)
+    released = decide(msg, settings, dlq_url=DLQ_FIFO, now=not_before, rng=NoRandom())
+    assert released == Decision(Action.RELEASE, MAIN_FIFO, attempt=1, delay=0)
+    copy = build_copy(msg, released, settings)
+    assert copy.deduplication_id == "waiting-fifo-release-1"
+    assert copy.message_group_id == "customer-a"
+    assert copy.attributes == {COUNT: Attribute("Number", "1")}
+
+
+def test_fifo_without_group_parks_with_a_fallback_group() -> None:
+    settings = fifo_settings()
+    msg = message(message_id="no-group", queue_arn=DLQ_FIFO_ARN)
+    decision = decide(msg, settings, dlq_url=DLQ_FIFO, now=NOW, rng=NoRandom())
+    assert decision == Decision(Action.PARK, attempt=0, reason=ParkReason.MISSING_GROUP_ID)
+    copy = build_copy(msg, decision, settings)
+    assert copy.queue_url == OPERATOR_FIFO
+    assert copy.message_group_id == FALLBACK_GROUP_ID == "dlq-replay-no-group"
+    assert copy.deduplication_id == "no-group-park"
+    assert copy.attributes == {PARK_REASON_ATTRIBUTE: Attribute("String", "missing-group-id")}
+
+
+def test_fifo_park_to_a_standard_operator_queue_has_no_fifo_keys() -> None:
+    settings = fifo_settings(operator=OPERATOR)
+    msg = message(queue_arn=DLQ_FIFO_ARN)
+    decision = decide(msg, settings, dlq_url=DLQ_FIFO, now=NOW, rng=NoRandom())
+    copy = build_copy(msg, decision, settings)
+    assert copy.queue_url == OPERATOR
+    assert copy.message_group_id is None
+    assert copy.deduplication_id is None
+
+
+def test_fifo_with_no_slot_for_not_before_replays_without_delay() -> None:
+    settings = fifo_settings(backoff=LONG)
+    msg = message(
+        message_attributes=extra_attributes(9),
+        system={"MessageGroupId": "g"},
+        queue_arn=DLQ_FIFO_ARN,
+    )
+    decision = decide(msg, settings, dlq_url=DLQ_FIFO, now=NOW, rng=NoRandom())
+    assert decision == Decision(Action.REPLAY, MAIN_FIFO, attempt=1, delay=0, drawn_delay=3600)
+    assert decision.clamped
+
+
+def test_fair_queue_group_is_carried_on_replay_and_park(settings: Settings) -> None:
+    msg = message(system={"MessageGroupId": "tenant-42"})
+    decision = decide(msg, settings, dlq_url=DLQ, now=NOW, rng=FixedRandom(12))
+    assert decision == Decision(Action.REPLAY, MAIN, attempt=1, delay=12, drawn_delay=12)
+    copy = build_copy(msg, decision, settings)
+    assert copy.message_group_id == "tenant-42"
+    assert copy.deduplication_id is None
+    entry = copy.to_entry("0")
+    assert entry["MessageGroupId"] == "tenant-42"
+    assert entry["DelaySeconds"] == 12
+    assert "MessageDeduplicationId" not in entry
+
+    at_limit = message(
+        message_attributes={COUNT: string_attr("3", "Number")},
+        system={"MessageGroupId": "tenant-42"},
+    )
+    park = decide(at_limit, settings, dlq_url=DLQ, now=NOW, rng=NoRandom())
+    assert park.reason is ParkReason.MAX_ATTEMPTS
+    parked = build_copy(at_limit, park, settings)
+    assert parked.queue_url == OPERATOR
+    assert parked.message_group_id == "tenant-42"
+    assert parked.deduplication_id is None
+
+
+# --- routing ---------------------------------------------------------------------------------
+
+
+def test_allowed_source_routes_to_that_queue(rng: random.Random) -> None:
+    payments = "arn:aws:sqs:eu-west-1:210987654321:payments"
+    settings = make_settings(allowed=frozenset({SOURCE_ARN, payments}))
+    msg = message(system={"DeadLetterQueueSourceArn": payments})
+    assert route(msg, settings) == "https://sqs.eu-west-1.amazonaws.com/210987654321/payments"
+    decision = decide(msg, settings, dlq_url=DLQ, now=NOW, rng=rng)
+    assert decision.action is Action.REPLAY
+    assert decision.destination == "https://sqs.eu-west-1.amazonaws.com/210987654321/payments"
+
+
+def test_allowed_source_in_the_china_partition() -> None:
+    arn = "arn:aws-cn:sqs:cn-north-1:123456789012:orders"
+    settings = make_settings(allowed=frozenset({arn}))
+    msg = message(system={"DeadLetterQueueSourceArn": arn})
+    assert route(msg, settings) == "https://sqs.cn-north-1.amazonaws.com.cn/123456789012/orders"
+
+
+def test_allowed_source_on_a_custom_endpoint() -> None:
+    settings = make_settings(allowed=frozenset({SOURCE_ARN}), endpoint="http://127.0.0.1:4566/")
+    msg = message(system={"DeadLetterQueueSourceArn": SOURCE_ARN})
+    assert route(msg, settings) == "http://127.0.0.1:4566/123456789012/orders"
+
+
+def test_allowed_fifo_source_gets_fifo_treatment() -> None:
+    arn = "arn:aws:sqs:us-east-1:123456789012:billing.fifo"
+    settings = make_settings(main=None, allowed=frozenset({arn}))
+    msg = message(system={"DeadLetterQueueSourceArn": arn}, queue_arn=DLQ_FIFO_ARN)
+    decision = decide(msg, settings, dlq_url=DLQ_FIFO, now=NOW, rng=NoRandom())
+    assert decision == Decision(Action.PARK, attempt=0, reason=ParkReason.MISSING_GROUP_ID)
+
+
+def test_source_not_allowed_or_absent_goes_to_main(settings: Settings) -> None:
+    other = message(system={"DeadLetterQueueSourceArn": "arn:aws:sqs:us-east-1:123456789012:x"})
+    assert route(other, settings) == MAIN
+    assert route(message(), settings) == MAIN
+
+
+def test_no_main_queue_and_no_allowed_source_parks_unknown_source() -> None:
+    settings = make_settings(main=None, allowed=frozenset({SOURCE_ARN}))
+    msg = message(system={"DeadLetterQueueSourceArn": "arn:aws:sqs:us-east-1:123456789012:x"})
+    assert route(msg, settings) is None
+    decision = decide(msg, settings, dlq_url=DLQ, now=NOW, rng=NoRandom())
+    assert decision == Decision(Action.PARK, attempt=0, reason=ParkReason.UNKNOWN_SOURCE)
+    copy = build_copy(msg, decision, settings)
+    assert copy.queue_url == OPERATOR
+    assert copy.attributes == {PARK_REASON_ATTRIBUTE: Attribute("String", "unknown-source")}
+
+    allowed = message(system={"DeadLetterQueueSourceArn": SOURCE_ARN})
+    assert decide(allowed, settings, dlq_url=DLQ, now=NOW, rng=FixedRandom(3)).destination == MAIN
+
+
+def test_waiting_copy_with_no_destination_parks_unknown_source() -> None:
+    decision = decide(
+        waiting_message(), make_settings(main=None), dlq_url=DLQ, now=NOW, rng=NoRandom()
+    )
+    assert decision == Decision(Action.PARK, attempt=2, reason=ParkReason.UNKNOWN_SOURCE)
+
+
+# --- park instead ----------------------------------------------------------------------------
+
+
+def test_park_instead_keeps_the_count_the_record_came_with(settings: Settings) -> None:
+    msg = message(message_attributes={COUNT: string_attr("1", "Number")})
+    replay = decide(msg, settings, dlq_url=DLQ, now=NOW, rng=FixedRandom(5))
+    assert replay.attempt == 2
+    rejected = park_instead(replay, ParkReason.REJECTED)
+    assert rejected == Decision(Action.PARK, attempt=1, reason=ParkReason.REJECTED)
+    copy = build_copy(msg, rejected, settings)
+    assert copy.queue_url == OPERATOR
+    assert copy.attributes == {
+        COUNT: Attribute("Number", "1"),
+        PARK_REASON_ATTRIBUTE: Attribute("String", "rejected"),
+    }
+    assert copy.delay_seconds == 0
+
+
+def test_park_instead_of_defer_and_release() -> None:
+    defer = Decision(Action.DEFER, DLQ, attempt=1, delay=900, not_before=5, drawn_delay=3600)
+    assert park_instead(defer, ParkReason.REJECTED) == Decision(
+        Action.PARK, attempt=0, reason=ParkReason.REJECTED
+    )
+    release = Decision(Action.RELEASE, MAIN, attempt=2, delay=0)
+    assert park_instead(release, ParkReason.REJECTED) == Decision(
+        Action.PARK, attempt=2, reason=ParkReason.REJECTED
+    )
+
+
+def test_park_instead_of_a_release_drops_not_before() -> None:
+    settings = make_settings()
+    msg = waiting_message()
+    release = decide(msg, settings, dlq_url=DLQ, now=WAITING_NOT_BEFORE, rng=NoRandom())
+    copy = build_copy(msg, park_instead(release, ParkReason.REJECTED), settings)
+    assert copy.attributes == {
+        COUNT: Attribute("Number", "2"),
+        "tenant": Attribute("String", "acme"),
+        PARK_REASON_ATTRIBUTE: Attribute("String", "rejected"),
+    }
+
+
+def test_clamped_is_only_a_replay_below_its_draw() -> None:
+    assert Decision(Action.REPLAY, MAIN, 1, 900, drawn_delay=3600).clamped
+    assert not Decision(Action.REPLAY, MAIN, 1, 900, drawn_delay=900).clamped
+    assert not Decision(Action.RELEASE, MAIN, 1, 900).clamped
+    assert not Decision(Action.DEFER, DLQ, 1, 900, not_before=1, drawn_delay=3600).clamped
+
+
+def test_park_reason_values_are_the_public_names() -> None:
+    assert [r.value for r in ParkReason] == [
+        "max-attempts",
+        "invalid-count",
+        "attribute-limit",
+        "missing-group-id",
+        "unknown-source",
+        "rejected",
+    ]
+    assert NOT_BEFORE_ATTRIBUTE == "dlq-replay-not-before"
+    assert PARK_REASON_ATTRIBUTE == "dlq-replay-park-reason"
