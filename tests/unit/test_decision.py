@@ -10,6 +10,7 @@ from dlq_replay.attributes import Attribute
 from dlq_replay.backoff import BackoffPolicy, Jitter
 from dlq_replay.decision import (
     FALLBACK_GROUP_ID,
+    MAX_HOLD_SECONDS,
     NOT_BEFORE_ATTRIBUTE,
     PARK_REASON_ATTRIBUTE,
     Action,
@@ -365,15 +366,33 @@ def test_waiting_copy_before_its_time_is_held() -> None:
         build_copy(msg, decision, settings)
 
 
-def test_hold_is_at_most_twelve_hours() -> None:
+def test_hold_stays_a_minute_short_of_twelve_hours() -> None:
+    # SQS counts the 12-hour visibility limit from the receive, which was moments ago.
     decision = decide(
         waiting_message(),
-        make_settings(),
+        make_settings(backoff=BackoffPolicy(base_seconds=60, cap_seconds=43_200)),
+        dlq_url=DLQ,
+        now=WAITING_NOT_BEFORE - 43_200,
+        rng=NoRandom(),
+    )
+    assert decision == Decision(
+        Action.HOLD, attempt=2, delay=MAX_HOLD_SECONDS, not_before=WAITING_NOT_BEFORE
+    )
+    assert MAX_HOLD_SECONDS == 43_140
+
+
+def test_wait_left_is_bounded_by_the_cap() -> None:
+    # A not-before far beyond anything the cap could have produced (edited by hand, or written
+    # under a larger cap) must not hide the message until the DLQ's retention deletes it.
+    two_hours = BackoffPolicy(3600, 2.0, 7200, Jitter.NONE)
+    decision = decide(
+        waiting_message(),
+        make_settings(backoff=two_hours),
         dlq_url=DLQ,
         now=WAITING_NOT_BEFORE - 100_000.7,
         rng=NoRandom(),
     )
-    assert decision == Decision(Action.HOLD, attempt=2, delay=43_200, not_before=WAITING_NOT_BEFORE)
+    assert decision == Decision(Action.HOLD, attempt=2, delay=7200, not_before=WAITING_NOT_BEFORE)
 
 
 def test_hold_with_a_realistic_clock() -> None:
@@ -385,7 +404,7 @@ def test_hold_with_a_realistic_clock() -> None:
             NOT_BEFORE_ATTRIBUTE: string_attr(str(not_before), "Number"),
         }
     )
-    decision = decide(msg, make_settings(), dlq_url=DLQ, now=NOW, rng=NoRandom())
+    decision = decide(msg, make_settings(backoff=LONG), dlq_url=DLQ, now=NOW, rng=NoRandom())
     assert decision == Decision(Action.HOLD, attempt=1, delay=7201, not_before=not_before)
 
 
@@ -418,7 +437,7 @@ def test_waiting_copy_whose_time_has_come_is_released(now: float, remaining: int
 def test_one_second_past_the_release_window_is_held() -> None:
     decision = decide(
         waiting_message(),
-        make_settings(),
+        make_settings(backoff=LONG),
         dlq_url=DLQ,
         now=WAITING_NOT_BEFORE - 901,
         rng=NoRandom(),

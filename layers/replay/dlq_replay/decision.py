@@ -20,6 +20,9 @@ from dlq_replay.settings import Settings
 
 NOT_BEFORE_ATTRIBUTE = "dlq-replay-not-before"
 PARK_REASON_ATTRIBUTE = "dlq-replay-park-reason"
+# SQS caps a message's visibility at 12 hours from when it was received; the record was
+# received moments ago, so a hold stays a minute short of that.
+MAX_HOLD_SECONDS = MAX_VISIBILITY_TIMEOUT_SECONDS - 60
 # A FIFO operator queue needs a group even for a message that arrived without one.
 FALLBACK_GROUP_ID = "dlq-replay-no-group"
 # `dlq-replay-not-before` holds epoch seconds, well past the count's 10^9 bound.
@@ -92,7 +95,7 @@ def decide(
         return _park(ParkReason.INVALID_COUNT)
     destination = route(message, settings)
     if NOT_BEFORE_ATTRIBUTE in message.attributes:
-        return _waiting(message, destination, count, now)
+        return _waiting(message, destination, count, now, settings.backoff.cap_seconds)
     attempt = count + 1
     if attempt > settings.max_attempts:
         return _park(ParkReason.MAX_ATTEMPTS, count)
@@ -117,8 +120,15 @@ def decide(
     )
 
 
-def _waiting(message: InboundMessage, destination: str | None, count: int, now: float) -> Decision:
-    """A copy this function wrote back to wait: hold it until its time, then release it."""
+def _waiting(
+    message: InboundMessage, destination: str | None, count: int, now: float, cap: int
+) -> Decision:
+    """A copy this function wrote back to wait: hold it until its time, then release it.
+
+    The wait left is bounded by the cap: no copy of ours waits longer, and an absurd
+    not-before (edited by hand, or written under a larger cap) must not keep a message hidden
+    until the DLQ's retention period deletes it.
+    """
     if destination is None:
         return _park(ParkReason.UNKNOWN_SOURCE, count)
     if is_fifo_url(destination) and message.message_group_id is None:
@@ -126,13 +136,13 @@ def _waiting(message: InboundMessage, destination: str | None, count: int, now: 
     not_before = (
         attributes.parse_count(message.attributes[NOT_BEFORE_ATTRIBUTE], _NOT_BEFORE_LIMIT) or 0
     )
-    remaining = max(0, not_before - math.floor(now))
+    remaining = min(max(0, not_before - math.floor(now)), cap)
     limit = destination_limit(destination)
     if remaining > limit:
         return Decision(
             Action.HOLD,
             attempt=count,
-            delay=min(remaining, MAX_VISIBILITY_TIMEOUT_SECONDS),
+            delay=min(remaining, MAX_HOLD_SECONDS),
             not_before=not_before,
         )
     return Decision(Action.RELEASE, destination, count, delay=remaining)
