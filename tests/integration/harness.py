@@ -232,11 +232,11 @@ class Sqs:
 
     def total(self, queue: Queue) -> int:
         """Every message the queue holds: visible, in flight and delayed."""
-        names: list[QueueAttributeFilterType) = [
+        names: tuple[QueueAttributeNameType, ...] = (
             "ApproximateNumberOfMessages",
             "ApproximateNumberOfMessagesNotVisible",
             "ApproximateNumberOfMessagesDelayed",
-        ]
+        )
         found = self.client.get_queue_attributes(
             QueueUrl=queue.url,
             AttributeNames=names,

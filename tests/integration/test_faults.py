@@ -93,7 +93,7 @@ def test_entry_refused_by_the_destination_is_parked_as_rejected(
         queues,
         [
             Outgoing("fine"),
-            Outgoing("refused", {"kind": {"DataType": "String.t", "StringValue": "x"}}),
+            Outgoing("refused", {"kind": string("x", "String.t")}),
         ],
     )
     ids = record_ids(event)

@@ -11,7 +11,6 @@ from dlq_replay.records import lambda_event
 
 from integration.harness import (
     COUNT,
-    NOT_BEFORE,
     PARK_REASON,
     REGION,
     AppHandle,
@@ -24,7 +23,6 @@ from integration.harness import (
     binary,
     failed_ids,
     number,
-    record_ids,
     string,
     system_attributes_of,
 )
@@ -65,7 +63,7 @@ def test_round_trip_through_app_handler_keeps_every_byte_and_honours_the_delay(
     record = event["Records"][0]
     # The record is Lambda's shape: camelCase, base64 binaries, the type suffixes kept.
     assert record["messageAttributes"]["payload"]["dataType"] == "Binary.gzip"
-    assert record["messageAttributes"]["blob"]["stringValue"] is None
+    assert record["messageAttributes"]["blob"].get("stringValue") is None
     assert record["eventSourceARN"] == queues.dlq.arn
 
     response = app.handler(event)
@@ -95,6 +93,7 @@ def test_replayed_copy_of_a_replayed_copy_counts_up(
         "batchItemFailures": []
     }
     (first,) = sqs.drain(queues.main)
+    # Received attribute values are the output TypedDict; SQS takes them back as they are.
     again = Outgoing(first["Body"], first["MessageAttributes"])  # type: ignore[arg-type]
 
     assert replay(sqs.dead_letter_event(queues, [again])) == {"batchItemFailures": []}
@@ -109,17 +108,29 @@ def test_trace_header_is_carried_as_a_system_attribute(
 ) -> None:
     # moto drops AWSTraceHeader on SendMessageBatch, so the request itself is the evidence.
     trace = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"
+    parked_trace = "Root=1-5759e988-00000000000000000000000a;Sampled=0"
     log = RequestLog(replay_client)
-    event = sqs.dead_letter_event(queues, [Outgoing("traced", trace_header=trace)])
-    assert event["Records"][0]["attributes"]["AWSTraceHeader"] == trace
+    event = sqs.dead_letter_event(
+        queues,
+        [
+            Outgoing("traced", trace_header=trace),
+            Outgoing("traced and parked", {COUNT: number(3)}, trace_header=parked_trace),
+        ],
+    )
+    assert [r["attributes"]["AWSTraceHeader"] for r in event["Records"]] == [trace, parked_trace]
 
     assert make_replay(queues)(event) == {"batchItemFailures": []}
 
     (entry,) = log.sent_entries(queues.main)
+    assert entry["MessageBody"] == "traced"
     assert entry["MessageSystemAttributes"] == {
         "AWSTraceHeader": {"DataType": "String", "StringValue": trace}
     }
-    assert entry["MessageBody"] == "traced"
+    (parked,) = log.sent_entries(queues.operator)
+    assert parked["MessageBody"] == "traced and parked"
+    assert parked["MessageSystemAttributes"] == {
+        "AWSTraceHeader": {"DataType": "String", "StringValue": parked_trace}
+    }
 
 
 def test_batches_of_more_than_ten_records_go_out_in_requests_of_ten(
@@ -169,18 +180,16 @@ def test_fair_queue_group_id_survives_replay_and_parking(
     assert attributes_of(parked)[PARK_REASON]["StringValue"] == "max-attempts"
 
 
-def test_replay_never_carries_the_not_before_marker_or_touches_the_dlq(
+def test_one_request_per_batch_and_the_dlq_record_is_left_to_the_event_source(
     make_replay: ReplayFactory, sqs: Sqs, queues: ReplayQueues, replay_client: SQSClient
 ) -> None:
     log = RequestLog(replay_client)
-    event = sqs.dead_letter_event(queues, [Outgoing("plain")])
+    event = sqs.dead_letter_event(queues, [Outgoing("plain"), Outgoing("also plain")])
 
     response = make_replay(queues)(event)
 
     assert failed_ids(response) == []
-    assert record_ids(event) == [event["Records"][0]["messageId"]]
-    (replayed,) = sqs.drain(queues.main)
-    assert NOT_BEFORE not in attributes_of(replayed)
-    # Deleting the DLQ record is the event source's job, not the function's.
+    assert sorted(m["Body"] for m in sqs.drain(queues.main)) == ["also plain", "plain"]
+    # No SendMessage, no DeleteMessage: deleting DLQ records is the event source's job.
     assert log.operations() == ["SendMessageBatch"]
-    assert sqs.total(queues.dlq) == 1
+    assert sqs.total(queues.dlq) == 2

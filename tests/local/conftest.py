@@ -1,24 +1,39 @@
 """Fixtures of the local-runtime tests: the demo's embedded SQS emulator (moto's server on
 127.0.0.1), for what must cross a real HTTP endpoint or a process boundary.
 
-Everything else uses the in-process moto of `tests/conftest.py` (`aws`, `sqs`, `setup_client`).
+Everything else uses the in-process moto of `tests/conftest.py` (`aws`, `sqs`, `setup_client`);
+`atomic_receive` gives tests with several pollers on one queue SQS's one-receiver-per-message.
 """
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from dlq_replay.demo import emulator, emulator_client
+from moto import mock_aws
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
+Receive = Any  # moto's SQSBackend.receive_message (moto is untyped here)
+
 
 @pytest.fixture
-def emulator_endpoint() -> Iterator[str]:
-    """A fresh moto server on a free port of 127.0.0.1; its endpoint URL."""
+def fresh_backends() -> None:
+    """Empty moto's backends. The emulator's server keeps its state in this process's moto
+    backends, which nothing else resets between two emulator runs (the demo always creates the
+    same queue names)."""
+    with mock_aws():  # starting and stopping a mock each reset every backend
+        pass
+
+
+@pytest.fixture
+def emulator_endpoint(fresh_backends: None) -> Iterator[str]:
+    """A moto server with no queues on a free port of 127.0.0.1; its endpoint URL."""
     with emulator() as endpoint_url:
         yield endpoint_url
 
@@ -27,3 +42,35 @@ def emulator_endpoint() -> Iterator[str]:
 def emulator_sqs(emulator_endpoint: str) -> SQSClient:
     """The test's own client on the emulator."""
     return emulator_client(emulator_endpoint)
+
+
+@pytest.fixture
+def atomic_receive(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make moto's ReceiveMessage atomic, as SQS's is: moto 5 takes no lock in
+    `SQSBackend.receive_message`, so two threads polling one queue can both take the same
+    visible message (a duplicate SQS itself would not produce for an in-flight message).
+    Receives are serialised; long polling waits outside the lock, so pollers still overlap."""
+    from moto.sqs.models import SQSBackend
+
+    original: Receive = SQSBackend.receive_message
+    lock = threading.Lock()
+
+    def receive_message(
+        self: Any,
+        queue_name: str,
+        count: int,
+        wait_seconds_timeout: int,
+        visibility_timeout: int,
+        message_attribute_names: list[str] | None = None,
+    ) -> Any:
+        deadline = time.monotonic() + (wait_seconds_timeout or 0)
+        while True:
+            with lock:
+                found = original(
+                    self, queue_name, count, 0, visibility_timeout, message_attribute_names
+                )
+            if found or time.monotonic() >= deadline:
+                return found
+            time.sleep(0.05)
+
+    monkeypatch.setattr(SQSBackend, "receive_message", receive_message)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
+    from mypy_boto3_sqs.literals import QueueAttributeNameType
     from mypy_boto3_sqs.type_defs import SendMessageBatchRequestEntryTypeDef
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -64,14 +65,12 @@ def drain_ids(sqs: SQSClient, queue_url: str) -> list[str]:
 
 
 def depth(sqs: SQSClient, queue_url: str) -> dict[str, int]:
-    names = (
+    names: list[QueueAttributeNameType] = [
         "ApproximateNumberOfMessages",
         "ApproximateNumberOfMessagesNotVisible",
         "ApproximateNumberOfMessagesDelayed",
-    )
-    found = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=list(names))[  # type: ignore[arg-type]
-        "Attributes"
     ]
+    found = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=names)["Attributes"]
     visible, in_flight, delayed = (int(found.get(name, "0")) for name in names)
     return {"visible": visible, "in_flight": in_flight, "delayed": delayed}
 

@@ -123,7 +123,7 @@ def describe_error(error: Exception) -> tuple[str, int]:
             EXIT_FAILED,
         )
     if isinstance(error, NoRegionError):
-        return "no AWS region: pass --region or set AWS_REGION", EXIT_USAGE
+        return "no AWS region: pass --region or set AWS_DEFAULT_REGION", EXIT_USAGE
     if isinstance(error, ProfileNotFound):
         return str(error), EXIT_USAGE
     if isinstance(error, EndpointConnectionError):

@@ -14,6 +14,7 @@ from dlq_replay.cli import (
     setting_overrides,
     sqs_client,
 )
+from dlq_replay.ops_commands import OPERATOR_COMMANDS
 
 Subparsers = Any  # argparse's _SubParsersAction is private
 
@@ -117,4 +118,4 @@ def _with_endpoint(settings: Any, endpoint_url: str) -> Any:
     return replace(settings, sqs_endpoint_url=endpoint_url)
 
 
-REGISTRY: list[Callable[[Subparsers], None]] = [register_worker, register_demo]
+REGISTRY: list[Callable[[Subparsers], None]] = [register_worker, register_demo, *OPERATOR_COMMANDS]

@@ -1,0 +1,172 @@
+"""Helpers of the operator CLI tests: wired queues, parked messages, running `dlq-replay`."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from dlq_replay import cli
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+    from mypy_boto3_sqs.type_defs import MessageAttributeValueTypeDef, MessageTypeDef
+
+REGION = "us-east-1"
+ACCOUNT = "123456789012"
+COUNT = "sqs-dlq-replay-nb"
+PARK_REASON = "dlq-replay-park-reason"
+
+
+@dataclass(frozen=True, slots=True)
+class Queues:
+    main: str
+    dlq: str
+    operator: str
+
+    def options(self) -> list[str]:
+        return [
+            "--main-queue-url",
+            self.main,
+            "--dlq-url",
+            self.dlq,
+            "--operator-queue-url",
+            self.operator,
+        ]
+
+
+def queue_arn(sqs: SQSClient, url: str) -> str:
+    return sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
+
+
+def make_queues(
+    sqs: SQSClient,
+    prefix: str = "orders",
+    *,
+    fifo: bool = False,
+    main_max_receive_count: int = 3,
+    dlq_max_receive_count: int = 10,
+) -> Queues:
+    """main -> DLQ -> operator queue, wired with real RedrivePolicies as the template does."""
+    suffix = ".fifo" if fifo else ""
+    extra: dict[Any, str] = {"FifoQueue": "true"} if fifo else {}
+
+    def create(name: str, attributes: Mapping[Any, str]) -> str:
+        return sqs.create_queue(QueueName=f"{name}{suffix}", Attributes={**extra, **attributes})[
+            "QueueUrl"
+        ]
+
+    def redrive(target: str, count: int) -> str:
+        return json.dumps({"deadLetterTargetArn": queue_arn(sqs, target), "maxReceiveCount": count})
+
+    operator = create(f"{prefix}-operator", {})
+    dlq = create(f"{prefix}-dlq", {"RedrivePolicy": redrive(operator, dlq_max_receive_count)})
+    main = create(f"{prefix}-main", {"RedrivePolicy": redrive(dlq, main_max_receive_count)})
+    return Queues(main, dlq, operator)
+
+
+def string(value: str, data_type: str = "String") -> MessageAttributeValueTypeDef:
+    return {"DataType": data_type, "StringValue": value}
+
+
+def binary(value: bytes, data_type: str = "Binary") -> MessageAttributeValueTypeDef:
+    return {"DataType": data_type, "BinaryValue": value}
+
+
+def park(
+    sqs: SQSClient,
+    url: str,
+    bodies: Sequence[str],
+    *,
+    reason: str | None = "max-attempts",
+    count: str | None = "3",
+    extra: Mapping[str, MessageAttributeValueTypeDef] | None = None,
+    group: str | None = None,
+) -> list[str]:
+    """Send messages as the replay parks them; returns their message ids."""
+    ids: list[str] = []
+    for body in bodies:
+        attributes: dict[str, MessageAttributeValueTypeDef] = dict(extra or {})
+        if reason is not None:
+            attributes[PARK_REASON] = string(reason)
+        if count is not None:
+            attributes[COUNT] = string(count, "Number")
+        params: dict[str, Any] = {"QueueUrl": url, "MessageBody": body}
+        if attributes:
+            params["MessageAttributes"] = attributes
+        if url.endswith(".fifo"):
+            params["MessageGroupId"] = group or "g"
+            params["MessageDeduplicationId"] = uuid.uuid4().hex
+        elif group is not None:
+            params["MessageGroupId"] = group
+        ids.append(sqs.send_message(**params)["MessageId"])
+    return ids
+
+
+def drain(sqs: SQSClient, url: str) -> list[MessageTypeDef]:
+    """Receive and delete everything visible in a queue."""
+    found: list[MessageTypeDef] = []
+    while True:
+        batch = sqs.receive_message(
+            QueueUrl=url,
+            MaxNumberOfMessages=10,
+            WaitTimeSeconds=0,
+            MessageAttributeNames=["All"],
+            MessageSystemAttributeNames=["All"],
+        ).get("Messages", [])
+        if not batch:
+            return found
+        found.extend(batch)
+        sqs.delete_message_batch(
+            QueueUrl=url,
+            Entries=[
+                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(batch)
+            ],
+        )
+
+
+def depth(sqs: SQSClient, url: str) -> tuple[int, int]:
+    """(visible, in flight) of a queue."""
+    found = sqs.get_queue_attributes(
+        QueueUrl=url,
+        AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+    )["Attributes"]
+    return (
+        int(found["ApproximateNumberOfMessages"]),
+        int(found["ApproximateNumberOfMessagesNotVisible"]),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    code: int
+    out: str
+    err: str
+
+    def json(self) -> Any:
+        return json.loads(self.out)
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> Result:
+    """`dlq-replay ARGV` in process; a usage error from argparse counts as exit code 2."""
+    capsys.readouterr()
+    try:
+        code = cli.main(list(argv))
+    except SystemExit as stop:
+        code = int(stop.code or 0)
+    captured = capsys.readouterr()
+    return Result(code, captured.out, captured.err)
+
+
+def assert_one_line_error(result: Result, code: int, *fragments: str) -> None:
+    assert result.code == code, result
+    assert "Traceback" not in result.err
+    lines = [line for line in result.err.splitlines() if line.startswith("dlq-replay: error:")]
+    assert len(lines) == 1, result.err
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]

@@ -1,0 +1,195 @@
+"""`dlq-replay status`: depths, redrive wiring, the age of the oldest message, event source."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import boto3
+import pytest
+from botocore.config import Config
+from dlq_replay import ops, ops_commands
+from dlq_replay.demo import create_queues, emulator, emulator_client
+
+from .support import Queues, assert_one_line_error, depth, park, run_cli
+
+if TYPE_CHECKING:
+    import argparse
+
+    from mypy_boto3_sqs import SQSClient
+
+
+def test_status_counts_each_queue_and_shows_the_wiring(
+    capsys: pytest.CaptureFixture[str], sqs: SQSClient, queues: Queues
+) -> None:
+    park(sqs, queues.operator, ["a", "b", "c"])
+    park(sqs, queues.dlq, ["d"], reason=None, count=None)
+    sqs.receive_message(QueueUrl=queues.dlq, VisibilityTimeout=60)  # one in flight
+    sqs.send_message(QueueUrl=queues.main, MessageBody="later", DelaySeconds=60)
+
+    result = run_cli(capsys, "status", *queues.options(), "--json")
+
+    assert result.code == 0, result
+    report = result.json()
+    rows = {q["role"]: q for q in report["queues"]}
+    assert [q["role"] for q in report["queues"]] == ["main", "dlq", "operator"]
+    assert (rows["operator"]["visible"], rows["operator"]["in_flight"]) == (3, 0)
+    assert (rows["dlq"]["visible"], rows["dlq"]["in_flight"]) == (0, 1)
+    assert rows["main"]["delayed"] == 1
+    assert rows["dlq"]["redrive"]["max_receive_count"] == 10
+    assert rows["dlq"]["redrive"]["target_arn"].endswith(":orders-operator")
+    assert rows["operator"]["redrive"] is None
+    assert rows["operator"]["oldest_age_seconds"] is None  # moto's CloudWatch has no datapoint
+    assert report["event_source"] is None
+    # status receives nothing: the operator queue's messages are untouched
+    assert depth(sqs, queues.operator) == (3, 0)
+
+
+def test_status_table_by_default(
+    capsys: pytest.CaptureFixture[str], sqs: SQSClient, queues: Queues
+) -> None:
+    park(sqs, queues.operator, ["a", "b"])
+
+    result = run_cli(capsys, "status", *queues.options())
+
+    assert result.code == 0, result
+    assert "orders-operator" in result.out
+    dlq_row = next(line for line in result.out.splitlines() if "orders-dlq" in line)
+    assert "-> operator after 10 receives" in dlq_row
+    assert "event source: not checked" in result.out
+
+
+class _CloudWatch:
+    """Stands in for CloudWatch with one datapoint per queue."""
+
+    def __init__(self, ages: dict[str, float]) -> None:
+        self.ages = ages
+        self.requests: list[dict[str, Any]] = []
+
+    def get_metric_data(self, **request: Any) -> dict[str, Any]:
+        self.requests.append(request)
+        results = []
+        for query in request["MetricDataQueries"]:
+            name = query["MetricStat"]["Metric"]["Dimensions"][0]["Value"]
+            values = [self.ages[name]] if name in self.ages else []
+            results.append({"Id": query["Id"], "Values": values})
+        return {"MetricDataResults": results}
+
+
+def test_status_shows_the_age_of_the_oldest_message_where_cloudwatch_reports_it(
+    capsys: pytest.CaptureFixture[str],
+    sqs: SQSClient,
+    queues: Queues,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    cloudwatch = _CloudWatch({"orders-operator": 5400.0})
+    original = ops_commands.make_client
+
+    def make_client(args: argparse.Namespace, service: str) -> Any:
+        return cloudwatch if service == "cloudwatch" else original(args, service)
+
+    monkeypatch.setattr(ops_commands, "make_client", make_client)
+
+    result = run_cli(capsys, "status", *queues.options(), "--json")
+
+    ages = {q["role"]: q["oldest_age_seconds"] for q in result.json()["queues"]}
+    assert ages == {"main": None, "dlq": None, "operator": 5400.0}
+    (request,) = cloudwatch.requests
+    metric = request["MetricDataQueries"][2]["MetricStat"]["Metric"]
+    assert metric["Namespace"] == "AWS/SQS"
+    assert metric["MetricName"] == "ApproximateAgeOfOldestMessage"
+    table = run_cli(capsys, "status", *queues.options())
+    assert "1h 30m" in table.out
+
+
+def test_status_without_queues_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], aws: None
+) -> None:
+    result = run_cli(capsys, "status")
+    assert_one_line_error(result, 2, "no queues", "--stack")
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[str]:
+    with emulator() as endpoint_url:
+        yield endpoint_url
+
+
+def test_status_against_an_endpoint(capsys: pytest.CaptureFixture[str], server: str) -> None:
+    """The server form: an SQS-compatible endpoint named with --endpoint-url."""
+    client = emulator_client(server)
+    wired = create_queues(client, prefix="status")
+    park(client, wired.operator, ["x", "y"])
+    options = [
+        "--endpoint-url",
+        server,
+        "--main-queue-url",
+        wired.main,
+        "--dlq-url",
+        wired.dlq,
+        "--operator-queue-url",
+        wired.operator,
+    ]
+
+    result = run_cli(capsys, "status", *options, "--json")
+
+    assert result.code == 0, result
+    rows = {q["role"]: q for q in result.json()["queues"]}
+    assert rows["operator"]["visible"] == 2
+    assert rows["dlq"]["redrive"]["target_arn"].endswith(":status-operator")
+
+
+def test_redrive_against_an_endpoint_without_move_tasks_says_what_to_do(
+    capsys: pytest.CaptureFixture[str], server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """moto's server lacks StartMessageMoveTask: one line that points at --client-side."""
+    client = emulator_client(server)
+    # No retries of the emulator's HTTP 500, which would only make the test slow.
+    once = boto3.Session(
+        aws_access_key_id="demo", aws_secret_access_key="demo", region_name="us-east-1"
+    ).client("sqs", endpoint_url=server, config=Config(retries={"max_attempts": 1}))
+    original = ops_commands.make_client
+    monkeypatch.setattr(
+        ops_commands,
+        "make_client",
+        lambda args, service: once if service == "sqs" else original(args, service),
+    )
+    wired = create_queues(client, prefix="native")
+    park(client, wired.operator, ["x"])
+    options = ["--endpoint-url", server, "--operator-queue-url", wired.operator]
+
+    result = run_cli(capsys, "redrive", *options, "--main-queue-url", wired.main)
+
+    assert_one_line_error(result, 1, "StartMessageMoveTask", "--client-side")
+    moved = run_cli(
+        capsys,
+        "redrive",
+        *options,
+        "--main-queue-url",
+        wired.main,
+        "--client-side",
+        "--wait-seconds",
+        "0",
+        "--json",
+    )
+    assert moved.code == 0, moved
+    assert moved.json()["moved"] == 1
+
+
+def test_event_source_state_is_read_from_lambda(aws: None) -> None:
+    """Disabled mappings are reported as such (the DLQ is then not being replayed)."""
+    from .stack import deploy
+
+    outputs = deploy(boto3.client("cloudformation"), "state")
+    lam = boto3.client("lambda")
+    function = outputs["ReplayFunctionName"]
+    dlq_arn = outputs["DeadLetterQueueArn"]
+    (mapping,) = lam.list_event_source_mappings(FunctionName=function)["EventSourceMappings"]
+    assert ops.event_source_status(lam, function, dlq_arn).enabled
+
+    lam.update_event_source_mapping(UUID=mapping["UUID"], Enabled=False)
+
+    state = ops.event_source_status(lam, function, dlq_arn)
+    assert state.found
+    assert not state.enabled
+    assert not ops.event_source_status(lam, function, dlq_arn + "-other").found
