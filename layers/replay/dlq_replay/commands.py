@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 from collections.abc import Callable
 from typing import Any
@@ -43,9 +42,9 @@ def run_worker_command(args: argparse.Namespace) -> int:
 
     from dlq_replay.worker import WorkerOptions, run_worker, settings_from
 
-    settings = settings_from(os.environ, setting_overrides(args))
-    if args.endpoint_url and not settings.sqs_endpoint_url:
-        settings = _with_endpoint(settings, args.endpoint_url)
+    # The endpoint also decides the URLs built from queue ARNs (shared-DLQ routing).
+    overrides = {**setting_overrides(args), "AWS_ENDPOINT_URL_SQS": args.endpoint_url}
+    settings = settings_from(os.environ, overrides)
     logger = Logger(service="sqs-dlq-replay", level=args.log_level.upper())
     options = WorkerOptions(
         dlq_url=args.dlq_url,
@@ -94,7 +93,6 @@ def register_demo(subparsers: Subparsers) -> None:
 def run_demo_command(args: argparse.Namespace) -> int:
     from dlq_replay.demo import DemoOptions, run_demo
 
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
     options = DemoOptions(
         messages=args.messages,
         failure_rate=args.failure_rate,
@@ -110,12 +108,6 @@ def run_demo_command(args: argparse.Namespace) -> int:
         live=not args.plain,
     )
     return run_demo(options)
-
-
-def _with_endpoint(settings: Any, endpoint_url: str) -> Any:
-    from dataclasses import replace
-
-    return replace(settings, sqs_endpoint_url=endpoint_url)
 
 
 REGISTRY: list[Callable[[Subparsers], None]] = [register_worker, register_demo, *OPERATOR_COMMANDS]

@@ -91,6 +91,10 @@ def emulator() -> Iterator[str]:
     """moto's SQS server on 127.0.0.1 at a free port; yields its endpoint URL."""
     from moto.server import ThreadedMotoServer
 
+    # moto's receive is not atomic across threads: two concurrent receives can race over a
+    # message being dead-lettered, and one of them answers HTTP 500 (boto3 retries it; the
+    # message is redelivered, never lost). The server would print a traceback for each.
+    logging.getLogger("werkzeug").setLevel(logging.CRITICAL)
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
@@ -243,12 +247,15 @@ class DemoResult:
     deliveries_by_attempt: dict[int, int]
     seconds: float
     completed: bool
+    interrupted: bool = False
 
 
 def run_demo(options: DemoOptions) -> int:
     """Run the demo; exit code 0 when every message is accounted for, 1 otherwise."""
     result = demo(options)
     _print_summary(result, options)
+    if result.interrupted:
+        return 130
     return 0 if result.lost == 0 and result.completed else 1
 
 
@@ -290,9 +297,12 @@ def demo(options: DemoOptions) -> DemoResult:
         )
         for thread in threads[options.pollers :]:
             thread.start()
-        completed = False
+        completed = interrupted = False
         try:
             completed = _wait(tally, options, started, stop)
+        except KeyboardInterrupt:
+            # Ctrl-C: stop the threads, finish the batches in hand, and still account.
+            interrupted = True
         finally:
             stop.set()
             for thread in threads:
@@ -310,6 +320,7 @@ def demo(options: DemoOptions) -> DemoResult:
             deliveries_by_attempt=dict(sorted(tally.deliveries_by_attempt.items())),
             seconds=round(time.monotonic() - started, 1),
             completed=completed,
+            interrupted=interrupted,
         )
 
 
@@ -373,9 +384,16 @@ def _render(tally: Tally, started: float) -> Any:
 def _print_summary(result: DemoResult, options: DemoOptions) -> None:
     reasons = ", ".join(f"{k}={v}" for k, v in sorted(result.parked_by_reason.items())) or "none"
     attempts = ", ".join(f"{k}:{v}" for k, v in result.deliveries_by_attempt.items())
-    status = "complete" if result.completed else f"timed out after {options.timeout_seconds:.0f} s"
+    if result.interrupted:
+        status = "interrupted"
+    elif result.completed:
+        status = "complete"
+    else:
+        status = f"timed out after {options.timeout_seconds:.0f} s"
+    # An interrupted run leaves messages in the queues: not done yet, not lost.
+    missing = "not yet done" if result.interrupted else "lost"
     print(
         f"\ndemo {status} in {result.seconds} s: sent {result.sent}, processed {result.processed}, "
-        f"parked {result.parked} ({reasons}), lost {result.lost}\n"
+        f"parked {result.parked} ({reasons}), {missing} {result.lost}\n"
         f"consumer deliveries by replay attempt: {attempts}"
     )

@@ -34,6 +34,7 @@ from dlq_replay.settings import Settings
 if TYPE_CHECKING:
     from aws_lambda_powertools.metrics import Metrics
     from mypy_boto3_sqs import SQSClient
+    from mypy_boto3_sqs.type_defs import ChangeMessageVisibilityBatchRequestEntryTypeDef
 
 Clock = Callable[[], float]
 
@@ -136,7 +137,7 @@ class Replayer:
     def _hold(self, messages: Sequence[InboundMessage], decisions: dict[str, Decision]) -> None:
         """Hide waiting copies until their time; a failed hold only means an earlier retry."""
         for queue_arn, chunk in _chunks_by_queue(messages):
-            entries = [
+            entries: list[ChangeMessageVisibilityBatchRequestEntryTypeDef] = [
                 {
                     "Id": str(index),
                     "ReceiptHandle": m.receipt_handle,
@@ -145,9 +146,8 @@ class Replayer:
                 for index, m in enumerate(chunk)
             ]
             try:
-                response: Any = self._sqs.change_message_visibility_batch(
-                    QueueUrl=self._queue_url(queue_arn),
-                    Entries=entries,  # type: ignore[arg-type]
+                response = self._sqs.change_message_visibility_batch(
+                    QueueUrl=self._queue_url(queue_arn), Entries=entries
                 )
                 failed = [
                     (chunk[int(f["Id"])], str(f.get("Code"))) for f in response.get("Failed", [])
