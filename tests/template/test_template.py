@@ -354,6 +354,49 @@ def test_created_queues_are_encrypted_and_retain_long_enough(cfn: dict[str, Any]
     assert retention["MainQueue"] < retention["DeadLetterQueue"]
 
 
+KMS_KEY = f"arn:aws:kms:{REGION}:{ACCOUNT}:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+
+
+def test_kms_key_encrypts_created_queues_and_is_granted_to_the_function(
+    cfn: dict[str, Any],
+) -> None:
+    resources = Stack(cfn, {"QueueKmsKeyArn": KMS_KEY}).resources()
+    for name in QUEUES:
+        queue = resources[name]["Properties"]
+        assert queue["KmsMasterKeyId"] == KMS_KEY
+        assert "SqsManagedSseEnabled" not in queue  # SQS refuses both at once
+    kms = [
+        statement
+        for policy in props(resources, "AWS::IAM::Role")["Policies"]
+        for statement in policy["PolicyDocument"]["Statement"]
+        if any(str(action).startswith("kms:") for action in _as_list(statement["Action"]))
+    ]
+    assert kms == [
+        {
+            "Sid": "UseQueueKmsKey",
+            "Effect": "Allow",
+            "Action": ["kms:Decrypt", "kms:GenerateDataKey"],
+            "Resource": KMS_KEY,
+        }
+    ]
+
+
+def test_no_kms_permission_without_a_key(cfn: dict[str, Any]) -> None:
+    for parameters in ({}, EXISTING):
+        resources = Stack(cfn, parameters).resources()
+        actions = [
+            str(action)
+            for policy in props(resources, "AWS::IAM::Role")["Policies"]
+            for statement in policy["PolicyDocument"]["Statement"]
+            for action in _as_list(statement["Action"])
+        ]
+        assert not [a for a in actions if a.startswith("kms:")]
+
+
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
 def test_standard_queues_have_no_fifo_settings(cfn: dict[str, Any]) -> None:
     resources = Stack(cfn).resources()
     fifo_only = {
@@ -615,7 +658,7 @@ def test_created_queues_are_granted_by_their_names(cfn: dict[str, Any]) -> None:
     assert grants[arns["MainQueue"]] == grants[arns["OperatorQueue"]] == {"sqs:SendMessage*"}
 
 
-def test_sam_template_uses_only_policy_templates_and_the_list_statement(
+def test_sam_template_uses_only_policy_templates_and_two_inline_statements(
     sam_template: dict[str, Any],
 ) -> None:
     policies = sam_template["Resources"]["ReplayFunction"]["Properties"]["Policies"]
@@ -626,11 +669,10 @@ def test_sam_template_uses_only_policy_templates_and_the_list_statement(
             _, policy, otherwise = entry["Fn::If"]
             assert otherwise == {"Ref": "AWS::NoValue"}
         if "Statement" in policy:
-            # The one inline statement: a policy template cannot take a list of queues.
-            assert [s["Resource"] for s in policy["Statement"]] == [
-                {"Ref": "AllowedSourceQueueArns"}
-            ]
-            kinds.append("Statement")
+            # Inline only where no policy template fits: a list of queues (a template takes
+            # one name), and kms:GenerateDataKey (KMSDecryptPolicy grants Decrypt only).
+            (statement,) = policy["Statement"]
+            kinds.append(f"Statement:{statement['Resource']['Ref']}")
         else:
             (kind,) = policy
             kinds.append(kind)
@@ -639,7 +681,8 @@ def test_sam_template_uses_only_policy_templates_and_the_list_statement(
         "SQSSendMessagePolicy",
         "SQSSendMessagePolicy",
         "SQSSendMessagePolicy",
-        "Statement",
+        "Statement:AllowedSourceQueueArns",
+        "Statement:QueueKmsKeyArn",
     ]
 
 
