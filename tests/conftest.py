@@ -30,8 +30,8 @@ if TYPE_CHECKING:
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# Every variable of DESIGN.md §2, plus what would point boto3 somewhere else: a developer's
-# shell must not leak into a test.
+# Every variable of DESIGN.md §2, plus what would point boto3 somewhere else, and the terminal
+# width the operator CLI's output follows: a developer's shell must not leak into a test.
 _FUNCTION_VARIABLES = (
     "MAIN_QUEUE_URL",
     "OPERATOR_QUEUE_URL",
@@ -45,9 +45,13 @@ _FUNCTION_VARIABLES = (
     "LOG_MESSAGE_BODY",
     "AWS_ENDPOINT_URL",
     "AWS_ENDPOINT_URL_SQS",
+    "AWS_ENDPOINT_URL_CLOUDFORMATION",
+    "AWS_ENDPOINT_URL_LAMBDA",
+    "AWS_ENDPOINT_URL_CLOUDWATCH",
     "AWS_PROFILE",
     "AWS_CONFIG_FILE",
     "AWS_SHARED_CREDENTIALS_FILE",
+    "COLUMNS",
 )
 
 
@@ -61,6 +65,7 @@ def aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AWS_SESSION_TOKEN", "testing")
     monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
     monkeypatch.setenv("AWS_REGION", REGION)
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
 
 
 @pytest.fixture

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from dlq_replay.consumer import replay_attempt
 from dlq_replay.decision import PARK_REASON_ATTRIBUTE
+from dlq_replay.depth import queue_depth
+from dlq_replay.draining import drain
 from dlq_replay.worker import WorkerOptions, run_worker, settings_from
 
 from .deployment import PARAMETERS, Deployment
@@ -195,7 +197,7 @@ def test_messages_are_replayed_and_parked_as_configured(deployment: Deployment) 
     assert processed | parked_ids == set(KINDS)
     assert not processed & parked_ids
     for queue in ("MainQueueUrl", "DeadLetterQueueUrl", "OperatorQueueUrl"):
-        assert _depth(sqs, outputs[queue]) == 0, queue
+        assert queue_depth(sqs, outputs[queue]).total == 0, queue
 
     # The replay's own account: a replay per failed delivery below the limit, delayed by the
     # configured backoff (jitter none: base x multiplier^(attempt-1), capped), then a park.
@@ -311,9 +313,9 @@ def _wait_until_settled(deployment: Deployment, consumer: _Consumer) -> None:
     while time.monotonic() < deadline:
         if (
             len(consumer.processed) == len(KINDS) - poison
-            and _depth(sqs, outputs["OperatorQueueUrl"]) == poison
-            and _depth(sqs, outputs["MainQueueUrl"]) == 0
-            and _depth(sqs, outputs["DeadLetterQueueUrl"]) == 0
+            and queue_depth(sqs, outputs["OperatorQueueUrl"]).total == poison
+            and queue_depth(sqs, outputs["MainQueueUrl"]).total == 0
+            and queue_depth(sqs, outputs["DeadLetterQueueUrl"]).total == 0
         ):
             return
         time.sleep(0.25)
@@ -322,18 +324,6 @@ def _wait_until_settled(deployment: Deployment, consumer: _Consumer) -> None:
 def _attributes(sqs: SQSClient, queue_url: str) -> dict[str, str]:
     response = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["All"])
     return {str(name): value for name, value in response["Attributes"].items()}
-
-
-def _depth(sqs: SQSClient, queue_url: str) -> int:
-    attributes = _attributes(sqs, queue_url)
-    return sum(
-        int(attributes[name])
-        for name in (
-            "ApproximateNumberOfMessages",
-            "ApproximateNumberOfMessagesNotVisible",
-            "ApproximateNumberOfMessagesDelayed",
-        )
-    )
 
 
 @dataclass(frozen=True)
@@ -346,19 +336,7 @@ class _Parked:
 
 def _drain(sqs: SQSClient, queue_url: str) -> list[_Parked]:
     """Receive and delete everything in a queue: id, body, park reason and replay count."""
-    drained: list[_Parked] = []
-    while True:
-        messages = sqs.receive_message(
-            QueueUrl=queue_url,
-            MaxNumberOfMessages=10,
-            WaitTimeSeconds=0,
-            MessageAttributeNames=["All"],
-        ).get("Messages", [])
-        if not messages:
-            return drained
-        for message in messages:
-            drained.append(_parked(message))
-            sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
+    return [_parked(message) for message in drain(sqs, queue_url)]
 
 
 def _parked(message: MessageTypeDef) -> _Parked:

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from dlq_replay.batch import LambdaReplay
+from dlq_replay.depth import queue_depth
+from dlq_replay.draining import drained_batches
 from dlq_replay.records import lambda_event
 from dlq_replay.replayer import Clock, Replayer
 from dlq_replay.settings import Settings
@@ -211,37 +213,11 @@ class Sqs:
 
     def drain(self, queue: Queue) -> list[MessageTypeDef]:
         """Receive and delete every message visible now, in the order SQS hands them out."""
-        drained: list[MessageTypeDef] = []
-        for _ in range(100):
-            batch = self.client.receive_message(
-                QueueUrl=queue.url,
-                MaxNumberOfMessages=10,
-                MessageAttributeNames=["All"],
-                MessageSystemAttributeNames=["All"],
-            ).get("Messages", [])
-            if not batch:
-                return drained
-            drained.extend(batch)
-            self.client.delete_message_batch(
-                QueueUrl=queue.url,
-                Entries=[
-                    {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(batch)
-                ],
-            )
-        raise AssertionError(f"{queue.name} did not drain")
+        return drain_within(self.client, queue.url, batches=100)
 
     def total(self, queue: Queue) -> int:
         """Every message the queue holds: visible, in flight and delayed."""
-        names: tuple[QueueAttributeNameType, ...] = (
-            "ApproximateNumberOfMessages",
-            "ApproximateNumberOfMessagesNotVisible",
-            "ApproximateNumberOfMessagesDelayed",
-        )
-        found = self.client.get_queue_attributes(
-            QueueUrl=queue.url,
-            AttributeNames=names,
-        )["Attributes"]
-        return sum(int(found.get(name, "0")) for name in names)
+        return queue_depth(self.client, queue.url).total
 
     def end_delays(self, queue: Queue) -> None:
         """Make every delayed message of `queue` deliverable now, as if its DelaySeconds had
@@ -251,6 +227,17 @@ class Sqs:
 
         for message in sqs_backends[ACCOUNT_ID][REGION].get_queue(queue.name)._messages:
             message.delayed_until = 0
+
+
+def drain_within(client: SQSClient, queue_url: str, *, batches: int) -> list[MessageTypeDef]:
+    """`dlq_replay.draining.drain`, failing the test when `batches` receives do not empty the
+    queue (something keeps refilling it)."""
+    drained: list[MessageTypeDef] = []
+    for count, batch in enumerate(drained_batches(client, queue_url), start=1):
+        drained.extend(batch)
+        if count == batches:
+            raise AssertionError(f"{queue_url} did not drain")
+    return drained
 
 
 def _fifo_attributes(fifo: bool) -> dict[QueueAttributeNameType, str]:

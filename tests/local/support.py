@@ -17,13 +17,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dlq_replay.depth import queue_depth
+from integration.harness import drain_within
+
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
-    from mypy_boto3_sqs.literals import QueueAttributeNameType
     from mypy_boto3_sqs.type_defs import SendMessageBatchRequestEntryTypeDef
-
-ROOT = Path(__file__).resolve().parents[2]
-EVENTS_DIR = ROOT / "events"
 
 
 def body_of(message_id: str) -> str:
@@ -47,32 +46,12 @@ def send_ids(sqs: SQSClient, queue_url: str, ids: Sequence[str]) -> None:
 
 def drain_ids(sqs: SQSClient, queue_url: str) -> list[str]:
     """Receive and delete every message visible now; the ids their bodies carry."""
-    ids: list[str] = []
-    for _ in range(200):
-        messages = sqs.receive_message(
-            QueueUrl=queue_url, MaxNumberOfMessages=10, WaitTimeSeconds=0, VisibilityTimeout=30
-        ).get("Messages", [])
-        if not messages:
-            return ids
-        ids.extend(id_of(m["Body"]) for m in messages)
-        sqs.delete_message_batch(
-            QueueUrl=queue_url,
-            Entries=[
-                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)
-            ],
-        )
-    raise AssertionError(f"{queue_url} did not drain")
+    return [id_of(m["Body"]) for m in drain_within(sqs, queue_url, batches=200)]
 
 
 def depth(sqs: SQSClient, queue_url: str) -> dict[str, int]:
-    names: list[QueueAttributeNameType] = [
-        "ApproximateNumberOfMessages",
-        "ApproximateNumberOfMessagesNotVisible",
-        "ApproximateNumberOfMessagesDelayed",
-    ]
-    found = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=names)["Attributes"]
-    visible, in_flight, delayed = (int(found.get(name, "0")) for name in names)
-    return {"visible": visible, "in_flight": in_flight, "delayed": delayed}
+    found = queue_depth(sqs, queue_url)
+    return {"visible": found.visible, "in_flight": found.in_flight, "delayed": found.delayed}
 
 
 def assert_partition(sent: Iterable[str], places: Mapping[str, Sequence[str]]) -> None:

@@ -27,30 +27,11 @@ from integration.harness import (
     number,
     string,
 )
-
-from .support import EVENTS_DIR
+from unit._support import EVENTS_DIR, RECORD_KEYS, SYSTEM_KEYS
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs.type_defs import MessageAttributeValueTypeDef, MessageTypeDef
 
-RECORD_KEYS = {
-    "messageId",
-    "receiptHandle",
-    "body",
-    "attributes",
-    "messageAttributes",
-    "md5OfBody",
-    "md5OfMessageAttributes",
-    "eventSource",
-    "eventSourceARN",
-    "awsRegion",
-}
-SYSTEM_KEYS = {
-    "ApproximateReceiveCount",
-    "SentTimestamp",
-    "SenderId",
-    "ApproximateFirstReceiveTimestamp",
-}
 FIFO_KEYS = {"SequenceNumber", "MessageGroupId", "MessageDeduplicationId"}
 STRING_KEYS = {"stringValue", "stringListValues", "binaryListValues", "dataType"}
 BINARY_KEYS = {"binaryValue", "stringListValues", "binaryListValues", "dataType"}

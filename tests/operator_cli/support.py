@@ -10,10 +10,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from dlq_replay import cli
+from dlq_replay.depth import queue_depth
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
-    from mypy_boto3_sqs.type_defs import MessageAttributeValueTypeDef, MessageTypeDef
+    from mypy_boto3_sqs.type_defs import MessageAttributeValueTypeDef
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
@@ -108,38 +109,10 @@ def park(
     return ids
 
 
-def drain(sqs: SQSClient, url: str) -> list[MessageTypeDef]:
-    """Receive and delete everything visible in a queue."""
-    found: list[MessageTypeDef] = []
-    while True:
-        batch = sqs.receive_message(
-            QueueUrl=url,
-            MaxNumberOfMessages=10,
-            WaitTimeSeconds=0,
-            MessageAttributeNames=["All"],
-            MessageSystemAttributeNames=["All"],
-        ).get("Messages", [])
-        if not batch:
-            return found
-        found.extend(batch)
-        sqs.delete_message_batch(
-            QueueUrl=url,
-            Entries=[
-                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(batch)
-            ],
-        )
-
-
 def depth(sqs: SQSClient, url: str) -> tuple[int, int]:
     """(visible, in flight) of a queue."""
-    found = sqs.get_queue_attributes(
-        QueueUrl=url,
-        AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
-    )["Attributes"]
-    return (
-        int(found["ApproximateNumberOfMessages"]),
-        int(found["ApproximateNumberOfMessagesNotVisible"]),
-    )
+    found = queue_depth(sqs, url)
+    return found.visible, found.in_flight
 
 
 @dataclass(frozen=True, slots=True)

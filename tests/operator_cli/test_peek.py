@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 from dlq_replay import ops
+from dlq_replay.draining import drain
 
 from .support import (
     COUNT,
@@ -13,7 +14,6 @@ from .support import (
     assert_one_line_error,
     binary,
     depth,
-    drain,
     make_queues,
     park,
     run_cli,

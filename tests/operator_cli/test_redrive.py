@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from botocore.exceptions import ClientError
 from dlq_replay import ops
+from dlq_replay.draining import drain
 from dlq_replay.messages import OutboundMessage
 
 from .support import (
@@ -19,7 +20,6 @@ from .support import (
     assert_one_line_error,
     binary,
     depth,
-    drain,
     make_queues,
     park,
     run_cli,

@@ -28,6 +28,25 @@ DLQ_ARN = f"arn:aws:sqs:us-east-1:{ACCOUNT}:orders-dlq"
 DLQ_FIFO_ARN = f"arn:aws:sqs:us-east-1:{ACCOUNT}:orders-dlq.fifo"
 SOURCE_ARN = f"arn:aws:sqs:us-east-1:{ACCOUNT}:orders"
 COUNT = DEFAULT_COUNT_ATTRIBUTE
+# The keys of a record of Lambda's SQS event, and the system attributes every record carries.
+RECORD_KEYS = {
+    "messageId",
+    "receiptHandle",
+    "body",
+    "attributes",
+    "messageAttributes",
+    "md5OfBody",
+    "md5OfMessageAttributes",
+    "eventSource",
+    "eventSourceARN",
+    "awsRegion",
+}
+SYSTEM_KEYS = {
+    "ApproximateReceiveCount",
+    "SentTimestamp",
+    "SenderId",
+    "ApproximateFirstReceiveTimestamp",
+}
 # A realistic clock (past 10^9 epoch seconds), with a fraction to exercise the rounding.
 NOW = 1_795_000_000.25
 

@@ -16,31 +16,15 @@ from ._support import (
     DLQ_FIFO_ARN,
     EVENTS_DIR,
     MAIN_FIFO,
+    RECORD_KEYS,
     SOURCE_ARN,
+    SYSTEM_KEYS,
     event_messages,
     event_records,
     sqs_attributes_md5,
 )
 
 EVENT_FILES = sorted(p.name for p in EVENTS_DIR.glob("*.json"))
-RECORD_KEYS = {
-    "messageId",
-    "receiptHandle",
-    "body",
-    "attributes",
-    "messageAttributes",
-    "md5OfBody",
-    "md5OfMessageAttributes",
-    "eventSource",
-    "eventSourceARN",
-    "awsRegion",
-}
-SYSTEM_KEYS = {
-    "ApproximateReceiveCount",
-    "SentTimestamp",
-    "SenderId",
-    "ApproximateFirstReceiveTimestamp",
-}
 
 
 def test_every_expected_event_file_exists() -> None:

@@ -26,6 +26,7 @@ from dlq_replay.batch import SQS_CLIENT_CONFIG, LambdaReplay
 from dlq_replay.consumer import VisibilityHeartbeat, replay_attempt
 from dlq_replay.decision import PARK_REASON_ATTRIBUTE
 from dlq_replay.depth import QueueDepth, queue_depth
+from dlq_replay.draining import drain
 from dlq_replay.eventsource import LocalEventSource, run_pollers
 from dlq_replay.replayer import Replayer
 from dlq_replay.settings import Settings
@@ -216,25 +217,11 @@ def watch_depths(sqs: SQSClient, queues: Queues, tally: Tally, stop: threading.E
 def drain_parked(sqs: SQSClient, queue_url: str) -> dict[str, str]:
     """Read (and delete) every parked message: id → park reason."""
     parked: dict[str, str] = {}
-    while True:
-        messages = sqs.receive_message(
-            QueueUrl=queue_url,
-            MaxNumberOfMessages=10,
-            WaitTimeSeconds=0,
-            MessageAttributeNames=["All"],
-        ).get("Messages", [])
-        if not messages:
-            return parked
-        for message in messages:
-            reason = message.get("MessageAttributes", {}).get(PARK_REASON_ATTRIBUTE)
-            text = reason.get("StringValue", "?") if reason else "?"
-            parked[str(json.loads(message["Body"])["id"])] = text
-        sqs.delete_message_batch(
-            QueueUrl=queue_url,
-            Entries=[
-                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)
-            ],
-        )
+    for message in drain(sqs, queue_url):
+        reason = message.get("MessageAttributes", {}).get(PARK_REASON_ATTRIBUTE)
+        text = reason.get("StringValue", "?") if reason else "?"
+        parked[str(json.loads(message["Body"])["id"])] = text
+    return parked
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from dlq_replay.records import lambda_event
+from dlq_replay.sending import delete_messages
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
-    from mypy_boto3_sqs.type_defs import DeleteMessageBatchRequestEntryTypeDef
 
 Handler = Callable[[dict[str, Any], Any], Mapping[str, Any]]
 MAX_RECEIVE_BATCH = 10
@@ -87,7 +87,8 @@ class LocalEventSource:
         response = self._handler(event, None)
         failed = {item["itemIdentifier"] for item in response.get("batchItemFailures", [])}
         done = [m for m in messages if m["MessageId"] not in failed]
-        delete_errors = self._delete(done)
+        # A failed delete only means a redelivery, never a loss.
+        delete_errors = len(delete_messages(self._sqs, self._queue_url, done))
         self.stats.add(len(messages), len(done) - delete_errors, len(failed), delete_errors)
         return len(messages)
 
@@ -95,19 +96,6 @@ class LocalEventSource:
         """Poll until `stop` is set; a batch in hand is always finished before returning."""
         while not stop.is_set():
             self.poll_once()
-
-    def _delete(self, messages: list[Any]) -> int:
-        """Delete handled messages; a failed delete only means a redelivery, never a loss."""
-        errors = 0
-        for start in range(0, len(messages), MAX_RECEIVE_BATCH):
-            chunk = messages[start : start + MAX_RECEIVE_BATCH]
-            entries: list[DeleteMessageBatchRequestEntryTypeDef] = [
-                {"Id": str(index), "ReceiptHandle": m["ReceiptHandle"]}
-                for index, m in enumerate(chunk)
-            ]
-            response = self._sqs.delete_message_batch(QueueUrl=self._queue_url, Entries=entries)
-            errors += len(response.get("Failed", []))
-        return errors
 
 
 def run_pollers(

@@ -30,7 +30,12 @@ from dlq_replay.decision import NOT_BEFORE_ATTRIBUTE, PARK_REASON_ATTRIBUTE
 from dlq_replay.depth import QueueDepth, queue_depth
 from dlq_replay.messages import OutboundMessage
 from dlq_replay.queues import QueueArn, is_fifo_url
-from dlq_replay.sending import MAX_BATCH_ENTRIES, BatchSender
+from dlq_replay.sending import (
+    MAX_BATCH_ENTRIES,
+    BatchSender,
+    change_visibility,
+    delete_messages,
+)
 from dlq_replay.settings import DEFAULT_COUNT_ATTRIBUTE
 
 if TYPE_CHECKING:
@@ -396,25 +401,7 @@ def release(sqs: SQSClient, url: str, receipt_handles: Iterable[str]) -> int:
 
     A refusal loses nothing: such a message comes back when its visibility timeout ends.
     """
-    from botocore.exceptions import BotoCoreError, ClientError
-
-    handles = list(receipt_handles)
-    refused = 0
-    for start in range(0, len(handles), MAX_BATCH_ENTRIES):
-        chunk = handles[start : start + MAX_BATCH_ENTRIES]
-        try:
-            response = sqs.change_message_visibility_batch(
-                QueueUrl=url,
-                Entries=[
-                    {"Id": str(i), "ReceiptHandle": handle, "VisibilityTimeout": 0}
-                    for i, handle in enumerate(chunk)
-                ],
-            )
-        except (ClientError, BotoCoreError):
-            refused += len(chunk)
-            continue
-        refused += len(response.get("Failed", []))
-    return refused
+    return len(change_visibility(sqs, url, [(handle, 0) for handle in receipt_handles]))
 
 
 def receive_count_of(message: MessageTypeDef) -> int:
@@ -751,7 +738,7 @@ class _ClientMove:
         for failure in failed.values():
             self.failures[failure.code or "send-failed"] += 1
         sent = [message for message, _ in copies if message["MessageId"] not in failed]
-        not_deleted = set(_delete(self.sqs, self.request.source.url, sent))
+        not_deleted = set(delete_messages(self.sqs, self.request.source.url, sent))
         for message in sent:
             if message["MessageId"] in not_deleted:
                 self.failures[FailReason.DELETE] += 1
@@ -834,24 +821,6 @@ def _source_url(sqs: SQSClient, arn: str, cache: dict[str, str | None]) -> str |
         except (ValueError, ClientError):
             cache[arn] = None
     return cache[arn]
-
-
-def _delete(sqs: SQSClient, url: str, messages: Sequence[MessageTypeDef]) -> list[str]:
-    """Delete originals whose copy was sent; returns the ids SQS did not delete."""
-    from botocore.exceptions import BotoCoreError, ClientError
-
-    if not messages:
-        return []
-    try:
-        response = sqs.delete_message_batch(
-            QueueUrl=url,
-            Entries=[
-                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)
-            ],
-        )
-    except (ClientError, BotoCoreError):
-        return [m["MessageId"] for m in messages]
-    return [messages[int(item["Id"])]["MessageId"] for item in response.get("Failed", [])]
 
 
 # -- the native move task -----------------------------------------------------------------------

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
-from botocore.exceptions import BotoCoreError, ClientError
 
 from dlq_replay.backoff import RandomSource, default_random
 from dlq_replay.decision import (
@@ -28,13 +27,12 @@ from dlq_replay.decision import (
 )
 from dlq_replay.messages import InboundMessage
 from dlq_replay.queues import QueueArn
-from dlq_replay.sending import MAX_BATCH_ENTRIES, BatchSender, SendFailure
+from dlq_replay.sending import BatchSender, SendFailure, change_visibility
 from dlq_replay.settings import Settings
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.metrics import Metrics
     from mypy_boto3_sqs import SQSClient
-    from mypy_boto3_sqs.type_defs import ChangeMessageVisibilityBatchRequestEntryTypeDef
 
 Clock = Callable[[], float]
 
@@ -136,28 +134,16 @@ class Replayer:
 
     def _hold(self, messages: Sequence[InboundMessage], decisions: dict[str, Decision]) -> None:
         """Hide waiting copies until their time; a failed hold only means an earlier retry."""
-        for queue_arn, chunk in _chunks_by_queue(messages):
-            entries: list[ChangeMessageVisibilityBatchRequestEntryTypeDef] = [
-                {
-                    "Id": str(index),
-                    "ReceiptHandle": m.receipt_handle,
-                    "VisibilityTimeout": decisions[m.message_id].delay,
-                }
-                for index, m in enumerate(chunk)
-            ]
-            try:
-                response = self._sqs.change_message_visibility_batch(
-                    QueueUrl=self._queue_url(queue_arn), Entries=entries
-                )
-                failed = [
-                    (chunk[int(f["Id"])], str(f.get("Code"))) for f in response.get("Failed", [])
-                ]
-            except (ClientError, BotoCoreError) as error:
-                failed = [(m, type(error).__name__) for m in chunk]
-            for m, code in failed:
+        for queue_arn, queued in _by_queue(messages).items():
+            refused = change_visibility(
+                self._sqs,
+                self._queue_url(queue_arn),
+                [(m.receipt_handle, decisions[m.message_id].delay) for m in queued],
+            )
+            for index, code in refused:
                 self._logger.warning(
                     "could not hide a waiting copy; it returns after its visibility timeout",
-                    extra={"message_id": m.message_id, "code": code},
+                    extra={"message_id": queued[index].message_id, "code": code},
                 )
 
     def _queue_url(self, queue_arn: str) -> str:
@@ -268,12 +254,8 @@ def _rounds(messages: Sequence[InboundMessage]) -> Iterator[list[InboundMessage]
         yield [group[index] for group in by_group.values() if index < len(group)]
 
 
-def _chunks_by_queue(
-    messages: Sequence[InboundMessage],
-) -> Iterator[tuple[str, list[InboundMessage]]]:
+def _by_queue(messages: Sequence[InboundMessage]) -> dict[str, list[InboundMessage]]:
     by_queue: dict[str, list[InboundMessage]] = {}
     for m in messages:
         by_queue.setdefault(m.queue_arn, []).append(m)
-    for queue_arn, queued in by_queue.items():
-        for start in range(0, len(queued), MAX_BATCH_ENTRIES):
-            yield queue_arn, queued[start : start + MAX_BATCH_ENTRIES]
+    return by_queue

@@ -1,10 +1,15 @@
-"""Batched writes to SQS, with every failure mapped back to the record it came from."""
+"""Batched writes to SQS, with every failure mapped back to the record it came from.
+
+Sends (SendMessageBatch), deletes (DeleteMessageBatch) and visibility changes
+(ChangeMessageVisibilityBatch) all go out 10 entries a request; an entry SQS refuses, or
+every entry of a request that failed as a whole, is reported back to the caller.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -12,10 +17,13 @@ from dlq_replay.messages import OutboundMessage
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
+    from mypy_boto3_sqs.type_defs import BatchResultErrorEntryTypeDef, MessageTypeDef
 
 # SendMessageBatch limits: 10 entries and 1 MiB of message payload per request.
 MAX_BATCH_ENTRIES = 10
 MAX_BATCH_BYTES = 1_048_576
+
+_Item = TypeVar("_Item")
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,3 +96,67 @@ class BatchSender:
                 bool(item.get("SenderFault", False)),
             )
         return failed
+
+
+def delete_messages(
+    sqs: SQSClient, queue_url: str, messages: Sequence[MessageTypeDef]
+) -> list[str]:
+    """Delete received messages with DeleteMessageBatch, 10 a request; returns the ids of the
+    messages SQS did not delete (all of a request's on a ClientError or BotoCoreError).
+
+    A message not deleted is not lost: it comes back when its visibility timeout ends.
+    """
+
+    def request(chunk: list[MessageTypeDef]) -> Sequence[BatchResultErrorEntryTypeDef]:
+        response = sqs.delete_message_batch(
+            QueueUrl=queue_url,
+            Entries=[
+                {"Id": str(index), "ReceiptHandle": m["ReceiptHandle"]}
+                for index, m in enumerate(chunk)
+            ],
+        )
+        return response.get("Failed", [])
+
+    return [message["MessageId"] for message, _ in _refused(messages, request)]
+
+
+def change_visibility(
+    sqs: SQSClient, queue_url: str, changes: Sequence[tuple[str, int]]
+) -> list[tuple[int, str]]:
+    """Give received messages a new visibility timeout with ChangeMessageVisibilityBatch, 10 a
+    request. `changes` holds (receipt handle, visibility timeout in seconds) pairs; the result
+    has (index in `changes`, error code) of each change SQS refused (all of a request's on a
+    ClientError or BotoCoreError, with the exception's class name as the code).
+    """
+
+    def request(chunk: list[tuple[int, tuple[str, int]]]) -> Sequence[BatchResultErrorEntryTypeDef]:
+        response = sqs.change_message_visibility_batch(
+            QueueUrl=queue_url,
+            Entries=[
+                {"Id": str(index), "ReceiptHandle": handle, "VisibilityTimeout": timeout}
+                for index, (_, (handle, timeout)) in enumerate(chunk)
+            ],
+        )
+        return response.get("Failed", [])
+
+    return [(position, code) for (position, _), code in _refused(list(enumerate(changes)), request)]
+
+
+def _refused(
+    items: Sequence[_Item],
+    request: Callable[[list[_Item]], Sequence[BatchResultErrorEntryTypeDef]],
+) -> list[tuple[_Item, str]]:
+    """Run `request` on each run of up to 10 items, in order; each item SQS refused, with its
+    error code. `request` sends one batch whose entry Ids are the items' indexes in it and
+    returns the response's `Failed` entries; a ClientError or BotoCoreError refuses them all.
+    """
+    refused: list[tuple[_Item, str]] = []
+    for start in range(0, len(items), MAX_BATCH_ENTRIES):
+        chunk = list(items[start : start + MAX_BATCH_ENTRIES])
+        try:
+            failed = request(chunk)
+        except (ClientError, BotoCoreError) as error:
+            refused.extend((item, type(error).__name__) for item in chunk)
+            continue
+        refused.extend((chunk[int(entry["Id"])], str(entry.get("Code"))) for entry in failed)
+    return refused
