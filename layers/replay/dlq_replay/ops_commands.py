@@ -847,7 +847,7 @@ def run_plan(args: argparse.Namespace) -> int:
     fifo = args.fifo or (settings.main_queue_url or "").endswith(".fifo")
     plan = ops.backoff_plan(settings.backoff, settings.max_attempts, fifo=fifo)
     if overrides:
-        origin += " with " + ", ".join(f"{k}={v}" for k, v in overrides.items())
+        origin += ", overridden by options: " + ", ".join(f"{k}={v}" for k, v in overrides.items())
     if args.json:
         _print_json(plan_json(plan, origin))
         return EXIT_OK
