@@ -187,3 +187,33 @@ def test_run_returns_at_once_when_stopped_and_finishes_the_batch_in_hand(
     ):
         left.extend(id_of(m["Body"]) for m in batch)
     assert sorted(left + list(handler.calls)) == ids
+
+
+def test_a_poll_that_raises_is_logged_and_retried_without_ending_the_poller(
+    sqs: Sqs, caplog: pytest.LogCaptureFixture
+) -> None:
+    queue = sqs.create_queue("flaky-handler", {"VisibilityTimeout": "1"})
+    send_ids(sqs.client, queue.url, ["m0"])
+    calls: list[str] = []
+    stop = threading.Event()
+
+    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        del context
+        calls.append(id_of(event["Records"][0]["body"]))
+        if len(calls) == 1:
+            raise RuntimeError("whole batch failed")
+        stop.set()
+        return {"batchItemFailures": []}
+
+    source = LocalEventSource(sqs.client, queue.url, handler, wait_seconds=0)
+    poller = threading.Thread(target=source.run, args=(stop,), daemon=True)
+    poller.start()
+    poller.join(timeout=15)
+    stop.set()
+
+    assert not poller.is_alive()
+    assert calls == ["m0", "m0"]  # redelivered after its visibility timeout, handled once more
+    assert source.stats.poll_errors == 1
+    assert source.stats.deleted == 1
+    assert "poll failed; retrying" in caplog.text
+    assert depth(sqs.client, queue.url) == {"visible": 0, "in_flight": 0, "delayed": 0}

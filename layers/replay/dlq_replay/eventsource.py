@@ -8,12 +8,14 @@ Several pollers may run at once; each owns its batch from receive to delete.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from dlq_replay.records import lambda_event
+from dlq_replay.replayer import Log
 from dlq_replay.sending import delete_messages
 
 if TYPE_CHECKING:
@@ -21,6 +23,7 @@ if TYPE_CHECKING:
 
 Handler = Callable[[dict[str, Any], Any], Mapping[str, Any]]
 MAX_RECEIVE_BATCH = 10
+MAX_ERROR_PAUSE_SECONDS = 30.0
 
 
 @dataclass
@@ -31,6 +34,7 @@ class PollStats:
     deleted: int = 0
     failed: int = 0
     delete_errors: int = 0
+    poll_errors: int = 0
     batches: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
@@ -55,6 +59,7 @@ class LocalEventSource:
         batch_size: int = MAX_RECEIVE_BATCH,
         wait_seconds: int = 5,
         visibility_timeout: int | None = None,
+        logger: Log | None = None,
     ) -> None:
         if not 1 <= batch_size <= MAX_RECEIVE_BATCH:
             raise ValueError(f"batch_size must be 1-{MAX_RECEIVE_BATCH}, got {batch_size}")
@@ -64,6 +69,7 @@ class LocalEventSource:
         self._batch_size = batch_size
         self._wait_seconds = wait_seconds
         self._visibility_timeout = visibility_timeout
+        self._logger: Log = logger or logging.getLogger("dlq_replay.eventsource")
         attributes = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])
         self.queue_arn = attributes["Attributes"]["QueueArn"]
         self.region = self.queue_arn.split(":")[3]
@@ -93,9 +99,27 @@ class LocalEventSource:
         return len(messages)
 
     def run(self, stop: threading.Event) -> None:
-        """Poll until `stop` is set; a batch in hand is always finished before returning."""
+        """Poll until `stop` is set; a batch in hand is always finished before returning.
+
+        A failed poll (the endpoint unreachable after boto3's retries, or the handler raising
+        for a whole batch) does not end the poller: it is logged and retried after a pause
+        that doubles up to 30 s, as Lambda's event source keeps polling. Nothing of a failed
+        batch was deleted, so its messages come back after their visibility timeout.
+        """
+        pause = 0.0
         while not stop.is_set():
-            self.poll_once()
+            try:
+                self.poll_once()
+                pause = 0.0
+            except Exception as error:  # any failure of one poll is retried
+                pause = min(MAX_ERROR_PAUSE_SECONDS, max(1.0, pause * 2))
+                with self.stats.lock:
+                    self.stats.poll_errors += 1
+                self._logger.error(
+                    "poll failed; retrying",
+                    extra={"error": f"{type(error).__name__}: {error}", "retry_in_seconds": pause},
+                )
+                stop.wait(pause)
 
 
 def run_pollers(

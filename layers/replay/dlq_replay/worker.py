@@ -57,6 +57,7 @@ def run_worker(
         handler,
         batch_size=options.batch_size,
         wait_seconds=options.wait_seconds,
+        logger=log,
     )
     restore = _stop_on_signals(stop)
     try:
@@ -81,6 +82,7 @@ def run_worker(
             "deleted": stats.deleted,
             "left_for_retry": stats.failed,
             "delete_errors": stats.delete_errors,
+            "poll_errors": stats.poll_errors,
         },
     )
     return 0
