@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import boto3
+from botocore.exceptions import BotoCoreError, ClientError
 
 from dlq_replay.backoff import BackoffPolicy, Jitter
 from dlq_replay.batch import SQS_CLIENT_CONFIG, LambdaReplay
@@ -176,30 +177,41 @@ def send_messages(
 
 
 def consume(sqs: SQSClient, queue_url: str, tally: Tally, stop: threading.Event) -> None:
-    """The flaky consumer: a message fails while its replay attempt is below `fail_until`."""
+    """The flaky consumer: a message fails while its replay attempt is below `fail_until`.
+
+    An emulator error is shrugged off like a real consumer would: the message in hand comes
+    back after its visibility timeout.
+    """
     while not stop.is_set():
-        messages = sqs.receive_message(
-            QueueUrl=queue_url,
-            MaxNumberOfMessages=10,
-            WaitTimeSeconds=1,
-            MessageAttributeNames=["All"],
-        ).get("Messages", [])
-        for message in messages:
-            attempt = replay_attempt(message)
-            body = json.loads(message["Body"])
+        try:
+            _consume_batch(sqs, queue_url, tally)
+        except (ClientError, BotoCoreError):
+            stop.wait(0.5)
+
+
+def _consume_batch(sqs: SQSClient, queue_url: str, tally: Tally) -> None:
+    messages = sqs.receive_message(
+        QueueUrl=queue_url,
+        MaxNumberOfMessages=10,
+        WaitTimeSeconds=1,
+        MessageAttributeNames=["All"],
+    ).get("Messages", [])
+    for message in messages:
+        attempt = replay_attempt(message)
+        body = json.loads(message["Body"])
+        with tally.lock:
+            tally.deliveries_by_attempt[attempt] += 1
+        with VisibilityHeartbeat(sqs, queue_url, message["ReceiptHandle"], timeout=5):
+            succeeded = attempt >= int(body["fail_until"])
+        if succeeded:
+            sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
             with tally.lock:
-                tally.deliveries_by_attempt[attempt] += 1
-            with VisibilityHeartbeat(sqs, queue_url, message["ReceiptHandle"], timeout=5):
-                succeeded = attempt >= int(body["fail_until"])
-            if succeeded:
-                sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
-                with tally.lock:
-                    tally.processed.add(str(body["id"]))
-            else:
-                # Give it back at once: the next receive exceeds maxReceiveCount → DLQ.
-                sqs.change_message_visibility(
-                    QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0
-                )
+                tally.processed.add(str(body["id"]))
+        else:
+            # Give it back at once: the next receive exceeds maxReceiveCount → DLQ.
+            sqs.change_message_visibility(
+                QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0
+            )
 
 
 def watch_depths(sqs: SQSClient, queues: Queues, tally: Tally, stop: threading.Event) -> None:
@@ -209,7 +221,10 @@ def watch_depths(sqs: SQSClient, queues: Queues, tally: Tally, stop: threading.E
             ("dlq", queues.dlq),
             ("operator", queues.operator),
         ):
-            depth = queue_depth(sqs, url)
+            try:
+                depth = queue_depth(sqs, url)
+            except (ClientError, BotoCoreError):
+                continue  # the display shows the last reading
             with tally.lock:
                 tally.depths[label] = depth
 
