@@ -94,9 +94,13 @@ def test_boto3_shape_to_attribute_to_lambda(
     assert parsed.values == {"a": attribute}
     as_lambda = parsed.values["a"].to_lambda()
     binary = attribute.binary_value
+    value = (
+        {"binaryValue": base64.b64encode(binary).decode()}
+        if binary is not None
+        else {"stringValue": attribute.string_value}
+    )
     assert as_lambda == {
-        "stringValue": None if binary is not None else attribute.string_value,
-        "binaryValue": base64.b64encode(binary).decode() if binary is not None else None,
+        **value,  # Lambda sends only the key of the value's kind, never the other as null
         "stringListValues": [],
         "binaryListValues": [],
         "dataType": attribute.data_type,

@@ -53,18 +53,15 @@ class Attribute:
         return {"DataType": self.data_type, "StringValue": self.string_value or ""}
 
     def to_lambda(self) -> dict[str, Any]:
-        """The shape Lambda's SQS event source delivers (camelCase, base64 binaries)."""
-        return {
-            "stringValue": None if self.binary_value is not None else self.string_value,
-            "binaryValue": (
-                base64.b64encode(self.binary_value).decode()
-                if self.binary_value is not None
-                else None
-            ),
-            "stringListValues": [],
-            "binaryListValues": [],
-            "dataType": self.data_type,
-        }
+        """The shape Lambda's SQS event source delivers: camelCase, base64 binaries, and
+        `stringValue` only on String/Number values, `binaryValue` only on Binary ones (Lambda
+        leaves the other key out rather than sending null)."""
+        value: dict[str, Any] = (
+            {"binaryValue": base64.b64encode(self.binary_value).decode()}
+            if self.binary_value is not None
+            else {"stringValue": self.string_value}
+        )
+        return {**value, "stringListValues": [], "binaryListValues": [], "dataType": self.data_type}
 
 
 def number(value: int) -> Attribute:

@@ -41,11 +41,14 @@ class RecordNotDone(Exception):  # noqa: N818 - names the outcome, not an error 
     """Raised inside the record handler only, to mark a batch item failure for Powertools."""
 
 
-def sqs_client(endpoint_url: str | None = None, region_name: str | None = None) -> SQSClient:
+def sqs_client(
+    endpoint_url: str | None = None,
+    region_name: str | None = None,
+    session: boto3.Session | None = None,
+) -> SQSClient:
     """The SQS client the replay uses everywhere: standard retries, bounded timeouts."""
-    return boto3.client(
-        "sqs", endpoint_url=endpoint_url, region_name=region_name, config=SQS_CLIENT_CONFIG
-    )
+    make = session.client if session is not None else boto3.client
+    return make("sqs", endpoint_url=endpoint_url, region_name=region_name, config=SQS_CLIENT_CONFIG)
 
 
 class LambdaReplay:

@@ -22,7 +22,7 @@ from botocore.exceptions import (
     ProfileNotFound,
 )
 
-from dlq_replay.batch import SQS_CLIENT_CONFIG
+from dlq_replay import batch
 from dlq_replay.settings import SettingsError
 
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ class CommandError(Exception):
 def sqs_client(args: argparse.Namespace) -> SQSClient:
     """An SQS client from the AWS CLI-style options (profile, region, endpoint)."""
     session = boto3.Session(profile_name=args.profile, region_name=args.region)
-    return session.client("sqs", endpoint_url=args.endpoint_url, config=SQS_CLIENT_CONFIG)
+    return batch.sqs_client(args.endpoint_url, session=session)
 
 
 def add_aws_options(parser: argparse.ArgumentParser) -> None:

@@ -23,19 +23,13 @@ def lambda_record(message: Mapping[str, Any], queue_arn: str, region: str) -> di
         "attributes": {
             name: str(value) for name, value in (message.get("Attributes") or {}).items()
         },
-        "messageAttributes": {name: _lambda_value(value) for name, value in parsed.values.items()},
+        "messageAttributes": {name: value.to_lambda() for name, value in parsed.values.items()},
         "md5OfMessageAttributes": message.get("MD5OfMessageAttributes"),
         "md5OfBody": message.get("MD5OfBody", ""),
         "eventSource": "aws:sqs",
         "eventSourceARN": queue_arn,
         "awsRegion": region,
     }
-
-
-def _lambda_value(value: attributes.Attribute) -> dict[str, Any]:
-    """One message attribute as Lambda delivers it: `stringValue` only on String/Number values,
-    `binaryValue` only on Binary ones; Lambda leaves the other key out rather than sending null."""
-    return {key: item for key, item in value.to_lambda().items() if item is not None}
 
 
 def lambda_event(
