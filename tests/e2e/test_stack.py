@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from dlq_replay.attributes import PARK_REASON_ATTRIBUTE
 from dlq_replay.consumer import replay_attempt
-from dlq_replay.decision import PARK_REASON_ATTRIBUTE
 from dlq_replay.depth import queue_depth
 from dlq_replay.draining import drain
 from dlq_replay.worker import WorkerOptions, run_worker, settings_from

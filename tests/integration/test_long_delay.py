@@ -39,7 +39,7 @@ def test_an_hour_of_delay_is_written_back_held_and_released_once_its_time_has_co
     log = RequestLog(replay_client)
     replay = make_replay(queues, HOUR, clock=clock)
     event = sqs.dead_letter_event(queues, [Outgoing("later", {"keep": string("me")})])
-    not_before = 1_800_003_601  # ceil(START) + 3600
+    not_before = 1_800_003_600  # floor(START) + 3600
 
     # 1. Written back into the DLQ, counted, and served the 900 s SQS allows as DelaySeconds.
     assert replay(event) == {"batchItemFailures": []}
@@ -58,7 +58,7 @@ def test_an_hour_of_delay_is_written_back_held_and_released_once_its_time_has_co
     assert sqs.total(queues.operator) == 0
 
     # 2. Back too early (moto's 900 s delay skipped, the clock 1000 s on): hidden again for
-    # the 2601 s still to wait, and reported as not done.
+    # the 2600 s still to wait, and reported as not done.
     sqs.end_delays(queues.dlq)
     early = sqs.receive_event(queues.dlq)
     (copy,) = early["Records"]
@@ -70,7 +70,7 @@ def test_an_hour_of_delay_is_written_back_held_and_released_once_its_time_has_co
         {
             "QueueUrl": queues.dlq.url,
             "Entries": [
-                {"Id": "0", "ReceiptHandle": copy["receiptHandle"], "VisibilityTimeout": 2601}
+                {"Id": "0", "ReceiptHandle": copy["receiptHandle"], "VisibilityTimeout": 2600}
             ],
         }
     ]
@@ -107,12 +107,12 @@ def test_release_with_less_than_fifteen_minutes_left_uses_delay_seconds(
     assert replay(sqs.dead_letter_event(queues, [Outgoing("later")])) == {"batchItemFailures": []}
     sqs.end_delays(queues.dlq)
     due = sqs.receive_event(queues.dlq)
-    clock.advance(3000)  # 601 s left of the hour: the main queue can serve that itself
+    clock.advance(3000)  # 600 s left of the hour: the main queue can serve that itself
 
     assert replay(due) == {"batchItemFailures": []}
 
     (released,) = log.sent_entries(queues.main)
-    assert released["DelaySeconds"] == 601
+    assert released["DelaySeconds"] == 600
     assert NOT_BEFORE not in released["MessageAttributes"]
     assert released["MessageAttributes"][COUNT] == {"DataType": "Number", "StringValue": "1"}
     assert log.of("ChangeMessageVisibilityBatch") == []

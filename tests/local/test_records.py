@@ -170,7 +170,7 @@ def test_round_trip_through_inbound_message_is_byte_exact(sqs: Sqs, queues: Repl
     assert inbound.dead_letter_source_arn == queues.main.arn
     assert inbound.trace_header == TRACE
     assert inbound.message_group_id is None
-    assert inbound.dropped_attributes == ()
+    assert inbound.dropped_attributes == {}
     # What the replay would send back is what the producer sent, byte for byte.
     assert {name: value.to_sqs() for name, value in inbound.attributes.items()} == ATTRIBUTES
     assert inbound.attributes["raw"].binary_value == RAW

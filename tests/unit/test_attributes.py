@@ -76,7 +76,7 @@ def test_lambda_shape_to_attribute_to_sqs(
 ) -> None:
     parsed = from_lambda({"a": lambda_shape})
     assert parsed.values == {"a": attribute}
-    assert parsed.dropped == ()
+    assert parsed.dropped == {}
     assert parsed.values["a"].to_sqs() == sqs_shape
     if attribute.binary_value is not None:
         sent = parsed.values["a"].to_sqs()
@@ -123,7 +123,7 @@ def test_every_byte_survives_base64() -> None:
 def test_event_with_binary_attributes_maps_byte_exact() -> None:
     (record,) = event_records("dlq-binary-attributes.json")
     parsed = from_lambda(record["messageAttributes"])
-    assert parsed.dropped == ()
+    assert parsed.dropped == {}
     values = parsed.values
     assert set(values) == {"raw", "payload", "priority", "region-tag", "unicode"}
     assert values["raw"] == Attribute(
@@ -163,7 +163,10 @@ def test_list_values_are_dropped_and_named() -> None:
     }
     parsed = from_lambda(raw)
     assert parsed.values == {"keep": Attribute("String", "x")}
-    assert parsed.dropped == ("strings", "binaries")
+    assert parsed.dropped == {
+        "strings": "list values cannot be sent to SQS",
+        "binaries": "list values cannot be sent to SQS",
+    }
 
     boto = from_sqs(
         {
@@ -172,19 +175,19 @@ def test_list_values_are_dropped_and_named() -> None:
         }
     )
     assert boto.values == {"keep": Attribute("Number", "1")}
-    assert boto.dropped == ("strings",)
+    assert boto.dropped == {"strings": "list values cannot be sent to SQS"}
 
 
 def test_undecodable_base64_is_dropped_not_raised() -> None:
     raw = {"bad": {"binaryValue": "not base64!", "dataType": "Binary"}}
     parsed = from_lambda(raw)
     assert parsed.values == {}
-    assert parsed.dropped == ("bad",)
+    assert parsed.dropped == {"bad": "its binaryValue is not valid base64"}
 
 
 def test_empty_and_absent_inputs() -> None:
     assert from_lambda(None).values == {}
-    assert from_lambda({}).dropped == ()
+    assert from_lambda({}).dropped == {}
     assert from_sqs(None).values == {}
     assert from_lambda({"e": string_attr("")}).values == {"e": Attribute("String", "")}
 
@@ -260,3 +263,69 @@ def test_bad_count_event_values_are_all_invalid() -> None:
     assert [c.string_value for c in counts] == ["abc", "-1", "2.5", "1e9", "", "1000000000", None]
     assert counts[-1] == Attribute("Binary", binary_value=b"\x01")
     assert [parse_count(c) for c in counts] == [None] * 7
+
+
+# --- the data type decides which value is read ---------------------------------------------
+
+
+def test_powertools_sample_number_with_a_binary_value_too_is_kept_as_a_number() -> None:
+    """Powertools' sqsEvent.json: a Number carrying both stringValue and binaryValue."""
+    record = event_records("published/powertools-sqs-event.json")[0]
+    parsed = from_lambda(record["messageAttributes"])
+    assert parsed.values == {"testAttr": Attribute("Number", "100")}
+    assert parsed.dropped == {}
+
+
+@pytest.mark.parametrize(
+    ("item", "expected"),
+    [
+        (
+            {"dataType": "String", "stringValue": "x", "binaryValue": "AAE="},
+            Attribute("String", "x"),
+        ),
+        (
+            {"dataType": "Number.int", "stringValue": "7", "binaryValue": "not base64!"},
+            Attribute("Number.int", "7"),
+        ),
+        (
+            {"dataType": "Binary.gz", "stringValue": "ignored", "binaryValue": "AAE="},
+            Attribute("Binary.gz", binary_value=b"\x00\x01"),
+        ),
+    ],
+)
+def test_the_value_of_the_data_type_is_taken(item: dict[str, Any], expected: Attribute) -> None:
+    assert from_lambda({"a": item}).values == {"a": expected}
+    boto = {
+        "DataType": item["dataType"],
+        "StringValue": item["stringValue"],
+        "BinaryValue": b"\x00\x01",
+    }
+    assert from_sqs({"a": boto}).values == {"a": expected}
+
+
+@pytest.mark.parametrize(
+    ("item", "why"),
+    [
+        (
+            {"dataType": "Number", "binaryValue": "AAE="},
+            "a Number attribute without its stringValue",
+        ),
+        (
+            {"dataType": "String.x", "binaryValue": "AAE="},
+            "a String attribute without its stringValue",
+        ),
+        (
+            {"dataType": "Binary", "stringValue": "AAE="},
+            "a Binary attribute without its binaryValue",
+        ),
+        (
+            {"dataType": "Blob", "stringValue": "x"},
+            "unknown data type 'Blob' (String, Number or Binary)",
+        ),
+        ({"dataType": "String", "stringListValues": ["a"]}, "list values cannot be sent to SQS"),
+    ],
+)
+def test_a_value_missing_for_its_type_is_dropped_with_why(item: dict[str, Any], why: str) -> None:
+    parsed = from_lambda({"a": item, "keep": string_attr("k")})
+    assert parsed.values == {"keep": Attribute("String", "k")}
+    assert parsed.dropped == {"a": why}

@@ -6,19 +6,18 @@ import math
 import random
 
 import pytest
-from dlq_replay.attributes import Attribute
+from dlq_replay.attributes import NOT_BEFORE_ATTRIBUTE, PARK_REASON_ATTRIBUTE, Attribute
 from dlq_replay.backoff import BackoffPolicy, Jitter
 from dlq_replay.decision import (
     FALLBACK_GROUP_ID,
     MAX_HOLD_SECONDS,
-    NOT_BEFORE_ATTRIBUTE,
-    PARK_REASON_ATTRIBUTE,
     Action,
     Decision,
     ParkReason,
     build_copy,
     decide,
     park_instead,
+    park_reason_of,
     route,
 )
 from dlq_replay.messages import MAX_MESSAGE_BYTES, InboundMessage
@@ -27,6 +26,7 @@ from dlq_replay.settings import Settings
 from ._support import (
     COUNT,
     DLQ,
+    DLQ_ARN,
     DLQ_FIFO,
     DLQ_FIFO_ARN,
     MAIN,
@@ -38,6 +38,7 @@ from ._support import (
     FixedRandom,
     NoRandom,
     event_messages,
+    lambda_record,
     make_settings,
     message,
     string_attr,
@@ -290,8 +291,8 @@ def test_long_delay_defers_to_the_dlq_with_not_before() -> None:
     settings = make_settings(backoff=LONG)
     msg = message(message_attributes={"tenant": string_attr("acme")})
     decision = decide(msg, settings, dlq_url=DLQ, now=NOW, rng=NoRandom())
-    not_before = math.ceil(NOW) + 3600
-    assert not_before == 1_795_003_601
+    not_before = math.floor(NOW) + 3600
+    assert not_before == 1_795_003_600
     assert decision == Decision(
         Action.DEFER, DLQ, attempt=1, delay=900, not_before=not_before, drawn_delay=3600
     )
@@ -302,7 +303,7 @@ def test_long_delay_defers_to_the_dlq_with_not_before() -> None:
     assert copy.attributes == {
         "tenant": Attribute("String", "acme"),
         COUNT: Attribute("Number", "1"),
-        NOT_BEFORE_ATTRIBUTE: Attribute("Number", "1795003601"),
+        NOT_BEFORE_ATTRIBUTE: Attribute("Number", "1795003600"),
     }
     assert copy.to_entry("0")["DelaySeconds"] == 900
 
@@ -324,7 +325,7 @@ def test_jittered_long_delays_defer_or_replay_by_the_900_second_line(rng: random
                 DLQ,
                 11,
                 900,
-                not_before=math.ceil(NOW) + decision.drawn_delay,
+                not_before=math.floor(NOW) + decision.drawn_delay,
                 drawn_delay=decision.drawn_delay,
             )
         seen.add(decision.action)
@@ -397,7 +398,7 @@ def test_wait_left_is_bounded_by_the_cap() -> None:
 
 def test_hold_with_a_realistic_clock() -> None:
     # not-before values are epoch seconds (> 10^9), far beyond the count's own bound
-    not_before = math.ceil(NOW) + 7200
+    not_before = math.floor(NOW) + 7200
     msg = message(
         message_attributes={
             COUNT: string_attr("1", "Number"),
@@ -405,7 +406,7 @@ def test_hold_with_a_realistic_clock() -> None:
         }
     )
     decision = decide(msg, make_settings(backoff=LONG), dlq_url=DLQ, now=NOW, rng=NoRandom())
-    assert decision == Decision(Action.HOLD, attempt=1, delay=7201, not_before=not_before)
+    assert decision == Decision(Action.HOLD, attempt=1, delay=7200, not_before=not_before)
 
 
 @pytest.mark.parametrize(
@@ -526,14 +527,14 @@ def test_fifo_any_positive_delay_defers() -> None:
     (first, _, _) = event_messages("dlq-fifo.json")
     decision = decide(first, settings, dlq_url=DLQ_FIFO, now=NOW, rng=FixedRandom(1))
     assert decision == Decision(
-        Action.DEFER, DLQ_FIFO, attempt=1, delay=0, not_before=math.ceil(NOW) + 1, drawn_delay=1
+        Action.DEFER, DLQ_FIFO, attempt=1, delay=0, not_before=math.floor(NOW) + 1, drawn_delay=1
     )
     copy = build_copy(first, decision, settings)
     assert copy.queue_url == DLQ_FIFO
     assert copy.delay_seconds == 0
     assert copy.message_group_id == "customer-a"
     assert copy.deduplication_id == "f1a00000-0000-4000-8000-000000000001-defer-1"
-    assert copy.attributes[NOT_BEFORE_ATTRIBUTE] == Attribute("Number", str(math.ceil(NOW) + 1))
+    assert copy.attributes[NOT_BEFORE_ATTRIBUTE] == Attribute("Number", str(math.floor(NOW) + 1))
     assert copy.attributes[COUNT] == Attribute("Number", "1")
     assert "DelaySeconds" not in copy.to_entry("0")
 
@@ -738,3 +739,103 @@ def test_park_reason_values_are_the_public_names() -> None:
     ]
     assert NOT_BEFORE_ATTRIBUTE == "dlq-replay-not-before"
     assert PARK_REASON_ATTRIBUTE == "dlq-replay-park-reason"
+
+
+# --- a copy written back is released on its first arrival after its time --------------------
+
+
+@pytest.mark.parametrize("fraction", [0.0, 0.25, 0.5, 0.99])
+@pytest.mark.parametrize("fifo", [True, False])
+def test_a_copy_deferred_at_the_cap_is_held_once_then_released(fraction: float, fifo: bool) -> None:
+    """Delay = cap: the copy comes back at once (a FIFO DLQ takes no delay) or after the 900 s
+    SQS serves; the hold covers the whole wait left, so its next arrival releases it."""
+    cap = 3600
+    policy = BackoffPolicy(cap, 2.0, cap, Jitter.NONE)
+    settings = fifo_settings(policy) if fifo else make_settings(backoff=policy)
+    dlq = DLQ_FIFO if fifo else DLQ
+    msg = event_messages("dlq-fifo.json")[0] if fifo else message()
+    start = math.floor(NOW) + fraction
+    deferred = decide(msg, settings, dlq_url=dlq, now=start, rng=NoRandom())
+    assert deferred.action is Action.DEFER
+    copy = build_copy(msg, deferred, settings)
+    back = InboundMessage.from_lambda_record(
+        lambda_record(
+            message_id="copy-1",
+            message_attributes={
+                name: {"stringValue": value.string_value, "dataType": value.data_type}
+                for name, value in copy.attributes.items()
+            },
+            system={"MessageGroupId": "customer-a"} if fifo else {},
+            queue_arn=DLQ_FIFO_ARN if fifo else DLQ_ARN,
+        )
+    )
+    arrival = start + copy.delay_seconds + 0.05
+    held = decide(back, settings, dlq_url=dlq, now=arrival, rng=NoRandom())
+    assert held.action is Action.HOLD
+    assert arrival + held.delay >= deferred.not_before  # type: ignore[operator]
+    # Visible again when the hold ends (a little later still: the call itself takes time).
+    released = decide(back, settings, dlq_url=dlq, now=arrival + held.delay + 0.01, rng=NoRandom())
+    assert released.action is Action.RELEASE
+    assert released.attempt == 1
+    # Never waits longer than the drawn delay, nor shorter by a whole second.
+    assert cap - 1 < deferred.not_before - start <= cap  # type: ignore[operator]
+
+
+# --- a record whose eventSourceARN names no queue --------------------------------------------
+
+BROKEN_ARN = "arn:aws:sqs:us-east-2: 123456789012:my-queue"  # Powertools' getting-started event
+
+
+def test_a_record_without_a_dlq_is_still_replayed_or_parked(settings: Settings) -> None:
+    replayed = decide(
+        message(queue_arn=BROKEN_ARN), settings, dlq_url=None, now=NOW, rng=FixedRandom(7)
+    )
+    assert replayed == Decision(Action.REPLAY, MAIN, attempt=1, delay=7, drawn_delay=7)
+    at_limit = message(queue_arn=BROKEN_ARN, message_attributes={COUNT: string_attr("3", "Number")})
+    parked = decide(at_limit, settings, dlq_url=None, now=NOW, rng=NoRandom())
+    assert parked == Decision(Action.PARK, attempt=3, reason=ParkReason.MAX_ATTEMPTS)
+
+
+def test_a_record_that_must_wait_in_an_unknown_dlq_fails_alone() -> None:
+    settings = make_settings(backoff=LONG)
+    deferred = decide(
+        message(queue_arn=BROKEN_ARN), settings, dlq_url=None, now=NOW, rng=NoRandom()
+    )
+    assert deferred.action is Action.FAIL
+    assert deferred.problem is not None
+    assert repr(BROKEN_ARN) in deferred.problem
+    assert "is not an SQS queue ARN" in deferred.problem
+    waiting = decide(
+        waiting_message(), settings, dlq_url=None, now=WAITING_NOT_BEFORE - 5000, rng=NoRandom()
+    )
+    assert waiting.action is Action.FAIL
+    # A waiting copy whose time has come needs no DLQ: it is released.
+    due = decide(waiting_message(), settings, dlq_url=None, now=WAITING_NOT_BEFORE, rng=NoRandom())
+    assert due == Decision(Action.RELEASE, MAIN, attempt=2, delay=0)
+
+
+# --- the park reason the operator tools read -------------------------------------------------
+
+
+def test_park_reason_of_a_message_with_its_reason() -> None:
+    values = {PARK_REASON_ATTRIBUTE: Attribute("String", "max-attempts")}
+    assert park_reason_of("body", values) == "max-attempts"
+
+
+def test_a_parked_message_with_no_room_for_a_reason_reads_as_attribute_limit() -> None:
+    ten = {f"attr-{i}": Attribute("String", "v") for i in range(10)}
+    assert park_reason_of("body", ten) == "attribute-limit"
+    nine = dict(list(ten.items())[:9])
+    assert park_reason_of("body", nine) is None  # moved by SQS's safety net
+    at_size = "x" * (MAX_MESSAGE_BYTES - 40)
+    assert park_reason_of(at_size, {"a": Attribute("String", "v")}) == "attribute-limit"
+
+
+def test_build_copy_and_park_reason_of_agree(settings: Settings) -> None:
+    """Whatever build_copy parks for attribute-limit reads back as attribute-limit."""
+    full = message(message_attributes=extra_attributes(10))
+    decision = decide(full, settings, dlq_url=DLQ, now=NOW, rng=NoRandom())
+    assert decision.reason is ParkReason.ATTRIBUTE_LIMIT
+    copy = build_copy(full, decision, settings)
+    assert PARK_REASON_ATTRIBUTE not in copy.attributes
+    assert park_reason_of(copy.body, copy.attributes) == "attribute-limit"

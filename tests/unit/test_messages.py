@@ -104,7 +104,7 @@ def test_list_attributes_are_reported_as_dropped() -> None:
         "dataType": "String",
     }
     msg = InboundMessage.from_lambda_record(record)
-    assert msg.dropped_attributes == ("tags",)
+    assert msg.dropped_attributes == {"tags": "list values cannot be sent to SQS"}
     assert "tags" not in msg.attributes
 
 

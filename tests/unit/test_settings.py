@@ -136,6 +136,15 @@ BAD_VALUES = [
         "comma-separated list of SQS",
     ),
     ("LOG_MESSAGE_BODY", "maybe", "true or false"),
+    ("OPERATOR_QUEUE_URL", "sqs.us-east-1.amazonaws.com/1/q", "not an http:// or https:// URL"),
+    ("OPERATOR_QUEUE_URL", "file:///etc/passwd", "not an http:// or https:// URL"),
+    ("OPERATOR_QUEUE_URL", f"{OPERATOR}\x1b[2J", "white space or control characters"),
+    ("MAIN_QUEUE_URL", f"{MAIN}\x00", "white space or control characters"),
+    ("MAIN_QUEUE_URL", "ftp://host/123456789012/orders", "not an http:// or https:// URL"),
+    ("MAIN_QUEUE_URL", "https://host/123456789012/orders.main", "does not end in a queue name"),
+    ("REPLAY_COUNT_ATTRIBUTE", "dlq-replay-not-before", "nor with dlq-replay-"),
+    ("REPLAY_COUNT_ATTRIBUTE", "dlq-replay-park-reason", "nor with dlq-replay-"),
+    ("REPLAY_COUNT_ATTRIBUTE", "DLQ-Replay-Park-Reason", "nor with dlq-replay-"),
 ]
 
 

@@ -11,13 +11,18 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs.type_defs import MessageAttributeValueTypeDef
 
+# The attributes this product writes for itself (DESIGN.md §2); the prefix is reserved, so a
+# configured count attribute can never be mistaken for one of them.
+INTERNAL_ATTRIBUTE_PREFIX = "dlq-replay-"
+NOT_BEFORE_ATTRIBUTE = f"{INTERNAL_ATTRIBUTE_PREFIX}not-before"
+PARK_REASON_ATTRIBUTE = f"{INTERNAL_ATTRIBUTE_PREFIX}park-reason"
 # SQS allows at most this many message attributes on one message.
 MAX_MESSAGE_ATTRIBUTES = 10
 # The count is valid below this bound (DESIGN.md §3 step 1).
@@ -74,47 +79,76 @@ def string(value: str) -> Attribute:
 
 @dataclass(frozen=True, slots=True)
 class ParsedAttributes:
-    """The attributes a copy can carry, and the names of those it cannot (list values)."""
+    """The attributes a copy can carry, and those it cannot, each with why (for the log)."""
 
     values: dict[str, Attribute]
-    dropped: tuple[str, ...] = ()
+    dropped: Mapping[str, str] = field(default_factory=dict)
 
 
 def from_lambda(raw: Mapping[str, Mapping[str, Any]] | None) -> ParsedAttributes:
-    """Attributes of a Lambda SQS record (`messageAttributes`)."""
-    values: dict[str, Attribute] = {}
-    dropped: list[str] = []
-    for name, item in (raw or {}).items():
-        data_type = str(item.get("dataType") or item.get("DataType") or "String")
-        binary = item.get("binaryValue")
-        text = item.get("stringValue")
-        if binary is not None:
-            try:
-                values[name] = Attribute(
-                    data_type, binary_value=base64.b64decode(binary, validate=True)
-                )
-            except (binascii.Error, ValueError):
-                dropped.append(name)
-        elif text is not None:
-            values[name] = Attribute(data_type, string_value=str(text))
-        else:
-            dropped.append(name)
-    return ParsedAttributes(values, tuple(dropped))
+    """Attributes of a Lambda SQS record (`messageAttributes`: camelCase, base64 binaries)."""
+    return _parse(raw, _LAMBDA_KEYS, _from_base64)
 
 
 def from_sqs(raw: Mapping[str, Mapping[str, Any]] | None) -> ParsedAttributes:
     """Attributes as boto3's ReceiveMessage returns them (PascalCase, raw bytes)."""
+    return _parse(raw, _SQS_KEYS, bytes)
+
+
+@dataclass(frozen=True, slots=True)
+class _Keys:
+    data_type: str
+    string: str
+    binary: str
+    lists: tuple[str, str]
+
+
+_LAMBDA_KEYS = _Keys(
+    "dataType", "stringValue", "binaryValue", ("stringListValues", "binaryListValues")
+)
+_SQS_KEYS = _Keys(
+    "DataType", "StringValue", "BinaryValue", ("StringListValues", "BinaryListValues")
+)
+
+
+def _from_base64(value: Any) -> bytes:
+    return base64.b64decode(value, validate=True)
+
+
+def _parse(
+    raw: Mapping[str, Mapping[str, Any]] | None, keys: _Keys, to_bytes: Callable[[Any], bytes]
+) -> ParsedAttributes:
+    """Read each value from the key its data type names, never from whichever key is present:
+    a String or Number takes the string value, a Binary the binary one (Powertools' sample
+    events carry both on one Number). A value missing for its type is dropped, with why."""
     values: dict[str, Attribute] = {}
-    dropped: list[str] = []
+    dropped: dict[str, str] = {}
     for name, item in (raw or {}).items():
-        data_type = str(item.get("DataType", "String"))
-        if item.get("BinaryValue") is not None:
-            values[name] = Attribute(data_type, binary_value=bytes(item["BinaryValue"]))
-        elif item.get("StringValue") is not None:
-            values[name] = Attribute(data_type, string_value=str(item["StringValue"]))
+        data_type = str(item.get(keys.data_type) or "String")
+        base_type = data_type.split(".", 1)[0]
+        if base_type in ("String", "Number"):
+            text = item.get(keys.string)
+            if text is not None:
+                values[name] = Attribute(data_type, string_value=str(text))
+                continue
+        elif base_type == "Binary":
+            binary = item.get(keys.binary)
+            if binary is not None:
+                try:
+                    values[name] = Attribute(data_type, binary_value=to_bytes(binary))
+                    continue
+                except (binascii.Error, ValueError, TypeError):
+                    dropped[name] = f"its {keys.binary} is not valid base64"
+                    continue
         else:
-            dropped.append(name)
-    return ParsedAttributes(values, tuple(dropped))
+            dropped[name] = f"unknown data type {data_type!r} (String, Number or Binary)"
+            continue
+        if any(item.get(key) for key in keys.lists):
+            dropped[name] = "list values cannot be sent to SQS"
+        else:
+            wanted = keys.binary if base_type == "Binary" else keys.string
+            dropped[name] = f"a {base_type} attribute without its {wanted}"
+    return ParsedAttributes(values, dropped)
 
 
 def parse_count(attribute: Attribute | None, limit: int = COUNT_LIMIT) -> int | None:

@@ -23,6 +23,7 @@ from botocore.exceptions import (
 )
 
 from dlq_replay import batch
+from dlq_replay.queues import queue_url_problem
 from dlq_replay.settings import SettingsError
 
 if TYPE_CHECKING:
@@ -57,6 +58,14 @@ def sqs_client(args: argparse.Namespace) -> SQSClient:
     """An SQS client from the AWS CLI-style options (profile, region, endpoint)."""
     session = boto3.Session(profile_name=args.profile, region_name=args.region)
     return batch.sqs_client(args.endpoint_url, session=session)
+
+
+def queue_url(text: str) -> str:
+    """argparse type of every queue URL option: the same rule as the function's settings."""
+    problem = queue_url_problem(text)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an SQS queue URL: it {problem}")
+    return text
 
 
 def add_aws_options(parser: argparse.ArgumentParser) -> None:

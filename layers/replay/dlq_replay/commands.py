@@ -10,6 +10,7 @@ from typing import Any
 from dlq_replay.cli import (
     add_aws_options,
     add_setting_options,
+    queue_url,
     setting_overrides,
     sqs_client,
 )
@@ -25,7 +26,9 @@ def register_worker(subparsers: Subparsers) -> None:
         description="Poll a DLQ like Lambda's event source and replay it; SIGINT/SIGTERM "
         "finish the batch in hand and exit 0.",
     )
-    parser.add_argument("--dlq-url", required=True, help="the dead-letter queue to replay")
+    parser.add_argument(
+        "--dlq-url", required=True, type=queue_url, help="the dead-letter queue to replay"
+    )
     parser.add_argument("--pollers", type=int, default=1, help="concurrent pollers (default 1)")
     parser.add_argument("--batch-size", type=int, default=10, help="1-10 (default 10)")
     parser.add_argument(

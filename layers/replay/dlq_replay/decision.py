@@ -12,14 +12,17 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from dlq_replay import attributes
-from dlq_replay.attributes import MAX_MESSAGE_ATTRIBUTES, Attribute
+from dlq_replay.attributes import (
+    MAX_MESSAGE_ATTRIBUTES,
+    NOT_BEFORE_ATTRIBUTE,
+    PARK_REASON_ATTRIBUTE,
+    Attribute,
+)
 from dlq_replay.backoff import MAX_SQS_DELAY_SECONDS, MAX_VISIBILITY_TIMEOUT_SECONDS, RandomSource
 from dlq_replay.messages import MAX_MESSAGE_BYTES, InboundMessage, OutboundMessage, message_size
 from dlq_replay.queues import QueueArn, is_fifo_url
 from dlq_replay.settings import Settings
 
-NOT_BEFORE_ATTRIBUTE = "dlq-replay-not-before"
-PARK_REASON_ATTRIBUTE = "dlq-replay-park-reason"
 # SQS caps a message's visibility at 12 hours from when it was received; the record was
 # received moments ago, so a hold stays a minute short of that.
 MAX_HOLD_SECONDS = MAX_VISIBILITY_TIMEOUT_SECONDS - 60
@@ -47,6 +50,7 @@ class Action(StrEnum):
     RELEASE = "release"  # a waiting copy whose time has come: send it on, count unchanged
     PARK = "park"  # send to the operator queue
     SKIP = "skip"  # FIFO: not attempted, an earlier record of its group is not done
+    FAIL = "fail"  # the record lacks what its decision needs: nothing written, not done
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +64,7 @@ class Decision:
     not_before: int | None = None
     reason: ParkReason | None = None
     drawn_delay: int | None = None  # the backoff drawn for a new attempt
+    problem: str | None = None  # why a FAIL: one line for the log
 
     @property
     def clamped(self) -> bool:
@@ -84,18 +89,24 @@ def decide(
     message: InboundMessage,
     settings: Settings,
     *,
-    dlq_url: str,
+    dlq_url: str | None,
     now: float,
     rng: RandomSource,
 ) -> Decision:
-    """Apply DESIGN.md §3 and §4 to one record."""
+    """Apply DESIGN.md §3 and §4 to one record.
+
+    `dlq_url` is None when the record's `eventSourceARN` names no queue (hand-made or sample
+    events): only the decisions that write back to or hide in the DLQ need it, and they fail
+    that one record instead of the whole batch.
+    """
     count_value = message.attributes.get(settings.count_attribute)
     count = attributes.parse_count(count_value)
     if count is None:
         return _park(ParkReason.INVALID_COUNT)
     destination = route(message, settings)
     if NOT_BEFORE_ATTRIBUTE in message.attributes:
-        return _waiting(message, destination, count, now, settings.backoff.cap_seconds)
+        held_or_released = _waiting(message, destination, count, now, settings.backoff.cap_seconds)
+        return _unless_dlq_unknown(held_or_released, dlq_url, message)
     attempt = count + 1
     if attempt > settings.max_attempts:
         return _park(ParkReason.MAX_ATTEMPTS, count)
@@ -110,10 +121,15 @@ def decide(
     limit = destination_limit(destination)
     if delay <= limit:
         return Decision(Action.REPLAY, destination, attempt, delay, drawn_delay=delay)
-    not_before = math.ceil(now) + delay
+    # Rounded down, so the wait is never longer than the drawn delay (and so the cap): a hold
+    # computed on arrival then always reaches it, and a copy is released on its first arrival
+    # after its time instead of being held again for the rounding second.
+    not_before = math.floor(now) + delay
     waiting = {**with_count, NOT_BEFORE_ATTRIBUTE: attributes.number(not_before)}
     if not _fits(message.body, waiting):
         return Decision(Action.REPLAY, destination, attempt, limit, drawn_delay=delay)
+    if dlq_url is None:
+        return _dlq_unknown(message)
     dlq_delay = min(delay, destination_limit(dlq_url))
     return Decision(
         Action.DEFER, dlq_url, attempt, dlq_delay, not_before=not_before, drawn_delay=delay
@@ -146,6 +162,38 @@ def _waiting(
             not_before=not_before,
         )
     return Decision(Action.RELEASE, destination, count, delay=remaining)
+
+
+def _unless_dlq_unknown(
+    decision: Decision, dlq_url: str | None, message: InboundMessage
+) -> Decision:
+    """A hold hides the record in its DLQ, which must then be known."""
+    if decision.action is Action.HOLD and dlq_url is None:
+        return _dlq_unknown(message)
+    return decision
+
+
+def _dlq_unknown(message: InboundMessage) -> Decision:
+    return Decision(
+        Action.FAIL,
+        problem=f"eventSourceARN {message.queue_arn!r} is not an SQS queue ARN, and this record "
+        "must wait in its DLQ",
+    )
+
+
+def park_reason_of(body: str, values: Mapping[str, Attribute]) -> str | None:
+    """Why an operator-queue message was parked, as the operator tools show and filter it.
+
+    Its park-reason attribute when it has one. A message without one that has no room for it
+    (ten attributes, or the 1 MiB limit) reads as `attribute-limit`: `build_copy` could not
+    add the reason to it, which is always the case for an `attribute-limit` park and for any
+    other park of a message already at the limit. None: parked by SQS's own safety net.
+    """
+    reason = values.get(PARK_REASON_ATTRIBUTE)
+    if reason is not None:
+        return reason.string_value
+    with_reason = {**values, PARK_REASON_ATTRIBUTE: attributes.string(ParkReason.ATTRIBUTE_LIMIT)}
+    return None if _fits(body, with_reason) else ParkReason.ATTRIBUTE_LIMIT.value
 
 
 def _fits(body: str, values: Mapping[str, Attribute]) -> bool:

@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING, Any
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
+from dlq_replay.attributes import PARK_REASON_ATTRIBUTE
 from dlq_replay.backoff import BackoffPolicy, Jitter
 from dlq_replay.batch import SQS_CLIENT_CONFIG, LambdaReplay
 from dlq_replay.consumer import VisibilityHeartbeat, replay_attempt
-from dlq_replay.decision import PARK_REASON_ATTRIBUTE
 from dlq_replay.depth import QueueDepth, queue_depth
 from dlq_replay.draining import drain
 from dlq_replay.eventsource import LocalEventSource, run_pollers

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from dlq_replay import attributes
@@ -32,7 +32,7 @@ class InboundMessage:
     body: str
     attributes: Mapping[str, Attribute]
     queue_arn: str
-    dropped_attributes: tuple[str, ...] = ()
+    dropped_attributes: Mapping[str, str] = field(default_factory=dict)  # name -> why
     dead_letter_source_arn: str | None = None
     message_group_id: str | None = None
     trace_header: str | None = None
@@ -53,7 +53,7 @@ class InboundMessage:
             dead_letter_source_arn=system.get(SOURCE_ARN_ATTRIBUTE) or None,
             message_group_id=system.get("MessageGroupId") or None,
             trace_header=system.get("AWSTraceHeader") or None,
-            receive_count=int(system.get("ApproximateReceiveCount", 1)),
+            receive_count=_receive_count(system.get("ApproximateReceiveCount")),
         )
 
 
@@ -92,3 +92,9 @@ class OutboundMessage:
                 "AWSTraceHeader": {"DataType": "String", "StringValue": self.trace_header}
             }
         return entry
+
+
+def _receive_count(value: Any) -> int:
+    """SQS's ApproximateReceiveCount; informational, so a malformed one reads as 1, not a crash."""
+    text = str(value or "")
+    return int(text) if text.isdigit() and len(text) < 10 else 1

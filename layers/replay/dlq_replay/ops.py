@@ -24,9 +24,9 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from dlq_replay import attributes
-from dlq_replay.attributes import Attribute
+from dlq_replay.attributes import NOT_BEFORE_ATTRIBUTE, PARK_REASON_ATTRIBUTE, Attribute
 from dlq_replay.backoff import MAX_SQS_DELAY_SECONDS, BackoffPolicy
-from dlq_replay.decision import NOT_BEFORE_ATTRIBUTE, PARK_REASON_ATTRIBUTE
+from dlq_replay.decision import park_reason_of
 from dlq_replay.depth import QueueDepth, queue_depth
 from dlq_replay.messages import OutboundMessage
 from dlq_replay.queues import QueueArn, is_fifo_url
@@ -498,7 +498,6 @@ def _peeked(
     values = parsed.values
     system = message.get("Attributes", {})
     count_value = values.get(count_attribute)
-    reason = values.get(PARK_REASON_ATTRIBUTE)
     sent_ms = system.get("SentTimestamp")
     sent_at = datetime.fromtimestamp(int(sent_ms) / 1000, UTC) if sent_ms else None
     received = receive_count_of(message)
@@ -506,7 +505,7 @@ def _peeked(
         message_id=message["MessageId"],
         replay_count=attributes.parse_count(count_value),
         raw_count=count_value.string_value if count_value is not None else None,
-        park_reason=reason.string_value if reason is not None else None,
+        park_reason=park_reason_of(message.get("Body", ""), values),
         group_id=system.get("MessageGroupId"),
         attribute_names=tuple(sorted([*values, *parsed.dropped])),
         sent_at=sent_at,
@@ -773,8 +772,7 @@ def plan_copy(
     """
     parsed = attributes.from_sqs(message.get("MessageAttributes"))
     values = parsed.values
-    reason = values.get(PARK_REASON_ATTRIBUTE)
-    reason_text = (reason.string_value if reason is not None else None) or NO_REASON
+    reason_text = park_reason_of(message.get("Body", ""), values) or NO_REASON
     if request.reasons and reason_text not in request.reasons:
         return SkipReason.FILTERED
     system = message.get("Attributes", {})

@@ -31,6 +31,7 @@ from dlq_replay.cli import (
     CommandError,
     add_aws_options,
     describe_error,
+    queue_url,
     sqs_client,
 )
 from dlq_replay.decision import ParkReason
@@ -83,9 +84,15 @@ def add_deployment_options(parser: argparse.ArgumentParser) -> None:
         "queues", "name the queues, or read them from a deployed stack (explicit URLs win)"
     )
     group.add_argument("--stack", metavar="NAME", help="a deployed sqs-dlq-replay stack")
-    group.add_argument("--main-queue-url", metavar="URL", help="the queue replays go to")
-    group.add_argument("--dlq-url", metavar="URL", help="the dead-letter queue the replay polls")
-    group.add_argument("--operator-queue-url", metavar="URL", help="where parked messages wait")
+    group.add_argument(
+        "--main-queue-url", metavar="URL", type=queue_url, help="the queue replays go to"
+    )
+    group.add_argument(
+        "--dlq-url", metavar="URL", type=queue_url, help="the dead-letter queue the replay polls"
+    )
+    group.add_argument(
+        "--operator-queue-url", metavar="URL", type=queue_url, help="where parked messages wait"
+    )
     group.add_argument(
         "--function-name",
         metavar="NAME",
@@ -113,7 +120,10 @@ def _deployment(args: argparse.Namespace) -> ops.Deployment:
 def _queue_url(deployment: ops.Deployment, name: str, option: str) -> str:
     """A role (main, dlq, operator) or a queue URL."""
     if "://" in name:
-        return name
+        try:
+            return queue_url(name)
+        except argparse.ArgumentTypeError as error:
+            raise CommandError(f"{option}: {error}", EXIT_USAGE) from None
     if name not in ops.QUEUE_ROLES:
         raise CommandError(
             f"{option}: {name!r} is neither main, dlq, operator nor a queue URL", EXIT_USAGE

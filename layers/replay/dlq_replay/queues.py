@@ -1,14 +1,25 @@
-"""Queue identities: ARNs, URLs and what the name says about the queue type."""
+"""Queue identities: names, ARNs, URLs and what the name says about the queue type.
+
+One definition of each, used by the settings, the routing of replays and the operator CLI, so
+they all accept exactly the queues SQS itself accepts.
+"""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
+# SQS queue names: 1-80 of A-Z a-z 0-9 - _, the 80 including the `.fifo` of a FIFO queue
+# (CreateQueue, "QueueName"; the same rule as template.yaml's AllowedPattern).
+QUEUE_NAME = r"(?:[A-Za-z0-9_-]{1,75}\.fifo|[A-Za-z0-9_-]{1,80})"
+QUEUE_NAME_PATTERN = re.compile(QUEUE_NAME)
 QUEUE_ARN_PATTERN = re.compile(
     r"arn:(?P<partition>aws[a-z-]*):sqs:(?P<region>[a-z0-9-]+):(?P<account>\d{12}):"
-    r"(?P<name>[A-Za-z0-9_-]{1,75}(?:\.fifo)?)"
+    rf"(?P<name>{QUEUE_NAME})"
 )
+# Control characters and white space have no place in a URL (and would end up in logs).
+_UNPRINTABLE = re.compile(r"[\x00-\x20\x7f-\x9f]")
 
 # DNS suffix of the SQS endpoint per partition; the URL of a queue is built from it when a
 # record names its source queue only by ARN (Lambda's DeadLetterQueueSourceArn).
@@ -50,6 +61,29 @@ class QueueArn:
             return f"{endpoint_url.rstrip('/')}/{self.account}/{self.name}"
         suffix = _PARTITION_DNS_SUFFIX.get(self.partition, "amazonaws.com")
         return f"https://sqs.{self.region}.{suffix}/{self.account}/{self.name}"
+
+
+def queue_url_problem(url: str) -> str | None:
+    """Why `url` cannot be an SQS queue URL, or None when it can.
+
+    `http(s)://host/.../<queue name>`: SQS's own URLs and every SQS-compatible endpoint's
+    (emulators, brokers) end in the queue's name.
+    """
+    if _UNPRINTABLE.search(url):
+        return "holds white space or control characters"
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "is not a valid URL"
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        return "is not an http:// or https:// URL"
+    name = parts.path.rstrip("/").rsplit("/", 1)[-1]
+    if not QUEUE_NAME_PATTERN.fullmatch(name):
+        return (
+            f"does not end in a queue name (1-80 of A-Z a-z 0-9 - _, FIFO names ending in "
+            f".fifo): {name!r}"
+        )
+    return None
 
 
 def is_fifo_url(queue_url: str) -> bool:

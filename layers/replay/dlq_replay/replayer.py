@@ -56,7 +56,7 @@ class Outcome:
     @property
     def done(self) -> bool:
         """True when the record may be deleted from the DLQ: its copy is written somewhere."""
-        return self.failure is None and self.decision.action not in (Action.HOLD, Action.SKIP)
+        return self.failure is None and self.decision.action not in _NOT_DONE
 
 
 class Replayer:
@@ -104,7 +104,7 @@ class Replayer:
         now = self._clock()
         decisions = {
             m.message_id: decide(
-                m, self._settings, dlq_url=self._queue_url(m.queue_arn), now=now, rng=self._rng
+                m, self._settings, dlq_url=self._dlq_url(m.queue_arn), now=now, rng=self._rng
             )
             for m in messages
         }
@@ -137,7 +137,7 @@ class Replayer:
         for queue_arn, queued in _by_queue(messages).items():
             refused = change_visibility(
                 self._sqs,
-                self._queue_url(queue_arn),
+                QueueArn.parse(queue_arn).url(self._settings.sqs_endpoint_url),
                 [(m.receipt_handle, decisions[m.message_id].delay) for m in queued],
             )
             for index, code in refused:
@@ -146,8 +146,12 @@ class Replayer:
                     extra={"message_id": queued[index].message_id, "code": code},
                 )
 
-    def _queue_url(self, queue_arn: str) -> str:
-        return QueueArn.parse(queue_arn).url(self._settings.sqs_endpoint_url)
+    def _dlq_url(self, queue_arn: str) -> str | None:
+        """The URL of the record's DLQ; None when its eventSourceARN names no queue."""
+        try:
+            return QueueArn.parse(queue_arn).url(self._settings.sqs_endpoint_url)
+        except ValueError:
+            return None
 
     def _report(self, outcomes: Iterable[Outcome]) -> None:
         """One structured line per record, and the batch's metrics."""
@@ -168,14 +172,17 @@ class Replayer:
                 fields["not_before"] = decision.not_before
             if decision.clamped:
                 fields["drawn_delay_seconds"] = decision.drawn_delay
+            if decision.problem is not None:
+                fields["problem"] = decision.problem
             if outcome.message.dropped_attributes:
-                fields["dropped_attributes"] = list(outcome.message.dropped_attributes)
+                fields["dropped_attributes"] = dict(outcome.message.dropped_attributes)
             if outcome.message.message_group_id:
                 fields["message_group_id"] = outcome.message.message_group_id
             if self._settings.log_message_body:
                 fields["body"] = outcome.message.body
-            if outcome.failure is not None:
-                fields.update(error_code=outcome.failure.code, error=outcome.failure.message)
+            if outcome.failure is not None or decision.action is Action.FAIL:
+                if outcome.failure is not None:
+                    fields.update(error_code=outcome.failure.code, error=outcome.failure.message)
                 self._logger.error("record not done", extra=fields)
             else:
                 self._logger.info(f"record {_PAST[decision.action]}", extra=fields)
@@ -184,9 +191,7 @@ class Replayer:
                     "no attribute slot for the long-delay marker: delay clamped", extra=fields
                 )
             if outcome.message.dropped_attributes:
-                self._logger.warning(
-                    "list-valued attributes cannot be sent by SQS and were dropped", extra=fields
-                )
+                self._logger.warning("attributes the copy cannot carry were dropped", extra=fields)
             self._count(outcome, parked)
         self._emit_parked(parked)
 
@@ -219,6 +224,7 @@ class Replayer:
 
 
 _ONWARD = (Action.REPLAY, Action.DEFER, Action.RELEASE)
+_NOT_DONE = (Action.HOLD, Action.SKIP, Action.FAIL)
 _PAST = {
     Action.REPLAY: "replayed",
     Action.DEFER: "deferred",
@@ -233,6 +239,7 @@ _METRIC_BY_ACTION = {
     Action.DEFER: "Deferred",
     Action.HOLD: "Held",
     Action.SKIP: "SkippedBehindGroup",
+    Action.FAIL: "UnprocessableRecords",
 }
 
 

@@ -11,8 +11,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from dlq_replay.attributes import INTERNAL_ATTRIBUTE_PREFIX
 from dlq_replay.backoff import MAX_VISIBILITY_TIMEOUT_SECONDS, BackoffPolicy, Jitter
-from dlq_replay.queues import QUEUE_ARN_PATTERN
+from dlq_replay.queues import QUEUE_ARN_PATTERN, queue_url_problem
 
 DEFAULT_COUNT_ATTRIBUTE = "sqs-dlq-replay-nb"
 MAX_ATTEMPTS_LIMIT = 100
@@ -59,8 +60,8 @@ class Settings:
         reader = _Reader(env)
         jitter_names = ", ".join(j.value for j in Jitter)
         return cls(
-            operator_queue_url=reader.required("OPERATOR_QUEUE_URL"),
-            main_queue_url=reader.optional("MAIN_QUEUE_URL"),
+            operator_queue_url=reader.required_queue_url("OPERATOR_QUEUE_URL"),
+            main_queue_url=reader.queue_url("MAIN_QUEUE_URL"),
             max_attempts=reader.parse(
                 "MAX_ATTEMPTS",
                 "3",
@@ -90,7 +91,8 @@ class Settings:
                 DEFAULT_COUNT_ATTRIBUTE,
                 _attribute_name,
                 "an SQS message attribute name: 1-256 of A-Z a-z 0-9 _ - ., no leading, "
-                "trailing or doubled period, not starting with AWS. or Amazon.",
+                "trailing or doubled period, not starting with AWS. or Amazon., nor with "
+                f"{INTERNAL_ATTRIBUTE_PREFIX} (the replay's own attributes)",
             ),
             allowed_source_queue_arns=reader.parse(
                 "ALLOWED_SOURCE_QUEUE_ARNS",
@@ -111,10 +113,19 @@ class _Reader:
     def __init__(self, env: Mapping[str, str]) -> None:
         self._env = env
 
-    def required(self, name: str) -> str:
+    def required_queue_url(self, name: str) -> str:
+        url = self.queue_url(name)
+        if url is None:
+            raise SettingsError(name, self._env.get(name), "required: the URL of an SQS queue")
+        return url
+
+    def queue_url(self, name: str) -> str | None:
         value = self._env.get(name)
         if value is None or not value.strip():
-            raise SettingsError(name, value, "required: the URL of an SQS queue")
+            return None
+        problem = queue_url_problem(value.strip())
+        if problem is not None:
+            raise SettingsError(name, value, f"must be the URL of an SQS queue; this one {problem}")
         return value.strip()
 
     def optional(self, name: str) -> str | None:
@@ -153,7 +164,11 @@ def _number_at_least(low: float) -> Callable[[str], float]:
 
 
 def _attribute_name(text: str) -> str:
-    if not _ATTRIBUTE_NAME.fullmatch(text) or _RESERVED_PREFIX.match(text):
+    if (
+        not _ATTRIBUTE_NAME.fullmatch(text)
+        or _RESERVED_PREFIX.match(text)
+        or text.lower().startswith(INTERNAL_ATTRIBUTE_PREFIX)
+    ):
         raise ValueError(text)
     return text
 

@@ -1,0 +1,115 @@
+"""A record's own defect is that record's outcome: published sample events, queue names at
+SQS's 80-character limit, and attributes whose value keys disagree with their data type."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from integration.harness import (
+    COUNT,
+    DLQ_MAX_RECEIVE_COUNT,
+    NOT_BEFORE,
+    Outgoing,
+    RecordingLog,
+    ReplayFactory,
+    ReplayQueues,
+    RequestLog,
+    Sqs,
+    attributes_of,
+    failed_ids,
+)
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+
+EVENTS = Path(__file__).resolve().parents[2] / "events"
+HOUR = {"BACKOFF_BASE_SECONDS": "3600", "BACKOFF_CAP_SECONDS": "3600", "JITTER": "none"}
+
+
+def published(name: str) -> dict[str, Any]:
+    event: dict[str, Any] = json.loads((EVENTS / "published" / name).read_text(encoding="utf-8"))
+    return event
+
+
+def test_powertools_getting_started_event_is_replayed_despite_its_broken_arn(
+    make_replay: ReplayFactory, sqs: Sqs, queues: ReplayQueues
+) -> None:
+    """Its eventSourceARN has a space in it: no DLQ URL can be made, and none is needed to
+    replay a record to the main queue."""
+    event = published("powertools-getting-started-sqs-event.json")
+
+    assert make_replay(queues)(event) == {"batchItemFailures": []}
+
+    replayed = sqs.drain(queues.main)
+    assert sorted(m["Body"] for m in replayed) == sorted(r["body"] for r in event["Records"])
+    for message in replayed:
+        assert attributes_of(message) == {COUNT: {"DataType": "Number", "StringValue": "1"}}
+
+
+def test_a_record_that_must_wait_in_an_unnamed_dlq_fails_alone(
+    make_replay: ReplayFactory,
+    sqs: Sqs,
+    queues: ReplayQueues,
+    replay_log: RecordingLog,
+    replay_client: SQSClient,
+) -> None:
+    """An hour's delay means waiting in the DLQ, which the broken ARN does not name: that
+    record is reported not done, with a log line saying why; the healthy one goes on."""
+    broken = published("powertools-getting-started-sqs-event.json")["Records"][0]
+    healthy = sqs.dead_letter_event(queues, [Outgoing("waits an hour")])["Records"]
+    log = RequestLog(replay_client)
+
+    response = make_replay(queues, HOUR)({"Records": [broken, *healthy]})
+
+    assert failed_ids(response) == [broken["messageId"]]
+    errors = [line for line in replay_log.for_message(broken["messageId"]) if line.level == "error"]
+    assert [line.message for line in errors] == ["record not done"]
+    assert "is not an SQS queue ARN" in errors[0].extra["problem"]
+    (written_back,) = log.sent_entries(queues.dlq)
+    assert written_back["MessageBody"] == "waits an hour"
+    assert NOT_BEFORE in written_back["MessageAttributes"]
+    assert sqs.total(queues.main) == 0
+    assert sqs.total(queues.operator) == 0
+
+
+def long_name_queues(sqs: Sqs) -> ReplayQueues:
+    """main -> DLQ -> operator, every name 80 characters, SQS's limit."""
+    operator = sqs.create_queue("o" * 80)
+    dlq = sqs.create_source_queue("d" * 80, operator, max_receive_count=DLQ_MAX_RECEIVE_COUNT)
+    main = sqs.create_source_queue("m" * 80, dlq)
+    return ReplayQueues(main, dlq, operator, 1)
+
+
+def test_queues_with_80_character_names_are_replayed_and_written_back(
+    make_replay: ReplayFactory, sqs: Sqs, replay_client: SQSClient
+) -> None:
+    queues = long_name_queues(sqs)
+    log = RequestLog(replay_client)
+
+    deferred = make_replay(queues, HOUR)(sqs.dead_letter_event(queues, [Outgoing("later")]))
+    assert deferred == {"batchItemFailures": []}
+    (entry,) = log.sent_entries(queues.dlq)  # the DLQ's URL, made from its 80-character ARN
+    assert entry["MessageBody"] == "later"
+
+    # A shared DLQ routes by the 80-character source ARN (as Lambda names it on the record).
+    event = sqs.dead_letter_event(queues, [Outgoing("now")])
+    event["Records"][0]["attributes"]["DeadLetterQueueSourceArn"] = queues.main.arn
+    env = {"MAIN_QUEUE_URL": None, "ALLOWED_SOURCE_QUEUE_ARNS": queues.main.arn}
+    assert make_replay(queues, env)(event) == {"batchItemFailures": []}
+    assert [m["Body"] for m in sqs.drain(queues.main)] == ["now"]
+
+
+def test_powertools_sample_number_attribute_is_replayed_as_a_number(
+    make_replay: ReplayFactory, sqs: Sqs, queues: ReplayQueues
+) -> None:
+    event = published("powertools-sqs-event.json")
+
+    assert make_replay(queues)(event) == {"batchItemFailures": []}
+
+    first = next(m for m in sqs.drain(queues.main) if m["Body"] == "Test message.")
+    assert attributes_of(first) == {
+        "testAttr": {"DataType": "Number", "StringValue": "100"},
+        COUNT: {"DataType": "Number", "StringValue": "1"},
+    }
