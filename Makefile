@@ -31,7 +31,15 @@ TRANSFORMED := $(BUILD_DIR)/transformed.json
 LOCK_REQUIREMENTS := aws-sam-cli aws-sam-translator cfn-lint 'moto[server]' ruff mypy pytest \
 	'boto3-stubs[sqs]'
 
-.PHONY: venv lint validate build unit integration template pytest test demo bench bench-smoke lock clean
+# LocalStack, the second emulator (`make test-localstack`): its own venv under build/, from
+# requirements/localstack.lock (`make lock-localstack` regenerates it from localstack.txt).
+LOCALSTACK_VENV := $(BUILD_DIR)/localstack-venv
+LOCALSTACK_STAMP := $(LOCALSTACK_VENV)/.installed
+# The tests marked `emulator` in these directories (tests/emulation.py) run against LocalStack.
+LOCALSTACK_TESTS := tests/integration tests/local tests/operator_cli
+
+.PHONY: venv lint validate build unit integration template pytest test demo bench bench-smoke lock \
+	localstack-venv test-localstack lock-localstack clean
 
 venv: $(STAMP)
 
@@ -87,6 +95,33 @@ test: $(STAMP)
 	$(MAKE) --no-print-directory build
 	$(MAKE) --no-print-directory pytest
 	$(MAKE) --no-print-directory bench-smoke
+
+localstack-venv: $(LOCALSTACK_STAMP)
+
+$(LOCALSTACK_STAMP): requirements/localstack.lock
+	rm -rf $(LOCALSTACK_VENV)
+	$(PY) -m venv $(LOCALSTACK_VENV)
+	$(LOCALSTACK_VENV)/bin/python -m pip install --quiet --disable-pip-version-check \
+		-r requirements/localstack.lock
+	touch $@
+
+# Starts LocalStack on a free port of 127.0.0.1, runs the `emulator` tests against it, stops it
+# by its pid whatever happens (tools/localstack.py). Fails if LocalStack does not come up or no
+# test ran.
+test-localstack: $(STAMP) $(LOCALSTACK_STAMP)
+	$(BIN)/python tools/localstack.py --python $(LOCALSTACK_VENV)/bin/python -- \
+		$(BIN)/pytest -m emulator --emulator=localstack $(LOCALSTACK_TESTS)
+
+lock-localstack:
+	rm -rf $(BUILD_DIR)/lock-localstack-venv
+	$(PY) -m venv $(BUILD_DIR)/lock-localstack-venv
+	$(BUILD_DIR)/lock-localstack-venv/bin/python -m pip install --quiet \
+		--disable-pip-version-check -r requirements/localstack.txt
+	{ echo '# Pinned LocalStack environment (Python 3.13) for make test-localstack. Regenerate with: make lock-localstack'; \
+	  $(BUILD_DIR)/lock-localstack-venv/bin/python -m pip freeze --disable-pip-version-check; \
+	} > requirements/localstack.lock.tmp
+	mv requirements/localstack.lock.tmp requirements/localstack.lock
+	rm -rf $(BUILD_DIR)/lock-localstack-venv
 
 # The README's first command: the replay on an embedded SQS emulator, no AWS account needed.
 # DEMO_ARGS passes options through, e.g. make demo DEMO_ARGS="--messages 1000 --poison-rate 0.1".
