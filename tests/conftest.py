@@ -1,8 +1,10 @@
-"""Shared fixtures: fake AWS credentials, an in-process moto SQS, replay queues wired with real
-redrive policies, the replayer built directly, and `app.handler` loaded as Lambda loads it.
+"""Shared fixtures: fake AWS credentials, the SQS emulator (in-process moto by default, or a
+running LocalStack with `--emulator=localstack`), replay queues wired with real redrive policies,
+the replayer built directly, and `app.handler` loaded as Lambda loads it.
 
 The helpers behind these fixtures (queues, the real redrive, draining, request recorders) live in
-`tests/integration/harness.py`, so test modules can import their types.
+`tests/integration/harness.py`, so test modules can import their types; choosing the emulator is
+`tests/emulation.py`.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import TYPE_CHECKING
 import boto3
 import pytest
 from dlq_replay.batch import sqs_client
+from emulation import Emulator, add_emulator_option, register_markers, select_for_emulator
 from integration.harness import (
     REGION,
     AppHandle,
@@ -68,10 +71,32 @@ def aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    add_emulator_option(parser)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    register_markers(config)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    select_for_emulator(config, items)
+
+
+@pytest.fixture(scope="session")
+def emulator(pytestconfig: pytest.Config) -> Emulator:
+    return Emulator.from_config(pytestconfig)
+
+
 @pytest.fixture
-def aws() -> Iterator[None]:
-    """An in-process moto: every boto3 client made inside talks to it."""
-    with mock_aws():
+def aws(emulator: Emulator, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The emulator every boto3 client made inside talks to: an in-process moto, or LocalStack
+    through AWS_ENDPOINT_URL with an account of this test's own (its queues are deleted after)."""
+    if emulator.endpoint_url is None:
+        with mock_aws():
+            yield
+        return
+    with emulator.isolated_account(monkeypatch):
         yield
 
 
@@ -110,8 +135,10 @@ def replay_log() -> RecordingLog:
 
 
 @pytest.fixture
-def make_replay(replay_client: SQSClient, replay_log: RecordingLog) -> ReplayFactory:
-    return ReplayFactory(replay_client, replay_log)
+def make_replay(
+    replay_client: SQSClient, replay_log: RecordingLog, emulator: Emulator
+) -> ReplayFactory:
+    return ReplayFactory(replay_client, replay_log, emulator.endpoint_url)
 
 
 @pytest.fixture

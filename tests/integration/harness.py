@@ -351,9 +351,13 @@ def record_ids(event: Mapping[str, Any]) -> list[str]:
 class ReplayFactory:
     """Builds `LambdaReplay(Replayer(...))` from environment-style settings."""
 
-    def __init__(self, client: SQSClient, log: RecordingLog) -> None:
+    def __init__(
+        self, client: SQSClient, log: RecordingLog, endpoint_url: str | None = None
+    ) -> None:
         self._client = client
         self._log = log
+        # A Lambda environment would carry AWS_ENDPOINT_URL_SQS; these settings do not read it.
+        self._endpoint_url = endpoint_url
 
     def __call__(
         self,
@@ -367,6 +371,7 @@ class ReplayFactory:
         """Defaults: the queues' main and operator URLs, full jitter drawing 0 (no delay), so a
         replay is visible at once. A None value in `env` removes the variable."""
         merged: dict[str, str | None] = {
+            "AWS_ENDPOINT_URL_SQS": self._endpoint_url,
             "MAIN_QUEUE_URL": queues.main.url,
             "OPERATOR_QUEUE_URL": queues.operator.url,
             "BACKOFF_BASE_SECONDS": "1",

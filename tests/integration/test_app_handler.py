@@ -17,6 +17,9 @@ from integration.harness import (
     string,
 )
 
+pytestmark = pytest.mark.emulator
+
+
 SECRET_BODY = "card=4111-1111-1111-1111 secret-7f3a"
 
 

@@ -26,6 +26,9 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs.type_defs import MessageAttributeValueTypeDef
 
 
+pytestmark = pytest.mark.emulator
+
+
 def test_count_below_the_limit_is_advanced(
     make_replay: ReplayFactory, sqs: Sqs, queues: ReplayQueues
 ) -> None:

@@ -32,6 +32,9 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
 
+pytestmark = pytest.mark.emulator
+
+
 @pytest.fixture
 def stub(replay_client: SQSClient) -> Iterator[Stubber]:
     """The replayer's client, stubbed; every queued response must be consumed."""

@@ -1,4 +1,4 @@
-"""main -> DLQ (a real redrive) -> the replay -> main again, against moto's SQS."""
+"""main -> DLQ (a real redrive) -> the replay -> main again, on every emulator."""
 
 from __future__ import annotations
 
@@ -30,6 +30,8 @@ from integration.harness import (
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
+pytestmark = pytest.mark.emulator
+
 # Not UTF-8 in any reading: a lone continuation byte, 0xff/0xfe, a NUL.
 RAW_BYTES = b"\xff\xfe\x00\x80\xc3(\x9f raw"
 GZIPPED = gzip.compress(b'{"order": 42}', mtime=0)
@@ -52,6 +54,9 @@ def expected_attributes(count: str) -> dict[str, dict[str, Any]]:
     return received
 
 
+@pytest.mark.moto_only(
+    reason="sleeps out a 2 s DelaySeconds; LocalStack releases delayed messages on its own tick"
+)
 def test_round_trip_through_app_handler_keeps_every_byte_and_honours_the_delay(
     app: AppHandle, sqs: Sqs, queues: ReplayQueues, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -131,6 +136,22 @@ def test_trace_header_is_carried_as_a_system_attribute(
     assert parked["MessageSystemAttributes"] == {
         "AWSTraceHeader": {"DataType": "String", "StringValue": parked_trace}
     }
+
+
+@pytest.mark.localstack_only(reason="moto drops AWSTraceHeader on SendMessageBatch")
+def test_trace_header_is_received_with_the_replayed_copy(
+    make_replay: ReplayFactory, sqs: Sqs, queues: ReplayQueues
+) -> None:
+    """What a consumer of the main queue sees: the batch send kept the X-Ray trace header."""
+    trace = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"
+    event = sqs.dead_letter_event(queues, [Outgoing("traced", trace_header=trace)])
+
+    assert make_replay(queues)(event) == {"batchItemFailures": []}
+
+    (copy,) = sqs.drain(queues.main)
+    assert copy["Body"] == "traced"
+    assert system_attributes_of(copy)["AWSTraceHeader"] == trace
+    assert attributes_of(copy) == {COUNT: {"DataType": "Number", "StringValue": "1"}}
 
 
 def test_batches_of_more_than_ten_records_go_out_in_requests_of_ten(

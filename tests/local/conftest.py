@@ -1,5 +1,6 @@
 """Fixtures of the local-runtime tests: the demo's embedded SQS emulator (moto's server on
-127.0.0.1), for what must cross a real HTTP endpoint or a process boundary.
+127.0.0.1, or LocalStack with `--emulator=localstack`), for what must cross a real HTTP endpoint
+or a process boundary.
 
 Everything else uses the in-process moto of `tests/conftest.py` (`aws`, `sqs`, `setup_client`);
 `atomic_receive` gives tests with several pollers on one queue SQS's one-receiver-per-message.
@@ -13,7 +14,8 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from dlq_replay.demo import emulator, emulator_client
+from dlq_replay import demo
+from emulation import Emulator, delete_queues
 from moto import mock_aws
 
 if TYPE_CHECKING:
@@ -32,16 +34,25 @@ def fresh_backends() -> None:
 
 
 @pytest.fixture
-def emulator_endpoint(fresh_backends: None) -> Iterator[str]:
-    """A moto server with no queues on a free port of 127.0.0.1; its endpoint URL."""
-    with emulator() as endpoint_url:
-        yield endpoint_url
+def emulator_endpoint(fresh_backends: None, emulator: Emulator) -> Iterator[str]:
+    """A moto server with no queues on a free port of 127.0.0.1; its endpoint URL. On LocalStack,
+    LocalStack itself: the demo's client uses its default account, emptied before and after."""
+    if emulator.endpoint_url is None:
+        with demo.emulator() as endpoint_url:
+            yield endpoint_url
+        return
+    client = demo.emulator_client(emulator.endpoint_url)
+    delete_queues(client)
+    try:
+        yield emulator.endpoint_url
+    finally:
+        delete_queues(client)
 
 
 @pytest.fixture
 def emulator_sqs(emulator_endpoint: str) -> SQSClient:
     """The test's own client on the emulator."""
-    return emulator_client(emulator_endpoint)
+    return demo.emulator_client(emulator_endpoint)
 
 
 @pytest.fixture

@@ -13,6 +13,9 @@ from dlq_replay.cli import main
 
 from .support import clean_env, dlq_replay_command
 
+pytestmark = pytest.mark.emulator
+
+
 PREFIX = "dlq-replay: error: "
 
 

@@ -20,6 +20,9 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs.type_defs import MessageAttributeValueTypeDef, MessageTypeDef
 
 
+pytestmark = pytest.mark.emulator
+
+
 def received(sqs: Sqs, queue: Queue, attributes: dict[str, MessageAttributeValueTypeDef]) -> Any:
     """Send one message and receive it as a boto3 consumer does (all message attributes)."""
     sqs.send(queue, Outgoing("work", attributes))

@@ -20,6 +20,9 @@ from .support import RecordingHandler, depth, id_of, send_ids
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
+pytestmark = pytest.mark.emulator
+
+
 RAW = b"\x00\xff\xfe\x80(not utf-8"
 
 

@@ -34,6 +34,9 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
     from mypy_boto3_sqs.type_defs import SendMessageBatchRequestEntryTypeDef
 
+pytestmark = pytest.mark.emulator
+
+
 MAX_ATTEMPTS = 3
 
 
@@ -108,6 +111,7 @@ def everything(sqs: Sqs, queues: ReplayQueues) -> dict[str, list[str]]:
     }
 
 
+@pytest.mark.moto_only(reason="ends the replays' delays inside moto (Sqs.end_delays)")
 def test_stop_requested_while_a_batch_is_in_hand(
     sqs: Sqs, queues: ReplayQueues, replay_client: SQSClient
 ) -> None:
@@ -149,6 +153,7 @@ def test_stop_requested_while_a_batch_is_in_hand(
     assert sum(in_hand["main"].values()) + sum(in_hand["operator"].values()) == 10
 
 
+@pytest.mark.moto_only(reason="ends the replays' delays inside moto (Sqs.end_delays)")
 @pytest.mark.usefixtures("atomic_receive")
 def test_stop_from_another_thread_while_polling(
     sqs: Sqs, queues: ReplayQueues, replay_client: SQSClient
@@ -177,6 +182,7 @@ def test_stop_from_another_thread_while_polling(
     assert sorted(found["operator"]) == sorted(parked)
 
 
+@pytest.mark.moto_only(reason="ends the replays' delays inside moto (Sqs.end_delays)")
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_a_signal_stops_the_worker_after_the_batch_in_hand(
     sqs: Sqs, queues: ReplayQueues, replay_client: SQSClient, signum: signal.Signals

@@ -18,6 +18,9 @@ if TYPE_CHECKING:
 
     from mypy_boto3_sqs import SQSClient
 
+pytestmark = pytest.mark.emulator
+
+
 QUEUE = "https://sqs.us-east-1.amazonaws.com/123456789012/orders-operator"
 
 

@@ -23,6 +23,9 @@ from .support import (
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
+pytestmark = pytest.mark.emulator
+
+
 NO_WAIT = ("--wait-seconds", "0")
 
 

@@ -29,6 +29,9 @@ from .support import (
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
+pytestmark = pytest.mark.emulator
+
+
 FAST = ("--wait-seconds", "0")
 EXTRA = {
     "tenant": string("acme"),
@@ -330,6 +333,7 @@ def test_usage_errors(capsys: pytest.CaptureFixture[str], sqs: SQSClient, queues
     assert run_cli(capsys, "redrive", *queues.options(), "--limit", "-1").code == 2
 
 
+@pytest.mark.moto_only(reason="builds ARNs in moto's fixed account")
 def test_copies_go_back_to_the_source_queue_sqs_recorded(sqs: SQSClient, queues: Queues) -> None:
     """`--to source`: the DeadLetterQueueSourceArn SQS sets when it moves a message (moto
     does not set it, so the received message is built here)."""

@@ -19,6 +19,9 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
 
+pytestmark = pytest.mark.emulator
+
+
 def test_status_counts_each_queue_and_shows_the_wiring(
     capsys: pytest.CaptureFixture[str], sqs: SQSClient, queues: Queues
 ) -> None:
@@ -115,6 +118,7 @@ def server() -> Iterator[str]:
         yield endpoint_url
 
 
+@pytest.mark.moto_only(reason="moto's own server")
 def test_status_against_an_endpoint(capsys: pytest.CaptureFixture[str], server: str) -> None:
     """The server form: an SQS-compatible endpoint named with --endpoint-url."""
     client = emulator_client(server)
@@ -139,6 +143,7 @@ def test_status_against_an_endpoint(capsys: pytest.CaptureFixture[str], server: 
     assert rows["dlq"]["redrive"]["target_arn"].endswith(":status-operator")
 
 
+@pytest.mark.moto_only(reason="moto's own server")
 def test_redrive_against_an_endpoint_without_move_tasks_says_what_to_do(
     capsys: pytest.CaptureFixture[str], server: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -176,6 +181,7 @@ def test_redrive_against_an_endpoint_without_move_tasks_says_what_to_do(
     assert moved.json()["moved"] == 1
 
 
+@pytest.mark.moto_only(reason="a stack with a Lambda function, deployed into moto")
 def test_event_source_state_is_read_from_lambda(aws: None) -> None:
     """Disabled mappings are reported as such (the DLQ is then not being replayed)."""
     from .stack import deploy
