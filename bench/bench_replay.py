@@ -20,9 +20,9 @@ import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
-from dlq_replay.batch import LambdaReplay
-from dlq_replay.replayer import Replayer
-from dlq_replay.settings import Settings
+from dlq_replay.aws_lambda.replay import LambdaReplay
+from dlq_replay.core.settings import Settings
+from dlq_replay.sqs.replayer import Replayer
 
 DLQ_ARN = "arn:aws:sqs:us-east-1:123456789012:bench-dlq"
 SETTINGS = Settings(

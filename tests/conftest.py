@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import boto3
 import pytest
-from dlq_replay.batch import sqs_client
+from dlq_replay.sqs.client import sqs_client
 from emulation import Emulator, add_emulator_option, register_markers, select_for_emulator
 from integration.harness import (
     REGION,

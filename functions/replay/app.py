@@ -13,8 +13,8 @@ from typing import Any
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from dlq_replay.batch import LambdaReplay
-from dlq_replay.settings import SettingsError
+from dlq_replay.aws_lambda.replay import LambdaReplay
+from dlq_replay.core.settings import SettingsError
 
 logger = Logger(service="sqs-dlq-replay")
 metrics = Metrics(namespace="SqsDlqReplay", service="sqs-dlq-replay")

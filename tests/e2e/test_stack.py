@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from dlq_replay.attributes import PARK_REASON_ATTRIBUTE
 from dlq_replay.consumer import replay_attempt
-from dlq_replay.depth import queue_depth
-from dlq_replay.draining import drain
-from dlq_replay.worker import WorkerOptions, run_worker, settings_from
+from dlq_replay.core.attributes import PARK_REASON_ATTRIBUTE
+from dlq_replay.local.worker import WorkerOptions, run_worker, settings_from
+from dlq_replay.sqs.depth import queue_depth
+from dlq_replay.sqs.draining import drain
 
 from .deployment import PARAMETERS, Deployment
 

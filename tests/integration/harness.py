@@ -18,18 +18,18 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from dlq_replay.batch import LambdaReplay
-from dlq_replay.depth import queue_depth
-from dlq_replay.draining import drained_batches
-from dlq_replay.records import lambda_event
-from dlq_replay.replayer import Clock, Replayer
-from dlq_replay.settings import Settings
+from dlq_replay.aws_lambda.replay import LambdaReplay
+from dlq_replay.core.settings import Settings
+from dlq_replay.local.records import lambda_event
+from dlq_replay.sqs.depth import queue_depth
+from dlq_replay.sqs.draining import drained_batches
+from dlq_replay.sqs.replayer import Clock, Replayer
 
 if TYPE_CHECKING:
     from aws_lambda_powertools import Logger
     from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
     from botocore.model import OperationModel
-    from dlq_replay.backoff import RandomSource
+    from dlq_replay.core.backoff import RandomSource
     from mypy_boto3_sqs import SQSClient
     from mypy_boto3_sqs.literals import QueueAttributeNameType
     from mypy_boto3_sqs.type_defs import MessageAttributeValueTypeDef, MessageTypeDef

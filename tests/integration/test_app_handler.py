@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 import pytest
-from dlq_replay.settings import SettingsError
+from dlq_replay.core.settings import SettingsError
 
 from integration.harness import (
     AppHandle,

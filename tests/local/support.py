@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dlq_replay.depth import queue_depth
+from dlq_replay.sqs.depth import queue_depth
 from integration.harness import drain_within
 
 if TYPE_CHECKING:
@@ -101,7 +101,11 @@ def dlq_replay_command() -> list[str]:
     script = Path(sys.executable).with_name("dlq-replay")
     if script.exists():
         return [str(script)]
-    return [sys.executable, "-c", "import sys; from dlq_replay.cli import main; sys.exit(main())"]
+    return [
+        sys.executable,
+        "-c",
+        "import sys; from dlq_replay.cli.main import main; sys.exit(main())",
+    ]
 
 
 def clean_env(**extra: str) -> dict[str, str]:

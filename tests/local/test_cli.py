@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from dlq_replay.cli import main
+from dlq_replay.cli.main import main
 
 from .support import clean_env, dlq_replay_command
 

@@ -12,7 +12,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from dlq_replay.eventsource import LocalEventSource, run_pollers
+from dlq_replay.local.eventsource import LocalEventSource, run_pollers
 from integration.harness import REGION, Outgoing, Sqs, binary, number, string
 
 from .support import RecordingHandler, depth, id_of, send_ids

@@ -16,9 +16,9 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from dlq_replay.demo import create_queues
-from dlq_replay.settings import Settings
-from dlq_replay.worker import WorkerOptions, run_worker, settings_from
+from dlq_replay.core.settings import Settings
+from dlq_replay.demo.run import create_queues
+from dlq_replay.local.worker import WorkerOptions, run_worker, settings_from
 from integration.harness import COUNT, ReplayQueues, Sqs
 
 from .support import (

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from dlq_replay import ops_commands
+from dlq_replay.cli import operator as ops_commands
 
 from .support import Queues, make_queues
 

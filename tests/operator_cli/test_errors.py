@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import boto3
 import pytest
 from botocore.stub import Stubber
-from dlq_replay import ops_commands
+from dlq_replay.cli import operator as ops_commands
 
 from .support import REGION, Queues, assert_one_line_error, run_cli
 

@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING, Any
 import boto3
 import pytest
 from botocore.config import Config
-from dlq_replay import ops, ops_commands
-from dlq_replay.demo import create_queues, emulator, emulator_client
+from dlq_replay.cli import operator as ops_commands
+from dlq_replay.demo.run import create_queues, emulator, emulator_client
+from dlq_replay.ops import operations as ops
 
 from .support import Queues, assert_one_line_error, depth, park, run_cli
 

@@ -6,7 +6,7 @@ import re
 from typing import Any
 
 import pytest
-from dlq_replay.queues import QUEUE_NAME_PATTERN
+from dlq_replay.core.queues import QUEUE_NAME_PATTERN
 from unit.test_queues import INVALID_NAMES, VALID_NAMES
 
 ARN_PARAMETERS = ("MainQueueArn", "DeadLetterQueueArn", "OperatorQueueArn")

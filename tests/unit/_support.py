@@ -10,9 +10,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from dlq_replay.backoff import BackoffPolicy
-from dlq_replay.messages import InboundMessage
-from dlq_replay.settings import DEFAULT_COUNT_ATTRIBUTE, Settings
+from dlq_replay.core.backoff import BackoffPolicy
+from dlq_replay.core.messages import InboundMessage
+from dlq_replay.core.settings import DEFAULT_COUNT_ATTRIBUTE, Settings
 
 EVENTS_DIR = Path(__file__).resolve().parents[2] / "events"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from dlq_replay.settings import Settings
+from dlq_replay.core.settings import Settings
 
 from ._support import make_settings
 

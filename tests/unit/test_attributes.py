@@ -7,8 +7,8 @@ import gzip
 from typing import Any
 
 import pytest
-from dlq_replay import attributes
-from dlq_replay.attributes import Attribute, from_lambda, from_sqs, parse_count
+from dlq_replay.core import attributes
+from dlq_replay.core.attributes import Attribute, from_lambda, from_sqs, parse_count
 
 from ._support import binary_attr, event_records, string_attr
 

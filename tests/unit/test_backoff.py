@@ -7,7 +7,7 @@ import statistics
 from collections.abc import Sequence
 
 import pytest
-from dlq_replay.backoff import BackoffPolicy, Jitter
+from dlq_replay.core.backoff import BackoffPolicy, Jitter
 
 from ._support import NoRandom
 

@@ -6,9 +6,9 @@ import math
 import random
 
 import pytest
-from dlq_replay.attributes import NOT_BEFORE_ATTRIBUTE, PARK_REASON_ATTRIBUTE, Attribute
-from dlq_replay.backoff import BackoffPolicy, Jitter
-from dlq_replay.decision import (
+from dlq_replay.core.attributes import NOT_BEFORE_ATTRIBUTE, PARK_REASON_ATTRIBUTE, Attribute
+from dlq_replay.core.backoff import BackoffPolicy, Jitter
+from dlq_replay.core.decision import (
     FALLBACK_GROUP_ID,
     MAX_HOLD_SECONDS,
     Action,
@@ -20,8 +20,8 @@ from dlq_replay.decision import (
     park_reason_of,
     route,
 )
-from dlq_replay.messages import MAX_MESSAGE_BYTES, InboundMessage
-from dlq_replay.settings import Settings
+from dlq_replay.core.messages import MAX_MESSAGE_BYTES, InboundMessage
+from dlq_replay.core.settings import Settings
 
 from ._support import (
     COUNT,

@@ -7,9 +7,9 @@ import hashlib
 from typing import Any
 
 import pytest
-from dlq_replay.attributes import Attribute
-from dlq_replay.messages import InboundMessage, OutboundMessage, message_size
-from dlq_replay.records import lambda_event, lambda_record
+from dlq_replay.core.attributes import Attribute
+from dlq_replay.core.messages import InboundMessage, OutboundMessage, message_size
+from dlq_replay.local.records import lambda_event, lambda_record
 
 from ._support import (
     DLQ_ARN,

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from dlq_replay.queues import QUEUE_NAME_PATTERN, QueueArn, queue_url_problem
-from dlq_replay.settings import Settings
+from dlq_replay.core.queues import QUEUE_NAME_PATTERN, QueueArn, queue_url_problem
+from dlq_replay.core.settings import Settings
 
 from ._support import ACCOUNT, OPERATOR
 

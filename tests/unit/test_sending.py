@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dlq_replay.attributes import Attribute
-from dlq_replay.messages import OutboundMessage
-from dlq_replay.sending import MAX_BATCH_BYTES, MAX_BATCH_ENTRIES, pack
+from dlq_replay.core.attributes import Attribute
+from dlq_replay.core.messages import OutboundMessage
+from dlq_replay.sqs.sending import MAX_BATCH_BYTES, MAX_BATCH_ENTRIES, pack
 
 from ._support import MAIN
 

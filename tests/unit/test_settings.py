@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from dlq_replay.backoff import BackoffPolicy, Jitter
-from dlq_replay.settings import Settings, SettingsError
+from dlq_replay.core.backoff import BackoffPolicy, Jitter
+from dlq_replay.core.settings import Settings, SettingsError
 
 from ._support import MAIN, OPERATOR, SOURCE_ARN
 

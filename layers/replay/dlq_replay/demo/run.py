@@ -22,15 +22,16 @@ from typing import TYPE_CHECKING, Any
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
-from dlq_replay.attributes import PARK_REASON_ATTRIBUTE
-from dlq_replay.backoff import BackoffPolicy, Jitter
-from dlq_replay.batch import SQS_CLIENT_CONFIG, LambdaReplay
+from dlq_replay.aws_lambda.replay import LambdaReplay
 from dlq_replay.consumer import VisibilityHeartbeat, replay_attempt
-from dlq_replay.depth import QueueDepth, queue_depth
-from dlq_replay.draining import drain
-from dlq_replay.eventsource import LocalEventSource, run_pollers
-from dlq_replay.replayer import Replayer
-from dlq_replay.settings import Settings
+from dlq_replay.core.attributes import PARK_REASON_ATTRIBUTE
+from dlq_replay.core.backoff import BackoffPolicy, Jitter
+from dlq_replay.core.settings import Settings
+from dlq_replay.local.eventsource import LocalEventSource, run_pollers
+from dlq_replay.sqs.client import SQS_CLIENT_CONFIG
+from dlq_replay.sqs.depth import QueueDepth, queue_depth
+from dlq_replay.sqs.draining import drain
+from dlq_replay.sqs.replayer import Replayer
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient

@@ -23,20 +23,20 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from dlq_replay import attributes
-from dlq_replay.attributes import NOT_BEFORE_ATTRIBUTE, PARK_REASON_ATTRIBUTE, Attribute
-from dlq_replay.backoff import MAX_SQS_DELAY_SECONDS, BackoffPolicy
-from dlq_replay.decision import park_reason_of
-from dlq_replay.depth import QueueDepth, queue_depth
-from dlq_replay.messages import OutboundMessage
-from dlq_replay.queues import QueueArn, is_fifo_url
-from dlq_replay.sending import (
+from dlq_replay.core import attributes
+from dlq_replay.core.attributes import NOT_BEFORE_ATTRIBUTE, PARK_REASON_ATTRIBUTE, Attribute
+from dlq_replay.core.backoff import MAX_SQS_DELAY_SECONDS, BackoffPolicy
+from dlq_replay.core.decision import park_reason_of
+from dlq_replay.core.messages import OutboundMessage
+from dlq_replay.core.queues import QueueArn, is_fifo_url
+from dlq_replay.core.settings import DEFAULT_COUNT_ATTRIBUTE
+from dlq_replay.sqs.depth import QueueDepth, queue_depth
+from dlq_replay.sqs.sending import (
     MAX_BATCH_ENTRIES,
     BatchSender,
     change_visibility,
     delete_messages,
 )
-from dlq_replay.settings import DEFAULT_COUNT_ATTRIBUTE
 
 if TYPE_CHECKING:
     from mypy_boto3_cloudformation import CloudFormationClient

@@ -11,17 +11,26 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
-from dlq_replay import attributes
-from dlq_replay.attributes import (
+from dlq_replay.core import attributes
+from dlq_replay.core.attributes import (
     MAX_MESSAGE_ATTRIBUTES,
     NOT_BEFORE_ATTRIBUTE,
     PARK_REASON_ATTRIBUTE,
     Attribute,
 )
-from dlq_replay.backoff import MAX_SQS_DELAY_SECONDS, MAX_VISIBILITY_TIMEOUT_SECONDS, RandomSource
-from dlq_replay.messages import MAX_MESSAGE_BYTES, InboundMessage, OutboundMessage, message_size
-from dlq_replay.queues import QueueArn, is_fifo_url
-from dlq_replay.settings import Settings
+from dlq_replay.core.backoff import (
+    MAX_SQS_DELAY_SECONDS,
+    MAX_VISIBILITY_TIMEOUT_SECONDS,
+    RandomSource,
+)
+from dlq_replay.core.messages import (
+    MAX_MESSAGE_BYTES,
+    InboundMessage,
+    OutboundMessage,
+    message_size,
+)
+from dlq_replay.core.queues import QueueArn, is_fifo_url
+from dlq_replay.core.settings import Settings
 
 # SQS caps a message's visibility at 12 hours from when it was received; the record was
 # received moments ago, so a hold stays a minute short of that.

@@ -10,45 +10,27 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-import boto3
 from aws_lambda_powertools.utilities.batch import (
     BatchProcessor,
     EventType,
     SqsFifoPartialProcessor,
     process_partial_response,
 )
-from botocore.config import Config
 
-from dlq_replay.messages import InboundMessage
-from dlq_replay.replayer import Log, Outcome, Replayer
-from dlq_replay.settings import Settings
+from dlq_replay.core.messages import InboundMessage
+from dlq_replay.core.settings import Settings
+from dlq_replay.sqs.client import sqs_client
+from dlq_replay.sqs.replayer import Log, Outcome, Replayer
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.metrics import Metrics
     from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
     from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
     from aws_lambda_powertools.utilities.typing import LambdaContext
-    from mypy_boto3_sqs import SQSClient
-
-# Standard retry mode retries throttling and 5xx with backoff; the timeouts keep one slow call
-# from eating the function's whole timeout.
-SQS_CLIENT_CONFIG = Config(
-    retries={"mode": "standard", "max_attempts": 5}, connect_timeout=5, read_timeout=15
-)
 
 
 class RecordNotDone(Exception):  # noqa: N818 - names the outcome, not an error class
     """Raised inside the record handler only, to mark a batch item failure for Powertools."""
-
-
-def sqs_client(
-    endpoint_url: str | None = None,
-    region_name: str | None = None,
-    session: boto3.Session | None = None,
-) -> SQSClient:
-    """The SQS client the replay uses everywhere: standard retries, bounded timeouts."""
-    make = session.client if session is not None else boto3.client
-    return make("sqs", endpoint_url=endpoint_url, region_name=region_name, config=SQS_CLIENT_CONFIG)
 
 
 class LambdaReplay:

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
-from dlq_replay.backoff import RandomSource, default_random
-from dlq_replay.decision import (
+from dlq_replay.core.backoff import RandomSource, default_random
+from dlq_replay.core.decision import (
     Action,
     Decision,
     ParkReason,
@@ -25,10 +25,10 @@ from dlq_replay.decision import (
     decide,
     park_instead,
 )
-from dlq_replay.messages import InboundMessage
-from dlq_replay.queues import QueueArn
-from dlq_replay.sending import BatchSender, SendFailure, change_visibility
-from dlq_replay.settings import Settings
+from dlq_replay.core.messages import InboundMessage
+from dlq_replay.core.queues import QueueArn
+from dlq_replay.core.settings import Settings
+from dlq_replay.sqs.sending import BatchSender, SendFailure, change_visibility
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.metrics import Metrics

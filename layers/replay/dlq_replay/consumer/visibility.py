@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from dlq_replay.attributes import from_lambda, from_sqs, parse_count
-from dlq_replay.settings import DEFAULT_COUNT_ATTRIBUTE
+from dlq_replay.core.attributes import from_lambda, from_sqs, parse_count
+from dlq_replay.core.settings import DEFAULT_COUNT_ATTRIBUTE
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient

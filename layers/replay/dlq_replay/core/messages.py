@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from dlq_replay import attributes
-from dlq_replay.attributes import Attribute
+from dlq_replay.core import attributes
+from dlq_replay.core.attributes import Attribute
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs.type_defs import SendMessageBatchRequestEntryTypeDef

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from dlq_replay.batch import LambdaReplay
-from dlq_replay.eventsource import LocalEventSource, run_pollers
-from dlq_replay.replayer import Log, Replayer
-from dlq_replay.settings import Settings
+from dlq_replay.aws_lambda.replay import LambdaReplay
+from dlq_replay.core.settings import Settings
+from dlq_replay.local.eventsource import LocalEventSource, run_pollers
+from dlq_replay.sqs.replayer import Log, Replayer
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -48,7 +48,7 @@ def run_worker(
     stop: threading.Event | None = None,
 ) -> int:
     """Run pollers on the DLQ until `stop` is set (or a signal arrives); returns the exit code."""
-    log = logger or logging.getLogger("dlq_replay.worker")
+    log = logger or logging.getLogger("dlq_replay.local.worker")
     stop = stop or threading.Event()
     handler = LambdaReplay(Replayer(settings, sqs, logger=log))
     source = LocalEventSource(

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from dlq_replay.messages import OutboundMessage
+from dlq_replay.core.messages import OutboundMessage
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from dlq_replay.sending import MAX_BATCH_ENTRIES, delete_messages
+from dlq_replay.sqs.sending import MAX_BATCH_ENTRIES, delete_messages
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient

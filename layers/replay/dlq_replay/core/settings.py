@@ -11,9 +11,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from dlq_replay.attributes import INTERNAL_ATTRIBUTE_PREFIX
-from dlq_replay.backoff import MAX_VISIBILITY_TIMEOUT_SECONDS, BackoffPolicy, Jitter
-from dlq_replay.queues import QUEUE_ARN_PATTERN, queue_url_problem
+from dlq_replay.core.attributes import INTERNAL_ATTRIBUTE_PREFIX
+from dlq_replay.core.backoff import MAX_VISIBILITY_TIMEOUT_SECONDS, BackoffPolicy, Jitter
+from dlq_replay.core.queues import QUEUE_ARN_PATTERN, queue_url_problem
 
 DEFAULT_COUNT_ATTRIBUTE = "sqs-dlq-replay-nb"
 MAX_ATTEMPTS_LIMIT = 100

@@ -22,9 +22,9 @@ from botocore.exceptions import (
     ProfileNotFound,
 )
 
-from dlq_replay import batch
-from dlq_replay.queues import queue_url_problem
-from dlq_replay.settings import SettingsError
+from dlq_replay.core.queues import queue_url_problem
+from dlq_replay.core.settings import SettingsError
+from dlq_replay.sqs import client as sqs_clients
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -57,7 +57,7 @@ class CommandError(Exception):
 def sqs_client(args: argparse.Namespace) -> SQSClient:
     """An SQS client from the AWS CLI-style options (profile, region, endpoint)."""
     session = boto3.Session(profile_name=args.profile, region_name=args.region)
-    return batch.sqs_client(args.endpoint_url, session=session)
+    return sqs_clients.sqs_client(args.endpoint_url, session=session)
 
 
 def queue_url(text: str) -> str:
@@ -91,7 +91,7 @@ def setting_overrides(args: argparse.Namespace) -> dict[str, str | None]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from dlq_replay import commands
+    from dlq_replay.cli import commands
 
     parser = argparse.ArgumentParser(
         prog="dlq-replay",

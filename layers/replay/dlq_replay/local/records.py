@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from dlq_replay import attributes
+from dlq_replay.core import attributes
 
 
 def lambda_record(message: Mapping[str, Any], queue_arn: str, region: str) -> dict[str, Any]:

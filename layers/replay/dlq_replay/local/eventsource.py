@@ -14,9 +14,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from dlq_replay.records import lambda_event
-from dlq_replay.replayer import Log
-from dlq_replay.sending import delete_messages
+from dlq_replay.local.records import lambda_event
+from dlq_replay.sqs.replayer import Log
+from dlq_replay.sqs.sending import delete_messages
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -69,7 +69,7 @@ class LocalEventSource:
         self._batch_size = batch_size
         self._wait_seconds = wait_seconds
         self._visibility_timeout = visibility_timeout
-        self._logger: Log = logger or logging.getLogger("dlq_replay.eventsource")
+        self._logger: Log = logger or logging.getLogger("dlq_replay.local.eventsource")
         attributes = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])
         self.queue_arn = attributes["Attributes"]["QueueArn"]
         self.region = self.queue_arn.split(":")[3]

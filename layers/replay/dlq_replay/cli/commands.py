@@ -7,14 +7,14 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from dlq_replay.cli import (
+from dlq_replay.cli.main import (
     add_aws_options,
     add_setting_options,
     queue_url,
     setting_overrides,
     sqs_client,
 )
-from dlq_replay.ops_commands import OPERATOR_COMMANDS
+from dlq_replay.cli.operator import OPERATOR_COMMANDS
 
 Subparsers = Any  # argparse's _SubParsersAction is private
 
@@ -43,7 +43,7 @@ def register_worker(subparsers: Subparsers) -> None:
 def run_worker_command(args: argparse.Namespace) -> int:
     from aws_lambda_powertools import Logger
 
-    from dlq_replay.worker import WorkerOptions, run_worker, settings_from
+    from dlq_replay.local.worker import WorkerOptions, run_worker, settings_from
 
     # The endpoint also decides the URLs built from queue ARNs (shared-DLQ routing).
     overrides = {**setting_overrides(args), "AWS_ENDPOINT_URL_SQS": args.endpoint_url}
@@ -59,7 +59,7 @@ def run_worker_command(args: argparse.Namespace) -> int:
 
 
 def register_demo(subparsers: Subparsers) -> None:
-    from dlq_replay.demo import DemoOptions
+    from dlq_replay.demo.run import DemoOptions
 
     defaults = DemoOptions()
     parser = subparsers.add_parser(
@@ -94,7 +94,7 @@ def register_demo(subparsers: Subparsers) -> None:
 
 
 def run_demo_command(args: argparse.Namespace) -> int:
-    from dlq_replay.demo import DemoOptions, run_demo
+    from dlq_replay.demo.run import DemoOptions, run_demo
 
     options = DemoOptions(
         messages=args.messages,

@@ -22,9 +22,7 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from dlq_replay import ops
-from dlq_replay.backoff import Jitter
-from dlq_replay.cli import (
+from dlq_replay.cli.main import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_USAGE,
@@ -34,9 +32,11 @@ from dlq_replay.cli import (
     queue_url,
     sqs_client,
 )
-from dlq_replay.decision import ParkReason
-from dlq_replay.depth import queue_depth
-from dlq_replay.settings import DEFAULT_COUNT_ATTRIBUTE, Settings
+from dlq_replay.core.backoff import Jitter
+from dlq_replay.core.decision import ParkReason
+from dlq_replay.core.settings import DEFAULT_COUNT_ATTRIBUTE, Settings
+from dlq_replay.ops import operations as ops
+from dlq_replay.sqs.depth import queue_depth
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient

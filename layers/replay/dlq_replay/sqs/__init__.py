@@ -1,0 +1,7 @@
+"""SQS I/O: the replay's calls to SQS, batched, and the replayer that makes them.
+
+The SQS client as the replay configures it (retries, timeouts), SendMessageBatch /
+DeleteMessageBatch / ChangeMessageVisibilityBatch with every per-entry failure mapped back,
+queue depth and draining, and `Replayer`, which turns the core's decisions for one batch into
+writes and reports one outcome per record. Imports only the core.
+"""

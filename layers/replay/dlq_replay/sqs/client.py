@@ -1,0 +1,27 @@
+"""The SQS client the replay uses everywhere (Lambda, worker, demo, CLI): one configuration."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import boto3
+from botocore.config import Config
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+
+# Standard retry mode retries throttling and 5xx with backoff; the timeouts keep one slow call
+# from eating the function's whole timeout.
+SQS_CLIENT_CONFIG = Config(
+    retries={"mode": "standard", "max_attempts": 5}, connect_timeout=5, read_timeout=15
+)
+
+
+def sqs_client(
+    endpoint_url: str | None = None,
+    region_name: str | None = None,
+    session: boto3.Session | None = None,
+) -> SQSClient:
+    """The SQS client with standard retries and bounded timeouts."""
+    make = session.client if session is not None else boto3.client
+    return make("sqs", endpoint_url=endpoint_url, region_name=region_name, config=SQS_CLIENT_CONFIG)
