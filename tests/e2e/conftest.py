@@ -16,7 +16,7 @@ from pathlib import Path
 import boto3
 import pytest
 from botocore.config import Config
-from dlq_replay.demo.run import emulator, emulator_client
+from dlq_replay.demo.emulator import emulator, emulator_client
 
 ROOT = Path(__file__).resolve().parents[2]
 # tools/ is a development package of the repository, not of the installed distribution.

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from dlq_replay.demo import run as demo
+from dlq_replay.demo import emulator as demo
 from emulation import Emulator, delete_queues
 from moto import mock_aws
 

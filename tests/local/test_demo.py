@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 from dlq_replay.cli.main import main
-from dlq_replay.demo.run import DemoOptions, demo, send_messages
+from dlq_replay.demo.run import demo
+from dlq_replay.demo.scenario import DemoOptions, send_messages
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient

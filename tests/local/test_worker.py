@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from dlq_replay.core.settings import Settings
-from dlq_replay.demo.run import create_queues
+from dlq_replay.demo.emulator import create_queues
 from dlq_replay.local.worker import WorkerOptions, run_worker, settings_from
 from integration.harness import COUNT, ReplayQueues, Sqs
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from dlq_replay.cli import operator as ops_commands
+from dlq_replay.cli import deployment as cli_deployment
 
 from .support import Queues, make_queues
 
@@ -33,10 +33,10 @@ def command_sqs(replay_client: SQSClient, monkeypatch: pytest.MonkeyPatch) -> SQ
     """The SQS client `dlq-replay` itself uses (configured as in production, like the replay's):
     event hooks on it see only its requests."""
     client = replay_client
-    original = ops_commands.make_client
+    original = cli_deployment.make_client
 
     def make_client(args: argparse.Namespace, service: str) -> Any:
         return client if service == "sqs" else original(args, service)
 
-    monkeypatch.setattr(ops_commands, "make_client", make_client)
+    monkeypatch.setattr(cli_deployment, "make_client", make_client)
     return client

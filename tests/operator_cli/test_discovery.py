@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import boto3
 import pytest
-from dlq_replay.ops import operations as ops
+from dlq_replay import ops
 
 from .stack import FUNCTION_ENVIRONMENT, deploy, template_output_names
 from .support import assert_one_line_error, depth, park, run_cli

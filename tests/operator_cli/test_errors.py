@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import boto3
 import pytest
 from botocore.stub import Stubber
-from dlq_replay.cli import operator as ops_commands
+from dlq_replay.cli import deployment as cli_deployment
 
 from .support import REGION, Queues, assert_one_line_error, run_cli
 
@@ -60,7 +60,7 @@ def denied(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stubber]:
     def make_client(args: argparse.Namespace, service: str) -> Any:
         return client
 
-    monkeypatch.setattr(ops_commands, "make_client", make_client)
+    monkeypatch.setattr(cli_deployment, "make_client", make_client)
     with Stubber(client) as stubber:
         yield stubber
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import boto3
 import pytest
 from botocore.stub import Stubber
-from dlq_replay.cli import operator as ops_commands
+from dlq_replay.cli import deployment as cli_deployment
 
 from .support import ACCOUNT, REGION, assert_one_line_error, run_cli
 
@@ -42,7 +42,7 @@ def stub(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stubber]:
             raise AssertionError(f"unexpected {service} client")
         return client
 
-    monkeypatch.setattr(ops_commands, "make_client", make_client)
+    monkeypatch.setattr(cli_deployment, "make_client", make_client)
     with Stubber(client) as stubber:
         yield stubber
         stubber.assert_no_pending_responses()

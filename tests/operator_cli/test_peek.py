@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import pytest
-from dlq_replay.ops import operations as ops
+from dlq_replay import ops
 from dlq_replay.sqs.draining import drain
 
 from .support import (

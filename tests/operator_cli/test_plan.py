@@ -6,9 +6,10 @@ import math
 import random
 
 import pytest
-from dlq_replay.cli.operator import duration, plan_chart
+from dlq_replay import ops
+from dlq_replay.cli.output import duration
+from dlq_replay.cli.plan import plan_chart
 from dlq_replay.core.backoff import BackoffPolicy, Jitter
-from dlq_replay.ops import operations as ops
 
 from .support import assert_one_line_error, run_cli
 

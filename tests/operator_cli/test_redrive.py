@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from botocore.exceptions import ClientError
+from dlq_replay import ops
 from dlq_replay.core.messages import OutboundMessage
-from dlq_replay.ops import operations as ops
 from dlq_replay.sqs.draining import drain
 
 from .support import (

@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Any
 import boto3
 import pytest
 from botocore.config import Config
-from dlq_replay.cli import operator as ops_commands
-from dlq_replay.demo.run import create_queues, emulator, emulator_client
-from dlq_replay.ops import operations as ops
+from dlq_replay import ops
+from dlq_replay.cli import deployment as cli_deployment
+from dlq_replay.demo.emulator import create_queues, emulator, emulator_client
 
 from .support import Queues, assert_one_line_error, depth, park, run_cli
 
@@ -87,12 +87,12 @@ def test_status_shows_the_age_of_the_oldest_message_where_cloudwatch_reports_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     cloudwatch = _CloudWatch({"orders-operator": 5400.0})
-    original = ops_commands.make_client
+    original = cli_deployment.make_client
 
     def make_client(args: argparse.Namespace, service: str) -> Any:
         return cloudwatch if service == "cloudwatch" else original(args, service)
 
-    monkeypatch.setattr(ops_commands, "make_client", make_client)
+    monkeypatch.setattr(cli_deployment, "make_client", make_client)
 
     result = run_cli(capsys, "status", *queues.options(), "--json")
 
@@ -154,9 +154,9 @@ def test_redrive_against_an_endpoint_without_move_tasks_says_what_to_do(
     once = boto3.Session(
         aws_access_key_id="demo", aws_secret_access_key="demo", region_name="us-east-1"
     ).client("sqs", endpoint_url=server, config=Config(retries={"max_attempts": 1}))
-    original = ops_commands.make_client
+    original = cli_deployment.make_client
     monkeypatch.setattr(
-        ops_commands,
+        cli_deployment,
         "make_client",
         lambda args, service: once if service == "sqs" else original(args, service),
     )

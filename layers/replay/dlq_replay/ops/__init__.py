@@ -1,6 +1,111 @@
-"""The operator's SQS work, apart from how the CLI shows it.
+"""The operator's SQS work, apart from how the CLI shows it (DESIGN.md §7).
 
-Finding a deployment's queues, their status, peeking within the receive budget that keeps a
-look from pushing a message over its `maxReceiveCount`, redriving (SQS's native move task, or
-a client-side send-then-delete), and the backoff plan. Returns values; prints nothing.
+Every function takes boto3 clients (or nothing at all) and returns frozen dataclasses; parsing
+options and printing live in `dlq_replay.cli`. Two SQS facts shape it:
+
+* `ReceiveMessage` raises a message's receive count, and on a queue with a RedrivePolicy that
+  count decides when SQS moves the message on (the DLQ's safety net, the main queue's DLQ).
+  Looking at messages therefore spends a budget (`receiving.ReceiveBudget`) and stops before
+  it is gone.
+* `StartMessageMoveTask` only takes a queue that is some queue's DLQ as its source and moves
+  messages unchanged (`movetask`); anything else (a rewritten count, a filter, a limit) is a
+  client-side move (`redrive`): send the copy, then delete exactly the originals whose copy
+  was sent.
+
+One module per concern: `stack` (finding a deployment), `queues`, `status`, `receiving`,
+`peek`, `redrive`, `movetask`, `plan`; their public names are re-exported here.
 """
+
+from dlq_replay.ops.errors import OpsError
+from dlq_replay.ops.movetask import (
+    MAX_MOVE_RATE,
+    MoveTask,
+    latest_move_task,
+    start_move_task,
+    wait_move_task,
+)
+from dlq_replay.ops.peek import PeekedMessage, PeekResult, peek
+from dlq_replay.ops.plan import AttemptPlan, BackoffPlan, backoff_plan, quantile
+from dlq_replay.ops.queues import QueueInfo, RedrivePolicy, dead_letter_sources, queue_info
+from dlq_replay.ops.receiving import (
+    ReceiveBudget,
+    budget_refusal,
+    receive,
+    receive_budget,
+    receive_count_of,
+    release,
+)
+from dlq_replay.ops.redrive import (
+    NO_REASON,
+    FailReason,
+    MoveMode,
+    RedriveRequest,
+    RedriveTally,
+    SkipReason,
+    choose_mode,
+    plan_copy,
+    redrive,
+)
+from dlq_replay.ops.stack import (
+    QUEUE_ROLES,
+    STACK_OUTPUTS,
+    Deployment,
+    discover,
+    function_environment,
+    stack_outputs,
+)
+from dlq_replay.ops.status import (
+    EventSourceStatus,
+    QueueStatus,
+    Status,
+    event_source_status,
+    oldest_message_ages,
+    status,
+)
+
+__all__ = [
+    "MAX_MOVE_RATE",
+    "NO_REASON",
+    "QUEUE_ROLES",
+    "STACK_OUTPUTS",
+    "AttemptPlan",
+    "BackoffPlan",
+    "Deployment",
+    "EventSourceStatus",
+    "FailReason",
+    "MoveMode",
+    "MoveTask",
+    "OpsError",
+    "PeekResult",
+    "PeekedMessage",
+    "QueueInfo",
+    "QueueStatus",
+    "ReceiveBudget",
+    "RedrivePolicy",
+    "RedriveRequest",
+    "RedriveTally",
+    "SkipReason",
+    "Status",
+    "backoff_plan",
+    "budget_refusal",
+    "choose_mode",
+    "dead_letter_sources",
+    "discover",
+    "event_source_status",
+    "function_environment",
+    "latest_move_task",
+    "oldest_message_ages",
+    "peek",
+    "plan_copy",
+    "quantile",
+    "queue_info",
+    "receive",
+    "receive_budget",
+    "receive_count_of",
+    "redrive",
+    "release",
+    "stack_outputs",
+    "start_move_task",
+    "status",
+    "wait_move_task",
+]

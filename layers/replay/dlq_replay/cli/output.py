@@ -1,0 +1,85 @@
+"""How the commands print: rich tables and progress bars on a terminal, JSON with --json."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import Progress
+
+
+# -- output helpers -------------------------------------------------------------------------------
+
+
+def make_console(*, stderr: bool = False) -> Console:
+    from rich.console import Console
+
+    stream = sys.stderr if stderr else sys.stdout
+    # Not a terminal: wide enough that tables keep whole queue names (scripts use --json).
+    width = None if stream.isatty() or os.environ.get("COLUMNS") else 160
+    return Console(file=stream, markup=False, highlight=False, emoji=False, width=width)
+
+
+def note(text: str) -> None:
+    print(f"dlq-replay: {text}", file=sys.stderr)
+
+
+def print_json(value: Any) -> None:
+    print(json.dumps(value, indent=2, default=_json_default))
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, frozenset | set | tuple):
+        return sorted(value) if isinstance(value, frozenset | set) else list(value)
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+@contextmanager
+def progress_bars(args: argparse.Namespace) -> Iterator[Progress]:
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    console = make_console(stderr=True)
+    disabled = bool(getattr(args, "json", False)) or not console.is_terminal
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        disable=disabled,
+    ) as progress:
+        yield progress
+
+
+def duration(seconds: float) -> str:
+    """A human duration with at most two units: 0s, 45s, 1m 30s, 2h 5m, 1d 3h."""
+    total = round(seconds)
+    if total < 60:
+        return f"{total}s"
+    units = (("d", 86_400), ("h", 3_600), ("m", 60), ("s", 1))
+    parts: list[str] = []
+    for name, size in units:
+        amount, total = divmod(total, size)
+        if amount or parts:
+            parts.append(f"{amount}{name}")
+        if len(parts) == 2:
+            break
+    while parts and parts[-1].startswith("0"):
+        parts.pop()
+    return " ".join(parts)

@@ -1,0 +1,294 @@
+"""`dlq-replay redrive`: move messages back, natively or client-side."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import ClientError
+
+from dlq_replay import ops
+from dlq_replay.cli.deployment import (
+    Subparsers,
+    add_deployment_options,
+    add_json_option,
+    command_sqs,
+    count_attribute_of,
+    operator_command,
+    resolve_deployment,
+    resolve_queue,
+)
+from dlq_replay.cli.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CommandError, one_line
+from dlq_replay.cli.options import (
+    BUDGET_HELP,
+    add_aws_options,
+    int_between,
+    positive_number,
+)
+from dlq_replay.cli.output import make_console, note, print_json, progress_bars
+from dlq_replay.cli.peek import add_receive_options
+from dlq_replay.core.decision import ParkReason
+from dlq_replay.sqs.depth import queue_depth
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+
+
+# -- redrive ------------------------------------------------------------------------------------
+
+
+def register(subparsers: Subparsers) -> None:
+    reasons = [r.value for r in ParkReason]
+    parser = subparsers.add_parser(
+        "redrive",
+        help="send parked messages back once the bug is fixed",
+        description="Move messages from the operator queue (or the DLQ) back to the main "
+        "queue or to their source queues. Without --reset-count, --filter-reason or --limit, "
+        "and when the source is some queue's DLQ, SQS's own StartMessageMoveTask does it "
+        "(every attribute kept as is, park reason included; --wait follows it). Otherwise the "
+        "move is client-side, in batches of 10: each copy keeps the body and every attribute "
+        "byte for byte except the park reason (removed), dlq-replay-not-before (removed) and "
+        "with --reset-count the replay count (removed: the message starts again at 0); FIFO "
+        "copies keep their group id and get a deduplication id derived from the original's "
+        "message id. An original is deleted only after its copy was sent, so an interrupted "
+        "run loses nothing and a rerun continues (a message whose copy was sent but whose "
+        "delete did not happen is sent again: at least once). " + BUDGET_HELP,
+    )
+    parser.add_argument(
+        "--from",
+        dest="source",
+        default="operator",
+        metavar="QUEUE",
+        help="operator (default), dlq, or a queue URL",
+    )
+    parser.add_argument(
+        "--to",
+        dest="destination",
+        default="main",
+        metavar="QUEUE",
+        help="main (default), source (each message's source queue, as SQS recorded it when "
+        "it moved the message: messages parked by the replay have none and are skipped), or "
+        "a queue URL",
+    )
+    parser.add_argument(
+        "--limit", type=int_between(1, 1_000_000), help="move at most N messages (client-side)"
+    )
+    parser.add_argument(
+        "--rate", type=positive_number, metavar="PER_SEC", help="messages per second at most"
+    )
+    parser.add_argument(
+        "--reset-count",
+        action="store_true",
+        help="start the replay count again (remove the count attribute)",
+    )
+    parser.add_argument(
+        "--filter-reason",
+        dest="reasons",
+        action="append",
+        choices=[*reasons, ops.NO_REASON],
+        metavar="REASON",
+        help=f"move only messages parked for REASON (repeatable): {', '.join(reasons)}, or "
+        f"{ops.NO_REASON} for messages without a park reason (moved by SQS's safety net)",
+    )
+    parser.add_argument(
+        "--dry-run", action="store_true", help="count what would move; move nothing"
+    )
+    parser.add_argument(
+        "--wait", action="store_true", help="follow a native move task until it finishes"
+    )
+    parser.add_argument(
+        "--poll-seconds",
+        type=positive_number,
+        default=5.0,
+        help="how often --wait asks SQS (default 5)",
+    )
+    parser.add_argument(
+        "--client-side",
+        action="store_true",
+        help="move client-side even where a native move task would do (removes the park reason)",
+    )
+    parser.add_argument(
+        "--hide-seconds",
+        type=int_between(1, 43_200),
+        default=120,
+        help="visibility timeout of received messages: messages not moved stay hidden while "
+        "the run lasts and are made visible again when it ends; after a crash they come back "
+        "by themselves after this long (default 120)",
+    )
+    add_receive_options(parser)
+    add_deployment_options(parser)
+    add_json_option(parser)
+    add_aws_options(parser)
+    parser.set_defaults(run=run_redrive)
+
+
+@operator_command
+def run_redrive(args: argparse.Namespace) -> int:
+    deployment = resolve_deployment(args)
+    sqs = command_sqs(args)
+    source = ops.queue_info(sqs, resolve_queue(deployment, args.source, "--from"))
+    destination: ops.QueueInfo | None = None
+    if args.destination != "source":
+        destination = ops.queue_info(sqs, resolve_queue(deployment, args.destination, "--to"))
+        if destination.url == source.url:
+            raise CommandError("--from and --to name the same queue", EXIT_USAGE)
+    request = ops.RedriveRequest(
+        source=source,
+        destination=destination,
+        limit=args.limit,
+        rate=args.rate,
+        reset_count=args.reset_count,
+        reasons=frozenset(args.reasons or ()),
+        dry_run=args.dry_run,
+        count_attribute=count_attribute_of(args, deployment) if args.reset_count else "",
+        hide_seconds=args.hide_seconds,
+        wait_seconds=args.wait_seconds,
+        reserve=args.reserve,
+    )
+    mode, why = ops.choose_mode(sqs, request, client_side=args.client_side)
+    if not args.json:
+        note(f"{mode.value} move: {why}")
+    if mode is ops.MoveMode.NATIVE:
+        return _native_redrive(args, sqs, request)
+    if args.wait:
+        note("--wait only applies to a native move task; a client-side move ends when done")
+    return _client_redrive(args, sqs, request)
+
+
+def _native_redrive(args: argparse.Namespace, sqs: SQSClient, request: ops.RedriveRequest) -> int:
+    source, destination = request.source, request.destination
+    approximate = queue_depth(sqs, source.url).visible
+    target = destination.name if destination else "their source queues"
+    if request.dry_run:
+        plan = {
+            "mode": "native",
+            "dry_run": True,
+            "source_arn": source.arn,
+            "destination_arn": destination.arn if destination else None,
+            "rate": request.rate,
+            "approximate_messages": approximate,
+        }
+        if args.json:
+            print_json(plan)
+        else:
+            make_console().print(
+                f"dry run: would start a message move task of about {approximate} messages "
+                f"from {source.name} to {target}; nothing moved"
+            )
+        return EXIT_OK
+    try:
+        handle = ops.start_move_task(
+            sqs, source.arn, destination.arn if destination else None, request.rate
+        )
+    except ClientError as error:
+        message, code = one_line(error)
+        if "HTTP" in message:
+            message += " (an emulator may lack message move tasks: rerun with --client-side)"
+        raise CommandError(message, code) from None
+    if not args.wait:
+        if args.json:
+            print_json({"mode": "native", "task_handle": handle, "status": "RUNNING"})
+        else:
+            make_console().print(
+                f"started a message move task of about {approximate} messages from "
+                f"{source.name} to {target}; it runs in SQS (follow it with --wait, or watch "
+                f"`dlq-replay status`)\ntask handle: {handle}"
+            )
+        return EXIT_OK
+    try:
+        with progress_bars(args) as progress:
+            bar = progress.add_task(f"moving {source.name} -> {target}", total=approximate or None)
+
+            def show(task: ops.MoveTask) -> None:
+                progress.update(bar, completed=task.moved, total=task.to_move or None)
+
+            task = ops.wait_move_task(
+                sqs, source.arn, poll_seconds=args.poll_seconds, on_progress=show
+            )
+    except KeyboardInterrupt:
+        note(
+            "stopped waiting; the move task goes on in SQS (cancel it with `aws sqs "
+            f"cancel-message-move-task --task-handle {handle}`)"
+        )
+        raise
+    if args.json:
+        print_json({"mode": "native", "task_handle": handle, **asdict(task)})
+    else:
+        line = (
+            f"move task {task.status}: {task.moved} messages moved from {source.name} to {target}"
+        )
+        if task.failure_reason:
+            line += f" ({task.failure_reason})"
+        make_console().print(line)
+    return EXIT_OK if task.succeeded else EXIT_FAILED
+
+
+def _client_redrive(args: argparse.Namespace, sqs: SQSClient, request: ops.RedriveRequest) -> int:
+    approximate = queue_depth(sqs, request.source.url).visible
+    total = min(approximate, request.limit) if request.limit else approximate
+    latest = ops.RedriveTally(dry_run=request.dry_run)
+    verb = "looking at" if request.dry_run else "moving"
+    try:
+        with progress_bars(args) as progress:
+            bar = progress.add_task(f"{verb} {request.source.name}", total=total or None)
+
+            def show(tally: ops.RedriveTally) -> None:
+                nonlocal latest
+                latest = tally
+                progress.update(bar, completed=tally.seen, total=max(total, tally.seen) or None)
+
+            tally = ops.redrive(sqs, request, on_progress=show)
+    except KeyboardInterrupt:
+        note(f"interrupted after {_tally_line(latest)}; rerun to continue, nothing is lost")
+        raise
+    if tally.stopped:
+        note(tally.stopped)
+    if args.json:
+        print_json(redrive_json(tally, request))
+    else:
+        _print_tally(tally, request)
+    return EXIT_FAILED if tally.failed or tally.stopped else EXIT_OK
+
+
+def redrive_json(tally: ops.RedriveTally, request: ops.RedriveRequest) -> dict[str, Any]:
+    return {
+        "mode": "client",
+        "source": request.source.url,
+        "destination": request.destination.url if request.destination else "source",
+        "reset_count": request.reset_count,
+        "filter_reasons": sorted(request.reasons),
+        **asdict(tally),
+        "adds_up": tally.adds_up,
+    }
+
+
+def _tally_line(tally: ops.RedriveTally) -> str:
+    moved = "would move" if tally.dry_run else "moved"
+    return (
+        f"{tally.seen} seen: {tally.moved} {moved}, {tally.failed} failed, {tally.skipped} skipped"
+    )
+
+
+def _print_tally(tally: ops.RedriveTally, request: ops.RedriveRequest) -> None:
+    from rich.table import Table
+
+    console = make_console()
+    target = request.destination.name if request.destination else "their source queues"
+    console.print(f"{'dry run: ' if tally.dry_run else ''}{request.source.name} -> {target}")
+    table = Table()
+    table.add_column("messages")
+    table.add_column("count", justify="right")
+    table.add_row("would move" if tally.dry_run else "moved", str(tally.moved))
+    table.add_row("failed (left in place)", str(tally.failed))
+    for code, count in sorted(tally.failures.items()):
+        table.add_row(f"  {code}", str(count))
+    table.add_row("skipped (left in place)", str(tally.skipped))
+    for code, count in sorted(tally.skips.items()):
+        table.add_row(f"  {code}", str(count))
+    table.add_row("seen", str(tally.seen))
+    console.print(table)
+    if tally.dry_run:
+        console.print("dry run: nothing was sent or deleted")
+    if tally.failed:
+        console.print("failed messages are still in the source queue: rerun to retry them")

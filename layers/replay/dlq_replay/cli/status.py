@@ -1,0 +1,140 @@
+"""`dlq-replay status`: depth and age of each queue, and the replay's event source."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
+
+from dlq_replay import ops
+
+# `clients.make_client` is looked up at call time: the tests hand the command emulator clients.
+from dlq_replay.cli import deployment as clients
+from dlq_replay.cli.deployment import (
+    Subparsers,
+    add_deployment_options,
+    add_json_option,
+    command_sqs,
+    operator_command,
+    resolve_deployment,
+)
+from dlq_replay.cli.errors import EXIT_OK
+from dlq_replay.cli.options import add_aws_options
+from dlq_replay.cli.output import duration, make_console, print_json
+
+if TYPE_CHECKING:
+    pass
+
+
+# -- status -----------------------------------------------------------------------------------
+
+
+def register(subparsers: Subparsers) -> None:
+    parser = subparsers.add_parser(
+        "status",
+        help="depth of the main, DLQ and operator queues; is the replay's event source on",
+        description="For each known queue: visible, in flight and delayed messages (SQS's "
+        "approximate counters), the age of the oldest message (CloudWatch's "
+        "ApproximateAgeOfOldestMessage, where SQS reports it) and its RedrivePolicy; with "
+        "--stack or --function-name, whether the replay function's event source on the DLQ "
+        "is enabled. Receives no message.",
+    )
+    add_deployment_options(parser)
+    add_json_option(parser)
+    add_aws_options(parser)
+    parser.set_defaults(run=run_status)
+
+
+@operator_command
+def run_status(args: argparse.Namespace) -> int:
+    deployment = resolve_deployment(args)
+    result = ops.status(
+        command_sqs(args),
+        deployment,
+        cloudwatch=clients.make_client(args, "cloudwatch"),
+        lam=clients.make_client(args, "lambda") if deployment.function_name else None,
+    )
+    if args.json:
+        print_json(status_json(result, deployment))
+        return EXIT_OK
+    from rich.table import Table
+
+    console = make_console()
+    table = Table(title=_title(deployment), title_justify="left")
+    table.add_column("queue", no_wrap=True, min_width=8)
+    table.add_column("name", no_wrap=True)
+    for column in ("visible", "in flight", "delayed", "oldest"):
+        table.add_column(column, justify="right", no_wrap=True)
+    table.add_column("redrive", no_wrap=True)
+    roles = {queue.queue.arn: queue.role for queue in result.queues}
+    for queue in result.queues:
+        redrive = queue.queue.redrive
+        wiring = "-"
+        if redrive:
+            target = roles.get(redrive.target_arn, redrive.target_name)
+            wiring = f"-> {target} after {redrive.max_receive_count} receives"
+        table.add_row(
+            queue.role,
+            queue.queue.name,
+            str(queue.depth.visible),
+            str(queue.depth.in_flight),
+            str(queue.depth.delayed),
+            duration(queue.oldest_age_seconds) if queue.oldest_age_seconds is not None else "-",
+            wiring,
+        )
+    console.print(table)
+    console.print(_event_source_line(result.event_source))
+    if result.age_note:
+        console.print(result.age_note)
+    console.print(
+        "Counters are approximate (about a minute behind); 'oldest' is CloudWatch's "
+        "ApproximateAgeOfOldestMessage, '-' when SQS has not reported it."
+    )
+    return EXIT_OK
+
+
+def _title(deployment: ops.Deployment) -> str:
+    return f"stack {deployment.stack}" if deployment.stack else "queues"
+
+
+def _event_source_line(source: ops.EventSourceStatus | None) -> str:
+    if source is None:
+        return "event source: not checked (pass --stack NAME or --function-name)"
+    if not source.found:
+        return f"event source: {source.function_name} has NO event source on the DLQ"
+    details = [f"batch size {source.batch_size}"] if source.batch_size else []
+    if source.maximum_concurrency:
+        details.append(f"maximum concurrency {source.maximum_concurrency}")
+    if source.last_result:
+        details.append(f"last result: {source.last_result}")
+    state = source.state or "unknown"
+    if not source.enabled:
+        state = f"{state.upper()}: the DLQ is not being replayed"
+    return f"event source: {source.function_name} on the DLQ is {state} ({', '.join(details)})"
+
+
+def status_json(result: ops.Status, deployment: ops.Deployment) -> dict[str, Any]:
+    return {
+        "stack": deployment.stack,
+        "queues": [
+            {
+                "role": q.role,
+                "name": q.queue.name,
+                "url": q.queue.url,
+                "arn": q.queue.arn,
+                "fifo": q.queue.fifo,
+                "visible": q.depth.visible,
+                "in_flight": q.depth.in_flight,
+                "delayed": q.depth.delayed,
+                "oldest_age_seconds": q.oldest_age_seconds,
+                "redrive": asdict(q.queue.redrive) if q.queue.redrive else None,
+            }
+            for q in result.queues
+        ],
+        "event_source": (
+            {**asdict(result.event_source), "enabled": result.event_source.enabled}
+            if result.event_source
+            else None
+        ),
+        "notes": [result.age_note] if result.age_note else [],
+    }

@@ -1,0 +1,54 @@
+"""`dlq-replay worker`: the replay as a long-lived process on a DLQ, on any SQS endpoint."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from dlq_replay.cli.deployment import Subparsers
+from dlq_replay.cli.options import (
+    add_aws_options,
+    add_setting_options,
+    queue_url,
+    setting_overrides,
+    sqs_client,
+)
+
+
+def register(subparsers: Subparsers) -> None:
+    parser = subparsers.add_parser(
+        "worker",
+        help="run the replay as a long-lived worker on a DLQ (any SQS-compatible endpoint)",
+        description="Poll a DLQ like Lambda's event source and replay it; SIGINT/SIGTERM "
+        "finish the batch in hand and exit 0.",
+    )
+    parser.add_argument(
+        "--dlq-url", required=True, type=queue_url, help="the dead-letter queue to replay"
+    )
+    parser.add_argument("--pollers", type=int, default=1, help="concurrent pollers (default 1)")
+    parser.add_argument("--batch-size", type=int, default=10, help="1-10 (default 10)")
+    parser.add_argument(
+        "--wait-seconds", type=int, default=5, help="long-poll wait, 0-20 (default 5)"
+    )
+    parser.add_argument("--log-level", default=os.environ.get("LOG_LEVEL", "INFO"))
+    add_setting_options(parser)
+    add_aws_options(parser)
+    parser.set_defaults(run=run_worker_command)
+
+
+def run_worker_command(args: argparse.Namespace) -> int:
+    from aws_lambda_powertools import Logger
+
+    from dlq_replay.local.worker import WorkerOptions, run_worker, settings_from
+
+    # The endpoint also decides the URLs built from queue ARNs (shared-DLQ routing).
+    overrides = {**setting_overrides(args), "AWS_ENDPOINT_URL_SQS": args.endpoint_url}
+    settings = settings_from(os.environ, overrides)
+    logger = Logger(service="sqs-dlq-replay", level=args.log_level.upper())
+    options = WorkerOptions(
+        dlq_url=args.dlq_url,
+        pollers=max(1, args.pollers),
+        batch_size=args.batch_size,
+        wait_seconds=args.wait_seconds,
+    )
+    return run_worker(sqs_client(args), settings, options, logger=logger)

@@ -1,0 +1,173 @@
+"""The demo's traffic: its options, the messages it sends, the flaky consumer, and the tally
+of what each part saw."""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import threading
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from dlq_replay.consumer import VisibilityHeartbeat, replay_attempt
+from dlq_replay.core.attributes import PARK_REASON_ATTRIBUTE
+from dlq_replay.demo.emulator import Queues
+from dlq_replay.sqs.depth import QueueDepth, queue_depth
+from dlq_replay.sqs.draining import drain
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+
+
+@dataclass(frozen=True, slots=True)
+class DemoOptions:
+    messages: int = 300
+    failure_rate: float = 0.3
+    poison_rate: float = 0.05
+    max_attempts: int = 3
+    base_seconds: int = 1
+    multiplier: float = 2.0
+    cap_seconds: int = 4
+    jitter: str = "full"
+    pollers: int = 2
+    consumers: int = 2
+    timeout_seconds: float = 90.0
+    seed: int | None = None
+    live: bool = True
+
+
+@dataclass
+class Tally:
+    """What the demo saw, updated from several threads."""
+
+    expected: set[str] = field(default_factory=set)
+    processed: set[str] = field(default_factory=set)
+    deliveries_by_attempt: Counter[int] = field(default_factory=Counter)
+    replay_outcomes: Counter[str] = field(default_factory=Counter)
+    parked_by_reason: Counter[str] = field(default_factory=Counter)
+    depths: dict[str, QueueDepth] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class OutcomeCounter(logging.Handler):
+    """Counts the replay's per-record outcome lines (the same lines Lambda would log)."""
+
+    def __init__(self, tally: Tally) -> None:
+        super().__init__(logging.INFO)
+        self._tally = tally
+
+    def emit(self, record: logging.LogRecord) -> None:
+        outcome = getattr(record, "outcome", None)
+        if outcome is None:
+            return
+        with self._tally.lock:
+            self._tally.replay_outcomes[str(record.getMessage()).removeprefix("record ")] += 1
+            reason = getattr(record, "reason", None)
+            if outcome == "park" and reason:
+                self._tally.parked_by_reason[str(reason)] += 1
+
+
+def send_messages(
+    sqs: SQSClient, queue_url: str, options: DemoOptions, rng: random.Random
+) -> set[str]:
+    """Send the demo's messages; each body says how it will behave at the consumer."""
+    ids: set[str] = set()
+    batch: list[Any] = []
+    for index in range(options.messages):
+        roll = rng.random()
+        if roll < options.poison_rate:
+            kind, fail_until = "poison", options.max_attempts + 1
+        elif roll < options.poison_rate + options.failure_rate:
+            kind, fail_until = "transient", rng.randint(1, max(1, options.max_attempts - 1))
+        else:
+            kind, fail_until = "ok", 0
+        message_id = f"m{index:05d}"
+        ids.add(message_id)
+        body = json.dumps({"id": message_id, "kind": kind, "fail_until": fail_until})
+        batch.append({"Id": str(len(batch)), "MessageBody": body})
+        if len(batch) == 10:
+            sqs.send_message_batch(QueueUrl=queue_url, Entries=batch)
+            batch = []
+    if batch:
+        sqs.send_message_batch(QueueUrl=queue_url, Entries=batch)
+    return ids
+
+
+def consume(sqs: SQSClient, queue_url: str, tally: Tally, stop: threading.Event) -> None:
+    """The flaky consumer: a message fails while its replay attempt is below `fail_until`.
+
+    An emulator error is shrugged off like a real consumer would: the message in hand comes
+    back after its visibility timeout.
+    """
+    while not stop.is_set():
+        try:
+            _consume_batch(sqs, queue_url, tally)
+        except (ClientError, BotoCoreError):
+            stop.wait(0.5)
+
+
+def _consume_batch(sqs: SQSClient, queue_url: str, tally: Tally) -> None:
+    messages = sqs.receive_message(
+        QueueUrl=queue_url,
+        MaxNumberOfMessages=10,
+        WaitTimeSeconds=1,
+        MessageAttributeNames=["All"],
+    ).get("Messages", [])
+    for message in messages:
+        attempt = replay_attempt(message)
+        body = json.loads(message["Body"])
+        with tally.lock:
+            tally.deliveries_by_attempt[attempt] += 1
+        with VisibilityHeartbeat(sqs, queue_url, message["ReceiptHandle"], timeout=5):
+            succeeded = attempt >= int(body["fail_until"])
+        if succeeded:
+            sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
+            with tally.lock:
+                tally.processed.add(str(body["id"]))
+        else:
+            # Give it back at once: the next receive exceeds maxReceiveCount → DLQ.
+            sqs.change_message_visibility(
+                QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0
+            )
+
+
+def watch_depths(sqs: SQSClient, queues: Queues, tally: Tally, stop: threading.Event) -> None:
+    while not stop.wait(0.5):
+        for label, url in (
+            ("main", queues.main),
+            ("dlq", queues.dlq),
+            ("operator", queues.operator),
+        ):
+            try:
+                depth = queue_depth(sqs, url)
+            except (ClientError, BotoCoreError):
+                continue  # the display shows the last reading
+            with tally.lock:
+                tally.depths[label] = depth
+
+
+def drain_parked(sqs: SQSClient, queue_url: str) -> dict[str, str]:
+    """Read (and delete) every parked message: id → park reason."""
+    parked: dict[str, str] = {}
+    for message in drain(sqs, queue_url):
+        reason = message.get("MessageAttributes", {}).get(PARK_REASON_ATTRIBUTE)
+        text = reason.get("StringValue", "?") if reason else "?"
+        parked[str(json.loads(message["Body"])["id"])] = text
+    return parked
+
+
+@dataclass(frozen=True, slots=True)
+class DemoResult:
+    sent: int
+    processed: int
+    parked: int
+    lost: int
+    parked_by_reason: dict[str, int]
+    deliveries_by_attempt: dict[int, int]
+    seconds: float
+    completed: bool
+    interrupted: bool = False

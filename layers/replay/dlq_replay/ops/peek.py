@@ -1,0 +1,136 @@
+"""`peek`: look at messages without consuming them, within the receive budget."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from dlq_replay.core import attributes
+from dlq_replay.core.decision import park_reason_of
+from dlq_replay.core.settings import DEFAULT_COUNT_ATTRIBUTE
+from dlq_replay.ops.errors import OpsError
+from dlq_replay.ops.queues import QueueInfo, queue_info
+from dlq_replay.ops.receiving import (
+    ReceiveBudget,
+    budget_refusal,
+    receive,
+    receive_budget,
+    receive_count_of,
+    release,
+)
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+    from mypy_boto3_sqs.type_defs import MessageTypeDef
+
+
+# -- peek -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PeekedMessage:
+    message_id: str
+    replay_count: int | None  # None: the count attribute holds no valid count
+    raw_count: str | None
+    park_reason: str | None
+    group_id: str | None
+    attribute_names: tuple[str, ...]
+    sent_at: datetime | None
+    age_seconds: float | None
+    receive_count: int  # after this peek
+    receives_left: int | None  # before SQS moves it on (queues with a RedrivePolicy)
+    body: str | None  # only when asked for
+    source_arn: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PeekResult:
+    queue: QueueInfo
+    messages: tuple[PeekedMessage, ...]
+    budget: ReceiveBudget | None
+    stopped: str | None = None  # why the peek stopped before its limit
+    not_released: int = 0  # messages SQS refused to make visible again
+
+
+def peek(
+    sqs: SQSClient,
+    url: str,
+    *,
+    limit: int = 10,
+    body: bool = False,
+    count_attribute: str = DEFAULT_COUNT_ATTRIBUTE,
+    reserve: int = 1,
+    wait_seconds: int = 1,
+    hide_seconds: int = 30,
+    now: Callable[[], float] = time.time,
+) -> PeekResult:
+    """Look at up to `limit` messages without consuming them.
+
+    Messages are received (hidden for `hide_seconds` at most, so a crash cannot keep them
+    away for long), and made visible again as soon as the peek has them all: a message is
+    never returned twice and so never received twice by one peek. On a queue with a
+    RedrivePolicy the receive budget applies; the first receive takes a single message.
+    """
+    queue = queue_info(sqs, url)
+    budget = receive_budget(sqs, queue, reserve)
+    if budget is not None and budget.exhausted:
+        raise OpsError(budget_refusal(budget, queue))
+    seen: dict[str, MessageTypeDef] = {}
+    stopped: str | None = None
+    refused = 0
+    try:
+        while len(seen) < limit:
+            want = 1 if budget is not None and not seen else limit - len(seen)
+            batch = receive(
+                sqs, url, want, visibility_timeout=hide_seconds, wait_seconds=wait_seconds
+            )
+            fresh = [m for m in batch if m["MessageId"] not in seen]
+            for message in batch:
+                seen[message["MessageId"]] = message
+            if not fresh:
+                break
+            if budget is not None and any(budget.stop_after(receive_count_of(m)) for m in fresh):
+                stopped = (
+                    f"stopped: a message has {budget.reserve} or fewer receives left before "
+                    f"SQS moves it to {budget.target_name}"
+                )
+                break
+    finally:
+        refused = release(sqs, url, [m["ReceiptHandle"] for m in seen.values()])
+    messages = tuple(
+        _peeked(m, count_attribute, budget, body, now()) for m in list(seen.values())[:limit]
+    )
+    return PeekResult(queue, messages, budget, stopped, refused)
+
+
+def _peeked(
+    message: MessageTypeDef,
+    count_attribute: str,
+    budget: ReceiveBudget | None,
+    with_body: bool,
+    now: float,
+) -> PeekedMessage:
+    parsed = attributes.from_sqs(message.get("MessageAttributes"))
+    values = parsed.values
+    system = message.get("Attributes", {})
+    count_value = values.get(count_attribute)
+    sent_ms = system.get("SentTimestamp")
+    sent_at = datetime.fromtimestamp(int(sent_ms) / 1000, UTC) if sent_ms else None
+    received = receive_count_of(message)
+    return PeekedMessage(
+        message_id=message["MessageId"],
+        replay_count=attributes.parse_count(count_value),
+        raw_count=count_value.string_value if count_value is not None else None,
+        park_reason=park_reason_of(message.get("Body", ""), values),
+        group_id=system.get("MessageGroupId"),
+        attribute_names=tuple(sorted([*values, *parsed.dropped])),
+        sent_at=sent_at,
+        age_seconds=max(0.0, now - int(sent_ms) / 1000) if sent_ms else None,
+        receive_count=received,
+        receives_left=budget.left(received) if budget is not None else None,
+        body=message.get("Body", "") if with_body else None,
+        source_arn=system.get("DeadLetterQueueSourceArn"),
+    )

@@ -1,0 +1,66 @@
+"""What the operator tools need to know about a queue: its ARN, type, visibility timeout and
+redrive policy, and which queues dead-letter into it."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from dlq_replay.core.queues import is_fifo_url
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+
+
+# -- queues -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RedrivePolicy:
+    target_arn: str
+    max_receive_count: int
+
+    @property
+    def target_name(self) -> str:
+        return self.target_arn.rsplit(":", 1)[-1]
+
+
+@dataclass(frozen=True, slots=True)
+class QueueInfo:
+    url: str
+    arn: str
+    fifo: bool
+    visibility_timeout: int
+    redrive: RedrivePolicy | None
+
+    @property
+    def name(self) -> str:
+        return self.arn.rsplit(":", 1)[-1]
+
+
+def queue_info(sqs: SQSClient, url: str) -> QueueInfo:
+    """A queue's identity and the settings the operator tools care about."""
+    found = sqs.get_queue_attributes(
+        QueueUrl=url,
+        AttributeNames=["QueueArn", "FifoQueue", "VisibilityTimeout", "RedrivePolicy"],
+    )["Attributes"]
+    redrive: RedrivePolicy | None = None
+    if found.get("RedrivePolicy"):
+        policy = json.loads(found["RedrivePolicy"])
+        redrive = RedrivePolicy(str(policy["deadLetterTargetArn"]), int(policy["maxReceiveCount"]))
+    return QueueInfo(
+        url=url,
+        arn=found.get("QueueArn", ""),
+        fifo=found.get("FifoQueue", "false").lower() == "true" or is_fifo_url(url),
+        visibility_timeout=int(found.get("VisibilityTimeout", "30")),
+        redrive=redrive,
+    )
+
+
+def dead_letter_sources(sqs: SQSClient, url: str) -> list[str]:
+    """URLs of the queues whose RedrivePolicy names this queue as their DLQ."""
+    sources: list[str] = []
+    for page in sqs.get_paginator("list_dead_letter_source_queues").paginate(QueueUrl=url):
+        sources.extend(page.get("queueUrls", []))
+    return sources

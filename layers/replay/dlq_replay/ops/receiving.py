@@ -1,0 +1,109 @@
+"""Receiving without harm: every ReceiveMessage raises a message's receive count, and on a
+queue with a RedrivePolicy that count decides when SQS moves the message on, so a look
+spends a budget (`ReceiveBudget`) and stops before it is gone."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from dlq_replay.ops.queues import QueueInfo, dead_letter_sources, queue_info
+from dlq_replay.sqs.sending import (
+    MAX_BATCH_ENTRIES,
+    change_visibility,
+)
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+    from mypy_boto3_sqs.type_defs import MessageTypeDef
+
+
+# -- the receive budget -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ReceiveBudget:
+    """The receive-count rule for looking at a queue with a RedrivePolicy.
+
+    SQS moves a message on the receive that would take its receive count past
+    `max_receive_count`, and shows a count only by receiving the message. A message arrives on
+    a DLQ with the count it had on its source queue (`arrival_count`, the largest
+    maxReceiveCount among the source queues), so a fresh one has
+    `max_receive_count - arrival_count - 1` receives left after one look. The tools
+    * refuse to start when even a fresh message would keep fewer than `reserve` receives,
+    * stop before their next receive once a message they saw keeps `reserve` or fewer,
+    * and never receive a message in flight (one the replay is holding for a long delay).
+    """
+
+    max_receive_count: int
+    arrival_count: int = 0
+    reserve: int = 1
+    target_name: str = ""
+
+    @property
+    def fresh_left(self) -> int:
+        """Receives a message fresh on this queue keeps after one more receive."""
+        return self.max_receive_count - self.arrival_count - 1
+
+    @property
+    def exhausted(self) -> bool:
+        return self.fresh_left < self.reserve
+
+    def left(self, receive_count: int) -> int:
+        """Receives still delivering the message, given its count after the latest receive."""
+        return max(0, self.max_receive_count - receive_count)
+
+    def stop_after(self, receive_count: int) -> bool:
+        return self.left(receive_count) <= self.reserve
+
+
+def receive_budget(sqs: SQSClient, queue: QueueInfo, reserve: int = 1) -> ReceiveBudget | None:
+    """The budget of a queue with a RedrivePolicy; None when receives cannot move messages."""
+    if queue.redrive is None:
+        return None
+    arrival = 0
+    for source_url in dead_letter_sources(sqs, queue.url):
+        source = queue_info(sqs, source_url)
+        if source.redrive is not None:
+            arrival = max(arrival, source.redrive.max_receive_count)
+    return ReceiveBudget(
+        queue.redrive.max_receive_count, arrival, reserve, queue.redrive.target_name
+    )
+
+
+def budget_refusal(budget: ReceiveBudget, queue: QueueInfo) -> str:
+    return (
+        f"{queue.name}: maxReceiveCount {budget.max_receive_count} leaves no receive to spare "
+        f"(a message arrives with {budget.arrival_count} receives, one look leaves "
+        f"{budget.fresh_left}, the reserve is {budget.reserve}); receiving could move messages "
+        f"to {budget.target_name}"
+    )
+
+
+# -- receiving ----------------------------------------------------------------------------------
+
+
+def receive(
+    sqs: SQSClient, url: str, count: int, *, visibility_timeout: int, wait_seconds: int
+) -> list[MessageTypeDef]:
+    return sqs.receive_message(
+        QueueUrl=url,
+        MaxNumberOfMessages=max(1, min(MAX_BATCH_ENTRIES, count)),
+        VisibilityTimeout=visibility_timeout,
+        WaitTimeSeconds=wait_seconds,
+        MessageAttributeNames=["All"],
+        MessageSystemAttributeNames=["All"],
+    ).get("Messages", [])
+
+
+def release(sqs: SQSClient, url: str, receipt_handles: Iterable[str]) -> int:
+    """Make received messages visible again at once; returns how many SQS refused.
+
+    A refusal loses nothing: such a message comes back when its visibility timeout ends.
+    """
+    return len(change_visibility(sqs, url, [(handle, 0) for handle in receipt_handles]))
+
+
+def receive_count_of(message: MessageTypeDef) -> int:
+    return int(message.get("Attributes", {}).get("ApproximateReceiveCount", "1"))

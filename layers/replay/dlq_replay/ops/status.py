@@ -1,0 +1,156 @@
+"""`status`: depth and oldest-message age of each queue, and the replay's event source."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from dlq_replay.ops.errors import OpsError
+from dlq_replay.ops.queues import QueueInfo, queue_info
+from dlq_replay.ops.stack import Deployment
+from dlq_replay.sqs.depth import QueueDepth, queue_depth
+
+if TYPE_CHECKING:
+    from mypy_boto3_lambda import LambdaClient
+    from mypy_boto3_sqs import SQSClient
+
+
+# -- status -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class QueueStatus:
+    role: str
+    queue: QueueInfo
+    depth: QueueDepth
+    oldest_age_seconds: float | None  # CloudWatch's ApproximateAgeOfOldestMessage, if reported
+
+
+@dataclass(frozen=True, slots=True)
+class EventSourceStatus:
+    function_name: str
+    found: bool  # a mapping from the DLQ to the function exists
+    state: str | None = None  # Enabled, Disabled, Creating, Enabling, Disabling, ...
+    uuid: str | None = None
+    batch_size: int | None = None
+    maximum_concurrency: int | None = None
+    last_result: str | None = None
+
+    @property
+    def enabled(self) -> bool:
+        return self.state == "Enabled"
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    queues: tuple[QueueStatus, ...]
+    event_source: EventSourceStatus | None
+    age_note: str | None = None  # why ages are missing, when CloudWatch could not be read
+
+
+def status(
+    sqs: SQSClient,
+    deployment: Deployment,
+    *,
+    cloudwatch: Any = None,
+    lam: LambdaClient | None = None,
+    now: datetime | None = None,
+) -> Status:
+    """Depth, age of the oldest message and redrive wiring of each known queue, and the
+    state of the replay function's event source on the DLQ (when the function is known)."""
+    known = deployment.known_queues()
+    if not known:
+        raise OpsError(
+            "no queues: pass --stack NAME or --main-queue-url/--dlq-url/--operator-queue-url",
+            usage=True,
+        )
+    infos = [(role, queue_info(sqs, url)) for role, url in known]
+    ages: dict[str, float] = {}
+    note: str | None = None
+    if cloudwatch is not None:
+        ages, note = oldest_message_ages(cloudwatch, [info.name for _, info in infos], now=now)
+    queues = tuple(
+        QueueStatus(role, info, queue_depth(sqs, info.url), ages.get(info.name))
+        for role, info in infos
+    )
+    event_source: EventSourceStatus | None = None
+    if lam is not None and deployment.function_name:
+        dlq = next((info for role, info in infos if role == "dlq"), None)
+        event_source = event_source_status(lam, deployment.function_name, dlq.arn if dlq else None)
+    return Status(queues, event_source, note)
+
+
+def oldest_message_ages(
+    cloudwatch: Any, queue_names: Sequence[str], *, now: datetime | None = None
+) -> tuple[dict[str, float], str | None]:
+    """The latest ApproximateAgeOfOldestMessage of each queue (CloudWatch, 1-minute periods).
+
+    SQS reports the age only as a CloudWatch metric, a few minutes behind; a queue without a
+    recent datapoint is left out. A failure to read CloudWatch is a note, not an error.
+    """
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    end = now or datetime.now(UTC)
+    queries = [
+        {
+            "Id": f"q{index}",
+            "MetricStat": {
+                "Metric": {
+                    "Namespace": "AWS/SQS",
+                    "MetricName": "ApproximateAgeOfOldestMessage",
+                    "Dimensions": [{"Name": "QueueName", "Value": name}],
+                },
+                "Period": 60,
+                "Stat": "Maximum",
+            },
+        }
+        for index, name in enumerate(queue_names)
+    ]
+    try:
+        response = cloudwatch.get_metric_data(
+            MetricDataQueries=queries,
+            StartTime=end - timedelta(minutes=15),
+            EndTime=end,
+            ScanBy="TimestampDescending",
+        )
+    except ClientError as error:
+        code = error.response.get("Error", {}).get("Code", "error")
+        return {}, f"age of the oldest message unavailable: CloudWatch said {code}"
+    except BotoCoreError as error:
+        return {}, f"age of the oldest message unavailable: {type(error).__name__}"
+    ages: dict[str, float] = {}
+    for result in response.get("MetricDataResults", []):
+        index = int(str(result.get("Id", "q-1"))[1:])
+        values = list(result.get("Values", []))
+        if values and 0 <= index < len(queue_names):
+            ages[queue_names[index]] = float(values[0])
+    return ages, None
+
+
+def event_source_status(
+    lam: LambdaClient, function_name: str, dlq_arn: str | None
+) -> EventSourceStatus:
+    """The function's event source mapping on the DLQ (the first one when the DLQ is unknown)."""
+    mappings: list[Any] = []
+    for page in lam.get_paginator("list_event_source_mappings").paginate(
+        FunctionName=function_name
+    ):
+        mappings.extend(page.get("EventSourceMappings", []))
+    chosen = next(
+        (m for m in mappings if dlq_arn is None or str(m.get("EventSourceArn", "")) == dlq_arn),
+        None,
+    )
+    if chosen is None:
+        return EventSourceStatus(function_name, found=False)
+    scaling = chosen.get("ScalingConfig") or {}
+    return EventSourceStatus(
+        function_name,
+        found=True,
+        state=chosen.get("State"),
+        uuid=chosen.get("UUID"),
+        batch_size=chosen.get("BatchSize"),
+        maximum_concurrency=scaling.get("MaximumConcurrency"),
+        last_result=chosen.get("LastProcessingResult"),
+    )
