@@ -21,6 +21,26 @@ from types import ModuleType
 ROOT = Path(__file__).resolve().parents[1]
 FUNCTION_ID = "ReplayFunction"
 LAYER_ID = "ReplayLayer"
+# Exactly what the layer may hold of dlq_replay: the Lambda side (layers/replay/Makefile). The
+# operator CLI, the demo and the local runtime must not grow back into it.
+LAYER_MODULES = (
+    "dlq_replay/__init__.py",
+    "dlq_replay/aws_lambda/__init__.py",
+    "dlq_replay/aws_lambda/replay.py",
+    "dlq_replay/consumer/__init__.py",
+    "dlq_replay/consumer/visibility.py",
+    "dlq_replay/core/__init__.py",
+    "dlq_replay/core/attributes.py",
+    "dlq_replay/core/backoff.py",
+    "dlq_replay/core/decision.py",
+    "dlq_replay/core/messages.py",
+    "dlq_replay/core/queues.py",
+    "dlq_replay/core/settings.py",
+    "dlq_replay/sqs/__init__.py",
+    "dlq_replay/sqs/client.py",
+    "dlq_replay/sqs/replayer.py",
+    "dlq_replay/sqs/sending.py",
+)
 # Settings are read on the first invocation; these only make an import-time read harmless.
 PLACEHOLDER_ENV = {
     "AWS_DEFAULT_REGION": "us-east-1",
@@ -49,6 +69,13 @@ def _require_inside(module: ModuleType, directory: Path) -> Path:
     return origin
 
 
+def layer_modules(layer_dir: Path) -> list[str]:
+    """The dlq_replay modules the built layer ships, relative to its python/ folder."""
+    return sorted(
+        path.relative_to(layer_dir).as_posix() for path in (layer_dir / "dlq_replay").rglob("*.py")
+    )
+
+
 def check_build(build_dir: Path) -> list[str]:
     """Import the built handler; return one line per checked module, raise on a mismatch."""
     build_dir = build_dir.resolve()
@@ -57,6 +84,13 @@ def check_build(build_dir: Path) -> list[str]:
     for directory in (function_dir, layer_dir):
         if not directory.is_dir():
             raise BuildCheckError(f"{directory} is missing: run `sam build` first")
+    shipped = layer_modules(layer_dir)
+    if shipped != sorted(LAYER_MODULES):
+        extra = sorted(set(shipped) - set(LAYER_MODULES))
+        missing = sorted(set(LAYER_MODULES) - set(shipped))
+        raise BuildCheckError(
+            f"the layer's dlq_replay modules differ: extra {extra}, missing {missing}"
+        )
 
     for name, value in PLACEHOLDER_ENV.items():
         os.environ.setdefault(name, value)
@@ -71,7 +105,8 @@ def check_build(build_dir: Path) -> list[str]:
     dlq_replay = importlib.import_module("dlq_replay")
     powertools = importlib.import_module("aws_lambda_powertools")
 
-    lines = [
+    lines = [f"layer module         {name}" for name in shipped]
+    lines += [
         f"app                  {_require_inside(app, function_dir)}",
         f"dlq_replay           {_require_inside(dlq_replay, layer_dir)}",
         f"aws_lambda_powertools {_require_inside(powertools, layer_dir)}",

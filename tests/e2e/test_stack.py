@@ -20,8 +20,8 @@ import pytest
 from dlq_replay.consumer import replay_attempt
 from dlq_replay.core.attributes import PARK_REASON_ATTRIBUTE
 from dlq_replay.local.worker import WorkerOptions, run_worker, settings_from
-from dlq_replay.sqs.depth import queue_depth
-from dlq_replay.sqs.draining import drain
+from dlq_replay.ops.depth import queue_depth
+from dlq_replay.ops.draining import drain
 
 from .deployment import PARAMETERS, Deployment
 

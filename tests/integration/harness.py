@@ -21,8 +21,8 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from dlq_replay.aws_lambda.replay import LambdaReplay
 from dlq_replay.core.settings import Settings
 from dlq_replay.local.records import lambda_event
-from dlq_replay.sqs.depth import queue_depth
-from dlq_replay.sqs.draining import drained_batches
+from dlq_replay.ops.depth import queue_depth
+from dlq_replay.ops.draining import drained_batches
 from dlq_replay.sqs.replayer import Clock, Replayer
 
 if TYPE_CHECKING:

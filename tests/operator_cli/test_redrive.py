@@ -10,7 +10,7 @@ import pytest
 from botocore.exceptions import ClientError
 from dlq_replay import ops
 from dlq_replay.core.messages import OutboundMessage
-from dlq_replay.sqs.draining import drain
+from dlq_replay.ops.draining import drain
 
 from .support import (
     ACCOUNT,

@@ -468,10 +468,17 @@ def test_function_runtime_and_layer(cfn: dict[str, Any]) -> None:
     assert layer["Properties"]["CompatibleArchitectures"] == ["arm64"]
 
 
-def test_layer_is_built_by_sam_for_python313_arm64(sam_template: dict[str, Any]) -> None:
+def test_layer_is_built_by_its_makefile_for_python313_arm64(
+    sam_template: dict[str, Any], root: Path
+) -> None:
     layer = sam_template["Resources"]["ReplayLayer"]
     assert layer["Type"] == "AWS::Serverless::LayerVersion"
-    assert layer["Metadata"] == {"BuildMethod": "python3.13", "BuildArchitecture": "arm64"}
+    assert layer["Metadata"] == {"BuildMethod": "makefile"}
+    makefile = (root / "layers" / "replay" / "Makefile").read_text()
+    assert "build-ReplayLayer:" in makefile
+    assert "--platform manylinux2014_aarch64" in makefile
+    assert "--python-version 3.13" in makefile
+    assert re.search(r"(?m)^LAMBDA_PACKAGES := core sqs aws_lambda consumer$", makefile)
 
 
 def test_layer_ships_powertools(root: Path) -> None:

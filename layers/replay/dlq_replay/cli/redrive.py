@@ -29,7 +29,7 @@ from dlq_replay.cli.options import (
 from dlq_replay.cli.output import make_console, note, print_json, progress_bars
 from dlq_replay.cli.peek import add_receive_options
 from dlq_replay.core.decision import ParkReason
-from dlq_replay.sqs.depth import queue_depth
+from dlq_replay.ops.depth import queue_depth
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient

@@ -16,8 +16,8 @@ from botocore.exceptions import BotoCoreError, ClientError
 from dlq_replay.consumer import VisibilityHeartbeat, replay_attempt
 from dlq_replay.core.attributes import PARK_REASON_ATTRIBUTE
 from dlq_replay.demo.emulator import Queues
-from dlq_replay.sqs.depth import QueueDepth, queue_depth
-from dlq_replay.sqs.draining import drain
+from dlq_replay.ops.depth import QueueDepth, queue_depth
+from dlq_replay.ops.draining import drain
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient

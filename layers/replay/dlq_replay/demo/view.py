@@ -6,7 +6,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from dlq_replay.demo.scenario import DemoOptions, DemoResult, Tally
-from dlq_replay.sqs.depth import QueueDepth
+from dlq_replay.ops.depth import QueueDepth
 
 if TYPE_CHECKING:
     pass

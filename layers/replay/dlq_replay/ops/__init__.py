@@ -12,8 +12,9 @@ options and printing live in `dlq_replay.cli`. Two SQS facts shape it:
   client-side move (`redrive`): send the copy, then delete exactly the originals whose copy
   was sent.
 
-One module per concern: `stack` (finding a deployment), `queues`, `status`, `receiving`,
-`peek`, `redrive`, `movetask`, `plan`; their public names are re-exported here.
+One module per concern: `stack` (finding a deployment), `queues`, `depth`, `draining`,
+`status`, `receiving`, `peek`, `redrive`, `movetask`, `plan`; the public names of those the
+CLI uses are re-exported here.
 """
 
 from dlq_replay.ops.errors import OpsError

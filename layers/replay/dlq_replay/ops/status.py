@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from dlq_replay.ops.depth import QueueDepth, queue_depth
 from dlq_replay.ops.errors import OpsError
 from dlq_replay.ops.queues import QueueInfo, queue_info
 from dlq_replay.ops.stack import Deployment
-from dlq_replay.sqs.depth import QueueDepth, queue_depth
 
 if TYPE_CHECKING:
     from mypy_boto3_lambda import LambdaClient

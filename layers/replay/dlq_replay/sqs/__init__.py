@@ -2,6 +2,6 @@
 
 The SQS client as the replay configures it (retries, timeouts), SendMessageBatch /
 DeleteMessageBatch / ChangeMessageVisibilityBatch with every per-entry failure mapped back,
-queue depth and draining, and `Replayer`, which turns the core's decisions for one batch into
+and `Replayer`, which turns the core's decisions for one batch into
 writes and reports one outcome per record. Imports only the core.
 """

@@ -1,0 +1,120 @@
+"""The package's shape: sub-packages by role, imports that only point down, no cycle, and
+modules small enough to read in one sitting. Read from the source with `ast`, nothing run."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE_DIR = Path(__file__).resolve().parents[2] / "layers" / "replay" / "dlq_replay"
+# Each sub-package may import its own modules and those of lower ranks only.
+RANK = {
+    "core": 0,  # pure: settings, backoff, attributes, messages, queue identities, the decision
+    "sqs": 1,  # SQS I/O and the replayer
+    "aws_lambda": 2,  # the Powertools batch wiring
+    "consumer": 2,  # what a consumer of the main queue imports
+    "ops": 2,  # the operator's SQS work
+    "local": 3,  # event source and worker
+    "demo": 4,
+    "cli": 5,
+}
+LAMBDA_SIDE = ("core", "sqs", "aws_lambda", "consumer")
+MAX_MODULE_LINES = 400
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE_DIR.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(p): p for p in sorted(PACKAGE_DIR.rglob("*.py"))}
+
+
+def _type_checking_only(tree: ast.Module) -> set[ast.AST]:
+    """Import nodes under `if TYPE_CHECKING:`: they never run."""
+    skipped: set[ast.AST] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING":
+            for child in node.body:
+                skipped.update(ast.walk(child))
+    return skipped
+
+
+def runtime_imports(name: str) -> set[str]:
+    """Every module `name` imports when it runs (at import time or inside a function)."""
+    tree = ast.parse(MODULES[name].read_text(encoding="utf-8"))
+    skipped = _type_checking_only(tree)
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if node in skipped:
+            continue
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+            for alias in node.names:
+                if f"{node.module}.{alias.name}" in MODULES:
+                    found.add(f"{node.module}.{alias.name}")
+    return found
+
+
+def role(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[0] == "dlq_replay" else None
+
+
+def test_every_module_belongs_to_a_role_with_a_docstring() -> None:
+    for name, path in MODULES.items():
+        if name == "dlq_replay":
+            continue
+        assert role(name) in RANK, f"{name} is outside the sub-packages"
+        assert ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))), name
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_imports_point_down(name: str) -> None:
+    own = role(name)
+    if own is None:
+        return
+    for target in runtime_imports(name):
+        other = role(target)
+        if other is None or other == own:
+            continue
+        assert RANK[other] < RANK[own], f"{name} imports {target}: {own} may not import {other}"
+
+
+@pytest.mark.parametrize("name", [n for n in sorted(MODULES) if role(n) in LAMBDA_SIDE])
+def test_the_lambda_side_needs_nothing_of_the_local_extra(name: str) -> None:
+    roots = {target.split(".")[0] for target in runtime_imports(name)}
+    assert not roots & {"moto", "rich"}, name
+    if role(name) == "core":
+        assert not roots & {"boto3", "botocore", "aws_lambda_powertools"}, f"{name} is not pure"
+
+
+def test_no_import_cycle() -> None:
+    graph = {name: {t for t in runtime_imports(name) if t in MODULES} for name in MODULES}
+    done: set[str] = set()
+
+    def visit(name: str, path: list[str]) -> None:
+        if name in path:
+            cycle = [*path[path.index(name) :], name]
+            raise AssertionError("import cycle: " + " -> ".join(cycle))
+        if name in done:
+            return
+        for target in sorted(graph[name]):
+            # A package's own __init__ is imported before its modules; not an edge back.
+            if not target or name.startswith(f"{target}."):
+                continue
+            visit(target, [*path, name])
+        done.add(name)
+
+    for name in sorted(graph):
+        visit(name, [])
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_modules_are_small(name: str) -> None:
+    lines = len(MODULES[name].read_text(encoding="utf-8").splitlines())
+    assert lines <= MAX_MODULE_LINES, f"{name}: {lines} lines"
