@@ -115,12 +115,18 @@ def test_no_credentials_is_one_line_and_exit_1_without_network(
 
 
 @pytest.mark.parametrize(
-    ("args", "env", "variable"),
+    ("args", "env", "start"),
     [
-        pytest.param(["--max-attempts", "0"], {}, "MAX_ATTEMPTS", id="option"),
-        pytest.param([], {"MAX_ATTEMPTS": "many"}, "MAX_ATTEMPTS", id="environment"),
-        pytest.param(["--jitter", "some"], {}, "JITTER", id="jitter"),
-        pytest.param(["--operator-queue-url", " "], {}, "OPERATOR_QUEUE_URL", id="required"),
+        pytest.param(
+            ["--max-attempts", "0"], {}, "argument --max-attempts: '0' must be", id="option"
+        ),
+        pytest.param(
+            [], {"MAX_ATTEMPTS": "many"}, "MAX_ATTEMPTS='many' is invalid", id="environment"
+        ),
+        pytest.param(["--jitter", "some"], {}, "argument --jitter: 'some' must be", id="jitter"),
+        pytest.param(
+            ["--operator-queue-url", " "], {}, "argument --operator-queue-url: ' '", id="required"
+        ),
     ],
 )
 def test_a_bad_setting_is_one_line_naming_it_and_exit_2(
@@ -128,7 +134,7 @@ def test_a_bad_setting_is_one_line_naming_it_and_exit_2(
     monkeypatch: pytest.MonkeyPatch,
     args: list[str],
     env: dict[str, str],
-    variable: str,
+    start: str,
 ) -> None:
     for name, value in env.items():
         monkeypatch.setenv(name, value)
@@ -142,13 +148,15 @@ def test_a_bad_setting_is_one_line_naming_it_and_exit_2(
         "http://127.0.0.1:9",
     ]
 
-    code = main([*base, *args])
+    try:
+        code = main([*base, *args])
+    except SystemExit as stop:  # the parser's own refusal
+        code = int(stop.code or 0)
 
     assert code == 2
     captured = capsys.readouterr()
     line = one_error_line(captured.err)
-    assert line.startswith(f"{PREFIX}{variable}=")
-    assert "invalid" in line
+    assert line.startswith(f"{PREFIX}{start}")
 
 
 def test_max_attempts_zero_as_a_real_command() -> None:
@@ -166,4 +174,7 @@ def test_max_attempts_zero_as_a_real_command() -> None:
     )
     assert result.returncode == 2
     line = one_error_line(result.stderr)
-    assert line == f"{PREFIX}MAX_ATTEMPTS='0' is invalid: must be an integer from 1 to 100"
+    assert line == (
+        f"{PREFIX}argument --max-attempts: '0' must be an integer from 1 to 100 [MAX_ATTEMPTS] "
+        "(see: dlq-replay worker --help)"
+    )

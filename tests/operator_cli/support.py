@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs.type_defs import MessageAttributeValueTypeDef
 
 REGION = "us-east-1"
+ERROR_LINE = re.compile(r"^dlq-replay( [a-z]+)?: error: ")
 ACCOUNT = "123456789012"
 COUNT = "sqs-dlq-replay-nb"
 PARK_REASON = "dlq-replay-park-reason"
@@ -139,7 +141,8 @@ def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> Result:
 def assert_one_line_error(result: Result, code: int, *fragments: str) -> None:
     assert result.code == code, result
     assert "Traceback" not in result.err
-    lines = [line for line in result.err.splitlines() if line.startswith("dlq-replay: error:")]
+    # `dlq-replay: error:` from the command, `dlq-replay COMMAND: error:` from the parser.
+    lines = [line for line in result.err.splitlines() if ERROR_LINE.match(line)]
     assert len(lines) == 1, result.err
     for fragment in fragments:
         assert fragment in lines[0], lines[0]

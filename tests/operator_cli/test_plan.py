@@ -146,6 +146,8 @@ def test_durations() -> None:
 
 
 def test_bad_settings_are_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
-    assert_one_line_error(run_cli(capsys, "plan", "--jitter", "wild"), 2, "JITTER='wild'")
+    assert_one_line_error(
+        run_cli(capsys, "plan", "--jitter", "wild"), 2, "--jitter", "'wild'", "[JITTER]"
+    )
     assert_one_line_error(run_cli(capsys, "plan", "--max-attempts", "0"), 2, "MAX_ATTEMPTS")
     assert_one_line_error(run_cli(capsys, "plan", "--cap", "50000"), 2, "BACKOFF_CAP_SECONDS")

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import argparse
 import functools
+import importlib
 import os
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +17,12 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from dlq_replay import ops
 from dlq_replay.cli.errors import EXIT_FAILED, EXIT_USAGE, CommandError, error_code, one_line
-from dlq_replay.cli.options import queue_url, sqs_client
+from dlq_replay.cli.options import (
+    INTERACTIVE_ATTEMPTS,
+    INTERACTIVE_CONNECT_TIMEOUT,
+    queue_url,
+    sqs_client,
+)
 from dlq_replay.cli.output import note
 from dlq_replay.core.settings import DEFAULT_COUNT_ATTRIBUTE
 
@@ -26,9 +33,11 @@ if TYPE_CHECKING:
 Subparsers = Any  # argparse's _SubParsersAction is private
 Run = Callable[[argparse.Namespace], int]
 
-# Clients other than SQS: few retries and short timeouts, these are one-off look-ups.
+# Clients other than SQS: one-off look-ups for a person waiting, so they fail fast too.
 _LOOKUP_CONFIG = Config(
-    retries={"mode": "standard", "max_attempts": 3}, connect_timeout=5, read_timeout=15
+    retries={"mode": "standard", "total_max_attempts": INTERACTIVE_ATTEMPTS},
+    connect_timeout=INTERACTIVE_CONNECT_TIMEOUT,
+    read_timeout=15,
 )
 # CloudWatch is a nice-to-have for `status` (the age of the oldest message): fail fast.
 _OPTIONAL_CONFIG = Config(
@@ -136,12 +145,62 @@ def operator_command(run: Run) -> Run:
 
     @functools.wraps(run)
     def wrapper(args: argparse.Namespace) -> int:
+        require_local_extra("rich")
         try:
             return run(args)
         except ops.OpsError as error:
             raise CommandError(str(error), EXIT_USAGE if error.usage else EXIT_FAILED) from None
         except (ClientError, BotoCoreError) as error:
             message, code = one_line(error)
+            if _queue_not_found(error):
+                message += region_hint(args)
             raise CommandError(message, code) from None
 
     return wrapper
+
+
+def require_local_extra(module: str) -> None:
+    """Stop with one line, before anything is received or sent, when the `local` extra (moto,
+    rich) is missing: a plain `pip install sqs-dlq-replay` has only the Lambda side."""
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        raise CommandError(
+            f"this command needs {module}, from the package's `local` extra: "
+            "pip install 'sqs-dlq-replay[local]'",
+            EXIT_FAILED,
+        ) from None
+
+
+# The region an AWS queue URL names: https://sqs.<region>.amazonaws.com[.cn]/<account>/<name>.
+_URL_REGION = re.compile(r"^https://sqs\.([a-z0-9-]+)\.amazonaws\.com")
+
+
+def _queue_not_found(error: Exception) -> bool:
+    code = error.response.get("Error", {}).get("Code", "") if isinstance(error, ClientError) else ""
+    return "NonExistentQueue" in str(code) or code == "QueueDoesNotExist"
+
+
+def region_hint(args: argparse.Namespace) -> str:
+    """When a queue URL of the command names another region than the client's, say so: SQS
+    answers such a request with a plain "queue does not exist"."""
+    client_region = args.region or boto3.Session(profile_name=args.profile).region_name
+    named = [
+        getattr(args, name, None)
+        for name in (
+            "queue",
+            "main_queue_url",
+            "dlq_url",
+            "operator_queue_url",
+            "source",
+            "destination",
+        )
+    ]
+    for url in named:
+        found = _URL_REGION.match(url) if isinstance(url, str) else None
+        if found and found.group(1) != client_region:
+            return (
+                f" (the URL {url} names region {found.group(1)}, the command used "
+                f"{client_region}: pass --region {found.group(1)})"
+            )
+    return ""

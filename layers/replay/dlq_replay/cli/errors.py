@@ -3,22 +3,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from botocore.exceptions import (
     BotoCoreError,
     ClientError,
-    EndpointConnectionError,
+    HTTPClientError,
     NoCredentialsError,
     NoRegionError,
     ProfileNotFound,
 )
+from botocore.exceptions import ConnectionError as BotoConnectionError
 
 from dlq_replay.core.settings import SettingsError
-
-if TYPE_CHECKING:
-    pass
-
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -47,8 +42,12 @@ def describe_error(error: Exception) -> tuple[str, int]:
         return "no AWS region: pass --region or set AWS_DEFAULT_REGION", EXIT_USAGE
     if isinstance(error, ProfileNotFound):
         return str(error), EXIT_USAGE
-    if isinstance(error, EndpointConnectionError):
-        return f"cannot reach the endpoint: {error}", EXIT_FAILED
+    if isinstance(error, (BotoConnectionError, HTTPClientError)):
+        # botocore names the URL it tried; the retries behind it are the client's config.
+        return (
+            f"cannot reach the endpoint: {error} (check --endpoint-url, --region and the network)",
+            EXIT_FAILED,
+        )
     if isinstance(error, ClientError):
         info = error.response.get("Error", {})
         code = str(info.get("Code", ""))

@@ -15,8 +15,10 @@ from botocore.exceptions import (
     ClientError,
 )
 
+from dlq_replay import __version__
 from dlq_replay.cli import demo, peek, plan, redrive, status, worker
 from dlq_replay.cli.errors import CommandError, describe_error
+from dlq_replay.cli.options import CommandParser
 from dlq_replay.core.settings import SettingsError
 
 if TYPE_CHECKING:
@@ -24,12 +26,15 @@ if TYPE_CHECKING:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="dlq-replay",
         description="Replay SQS dead-letter messages with backoff; inspect and redrive what "
         "was parked.",
     )
-    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    subparsers = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", parser_class=CommandParser
+    )
     for command in (worker, demo, status, peek, redrive, plan):
         command.register(subparsers)
     return parser
@@ -41,8 +46,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     run: Callable[[argparse.Namespace], int] = args.run
     try:
         return run(args)
-    except KeyboardInterrupt:
-        print("dlq-replay: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as stop:
+        # One line: a command that has more to say raises KeyboardInterrupt with it.
+        print(f"dlq-replay: {stop.args[0] if stop.args else 'interrupted'}", file=sys.stderr)
         return 130
     except (CommandError, SettingsError, ClientError, BotoCoreError) as error:
         message, code = describe_error(error)

@@ -83,3 +83,8 @@ def duration(seconds: float) -> str:
     while parts and parts[-1].startswith("0"):
         parts.pop()
     return " ".join(parts)
+
+
+def plural(count: int, noun: str) -> str:
+    """`1 message`, `2 messages`: the count with its noun (nouns that take an s)."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"

@@ -23,7 +23,7 @@ from dlq_replay.cli.options import (
     add_aws_options,
     int_between,
 )
-from dlq_replay.cli.output import duration, make_console, note, print_json
+from dlq_replay.cli.output import duration, make_console, note, plural, print_json
 from dlq_replay.core.settings import DEFAULT_COUNT_ATTRIBUTE
 
 if TYPE_CHECKING:
@@ -101,8 +101,8 @@ def run_peek(args: argparse.Namespace) -> int:
         note(result.stopped)
     if result.not_released:
         note(
-            f"{result.not_released} messages could not be made visible at once; they return "
-            "within 30 s by themselves"
+            f"{plural(result.not_released, 'message')} could not be made visible at once; they "
+            "return within 30 s by themselves"
         )
     if args.json:
         print_json(peek_json(result))
@@ -131,7 +131,8 @@ def _print_peek(result: ops.PeekResult) -> None:
         console.print(f"{result.queue.name}: no visible messages")
         return
     table = Table(
-        title=f"{result.queue.name}: {len(result.messages)} messages (still there, visible)",
+        title=f"{result.queue.name}: {plural(len(result.messages), 'message')} "
+        "(still there, visible)",
         title_justify="left",
     )
     columns = ["message id", "count", "park reason", "group", "attributes", "age", "receives"]

@@ -6,7 +6,7 @@ import argparse
 import os
 from collections.abc import Mapping
 from dataclasses import asdict
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dlq_replay import ops
 
@@ -18,14 +18,10 @@ from dlq_replay.cli.deployment import (
     operator_command,
 )
 from dlq_replay.cli.errors import EXIT_OK
-from dlq_replay.cli.options import add_aws_options
+from dlq_replay.cli.options import add_aws_options, setting_type
 from dlq_replay.cli.output import duration, make_console, print_json
 from dlq_replay.core.backoff import Jitter
 from dlq_replay.core.settings import Settings
-
-if TYPE_CHECKING:
-    pass
-
 
 # The operator queue `plan` assumes when none is known: plan sends nothing.
 _PLACEHOLDER_QUEUE = "https://sqs.invalid/000000000000/plan-placeholder"
@@ -34,12 +30,14 @@ _PLACEHOLDER_QUEUE = "https://sqs.invalid/000000000000/plan-placeholder"
 # -- plan ---------------------------------------------------------------------------------------
 
 _PLAN_OPTIONS: dict[str, tuple[str, str]] = {
-    "base": ("BACKOFF_BASE_SECONDS", "ceiling of the first delay, seconds"),
-    "multiplier": ("BACKOFF_MULTIPLIER", "growth of the ceiling per attempt, >= 1"),
-    "cap": ("BACKOFF_CAP_SECONDS", "largest ceiling, seconds (1-43200)"),
-    "jitter": ("JITTER", f"{', '.join(j.value for j in Jitter)}"),
-    "max_attempts": ("MAX_ATTEMPTS", "replays before a message is parked (1-100)"),
+    "base": ("BACKOFF_BASE_SECONDS", "ceiling of the first delay, seconds, 1-43200 (default 60)"),
+    "multiplier": ("BACKOFF_MULTIPLIER", "growth of the ceiling per attempt, >= 1 (default 2)"),
+    "cap": ("BACKOFF_CAP_SECONDS", "largest ceiling, seconds, 1-43200 (default 900)"),
+    "jitter": ("JITTER", f"{', '.join(j.value for j in Jitter)} (default full)"),
+    "max_attempts": ("MAX_ATTEMPTS", "replays before a message is parked, 1-100 (default 3)"),
 }
+# The variables `plan` reads: with none of them set, the plan is the defaults'.
+_PLAN_VARIABLES = [variable for variable, _ in _PLAN_OPTIONS.values()]
 
 
 def register(subparsers: Subparsers) -> None:
@@ -55,7 +53,11 @@ def register(subparsers: Subparsers) -> None:
     )
     for name, (variable, text) in _PLAN_OPTIONS.items():
         parser.add_argument(
-            f"--{name.replace('_', '-')}", dest=name, metavar="VALUE", help=f"{text} [{variable}]"
+            f"--{name.replace('_', '-')}",
+            dest=name,
+            metavar="VALUE",
+            type=setting_type(variable),
+            help=f"{text} [{variable}]",
         )
     parser.add_argument(
         "--fifo",
@@ -105,7 +107,9 @@ def _plan_environment(args: argparse.Namespace) -> tuple[Mapping[str, str], str]
     if function_name:
         env = ops.function_environment(clients.make_client(args, "lambda"), function_name)
         return env, f"function {function_name}"
-    return os.environ, "environment"
+    if any(os.environ.get(variable) for variable in _PLAN_VARIABLES):
+        return os.environ, "environment"
+    return os.environ, "defaults"
 
 
 def plan_json(plan: ops.BackoffPlan, origin: str) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from dlq_replay.cli.options import (
     int_between,
     positive_number,
 )
-from dlq_replay.cli.output import make_console, note, print_json, progress_bars
+from dlq_replay.cli.output import make_console, note, plural, print_json, progress_bars
 from dlq_replay.cli.peek import add_receive_options
 from dlq_replay.core.decision import ParkReason
 from dlq_replay.ops.depth import queue_depth
@@ -173,8 +173,8 @@ def _native_redrive(args: argparse.Namespace, sqs: SQSClient, request: ops.Redri
             print_json(plan)
         else:
             make_console().print(
-                f"dry run: would start a message move task of about {approximate} messages "
-                f"from {source.name} to {target}; nothing moved"
+                "dry run: would start a message move task of about "
+                f"{plural(approximate, 'message')} from {source.name} to {target}; nothing moved"
             )
         return EXIT_OK
     try:
@@ -191,7 +191,7 @@ def _native_redrive(args: argparse.Namespace, sqs: SQSClient, request: ops.Redri
             print_json({"mode": "native", "task_handle": handle, "status": "RUNNING"})
         else:
             make_console().print(
-                f"started a message move task of about {approximate} messages from "
+                f"started a message move task of about {plural(approximate, 'message')} from "
                 f"{source.name} to {target}; it runs in SQS (follow it with --wait, or watch "
                 f"`dlq-replay status`)\ntask handle: {handle}"
             )
@@ -207,17 +207,15 @@ def _native_redrive(args: argparse.Namespace, sqs: SQSClient, request: ops.Redri
                 sqs, source.arn, poll_seconds=args.poll_seconds, on_progress=show
             )
     except KeyboardInterrupt:
-        note(
+        raise KeyboardInterrupt(
             "stopped waiting; the move task goes on in SQS (cancel it with `aws sqs "
             f"cancel-message-move-task --task-handle {handle}`)"
-        )
-        raise
+        ) from None
     if args.json:
         print_json({"mode": "native", "task_handle": handle, **asdict(task)})
     else:
-        line = (
-            f"move task {task.status}: {task.moved} messages moved from {source.name} to {target}"
-        )
+        moved = plural(task.moved, "message")
+        line = f"move task {task.status}: {moved} moved from {source.name} to {target}"
         if task.failure_reason:
             line += f" ({task.failure_reason})"
         make_console().print(line)
@@ -240,8 +238,9 @@ def _client_redrive(args: argparse.Namespace, sqs: SQSClient, request: ops.Redri
 
             tally = ops.redrive(sqs, request, on_progress=show)
     except KeyboardInterrupt:
-        note(f"interrupted after {_tally_line(latest)}; rerun to continue, nothing is lost")
-        raise
+        raise KeyboardInterrupt(
+            f"interrupted after {_tally_line(latest)}; rerun to continue, nothing is lost"
+        ) from None
     if tally.stopped:
         note(tally.stopped)
     if args.json:

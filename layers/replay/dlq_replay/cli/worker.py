@@ -9,10 +9,16 @@ from dlq_replay.cli.deployment import Subparsers
 from dlq_replay.cli.options import (
     add_aws_options,
     add_setting_options,
+    int_between,
     queue_url,
     setting_overrides,
     sqs_client,
 )
+from dlq_replay.local.eventsource import MAX_RECEIVE_BATCH
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+MAX_POLLERS = 64  # threads in one process; run more processes for more
+MAX_WAIT_SECONDS = 20  # SQS's longest long poll
 
 
 def register(subparsers: Subparsers) -> None:
@@ -25,12 +31,28 @@ def register(subparsers: Subparsers) -> None:
     parser.add_argument(
         "--dlq-url", required=True, type=queue_url, help="the dead-letter queue to replay"
     )
-    parser.add_argument("--pollers", type=int, default=1, help="concurrent pollers (default 1)")
-    parser.add_argument("--batch-size", type=int, default=10, help="1-10 (default 10)")
     parser.add_argument(
-        "--wait-seconds", type=int, default=5, help="long-poll wait, 0-20 (default 5)"
+        "--pollers", type=int_between(1, MAX_POLLERS), default=1, help="concurrent pollers"
     )
-    parser.add_argument("--log-level", default=os.environ.get("LOG_LEVEL", "INFO"))
+    parser.add_argument(
+        "--batch-size",
+        type=int_between(1, MAX_RECEIVE_BATCH),
+        default=MAX_RECEIVE_BATCH,
+        help="messages per receive, as Lambda's BatchSize on SQS",
+    )
+    parser.add_argument(
+        "--wait-seconds",
+        type=int_between(0, MAX_WAIT_SECONDS),
+        default=5,
+        help="long-poll wait of each receive (SQS allows 0-20)",
+    )
+    parser.add_argument(
+        "--log-level",
+        type=str.upper,
+        choices=LOG_LEVELS,
+        default=os.environ.get("LOG_LEVEL", "INFO").upper(),
+        help=f"one of {', '.join(LOG_LEVELS)}, any case (default: LOG_LEVEL, else INFO)",
+    )
     add_setting_options(parser)
     add_aws_options(parser)
     parser.set_defaults(run=run_worker_command)
@@ -44,11 +66,11 @@ def run_worker_command(args: argparse.Namespace) -> int:
     # The endpoint also decides the URLs built from queue ARNs (shared-DLQ routing).
     overrides = {**setting_overrides(args), "AWS_ENDPOINT_URL_SQS": args.endpoint_url}
     settings = settings_from(os.environ, overrides)
-    logger = Logger(service="sqs-dlq-replay", level=args.log_level.upper())
+    logger = Logger(service="sqs-dlq-replay", level=args.log_level)
     options = WorkerOptions(
         dlq_url=args.dlq_url,
-        pollers=max(1, args.pollers),
+        pollers=args.pollers,
         batch_size=args.batch_size,
         wait_seconds=args.wait_seconds,
     )
-    return run_worker(sqs_client(args), settings, options, logger=logger)
+    return run_worker(sqs_client(args, patient=True), settings, options, logger=logger)

@@ -21,7 +21,9 @@ def sqs_client(
     endpoint_url: str | None = None,
     region_name: str | None = None,
     session: boto3.Session | None = None,
+    config: Config = SQS_CLIENT_CONFIG,
 ) -> SQSClient:
-    """The SQS client with standard retries and bounded timeouts."""
+    """The SQS client: by default the patient one (the Lambda and the worker must ride out a
+    network blip); interactive commands pass a config that fails fast."""
     make = session.client if session is not None else boto3.client
-    return make("sqs", endpoint_url=endpoint_url, region_name=region_name, config=SQS_CLIENT_CONFIG)
+    return make("sqs", endpoint_url=endpoint_url, region_name=region_name, config=config)

@@ -1,0 +1,94 @@
+"""Interactive commands fail fast when the endpoint is down and say what they tried; the
+worker keeps the patient retries. A wrong region says so."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Iterator
+
+import boto3
+import pytest
+
+from .support import run_cli
+
+QUEUE_PATH = "/123456789012/orders"
+
+
+class ResettingEndpoint:
+    """A TCP endpoint on 127.0.0.1 that accepts each connection and closes it at once, so every
+    attempt of a client fails; it counts the attempts."""
+
+    def __init__(self) -> None:
+        self._server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._server.bind(("127.0.0.1", 0))
+        self._server.listen(16)
+        self._server.settimeout(0.2)
+        self.url = f"http://127.0.0.1:{self._server.getsockname()[1]}"
+        self.connections = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                connection, _ = self._server.accept()
+            except TimeoutError:
+                continue
+            self.connections += 1
+            connection.close()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._server.close()
+
+
+@pytest.fixture
+def endpoint() -> Iterator[ResettingEndpoint]:
+    served = ResettingEndpoint()
+    yield served
+    served.close()
+
+
+def test_peek_gives_up_after_two_attempts_and_names_the_endpoint(
+    capsys: pytest.CaptureFixture[str], endpoint: ResettingEndpoint
+) -> None:
+    result = run_cli(capsys, "peek", f"{endpoint.url}{QUEUE_PATH}", "--endpoint-url", endpoint.url)
+    assert result.code == 1, result
+    lines = result.err.strip().splitlines()
+    assert len(lines) == 1, result.err
+    assert endpoint.url in lines[0]
+    assert "check --endpoint-url, --region and the network" in lines[0]
+    assert endpoint.connections == 2  # the interactive config's attempts, not the worker's 6
+
+
+def test_the_worker_keeps_the_patient_retries(
+    capsys: pytest.CaptureFixture[str], endpoint: ResettingEndpoint
+) -> None:
+    queue = f"{endpoint.url}{QUEUE_PATH}"
+    result = run_cli(
+        capsys,
+        "worker",
+        "--dlq-url",
+        queue,
+        "--operator-queue-url",
+        queue,
+        "--endpoint-url",
+        endpoint.url,
+    )
+    assert result.code == 1, result
+    assert endpoint.connections == 6  # the Lambda's standard retries: 1 + 5 retries a call
+
+
+def test_a_queue_url_of_another_region_is_named(
+    capsys: pytest.CaptureFixture[str], aws: None
+) -> None:
+    url = boto3.client("sqs", region_name="eu-west-1").create_queue(QueueName="parked")["QueueUrl"]
+    result = run_cli(capsys, "peek", url, "--region", "us-east-1", "--wait-seconds", "0")
+    assert result.code == 1, result
+    assert "queue not found" in result.err
+    assert "names region eu-west-1, the command used us-east-1: pass --region eu-west-1" in (
+        result.err
+    )
