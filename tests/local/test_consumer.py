@@ -7,10 +7,11 @@ timeouts): a 2 s queue visibility timeout, 0.5 s beats.
 from __future__ import annotations
 
 import time
+import warnings
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from dlq_replay.consumer import VisibilityHeartbeat, replay_attempt
+from dlq_replay.consumer import AttributesNotReceivedWarning, VisibilityHeartbeat, replay_attempt
 from dlq_replay.local.records import lambda_record
 from integration.harness import COUNT, REGION, Outgoing, Sqs, binary, number, string
 
@@ -35,7 +36,8 @@ def received(sqs: Sqs, queue: Queue, attributes: dict[str, MessageAttributeValue
 @pytest.mark.parametrize(
     ("attributes", "expected"),
     [
-        pytest.param({}, 0, id="absent"),
+        # No attribute at all reads like a receive that asked for none: it warns (see below).
+        pytest.param({}, 0, id="absent", marks=pytest.mark.filterwarnings("ignore:replay_attempt")),
         pytest.param({"other": string("x")}, 0, id="other-attributes-only"),
         pytest.param({COUNT: number(1)}, 1, id="one"),
         pytest.param({COUNT: number(7), "other": string("x")}, 7, id="seven"),
@@ -144,3 +146,19 @@ def test_a_failed_beat_is_kept_not_raised_into_the_work(sqs: Sqs) -> None:
 def test_heartbeat_refuses_a_timeout_below_one_second(setup_client: SQSClient) -> None:
     with pytest.raises(ValueError, match="timeout"):
         VisibilityHeartbeat(setup_client, "https://example.invalid/q", "r", timeout=0)
+
+
+def test_replay_attempt_warns_when_the_receive_did_not_ask_for_attributes(sqs: Sqs) -> None:
+    queue = sqs.create_queue("main")
+    sqs.send(queue, Outgoing("replayed twice", {COUNT: number(2)}))
+    (bare,) = sqs.client.receive_message(QueueUrl=queue.url, VisibilityTimeout=0)["Messages"]
+
+    with pytest.warns(AttributesNotReceivedWarning, match="MessageAttributeNames"):
+        assert replay_attempt(bare) == 0  # the pitfall: the count is there, but not received
+
+    (asked,) = sqs.client.receive_message(QueueUrl=queue.url, MessageAttributeNames=["All"])[
+        "Messages"
+    ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert replay_attempt(asked) == 2

@@ -4,6 +4,10 @@
 keeps a slow message hidden while it is worked on.
 """
 
-from dlq_replay.consumer.visibility import VisibilityHeartbeat, replay_attempt
+from dlq_replay.consumer.visibility import (
+    AttributesNotReceivedWarning,
+    VisibilityHeartbeat,
+    replay_attempt,
+)
 
-__all__ = ["VisibilityHeartbeat", "replay_attempt"]
+__all__ = ["AttributesNotReceivedWarning", "VisibilityHeartbeat", "replay_attempt"]

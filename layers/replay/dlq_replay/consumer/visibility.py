@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import warnings
 from collections.abc import Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -16,15 +17,31 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
 
+class AttributesNotReceivedWarning(UserWarning):
+    """A boto3 message came without its message attributes: its replay count cannot be read."""
+
+
 def replay_attempt(message: Mapping[str, Any], attribute: str = DEFAULT_COUNT_ATTRIBUTE) -> int:
     """How many times the replay sent this message back: 0 for a first delivery.
 
     Takes a Lambda SQS record (`messageAttributes`) or a boto3 message (`MessageAttributes`);
     a count that is not a valid one reads as 0, since such a message was never replayed by us.
+    SQS returns message attributes only when ReceiveMessage asks for them
+    (`MessageAttributeNames=["All"]` or the count's name); a boto3 message without any warns,
+    once per call site (Python's warning filter), since every such message reads as 0. (A
+    message sent with no attribute at all looks the same; filter the warning if that is yours.)
     """
     if "messageAttributes" in message:
         values = from_lambda(message["messageAttributes"]).values
     else:
+        if "MessageAttributes" not in message:
+            warnings.warn(
+                "replay_attempt: the message has no MessageAttributes; receive with "
+                f"MessageAttributeNames=['All'] (or [{attribute!r}]), else every message reads "
+                "as attempt 0",
+                AttributesNotReceivedWarning,
+                stacklevel=2,
+            )
         values = from_sqs(message.get("MessageAttributes")).values
     return parse_count(values.get(attribute)) or 0
 
