@@ -9,11 +9,23 @@ SHELL := bash
 .DEFAULT_GOAL := test
 MAKEFLAGS += --no-builtin-rules
 
-# Python 3.13 through pyenv: with this PYENV_VERSION the shims make `python3.13` visible (plain
-# `python3` stays 3.11). It is exported because `sam build` looks `python3.13` up on PATH for
-# the python3.13 runtime.
-export PYENV_VERSION := 3.13.0:3.11.7
-PY := python3.13
+# Python 3.13 (any patch) for the toolchain and the python3.13 runtime of `sam build`: the
+# first that runs of `python3.13` on PATH and pyenv's 3.13.x versions. Its folder goes first on
+# PATH, because `sam build` (and the layer's Makefile) look `python3.13` up there.
+PY := $(shell for candidate in python3.13 $$(pyenv root 2>/dev/null)/versions/3.13*/bin/python3.13; do \
+	  "$$candidate" -c 'import sys; assert sys.version_info[:2] == (3, 13)' >/dev/null 2>&1 \
+	  && { command -v "$$candidate"; break; }; done)
+NEED_PY = @test -n "$(PY)" || { echo "make: Python 3.13 not found (neither python3.13 on PATH nor \
+	pyenv's 3.13.x): install it, e.g. \`pyenv install 3.13\` or your system's python3.13" >&2; exit 1; }
+ifneq ($(PY),)
+export PATH := $(dir $(PY)):$(PATH)
+endif
+# `make demo` needs only Python 3.11+: the first of these that is new enough.
+DEMO_PY := $(shell for candidate in python3 python3.13 python3.12 python3.11; do \
+	  "$$candidate" -c 'import sys; assert sys.version_info >= (3, 11)' >/dev/null 2>&1 \
+	  && { command -v "$$candidate"; break; }; done)
+DEMO_VENV := .venv-demo
+DEMO_STAMP := $(DEMO_VENV)/.installed
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
@@ -44,6 +56,7 @@ LOCALSTACK_TESTS := tests/integration tests/local tests/operator_cli
 venv: $(STAMP)
 
 $(STAMP): requirements/dev.lock pyproject.toml
+	$(NEED_PY)
 	rm -rf $(VENV)
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
@@ -72,7 +85,7 @@ validate: $(STAMP)
 	$(BIN)/cfn-lint --ignore-checks W3037 -- $(TRANSFORMED)
 	$(BIN)/cfn-lint -- examples/nested-app.yaml
 
-# No container: the python3.13 builder runs pip with the python3.13 that PYENV_VERSION exposes.
+# No container: the python3.13 builder runs the python3.13 that PY found (first on PATH).
 build: $(STAMP)
 	$(BIN)/sam build --template-file template.yaml
 	$(BIN)/python tools/check_build.py
@@ -99,6 +112,7 @@ test: $(STAMP)
 localstack-venv: $(LOCALSTACK_STAMP)
 
 $(LOCALSTACK_STAMP): requirements/localstack.lock
+	$(NEED_PY)
 	rm -rf $(LOCALSTACK_VENV)
 	$(PY) -m venv $(LOCALSTACK_VENV)
 	$(LOCALSTACK_VENV)/bin/python -m pip install --quiet --disable-pip-version-check \
@@ -113,6 +127,7 @@ test-localstack: $(STAMP) $(LOCALSTACK_STAMP)
 		$(BIN)/pytest -m emulator --emulator=localstack $(LOCALSTACK_TESTS)
 
 lock-localstack:
+	$(NEED_PY)
 	rm -rf $(BUILD_DIR)/lock-localstack-venv
 	$(PY) -m venv $(BUILD_DIR)/lock-localstack-venv
 	$(BUILD_DIR)/lock-localstack-venv/bin/python -m pip install --quiet \
@@ -125,9 +140,20 @@ lock-localstack:
 
 # The README's first command: the replay on an embedded SQS emulator, no AWS account needed.
 # DEMO_ARGS passes options through, e.g. make demo DEMO_ARGS="--messages 1000 --poison-rate 0.1".
+# Its own light environment (the package and its `local` extra, requirements/demo.lock) on any
+# Python 3.11+, so a first `make demo` does not install the whole development toolchain.
 DEMO_ARGS ?=
-demo: $(STAMP)
-	$(BIN)/dlq-replay demo $(DEMO_ARGS)
+demo: $(DEMO_STAMP)
+	$(DEMO_VENV)/bin/dlq-replay demo $(DEMO_ARGS)
+
+$(DEMO_STAMP): requirements/demo.lock pyproject.toml
+	@test -n "$(DEMO_PY)" || { echo "make: Python 3.11 or newer not found (python3, python3.11-3.13): \
+	install one" >&2; exit 1; }
+	rm -rf $(DEMO_VENV)
+	$(DEMO_PY) -m venv $(DEMO_VENV)
+	$(DEMO_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements/demo.lock
+	$(DEMO_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
+	touch $@
 
 # Benchmarks: `make bench` for the figures, `make bench-smoke` (part of `make test`) so the
 # benchmark code keeps running.
@@ -137,8 +163,10 @@ bench: $(STAMP)
 bench-smoke: $(STAMP)
 	$(BIN)/python bench/bench_replay.py --smoke
 
-# Regenerates requirements/dev.lock from a clean, throwaway venv.
+# Regenerates requirements/dev.lock from a clean, throwaway venv, then requirements/demo.lock
+# (the local extra at dev.lock's versions, resolved on the demo's Python).
 lock:
+	$(NEED_PY)
 	rm -rf $(BUILD_DIR)/lock-venv
 	$(PY) -m venv $(BUILD_DIR)/lock-venv
 	$(BUILD_DIR)/lock-venv/bin/python -m pip install --quiet --disable-pip-version-check \
@@ -150,7 +178,18 @@ lock:
 	    | grep -v -i '^sqs[-_]dlq[-_]replay[ =@]'; } > requirements/dev.lock.tmp
 	mv requirements/dev.lock.tmp requirements/dev.lock
 	rm -rf $(BUILD_DIR)/lock-venv
+	rm -rf $(BUILD_DIR)/lock-demo-venv
+	$(DEMO_PY) -m venv $(BUILD_DIR)/lock-demo-venv
+	grep -v -i '^networkx' requirements/dev.lock > $(BUILD_DIR)/demo-constraints.txt
+	$(BUILD_DIR)/lock-demo-venv/bin/python -m pip install --quiet --disable-pip-version-check \
+		-c $(BUILD_DIR)/demo-constraints.txt '.[local]'
+	{ echo "# The demo's light environment: the package's \`local\` extra, at dev.lock's versions (networkx"; \
+	  echo "# excepted: dev.lock's needs Python 3.12+). Works on Python 3.11 to 3.13. Regenerate: make lock"; \
+	  $(BUILD_DIR)/lock-demo-venv/bin/python -m pip freeze --exclude-editable \
+	    | grep -v -i '^sqs[-_]dlq[-_]replay[ =@]'; } > requirements/demo.lock.tmp
+	mv requirements/demo.lock.tmp requirements/demo.lock
+	rm -rf $(BUILD_DIR)/lock-demo-venv
 
 clean:
-	rm -rf $(VENV) .aws-sam $(BUILD_DIR) build-check .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) $(DEMO_VENV) .aws-sam $(BUILD_DIR) build-check .mypy_cache .ruff_cache .pytest_cache
 	find . -path ./.git -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +

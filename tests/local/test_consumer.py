@@ -36,8 +36,7 @@ def received(sqs: Sqs, queue: Queue, attributes: dict[str, MessageAttributeValue
 @pytest.mark.parametrize(
     ("attributes", "expected"),
     [
-        # No attribute at all reads like a receive that asked for none: it warns (see below).
-        pytest.param({}, 0, id="absent", marks=pytest.mark.filterwarnings("ignore:replay_attempt")),
+        pytest.param({}, 0, id="absent"),
         pytest.param({"other": string("x")}, 0, id="other-attributes-only"),
         pytest.param({COUNT: number(1)}, 1, id="one"),
         pytest.param({COUNT: number(7), "other": string("x")}, 7, id="seven"),
@@ -159,6 +158,13 @@ def test_replay_attempt_warns_when_the_receive_did_not_ask_for_attributes(sqs: S
     (asked,) = sqs.client.receive_message(QueueUrl=queue.url, MessageAttributeNames=["All"])[
         "Messages"
     ]
+    sqs.send(queue, Outgoing("first delivery, no attribute at all"))
+    (plain,) = sqs.client.receive_message(
+        QueueUrl=queue.url,
+        MessageAttributeNames=["All"],
+        MessageSystemAttributeNames=["ApproximateReceiveCount"],
+    )["Messages"]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert replay_attempt(asked) == 2
+        assert replay_attempt(plain) == 0

@@ -27,14 +27,16 @@ def replay_attempt(message: Mapping[str, Any], attribute: str = DEFAULT_COUNT_AT
     Takes a Lambda SQS record (`messageAttributes`) or a boto3 message (`MessageAttributes`);
     a count that is not a valid one reads as 0, since such a message was never replayed by us.
     SQS returns message attributes only when ReceiveMessage asks for them
-    (`MessageAttributeNames=["All"]` or the count's name); a boto3 message without any warns,
-    once per call site (Python's warning filter), since every such message reads as 0. (A
-    message sent with no attribute at all looks the same; filter the warning if that is yours.)
+    (`MessageAttributeNames=["All"]` or the count's name); a boto3 message received without
+    asking for any attribute (no `MessageAttributes`, no `Attributes`) warns, once per call site
+    (Python's warning filter), since every such message reads as 0.
     """
     if "messageAttributes" in message:
         values = from_lambda(message["messageAttributes"]).values
     else:
-        if "MessageAttributes" not in message:
+        # Neither message nor system attributes: a ReceiveMessage that asked for none. (A
+        # message without any attribute, received with both asked for, still has "Attributes".)
+        if "MessageAttributes" not in message and "Attributes" not in message:
             warnings.warn(
                 "replay_attempt: the message has no MessageAttributes; receive with "
                 f"MessageAttributeNames=['All'] (or [{attribute!r}]), else every message reads "
