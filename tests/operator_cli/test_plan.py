@@ -112,6 +112,12 @@ def test_plan_defaults_come_from_the_environment(
     }
     assert [a["ceiling"] for a in report["attempts"]] == [10, 30, 90, 270]
     assert report["until_parked_seconds"] == {"best": 0, "typical": 200.0, "worst": 400}
+    assert report["settings"]["from"] == "environment, overridden by options: BACKOFF_MULTIPLIER=3"
+
+
+def test_plan_with_nothing_set_says_defaults(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_cli(capsys, "plan", "--json").json()["settings"]["from"] == "defaults"
+    assert "(environment)" not in run_cli(capsys, "plan").out
 
 
 def test_plan_prints_a_table_and_a_chart(capsys: pytest.CaptureFixture[str]) -> None:
