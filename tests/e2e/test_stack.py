@@ -240,6 +240,7 @@ class _Consumer:
             MaxNumberOfMessages=10,
             WaitTimeSeconds=1,
             MessageAttributeNames=["All"],
+            MessageSystemAttributeNames=["ApproximateReceiveCount"],
         ).get("Messages", [])
         for message in messages:
             message_id = json.loads(message["Body"])["id"]
