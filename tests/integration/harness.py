@@ -230,7 +230,7 @@ class Sqs:
 
 
 def drain_within(client: SQSClient, queue_url: str, *, batches: int) -> list[MessageTypeDef]:
-    """`dlq_replay.draining.drain`, failing the test when `batches` receives do not empty the
+    """`dlq_replay.ops.draining.drain`, failing the test when `batches` receives do not empty the
     queue (something keeps refilling it)."""
     drained: list[MessageTypeDef] = []
     for count, batch in enumerate(drained_batches(client, queue_url), start=1):
@@ -288,7 +288,7 @@ class LogLine:
 
 
 class RecordingLog:
-    """A `dlq_replay.replayer.Log` that keeps every line, for assertions."""
+    """A `dlq_replay.sqs.replayer.Log` that keeps every line, for assertions."""
 
     def __init__(self) -> None:
         self.lines: list[LogLine] = []

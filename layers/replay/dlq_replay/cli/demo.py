@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from dlq_replay.cli.deployment import Subparsers
+from dlq_replay.cli.options import Subparsers
 
 
 def register(subparsers: Subparsers) -> None:

@@ -1,14 +1,11 @@
-"""What the operator commands share: their AWS clients, the deployment's queues (from --stack
-or explicit URLs), and the turning of every refusal into one line."""
+"""What the commands on a deployment share: their AWS clients, the deployment's queues (from
+--stack or explicit URLs) and the options that name them."""
 
 from __future__ import annotations
 
 import argparse
-import functools
-import importlib
 import os
-import re
-from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import boto3
@@ -16,10 +13,13 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
 from dlq_replay import ops
-from dlq_replay.cli.errors import EXIT_FAILED, EXIT_USAGE, CommandError, error_code, one_line
+from dlq_replay.cli.errors import EXIT_USAGE, CommandError, error_code
 from dlq_replay.cli.options import (
     INTERACTIVE_ATTEMPTS,
     INTERACTIVE_CONNECT_TIMEOUT,
+    Run,
+    add_aws_options,
+    int_between,
     queue_url,
     sqs_client,
 )
@@ -29,9 +29,6 @@ from dlq_replay.core.settings import DEFAULT_COUNT_ATTRIBUTE
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
-
-Subparsers = Any  # argparse's _SubParsersAction is private
-Run = Callable[[argparse.Namespace], int]
 
 # Clients other than SQS: one-off look-ups for a person waiting, so they fail fast too.
 _LOOKUP_CONFIG = Config(
@@ -43,9 +40,6 @@ _LOOKUP_CONFIG = Config(
 _OPTIONAL_CONFIG = Config(
     retries={"mode": "standard", "max_attempts": 1}, connect_timeout=3, read_timeout=5
 )
-
-
-# -- clients and discovery ---------------------------------------------------------------------
 
 
 def make_client(args: argparse.Namespace, service: str) -> Any:
@@ -94,6 +88,15 @@ def add_json_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_operator_options(parser: argparse.ArgumentParser, run: Run) -> None:
+    """What every command on a deployment's queues ends with: the queues, --json, the AWS
+    options, and the function that runs it."""
+    add_deployment_options(parser)
+    add_json_option(parser)
+    add_aws_options(parser)
+    parser.set_defaults(run=run)
+
+
 def resolve_deployment(args: argparse.Namespace) -> ops.Deployment:
     explicit = ops.Deployment(
         main=args.main_queue_url,
@@ -125,6 +128,28 @@ def resolve_queue(deployment: ops.Deployment, name: str, option: str) -> str:
     return url
 
 
+def add_receive_options(parser: argparse.ArgumentParser) -> None:
+    """The options of the commands that receive messages (peek, redrive)."""
+    parser.add_argument(
+        "--count-attribute",
+        metavar="NAME",
+        help="the replay count attribute (default: the function's REPLAY_COUNT_ATTRIBUTE, "
+        f"else the environment's, else {DEFAULT_COUNT_ATTRIBUTE})",
+    )
+    parser.add_argument(
+        "--reserve",
+        type=int_between(1, 1000),
+        default=1,
+        help="receives every message must keep before its maxReceiveCount (default 1)",
+    )
+    parser.add_argument(
+        "--wait-seconds",
+        type=int_between(0, 20),
+        default=1,
+        help="long-poll wait of each receive, 0-20 (default 1: asks every SQS server)",
+    )
+
+
 def count_attribute_of(args: argparse.Namespace, deployment: ops.Deployment) -> str:
     """--count-attribute, else the function's REPLAY_COUNT_ATTRIBUTE, else the environment."""
     if args.count_attribute:
@@ -140,67 +165,21 @@ def count_attribute_of(args: argparse.Namespace, deployment: ops.Deployment) -> 
     return os.environ.get("REPLAY_COUNT_ATTRIBUTE") or DEFAULT_COUNT_ATTRIBUTE
 
 
-def operator_command(run: Run) -> Run:
-    """Turn the logic's refusals (OpsError) into the CLI's one-line errors."""
+@dataclass(frozen=True, slots=True)
+class Target:
+    """What a command works on: the deployment's queues and the SQS client, resolved once."""
 
-    @functools.wraps(run)
-    def wrapper(args: argparse.Namespace) -> int:
-        require_local_extra("rich")
-        try:
-            return run(args)
-        except ops.OpsError as error:
-            raise CommandError(str(error), EXIT_USAGE if error.usage else EXIT_FAILED) from None
-        except (ClientError, BotoCoreError) as error:
-            message, code = one_line(error)
-            if _queue_not_found(error):
-                message += region_hint(args)
-            raise CommandError(message, code) from None
+    args: argparse.Namespace
+    deployment: ops.Deployment
+    sqs: SQSClient
 
-    return wrapper
+    def queue(self, name: str, option: str) -> str:
+        """The URL of a role (main, dlq, operator) or of a queue URL given to `option`."""
+        return resolve_queue(self.deployment, name, option)
+
+    def count_attribute(self) -> str:
+        return count_attribute_of(self.args, self.deployment)
 
 
-def require_local_extra(module: str) -> None:
-    """Stop with one line, before anything is received or sent, when the `local` extra (moto,
-    rich) is missing: a plain `pip install sqs-dlq-replay` has only the Lambda side."""
-    try:
-        importlib.import_module(module)
-    except ImportError:
-        raise CommandError(
-            f"this command needs {module}, from the package's `local` extra: "
-            "pip install 'sqs-dlq-replay[local]'",
-            EXIT_FAILED,
-        ) from None
-
-
-# The region an AWS queue URL names: https://sqs.<region>.amazonaws.com[.cn]/<account>/<name>.
-_URL_REGION = re.compile(r"^https://sqs\.([a-z0-9-]+)\.amazonaws\.com")
-
-
-def _queue_not_found(error: Exception) -> bool:
-    code = error.response.get("Error", {}).get("Code", "") if isinstance(error, ClientError) else ""
-    return "NonExistentQueue" in str(code) or code == "QueueDoesNotExist"
-
-
-def region_hint(args: argparse.Namespace) -> str:
-    """When a queue URL of the command names another region than the client's, say so: SQS
-    answers such a request with a plain "queue does not exist"."""
-    client_region = args.region or boto3.Session(profile_name=args.profile).region_name
-    named = [
-        getattr(args, name, None)
-        for name in (
-            "queue",
-            "main_queue_url",
-            "dlq_url",
-            "operator_queue_url",
-            "source",
-            "destination",
-        )
-    ]
-    for url in named:
-        found = _URL_REGION.match(url) if isinstance(url, str) else None
-        if found and found.group(1) != client_region:
-            return (
-                f" (the URL {url} names region {found.group(1)}, the command used "
-                f"{client_region}: pass --region {found.group(1)})"
-            )
-    return ""
+def resolve_target(args: argparse.Namespace) -> Target:
+    return Target(args, resolve_deployment(args), command_sqs(args))

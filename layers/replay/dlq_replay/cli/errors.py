@@ -3,6 +3,12 @@
 
 from __future__ import annotations
 
+import argparse
+import functools
+import importlib
+import re
+
+import boto3
 from botocore.exceptions import (
     BotoCoreError,
     ClientError,
@@ -13,6 +19,8 @@ from botocore.exceptions import (
 )
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
+from dlq_replay import ops
+from dlq_replay.cli.options import Run
 from dlq_replay.core.settings import SettingsError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -52,7 +60,7 @@ def describe_error(error: Exception) -> tuple[str, int]:
         info = error.response.get("Error", {})
         code = str(info.get("Code", ""))
         operation = error.operation_name
-        if "NonExistentQueue" in code or code == "QueueDoesNotExist":
+        if _queue_not_found(error):
             return f"queue not found ({operation}): {info.get('Message', code)}", EXIT_FAILED
         if code in {"AccessDenied", "AccessDeniedException", "AuthorizationError"}:
             return f"access denied ({operation}): {info.get('Message', code)}", EXIT_FAILED
@@ -79,3 +87,69 @@ def error_code(error: Exception) -> str:
     if isinstance(error, ClientError):
         return str(error.response.get("Error", {}).get("Code", "error"))
     return type(error).__name__
+
+
+def operator_command(run: Run) -> Run:
+    """Turn the logic's refusals (OpsError) into the CLI's one-line errors."""
+
+    @functools.wraps(run)
+    def wrapper(args: argparse.Namespace) -> int:
+        require_local_extra("rich")
+        try:
+            return run(args)
+        except ops.OpsError as error:
+            raise CommandError(str(error), EXIT_USAGE if error.usage else EXIT_FAILED) from None
+        except (ClientError, BotoCoreError) as error:
+            message, code = one_line(error)
+            if _queue_not_found(error):
+                message += region_hint(args)
+            raise CommandError(message, code) from None
+
+    return wrapper
+
+
+def require_local_extra(module: str) -> None:
+    """Stop with one line, before anything is received or sent, when the `local` extra (moto,
+    rich) is missing: a plain `pip install sqs-dlq-replay` has only the Lambda side."""
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        raise CommandError(
+            f"this command needs {module}, from the package's `local` extra: "
+            "pip install 'sqs-dlq-replay[local]'",
+            EXIT_FAILED,
+        ) from None
+
+
+# The region an AWS queue URL names: https://sqs.<region>.amazonaws.com[.cn]/<account>/<name>.
+_URL_REGION = re.compile(r"^https://sqs\.([a-z0-9-]+)\.amazonaws\.com")
+
+
+def _queue_not_found(error: Exception) -> bool:
+    code = error.response.get("Error", {}).get("Code", "") if isinstance(error, ClientError) else ""
+    return "NonExistentQueue" in str(code) or code == "QueueDoesNotExist"
+
+
+def region_hint(args: argparse.Namespace) -> str:
+    """When a queue URL of the command names another region than the client's, say so: SQS
+    answers such a request with a plain "queue does not exist"."""
+    client_region = args.region or boto3.Session(profile_name=args.profile).region_name
+    named = [
+        getattr(args, name, None)
+        for name in (
+            "queue",
+            "main_queue_url",
+            "dlq_url",
+            "operator_queue_url",
+            "source",
+            "destination",
+        )
+    ]
+    for url in named:
+        found = _URL_REGION.match(url) if isinstance(url, str) else None
+        if found and found.group(1) != client_region:
+            return (
+                f" (the URL {url} names region {found.group(1)}, the command used "
+                f"{client_region}: pass --region {found.group(1)})"
+            )
+    return ""

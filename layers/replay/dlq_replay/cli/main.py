@@ -8,21 +8,14 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
 
-from botocore.exceptions import (
-    BotoCoreError,
-    ClientError,
-)
+from botocore.exceptions import BotoCoreError, ClientError
 
 from dlq_replay import __version__
 from dlq_replay.cli import demo, peek, plan, redrive, status, worker
 from dlq_replay.cli.errors import CommandError, describe_error
 from dlq_replay.cli.options import CommandParser
 from dlq_replay.core.settings import SettingsError
-
-if TYPE_CHECKING:
-    pass
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -20,6 +20,9 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
 
+Subparsers = Any  # argparse's _SubParsersAction is private
+Run = Callable[[argparse.Namespace], int]
+
 # Options that set the function's environment variables (DESIGN.md §2), for worker and plan.
 SETTING_OPTIONS: dict[str, tuple[str, str]] = {
     "--main-queue-url": (

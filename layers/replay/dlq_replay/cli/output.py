@@ -16,9 +16,6 @@ if TYPE_CHECKING:
     from rich.progress import Progress
 
 
-# -- output helpers -------------------------------------------------------------------------------
-
-
 def make_console(*, stderr: bool = False) -> Console:
     from rich.console import Console
 

@@ -4,33 +4,13 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import asdict
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dlq_replay import ops
-from dlq_replay.cli.deployment import (
-    Subparsers,
-    add_deployment_options,
-    add_json_option,
-    command_sqs,
-    count_attribute_of,
-    operator_command,
-    resolve_deployment,
-    resolve_queue,
-)
-from dlq_replay.cli.errors import EXIT_OK
-from dlq_replay.cli.options import (
-    BUDGET_HELP,
-    add_aws_options,
-    int_between,
-)
+from dlq_replay.cli.deployment import add_operator_options, add_receive_options, resolve_target
+from dlq_replay.cli.errors import EXIT_OK, operator_command
+from dlq_replay.cli.options import BUDGET_HELP, Subparsers, int_between
 from dlq_replay.cli.output import duration, make_console, note, plural, print_json
-from dlq_replay.core.settings import DEFAULT_COUNT_ATTRIBUTE
-
-if TYPE_CHECKING:
-    pass
-
-
-# -- peek ---------------------------------------------------------------------------------------
 
 
 def register(subparsers: Subparsers) -> None:
@@ -47,39 +27,14 @@ def register(subparsers: Subparsers) -> None:
     )
     parser.add_argument("--body", action="store_true", help="show the message bodies")
     add_receive_options(parser)
-    add_deployment_options(parser)
-    add_json_option(parser)
-    add_aws_options(parser)
-    parser.set_defaults(run=run_peek)
-
-
-def add_receive_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--count-attribute",
-        metavar="NAME",
-        help="the replay count attribute (default: the function's REPLAY_COUNT_ATTRIBUTE, "
-        f"else the environment's, else {DEFAULT_COUNT_ATTRIBUTE})",
-    )
-    parser.add_argument(
-        "--reserve",
-        type=int_between(1, 1000),
-        default=1,
-        help="receives every message must keep before its maxReceiveCount (default 1)",
-    )
-    parser.add_argument(
-        "--wait-seconds",
-        type=int_between(0, 20),
-        default=1,
-        help="long-poll wait of each receive, 0-20 (default 1: asks every SQS server)",
-    )
+    add_operator_options(parser, run_peek)
 
 
 @operator_command
 def run_peek(args: argparse.Namespace) -> int:
-    deployment = resolve_deployment(args)
-    url = resolve_queue(deployment, args.queue, "QUEUE")
-    sqs = command_sqs(args)
-    info = ops.queue_info(sqs, url)
+    target = resolve_target(args)
+    url = target.queue(args.queue, "QUEUE")
+    info = ops.queue_info(target.sqs, url)
     if info.redrive is not None:
         note(
             f"{info.name} has a RedrivePolicy (maxReceiveCount "
@@ -89,11 +44,11 @@ def run_peek(args: argparse.Namespace) -> int:
             "still delivering it)."
         )
     result = ops.peek(
-        sqs,
+        target.sqs,
         url,
         limit=args.limit,
         body=args.body,
-        count_attribute=count_attribute_of(args, deployment),
+        count_attribute=target.count_attribute(),
         reserve=args.reserve,
         wait_seconds=args.wait_seconds,
     )

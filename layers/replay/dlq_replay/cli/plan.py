@@ -12,13 +12,9 @@ from dlq_replay import ops
 
 # `clients.make_client` is looked up at call time: the tests hand the command emulator clients.
 from dlq_replay.cli import deployment as clients
-from dlq_replay.cli.deployment import (
-    Subparsers,
-    add_json_option,
-    operator_command,
-)
-from dlq_replay.cli.errors import EXIT_OK
-from dlq_replay.cli.options import add_aws_options, setting_type
+from dlq_replay.cli.deployment import add_json_option
+from dlq_replay.cli.errors import EXIT_OK, operator_command
+from dlq_replay.cli.options import Subparsers, add_aws_options, setting_type
 from dlq_replay.cli.output import duration, make_console, print_json
 from dlq_replay.core.backoff import Jitter
 from dlq_replay.core.settings import Settings
@@ -26,8 +22,6 @@ from dlq_replay.core.settings import Settings
 # The operator queue `plan` assumes when none is known: plan sends nothing.
 _PLACEHOLDER_QUEUE = "https://sqs.invalid/000000000000/plan-placeholder"
 
-
-# -- plan ---------------------------------------------------------------------------------------
 
 _PLAN_OPTIONS: dict[str, tuple[str, str]] = {
     "base": ("BACKOFF_BASE_SECONDS", "ceiling of the first delay, seconds, 1-43200 (default 60)"),

@@ -9,33 +9,22 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from dlq_replay import ops
-from dlq_replay.cli.deployment import (
-    Subparsers,
-    add_deployment_options,
-    add_json_option,
-    command_sqs,
-    count_attribute_of,
+from dlq_replay.cli.deployment import add_operator_options, add_receive_options, resolve_target
+from dlq_replay.cli.errors import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    CommandError,
+    one_line,
     operator_command,
-    resolve_deployment,
-    resolve_queue,
 )
-from dlq_replay.cli.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CommandError, one_line
-from dlq_replay.cli.options import (
-    BUDGET_HELP,
-    add_aws_options,
-    int_between,
-    positive_number,
-)
+from dlq_replay.cli.options import BUDGET_HELP, Subparsers, int_between, positive_number
 from dlq_replay.cli.output import make_console, note, plural, print_json, progress_bars
-from dlq_replay.cli.peek import add_receive_options
 from dlq_replay.core.decision import ParkReason
 from dlq_replay.ops.depth import queue_depth
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
-
-
-# -- redrive ------------------------------------------------------------------------------------
 
 
 def register(subparsers: Subparsers) -> None:
@@ -117,20 +106,17 @@ def register(subparsers: Subparsers) -> None:
         "by themselves after this long (default 120)",
     )
     add_receive_options(parser)
-    add_deployment_options(parser)
-    add_json_option(parser)
-    add_aws_options(parser)
-    parser.set_defaults(run=run_redrive)
+    add_operator_options(parser, run_redrive)
 
 
 @operator_command
 def run_redrive(args: argparse.Namespace) -> int:
-    deployment = resolve_deployment(args)
-    sqs = command_sqs(args)
-    source = ops.queue_info(sqs, resolve_queue(deployment, args.source, "--from"))
+    target = resolve_target(args)
+    sqs = target.sqs
+    source = ops.queue_info(sqs, target.queue(args.source, "--from"))
     destination: ops.QueueInfo | None = None
     if args.destination != "source":
-        destination = ops.queue_info(sqs, resolve_queue(deployment, args.destination, "--to"))
+        destination = ops.queue_info(sqs, target.queue(args.destination, "--to"))
         if destination.url == source.url:
             raise CommandError("--from and --to name the same queue", EXIT_USAGE)
     request = ops.RedriveRequest(
@@ -141,7 +127,7 @@ def run_redrive(args: argparse.Namespace) -> int:
         reset_count=args.reset_count,
         reasons=frozenset(args.reasons or ()),
         dry_run=args.dry_run,
-        count_attribute=count_attribute_of(args, deployment) if args.reset_count else "",
+        count_attribute=target.count_attribute() if args.reset_count else "",
         hide_seconds=args.hide_seconds,
         wait_seconds=args.wait_seconds,
         reserve=args.reserve,

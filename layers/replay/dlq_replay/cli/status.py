@@ -4,29 +4,16 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import asdict
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dlq_replay import ops
 
 # `clients.make_client` is looked up at call time: the tests hand the command emulator clients.
 from dlq_replay.cli import deployment as clients
-from dlq_replay.cli.deployment import (
-    Subparsers,
-    add_deployment_options,
-    add_json_option,
-    command_sqs,
-    operator_command,
-    resolve_deployment,
-)
-from dlq_replay.cli.errors import EXIT_OK
-from dlq_replay.cli.options import add_aws_options
+from dlq_replay.cli.deployment import add_operator_options, resolve_target
+from dlq_replay.cli.errors import EXIT_OK, operator_command
+from dlq_replay.cli.options import Subparsers
 from dlq_replay.cli.output import duration, make_console, print_json
-
-if TYPE_CHECKING:
-    pass
-
-
-# -- status -----------------------------------------------------------------------------------
 
 
 def register(subparsers: Subparsers) -> None:
@@ -39,17 +26,15 @@ def register(subparsers: Subparsers) -> None:
         "--stack or --function-name, whether the replay function's event source on the DLQ "
         "is enabled. Receives no message.",
     )
-    add_deployment_options(parser)
-    add_json_option(parser)
-    add_aws_options(parser)
-    parser.set_defaults(run=run_status)
+    add_operator_options(parser, run_status)
 
 
 @operator_command
 def run_status(args: argparse.Namespace) -> int:
-    deployment = resolve_deployment(args)
+    resolved = resolve_target(args)
+    deployment = resolved.deployment
     result = ops.status(
-        command_sqs(args),
+        resolved.sqs,
         deployment,
         cloudwatch=clients.make_client(args, "cloudwatch"),
         lam=clients.make_client(args, "lambda") if deployment.function_name else None,

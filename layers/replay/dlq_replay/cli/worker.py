@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import os
 
-from dlq_replay.cli.deployment import Subparsers
 from dlq_replay.cli.options import (
+    Subparsers,
     add_aws_options,
     add_setting_options,
     int_between,

@@ -8,7 +8,6 @@ import random
 import threading
 import time
 from collections import Counter
-from typing import TYPE_CHECKING
 
 from dlq_replay.aws_lambda.replay import LambdaReplay
 from dlq_replay.core.backoff import BackoffPolicy, Jitter
@@ -27,9 +26,6 @@ from dlq_replay.demo.scenario import (
 from dlq_replay.demo.view import print_summary, render
 from dlq_replay.local.eventsource import LocalEventSource, run_pollers
 from dlq_replay.sqs.replayer import Replayer
-
-if TYPE_CHECKING:
-    pass
 
 
 def run_demo(options: DemoOptions) -> int:

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dlq_replay.demo.scenario import DemoOptions, DemoResult, Tally
 from dlq_replay.ops.depth import QueueDepth
-
-if TYPE_CHECKING:
-    pass
 
 
 def render(tally: Tally, started: float) -> Any:

@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    pass
-
 
 class OpsError(Exception):
     """An operation that cannot go on; one line for the user. `usage` marks a bad request."""

@@ -17,7 +17,6 @@ if TYPE_CHECKING:
 
 MAX_MOVE_RATE = 500  # StartMessageMoveTask's MaxNumberOfMessagesPerSecond limit
 _FINAL_MOVE_STATES = frozenset({"COMPLETED", "CANCELLED", "FAILED"})
-# -- the native move task -----------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,23 +11,18 @@ from typing import TYPE_CHECKING
 from dlq_replay.core import attributes
 from dlq_replay.core.decision import park_reason_of
 from dlq_replay.core.settings import DEFAULT_COUNT_ATTRIBUTE
-from dlq_replay.ops.errors import OpsError
 from dlq_replay.ops.queues import QueueInfo, queue_info
 from dlq_replay.ops.receiving import (
     ReceiveBudget,
-    budget_refusal,
     receive,
-    receive_budget,
     receive_count_of,
     release,
+    usable_budget,
 )
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
     from mypy_boto3_sqs.type_defs import MessageTypeDef
-
-
-# -- peek -------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,9 +70,7 @@ def peek(
     RedrivePolicy the receive budget applies; the first receive takes a single message.
     """
     queue = queue_info(sqs, url)
-    budget = receive_budget(sqs, queue, reserve)
-    if budget is not None and budget.exhausted:
-        raise OpsError(budget_refusal(budget, queue))
+    budget = usable_budget(sqs, queue, reserve)
     seen: dict[str, MessageTypeDef] = {}
     stopped: str | None = None
     refused = 0
@@ -92,7 +85,7 @@ def peek(
                 seen[message["MessageId"]] = message
             if not fresh:
                 break
-            if budget is not None and any(budget.stop_after(receive_count_of(m)) for m in fresh):
+            if budget is not None and budget.spent_by(fresh):
                 stopped = (
                     f"stopped: a message has {budget.reserve} or fewer receives left before "
                     f"SQS moves it to {budget.target_name}"

@@ -3,15 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from dlq_replay.core.backoff import MAX_SQS_DELAY_SECONDS, BackoffPolicy
-
-if TYPE_CHECKING:
-    pass
-
-
-# -- plan -------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)

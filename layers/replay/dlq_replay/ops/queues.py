@@ -13,9 +13,6 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
 
-# -- queues -----------------------------------------------------------------------------------
-
-
 @dataclass(frozen=True, slots=True)
 class RedrivePolicy:
     target_arn: str

@@ -8,11 +8,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from dlq_replay.ops.errors import OpsError
 from dlq_replay.ops.queues import QueueInfo, dead_letter_sources, queue_info
-from dlq_replay.sqs.sending import (
-    MAX_BATCH_ENTRIES,
-    change_visibility,
-)
+from dlq_replay.sqs.sending import MAX_BATCH_ENTRIES, change_visibility
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -57,6 +55,10 @@ class ReceiveBudget:
     def stop_after(self, receive_count: int) -> bool:
         return self.left(receive_count) <= self.reserve
 
+    def spent_by(self, received: Iterable[MessageTypeDef]) -> bool:
+        """Whether a message just received keeps `reserve` or fewer receives: stop receiving."""
+        return any(self.stop_after(receive_count_of(message)) for message in received)
+
 
 def receive_budget(sqs: SQSClient, queue: QueueInfo, reserve: int = 1) -> ReceiveBudget | None:
     """The budget of a queue with a RedrivePolicy; None when receives cannot move messages."""
@@ -79,6 +81,14 @@ def budget_refusal(budget: ReceiveBudget, queue: QueueInfo) -> str:
         f"{budget.fresh_left}, the reserve is {budget.reserve}); receiving could move messages "
         f"to {budget.target_name}"
     )
+
+
+def usable_budget(sqs: SQSClient, queue: QueueInfo, reserve: int = 1) -> ReceiveBudget | None:
+    """`receive_budget`, refused with OpsError when even a fresh message would keep too few."""
+    budget = receive_budget(sqs, queue, reserve)
+    if budget is not None and budget.exhausted:
+        raise OpsError(budget_refusal(budget, queue))
+    return budget
 
 
 # -- receiving ----------------------------------------------------------------------------------

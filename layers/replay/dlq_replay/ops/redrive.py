@@ -17,21 +17,9 @@ from dlq_replay.core.decision import park_reason_of
 from dlq_replay.core.messages import OutboundMessage
 from dlq_replay.core.queues import QueueArn, is_fifo_url
 from dlq_replay.core.settings import DEFAULT_COUNT_ATTRIBUTE
-from dlq_replay.ops.errors import OpsError
 from dlq_replay.ops.queues import QueueInfo, dead_letter_sources
-from dlq_replay.ops.receiving import (
-    ReceiveBudget,
-    budget_refusal,
-    receive,
-    receive_budget,
-    receive_count_of,
-    release,
-)
-from dlq_replay.sqs.sending import (
-    MAX_BATCH_ENTRIES,
-    BatchSender,
-    delete_messages,
-)
+from dlq_replay.ops.receiving import ReceiveBudget, receive, release, usable_budget
+from dlq_replay.sqs.sending import MAX_BATCH_ENTRIES, BatchSender, delete_messages
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -40,7 +28,6 @@ if TYPE_CHECKING:
 
 # `--filter-reason none`: messages without a park reason (SQS's own safety net moved them).
 NO_REASON = "none"
-# -- redrive ----------------------------------------------------------------------------------
 
 
 class MoveMode(StrEnum):
@@ -144,9 +131,7 @@ def redrive(
     and its delete leaves the original in place: a rerun sends it again (a duplicate on a
     standard queue; on FIFO the same deduplication id within SQS's 5-minute window).
     """
-    budget = receive_budget(sqs, request.source, request.reserve)
-    if budget is not None and budget.exhausted:
-        raise OpsError(budget_refusal(budget, request.source))
+    budget = usable_budget(sqs, request.source, request.reserve)
     return _ClientMove(sqs, request, budget, clock, sleep).run(on_progress)
 
 
@@ -273,7 +258,7 @@ class _ClientMove:
         if budget is None:
             return False
         kept = [m for m in fresh if m["MessageId"] in self.in_hand]
-        if any(budget.stop_after(receive_count_of(m)) for m in kept):
+        if budget.spent_by(kept):
             self.stopped = (
                 f"stopped: a message left in {self.request.source.name} has {budget.reserve} "
                 f"or fewer receives before SQS moves it to {budget.target_name}"

@@ -20,7 +20,6 @@ STACK_OUTPUTS: dict[str, str] = {
     "function": "ReplayFunctionName",
 }
 QUEUE_ROLES = ("main", "dlq", "operator")
-# -- finding the queues --------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,9 +17,6 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
 
-# -- status -----------------------------------------------------------------------------------
-
-
 @dataclass(frozen=True, slots=True)
 class QueueStatus:
     role: str
