@@ -42,21 +42,32 @@ def _type_checking_only(tree: ast.Module) -> set[ast.AST]:
     return skipped
 
 
-def runtime_imports(name: str) -> set[str]:
-    """Every module `name` imports when it runs (at import time or inside a function)."""
+def _absolute(name: str, node: ast.ImportFrom) -> str:
+    """The module a `from ... import` names, relative ones (`from .x import y`) resolved."""
+    if not node.level:
+        return node.module or ""
+    package = name if MODULES[name].name == "__init__.py" else name.rpartition(".")[0]
+    base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+    return f"{base}.{node.module}" if node.module else base
+
+
+def imports(name: str, *, runtime_only: bool = True) -> set[str]:
+    """Every module `name` imports: at import time or inside a function, and with
+    `runtime_only=False` also those imported for type checking only."""
     tree = ast.parse(MODULES[name].read_text(encoding="utf-8"))
-    skipped = _type_checking_only(tree)
+    skipped = _type_checking_only(tree) if runtime_only else set()
     found: set[str] = set()
     for node in ast.walk(tree):
         if node in skipped:
             continue
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            found.add(node.module)
+        elif isinstance(node, ast.ImportFrom):
+            module = _absolute(name, node)
+            found.add(module)
             for alias in node.names:
-                if f"{node.module}.{alias.name}" in MODULES:
-                    found.add(f"{node.module}.{alias.name}")
+                if f"{module}.{alias.name}" in MODULES:
+                    found.add(f"{module}.{alias.name}")
     return found
 
 
@@ -78,7 +89,8 @@ def test_imports_point_down(name: str) -> None:
     own = role(name)
     if own is None:
         return
-    for target in runtime_imports(name):
+    # Type-only imports too: a layer may not even name the types of the layers above it.
+    for target in imports(name, runtime_only=False):
         other = role(target)
         if other is None or other == own:
             continue
@@ -87,14 +99,14 @@ def test_imports_point_down(name: str) -> None:
 
 @pytest.mark.parametrize("name", [n for n in sorted(MODULES) if role(n) in LAMBDA_SIDE])
 def test_the_lambda_side_needs_nothing_of_the_local_extra(name: str) -> None:
-    roots = {target.split(".")[0] for target in runtime_imports(name)}
+    roots = {target.split(".")[0] for target in imports(name)}
     assert not roots & {"moto", "rich"}, name
     if role(name) == "core":
         assert not roots & {"boto3", "botocore", "aws_lambda_powertools"}, f"{name} is not pure"
 
 
 def test_no_import_cycle() -> None:
-    graph = {name: {t for t in runtime_imports(name) if t in MODULES} for name in MODULES}
+    graph = {name: {t for t in imports(name) if t in MODULES} for name in MODULES}
     done: set[str] = set()
 
     def visit(name: str, path: list[str]) -> None:
