@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import argparse
 
-from dlq_replay.cli.options import Subparsers
+from dlq_replay.cli.options import (
+    MAX_POLLERS,
+    Subparsers,
+    int_between,
+    positive_number,
+    setting_type,
+    share,
+)
 
 
 def register(subparsers: Subparsers) -> None:
@@ -17,26 +24,41 @@ def register(subparsers: Subparsers) -> None:
         description="Start an SQS emulator on 127.0.0.1, run a flaky consumer and the replay "
         "side by side, and account for every message.",
     )
-    parser.add_argument("--messages", type=int, default=defaults.messages)
+    parser.add_argument(
+        "--messages", type=int_between(1, 100_000), default=defaults.messages, help="to send"
+    )
     parser.add_argument(
         "--failure-rate",
-        type=float,
+        type=share,
         default=defaults.failure_rate,
-        help="share of messages that fail transiently (succeed once replayed)",
+        help="share of messages that fail transiently (succeed once replayed), 0-1",
     )
     parser.add_argument(
         "--poison-rate",
-        type=float,
+        type=share,
         default=defaults.poison_rate,
-        help="share of messages that always fail (end parked)",
+        help="share of messages that always fail (end parked), 0-1",
     )
-    parser.add_argument("--max-attempts", type=int, default=defaults.max_attempts)
-    parser.add_argument("--backoff-base-seconds", type=int, default=defaults.base_seconds)
-    parser.add_argument("--backoff-multiplier", type=float, default=defaults.multiplier)
-    parser.add_argument("--backoff-cap-seconds", type=int, default=defaults.cap_seconds)
-    parser.add_argument("--jitter", default=defaults.jitter)
-    parser.add_argument("--pollers", type=int, default=defaults.pollers)
-    parser.add_argument("--timeout", type=float, default=defaults.timeout_seconds)
+    # The replay settings, judged by the function's own rules (DESIGN.md §2).
+    for option, variable, default, text in (
+        ("--max-attempts", "MAX_ATTEMPTS", defaults.max_attempts, "replays before parking, 1-100"),
+        ("--backoff-base-seconds", "BACKOFF_BASE_SECONDS", defaults.base_seconds, "first ceiling"),
+        ("--backoff-multiplier", "BACKOFF_MULTIPLIER", defaults.multiplier, "growth, >= 1"),
+        ("--backoff-cap-seconds", "BACKOFF_CAP_SECONDS", defaults.cap_seconds, "largest delay"),
+        ("--jitter", "JITTER", defaults.jitter, "full, equal, decorrelated or none"),
+    ):
+        parser.add_argument(
+            option, type=setting_type(variable), default=default, help=f"{text} [{variable}]"
+        )
+    parser.add_argument(
+        "--pollers", type=int_between(1, MAX_POLLERS), default=defaults.pollers, help="DLQ pollers"
+    )
+    parser.add_argument(
+        "--timeout",
+        type=positive_number,
+        default=defaults.timeout_seconds,
+        help="seconds before the demo gives up waiting",
+    )
     parser.add_argument("--seed", type=int, default=None, help="make the run repeatable")
     parser.add_argument("--plain", action="store_true", help="no live display (CI logs)")
     parser.set_defaults(run=run_demo_command)
@@ -50,11 +72,12 @@ def run_demo_command(args: argparse.Namespace) -> int:
         messages=args.messages,
         failure_rate=args.failure_rate,
         poison_rate=args.poison_rate,
-        max_attempts=args.max_attempts,
-        base_seconds=args.backoff_base_seconds,
-        multiplier=args.backoff_multiplier,
-        cap_seconds=args.backoff_cap_seconds,
-        jitter=args.jitter,
+        # setting_type keeps the option's text, as the function's environment would.
+        max_attempts=int(args.max_attempts),
+        base_seconds=int(args.backoff_base_seconds),
+        multiplier=float(args.backoff_multiplier),
+        cap_seconds=int(args.backoff_cap_seconds),
+        jitter=str(args.jitter),
         pollers=args.pollers,
         timeout_seconds=args.timeout,
         seed=args.seed,

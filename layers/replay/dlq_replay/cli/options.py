@@ -58,6 +58,7 @@ INTERACTIVE_CONFIG = Config(
     connect_timeout=INTERACTIVE_CONNECT_TIMEOUT,
     read_timeout=30,
 )
+MAX_POLLERS = 64  # threads in one process (worker, demo); run more processes for more
 # A queue the settings' own check needs when it judges one option alone.
 _PLACEHOLDER_OPERATOR = "https://sqs.us-east-1.amazonaws.com/000000000000/placeholder"
 
@@ -186,12 +187,22 @@ class int_between:  # noqa: N801 - used like the function it replaces: type=int_
         return value
 
 
-def positive_number(text: str) -> float:
+def _number(text: str) -> float:
     try:
-        value = float(text)
+        return float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0 < value < float("inf"):
+
+
+def share(text: str) -> float:
+    """argparse type: a share of the messages, from 0 to 1."""
+    if not 0 <= (value := _number(text)) <= 1:
+        raise argparse.ArgumentTypeError(f"must be from 0 to 1, got {text}")
+    return value
+
+
+def positive_number(text: str) -> float:
+    if not 0 < (value := _number(text)) < float("inf"):
         raise argparse.ArgumentTypeError(f"must be above 0, got {text}")
     return value
 

@@ -6,6 +6,7 @@ import argparse
 import os
 
 from dlq_replay.cli.options import (
+    MAX_POLLERS,
     Subparsers,
     add_aws_options,
     add_setting_options,
@@ -17,7 +18,6 @@ from dlq_replay.cli.options import (
 from dlq_replay.local.eventsource import MAX_RECEIVE_BATCH
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
-MAX_POLLERS = 64  # threads in one process; run more processes for more
 MAX_WAIT_SECONDS = 20  # SQS's longest long poll
 
 
