@@ -3,13 +3,24 @@
 from __future__ import annotations
 
 import json
+import logging
 import random
+import re
+import sys
 from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 from dlq_replay.cli.main import main
 from dlq_replay.demo.run import demo
-from dlq_replay.demo.scenario import DemoOptions, send_messages
+from dlq_replay.demo.scenario import (
+    DemoOptions,
+    DemoResult,
+    OutcomeCounter,
+    Tally,
+    send_messages,
+    settle_timeout,
+)
+from dlq_replay.demo.view import outcome_rows
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -37,6 +48,12 @@ def planned_kinds(options: DemoOptions) -> dict[str, int]:
     return kinds
 
 
+def assert_adds_up(result: DemoResult) -> None:
+    """Every sent message is in exactly one of the summary's four counts."""
+    assert result.processed + result.parked + result.not_yet_done + result.lost == result.sent
+    assert sum(result.parked_by_reason.values()) == result.parked
+
+
 @pytest.mark.usefixtures("fresh_backends")
 def test_short_demo_accounts_for_every_message() -> None:
     options = DemoOptions(messages=40, seed=7, poison_rate=0.1, live=False, timeout_seconds=60)
@@ -47,18 +64,75 @@ def test_short_demo_accounts_for_every_message() -> None:
     result = demo(options)
 
     assert result.completed, result
-    assert result.lost == 0, result
-    assert result.sent == 40
-    assert result.processed + result.parked == result.sent
+    assert (result.sent, result.lost, result.not_yet_done) == (40, 0, 0), result
+    assert_adds_up(result)
     # Exactly the always-failing messages are parked, all for the attempt limit.
     assert result.parked == kinds["poison"]
     assert result.parked_by_reason == {"max-attempts": kinds["poison"]}
-    # Replays reached the consumer, the poison ones up to the attempt limit. (Not an exact count
-    # per attempt: moto's receive is not thread-safe, and a receive that fails after marking
-    # its messages received sends them on to the DLQ without a delivery, as SQS would for a
-    # response lost on the way.)
-    assert any(attempt > 0 for attempt in result.deliveries_by_attempt)
-    assert max(result.deliveries_by_attempt) == options.max_attempts
+    # The consumer saw every message once first, and every replayed copy once; the poison
+    # ones reached the attempt limit. (moto's server alone loses first deliveries to
+    # concurrent receives answered with HTTP 500; the demo's emulator makes requests atomic.)
+    deliveries = result.deliveries_by_attempt
+    assert deliveries[0] == result.sent, deliveries
+    assert sum(count for attempt, count in deliveries.items() if attempt > 0) == result.replays
+    assert max(deliveries) == options.max_attempts
+    assert deliveries[options.max_attempts] == kinds["poison"]
+
+
+SUMMARY = re.compile(
+    r"sent (?P<sent>\d+), processed (?P<processed>\d+), parked (?P<parked>\d+) \(.*\), "
+    r"not yet done (?P<not_yet_done>\d+), lost (?P<lost>\d+)"
+)
+
+
+@pytest.mark.usefixtures("fresh_backends")
+def test_a_timeout_reports_unfinished_messages_as_not_yet_done_never_lost(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # A fifth always fails: with a 4 s cap their last replays come well after 1 s.
+    argv = ["demo", "--plain", "--messages", "60", "--seed", "5", "--poison-rate", "0.2"]
+
+    code = main([*argv, "--backoff-cap-seconds", "4", "--timeout", "1"])
+
+    out = capsys.readouterr().out
+    assert code == 1, out
+    assert "demo timed out (limit 1 s)" in out
+    match = SUMMARY.search(out)
+    assert match, out
+    counts = {name: int(value) for name, value in match.groupdict().items()}
+    assert counts["not_yet_done"] > 0, out
+    assert counts["lost"] == 0, out
+    assert sum(counts.values()) - counts["sent"] == counts["sent"], out
+
+
+def test_the_default_timeout_grows_with_the_work() -> None:
+    small = settle_timeout(DemoOptions(messages=10))
+    assert settle_timeout(DemoOptions(messages=10_000)) > small + 900
+    assert settle_timeout(DemoOptions(messages=10, max_attempts=10, cap_seconds=60)) > small + 400
+    assert settle_timeout(DemoOptions(messages=10, timeout_seconds=5)) == 5
+
+
+def test_the_outcomes_table_has_one_row_per_outcome_in_plain_words() -> None:
+    tally = Tally(expected={"m1", "m2", "m3"}, processed={"m1"})
+    counter = OutcomeCounter(tally)
+    # What the replay logs for a replayed record and for a parked one (sqs/replayer.py).
+    for message, outcome, reason in (
+        ("record replayed", "replay", None),
+        ("record replayed", "replay", None),
+        ("record parked", "park", "max-attempts"),
+    ):
+        record = logging.LogRecord("replay", logging.INFO, __file__, 1, message, None, None)
+        record.outcome = outcome
+        if reason:
+            record.reason = reason
+        counter.emit(record)
+
+    assert outcome_rows(tally) == [
+        ("sent", 3),
+        ("processed by the consumer", 1),
+        ("replayed to the main queue", 2),
+        ("parked: max-attempts", 1),
+    ]
 
 
 @pytest.mark.usefixtures("fresh_backends")
@@ -67,4 +141,21 @@ def test_demo_command_in_plain_mode_exits_0(capsys: pytest.CaptureFixture[str]) 
     out = capsys.readouterr().out
     assert "demo complete" in out
     assert "sent 30" in out
-    assert "lost 0" in out
+    assert "not yet done 0, lost 0" in out
+    assert "0:30 (first deliveries)" in out
+
+
+def test_without_the_local_extra_the_demo_says_which_extra_in_one_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "moto", None)  # as after a plain `pip install .`
+
+    code = main(["demo", "--plain", "--messages", "5"])
+
+    captured = capsys.readouterr()
+    assert code == 1
+    assert captured.out == ""
+    assert captured.err.strip() == (
+        "dlq-replay: error: this command needs moto, from the package's `local` extra: "
+        "pip install 'sqs-dlq-replay[local]'"
+    )

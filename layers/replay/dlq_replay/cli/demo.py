@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from dlq_replay.cli.errors import require_local_extra
 from dlq_replay.cli.options import (
     MAX_POLLERS,
     Subparsers,
@@ -57,7 +58,9 @@ def register(subparsers: Subparsers) -> None:
         "--timeout",
         type=positive_number,
         default=defaults.timeout_seconds,
-        help="seconds before the demo gives up waiting",
+        metavar="SECONDS",
+        help="stop waiting after this long and report what is not yet done; by default it grows "
+        "with the work: 60 s + 0.1 s a message + (backoff cap + 15 s) an attempt",
     )
     parser.add_argument("--seed", type=int, default=None, help="make the run repeatable")
     parser.add_argument("--plain", action="store_true", help="no live display (CI logs)")
@@ -65,6 +68,9 @@ def register(subparsers: Subparsers) -> None:
 
 
 def run_demo_command(args: argparse.Namespace) -> int:
+    require_local_extra("moto")
+    if not args.plain:
+        require_local_extra("rich")
     from dlq_replay.demo.run import run_demo
     from dlq_replay.demo.scenario import DemoOptions
 

@@ -3,16 +3,20 @@ accounted for."""
 
 from __future__ import annotations
 
+import json
 import logging
 import random
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 
 from dlq_replay.aws_lambda.replay import LambdaReplay
 from dlq_replay.core.backoff import BackoffPolicy, Jitter
+from dlq_replay.core.decision import Action
 from dlq_replay.core.settings import Settings
-from dlq_replay.demo.emulator import create_queues, emulator, emulator_client
+from dlq_replay.demo.emulator import SqsEmulator, create_queues, emulator_client, sqs_emulator
 from dlq_replay.demo.scenario import (
     DemoOptions,
     DemoResult,
@@ -21,6 +25,7 @@ from dlq_replay.demo.scenario import (
     consume,
     drain_parked,
     send_messages,
+    settle_timeout,
     watch_depths,
 )
 from dlq_replay.demo.view import print_summary, render
@@ -29,20 +34,26 @@ from dlq_replay.sqs.replayer import Replayer
 
 
 def run_demo(options: DemoOptions) -> int:
-    """Run the demo; exit code 0 when every message is accounted for, 1 otherwise."""
+    """Run the demo; exit code 0 when every message is processed or parked, 130 after Ctrl-C,
+    1 otherwise."""
     result = demo(options)
-    print_summary(result, options)
+    print_summary(result)
     if result.interrupted:
         return 130
     return 0 if result.lost == 0 and result.completed else 1
 
 
-def demo(options: DemoOptions) -> DemoResult:
+def demo(
+    options: DemoOptions,
+    serve: Callable[[], AbstractContextManager[SqsEmulator]] = sqs_emulator,
+) -> DemoResult:
+    """Run the demo on the emulator `serve` starts (the benchmark compares two)."""
     rng = random.Random(options.seed)  # noqa: S311 - demo data, not cryptography
     tally = Tally()
+    timeout = settle_timeout(options)
     started = time.monotonic()
-    with emulator() as endpoint_url:
-        sqs = emulator_client(endpoint_url)
+    with serve() as running:
+        sqs = emulator_client(running.endpoint_url)
         queues = create_queues(sqs)
         settings = Settings(
             main_queue_url=queues.main,
@@ -54,7 +65,7 @@ def demo(options: DemoOptions) -> DemoResult:
                 options.cap_seconds,
                 Jitter(options.jitter),
             ),
-            sqs_endpoint_url=endpoint_url,
+            sqs_endpoint_url=running.endpoint_url,
         )
         replay_log = logging.getLogger("dlq_replay.demo.replay")
         replay_log.propagate = False
@@ -77,7 +88,7 @@ def demo(options: DemoOptions) -> DemoResult:
             thread.start()
         completed = interrupted = False
         try:
-            completed = _wait(tally, options, started, stop)
+            completed = _wait(tally, options.live, started + timeout)
         except KeyboardInterrupt:
             # Ctrl-C: stop the threads, finish the batches in hand, and still account.
             interrupted = True
@@ -87,23 +98,35 @@ def demo(options: DemoOptions) -> DemoResult:
                 thread.join()
             replay_log.removeHandler(counter)
         parked = drain_parked(sqs, queues.operator)
+        # What is still in a queue (visible, in flight or delayed) is not done yet, not lost.
+        waiting = {
+            str(json.loads(body)["id"])
+            for url in (queues.main, queues.dlq)
+            for body in running.bodies(url)
+        }
     with tally.lock:
-        accounted = tally.processed | set(parked)
+        processed = tally.processed & tally.expected
+        parked_ids = (set(parked) & tally.expected) - processed
+        not_yet_done = (waiting & tally.expected) - processed - parked_ids
         return DemoResult(
             sent=len(tally.expected),
-            processed=len(tally.processed),
-            parked=len(parked),
-            lost=len(tally.expected - accounted),
-            parked_by_reason=dict(Counter(parked.values())),
+            processed=len(processed),
+            parked=len(parked_ids),
+            not_yet_done=len(not_yet_done),
+            lost=len(tally.expected - processed - parked_ids - not_yet_done),
+            parked_by_reason=dict(Counter(parked[id_] for id_ in parked_ids)),
             deliveries_by_attempt=dict(sorted(tally.deliveries_by_attempt.items())),
+            replays=tally.replay_outcomes[Action.REPLAY] + tally.replay_outcomes[Action.RELEASE],
             seconds=round(time.monotonic() - started, 1),
             completed=completed,
             interrupted=interrupted,
+            timeout_seconds=timeout,
         )
 
 
-def _wait(tally: Tally, options: DemoOptions, started: float, stop: threading.Event) -> bool:
-    """Until every message is processed or parked (or the timeout); shows progress if live."""
+def _wait(tally: Tally, live: bool, deadline: float) -> bool:
+    """Until every message is processed or parked and the main queue and DLQ are empty, or
+    until the deadline; shows progress if live."""
 
     def finished() -> bool:
         with tally.lock:
@@ -112,17 +135,18 @@ def _wait(tally: Tally, options: DemoOptions, started: float, stop: threading.Ev
                 q in tally.depths and tally.depths[q].total == 0 for q in ("main", "dlq")
             )
 
-    if not options.live:
-        while time.monotonic() - started < options.timeout_seconds:
+    started = time.monotonic()
+    if not live:
+        while time.monotonic() < deadline:
             if finished():
                 return True
-            time.sleep(0.5)
+            time.sleep(0.25)
         return False
     from rich.live import Live
 
-    with Live(render(tally, started), refresh_per_second=4, transient=False) as live:
-        while time.monotonic() - started < options.timeout_seconds:
-            live.update(render(tally, started))
+    with Live(render(tally, started), refresh_per_second=4, transient=False) as live_view:
+        while time.monotonic() < deadline:
+            live_view.update(render(tally, started))
             if finished():
                 return True
             time.sleep(0.25)

@@ -15,7 +15,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from dlq_replay.consumer import VisibilityHeartbeat, replay_attempt
 from dlq_replay.core.attributes import PARK_REASON_ATTRIBUTE
-from dlq_replay.demo.emulator import Queues
+from dlq_replay.demo.emulator import DLQ_VISIBILITY_TIMEOUT, MAIN_VISIBILITY_TIMEOUT, Queues
 from dlq_replay.ops.depth import QueueDepth, queue_depth
 from dlq_replay.ops.draining import drain
 
@@ -35,9 +35,26 @@ class DemoOptions:
     jitter: str = "full"
     pollers: int = 2
     consumers: int = 2
-    timeout_seconds: float = 90.0
+    timeout_seconds: float | None = None  # None: settle_timeout's bound for the work
     seed: int | None = None
     live: bool = True
+
+
+# Per attempt, at most: the backoff cap, then the main queue's and the DLQ's visibility
+# timeouts before a failed replay is back with the replay; plus slack for the machine.
+_SECONDS_PER_ATTEMPT_BEYOND_CAP = MAIN_VISIBILITY_TIMEOUT + DLQ_VISIBILITY_TIMEOUT
+_SECONDS_PER_MESSAGE = 0.1
+_SECONDS_BASE = 60
+
+
+def settle_timeout(options: DemoOptions) -> float:
+    """How long the demo waits for every message to settle: the option, else a bound that
+    grows with the work (messages, attempts, cap), so a large run is never cut short."""
+    if options.timeout_seconds is not None:
+        return options.timeout_seconds
+    per_attempt = options.cap_seconds + _SECONDS_PER_ATTEMPT_BEYOND_CAP
+    work = options.messages * _SECONDS_PER_MESSAGE + options.max_attempts * per_attempt
+    return _SECONDS_BASE + work
 
 
 @dataclass
@@ -65,10 +82,10 @@ class OutcomeCounter(logging.Handler):
         if outcome is None:
             return
         with self._tally.lock:
-            self._tally.replay_outcomes[str(record.getMessage()).removeprefix("record ")] += 1
-            reason = getattr(record, "reason", None)
-            if outcome == "park" and reason:
-                self._tally.parked_by_reason[str(reason)] += 1
+            if outcome == "park":
+                self._tally.parked_by_reason[str(getattr(record, "reason", None) or "?")] += 1
+            else:
+                self._tally.replay_outcomes[str(outcome)] += 1
 
 
 def send_messages(
@@ -116,6 +133,7 @@ def _consume_batch(sqs: SQSClient, queue_url: str, tally: Tally) -> None:
         MaxNumberOfMessages=10,
         WaitTimeSeconds=1,
         MessageAttributeNames=["All"],
+        MessageSystemAttributeNames=["ApproximateReceiveCount"],
     ).get("Messages", [])
     for message in messages:
         attempt = replay_attempt(message)
@@ -162,12 +180,18 @@ def drain_parked(sqs: SQSClient, queue_url: str) -> dict[str, str]:
 
 @dataclass(frozen=True, slots=True)
 class DemoResult:
+    """Where every sent message ended: processed, parked, still in a queue (not yet done) or
+    nowhere (lost); the four add up to `sent`."""
+
     sent: int
     processed: int
     parked: int
+    not_yet_done: int
     lost: int
     parked_by_reason: dict[str, int]
     deliveries_by_attempt: dict[int, int]
+    replays: int  # copies the replay sent to the main queue (replayed or released)
     seconds: float
     completed: bool
     interrupted: bool = False
+    timeout_seconds: float = 0.0

@@ -1,12 +1,42 @@
-"""What the demo shows: the live tables while it runs and the summary line at the end."""
+"""What the demo shows: the live tables while it runs and the summary at the end."""
 
 from __future__ import annotations
 
 import time
 from typing import Any
 
-from dlq_replay.demo.scenario import DemoOptions, DemoResult, Tally
+from dlq_replay.demo.scenario import DemoResult, Tally
 from dlq_replay.ops.depth import QueueDepth
+
+# One row per outcome of the replay, in plain words, keyed by its log lines' `outcome`.
+# Parked records get a row per reason instead.
+OUTCOME_LABELS = {
+    "replay": "replayed to the main queue",
+    "release": "sent on after a long wait",
+    "defer": "long delay: waiting copy written to the DLQ",
+    "hold": "waiting copy hidden again until due",
+    "skip": "FIFO: waits behind its group",
+    "fail": "not replayed: unusable record",
+    "failed": "not replayed yet: SQS call failed",
+}
+
+
+def outcome_rows(tally: Tally) -> list[tuple[str, int]]:
+    """The outcomes table's rows: what was sent, what the consumer finished, and what the
+    replay did, one row each. Call with the tally's lock held."""
+    rows = [
+        ("sent", len(tally.expected)),
+        ("processed by the consumer", len(tally.processed)),
+    ]
+    rows += [
+        (label, tally.replay_outcomes[outcome])
+        for outcome, label in OUTCOME_LABELS.items()
+        if tally.replay_outcomes[outcome]
+    ]
+    rows += [
+        (f"parked: {reason}", count) for reason, count in sorted(tally.parked_by_reason.items())
+    ]
+    return rows
 
 
 def render(tally: Tally, started: float) -> Any:
@@ -30,28 +60,32 @@ def render(tally: Tally, started: float) -> Any:
         )
         outcomes.add_column("what")
         outcomes.add_column("count", justify="right")
-        outcomes.add_row("sent", str(len(tally.expected)))
-        outcomes.add_row("processed", str(len(tally.processed)))
-        for reason, count in sorted(tally.parked_by_reason.items()):
-            outcomes.add_row(f"parked: {reason}", str(count))
-        for what, count in sorted(tally.replay_outcomes.items()):
-            outcomes.add_row(f"replay {what}", str(count))
+        for label, count in outcome_rows(tally):
+            outcomes.add_row(label, str(count))
     return Columns([queues, deliveries, outcomes])
 
 
-def print_summary(result: DemoResult, options: DemoOptions) -> None:
+def summary(result: DemoResult) -> str:
+    """The closing lines: where every message ended (the four counts add up to `sent`) and
+    how often the consumer saw them, by replay attempt."""
     reasons = ", ".join(f"{k}={v}" for k, v in sorted(result.parked_by_reason.items())) or "none"
-    attempts = ", ".join(f"{k}:{v}" for k, v in result.deliveries_by_attempt.items())
     if result.interrupted:
         status = "interrupted"
     elif result.completed:
         status = "complete"
     else:
-        status = f"timed out after {options.timeout_seconds:.0f} s"
-    # An interrupted run leaves messages in the queues: not done yet, not lost.
-    missing = "not yet done" if result.interrupted else "lost"
-    print(
-        f"\ndemo {status} in {result.seconds} s: sent {result.sent}, processed {result.processed}, "
-        f"parked {result.parked} ({reasons}), {missing} {result.lost}\n"
-        f"consumer deliveries by replay attempt: {attempts}"
+        status = f"timed out (limit {result.timeout_seconds:.0f} s)"
+    first = result.deliveries_by_attempt.get(0, 0)
+    later = ", ".join(f"{k}:{v}" for k, v in result.deliveries_by_attempt.items() if k > 0)
+    return (
+        f"demo {status} in {result.seconds} s: sent {result.sent}, processed {result.processed}, "
+        f"parked {result.parked} ({reasons}), not yet done {result.not_yet_done}, "
+        f"lost {result.lost}\n"
+        f"consumer deliveries by replay attempt: 0:{first} (first deliveries)"
+        + (f", {later}" if later else "")
+        + f"; {result.replays} replayed"
     )
+
+
+def print_summary(result: DemoResult) -> None:
+    print(f"\n{summary(result)}")
