@@ -103,6 +103,24 @@ def test_filter_reason_moves_only_those_and_returns_the_rest_at_once(
     assert depth(sqs, queues.operator) == (8, 0)
 
 
+def test_consumer_parks_are_filtered_by_their_reason_and_lose_reason_and_detail(
+    capsys: pytest.CaptureFixture[str], sqs: SQSClient, queues: Queues
+) -> None:
+    detail = {"dlq-replay-park-detail": string("field 'sku' is missing")}
+    park(sqs, queues.operator, ["bad-sku"], reason="consumer:invalid-order", extra=detail)
+    park(sqs, queues.operator, ["late"], reason="consumer:too-late")
+    park(sqs, queues.operator, ["max"], reason="max-attempts")
+
+    result = redrive(capsys, queues, "--filter-reason", "consumer:invalid-order")
+
+    assert result.code == 0, result
+    assert result.json()["moved"] == 1
+    (moved,) = drain(sqs, queues.main)
+    assert moved["Body"] == "bad-sku"
+    assert set(moved["MessageAttributes"]) == {COUNT}  # park reason and detail removed
+    assert run_cli(capsys, "redrive", *queues.options(), "--filter-reason", "consumer:").code == 2
+
+
 def test_dry_run_moves_nothing(
     capsys: pytest.CaptureFixture[str], sqs: SQSClient, queues: Queues
 ) -> None:

@@ -21,10 +21,22 @@ from dlq_replay.cli.errors import (
 from dlq_replay.cli.options import BUDGET_HELP, Subparsers, int_between, positive_number
 from dlq_replay.cli.output import make_console, note, plural, print_json, progress_bars
 from dlq_replay.core.decision import ParkReason
+from dlq_replay.core.failure import CONSUMER_REASON, CONSUMER_REASON_PREFIX
 from dlq_replay.ops.depth import queue_depth
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
+
+
+def park_reason(text: str) -> str:
+    """argparse type: a reason the replay writes, a consumer's `consumer:<reason>`, or none."""
+    consumer = text.removeprefix(CONSUMER_REASON_PREFIX)
+    if text in {*(r.value for r in ParkReason), ops.NO_REASON} or (
+        consumer != text and CONSUMER_REASON.fullmatch(consumer)
+    ):
+        return text
+    choices = ", ".join([*(r.value for r in ParkReason), "consumer:<reason>", ops.NO_REASON])
+    raise argparse.ArgumentTypeError(f"{text!r} is not a park reason ({choices})")
 
 
 def register(subparsers: Subparsers) -> None:
@@ -37,7 +49,7 @@ def register(subparsers: Subparsers) -> None:
         "and when the source is some queue's DLQ, SQS's own StartMessageMoveTask does it "
         "(every attribute kept as is, park reason included; --wait follows it). Otherwise the "
         "move is client-side, in batches of 10: each copy keeps the body and every attribute "
-        "byte for byte except the park reason (removed), dlq-replay-not-before (removed) and "
+        "byte for byte except the park reason and detail (removed), dlq-replay-not-before (removed) and "
         "with --reset-count the replay count (removed: the message starts again at 0); FIFO "
         "copies keep their group id and get a deduplication id derived from the original's "
         "message id. An original is deleted only after its copy was sent, so an interrupted "
@@ -75,10 +87,11 @@ def register(subparsers: Subparsers) -> None:
         "--filter-reason",
         dest="reasons",
         action="append",
-        choices=[*reasons, ops.NO_REASON],
+        type=park_reason,
         metavar="REASON",
-        help=f"move only messages parked for REASON (repeatable): {', '.join(reasons)}, or "
-        f"{ops.NO_REASON} for messages without a park reason (moved by SQS's safety net)",
+        help=f"move only messages parked for REASON (repeatable): {', '.join(reasons)}, "
+        f"consumer:<reason> (parked by a consumer's ParkMessage), or {ops.NO_REASON} for "
+        "messages without a park reason (moved by SQS's safety net)",
     )
     parser.add_argument(
         "--dry-run", action="store_true", help="count what would move; move nothing"

@@ -1,13 +1,31 @@
 """Helpers for the consumer of the main queue (shipped in the layer, boto3 + Powertools only).
 
 `replay_attempt(message)` reads how many replays a message has had; `VisibilityHeartbeat`
-keeps a slow message hidden while it is worked on.
+keeps a slow message hidden while it is worked on. Backoff before the DLQ: in Lambda,
+`BackoffBatchProcessor` / `BackoffFifoProcessor` with Powertools' `process_partial_response`;
+with boto3, `settle_failure`. Either way a handler that raises `ParkMessage(reason, detail)`
+sends its message to the operator queue at once.
 """
 
+from dlq_replay.consumer.processor import BackoffBatchProcessor, BackoffFifoProcessor
+from dlq_replay.consumer.settle import park_now, settle_failure
 from dlq_replay.consumer.visibility import (
     AttributesNotReceivedWarning,
     VisibilityHeartbeat,
     replay_attempt,
 )
+from dlq_replay.core.failure import PARK_DETAIL_MAX_CHARS, ParkMessage
+from dlq_replay.core.settings import ConsumerSettings
 
-__all__ = ["AttributesNotReceivedWarning", "VisibilityHeartbeat", "replay_attempt"]
+__all__ = [
+    "PARK_DETAIL_MAX_CHARS",
+    "AttributesNotReceivedWarning",
+    "BackoffBatchProcessor",
+    "BackoffFifoProcessor",
+    "ConsumerSettings",
+    "ParkMessage",
+    "VisibilityHeartbeat",
+    "park_now",
+    "replay_attempt",
+    "settle_failure",
+]

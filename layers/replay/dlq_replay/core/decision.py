@@ -13,7 +13,6 @@ from enum import StrEnum
 
 from dlq_replay.core import attributes
 from dlq_replay.core.attributes import (
-    MAX_MESSAGE_ATTRIBUTES,
     NOT_BEFORE_ATTRIBUTE,
     PARK_REASON_ATTRIBUTE,
     Attribute,
@@ -23,12 +22,7 @@ from dlq_replay.core.backoff import (
     MAX_VISIBILITY_TIMEOUT_SECONDS,
     RandomSource,
 )
-from dlq_replay.core.messages import (
-    MAX_MESSAGE_BYTES,
-    InboundMessage,
-    OutboundMessage,
-    message_size,
-)
+from dlq_replay.core.messages import InboundMessage, OutboundMessage, fits_limits
 from dlq_replay.core.queues import QueueArn, is_fifo_url
 from dlq_replay.core.settings import Settings
 
@@ -124,7 +118,7 @@ def decide(
     if is_fifo_url(destination) and message.message_group_id is None:
         return _park(ParkReason.MISSING_GROUP_ID, count)
     with_count = {**message.attributes, settings.count_attribute: attributes.number(attempt)}
-    if not _fits(message.body, with_count):
+    if not fits_limits(message.body, with_count):
         return _park(ParkReason.ATTRIBUTE_LIMIT, count)
     delay = settings.backoff.draw(attempt, rng)
     limit = destination_limit(destination)
@@ -135,7 +129,7 @@ def decide(
     # after its time instead of being held again for the rounding second.
     not_before = math.floor(now) + delay
     waiting = {**with_count, NOT_BEFORE_ATTRIBUTE: attributes.number(not_before)}
-    if not _fits(message.body, waiting):
+    if not fits_limits(message.body, waiting):
         return Decision(Action.REPLAY, destination, attempt, limit, drawn_delay=delay)
     if dlq_url is None:
         return _dlq_unknown(message)
@@ -202,12 +196,7 @@ def park_reason_of(body: str, values: Mapping[str, Attribute]) -> str | None:
     if reason is not None:
         return reason.string_value
     with_reason = {**values, PARK_REASON_ATTRIBUTE: attributes.string(ParkReason.ATTRIBUTE_LIMIT)}
-    return None if _fits(body, with_reason) else ParkReason.ATTRIBUTE_LIMIT.value
-
-
-def _fits(body: str, values: Mapping[str, Attribute]) -> bool:
-    """Whether a copy with these attributes is one SQS accepts: ≤ 10 attributes, ≤ 1 MiB."""
-    return len(values) <= MAX_MESSAGE_ATTRIBUTES and message_size(body, values) <= MAX_MESSAGE_BYTES
+    return None if fits_limits(body, with_reason) else ParkReason.ATTRIBUTE_LIMIT.value
 
 
 def _park(reason: ParkReason, count: int | None = None) -> Decision:
@@ -228,7 +217,7 @@ def build_copy(message: InboundMessage, decision: Decision, settings: Settings) 
         queue_url = settings.operator_queue_url
         if decision.reason is not None:
             with_reason = {**carried, PARK_REASON_ATTRIBUTE: attributes.string(decision.reason)}
-            carried = with_reason if _fits(message.body, with_reason) else carried
+            carried = with_reason if fits_limits(message.body, with_reason) else carried
         suffix = "park"
     else:
         if decision.destination is None or decision.attempt is None:

@@ -23,6 +23,14 @@ def message_size(body: str, values: Mapping[str, Attribute]) -> int:
     return len(body.encode()) + sum(value.size(name) for name, value in values.items())
 
 
+def fits_limits(body: str, values: Mapping[str, Attribute]) -> bool:
+    """Whether a copy with these attributes is one SQS accepts: ≤ 10 attributes, ≤ 1 MiB."""
+    return (
+        len(values) <= attributes.MAX_MESSAGE_ATTRIBUTES
+        and message_size(body, values) <= MAX_MESSAGE_BYTES
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class InboundMessage:
     """What the replay needs from one record of the DLQ, in whatever way it was received."""
@@ -50,6 +58,24 @@ class InboundMessage:
             attributes=parsed.values,
             dropped_attributes=parsed.dropped,
             queue_arn=str(record.get("eventSourceARN", "")),
+            dead_letter_source_arn=system.get(SOURCE_ARN_ATTRIBUTE) or None,
+            message_group_id=system.get("MessageGroupId") or None,
+            trace_header=system.get("AWSTraceHeader") or None,
+            receive_count=_receive_count(system.get("ApproximateReceiveCount")),
+        )
+
+    @classmethod
+    def from_boto3(cls, message: Mapping[str, Any], queue_arn: str = "") -> InboundMessage:
+        """Build from one message of boto3's ReceiveMessage (PascalCase keys, raw binaries)."""
+        system: Mapping[str, Any] = message.get("Attributes") or {}
+        parsed = attributes.from_sqs(message.get("MessageAttributes"))
+        return cls(
+            message_id=str(message["MessageId"]),
+            receipt_handle=str(message.get("ReceiptHandle", "")),
+            body=str(message.get("Body", "")),
+            attributes=parsed.values,
+            dropped_attributes=parsed.dropped,
+            queue_arn=queue_arn,
             dead_letter_source_arn=system.get(SOURCE_ARN_ATTRIBUTE) or None,
             message_group_id=system.get("MessageGroupId") or None,
             trace_header=system.get("AWSTraceHeader") or None,

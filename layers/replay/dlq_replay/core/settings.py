@@ -58,7 +58,6 @@ class Settings:
     def from_env(cls, env: Mapping[str, str]) -> Settings:
         """Parse the variables of DESIGN.md §2; unknown variables are ignored."""
         reader = _Reader(env)
-        jitter_names = ", ".join(j.value for j in Jitter)
         return cls(
             operator_queue_url=reader.required_queue_url("OPERATOR_QUEUE_URL"),
             main_queue_url=reader.queue_url("MAIN_QUEUE_URL"),
@@ -68,24 +67,7 @@ class Settings:
                 _int_between(1, MAX_ATTEMPTS_LIMIT),
                 f"an integer from 1 to {MAX_ATTEMPTS_LIMIT}",
             ),
-            backoff=BackoffPolicy(
-                base_seconds=reader.parse(
-                    "BACKOFF_BASE_SECONDS",
-                    "60",
-                    _int_between(1, MAX_VISIBILITY_TIMEOUT_SECONDS),
-                    f"an integer from 1 to {MAX_VISIBILITY_TIMEOUT_SECONDS}",
-                ),
-                multiplier=reader.parse(
-                    "BACKOFF_MULTIPLIER", "2", _number_at_least(1.0), "a number >= 1"
-                ),
-                cap_seconds=reader.parse(
-                    "BACKOFF_CAP_SECONDS",
-                    "900",
-                    _int_between(1, MAX_VISIBILITY_TIMEOUT_SECONDS),
-                    f"an integer from 1 to {MAX_VISIBILITY_TIMEOUT_SECONDS} (12 hours)",
-                ),
-                jitter=reader.parse("JITTER", "full", Jitter, f"one of {jitter_names}"),
-            ),
+            backoff=_backoff(reader),
             count_attribute=reader.parse(
                 "REPLAY_COUNT_ATTRIBUTE",
                 DEFAULT_COUNT_ATTRIBUTE,
@@ -105,6 +87,46 @@ class Settings:
             sqs_endpoint_url=reader.optional("AWS_ENDPOINT_URL_SQS")
             or reader.optional("AWS_ENDPOINT_URL"),
         )
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerSettings:
+    """The consumer toolkit's knobs (dlq_replay.consumer): the backoff its failed messages'
+    visibility changes draw from, and the operator queue a `ParkMessage` sends to. Read from
+    the function's own variables, by the same rules, so a consumer and its replay can share
+    one configuration."""
+
+    backoff: BackoffPolicy = field(default_factory=BackoffPolicy)
+    operator_queue_url: str | None = None  # without it, a ParkMessage fails its record
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> ConsumerSettings:
+        """BACKOFF_BASE_SECONDS, BACKOFF_MULTIPLIER, BACKOFF_CAP_SECONDS, JITTER and (optional)
+        OPERATOR_QUEUE_URL; other variables are ignored."""
+        reader = _Reader(env)
+        return cls(
+            backoff=_backoff(reader), operator_queue_url=reader.queue_url("OPERATOR_QUEUE_URL")
+        )
+
+
+def _backoff(reader: _Reader) -> BackoffPolicy:
+    jitter_names = ", ".join(j.value for j in Jitter)
+    return BackoffPolicy(
+        base_seconds=reader.parse(
+            "BACKOFF_BASE_SECONDS",
+            "60",
+            _int_between(1, MAX_VISIBILITY_TIMEOUT_SECONDS),
+            f"an integer from 1 to {MAX_VISIBILITY_TIMEOUT_SECONDS}",
+        ),
+        multiplier=reader.parse("BACKOFF_MULTIPLIER", "2", _number_at_least(1.0), "a number >= 1"),
+        cap_seconds=reader.parse(
+            "BACKOFF_CAP_SECONDS",
+            "900",
+            _int_between(1, MAX_VISIBILITY_TIMEOUT_SECONDS),
+            f"an integer from 1 to {MAX_VISIBILITY_TIMEOUT_SECONDS} (12 hours)",
+        ),
+        jitter=reader.parse("JITTER", "full", Jitter, f"one of {jitter_names}"),
+    )
 
 
 class _Reader:

@@ -1,0 +1,145 @@
+"""The consumer's failure path on SQS: park what asked to be parked, back off the rest.
+
+One SendMessageBatch per 10 parks and one ChangeMessageVisibilityBatch per 10 failures,
+whatever the batch; a refused visibility change only means an earlier retry (logged, never
+raised), and a refused park leaves its record failed, to be retried: nothing is lost.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from dlq_replay.core.backoff import RandomSource, default_random
+from dlq_replay.core.failure import ParkMessage, park_now_copy, visibility_delay
+from dlq_replay.core.messages import InboundMessage
+from dlq_replay.core.queues import is_fifo_url
+from dlq_replay.core.settings import ConsumerSettings
+from dlq_replay.sqs.sending import BatchSender, change_visibility
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+
+    from dlq_replay.sqs.replayer import Log
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """A message the consumer did not finish, and why (None: not attempted, e.g. FIFO)."""
+
+    message: InboundMessage
+    error: BaseException | None = None
+
+
+class FailurePath:
+    """Settles a consumer's failed messages on one queue; clients and randomness passed in."""
+
+    def __init__(
+        self,
+        sqs: SQSClient,
+        settings: ConsumerSettings,
+        *,
+        rng: RandomSource | None = None,
+        logger: Log | None = None,
+    ) -> None:
+        self._sqs = sqs
+        self._settings = settings
+        self._rng = rng or default_random()
+        self._logger: Log = logger or logging.getLogger("dlq_replay.consumer")
+
+    def settle(
+        self, queue_url: str, failures: Sequence[Failure], held_seconds: int = 0
+    ) -> set[str]:
+        """Park the `ParkMessage` failures, back off the others (and the parks SQS refused);
+        returns the ids of the parked messages: done, to be deleted like successes.
+        `held_seconds`: time since the receive, so no visibility passes SQS's 12 hours."""
+        parked = self._park([f for f in failures if isinstance(f.error, ParkMessage)])
+        self._back_off(
+            queue_url,
+            [f.message for f in failures if f.message.message_id not in parked],
+            held_seconds,
+        )
+        return parked
+
+    def unknown_queue(self, queue_arn: str, failures: Sequence[Failure]) -> None:
+        """Records whose eventSourceARN names no queue: nothing to change, they just fail."""
+        for failure in failures:
+            self._logger.error(
+                "record's eventSourceARN names no queue: not backed off, not parked",
+                extra={"message_id": failure.message.message_id, "event_source_arn": queue_arn},
+            )
+
+    def _park(self, failures: Sequence[Failure]) -> set[str]:
+        if not failures:
+            return set()
+        operator_queue_url = self._settings.operator_queue_url
+        if operator_queue_url is None:
+            for failure in failures:
+                self._logger.error(
+                    "ParkMessage raised but OPERATOR_QUEUE_URL is not set: the record fails",
+                    extra={"message_id": failure.message.message_id},
+                )
+            return set()
+        copies = []
+        for failure in failures:
+            assert isinstance(failure.error, ParkMessage)
+            copies.append(park_now_copy(failure.message, failure.error, operator_queue_url))
+        refused = BatchSender(self._sqs).send(copies)
+        parked = set()
+        for failure in failures:
+            fields = {
+                "message_id": failure.message.message_id,
+                "reason": f"consumer:{failure.error.reason}",  # type: ignore[union-attr]
+            }
+            if (why := refused.get(failure.message.message_id)) is not None:
+                self._logger.error(
+                    "park failed: the record fails and is retried",
+                    extra={**fields, "error_code": why.code, "error": why.message},
+                )
+            else:
+                parked.add(failure.message.message_id)
+                self._logger.info("record parked by its consumer", extra=fields)
+        return parked
+
+    def _back_off(self, queue_url: str, messages: Sequence[InboundMessage], held: int) -> None:
+        if not messages:
+            return
+        delays = self._delays(queue_url, messages, held)
+        refused = change_visibility(
+            self._sqs, queue_url, [(m.receipt_handle, delays[m.message_id]) for m in messages]
+        )
+        for index, code in refused:
+            self._logger.warning(
+                "could not back off a failed message; it returns after its visibility timeout",
+                extra={"message_id": messages[index].message_id, "code": code},
+            )
+        for message in messages:
+            self._logger.info(
+                "record backed off",
+                extra={
+                    "message_id": message.message_id,
+                    "receive_count": message.receive_count,
+                    "visibility_seconds": delays[message.message_id],
+                },
+            )
+
+    def _delays(
+        self, queue_url: str, messages: Sequence[InboundMessage], held: int
+    ) -> dict[str, int]:
+        """One delay per message; on a FIFO queue one per message group (its first failed
+        message's), so the group comes back together and in order."""
+        delays: dict[str, int] = {}
+        by_group: dict[str, int] = {}
+        fifo = is_fifo_url(queue_url)
+        for message in messages:
+            group = message.message_group_id if fifo else None
+            if group is not None and group in by_group:
+                delays[message.message_id] = by_group[group]
+                continue
+            delay = visibility_delay(self._settings.backoff, message.receive_count, self._rng, held)
+            delays[message.message_id] = delay
+            if group is not None:
+                by_group[group] = delay
+        return delays

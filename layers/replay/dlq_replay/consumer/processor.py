@@ -1,0 +1,136 @@
+"""Powertools batch processors that back off failed records before the DLQ.
+
+Drop-ins for `BatchProcessor` and `SqsFifoPartialProcessor` with `process_partial_response`:
+the record handler, the response and the FIFO rule (a failed record fails the rest of its
+group, or of the batch) stay Powertools' own. At the end of the batch, each failed record's
+visibility timeout becomes a backoff delay (attempt = its ApproximateReceiveCount), in one
+ChangeMessageVisibilityBatch per 10 records, and a record whose handler raised `ParkMessage`
+goes to the operator queue and is reported done, so Lambda deletes it from the source.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from aws_lambda_powertools.utilities.batch import (
+    BatchProcessor,
+    EventType,
+    SqsFifoPartialProcessor,
+)
+
+from dlq_replay.consumer.failures import Failure, FailurePath
+from dlq_replay.core.backoff import RandomSource
+from dlq_replay.core.messages import InboundMessage
+from dlq_replay.core.queues import QueueArn
+from dlq_replay.core.settings import ConsumerSettings
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+
+    from dlq_replay.sqs.replayer import Log
+
+# Lambda's event source mapping received the batch a little before the invocation began: kept
+# off the 12 hours a visibility timeout may last from the receive.
+RECEIVE_MARGIN_SECONDS = 60
+
+
+class _BackoffOnFailure:
+    """What both processors add to Powertools': remember each failure's exception, then
+    settle the failures before Powertools builds the response."""
+
+    _path: FailurePath
+    _clock: Callable[[], float]
+    _started: float
+    _errors: dict[str, BaseException | None]
+    fail_messages: list[Any]
+    success_messages: list[Any]
+    exceptions: list[Any]
+
+    def _setup(
+        self,
+        sqs: SQSClient,
+        settings: ConsumerSettings,
+        rng: RandomSource | None,
+        logger: Log | None,
+        clock: Callable[[], float],
+    ) -> None:
+        self._sqs = sqs
+        self._path = FailurePath(sqs, settings, rng=rng, logger=logger)
+        self._clock = clock
+        self._started = clock()
+        self._errors = {}
+
+    def _prepare(self) -> None:
+        self._started = self._clock()
+        self._errors = {}
+        super()._prepare()  # type: ignore[misc]
+
+    def failure_handler(self, record: Any, exception: Any) -> Any:
+        self._errors[record.message_id] = exception[1]
+        return super().failure_handler(record, exception)  # type: ignore[misc]
+
+    def _clean(self) -> None:
+        if self.fail_messages:
+            self._settle()
+        super()._clean()  # type: ignore[misc]
+
+    def _settle(self) -> None:
+        held = int(self._clock() - self._started) + RECEIVE_MARGIN_SECONDS
+        by_queue: dict[str, list[Failure]] = {}
+        for record in self.fail_messages:
+            message = InboundMessage.from_lambda_record(record.raw_event)
+            failure = Failure(message, self._errors.get(message.message_id))
+            by_queue.setdefault(message.queue_arn, []).append(failure)
+        parked: set[str] = set()
+        for queue_arn, failures in by_queue.items():
+            try:
+                queue_url = QueueArn.parse(queue_arn).url(self._sqs.meta.endpoint_url)
+            except ValueError:
+                self._path.unknown_queue(queue_arn, failures)
+                continue
+            parked |= self._path.settle(queue_url, failures, held)
+        if not parked:
+            return
+        # Parked records are done: Lambda deletes them like successes.
+        done = [r for r in self.fail_messages if r.message_id in parked]
+        self.fail_messages = [r for r in self.fail_messages if r.message_id not in parked]
+        self.success_messages.extend(done)
+        parked_errors = {id(self._errors[r.message_id]) for r in done}
+        self.exceptions = [e for e in self.exceptions if id(e[1]) not in parked_errors]
+
+
+class BackoffBatchProcessor(_BackoffOnFailure, BatchProcessor):
+    """`BatchProcessor(EventType.SQS)` whose failed records back off (or park now)."""
+
+    def __init__(
+        self,
+        sqs: SQSClient,
+        settings: ConsumerSettings,
+        *,
+        rng: RandomSource | None = None,
+        logger: Log | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        raise_on_entire_batch_failure: bool = True,
+    ) -> None:
+        super().__init__(EventType.SQS, raise_on_entire_batch_failure=raise_on_entire_batch_failure)
+        self._setup(sqs, settings, rng, logger, clock)
+
+
+class BackoffFifoProcessor(_BackoffOnFailure, SqsFifoPartialProcessor):
+    """`SqsFifoPartialProcessor` whose failed records back off, a message group together (the
+    delay of its first failure), so the group comes back in order."""
+
+    def __init__(
+        self,
+        sqs: SQSClient,
+        settings: ConsumerSettings,
+        *,
+        skip_group_on_error: bool = False,
+        rng: RandomSource | None = None,
+        logger: Log | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        super().__init__(skip_group_on_error=skip_group_on_error)
+        self._setup(sqs, settings, rng, logger, clock)

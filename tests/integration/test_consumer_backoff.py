@@ -1,0 +1,274 @@
+"""Backoff before the DLQ (dlq_replay.consumer): a consumer's failed records are hidden for a
+backoff delay drawn from the receive count, batched; `ParkMessage` parks at once; a failed
+park leaves the record failed. Against the emulator, with the requests recorded."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from aws_lambda_powertools.utilities.batch import process_partial_response
+from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
+from dlq_replay.consumer import (
+    PARK_DETAIL_MAX_CHARS,
+    BackoffBatchProcessor,
+    BackoffFifoProcessor,
+    ConsumerSettings,
+    ParkMessage,
+    settle_failure,
+)
+from dlq_replay.core.backoff import BackoffPolicy, Jitter
+
+from integration.harness import (
+    PARK_REASON,
+    Outgoing,
+    RecordingLog,
+    ReplayQueues,
+    RequestLog,
+    Sqs,
+    attributes_of,
+    failed_ids,
+    record_ids,
+    string,
+)
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+    from mypy_boto3_sqs import SQSClient
+
+pytestmark = pytest.mark.emulator
+
+PARK_DETAIL = "dlq-replay-park-detail"
+# Without jitter the delay is the ceiling: 2 s on the first receive, 4 s on the second.
+POLICY = BackoffPolicy(base_seconds=2, multiplier=2, cap_seconds=8, jitter=Jitter.NONE)
+
+
+@pytest.fixture
+def main_queues(sqs: Sqs) -> ReplayQueues:
+    """A main queue whose consumer gets five receives before SQS moves a message to the DLQ."""
+    return sqs.create_replay_queues("shop", max_receive_count=5)
+
+
+def settings(queues: ReplayQueues, **changes: Any) -> ConsumerSettings:
+    return ConsumerSettings(
+        **{"backoff": POLICY, "operator_queue_url": queues.operator.url, **changes}
+    )
+
+
+def handler_failing(*bodies: str) -> Any:
+    def record_handler(record: SQSRecord) -> str:
+        if record.body in bodies:
+            raise RuntimeError(f"cannot handle {record.body}")
+        if record.body.startswith("invalid"):
+            raise ParkMessage("invalid-order", f"{record.body}: field 'sku' is missing " * 20)
+        return record.body
+
+    return record_handler
+
+
+def visibility_timeouts(requests: RequestLog) -> list[int]:
+    return [
+        entry["VisibilityTimeout"]
+        for params in requests.of("ChangeMessageVisibilityBatch")
+        for entry in params["Entries"]
+    ]
+
+
+def test_a_failed_record_is_hidden_for_its_delay_and_the_receive_count_drives_it(
+    sqs: Sqs, main_queues: ReplayQueues, replay_client: SQSClient
+) -> None:
+    queues = main_queues
+    for body in ("ok", "flaky"):
+        sqs.send(queues.main, Outgoing(body))
+    requests = RequestLog(replay_client)
+    processor = BackoffBatchProcessor(replay_client, settings(queues))
+    event = sqs.receive_event(queues.main)
+
+    response = process_partial_response(
+        event=event, record_handler=handler_failing("flaky"), processor=processor
+    )
+
+    flaky = [r["messageId"] for r in event["Records"] if r["body"] == "flaky"]
+    assert failed_ids(response) == flaky
+    assert visibility_timeouts(requests) == [2]  # attempt 1: the ceiling, 2 s
+    # Hidden for its 2 s (the ok record stays in flight: only Lambda would delete it).
+    assert sqs.receive_event(queues.main)["Records"] == []
+    time.sleep(2.5)
+    again = sqs.receive_event(queues.main)
+    assert record_ids(again) == flaky
+    assert again["Records"][0]["attributes"]["ApproximateReceiveCount"] == "2"
+
+    with pytest.raises(BatchProcessingError):  # its whole batch failed: Powertools raises
+        process_partial_response(
+            event=again, record_handler=handler_failing("flaky"), processor=processor
+        )
+
+    assert visibility_timeouts(requests) == [2, 4]  # attempt 2: 4 s
+
+
+def test_failures_of_a_batch_back_off_in_one_request(
+    sqs: Sqs, main_queues: ReplayQueues, replay_client: SQSClient
+) -> None:
+    queues = main_queues
+    for n in range(10):
+        sqs.send(queues.main, Outgoing(f"fails-{n}"))
+    requests = RequestLog(replay_client)
+    event = sqs.receive_event(queues.main)
+    assert len(event["Records"]) == 10
+    processor = BackoffBatchProcessor(
+        replay_client, settings(queues), raise_on_entire_batch_failure=False
+    )
+
+    response = process_partial_response(
+        event=event,
+        record_handler=handler_failing(*(f"fails-{n}" for n in range(10))),
+        processor=processor,
+    )
+
+    assert len(failed_ids(response)) == 10
+    assert requests.operations() == ["ChangeMessageVisibilityBatch"]
+    assert visibility_timeouts(requests) == [2] * 10
+
+
+def test_park_now_sends_the_message_with_its_reason_and_no_body_in_the_detail(
+    sqs: Sqs, main_queues: ReplayQueues, replay_client: SQSClient
+) -> None:
+    queues = main_queues
+    sqs.send(queues.main, Outgoing("invalid-1", {"tenant": string("acme")}))
+    sqs.send(queues.main, Outgoing("ok"))
+    log = RecordingLog()
+    processor = BackoffBatchProcessor(replay_client, settings(queues), logger=log)
+    event = sqs.receive_event(queues.main)
+
+    response = process_partial_response(
+        event=event, record_handler=handler_failing(), processor=processor
+    )
+
+    assert failed_ids(response) == []  # parked is done: Lambda deletes it from the main queue
+    (parked,) = sqs.drain(queues.operator)
+    assert parked["Body"] == "invalid-1"
+    detail = " ".join(("invalid-1: field 'sku' is missing " * 20).split())[:PARK_DETAIL_MAX_CHARS]
+    assert attributes_of(parked) == {
+        "tenant": string("acme"),
+        PARK_REASON: string("consumer:invalid-order"),
+        PARK_DETAIL: string(detail),
+    }
+    assert len(detail) == PARK_DETAIL_MAX_CHARS
+    assert [line.message for line in log.lines] == ["record parked by its consumer"]
+
+
+def test_a_park_that_cannot_be_sent_leaves_the_record_failed_and_backed_off(
+    sqs: Sqs, main_queues: ReplayQueues, replay_client: SQSClient
+) -> None:
+    queues = main_queues
+    sqs.send(queues.main, Outgoing("invalid-2"))
+    requests = RequestLog(replay_client)
+    missing = ConsumerSettings(POLICY, operator_queue_url=f"{queues.operator.url}-missing")
+    processor = BackoffBatchProcessor(
+        replay_client, missing, raise_on_entire_batch_failure=False, logger=RecordingLog()
+    )
+    event = sqs.receive_event(queues.main)
+
+    response = process_partial_response(
+        event=event, record_handler=handler_failing(), processor=processor
+    )
+
+    assert failed_ids(response) == record_ids(event)
+    assert visibility_timeouts(requests) == [2]
+    assert sqs.total(queues.main) == 1  # still there, to be retried
+
+
+def test_a_batch_parked_whole_is_an_answer_not_an_error(
+    sqs: Sqs, main_queues: ReplayQueues, replay_client: SQSClient
+) -> None:
+    queues = main_queues
+    for n in range(3):
+        sqs.send(queues.main, Outgoing(f"invalid-{n}"))
+    processor = BackoffBatchProcessor(replay_client, settings(queues))
+    event = sqs.receive_event(queues.main)
+
+    response = process_partial_response(
+        event=event, record_handler=handler_failing(), processor=processor
+    )
+
+    assert failed_ids(response) == []
+    assert sorted(m["Body"] for m in sqs.drain(queues.operator)) == [
+        "invalid-0",
+        "invalid-1",
+        "invalid-2",
+    ]
+
+
+def test_an_entire_failed_batch_still_raises_as_powertools_does(
+    sqs: Sqs, main_queues: ReplayQueues, replay_client: SQSClient
+) -> None:
+    queues = main_queues
+    sqs.send(queues.main, Outgoing("down"))
+    processor = BackoffBatchProcessor(replay_client, settings(queues))
+    event = sqs.receive_event(queues.main)
+
+    with pytest.raises(BatchProcessingError):
+        process_partial_response(
+            event=event, record_handler=handler_failing("down"), processor=processor
+        )
+
+
+@pytest.mark.moto_only(reason="LocalStack, like SQS, may hand out a FIFO queue group by group")
+def test_fifo_a_group_stops_at_its_first_failure_and_backs_off_together(
+    sqs: Sqs, replay_client: SQSClient
+) -> None:
+    queues = sqs.create_replay_queues("shop", fifo=True, max_receive_count=5)
+    for n in (1, 2, 3):
+        for group in ("a", "b"):
+            sqs.send(queues.main, Outgoing(f"{group}{n}", group_id=f"group-{group}"))
+    requests = RequestLog(replay_client)
+    full = BackoffPolicy(base_seconds=2, multiplier=2, cap_seconds=8, jitter=Jitter.FULL)
+    processor = BackoffFifoProcessor(
+        replay_client, ConsumerSettings(full), skip_group_on_error=True
+    )
+    event = sqs.receive_event(queues.main)
+    assert [r["body"] for r in event["Records"]] == ["a1", "b1", "a2", "b2", "a3", "b3"]
+
+    response = process_partial_response(
+        event=event, record_handler=handler_failing("a1"), processor=processor
+    )
+
+    a_ids = [r["messageId"] for r in event["Records"] if r["body"].startswith("a")]
+    assert failed_ids(response) == a_ids  # a2 and a3 not attempted, as Powertools does
+    (change,) = requests.of("ChangeMessageVisibilityBatch")
+    timeouts = {entry["VisibilityTimeout"] for entry in change["Entries"]}
+    assert len(change["Entries"]) == 3
+    assert len(timeouts) == 1  # the group comes back together
+    assert timeouts <= set(range(3))
+
+
+def test_a_boto3_consumer_backs_off_or_parks_and_deletes(
+    sqs: Sqs, main_queues: ReplayQueues, replay_client: SQSClient
+) -> None:
+    queues = main_queues
+    sqs.send(queues.main, Outgoing("flaky"))
+    sqs.send(queues.main, Outgoing("invalid-3"))
+    requests = RequestLog(replay_client)
+    received = replay_client.receive_message(
+        QueueUrl=queues.main.url,
+        MaxNumberOfMessages=10,
+        MessageAttributeNames=["All"],
+        MessageSystemAttributeNames=["ApproximateReceiveCount"],
+    )["Messages"]
+    flaky, invalid = sorted(received, key=lambda m: m["Body"])
+
+    assert not settle_failure(
+        replay_client, queues.main.url, flaky, RuntimeError("down"), settings(queues)
+    )
+    assert settle_failure(
+        replay_client,
+        queues.main.url,
+        invalid,
+        ParkMessage("invalid-order", "no sku"),
+        settings(queues),
+    )
+
+    assert visibility_timeouts(requests) == [2]
+    assert [m["Body"] for m in sqs.drain(queues.operator)] == ["invalid-3"]
+    assert sqs.total(queues.main) == 1  # the parked one deleted, the flaky one hidden
