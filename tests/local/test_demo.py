@@ -67,8 +67,11 @@ def test_short_demo_accounts_for_every_message() -> None:
     assert (result.sent, result.lost, result.not_yet_done) == (40, 0, 0), result
     assert_adds_up(result)
     # Exactly the always-failing messages are parked, all for the attempt limit.
-    assert result.parked == kinds["poison"]
-    assert result.parked_by_reason == {"max-attempts": kinds["poison"]}
+    assert result.parked == kinds["poison"] + kinds.get("invalid", 0)
+    assert result.parked_by_reason == {
+        "max-attempts": kinds["poison"],
+        **({"consumer:invalid-order": kinds["invalid"]} if "invalid" in kinds else {}),
+    }
     # The consumer saw every message once first, and every replayed copy once; the poison
     # ones reached the attempt limit. (moto's server alone loses first deliveries to
     # concurrent receives answered with HTTP 500; the demo's emulator makes requests atomic.)
@@ -77,6 +80,37 @@ def test_short_demo_accounts_for_every_message() -> None:
     assert sum(count for attempt, count in deliveries.items() if attempt > 0) == result.replays
     assert max(deliveries) == options.max_attempts
     assert deliveries[options.max_attempts] == kinds["poison"]
+
+
+@pytest.mark.usefixtures("fresh_backends")
+def test_with_consumer_backoff_only_poison_reaches_the_dlq_and_invalid_is_parked_at_once() -> None:
+    options = DemoOptions(
+        messages=30,
+        seed=11,
+        poison_rate=0.1,
+        invalid_rate=0.1,
+        cap_seconds=2,
+        consumer_backoff=True,
+        live=False,
+        timeout_seconds=120,
+    )
+    kinds = planned_kinds(options)
+    assert all(kinds.get(kind, 0) > 0 for kind in ("poison", "invalid", "transient")), kinds
+
+    result = demo(options)
+
+    assert result.completed, result
+    assert (result.lost, result.not_yet_done) == (0, 0), result
+    assert_adds_up(result)
+    assert result.parked_by_reason == {
+        "max-attempts": kinds["poison"],
+        "consumer:invalid-order": kinds["invalid"],
+    }
+    # Transient failures were retried in the main queue; only the poison ones went on to the
+    # DLQ, to be replayed up to the limit.
+    assert result.replays == kinds["poison"] * options.max_attempts
+    assert result.consumer_backoffs >= kinds["transient"]
+    assert result.deliveries_by_attempt[0] == result.sent
 
 
 SUMMARY = re.compile(

@@ -40,6 +40,18 @@ def register(subparsers: Subparsers) -> None:
         default=defaults.poison_rate,
         help="share of messages that always fail (end parked), 0-1",
     )
+    parser.add_argument(
+        "--invalid-rate",
+        type=share,
+        default=defaults.invalid_rate,
+        help="share of messages the consumer parks at once (ParkMessage), 0-1",
+    )
+    parser.add_argument(
+        "--consumer-backoff",
+        action="store_true",
+        help="the consumer retries in the main queue with the same backoff (the consumer "
+        "toolkit) before SQS moves a message to the DLQ: fewer messages reach the replay",
+    )
     # The replay settings, judged by the function's own rules (DESIGN.md §2).
     for option, variable, default, text in (
         ("--max-attempts", "MAX_ATTEMPTS", defaults.max_attempts, "replays before parking, 1-100"),
@@ -78,6 +90,8 @@ def run_demo_command(args: argparse.Namespace) -> int:
         messages=args.messages,
         failure_rate=args.failure_rate,
         poison_rate=args.poison_rate,
+        invalid_rate=args.invalid_rate,
+        consumer_backoff=args.consumer_backoff,
         # setting_type keeps the option's text, as the function's environment would.
         max_attempts=int(args.max_attempts),
         base_seconds=int(args.backoff_base_seconds),

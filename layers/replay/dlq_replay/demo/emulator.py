@@ -40,6 +40,9 @@ if TYPE_CHECKING:
 
 REGION = "us-east-1"
 MAIN_MAX_RECEIVE_COUNT = 1
+# With --consumer-backoff the consumer retries in the main queue first, as the template's
+# default (5) lets it; three keeps the demo short.
+MAIN_MAX_RECEIVE_COUNT_WITH_BACKOFF = 3
 SAFETY_NET_MAX_RECEIVE_COUNT = 20
 MAIN_VISIBILITY_TIMEOUT = 5
 DLQ_VISIBILITY_TIMEOUT = 10
@@ -247,7 +250,9 @@ class Queues:
     operator: str
 
 
-def create_queues(sqs: SQSClient, prefix: str = "demo") -> Queues:
+def create_queues(
+    sqs: SQSClient, prefix: str = "demo", main_max_receive_count: int = MAIN_MAX_RECEIVE_COUNT
+) -> Queues:
     """Main → DLQ → operator, wired like the template's create-everything mode."""
 
     def arn(url: str) -> str:
@@ -269,7 +274,7 @@ def create_queues(sqs: SQSClient, prefix: str = "demo") -> Queues:
         QueueName=f"{prefix}-main",
         Attributes={
             "VisibilityTimeout": str(MAIN_VISIBILITY_TIMEOUT),
-            "RedrivePolicy": redrive(dlq, MAIN_MAX_RECEIVE_COUNT),
+            "RedrivePolicy": redrive(dlq, main_max_receive_count),
         },
     )["QueueUrl"]
     return Queues(main=main, dlq=dlq, operator=operator)

@@ -13,17 +13,20 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 
 from dlq_replay.aws_lambda.replay import LambdaReplay
+from dlq_replay.consumer import ConsumerSettings
 from dlq_replay.core.backoff import BackoffPolicy, Jitter
 from dlq_replay.core.decision import Action
 from dlq_replay.core.settings import Settings
 from dlq_replay.demo.emulator import SqsEmulator, create_queues, emulator_client, sqs_emulator
 from dlq_replay.demo.scenario import (
+    Consumer,
     DemoOptions,
     DemoResult,
     OutcomeCounter,
     Tally,
     consume,
     drain_parked,
+    main_max_receive_count,
     send_messages,
     settle_timeout,
     watch_depths,
@@ -54,22 +57,24 @@ def demo(
     started = time.monotonic()
     with serve() as running:
         sqs = emulator_client(running.endpoint_url)
-        queues = create_queues(sqs)
+        queues = create_queues(sqs, main_max_receive_count=main_max_receive_count(options))
+        backoff = BackoffPolicy(
+            options.base_seconds, options.multiplier, options.cap_seconds, Jitter(options.jitter)
+        )
         settings = Settings(
             main_queue_url=queues.main,
             operator_queue_url=queues.operator,
             max_attempts=options.max_attempts,
-            backoff=BackoffPolicy(
-                options.base_seconds,
-                options.multiplier,
-                options.cap_seconds,
-                Jitter(options.jitter),
-            ),
+            backoff=backoff,
             sqs_endpoint_url=running.endpoint_url,
         )
-        replay_log = logging.getLogger("dlq_replay.demo.replay")
-        replay_log.propagate = False
-        replay_log.setLevel(logging.INFO)
+        replay_log = _quiet_logger("dlq_replay.demo.replay")
+        consumer = Consumer(
+            queues.main,
+            ConsumerSettings(backoff, operator_queue_url=queues.operator),
+            backoff=options.consumer_backoff,
+            logger=_quiet_logger("dlq_replay.demo.consumer"),
+        )
         counter = OutcomeCounter(tally)
         replay_log.addHandler(counter)
         handler = LambdaReplay(Replayer(settings, sqs, logger=replay_log, rng=rng))
@@ -78,7 +83,7 @@ def demo(
         stop = threading.Event()
         threads = run_pollers(source, options.pollers, stop)
         threads += [
-            threading.Thread(target=consume, args=(sqs, queues.main, tally, stop), daemon=True)
+            threading.Thread(target=consume, args=(sqs, consumer, tally, stop), daemon=True)
             for _ in range(options.consumers)
         ]
         threads.append(
@@ -117,11 +122,21 @@ def demo(
             parked_by_reason=dict(Counter(parked[id_] for id_ in parked_ids)),
             deliveries_by_attempt=dict(sorted(tally.deliveries_by_attempt.items())),
             replays=tally.replay_outcomes[Action.REPLAY] + tally.replay_outcomes[Action.RELEASE],
+            consumer_backoffs=tally.consumer_backoffs,
             seconds=round(time.monotonic() - started, 1),
             completed=completed,
             interrupted=interrupted,
             timeout_seconds=timeout,
         )
+
+
+def _quiet_logger(name: str) -> logging.Logger:
+    """A logger of the demo's own: its lines go only to the handlers the demo adds (the live
+    view shows what they would say)."""
+    logger = logging.getLogger(name)
+    logger.propagate = False
+    logger.setLevel(logging.INFO)
+    return logger
 
 
 def _wait(tally: Tally, live: bool, deadline: float) -> bool:

@@ -13,9 +13,20 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from dlq_replay.consumer import VisibilityHeartbeat, replay_attempt
+from dlq_replay.consumer import (
+    ConsumerSettings,
+    ParkMessage,
+    VisibilityHeartbeat,
+    replay_attempt,
+    settle_failure,
+)
 from dlq_replay.core.attributes import PARK_REASON_ATTRIBUTE
-from dlq_replay.demo.emulator import DLQ_VISIBILITY_TIMEOUT, MAIN_VISIBILITY_TIMEOUT, Queues
+from dlq_replay.demo.emulator import (
+    DLQ_VISIBILITY_TIMEOUT,
+    MAIN_MAX_RECEIVE_COUNT_WITH_BACKOFF,
+    MAIN_VISIBILITY_TIMEOUT,
+    Queues,
+)
 from dlq_replay.ops.depth import QueueDepth, queue_depth
 from dlq_replay.ops.draining import drain
 
@@ -28,6 +39,8 @@ class DemoOptions:
     messages: int = 300
     failure_rate: float = 0.3
     poison_rate: float = 0.05
+    invalid_rate: float = 0.02  # the consumer parks these at once (ParkMessage)
+    consumer_backoff: bool = False  # retry in the main queue with backoff before the DLQ
     max_attempts: int = 3
     base_seconds: int = 1
     multiplier: float = 2.0
@@ -52,9 +65,15 @@ def settle_timeout(options: DemoOptions) -> float:
     grows with the work (messages, attempts, cap), so a large run is never cut short."""
     if options.timeout_seconds is not None:
         return options.timeout_seconds
-    per_attempt = options.cap_seconds + _SECONDS_PER_ATTEMPT_BEYOND_CAP
+    receives = main_max_receive_count(options) if options.consumer_backoff else 0
+    per_attempt = (1 + receives) * options.cap_seconds + _SECONDS_PER_ATTEMPT_BEYOND_CAP
     work = options.messages * _SECONDS_PER_MESSAGE + options.max_attempts * per_attempt
     return _SECONDS_BASE + work
+
+
+def main_max_receive_count(options: DemoOptions) -> int:
+    """Receives on the main queue before SQS moves a message to the DLQ."""
+    return MAIN_MAX_RECEIVE_COUNT_WITH_BACKOFF if options.consumer_backoff else 1
 
 
 @dataclass
@@ -63,7 +82,9 @@ class Tally:
 
     expected: set[str] = field(default_factory=set)
     processed: set[str] = field(default_factory=set)
-    deliveries_by_attempt: Counter[int] = field(default_factory=Counter)
+    deliveries_by_attempt: Counter[int] = field(default_factory=Counter)  # first receives
+    receives: Counter[str] = field(default_factory=Counter)  # by message id, every receive
+    consumer_backoffs: int = 0  # failures the consumer hid for a backoff delay
     replay_outcomes: Counter[str] = field(default_factory=Counter)
     parked_by_reason: Counter[str] = field(default_factory=Counter)
     depths: dict[str, QueueDepth] = field(default_factory=dict)
@@ -88,6 +109,10 @@ class OutcomeCounter(logging.Handler):
                 self._tally.replay_outcomes[str(outcome)] += 1
 
 
+ALWAYS = 10**9  # a poison message fails every delivery
+INVALID = ParkMessage("invalid-order", "demo: the order has no sku")
+
+
 def send_messages(
     sqs: SQSClient, queue_url: str, options: DemoOptions, rng: random.Random
 ) -> set[str]:
@@ -96,8 +121,10 @@ def send_messages(
     batch: list[Any] = []
     for index in range(options.messages):
         roll = rng.random()
-        if roll < options.poison_rate:
-            kind, fail_until = "poison", options.max_attempts + 1
+        if roll < options.invalid_rate:
+            kind, fail_until = "invalid", 0
+        elif (roll := roll - options.invalid_rate) < options.poison_rate:
+            kind, fail_until = "poison", ALWAYS
         elif roll < options.poison_rate + options.failure_rate:
             kind, fail_until = "transient", rng.randint(1, max(1, options.max_attempts - 1))
         else:
@@ -114,20 +141,33 @@ def send_messages(
     return ids
 
 
-def consume(sqs: SQSClient, queue_url: str, tally: Tally, stop: threading.Event) -> None:
-    """The flaky consumer: a message fails while its replay attempt is below `fail_until`.
+@dataclass(frozen=True, slots=True)
+class Consumer:
+    """How the demo's consumer fails: the consumer toolkit's settings (its park-now always,
+    its backoff with --consumer-backoff) and the queue it reads."""
+
+    queue_url: str
+    settings: ConsumerSettings
+    backoff: bool
+    logger: logging.Logger
+
+
+def consume(sqs: SQSClient, consumer: Consumer, tally: Tally, stop: threading.Event) -> None:
+    """The flaky consumer: a message fails its first `fail_until` deliveries; an invalid one
+    is parked at once (`ParkMessage`).
 
     An emulator error is shrugged off like a real consumer would: the message in hand comes
     back after its visibility timeout.
     """
     while not stop.is_set():
         try:
-            _consume_batch(sqs, queue_url, tally)
+            _consume_batch(sqs, consumer, tally)
         except (ClientError, BotoCoreError):
             stop.wait(0.5)
 
 
-def _consume_batch(sqs: SQSClient, queue_url: str, tally: Tally) -> None:
+def _consume_batch(sqs: SQSClient, consumer: Consumer, tally: Tally) -> None:
+    queue_url = consumer.queue_url
     messages = sqs.receive_message(
         QueueUrl=queue_url,
         MaxNumberOfMessages=10,
@@ -136,16 +176,30 @@ def _consume_batch(sqs: SQSClient, queue_url: str, tally: Tally) -> None:
         MessageSystemAttributeNames=["ApproximateReceiveCount"],
     ).get("Messages", [])
     for message in messages:
-        attempt = replay_attempt(message)
         body = json.loads(message["Body"])
         with tally.lock:
-            tally.deliveries_by_attempt[attempt] += 1
+            if message.get("Attributes", {}).get("ApproximateReceiveCount") == "1":
+                tally.deliveries_by_attempt[replay_attempt(message)] += 1
+            tally.receives[str(body["id"])] += 1
+            receives = tally.receives[str(body["id"])]
+        error: Exception | None = None
         with VisibilityHeartbeat(sqs, queue_url, message["ReceiptHandle"], timeout=5):
-            succeeded = attempt >= int(body["fail_until"])
-        if succeeded:
+            if body["kind"] == "invalid":
+                error = INVALID
+            elif receives <= int(body["fail_until"]):
+                error = RuntimeError("demo: a transient failure")
+        if error is None:
             sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
             with tally.lock:
                 tally.processed.add(str(body["id"]))
+        elif consumer.backoff or isinstance(error, ParkMessage):
+            settings, logger = consumer.settings, consumer.logger
+            parked = settle_failure(sqs, queue_url, message, error, settings, logger=logger)
+            with tally.lock:
+                if parked:
+                    tally.parked_by_reason[f"consumer:{INVALID.reason}"] += 1
+                else:
+                    tally.consumer_backoffs += 1
         else:
             # Give it back at once: the next receive exceeds maxReceiveCount → DLQ.
             sqs.change_message_visibility(
@@ -191,6 +245,7 @@ class DemoResult:
     parked_by_reason: dict[str, int]
     deliveries_by_attempt: dict[int, int]
     replays: int  # copies the replay sent to the main queue (replayed or released)
+    consumer_backoffs: int  # failures the consumer hid for a backoff delay (--consumer-backoff)
     seconds: float
     completed: bool
     interrupted: bool = False

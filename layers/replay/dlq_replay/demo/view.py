@@ -28,6 +28,8 @@ def outcome_rows(tally: Tally) -> list[tuple[str, int]]:
         ("sent", len(tally.expected)),
         ("processed by the consumer", len(tally.processed)),
     ]
+    if tally.consumer_backoffs:
+        rows.append(("backed off by the consumer", tally.consumer_backoffs))
     rows += [
         (label, tally.replay_outcomes[outcome])
         for outcome, label in OUTCOME_LABELS.items()
@@ -77,6 +79,8 @@ def summary(result: DemoResult) -> str:
         status = f"timed out (limit {result.timeout_seconds:.0f} s)"
     first = result.deliveries_by_attempt.get(0, 0)
     later = ", ".join(f"{k}:{v}" for k, v in result.deliveries_by_attempt.items() if k > 0)
+    backoffs = result.consumer_backoffs
+    backed_off = f", {backoffs} backed off by the consumer" if backoffs else ""
     return (
         f"demo {status} in {result.seconds} s: sent {result.sent}, processed {result.processed}, "
         f"parked {result.parked} ({reasons}), not yet done {result.not_yet_done}, "
@@ -84,6 +88,7 @@ def summary(result: DemoResult) -> str:
         f"consumer deliveries by replay attempt: 0:{first} (first deliveries)"
         + (f", {later}" if later else "")
         + f"; {result.replays} replayed"
+        + backed_off
     )
 
 
