@@ -93,3 +93,26 @@ def test_consumer_settings_read_the_functions_variables_by_the_same_rules() -> N
         ConsumerSettings.from_env({"BACKOFF_CAP_SECONDS": "0"})
     with pytest.raises(SettingsError, match="OPERATOR_QUEUE_URL"):
         ConsumerSettings.from_env({"OPERATOR_QUEUE_URL": "not a url"})
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"base_seconds": 0}, "base_seconds must be from 1 to 43200"),
+        ({"cap_seconds": 43_201}, "cap_seconds must be from 1 to 43200"),
+        ({"multiplier": 0.5}, "multiplier must be a number >= 1"),
+        ({"multiplier": float("inf")}, "multiplier must be a number >= 1"),
+        ({"jitter": "wobbly"}, "'wobbly' is not a valid Jitter"),
+    ],
+)
+def test_a_policy_built_in_code_is_held_to_the_settings_rules(
+    changes: dict[str, object], message: str
+) -> None:
+    values: dict[str, object] = {"base_seconds": 1, "multiplier": 2, "cap_seconds": 60, **changes}
+    with pytest.raises(ValueError, match=message):
+        BackoffPolicy(**values)  # type: ignore[arg-type]
+
+
+def test_consumer_settings_built_in_code_refuse_a_bad_operator_queue_url() -> None:
+    with pytest.raises(SettingsError, match="OPERATOR_QUEUE_URL='ftp://x/q' is invalid"):
+        ConsumerSettings(operator_queue_url="ftp://x/q")

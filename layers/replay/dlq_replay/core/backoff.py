@@ -42,6 +42,18 @@ class BackoffPolicy:
     cap_seconds: int = 900
     jitter: Jitter = Jitter.FULL
 
+    def __post_init__(self) -> None:
+        """Refuse, at construction, a policy built in code that `Settings` would refuse."""
+        for name in ("base_seconds", "cap_seconds"):
+            value = getattr(self, name)
+            if not 1 <= value <= MAX_VISIBILITY_TIMEOUT_SECONDS:
+                raise ValueError(
+                    f"{name} must be from 1 to {MAX_VISIBILITY_TIMEOUT_SECONDS}, got {value}"
+                )
+        if not self.multiplier >= 1 or math.isinf(self.multiplier):
+            raise ValueError(f"multiplier must be a number >= 1, got {self.multiplier}")
+        Jitter(self.jitter)
+
     def ceiling(self, attempt: int) -> int:
         """Largest delay of replay number `attempt` (1-based): min(cap, base x multiplier^(n-1)).
 

@@ -99,6 +99,13 @@ class ConsumerSettings:
     backoff: BackoffPolicy = field(default_factory=BackoffPolicy)
     operator_queue_url: str | None = None  # without it, a ParkMessage fails its record
 
+    def __post_init__(self) -> None:
+        """Refuse, at construction, an operator queue URL `from_env` would refuse."""
+        if self.operator_queue_url is not None:
+            problem = queue_url_problem(self.operator_queue_url)
+            if problem:
+                raise SettingsError("OPERATOR_QUEUE_URL", self.operator_queue_url, problem)
+
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> ConsumerSettings:
         """BACKOFF_BASE_SECONDS, BACKOFF_MULTIPLIER, BACKOFF_CAP_SECONDS, JITTER and (optional)
