@@ -4,14 +4,26 @@ from __future__ import annotations
 
 import math
 import random
+import re
+from typing import TYPE_CHECKING
 
+import boto3
 import pytest
 from dlq_replay import ops
 from dlq_replay.cli.output import duration
 from dlq_replay.cli.plan import plan_chart
 from dlq_replay.core.backoff import BackoffPolicy, Jitter
+from dlq_replay.ops.plan import (
+    DEFAULT_MAIN_MAX_RECEIVE_COUNT,
+    StepKind,
+    consumer_backoff_plan,
+)
 
-from .support import assert_one_line_error, run_cli
+from .stack import ROOT, deploy
+from .support import REGION, Queues, assert_one_line_error, run_cli
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
 
 POLICIES = [
     BackoffPolicy(60, 2.0, 900, Jitter.FULL),  # the defaults
@@ -157,3 +169,180 @@ def test_bad_settings_are_usage_errors(capsys: pytest.CaptureFixture[str]) -> No
     )
     assert_one_line_error(run_cli(capsys, "plan", "--max-attempts", "0"), 2, "MAX_ATTEMPTS")
     assert_one_line_error(run_cli(capsys, "plan", "--cap", "50000"), 2, "BACKOFF_CAP_SECONDS")
+
+
+# --consumer-backoff: base 1, x2, cap 8; maxReceiveCount 3, MAX_ATTEMPTS 2.
+SMALL = ["--base", "1", "--multiplier", "2", "--cap", "8", "--max-attempts", "2"]
+R, D, P = StepKind.RECEIVE, StepKind.REPLAY, StepKind.PARK
+# (replay count, kind, first, last, low, high, cumulative worst) with no jitter: each copy has
+# receives 1, 2, 3 hidden for 1, 2, 4 s; replay n waits 1, 2 s; copy 2's failure parks.
+SMALL_WORST = [
+    (0, R, 1, 1, 1), (0, R, 2, 2, 3), (0, R, 3, 3, 7), (0, D, 1, 1, 8),
+    (1, R, 1, 1, 9), (1, R, 2, 2, 11), (1, R, 3, 3, 15), (1, D, 2, 2, 17),
+    (2, R, 1, 1, 18), (2, R, 2, 2, 20), (2, R, 3, 3, 24), (2, P, 2, 2, 24),
+]  # fmt: skip
+SMALL_CEILINGS = [1, 2, 4, 1, 1, 2, 4, 2, 1, 2, 4, 0]
+
+
+def test_consumer_backoff_rows_without_jitter() -> None:
+    plan = consumer_backoff_plan(BackoffPolicy(1, 2.0, 8, Jitter.NONE), 2, 3)
+
+    rows = [(r.copy, r.kind, r.first, r.last, r.worst_total) for r in plan.rows]
+    assert rows == SMALL_WORST
+    assert [(r.low, r.high) for r in plan.rows] == [(c, c) for c in SMALL_CEILINGS]
+    assert [r.best_total for r in plan.rows] == [r[-1] for r in SMALL_WORST]
+    assert [r.typical_total for r in plan.rows] == [r[-1] for r in SMALL_WORST]
+    assert (plan.best_total, plan.typical_total, plan.worst_total) == (24, 24.0, 24)
+    assert plan.receives == 9
+
+
+def test_consumer_backoff_rows_with_full_jitter() -> None:
+    plan = consumer_backoff_plan(BackoffPolicy(1, 2.0, 8, Jitter.FULL), 2, 3)
+
+    assert [(r.copy, r.kind, r.first, r.last, r.worst_total) for r in plan.rows] == SMALL_WORST
+    assert [(r.low, r.high) for r in plan.rows] == [(0, c) for c in SMALL_CEILINGS]
+    assert [r.best_total for r in plan.rows] == [0] * len(SMALL_WORST)
+    assert [r.typical_total for r in plan.rows] == [r[-1] / 2 for r in SMALL_WORST]
+    assert (plan.best_total, plan.typical_total, plan.worst_total) == (0, 12.0, 24)
+
+
+def test_receives_at_the_cap_share_a_row() -> None:
+    plan = consumer_backoff_plan(BackoffPolicy(1, 2.0, 4, Jitter.EQUAL), 1, 5)
+
+    assert [(r.copy, r.kind, r.first, r.last, r.low, r.high) for r in plan.rows] == [
+        (0, R, 1, 1, 1, 1), (0, R, 2, 2, 1, 2), (0, R, 3, 5, 2, 4), (0, D, 1, 1, 1, 1),
+        (1, R, 1, 1, 1, 1), (1, R, 2, 2, 1, 2), (1, R, 3, 5, 2, 4), (1, P, 1, 1, 0, 0),
+    ]  # fmt: skip
+    assert plan.rows[2].steps == 3
+    assert (plan.best_total, plan.worst_total) == (2 * (1 + 1 + 3 * 2) + 1, 2 * (1 + 2 + 12) + 1)
+
+
+def test_consumer_backoff_totals_are_every_step_summed() -> None:
+    """Step by step, as SQS and the replay would go, against the grouped rows' totals."""
+    policy = BackoffPolicy(60, 2.0, 900, Jitter.EQUAL)
+    plan = consumer_backoff_plan(policy, 100, 1000)
+    best = worst = 0
+    for replay in range(101):
+        for receive in range(1, 1001):
+            best += policy.bounds(receive)[0]
+            worst += policy.bounds(receive)[1]
+        if replay < 100:
+            best += policy.bounds(replay + 1)[0]
+            worst += policy.bounds(replay + 1)[1]
+    assert (plan.best_total, plan.worst_total) == (best, worst)
+    assert plan.typical_total == pytest.approx((best + worst) / 2)
+    assert len(plan.rows) < 101 * 6 + 101  # the receives at the cap share a row
+    assert plan.receives == 101_000
+
+
+def test_consumer_backoff_refuses_a_receive_count_sqs_refuses() -> None:
+    with pytest.raises(ValueError, match="main_max_receive_count"):
+        consumer_backoff_plan(BackoffPolicy(), 3, 1001)
+
+
+def test_the_fallback_is_the_template_default() -> None:
+    text = (ROOT / "template.yaml").read_text()
+    found = re.search(r"\n  MainQueueMaxReceiveCount:\n    Type: Number\n    Default: (\d+)", text)
+    assert found, "MainQueueMaxReceiveCount not found in template.yaml"
+    assert int(found.group(1)) == DEFAULT_MAIN_MAX_RECEIVE_COUNT
+
+
+def test_without_the_flag_the_output_is_unchanged(capsys: pytest.CaptureFixture[str]) -> None:
+    today = run_cli(capsys, "plan", *SMALL)
+    combined = run_cli(
+        capsys, "plan", *SMALL, "--consumer-backoff", "--main-max-receive-count", "3"
+    )
+
+    assert today.code == combined.code == 0, (today, combined)
+    assert "before the DLQ" not in today.out
+    assert combined.out.startswith(today.out)  # the combined schedule comes after it
+    assert "before the DLQ" in combined.out[len(today.out) :]
+    report = run_cli(capsys, "plan", "--json").json()
+    assert set(report) == {"settings", "attempts", "until_parked_seconds"}
+
+
+def test_consumer_backoff_table(capsys: pytest.CaptureFixture[str]) -> None:
+    result = run_cli(capsys, "plan", *SMALL, "--consumer-backoff", "--main-max-receive-count", "3")
+
+    assert result.code == 0, result
+    combined = result.out.split("before the DLQ", 1)[1]
+    assert "maxReceiveCount 3 (--main-max-receive-count)" in combined
+    assert combined.count("then SQS moves it to the DLQ") == 3
+    assert "replay 1 sends a new copy" in combined
+    assert "replay 2 sends a new copy" in combined
+    assert "parked (replay count 2 = max attempts)" in combined
+    assert (
+        "parked after 3 deliveries x 3 receives (9 on the main queue) and 2 replays: "
+        "typically 12s, at worst 24s, at best 0s" in combined
+    )
+
+
+def test_consumer_backoff_json(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = [*SMALL, "--jitter", "none", "--consumer-backoff", "--main-max-receive-count", "3"]
+    report = run_cli(capsys, "plan", "--json", *argv).json()
+
+    combined = report["consumer_backoff"]
+    assert combined["main_max_receive_count"] == 3
+    assert combined["from"] == "--main-max-receive-count"
+    assert combined["receives"] == 9
+    assert [row["worst_total"] for row in combined["rows"]] == [r[-1] for r in SMALL_WORST]
+    assert [row["kind"] for row in combined["rows"]] == [r[1].value for r in SMALL_WORST]
+    assert combined["until_parked_seconds"] == {"best": 24, "typical": 24.0, "worst": 24}
+    assert report["until_parked_seconds"] == {"best": 3, "typical": 3.0, "worst": 3}
+
+
+@pytest.mark.parametrize("value", ["0", "1001", "three"])
+def test_bad_main_max_receive_count_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], value: str
+) -> None:
+    result = run_cli(capsys, "plan", "--consumer-backoff", "--main-max-receive-count", value)
+    assert_one_line_error(result, 2, "--main-max-receive-count", value)
+
+
+def test_main_max_receive_count_needs_the_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    result = run_cli(capsys, "plan", "--main-max-receive-count", "3")
+    assert_one_line_error(result, 2, "--main-max-receive-count needs --consumer-backoff")
+
+
+def _receive_count_default(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    result = run_cli(capsys, "plan", "--consumer-backoff", "--json", *argv)
+    assert result.code == 0, result
+    combined = result.json()["consumer_backoff"]
+    return combined["main_max_receive_count"], combined["from"]
+
+
+def test_receive_count_from_the_main_queue(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, queues: Queues
+) -> None:
+    monkeypatch.setenv("MAIN_QUEUE_URL", queues.main)  # wired with maxReceiveCount 3
+    assert _receive_count_default(capsys) == (3, "RedrivePolicy of orders-main")
+    assert _receive_count_default(capsys, "--main-max-receive-count", "7") == (
+        7,
+        "--main-max-receive-count",
+    )
+
+
+def test_receive_count_falls_back_to_the_template_default(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, sqs: SQSClient
+) -> None:
+    assert _receive_count_default(capsys) == (5, "template default 5: no main queue known")
+    plain = sqs.create_queue(QueueName="plain")["QueueUrl"]
+    monkeypatch.setenv("MAIN_QUEUE_URL", plain)
+    assert _receive_count_default(capsys) == (5, "template default 5: plain has no RedrivePolicy")
+    monkeypatch.setenv("MAIN_QUEUE_URL", plain.replace("plain", "gone"))
+    count, origin = _receive_count_default(capsys)
+    assert count == 5
+    assert origin.startswith("template default 5: gone not read: queue not found")
+
+
+def test_receive_count_from_the_stack(capsys: pytest.CaptureFixture[str], aws: None) -> None:
+    deploy(boto3.client("cloudformation", region_name=REGION), "orders-replay")
+    count, origin = _receive_count_default(capsys, "--stack", "orders-replay")
+    assert count == 5  # the stand-in stack's main queue
+    assert origin.startswith("RedrivePolicy of orders-replay-MainQueue")
+
+
+def test_a_stack_without_a_main_queue(capsys: pytest.CaptureFixture[str], aws: None) -> None:
+    deploy(boto3.client("cloudformation", region_name=REGION), "shared-dlq", create_main=False)
+    count, origin = _receive_count_default(capsys, "--stack", "shared-dlq")
+    assert (count, origin) == (5, "template default 5: no main queue known")

@@ -8,16 +8,32 @@ from collections.abc import Mapping
 from dataclasses import asdict
 from typing import Any
 
+from botocore.exceptions import BotoCoreError, ClientError
+
 from dlq_replay import ops
 
 # `clients.make_client` is looked up at call time: the tests hand the command emulator clients.
 from dlq_replay.cli import deployment as clients
 from dlq_replay.cli.deployment import add_json_option
-from dlq_replay.cli.errors import EXIT_OK, operator_command
-from dlq_replay.cli.options import Subparsers, add_aws_options, setting_type
+from dlq_replay.cli.errors import (
+    EXIT_OK,
+    EXIT_USAGE,
+    CommandError,
+    describe_error,
+    operator_command,
+)
+from dlq_replay.cli.options import Subparsers, add_aws_options, int_between, setting_type
 from dlq_replay.cli.output import duration, make_console, print_json
 from dlq_replay.core.backoff import Jitter
 from dlq_replay.core.settings import Settings
+from dlq_replay.ops.plan import (
+    DEFAULT_MAIN_MAX_RECEIVE_COUNT,
+    MAIN_MAX_RECEIVE_COUNT_LIMIT,
+    ConsumerBackoffPlan,
+    ScheduleRow,
+    StepKind,
+    consumer_backoff_plan,
+)
 
 # The operator queue `plan` assumes when none is known: plan sends nothing.
 _PLACEHOLDER_QUEUE = "https://sqs.invalid/000000000000/plan-placeholder"
@@ -62,6 +78,22 @@ def register(subparsers: Subparsers) -> None:
         "--stack", metavar="NAME", help="take the settings of this stack's replay function"
     )
     parser.add_argument("--function-name", metavar="NAME", help="take this function's settings")
+    parser.add_argument(
+        "--consumer-backoff",
+        action="store_true",
+        help="add the combined schedule of backoff before the DLQ (DESIGN.md §8): each copy's "
+        "failed receives on the main queue, hidden for a delay of the same policy with attempt "
+        "= receive count, then the replay's delay, ..., then the park (default: off)",
+    )
+    parser.add_argument(
+        "--main-max-receive-count",
+        metavar="N",
+        type=int_between(1, MAIN_MAX_RECEIVE_COUNT_LIMIT),
+        help="receives on the main queue before SQS moves a message to the DLQ, "
+        f"1-{MAIN_MAX_RECEIVE_COUNT_LIMIT}, with --consumer-backoff (default: the main "
+        "queue's RedrivePolicy, from MAIN_QUEUE_URL or --stack, else "
+        f"{DEFAULT_MAIN_MAX_RECEIVE_COUNT}, template.yaml's MainQueueMaxReceiveCount)",
+    )
     add_json_option(parser)
     add_aws_options(parser)
     parser.set_defaults(run=run_plan)
@@ -69,7 +101,9 @@ def register(subparsers: Subparsers) -> None:
 
 @operator_command
 def run_plan(args: argparse.Namespace) -> int:
-    env, origin = _plan_environment(args)
+    if args.main_max_receive_count is not None and not args.consumer_backoff:
+        raise CommandError("--main-max-receive-count needs --consumer-backoff", EXIT_USAGE)
+    env, origin, outputs = _plan_environment(args)
     overrides = {
         variable: str(getattr(args, name))
         for name, (variable, _) in _PLAN_OPTIONS.items()
@@ -84,15 +118,31 @@ def run_plan(args: argparse.Namespace) -> int:
     plan = ops.backoff_plan(settings.backoff, settings.max_attempts, fifo=fifo)
     if overrides:
         origin += ", overridden by options: " + ", ".join(f"{k}={v}" for k, v in overrides.items())
+    combined: tuple[ConsumerBackoffPlan, str] | None = None
+    if args.consumer_backoff:
+        receives, receives_origin = _main_max_receive_count(args, settings, outputs)
+        combined = (
+            consumer_backoff_plan(settings.backoff, settings.max_attempts, receives),
+            receives_origin,
+        )
     if args.json:
-        print_json(plan_json(plan, origin))
+        report = plan_json(plan, origin)
+        if combined:
+            report["consumer_backoff"] = consumer_backoff_json(*combined)
+        print_json(report)
         return EXIT_OK
     _print_plan(plan, origin)
+    if combined:
+        _print_consumer_backoff(*combined)
     return EXIT_OK
 
 
-def _plan_environment(args: argparse.Namespace) -> tuple[Mapping[str, str], str]:
+def _plan_environment(
+    args: argparse.Namespace,
+) -> tuple[Mapping[str, str], str, Mapping[str, str] | None]:
+    """The settings' variables, where they came from, and the stack's outputs if read."""
     function_name = args.function_name
+    outputs: Mapping[str, str] | None = None
     if args.stack and not function_name:
         outputs = ops.stack_outputs(clients.make_client(args, "cloudformation"), args.stack)
         function_name = outputs.get(ops.STACK_OUTPUTS["function"])
@@ -100,10 +150,36 @@ def _plan_environment(args: argparse.Namespace) -> tuple[Mapping[str, str], str]
             raise ops.OpsError(f"stack {args.stack} has no ReplayFunctionName output")
     if function_name:
         env = ops.function_environment(clients.make_client(args, "lambda"), function_name)
-        return env, f"function {function_name}"
+        return env, f"function {function_name}", outputs
     if any(os.environ.get(variable) for variable in _PLAN_VARIABLES):
-        return os.environ, "environment"
-    return os.environ, "defaults"
+        return os.environ, "environment", outputs
+    return os.environ, "defaults", outputs
+
+
+def _main_max_receive_count(
+    args: argparse.Namespace, settings: Settings, outputs: Mapping[str, str] | None
+) -> tuple[int, str]:
+    """The main queue's maxReceiveCount and where it came from: the option, else the queue's
+    RedrivePolicy, else the template's default (a plan is still worth having offline)."""
+    if args.main_max_receive_count is not None:
+        return args.main_max_receive_count, "--main-max-receive-count"
+    fallback = f"template default {DEFAULT_MAIN_MAX_RECEIVE_COUNT}"
+    url = settings.main_queue_url
+    if url is None and args.stack:
+        if outputs is None:
+            outputs = ops.stack_outputs(clients.make_client(args, "cloudformation"), args.stack)
+        url = outputs.get(ops.STACK_OUTPUTS["main"])
+    if url is None:
+        return DEFAULT_MAIN_MAX_RECEIVE_COUNT, f"{fallback}: no main queue known"
+    name = url.rstrip("/").rsplit("/", 1)[-1]
+    try:
+        info = ops.queue_info(clients.make_client(args, "sqs"), url)
+    except (ClientError, BotoCoreError) as error:
+        line, _ = describe_error(error)
+        return DEFAULT_MAIN_MAX_RECEIVE_COUNT, f"{fallback}: {name} not read: {line}"
+    if info.redrive is None:
+        return DEFAULT_MAIN_MAX_RECEIVE_COUNT, f"{fallback}: {name} has no RedrivePolicy"
+    return info.redrive.max_receive_count, f"RedrivePolicy of {name}"
 
 
 def plan_json(plan: ops.BackoffPlan, origin: str) -> dict[str, Any]:
@@ -119,6 +195,20 @@ def plan_json(plan: ops.BackoffPlan, origin: str) -> dict[str, Any]:
             "from": origin,
         },
         "attempts": [asdict(attempt) for attempt in plan.attempts],
+        "until_parked_seconds": {
+            "best": plan.best_total,
+            "typical": plan.typical_total,
+            "worst": plan.worst_total,
+        },
+    }
+
+
+def consumer_backoff_json(plan: ConsumerBackoffPlan, origin: str) -> dict[str, Any]:
+    return {
+        "main_max_receive_count": plan.main_max_receive_count,
+        "from": origin,
+        "receives": plan.receives,
+        "rows": [asdict(row) for row in plan.rows],
         "until_parked_seconds": {
             "best": plan.best_total,
             "typical": plan.typical_total,
@@ -202,3 +292,61 @@ def plan_chart(plan: ops.BackoffPlan, width: int = 40) -> list[str]:
             f"/ {duration(a.high)}"
         )
     return lines
+
+
+def _print_consumer_backoff(plan: ConsumerBackoffPlan, origin: str) -> None:
+    from rich.table import Table
+
+    console = make_console()
+    receives = plan.main_max_receive_count
+    console.print()
+    console.print(
+        f"with backoff before the DLQ: main queue maxReceiveCount {receives} ({origin}); "
+        "each failed receive hides the message for a delay of the same policy, attempt = "
+        "receive count; each replay sends a new copy, whose receive count starts again"
+    )
+    table = Table(title_justify="left")
+    for column in ("replay count", "receive count", "step", "delay", "total best"):
+        table.add_column(column, justify="left" if column == "step" else "right")
+    table.add_column("total median", justify="right")
+    table.add_column("total worst", justify="right")
+    for index, row in enumerate(plan.rows):
+        following = plan.rows[index + 1] if index + 1 < len(plan.rows) else None
+        table.add_row(
+            str(row.copy),
+            _receive_counts(row),
+            consumer_step_label(row, receives),
+            "-" if row.kind is StepKind.PARK else f"{duration(row.low)} - {duration(row.high)}",
+            duration(row.best_total),
+            duration(row.typical_total),
+            duration(row.worst_total),
+            end_section=following is not None and following.copy != row.copy,
+        )
+    console.print(table)
+    console.print(
+        f"a message that keeps failing is parked after {plan.max_attempts + 1} deliveries x "
+        f"{receives} receives ({plan.receives} on the main queue) and {plan.max_attempts} "
+        f"replays: typically {duration(plan.typical_total)}, at worst "
+        f"{duration(plan.worst_total)}, at best {duration(plan.best_total)} (plus the handler's "
+        "run time and the polling)"
+    )
+
+
+def _receive_counts(row: ScheduleRow) -> str:
+    if row.kind is not StepKind.RECEIVE:
+        return ""
+    return str(row.first) if row.steps == 1 else f"{row.first}-{row.last}"
+
+
+def consumer_step_label(row: ScheduleRow, max_receive_count: int) -> str:
+    """What happens in a row of the combined schedule, in the words of the two clocks."""
+    match row.kind:
+        case StepKind.RECEIVE:
+            text = "fails: visibility backoff" + (" (each)" if row.steps > 1 else "")
+            if row.last == max_receive_count:
+                text += ", then SQS moves it to the DLQ"
+            return text
+        case StepKind.REPLAY:
+            return f"in the DLQ: its delay, then replay {row.first} sends a new copy"
+        case StepKind.PARK:
+            return f"in the DLQ: parked (replay count {row.first} = max attempts)"

@@ -3,8 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 
-from dlq_replay.core.backoff import MAX_SQS_DELAY_SECONDS, BackoffPolicy
+from dlq_replay.core.backoff import (
+    MAX_SQS_DELAY_SECONDS,
+    MAX_VISIBILITY_TIMEOUT_SECONDS,
+    BackoffPolicy,
+)
+
+# template.yaml's MainQueueMaxReceiveCount default: what `plan` assumes when the main queue's
+# RedrivePolicy cannot be read. SQS takes 1-1000.
+DEFAULT_MAIN_MAX_RECEIVE_COUNT = 5
+MAIN_MAX_RECEIVE_COUNT_LIMIT = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,3 +97,111 @@ def backoff_plan(policy: BackoffPolicy, max_attempts: int, *, fifo: bool = False
             )
         )
     return BackoffPlan(policy, max_attempts, fifo, tuple(plans))
+
+
+class StepKind(StrEnum):
+    """What happens to a message that keeps failing, in the combined schedule."""
+
+    RECEIVE = "receive"  # the consumer fails a receive on the main queue and hides it (backoff)
+    REPLAY = "replay"  # the DLQ replay's delay, then a new copy on the main queue
+    PARK = "park"  # the replay parks it: no further delay
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleRow:
+    """One step of the combined schedule, or a run of receives whose delays have equal bounds.
+
+    `copy` is the replay count the message carries (0: the first delivery). `first`..`last`
+    are receive counts (ApproximateReceiveCount) for RECEIVE, the replay count sent for REPLAY,
+    the replay count parked for PARK. `low`..`high` bound the delay of each step of the row; the
+    totals are cumulative up to and including the row's last step.
+    """
+
+    copy: int
+    kind: StepKind
+    first: int
+    last: int
+    low: int
+    high: int
+    best_total: int
+    typical_total: float
+    worst_total: int
+
+    @property
+    def steps(self) -> int:
+        return self.last - self.first + 1
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerBackoffPlan:
+    policy: BackoffPolicy
+    max_attempts: int
+    main_max_receive_count: int
+    rows: tuple[ScheduleRow, ...]
+
+    @property
+    def best_total(self) -> int:
+        return self.rows[-1].best_total
+
+    @property
+    def typical_total(self) -> float:
+        return self.rows[-1].typical_total
+
+    @property
+    def worst_total(self) -> int:
+        return self.rows[-1].worst_total
+
+    @property
+    def receives(self) -> int:
+        """Receives on the main queue before the park: every copy gets maxReceiveCount."""
+        return (self.max_attempts + 1) * self.main_max_receive_count
+
+
+def consumer_backoff_plan(
+    policy: BackoffPolicy, max_attempts: int, main_max_receive_count: int
+) -> ConsumerBackoffPlan:
+    """The schedule with backoff before the DLQ too (DESIGN.md §8), until the park.
+
+    Two clocks: on the main queue each failed receive hides the message for a delay drawn from
+    `policy.bounds(receive count)` (at most SQS's 12 h), and the receive after the
+    maxReceiveCount-th delay moves it to the DLQ; there the replay waits `policy.bounds(n)` and
+    sends copy n, a new message whose receive count starts again at 0, until the failure of copy
+    `max_attempts` parks it. Runs of receives with equal bounds (the cap) share a row, so the
+    rows stay few for any maxReceiveCount. Not included: handler run time and polling.
+    """
+    if not 1 <= main_max_receive_count <= MAIN_MAX_RECEIVE_COUNT_LIMIT:
+        raise ValueError(
+            f"main_max_receive_count must be in 1..{MAIN_MAX_RECEIVE_COUNT_LIMIT}, "
+            f"got {main_max_receive_count}"
+        )
+    if max_attempts < 0:
+        raise ValueError(f"max_attempts must be >= 0, got {max_attempts}")
+    receives = _receive_runs(policy, main_max_receive_count)
+    steps: list[tuple[int, StepKind, int, int, int, int]] = []  # copy, kind, first, last, bounds
+    for copy in range(max_attempts + 1):
+        steps.extend((copy, StepKind.RECEIVE, *run) for run in receives)
+        if copy < max_attempts:
+            steps.append((copy, StepKind.REPLAY, copy + 1, copy + 1, *policy.bounds(copy + 1)))
+    steps.append((max_attempts, StepKind.PARK, max_attempts, max_attempts, 0, 0))
+    rows: list[ScheduleRow] = []
+    best, typical, worst = 0, 0.0, 0
+    for copy, kind, first, last, low, high in steps:
+        count = last - first + 1
+        best += count * low
+        typical += count * (low + high) / 2
+        worst += count * high
+        rows.append(ScheduleRow(copy, kind, first, last, low, high, best, typical, worst))
+    return ConsumerBackoffPlan(policy, max_attempts, main_max_receive_count, tuple(rows))
+
+
+def _receive_runs(policy: BackoffPolicy, receives: int) -> list[tuple[int, int, int, int]]:
+    """(first, last, low, high) per run of receive counts whose visibility delays have equal
+    bounds; the consumer cuts a delay to SQS's 12 h of visibility."""
+    runs: list[tuple[int, int, int, int]] = []
+    for count in range(1, receives + 1):
+        low, high = (min(v, MAX_VISIBILITY_TIMEOUT_SECONDS) for v in policy.bounds(count))
+        if runs and runs[-1][2:] == (low, high):
+            runs[-1] = (runs[-1][0], count, low, high)
+        else:
+            runs.append((count, count, low, high))
+    return runs
