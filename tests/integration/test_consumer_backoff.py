@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.emulator
 
-PARK_DETAIL = "dlq-replay-park-detail"
+PARK_ERROR = "dlq-replay-error"
 # Without jitter the delay is the ceiling: 2 s on the first receive, 4 s on the second.
 POLICY = BackoffPolicy(base_seconds=2, multiplier=2, cap_seconds=8, jitter=Jitter.NONE)
 
@@ -163,7 +163,7 @@ def test_park_now_sends_the_message_with_its_reason_and_no_body_in_the_detail(
     assert attributes_of(parked) == {
         "tenant": string("acme"),
         PARK_REASON: string("consumer:invalid-order"),
-        PARK_DETAIL: string(detail),
+        PARK_ERROR: string(detail),
     }
     assert len(detail) == PARK_DETAIL_MAX_CHARS
     assert [line.message for line in log.lines] == ["record parked by its consumer"]

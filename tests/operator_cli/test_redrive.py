@@ -106,7 +106,7 @@ def test_filter_reason_moves_only_those_and_returns_the_rest_at_once(
 def test_consumer_parks_are_filtered_by_their_reason_and_lose_reason_and_detail(
     capsys: pytest.CaptureFixture[str], sqs: SQSClient, queues: Queues
 ) -> None:
-    detail = {"dlq-replay-park-detail": string("field 'sku' is missing")}
+    detail = {"dlq-replay-error": string("field 'sku' is missing")}
     park(sqs, queues.operator, ["bad-sku"], reason="consumer:invalid-order", extra=detail)
     park(sqs, queues.operator, ["late"], reason="consumer:too-late")
     park(sqs, queues.operator, ["max"], reason="max-attempts")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from dlq_replay.core.attributes import PARK_DETAIL_ATTRIBUTE, PARK_REASON_ATTRIBUTE, Attribute
+from dlq_replay.core.attributes import PARK_ERROR_ATTRIBUTE, PARK_REASON_ATTRIBUTE, Attribute
 from dlq_replay.core.backoff import MAX_VISIBILITY_TIMEOUT_SECONDS, BackoffPolicy, Jitter
 from dlq_replay.core.failure import (
     PARK_DETAIL_MAX_CHARS,
@@ -55,7 +55,7 @@ def test_the_park_copy_carries_reason_and_short_detail_never_the_body() -> None:
     assert copy.body == "secret body"
     assert copy.attributes["tenant"] == Attribute("String", string_value="acme")
     assert copy.attributes[PARK_REASON_ATTRIBUTE].string_value == "consumer:invalid-order"
-    detail = copy.attributes[PARK_DETAIL_ATTRIBUTE].string_value or ""
+    detail = copy.attributes[PARK_ERROR_ATTRIBUTE].string_value or ""
     assert len(detail) == PARK_DETAIL_MAX_CHARS
     assert detail.startswith("sku missing sku missing")  # white space made one line
     assert "secret" not in detail
@@ -67,7 +67,7 @@ def test_the_reason_takes_the_last_free_slot_before_the_detail() -> None:
     nine = {f"a{n}": string_attr(str(n)) for n in range(9)}
     copy = park_now_copy(message(message_attributes=nine), ParkMessage("bad", "why"), OPERATOR)
     assert PARK_REASON_ATTRIBUTE in copy.attributes
-    assert PARK_DETAIL_ATTRIBUTE not in copy.attributes
+    assert PARK_ERROR_ATTRIBUTE not in copy.attributes
 
     ten = {f"a{n}": string_attr(str(n)) for n in range(10)}
     full = park_now_copy(message(message_attributes=ten), ParkMessage("bad", "why"), OPERATOR)
@@ -79,7 +79,7 @@ def test_a_park_to_a_fifo_operator_queue_keeps_the_group_and_deduplicates() -> N
     copy = park_now_copy(source, ParkMessage("bad"), OPERATOR_FIFO)
     assert copy.message_group_id == "g-1"
     assert copy.deduplication_id == f"{source.message_id}-consumer-park"
-    assert PARK_DETAIL_ATTRIBUTE not in copy.attributes  # no detail given
+    assert PARK_ERROR_ATTRIBUTE not in copy.attributes  # no detail given
 
 
 def test_consumer_settings_read_the_functions_variables_by_the_same_rules() -> None:

@@ -49,7 +49,7 @@ def register(subparsers: Subparsers) -> None:
         "and when the source is some queue's DLQ, SQS's own StartMessageMoveTask does it "
         "(every attribute kept as is, park reason included; --wait follows it). Otherwise the "
         "move is client-side, in batches of 10: each copy keeps the body and every attribute "
-        "byte for byte except the park reason and detail (removed), dlq-replay-not-before "
+        "byte for byte except the park reason and error (removed), dlq-replay-not-before "
         "(removed) and "
         "with --reset-count the replay count (removed: the message starts again at 0); FIFO "
         "copies keep their group id and get a deduplication id derived from the original's "

@@ -24,7 +24,7 @@ INTERNAL_ATTRIBUTE_PREFIX = "dlq-replay-"
 NOT_BEFORE_ATTRIBUTE = f"{INTERNAL_ATTRIBUTE_PREFIX}not-before"
 PARK_REASON_ATTRIBUTE = f"{INTERNAL_ATTRIBUTE_PREFIX}park-reason"
 # Written by the consumer toolkit's park-now: the error, short (core/failure.py).
-PARK_DETAIL_ATTRIBUTE = f"{INTERNAL_ATTRIBUTE_PREFIX}park-detail"
+PARK_ERROR_ATTRIBUTE = f"{INTERNAL_ATTRIBUTE_PREFIX}error"
 # SQS allows at most this many message attributes on one message.
 MAX_MESSAGE_ATTRIBUTES = 10
 # The count is valid below this bound (DESIGN.md §3 step 1).

@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 
 from dlq_replay.core import attributes
-from dlq_replay.core.attributes import PARK_DETAIL_ATTRIBUTE, PARK_REASON_ATTRIBUTE, Attribute
+from dlq_replay.core.attributes import PARK_ERROR_ATTRIBUTE, PARK_REASON_ATTRIBUTE, Attribute
 from dlq_replay.core.backoff import MAX_VISIBILITY_TIMEOUT_SECONDS, BackoffPolicy, RandomSource
 from dlq_replay.core.decision import FALLBACK_GROUP_ID
 from dlq_replay.core.messages import InboundMessage, OutboundMessage, fits_limits
@@ -61,7 +61,7 @@ def park_now_copy(
     detail = " ".join(park.detail.split())[:PARK_DETAIL_MAX_CHARS]
     for name, value in (
         (PARK_REASON_ATTRIBUTE, f"{CONSUMER_REASON_PREFIX}{park.reason}"),
-        (PARK_DETAIL_ATTRIBUTE, detail),
+        (PARK_ERROR_ATTRIBUTE, detail),
     ):
         if value:
             carried = _with(message.body, carried, name, attributes.string(value))
