@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from dlq_replay.core import attributes
-from dlq_replay.core.attributes import Attribute
+from dlq_replay.core.attributes import Attribute, ParsedAttributes
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs.type_defs import SendMessageBatchRequestEntryTypeDef
@@ -49,33 +49,46 @@ class InboundMessage:
     @classmethod
     def from_lambda_record(cls, record: Mapping[str, Any]) -> InboundMessage:
         """Build from one record of Lambda's SQS event (camelCase keys, base64 binaries)."""
-        system: Mapping[str, Any] = record.get("attributes") or {}
-        parsed = attributes.from_lambda(record.get("messageAttributes"))
-        return cls(
-            message_id=str(record["messageId"]),
-            receipt_handle=str(record.get("receiptHandle", "")),
-            body=str(record.get("body", "")),
-            attributes=parsed.values,
-            dropped_attributes=parsed.dropped,
-            queue_arn=str(record.get("eventSourceARN", "")),
-            dead_letter_source_arn=system.get(SOURCE_ARN_ATTRIBUTE) or None,
-            message_group_id=system.get("MessageGroupId") or None,
-            trace_header=system.get("AWSTraceHeader") or None,
-            receive_count=_receive_count(system.get("ApproximateReceiveCount")),
+        return cls._build(
+            message_id=record["messageId"],
+            receipt_handle=record.get("receiptHandle", ""),
+            body=record.get("body", ""),
+            parsed=attributes.from_lambda(record.get("messageAttributes")),
+            queue_arn=record.get("eventSourceARN", ""),
+            system=record.get("attributes") or {},
         )
 
     @classmethod
     def from_boto3(cls, message: Mapping[str, Any], queue_arn: str = "") -> InboundMessage:
         """Build from one message of boto3's ReceiveMessage (PascalCase keys, raw binaries)."""
-        system: Mapping[str, Any] = message.get("Attributes") or {}
-        parsed = attributes.from_sqs(message.get("MessageAttributes"))
+        return cls._build(
+            message_id=message["MessageId"],
+            receipt_handle=message.get("ReceiptHandle", ""),
+            body=message.get("Body", ""),
+            parsed=attributes.from_sqs(message.get("MessageAttributes")),
+            queue_arn=queue_arn,
+            system=message.get("Attributes") or {},
+        )
+
+    @classmethod
+    def _build(
+        cls,
+        *,
+        message_id: Any,
+        receipt_handle: Any,
+        body: Any,
+        parsed: ParsedAttributes,
+        queue_arn: Any,
+        system: Mapping[str, Any],
+    ) -> InboundMessage:
+        """The fields both shapes share, once: system attributes have the same names."""
         return cls(
-            message_id=str(message["MessageId"]),
-            receipt_handle=str(message.get("ReceiptHandle", "")),
-            body=str(message.get("Body", "")),
+            message_id=str(message_id),
+            receipt_handle=str(receipt_handle),
+            body=str(body),
             attributes=parsed.values,
             dropped_attributes=parsed.dropped,
-            queue_arn=queue_arn,
+            queue_arn=str(queue_arn),
             dead_letter_source_arn=system.get(SOURCE_ARN_ATTRIBUTE) or None,
             message_group_id=system.get("MessageGroupId") or None,
             trace_header=system.get("AWSTraceHeader") or None,
