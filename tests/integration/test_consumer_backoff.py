@@ -16,6 +16,7 @@ from dlq_replay.consumer import (
     BackoffFifoProcessor,
     ConsumerSettings,
     ParkMessage,
+    park_on,
     settle_failure,
 )
 from dlq_replay.core.backoff import BackoffPolicy, Jitter
@@ -188,6 +189,38 @@ def test_a_park_that_cannot_be_sent_leaves_the_record_failed_and_backed_off(
     assert failed_ids(response) == record_ids(event)
     assert visibility_timeouts(requests) == [2]
     assert sqs.total(queues.main) == 1  # still there, to be retried
+
+
+def test_a_park_rule_parks_on_exception_classes_and_backs_off_the_rest(
+    sqs: Sqs, main_queues: ReplayQueues, replay_client: SQSClient
+) -> None:
+    queues = main_queues
+    for body in ("bad-json", "down"):
+        sqs.send(queues.main, Outgoing(body))
+
+    def record_handler(record: SQSRecord) -> None:
+        if record.body == "bad-json":
+            raise ValueError("Expecting value: line 1 column 1")
+        raise ConnectionError("downstream unavailable")
+
+    requests = RequestLog(replay_client)
+    processor = BackoffBatchProcessor(
+        replay_client, settings(queues), park_rule=park_on("unparseable", ValueError)
+    )
+    event = sqs.receive_event(queues.main)
+
+    response = process_partial_response(
+        event=event, record_handler=record_handler, processor=processor
+    )
+
+    assert failed_ids(response) == [r["messageId"] for r in event["Records"] if r["body"] == "down"]
+    (parked,) = sqs.drain(queues.operator)
+    assert parked["Body"] == "bad-json"
+    assert attributes_of(parked) == {
+        PARK_REASON: string("consumer:unparseable"),
+        PARK_ERROR: string("Expecting value: line 1 column 1"),
+    }
+    assert visibility_timeouts(requests) == [2]
 
 
 def test_a_batch_parked_whole_is_an_answer_not_an_error(

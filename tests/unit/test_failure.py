@@ -11,6 +11,7 @@ from dlq_replay.core.failure import (
     PARK_DETAIL_MAX_CHARS,
     ParkMessage,
     park_now_copy,
+    park_on,
     visibility_delay,
 )
 from dlq_replay.core.settings import ConsumerSettings, SettingsError
@@ -116,3 +117,13 @@ def test_a_policy_built_in_code_is_held_to_the_settings_rules(
 def test_consumer_settings_built_in_code_refuse_a_bad_operator_queue_url() -> None:
     with pytest.raises(SettingsError, match="OPERATOR_QUEUE_URL='ftp://x/q' is invalid"):
         ConsumerSettings(operator_queue_url="ftp://x/q")
+
+
+def test_a_park_rule_checks_its_reason_at_once_and_matches_by_class() -> None:
+    with pytest.raises(ValueError, match="park reason"):
+        park_on("has space", ValueError)
+    rule = park_on("invalid", ValueError, KeyError)
+    parked = rule(KeyError("sku"))
+    assert parked is not None
+    assert (parked.reason, parked.detail) == ("invalid", "'sku'")
+    assert rule(RuntimeError("down")) is None

@@ -4,7 +4,8 @@
 keeps a slow message hidden while it is worked on. Backoff before the DLQ: in Lambda,
 `BackoffBatchProcessor` / `BackoffFifoProcessor` with Powertools' `process_partial_response`;
 with boto3, `settle_failure`. Either way a handler that raises `ParkMessage(reason, detail)`
-sends its message to the operator queue at once.
+sends its message to the operator queue at once (or `park_rule=park_on("invalid", ValueError)`
+parks on exception classes).
 """
 
 from dlq_replay.consumer.processor import BackoffBatchProcessor, BackoffFifoProcessor
@@ -14,7 +15,7 @@ from dlq_replay.consumer.visibility import (
     VisibilityHeartbeat,
     replay_attempt,
 )
-from dlq_replay.core.failure import PARK_DETAIL_MAX_CHARS, ParkMessage
+from dlq_replay.core.failure import PARK_DETAIL_MAX_CHARS, ParkMessage, park_on
 from dlq_replay.core.settings import ConsumerSettings
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "ParkMessage",
     "VisibilityHeartbeat",
     "park_now",
+    "park_on",
     "replay_attempt",
     "settle_failure",
 ]

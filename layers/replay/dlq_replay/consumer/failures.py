@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from dlq_replay.core.backoff import RandomSource, default_random
-from dlq_replay.core.failure import ParkMessage, park_now_copy, visibility_delay
+from dlq_replay.core.failure import ParkMessage, ParkRule, park_now_copy, visibility_delay
 from dlq_replay.core.messages import InboundMessage
 from dlq_replay.core.queues import is_fifo_url
 from dlq_replay.core.settings import ConsumerSettings
@@ -43,9 +43,11 @@ class FailurePath:
         *,
         rng: RandomSource | None = None,
         logger: Log | None = None,
+        park_rule: ParkRule | None = None,
     ) -> None:
         self._sqs = sqs
         self._settings = settings
+        self._park_rule = park_rule
         self._rng = rng or default_random()
         self._logger: Log = logger or logging.getLogger("dlq_replay.consumer")
 
@@ -55,6 +57,7 @@ class FailurePath:
         """Park the `ParkMessage` failures, back off the others (and the parks SQS refused);
         returns the ids of the parked messages: done, to be deleted like successes.
         `held_seconds`: time since the receive, so no visibility passes SQS's 12 hours."""
+        failures = [self._with_park_rule(failure) for failure in failures]
         parked = self._park([f for f in failures if isinstance(f.error, ParkMessage)])
         self._back_off(
             queue_url,
@@ -62,6 +65,15 @@ class FailurePath:
             held_seconds,
         )
         return parked
+
+    def _with_park_rule(self, failure: Failure) -> Failure:
+        """A failure the park rule turns into a `ParkMessage`, else as it is."""
+        if self._park_rule is None or failure.error is None:
+            return failure
+        if isinstance(failure.error, ParkMessage):
+            return failure
+        park = self._park_rule(failure.error)
+        return failure if park is None else Failure(failure.message, park)
 
     def unknown_queue(self, queue_arn: str, failures: Sequence[Failure]) -> None:
         """Records whose eventSourceARN names no queue: nothing to change, they just fail."""

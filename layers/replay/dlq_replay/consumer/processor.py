@@ -5,7 +5,8 @@ the record handler, the response and the FIFO rule (a failed record fails the re
 group, or of the batch) stay Powertools' own. At the end of the batch, each failed record's
 visibility timeout becomes a backoff delay (attempt = its ApproximateReceiveCount), in one
 ChangeMessageVisibilityBatch per 10 records, and a record whose handler raised `ParkMessage`
-goes to the operator queue and is reported done, so Lambda deletes it from the source.
+(or an exception the `park_rule` names, see `park_on`) goes to the operator queue and is
+reported done, so Lambda deletes it from the source.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from aws_lambda_powertools.utilities.batch import (
 
 from dlq_replay.consumer.failures import Failure, FailurePath
 from dlq_replay.core.backoff import RandomSource
+from dlq_replay.core.failure import ParkRule
 from dlq_replay.core.messages import InboundMessage
 from dlq_replay.core.queues import QueueArn
 from dlq_replay.core.settings import ConsumerSettings
@@ -52,12 +54,14 @@ class _BackoffOnFailure:
         self,
         sqs: SQSClient,
         settings: ConsumerSettings,
+        *,
         rng: RandomSource | None,
         logger: Log | None,
         clock: Callable[[], float],
+        park_rule: ParkRule | None,
     ) -> None:
         self._sqs = sqs
-        self._path = FailurePath(sqs, settings, rng=rng, logger=logger)
+        self._path = FailurePath(sqs, settings, rng=rng, logger=logger, park_rule=park_rule)
         self._clock = clock
         self._started = clock()
         self._errors = {}
@@ -113,9 +117,10 @@ class BackoffBatchProcessor(_BackoffOnFailure, BatchProcessor):
         logger: Log | None = None,
         clock: Callable[[], float] = time.monotonic,
         raise_on_entire_batch_failure: bool = True,
+        park_rule: ParkRule | None = None,
     ) -> None:
         super().__init__(EventType.SQS, raise_on_entire_batch_failure=raise_on_entire_batch_failure)
-        self._setup(sqs, settings, rng, logger, clock)
+        self._setup(sqs, settings, rng=rng, logger=logger, clock=clock, park_rule=park_rule)
 
 
 class BackoffFifoProcessor(_BackoffOnFailure, SqsFifoPartialProcessor):
@@ -131,6 +136,7 @@ class BackoffFifoProcessor(_BackoffOnFailure, SqsFifoPartialProcessor):
         rng: RandomSource | None = None,
         logger: Log | None = None,
         clock: Callable[[], float] = time.monotonic,
+        park_rule: ParkRule | None = None,
     ) -> None:
         super().__init__(skip_group_on_error=skip_group_on_error)
-        self._setup(sqs, settings, rng, logger, clock)
+        self._setup(sqs, settings, rng=rng, logger=logger, clock=clock, park_rule=park_rule)

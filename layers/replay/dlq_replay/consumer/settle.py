@@ -24,7 +24,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from dlq_replay.consumer.failures import Failure, FailurePath
 from dlq_replay.core.backoff import RandomSource
-from dlq_replay.core.failure import ParkMessage
+from dlq_replay.core.failure import ParkMessage, ParkRule
 from dlq_replay.core.messages import InboundMessage
 from dlq_replay.core.settings import ConsumerSettings
 
@@ -44,12 +44,14 @@ def settle_failure(
     held_seconds: int = 0,
     rng: RandomSource | None = None,
     logger: Log | None = None,
+    park_rule: ParkRule | None = None,
 ) -> bool:
-    """Park a message whose handler raised `ParkMessage` (then delete it from `queue_url`), or
+    """Park a message whose handler raised `ParkMessage` (or an error `park_rule` names; then
+    delete it from `queue_url`), or
     hide it for its backoff delay. True when it was parked and deleted; False when it backed
     off, to come back after the delay. `held_seconds`: time since the receive."""
     inbound = InboundMessage.from_boto3(message)
-    path = FailurePath(sqs, settings, rng=rng, logger=logger)
+    path = FailurePath(sqs, settings, rng=rng, logger=logger, park_rule=park_rule)
     parked = path.settle(queue_url, [Failure(inbound, error)], held_seconds)
     if not parked:
         return False

@@ -10,7 +10,7 @@ instead of burning every receive. Pure: no boto3, no clock, the random source pa
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from dlq_replay.core import attributes
 from dlq_replay.core.attributes import PARK_ERROR_ATTRIBUTE, PARK_REASON_ATTRIBUTE, Attribute
@@ -40,6 +40,20 @@ class ParkMessage(Exception):  # noqa: N818 - an instruction to the processor, n
         super().__init__(f"{reason}: {detail}" if detail else reason)
         self.reason = reason
         self.detail = detail
+
+
+ParkRule = Callable[[BaseException], "ParkMessage | None"]
+
+
+def park_on(reason: str, *types: type[BaseException]) -> ParkRule:
+    """A rule that parks a record whose handler raised one of `types` (say, a validation
+    error), as if it had raised `ParkMessage(reason, str(error))`; others back off."""
+    ParkMessage(reason)  # the reason is checked now, not at the first failure
+
+    def rule(error: BaseException) -> ParkMessage | None:
+        return ParkMessage(reason, str(error)) if isinstance(error, types) else None
+
+    return rule
 
 
 def visibility_delay(
