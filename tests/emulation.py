@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import boto3
 import pytest
@@ -26,6 +27,7 @@ import pytest
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
+T = TypeVar("T")
 MOTO = "moto"
 LOCALSTACK = "localstack"
 ENDPOINT_VARIABLE = "DLQ_REPLAY_LOCALSTACK_ENDPOINT"
@@ -124,3 +126,20 @@ def delete_queues(client: SQSClient) -> None:
     for page in client.get_paginator("list_queues").paginate():
         for url in page.get("QueueUrls", []):
             client.delete_queue(QueueUrl=url)
+
+
+def eventually(
+    check: Callable[[], T | None], what: str, *, after: float, within: float = 10.0
+) -> T:
+    """The first truthy result of `check`, polled from `after` seconds on: a delay or a
+    visibility timeout ends on time in moto, on a tick of its own a little later in LocalStack.
+    Fails the test naming `what` when `within` more seconds pass without one."""
+    time.sleep(after)
+    deadline = time.monotonic() + within
+    while True:
+        result = check()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"never happened: {what}")
+        time.sleep(0.2)

@@ -4,7 +4,6 @@ park leaves the record failed. Against the emulator, with the requests recorded.
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -20,6 +19,7 @@ from dlq_replay.consumer import (
     settle_failure,
 )
 from dlq_replay.core.backoff import BackoffPolicy, Jitter
+from emulation import eventually
 
 from integration.harness import (
     PARK_REASON,
@@ -77,15 +77,12 @@ def visibility_timeouts(requests: RequestLog) -> list[int]:
 
 
 def visible_again(sqs: Sqs, queues: ReplayQueues) -> dict[str, Any]:
-    """The next event with records, once the delay is over (LocalStack frees messages on its
-    own tick, a little after the delay)."""
-    time.sleep(2)
-    for _ in range(20):
-        event = sqs.receive_event(queues.main)
-        if event["Records"]:
-            return event
-        time.sleep(0.5)
-    raise AssertionError("the backed-off record never came back")
+    """The next event with records, once the 2 s delay is over."""
+    return eventually(
+        lambda: (event := sqs.receive_event(queues.main))["Records"] and event,
+        "the backed-off record came back",
+        after=2,
+    )
 
 
 def test_a_failed_record_is_hidden_for_its_delay_and_the_receive_count_drives_it(

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from dlq_replay.local.eventsource import LocalEventSource, run_pollers
+from emulation import eventually
 from integration.harness import REGION, Outgoing, Sqs, binary, number, string
 
 from .support import RecordingHandler, depth, id_of, send_ids
@@ -49,7 +50,11 @@ def test_deletes_only_the_records_not_in_batch_item_failures(sqs: Sqs) -> None:
     assert depth(sqs.client, queue.url) == {"visible": 0, "in_flight": 3, "delayed": 0}
     assert source.poll_once() == 0
 
-    time.sleep(1.3)
+    eventually(  # the 1 s visibility timeout
+        lambda: depth(sqs.client, queue.url)["visible"] == len(failing),
+        "the failures became visible again",
+        after=1.1,
+    )
     again = RecordingHandler()
     retry = LocalEventSource(sqs.client, queue.url, again, wait_seconds=0)
     while retry.poll_once():

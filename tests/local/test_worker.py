@@ -20,6 +20,7 @@ from dlq_replay.core.settings import Settings
 from dlq_replay.demo.emulator import create_queues
 from dlq_replay.local.worker import WorkerOptions, run_worker, settings_from
 from dlq_replay.ops.depth import queue_depth
+from emulation import eventually
 from integration.harness import COUNT, ReplayQueues, Sqs
 
 from .support import (
@@ -271,17 +272,6 @@ class OutputReader:
         return parsed
 
 
-def until_delays_over(sqs: SQSClient, queue_url: str) -> None:
-    """Wait until no message of the queue is delayed: moto frees them on time, LocalStack on
-    a tick of its own, a little later."""
-    time.sleep(1.2)
-    for _ in range(50):
-        if queue_depth(sqs, queue_url).delayed == 0:
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"{queue_url} still holds delayed messages")
-
-
 @pytest.mark.usefixtures("atomic_receive")
 def test_sigterm_to_the_worker_process_finishes_cleanly(
     emulator_endpoint: str, emulator_sqs: SQSClient
@@ -339,7 +329,11 @@ def test_sigterm_to_the_worker_process_finishes_cleanly(
 
     assert code == 0, "".join(stderr.lines)
     assert not any("Traceback" in line for line in stderr.lines + stdout.lines)
-    until_delays_over(emulator_sqs, queues.main)  # the replays' 1 s delay
+    eventually(  # the replays' 1 s delay
+        lambda: queue_depth(emulator_sqs, queues.main).delayed == 0,
+        "the replays' delays ended",
+        after=1.2,
+    )
     found = {
         "dlq": drain_ids(emulator_sqs, queues.dlq),
         "main": drain_ids(emulator_sqs, queues.main),
