@@ -38,10 +38,12 @@ LAYER_MODULES = (
     "dlq_replay/core/decision.py",
     "dlq_replay/core/failure.py",
     "dlq_replay/core/messages.py",
+    "dlq_replay/core/notices.py",
     "dlq_replay/core/queues.py",
     "dlq_replay/core/settings.py",
     "dlq_replay/sqs/__init__.py",
     "dlq_replay/sqs/client.py",
+    "dlq_replay/sqs/notices.py",
     "dlq_replay/sqs/replayer.py",
     "dlq_replay/sqs/sending.py",
 )

@@ -26,10 +26,11 @@ from dlq_replay.ops.draining import drained_batches
 from dlq_replay.sqs.replayer import Clock, Replayer
 
 if TYPE_CHECKING:
-    from aws_lambda_powertools import Logger
+    from aws_lambda_powertools import Logger, Metrics
     from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
     from botocore.model import OperationModel
     from dlq_replay.core.backoff import RandomSource
+    from dlq_replay.sqs.notices import SnsClient
     from mypy_boto3_sqs import SQSClient
     from mypy_boto3_sqs.literals import QueueAttributeNameType
     from mypy_boto3_sqs.type_defs import MessageAttributeValueTypeDef, MessageTypeDef
@@ -367,6 +368,8 @@ class ReplayFactory:
         client: SQSClient | None = None,
         clock: Clock | None = None,
         rng: RandomSource | None = None,
+        sns: SnsClient | None = None,
+        metrics: Metrics | None = None,
     ) -> LambdaReplay:
         """Defaults: the queues' main and operator URLs, full jitter drawing 0 (no delay), so a
         replay is visible at once. A None value in `env` removes the variable."""
@@ -384,6 +387,8 @@ class ReplayFactory:
             logger=self._log,
             clock=clock or time.time,
             rng=rng or LowestRandom(),
+            sns=sns,
+            metrics=metrics,
         )
         return LambdaReplay(replayer)
 

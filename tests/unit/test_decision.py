@@ -736,6 +736,7 @@ def test_park_reason_values_are_the_public_names() -> None:
         "missing-group-id",
         "unknown-source",
         "rejected",
+        "max-age",
     ]
     assert NOT_BEFORE_ATTRIBUTE == "dlq-replay-not-before"
     assert PARK_REASON_ATTRIBUTE == "dlq-replay-park-reason"

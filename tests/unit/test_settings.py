@@ -11,6 +11,9 @@ from dlq_replay.core.settings import Settings, SettingsError
 from ._support import MAIN, OPERATOR, SOURCE_ARN
 
 BASE_ENV = {"OPERATOR_QUEUE_URL": OPERATOR}
+TOPIC = "arn:aws:sns:us-east-1:123456789012:parked"
+FIFO_TOPIC = "arn:aws:sns:eu-west-1:123456789012:parked_Orders-1.fifo"
+GOV_TOPIC = "arn:aws-us-gov:sns:us-gov-west-1:123456789012:parked"
 
 
 def test_defaults() -> None:
@@ -43,6 +46,8 @@ def test_every_variable_is_parsed() -> None:
             "REPLAY_COUNT_ATTRIBUTE": "my.Count_attr-1",
             "ALLOWED_SOURCE_QUEUE_ARNS": f"{SOURCE_ARN}, {other},",
             "LOG_MESSAGE_BODY": "true",
+            "PARK_NOTIFICATION_TOPIC_ARN": TOPIC,
+            "MAX_MESSAGE_AGE_SECONDS": "86400",
             "AWS_ENDPOINT_URL_SQS": "http://127.0.0.1:4566",
             "AWS_ENDPOINT_URL": "http://127.0.0.1:9999",
         }
@@ -55,6 +60,8 @@ def test_every_variable_is_parsed() -> None:
         count_attribute="my.Count_attr-1",
         allowed_source_queue_arns=frozenset({SOURCE_ARN, other}),
         log_message_body=True,
+        park_notification_topic_arn=TOPIC,
+        max_message_age_seconds=86_400,
         sqs_endpoint_url="http://127.0.0.1:4566",
     )
 
@@ -79,6 +86,14 @@ def test_every_variable_is_parsed() -> None:
         ("LOG_MESSAGE_BODY", "", False),
         ("MAIN_QUEUE_URL", "   ", None),
         ("AWS_ENDPOINT_URL", "http://localhost:4566", "http://localhost:4566"),
+        ("PARK_NOTIFICATION_TOPIC_ARN", "", None),
+        ("PARK_NOTIFICATION_TOPIC_ARN", "  ", None),
+        ("PARK_NOTIFICATION_TOPIC_ARN", TOPIC, TOPIC),
+        ("PARK_NOTIFICATION_TOPIC_ARN", f" {FIFO_TOPIC} ", FIFO_TOPIC),
+        ("PARK_NOTIFICATION_TOPIC_ARN", GOV_TOPIC, GOV_TOPIC),
+        ("MAX_MESSAGE_AGE_SECONDS", "0", 0),
+        ("MAX_MESSAGE_AGE_SECONDS", "1", 1),
+        ("MAX_MESSAGE_AGE_SECONDS", "1209600", 1_209_600),
     ],
 )
 def test_single_values(variable: str, value: str, expected: object) -> None:
@@ -93,6 +108,8 @@ def test_single_values(variable: str, value: str, expected: object) -> None:
         "LOG_MESSAGE_BODY": settings.log_message_body,
         "MAIN_QUEUE_URL": settings.main_queue_url,
         "AWS_ENDPOINT_URL": settings.sqs_endpoint_url,
+        "PARK_NOTIFICATION_TOPIC_ARN": settings.park_notification_topic_arn,
+        "MAX_MESSAGE_AGE_SECONDS": settings.max_message_age_seconds,
     }[variable]
     assert actual == expected
     assert type(actual) is type(expected)
@@ -145,6 +162,16 @@ BAD_VALUES = [
     ("REPLAY_COUNT_ATTRIBUTE", "dlq-replay-not-before", "nor with dlq-replay-"),
     ("REPLAY_COUNT_ATTRIBUTE", "dlq-replay-park-reason", "nor with dlq-replay-"),
     ("REPLAY_COUNT_ATTRIBUTE", "DLQ-Replay-Park-Reason", "nor with dlq-replay-"),
+    ("PARK_NOTIFICATION_TOPIC_ARN", SOURCE_ARN, "an SNS topic ARN"),
+    ("PARK_NOTIFICATION_TOPIC_ARN", "parked", "an SNS topic ARN"),
+    ("PARK_NOTIFICATION_TOPIC_ARN", "arn:aws:sns:us-east-1:1234:parked", "an SNS topic ARN"),
+    ("PARK_NOTIFICATION_TOPIC_ARN", f"{TOPIC}:sub-id", "an SNS topic ARN"),
+    ("PARK_NOTIFICATION_TOPIC_ARN", f"{TOPIC}.fifo.fifo", "an SNS topic ARN"),
+    ("PARK_NOTIFICATION_TOPIC_ARN", TOPIC + "x" * 251, "an SNS topic ARN"),
+    ("MAX_MESSAGE_AGE_SECONDS", "-1", "integer from 0 (no limit) to 1209600 (14 days)"),
+    ("MAX_MESSAGE_AGE_SECONDS", "1209601", "integer from 0 (no limit) to 1209600"),
+    ("MAX_MESSAGE_AGE_SECONDS", "1.5", "integer from 0 (no limit) to 1209600"),
+    ("MAX_MESSAGE_AGE_SECONDS", "", "integer from 0 (no limit) to 1209600"),
 ]
 
 
@@ -173,6 +200,15 @@ def test_missing_operator_queue_is_named() -> None:
     )
     assert caught.value.variable == "OPERATOR_QUEUE_URL"
     assert caught.value.value is None
+
+
+def test_exact_message_for_the_topic_arn() -> None:
+    with pytest.raises(SettingsError) as caught:
+        Settings.from_env({**BASE_ENV, "PARK_NOTIFICATION_TOPIC_ARN": "parked"})
+    assert str(caught.value) == (
+        "PARK_NOTIFICATION_TOPIC_ARN='parked' is invalid: must be empty, or an SNS topic ARN "
+        "(arn:<partition>:sns:<region>:<account>:<name>)"
+    )
 
 
 def test_exact_message_for_max_attempts() -> None:

@@ -20,6 +20,7 @@ from aws_lambda_powertools.utilities.batch import (
 from dlq_replay.core.messages import InboundMessage
 from dlq_replay.core.settings import Settings
 from dlq_replay.sqs.client import sqs_client
+from dlq_replay.sqs.notices import notice_client
 from dlq_replay.sqs.replayer import Log, Outcome, Replayer
 
 if TYPE_CHECKING:
@@ -43,9 +44,13 @@ class LambdaReplay:
     def from_env(
         cls, env: Mapping[str, str], *, logger: Log, metrics: Metrics | None = None
     ) -> LambdaReplay:
-        """Parse the settings (raising SettingsError on a bad value) and make the client."""
+        """Parse the settings (raising SettingsError on a bad value) and make the clients: SQS,
+        and SNS only when park notices are on."""
         settings = Settings.from_env(env)
-        return cls(Replayer(settings, sqs_client(), logger=logger, metrics=metrics))
+        replayer = Replayer(
+            settings, sqs_client(), logger=logger, metrics=metrics, sns=notice_client(settings)
+        )
+        return cls(replayer)
 
     def __call__(
         self, event: Mapping[str, Any], context: LambdaContext | None = None

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import os
 
+import boto3
+
 from dlq_replay.cli.options import (
     MAX_POLLERS,
     Subparsers,
@@ -62,6 +64,7 @@ def run_worker_command(args: argparse.Namespace) -> int:
     from aws_lambda_powertools import Logger
 
     from dlq_replay.local.worker import WorkerOptions, run_worker, settings_from
+    from dlq_replay.sqs.notices import notice_client
 
     # The endpoint also decides the URLs built from queue ARNs (shared-DLQ routing).
     overrides = {**setting_overrides(args), "AWS_ENDPOINT_URL_SQS": args.endpoint_url}
@@ -73,4 +76,6 @@ def run_worker_command(args: argparse.Namespace) -> int:
         batch_size=args.batch_size,
         wait_seconds=args.wait_seconds,
     )
-    return run_worker(sqs_client(args, patient=True), settings, options, logger=logger)
+    # Park notices (PARK_NOTIFICATION_TOPIC_ARN) use the same profile; the topic's region.
+    sns = notice_client(settings, session=boto3.Session(profile_name=args.profile))
+    return run_worker(sqs_client(args, patient=True), settings, options, logger=logger, sns=sns)

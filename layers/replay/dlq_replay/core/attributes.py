@@ -23,6 +23,9 @@ if TYPE_CHECKING:
 INTERNAL_ATTRIBUTE_PREFIX = "dlq-replay-"
 NOT_BEFORE_ATTRIBUTE = f"{INTERNAL_ATTRIBUTE_PREFIX}not-before"
 PARK_REASON_ATTRIBUTE = f"{INTERNAL_ATTRIBUTE_PREFIX}park-reason"
+# When the message first failed (Number, epoch seconds), for MAX_MESSAGE_AGE_SECONDS; written
+# on replayed copies only while that policy is on and a slot is free (core/decision.py).
+FIRST_FAILURE_ATTRIBUTE = f"{INTERNAL_ATTRIBUTE_PREFIX}first-failure"
 # Written by the consumer toolkit's park-now: the error, short (core/failure.py).
 PARK_ERROR_ATTRIBUTE = f"{INTERNAL_ATTRIBUTE_PREFIX}error"
 # SQS allows at most this many message attributes on one message.

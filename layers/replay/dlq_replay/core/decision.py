@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from dlq_replay.core import attributes
 from dlq_replay.core.attributes import (
+    FIRST_FAILURE_ATTRIBUTE,
     NOT_BEFORE_ATTRIBUTE,
     PARK_REASON_ATTRIBUTE,
     Attribute,
@@ -44,6 +45,7 @@ class ParkReason(StrEnum):
     MISSING_GROUP_ID = "missing-group-id"
     UNKNOWN_SOURCE = "unknown-source"
     REJECTED = "rejected"
+    MAX_AGE = "max-age"
 
 
 class Action(StrEnum):
@@ -68,6 +70,8 @@ class Decision:
     reason: ParkReason | None = None
     drawn_delay: int | None = None  # the backoff drawn for a new attempt
     problem: str | None = None  # why a FAIL: one line for the log
+    # Epoch seconds the written copy carries as its first failure (max-age policy on only).
+    first_failure: int | None = None
 
     @property
     def clamped(self) -> bool:
@@ -96,12 +100,60 @@ def decide(
     now: float,
     rng: RandomSource,
 ) -> Decision:
-    """Apply DESIGN.md §3 and §4 to one record.
+    """Apply DESIGN.md §3 and §4 to one record, and the max-age policy.
 
     `dlq_url` is None when the record's `eventSourceARN` names no queue (hand-made or sample
     events): only the decisions that write back to or hide in the DLQ need it, and they fail
     that one record instead of the whole batch.
+
+    With `max_message_age_seconds` on, a record whose first failure (`first_failure_of`) is
+    more than that many seconds before `now` is parked `max-age`, whatever else applies but an
+    invalid count; the parked copy keeps its count. A record that tells no first failure
+    (neither the attribute nor ApproximateFirstReceiveTimestamp) is not age-checked this time:
+    its copy then carries `now` as its first failure, so the next round checks it, late by at
+    most the time it spent before this replay. A copy with no free slot for the attribute
+    falls back to SQS's first-receive time of each copy, which restarts the clock.
     """
+    count = attributes.parse_count(message.attributes.get(settings.count_attribute))
+    max_age = settings.max_message_age_seconds
+    if not max_age or count is None:
+        return _decide(message, settings, dlq_url=dlq_url, now=now, rng=rng)
+    first_failure = first_failure_of(message)
+    if first_failure is not None and now - first_failure > max_age:
+        return _park(ParkReason.MAX_AGE, count)
+    decision = _decide(message, settings, dlq_url=dlq_url, now=now, rng=rng)
+    if decision.action not in (Action.REPLAY, Action.DEFER, Action.RELEASE):
+        return decision
+    return replace(
+        decision, first_failure=math.floor(now) if first_failure is None else first_failure
+    )
+
+
+def first_failure_of(message: InboundMessage) -> int | None:
+    """When the message first failed, in epoch seconds, as far as the record tells.
+
+    The first-failure attribute a replayed copy carries, else SQS's first receive of this very
+    copy (a later time, so the age read is a lower bound); None when the record has neither.
+    """
+    carried = message.attributes.get(FIRST_FAILURE_ATTRIBUTE)
+    if carried is not None:
+        value = attributes.parse_count(carried, _NOT_BEFORE_LIMIT)
+        if value is not None:
+            return value
+    if message.first_received_ms is not None:
+        return message.first_received_ms // 1000
+    return None
+
+
+def _decide(
+    message: InboundMessage,
+    settings: Settings,
+    *,
+    dlq_url: str | None,
+    now: float,
+    rng: RandomSource,
+) -> Decision:
+    """DESIGN.md §3 and §4 without the age policy."""
     count_value = message.attributes.get(settings.count_attribute)
     count = attributes.parse_count(count_value)
     if count is None:
@@ -226,6 +278,13 @@ def build_copy(message: InboundMessage, decision: Decision, settings: Settings) 
         carried[settings.count_attribute] = _count_attribute(message, decision, settings)
         if decision.not_before is not None:
             carried[NOT_BEFORE_ATTRIBUTE] = attributes.number(decision.not_before)
+        if decision.first_failure is not None and FIRST_FAILURE_ATTRIBUTE not in carried:
+            # Last in line for a slot: the count and the not-before marker come first.
+            with_first = {
+                **carried,
+                FIRST_FAILURE_ATTRIBUTE: attributes.number(decision.first_failure),
+            }
+            carried = with_first if fits_limits(message.body, with_first) else carried
         suffix = f"{decision.action.value}-{decision.attempt}"
     fifo = is_fifo_url(queue_url)
     group = message.message_group_id

@@ -45,6 +45,8 @@ class InboundMessage:
     message_group_id: str | None = None
     trace_header: str | None = None
     receive_count: int = 1
+    # SQS's ApproximateFirstReceiveTimestamp (epoch ms): the first receive of this copy.
+    first_received_ms: int | None = None
 
     @classmethod
     def from_lambda_record(cls, record: Mapping[str, Any]) -> InboundMessage:
@@ -93,6 +95,7 @@ class InboundMessage:
             message_group_id=system.get("MessageGroupId") or None,
             trace_header=system.get("AWSTraceHeader") or None,
             receive_count=_receive_count(system.get("ApproximateReceiveCount")),
+            first_received_ms=_timestamp_ms(system.get("ApproximateFirstReceiveTimestamp")),
         )
 
 
@@ -137,3 +140,9 @@ def _receive_count(value: Any) -> int:
     """SQS's ApproximateReceiveCount; informational, so a malformed one reads as 1, not a crash."""
     text = str(value or "")
     return int(text) if text.isdigit() and len(text) < 10 else 1
+
+
+def _timestamp_ms(value: Any) -> int | None:
+    """An epoch-milliseconds system attribute; None when absent or malformed (never a crash)."""
+    text = str(value or "")
+    return int(text) if text.isdigit() and len(text) < 16 else None

@@ -17,6 +17,13 @@ from dlq_replay.core.queues import QUEUE_ARN_PATTERN, queue_url_problem
 
 DEFAULT_COUNT_ATTRIBUTE = "sqs-dlq-replay-nb"
 MAX_ATTEMPTS_LIMIT = 100
+# SQS keeps a message at most 14 days, so an older first failure cannot be seen anyway.
+MAX_MESSAGE_AGE_LIMIT = 1_209_600
+# SNS topic ARNs: 1-256 of A-Z a-z 0-9 - _ as the name, FIFO topics ending in .fifo.
+SNS_TOPIC_ARN_PATTERN = re.compile(
+    r"arn:(?P<partition>aws[a-z-]*):sns:(?P<region>[a-z0-9-]+):(?P<account>\d{12}):"
+    r"(?P<name>[A-Za-z0-9_-]{1,251}(?:\.fifo)?|[A-Za-z0-9_-]{252,256})"
+)
 
 # SQS message attribute names: up to 256 of A-Z a-z 0-9 _ - . ; no leading or trailing period,
 # no two periods in a row, not starting with AWS. or Amazon. (any case).
@@ -50,6 +57,10 @@ class Settings:
     count_attribute: str = DEFAULT_COUNT_ATTRIBUTE
     allowed_source_queue_arns: frozenset[str] = frozenset()
     log_message_body: bool = False
+    # Each park is announced on this SNS topic (sqs/notices.py); None: no notices.
+    park_notification_topic_arn: str | None = None
+    # A record whose first failure is older than this is parked `max-age`; 0: no age limit.
+    max_message_age_seconds: int = 0
     # Where URLs built from queue ARNs point: boto3's own AWS_ENDPOINT_URL_SQS/AWS_ENDPOINT_URL
     # (an emulator or SQS-compatible broker); unset means AWS's regional endpoint.
     sqs_endpoint_url: str | None = None
@@ -84,6 +95,18 @@ class Settings:
                 "<account>:<name>)",
             ),
             log_message_body=reader.parse("LOG_MESSAGE_BODY", "false", _boolean, "true or false"),
+            park_notification_topic_arn=reader.parse(
+                "PARK_NOTIFICATION_TOPIC_ARN",
+                "",
+                _topic_arn,
+                "empty, or an SNS topic ARN (arn:<partition>:sns:<region>:<account>:<name>)",
+            ),
+            max_message_age_seconds=reader.parse(
+                "MAX_MESSAGE_AGE_SECONDS",
+                "0",
+                _int_between(0, MAX_MESSAGE_AGE_LIMIT),
+                f"an integer from 0 (no limit) to {MAX_MESSAGE_AGE_LIMIT} (14 days)",
+            ),
             sqs_endpoint_url=reader.optional("AWS_ENDPOINT_URL_SQS")
             or reader.optional("AWS_ENDPOINT_URL"),
         )
@@ -207,6 +230,14 @@ def _arn_list(text: str) -> frozenset[str]:
     if any(not QUEUE_ARN_PATTERN.fullmatch(arn) for arn in arns):
         raise ValueError(text)
     return arns
+
+
+def _topic_arn(text: str) -> str | None:
+    if not text:
+        return None
+    if not SNS_TOPIC_ARN_PATTERN.fullmatch(text):
+        raise ValueError(text)
+    return text
 
 
 def _boolean(text: str) -> bool:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from dlq_replay.aws_lambda.replay import LambdaReplay
 from dlq_replay.core.settings import Settings
 from dlq_replay.local.eventsource import LocalEventSource, run_pollers
+from dlq_replay.sqs.notices import SnsClient
 from dlq_replay.sqs.replayer import Log, Replayer
 
 if TYPE_CHECKING:
@@ -46,11 +47,15 @@ def run_worker(
     *,
     logger: Log | None = None,
     stop: threading.Event | None = None,
+    sns: SnsClient | None = None,
 ) -> int:
-    """Run pollers on the DLQ until `stop` is set (or a signal arrives); returns the exit code."""
+    """Run pollers on the DLQ until `stop` is set (or a signal arrives); returns the exit code.
+
+    `sns` publishes park notices; required when the settings name a topic.
+    """
     log = logger or logging.getLogger("dlq_replay.local.worker")
     stop = stop or threading.Event()
-    handler = LambdaReplay(Replayer(settings, sqs, logger=log))
+    handler = LambdaReplay(Replayer(settings, sqs, logger=log, sns=sns))
     source = LocalEventSource(
         sqs,
         options.dlq_url,

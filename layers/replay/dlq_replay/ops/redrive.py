@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from dlq_replay.core import attributes
 from dlq_replay.core.attributes import (
+    FIRST_FAILURE_ATTRIBUTE,
     NOT_BEFORE_ATTRIBUTE,
     PARK_ERROR_ATTRIBUTE,
     PARK_REASON_ATTRIBUTE,
@@ -303,7 +304,12 @@ def plan_copy(
     fifo = is_fifo_url(destination)
     if fifo and not group:
         return FailReason.MISSING_GROUP
-    dropped = {PARK_REASON_ATTRIBUTE, PARK_ERROR_ATTRIBUTE, NOT_BEFORE_ATTRIBUTE}
+    dropped = {
+        PARK_REASON_ATTRIBUTE,
+        PARK_ERROR_ATTRIBUTE,
+        NOT_BEFORE_ATTRIBUTE,
+        FIRST_FAILURE_ATTRIBUTE,
+    }
     if request.reset_count:
         dropped.add(request.count_attribute)
     carried: dict[str, Attribute] = {k: v for k, v in values.items() if k not in dropped}

@@ -26,8 +26,10 @@ from dlq_replay.core.decision import (
     park_instead,
 )
 from dlq_replay.core.messages import InboundMessage
+from dlq_replay.core.notices import park_notice
 from dlq_replay.core.queues import QueueArn
 from dlq_replay.core.settings import Settings
+from dlq_replay.sqs.notices import SnsClient, publish_notices
 from dlq_replay.sqs.sending import BatchSender, SendFailure, change_visibility
 
 if TYPE_CHECKING:
@@ -71,8 +73,13 @@ class Replayer:
         metrics: Metrics | None = None,
         clock: Clock = time.time,
         rng: RandomSource | None = None,
+        sns: SnsClient | None = None,
     ) -> None:
+        """`sns` publishes the park notices; it is required when the settings name a topic."""
+        if settings.park_notification_topic_arn is not None and sns is None:
+            raise ValueError("PARK_NOTIFICATION_TOPIC_ARN is set, but no SNS client was given")
         self._settings = settings
+        self._sns = sns
         self._sqs = sqs
         self._sender = BatchSender(sqs)
         self._logger = logger
@@ -98,7 +105,34 @@ class Replayer:
                     blocked_groups.add(group)
         ordered = {m.message_id: outcomes[m.message_id] for m in messages}
         self._report(ordered.values())
+        self._notify(ordered.values())
         return ordered
+
+    def _notify(self, outcomes: Iterable[Outcome]) -> None:
+        """One SNS notice per park written, once per batch; a failed one is logged and counted,
+        never a failed record: the message is parked all the same."""
+        topic = self._settings.park_notification_topic_arn
+        if topic is None or self._sns is None:
+            return
+        notices = [
+            park_notice(o.message, o.decision, include_body=self._settings.log_message_body)
+            for o in outcomes
+            if o.decision.action is Action.PARK and o.failure is None
+        ]
+        if not notices:
+            return
+        for failure in publish_notices(self._sns, topic, notices):
+            self._logger.warning(
+                "park notice not published; the message is parked all the same",
+                extra={
+                    "message_id": failure.record_id,
+                    "topic_arn": topic,
+                    "code": failure.code,
+                    "error": failure.message,
+                },
+            )
+            if self._metrics is not None:
+                self._metrics.add_metric("ParkNoticeFailures", MetricUnit.Count, 1)
 
     def _process_round(self, messages: Sequence[InboundMessage]) -> list[Outcome]:
         now = self._clock()

@@ -1,0 +1,84 @@
+"""What a park notice says (PARK_NOTIFICATION_TOPIC_ARN): pure, so its fields are testable.
+
+A notice names *which* message was parked and why, so a pager is actionable without opening
+the operator queue; the body stays out unless LOG_MESSAGE_BODY allows it, as in the logs.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from dlq_replay.core.decision import FALLBACK_GROUP_ID, Decision
+from dlq_replay.core.messages import InboundMessage
+
+# SNS takes 256 KiB per message and per PublishBatch request; a body is cut well below that so
+# a notice always fits, and several share a request.
+NOTICE_BODY_LIMIT = 65_536
+# SNS caps an e-mail subject at 100 characters.
+_SUBJECT_LIMIT = 100
+
+
+@dataclass(frozen=True, slots=True)
+class ParkNotice:
+    """One SNS message: the JSON text, a subject for e-mail subscribers, and the reason as a
+    message attribute (subscription filter policies match on it)."""
+
+    record_id: str
+    message: str
+    subject: str
+    reason: str
+    group_id: str  # for FIFO topics; the record's group, else the fallback group
+    deduplication_id: str
+
+    @property
+    def size_bytes(self) -> int:
+        """What the notice counts against SNS's 256 KiB per request (an upper estimate)."""
+        return (
+            len(self.message.encode())
+            + len(self.subject.encode())
+            + len("reason")
+            + len("String")
+            + len(self.reason.encode())
+        )
+
+
+def park_notice_fields(
+    message: InboundMessage, decision: Decision, *, include_body: bool
+) -> dict[str, Any]:
+    """The notice's fields: message id, park reason, attempt (the count the parked copy keeps;
+    None for an invalid count), the DLQ's ARN, and the queue the message was dead-lettered
+    from and its message group when the record names them; the body only if `include_body`,
+    cut to NOTICE_BODY_LIMIT bytes."""
+    fields: dict[str, Any] = {
+        "event": "parked",
+        "message_id": message.message_id,
+        "reason": decision.reason.value if decision.reason is not None else None,
+        "attempt": decision.attempt,
+        "dlq_arn": message.queue_arn,
+    }
+    if message.dead_letter_source_arn:
+        fields["dead_letter_source_arn"] = message.dead_letter_source_arn
+    if message.message_group_id:
+        fields["message_group_id"] = message.message_group_id
+    if include_body:
+        raw = message.body.encode()
+        fields["body"] = raw[:NOTICE_BODY_LIMIT].decode(errors="ignore")
+        fields["body_truncated"] = len(raw) > NOTICE_BODY_LIMIT
+    return fields
+
+
+def park_notice(message: InboundMessage, decision: Decision, *, include_body: bool) -> ParkNotice:
+    """The notice for one park, ready to publish."""
+    fields = park_notice_fields(message, decision, include_body=include_body)
+    reason = str(fields["reason"] or "unknown")
+    subject = f"sqs-dlq-replay parked a message ({reason})"[:_SUBJECT_LIMIT]
+    return ParkNotice(
+        record_id=message.message_id,
+        message=json.dumps(fields, ensure_ascii=False, sort_keys=True),
+        subject=subject,
+        reason=reason,
+        group_id=message.message_group_id or FALLBACK_GROUP_ID,
+        deduplication_id=f"{message.message_id}-park-notice",
+    )

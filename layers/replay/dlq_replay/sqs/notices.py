@@ -1,0 +1,122 @@
+"""Park notices out to SNS (PublishBatch, 10 entries a request), every failure reported back.
+
+A notice is a courtesy on top of a park that already happened: the caller logs and counts a
+failed one, and the record stays done (its copy is safe in the operator queue).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError
+
+from dlq_replay.core.notices import ParkNotice
+from dlq_replay.core.settings import SNS_TOPIC_ARN_PATTERN
+
+if TYPE_CHECKING:
+    from dlq_replay.core.settings import Settings
+
+# PublishBatch limits: 10 entries and 256 KiB of payload per request.
+MAX_PUBLISH_ENTRIES = 10
+MAX_PUBLISH_BYTES = 262_144
+# As the SQS client (sqs/client.py): standard retries, and timeouts that keep one slow call
+# from eating the function's whole timeout.
+SNS_CLIENT_CONFIG = Config(
+    retries={"mode": "standard", "max_attempts": 5}, connect_timeout=5, read_timeout=15
+)
+
+
+class SnsClient(Protocol):
+    """The one SNS call the notices make (boto3's SNS client fits)."""
+
+    def publish_batch(self, **kwargs: Any) -> Any: ...
+
+
+@dataclass(frozen=True, slots=True)
+class NoticeFailure:
+    """A notice SNS did not take: the record it was about, and why."""
+
+    record_id: str
+    code: str
+    message: str
+
+
+def notice_client(
+    settings: Settings, *, session: boto3.Session | None = None, config: Config = SNS_CLIENT_CONFIG
+) -> SnsClient | None:
+    """The SNS client for park notices, in the topic's own region; None when notices are off.
+
+    The endpoint is boto3's own choice (AWS_ENDPOINT_URL_SNS, AWS_ENDPOINT_URL, else AWS).
+    """
+    topic = settings.park_notification_topic_arn
+    if topic is None:
+        return None
+    match = SNS_TOPIC_ARN_PATTERN.fullmatch(topic)
+    region = match["region"] if match else None
+    make = session.client if session is not None else boto3.client
+    client: SnsClient = make("sns", region_name=region, config=config)
+    return client
+
+
+def publish_notices(
+    sns: SnsClient, topic_arn: str, notices: Sequence[ParkNotice]
+) -> list[NoticeFailure]:
+    """Publish every notice; the result holds one failure per notice SNS did not take (all of
+    a request's on a ClientError or BotoCoreError)."""
+    fifo = topic_arn.endswith(".fifo")
+    failures: list[NoticeFailure] = []
+    for request in _requests(notices):
+        entries = [_entry(str(index), notice, fifo) for index, notice in enumerate(request)]
+        try:
+            response = sns.publish_batch(TopicArn=topic_arn, PublishBatchRequestEntries=entries)
+        except ClientError as error:
+            info = error.response.get("Error", {})
+            code, text = str(info.get("Code", "ClientError")), str(info.get("Message", error))
+            failures.extend(NoticeFailure(n.record_id, code, text) for n in request)
+            continue
+        except BotoCoreError as error:
+            failures.extend(
+                NoticeFailure(n.record_id, type(error).__name__, str(error)) for n in request
+            )
+            continue
+        for item in response.get("Failed", []):
+            notice = request[int(item["Id"])]
+            failures.append(
+                NoticeFailure(
+                    notice.record_id, str(item.get("Code", "Unknown")), str(item.get("Message"))
+                )
+            )
+    return failures
+
+
+def _requests(notices: Sequence[ParkNotice]) -> Iterator[list[ParkNotice]]:
+    """≤ 10 notices and ≤ 256 KiB a request, in order; a notice alone is always below it."""
+    request: list[ParkNotice] = []
+    size = 0
+    for notice in notices:
+        if request and (
+            len(request) == MAX_PUBLISH_ENTRIES or size + notice.size_bytes > MAX_PUBLISH_BYTES
+        ):
+            yield request
+            request, size = [], 0
+        request.append(notice)
+        size += notice.size_bytes
+    if request:
+        yield request
+
+
+def _entry(entry_id: str, notice: ParkNotice, fifo: bool) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "Id": entry_id,
+        "Message": notice.message,
+        "Subject": notice.subject,
+        "MessageAttributes": {"reason": {"DataType": "String", "StringValue": notice.reason}},
+    }
+    if fifo:
+        entry["MessageGroupId"] = notice.group_id
+        entry["MessageDeduplicationId"] = notice.deduplication_id
+    return entry
