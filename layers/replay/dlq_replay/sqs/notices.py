@@ -87,7 +87,7 @@ def publish_notices(
             notice = request[int(item["Id"])]
             failures.append(
                 NoticeFailure(
-                    notice.record_id, str(item.get("Code", "Unknown")), str(item.get("Message"))
+                    notice.record_id, str(item.get("Code", "Unknown")), str(item.get("Message", ""))
                 )
             )
     return failures
