@@ -32,4 +32,7 @@ def _replay() -> LambdaReplay:
 @metrics.log_metrics
 @logger.inject_lambda_context(clear_state=True)
 def handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
+    # One metric per deployment: the template's alarms and dashboard select this function's
+    # metrics by FunctionName next to Powertools' service dimension.
+    metrics.set_default_dimensions(FunctionName=context.function_name)
     return _replay()(event, context)

@@ -97,3 +97,25 @@ def test_message_body_reaches_the_logs_only_when_allowed(
         assert "body" not in line
         assert "4111" not in out
         assert "secret-7f3a" not in out
+
+
+def test_metrics_carry_the_function_name_the_alarms_select(
+    app: AppHandle,
+    app_env: pytest.MonkeyPatch,
+    sqs: Sqs,
+    queues: ReplayQueues,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    app_env.setattr(app.logger.registered_handler, "stream", sys.stdout)
+    event = sqs.dead_letter_event(queues, [Outgoing("order 1", {})])
+
+    assert app.handler(event) == {"batchItemFailures": []}
+
+    blobs = [line for line in log_lines(capsys.readouterr().out) if "_aws" in line]
+    replayed = [blob for blob in blobs if "Replayed" in blob]
+    assert len(replayed) == 1
+    (directive,) = replayed[0]["_aws"]["CloudWatchMetrics"]
+    assert directive["Namespace"] == "SqsDlqReplay"
+    assert sorted(directive["Dimensions"][0]) == ["FunctionName", "service"]
+    assert replayed[0]["FunctionName"] == "sqs-dlq-replay"  # the Lambda context's name
+    assert replayed[0]["service"] == "sqs-dlq-replay"

@@ -40,6 +40,8 @@ ENV_FROM_PARAMETERS = {
     "JITTER": "Jitter",
     "REPLAY_COUNT_ATTRIBUTE": "ReplayCountAttribute",
     "LOG_MESSAGE_BODY": "LogMessageBody",
+    "MAX_MESSAGE_AGE_SECONDS": "MaxMessageAgeSeconds",
+    "PARK_NOTIFICATION_TOPIC_ARN": "ParkNotificationTopicArn",
 }
 CLOUDWATCH_RETENTION_DAYS = [
     1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731,
@@ -56,6 +58,8 @@ OUTPUTS = {
     "ReplayFunctionArn",
     "ReplayLayerArn",
     "ReplayLogGroupName",
+    "AlarmTopicArn",
+    "DashboardName",
 }
 
 
@@ -377,6 +381,12 @@ def test_kms_key_encrypts_created_queues_and_is_granted_to_the_function(
             "Effect": "Allow",
             "Action": ["kms:Decrypt", "kms:GenerateDataKey"],
             "Resource": KMS_KEY,
+            # Only through SQS (or SNS, for an encrypted notice topic), never directly.
+            "Condition": {
+                "StringEquals": {
+                    "kms:ViaService": ["sqs.us-east-1.amazonaws.com", "sns.us-east-1.amazonaws.com"]
+                }
+            },
         }
     ]
 
@@ -400,7 +410,6 @@ def _as_list(value: Any) -> list[Any]:
 def test_standard_queues_have_no_fifo_settings(cfn: dict[str, Any]) -> None:
     resources = Stack(cfn).resources()
     fifo_only = {
-        "QueueName",
         "FifoQueue",
         "ContentBasedDeduplication",
         "DeduplicationScope",
@@ -408,6 +417,11 @@ def test_standard_queues_have_no_fifo_settings(cfn: dict[str, Any]) -> None:
     }
     for name in QUEUES:
         assert not fifo_only & set(resources[name]["Properties"]), name
+    assert [resources[name]["Properties"]["QueueName"] for name in QUEUES] == [
+        "teststack-main",
+        "teststack-dlq",
+        "teststack-operator",
+    ]
     esm = props(resources, "AWS::Lambda::EventSourceMapping")
     assert esm["MaximumBatchingWindowInSeconds"] == "0"
 
@@ -531,6 +545,8 @@ def test_environment_defaults_match_the_design(cfn: dict[str, Any]) -> None:
         "JITTER": "full",
         "REPLAY_COUNT_ATTRIBUTE": "sqs-dlq-replay-nb",
         "LOG_MESSAGE_BODY": "false",
+        "MAX_MESSAGE_AGE_SECONDS": "0",
+        "PARK_NOTIFICATION_TOPIC_ARN": "",
     }
     assert env["ALLOWED_SOURCE_QUEUE_ARNS"] == ""
 
@@ -576,7 +592,10 @@ def test_event_source_mapping_polls_the_dlq_with_parameters(cfn: dict[str, Any])
     assert esm["FunctionName"] == {"Ref": function_name}
     assert esm["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
     assert esm["BatchSize"] == {"Ref": "BatchSize"}
-    assert esm["ScalingConfig"] == {"MaximumConcurrency": {"Ref": "MaximumConcurrency"}}
+    on_demand = props(Stack(cfn).resources(), "AWS::Lambda::EventSourceMapping")
+    assert on_demand["ScalingConfig"] == {"MaximumConcurrency": "5"}
+    assert "ProvisionedPollerConfig" not in on_demand
+    assert "MetricsConfig" not in on_demand
     assert esm["MaximumBatchingWindowInSeconds"] == {
         "Fn::If": [
             "DeadLetterQueueIsFifo",
@@ -677,13 +696,15 @@ def test_sam_template_uses_only_policy_templates_and_two_inline_statements(
             assert otherwise == {"Ref": "AWS::NoValue"}
         if "Statement" in policy:
             # Inline only where no policy template fits: a list of queues (a template takes
-            # one name), and kms:GenerateDataKey (KMSDecryptPolicy grants Decrypt only).
+            # one name), and kms:GenerateDataKey through SQS and SNS only (KMSDecryptPolicy
+            # grants Decrypt only, with no kms:ViaService condition).
             (statement,) = policy["Statement"]
             kinds.append(f"Statement:{statement['Resource']['Ref']}")
         else:
             (kind,) = policy
             kinds.append(kind)
     assert sorted(kinds) == [
+        "SNSPublishMessagePolicy",
         "SQSPollerPolicy",
         "SQSSendMessagePolicy",
         "SQSSendMessagePolicy",
@@ -727,11 +748,12 @@ def test_outputs_are_complete(cfn: dict[str, Any]) -> None:
     assert set(cfn["Outputs"]) == OUTPUTS
     stack = Stack(cfn)
     created = stack.outputs()
-    assert set(created) == OUTPUTS
+    optional = {"AlarmTopicArn", "DashboardName"}  # tests/template/test_operations.py
+    assert set(created) == OUTPUTS - optional
     for name in QUEUES:
         assert created[f"{name}Url"] == stack.queue_url(name)
         assert created[f"{name}Arn"] == stack.queue_arn(name)
-    assert set(Stack(cfn, EXISTING).outputs()) == OUTPUTS
+    assert set(Stack(cfn, EXISTING).outputs()) == OUTPUTS - optional
 
 
 def test_sar_metadata_has_no_intrinsic_functions(cfn: dict[str, Any], root: Path) -> None:
