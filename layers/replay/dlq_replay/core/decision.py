@@ -115,13 +115,15 @@ def decide(
     falls back to SQS's first-receive time of each copy, which restarts the clock.
     """
     count = attributes.parse_count(message.attributes.get(settings.count_attribute))
+    if count is None:
+        return _park(ParkReason.INVALID_COUNT)
     max_age = settings.max_message_age_seconds
-    if not max_age or count is None:
-        return _decide(message, settings, dlq_url=dlq_url, now=now, rng=rng)
+    if not max_age:
+        return _decide(message, count, settings, dlq_url=dlq_url, now=now, rng=rng)
     first_failure = first_failure_of(message)
     if first_failure is not None and now - first_failure > max_age:
         return _park(ParkReason.MAX_AGE, count)
-    decision = _decide(message, settings, dlq_url=dlq_url, now=now, rng=rng)
+    decision = _decide(message, count, settings, dlq_url=dlq_url, now=now, rng=rng)
     if decision.action not in (Action.REPLAY, Action.DEFER, Action.RELEASE):
         return decision
     return replace(
@@ -147,17 +149,14 @@ def first_failure_of(message: InboundMessage) -> int | None:
 
 def _decide(
     message: InboundMessage,
+    count: int,
     settings: Settings,
     *,
     dlq_url: str | None,
     now: float,
     rng: RandomSource,
 ) -> Decision:
-    """DESIGN.md §3 and §4 without the age policy."""
-    count_value = message.attributes.get(settings.count_attribute)
-    count = attributes.parse_count(count_value)
-    if count is None:
-        return _park(ParkReason.INVALID_COUNT)
+    """DESIGN.md §3 and §4 without the age policy, for a record whose count is valid."""
     destination = route(message, settings)
     if NOT_BEFORE_ATTRIBUTE in message.attributes:
         held_or_released = _waiting(message, destination, count, now, settings.backoff.cap_seconds)
