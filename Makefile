@@ -50,8 +50,12 @@ LOCALSTACK_STAMP := $(LOCALSTACK_VENV)/.installed
 # The tests marked `emulator` in these directories (tests/emulation.py) run against LocalStack.
 LOCALSTACK_TESTS := tests/integration tests/local tests/operator_cli
 
+# checkov, in its own venv under build/ too, from requirements/checkov.lock.
+CHECKOV_VENV := $(BUILD_DIR)/checkov-venv
+CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
+
 .PHONY: venv lint validate build unit integration template pytest test demo bench bench-smoke lock \
-	localstack-venv test-localstack lock-localstack clean
+	localstack-venv test-localstack lock-localstack checkov lock-checkov clean
 
 venv: $(STAMP)
 
@@ -105,9 +109,41 @@ pytest: $(STAMP)
 test: $(STAMP)
 	$(MAKE) --no-print-directory lint
 	$(MAKE) --no-print-directory validate
+	$(MAKE) --no-print-directory checkov
 	$(MAKE) --no-print-directory build
 	$(MAKE) --no-print-directory pytest
 	$(MAKE) --no-print-directory bench-smoke
+
+# Security checks of the template as written, as CloudFormation deploys it (after the SAM
+# transform, which `validate` writes) and of the nested example. Every skip is in the template,
+# next to the resource, with its reason. --skip-download: no call to Bridgecrew's platform.
+checkov: $(STAMP) $(CHECKOV_STAMP)
+	mkdir -p $(BUILD_DIR)
+	$(BIN)/python tools/transform_template.py template.yaml -o $(TRANSFORMED)
+	for template in template.yaml $(TRANSFORMED) examples/nested-app.yaml; do \
+	  $(CHECKOV_VENV)/bin/checkov --skip-download --quiet --compact --framework cloudformation \
+	    -f "$$template" || exit 1; \
+	done
+
+$(CHECKOV_STAMP): requirements/checkov.lock
+	$(NEED_PY)
+	rm -rf $(CHECKOV_VENV)
+	$(PY) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet --disable-pip-version-check \
+		-r requirements/checkov.lock
+	touch $@
+
+lock-checkov:
+	$(NEED_PY)
+	rm -rf $(BUILD_DIR)/lock-checkov-venv
+	$(PY) -m venv $(BUILD_DIR)/lock-checkov-venv
+	$(BUILD_DIR)/lock-checkov-venv/bin/python -m pip install --quiet \
+		--disable-pip-version-check -r requirements/checkov.txt
+	{ echo '# Pinned checkov environment (Python 3.13) for make checkov. Regenerate with: make lock-checkov'; \
+	  $(BUILD_DIR)/lock-checkov-venv/bin/python -m pip freeze --disable-pip-version-check; \
+	} > requirements/checkov.lock.tmp
+	mv requirements/checkov.lock.tmp requirements/checkov.lock
+	rm -rf $(BUILD_DIR)/lock-checkov-venv
 
 localstack-venv: $(LOCALSTACK_STAMP)
 

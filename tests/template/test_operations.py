@@ -7,9 +7,12 @@ region. Each parameter's condition is checked both ways on what CloudFormation w
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tools.transform_template import load_template
 
 from .cfn import Stack
 from .test_template import ACCOUNT, EXISTING, QUEUES, REGION, props
@@ -371,3 +374,38 @@ def test_an_arn_outside_the_stacks_account_or_region_fails_the_stack_by_name(
     assert stack.condition("ArnOutsideTheStack") is outside
     found = names_of(stack.resources(), "AWS::CloudFormation::WaitCondition")
     assert found == ({"ArnOutsideTheStackAccountOrRegion"} if outside else set())
+
+
+# -- checkov (run by `make checkov`) ---------------------------------------------------------
+
+
+def checkov_skips(template: dict[str, Any]) -> dict[str, dict[str, str]]:
+    return {
+        name: {
+            skip["id"]: skip.get("comment", "")
+            for skip in resource.get("Metadata", {}).get("checkov", {}).get("skip", [])
+        }
+        for name, resource in template["Resources"].items()
+        if "checkov" in resource.get("Metadata", {})
+    }
+
+
+def test_every_checkov_skip_is_known_and_says_why(
+    sam_template: dict[str, Any], cfn: dict[str, Any], root: Path
+) -> None:
+    expected = {
+        "ReplayLogGroup": {"CKV_AWS_158"},
+        "ReplayFunction": {"CKV_AWS_116", "CKV_AWS_117", "CKV_AWS_115", "CKV_AWS_173"},
+    }
+    example = load_template(root / "examples" / "nested-app.yaml")
+    queues = {"OrdersQueue", "OrdersDeadLetterQueue", "OrdersOperatorQueue"}
+    for template, wanted in (
+        (sam_template, expected),
+        (cfn, expected),  # SAM carries the function's Metadata to the Lambda function
+        (example, {queue: {"CKV_AWS_27"} for queue in queues}),
+    ):
+        skips = checkov_skips(template)
+        assert {name: set(ids) for name, ids in skips.items()} == wanted
+        for name, ids in skips.items():
+            for check, comment in ids.items():
+                assert len(comment.split()) >= 8, (name, check)  # a reason, not a placeholder
