@@ -87,12 +87,7 @@ def test_status_shows_the_age_of_the_oldest_message_where_cloudwatch_reports_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     cloudwatch = _CloudWatch({"orders-operator": 5400.0})
-    original = cli_deployment.make_client
-
-    def make_client(args: argparse.Namespace, service: str) -> Any:
-        return cloudwatch if service == "cloudwatch" else original(args, service)
-
-    monkeypatch.setattr(cli_deployment, "make_client", make_client)
+    _with_cloudwatch(monkeypatch, cloudwatch)
 
     result = run_cli(capsys, "status", *queues.options(), "--json")
 
@@ -104,6 +99,63 @@ def test_status_shows_the_age_of_the_oldest_message_where_cloudwatch_reports_it(
     assert metric["MetricName"] == "ApproximateAgeOfOldestMessage"
     table = run_cli(capsys, "status", *queues.options())
     assert "1h 30m" in table.out
+
+
+def _with_cloudwatch(monkeypatch: pytest.MonkeyPatch, cloudwatch: _CloudWatch) -> None:
+    original = cli_deployment.make_client
+
+    def make_client(args: argparse.Namespace, service: str) -> Any:
+        return cloudwatch if service == "cloudwatch" else original(args, service)
+
+    monkeypatch.setattr(cli_deployment, "make_client", make_client)
+
+
+DAY = 86_400
+
+
+@pytest.mark.parametrize(
+    ("retention", "age", "expires_in", "warning"),
+    [
+        (14 * DAY, 10 * DAY, 4 * DAY, False),
+        (14 * DAY, 13 * DAY, DAY, False),  # exactly a day left: not yet
+        (14 * DAY, 13 * DAY + 1, DAY - 1, True),
+        (4 * DAY, 5 * DAY, 0, True),  # past due, as far as a late metric tells
+    ],
+)
+def test_status_shows_when_the_oldest_message_expires_and_warns_under_a_day(
+    capsys: pytest.CaptureFixture[str],
+    sqs: SQSClient,
+    queues: Queues,
+    monkeypatch: pytest.MonkeyPatch,
+    retention: int,
+    age: int,
+    expires_in: int,
+    warning: bool,
+) -> None:
+    sqs.set_queue_attributes(
+        QueueUrl=queues.operator, Attributes={"MessageRetentionPeriod": str(retention)}
+    )
+    _with_cloudwatch(monkeypatch, _CloudWatch({"orders-operator": float(age)}))
+
+    result = run_cli(capsys, "status", *queues.options(), "--json")
+
+    rows = {q["role"]: q for q in result.json()["queues"]}
+    assert rows["operator"]["retention_seconds"] == retention
+    assert rows["operator"]["expires_in_seconds"] == expires_in
+    assert rows["operator"]["expiry_warning"] is warning
+    assert rows["main"]["retention_seconds"] == 345_600  # SQS's default, read from the queue
+    assert rows["main"]["expires_in_seconds"] is None  # no datapoint: unknown, not "fine"
+    assert rows["main"]["expiry_warning"] is False
+    warnings = [note for note in result.json()["notes"] if note.startswith("WARNING")]
+    assert len(warnings) == int(warning)
+    table = run_cli(capsys, "status", *queues.options())
+    operator_row = next(line for line in table.out.splitlines() if "orders-operator" in line)
+    assert ("!" in operator_row) is warning
+    if warning:
+        assert "WARNING: the oldest message in the operator queue orders-operator expires in" in (
+            table.out
+        )
+        assert "redrive it now" in table.out
 
 
 def test_status_without_queues_is_a_usage_error(

@@ -22,7 +22,9 @@ def register(subparsers: Subparsers) -> None:
         help="depth of the main, DLQ and operator queues; is the replay's event source on",
         description="For each known queue: visible, in flight and delayed messages (SQS's "
         "approximate counters), the age of the oldest message (CloudWatch's "
-        "ApproximateAgeOfOldestMessage, where SQS reports it) and its RedrivePolicy; with "
+        "ApproximateAgeOfOldestMessage, where SQS reports it), how long until that message "
+        "expires (the queue's retention minus its age; a warning under a day) and its "
+        "RedrivePolicy; with "
         "--stack or --function-name, whether the replay function's event source on the DLQ "
         "is enabled. Receives no message.",
     )
@@ -64,18 +66,48 @@ def run_status(args: argparse.Namespace) -> int:
             str(queue.depth.visible),
             str(queue.depth.in_flight),
             str(queue.depth.delayed),
-            duration(queue.oldest_age_seconds) if queue.oldest_age_seconds is not None else "-",
+            _oldest_cell(queue),
             wiring,
         )
     console.print(table)
     console.print(_event_source_line(result.event_source))
+    for warning in expiry_warnings(result):
+        console.print(warning)
     if result.age_note:
         console.print(result.age_note)
     console.print(
         "Counters are approximate (about a minute behind); 'oldest' is CloudWatch's "
-        "ApproximateAgeOfOldestMessage, '-' when SQS has not reported it."
+        "ApproximateAgeOfOldestMessage, '-' when SQS has not reported it; '(left)' is the "
+        "queue's retention minus that age."
     )
     return EXIT_OK
+
+
+def _oldest_cell(queue: ops.QueueStatus) -> str:
+    """The oldest message's age and, in brackets, the time left before SQS deletes it."""
+    if queue.oldest_age_seconds is None or queue.expires_in_seconds is None:
+        return "-"
+    cell = f"{duration(queue.oldest_age_seconds)} ({duration(queue.expires_in_seconds)} left)"
+    return f"{cell} !" if queue.expiry_warning else cell
+
+
+def expiry_warnings(result: ops.Status) -> list[str]:
+    """One line per queue whose oldest message SQS deletes within a day."""
+    return [
+        f"WARNING: the oldest message in the {queue.role} queue {queue.queue.name} expires in "
+        f"{duration(queue.expires_in_seconds or 0)} (retention "
+        f"{duration(queue.queue.retention_seconds)}): {_EXPIRY_ADVICE.get(queue.role, _MOVE_IT)}"
+        for queue in result.queues
+        if queue.expiry_warning
+    ]
+
+
+_MOVE_IT = "move it to a queue that keeps it longer."
+_EXPIRY_ADVICE = {
+    "operator": "redrive it now (dlq-replay redrive) or " + _MOVE_IT,
+    "dlq": "is the replay running? (event source above); else dlq-replay redrive --from dlq.",
+    "main": "the consumer is not draining the queue.",
+}
 
 
 def _title(deployment: ops.Deployment) -> str:
@@ -112,6 +144,9 @@ def status_json(result: ops.Status, deployment: ops.Deployment) -> dict[str, Any
                 "in_flight": q.depth.in_flight,
                 "delayed": q.depth.delayed,
                 "oldest_age_seconds": q.oldest_age_seconds,
+                "retention_seconds": q.queue.retention_seconds,
+                "expires_in_seconds": q.expires_in_seconds,
+                "expiry_warning": q.expiry_warning,
                 "redrive": asdict(q.queue.redrive) if q.queue.redrive else None,
             }
             for q in result.queues
@@ -121,5 +156,5 @@ def status_json(result: ops.Status, deployment: ops.Deployment) -> dict[str, Any
             if result.event_source
             else None
         ),
-        "notes": [result.age_note] if result.age_note else [],
+        "notes": [*expiry_warnings(result), *([result.age_note] if result.age_note else [])],
     }

@@ -23,6 +23,9 @@ class RedrivePolicy:
         return self.target_arn.rsplit(":", 1)[-1]
 
 
+DEFAULT_RETENTION_SECONDS = 345_600  # SQS's default MessageRetentionPeriod, 4 days
+
+
 @dataclass(frozen=True, slots=True)
 class QueueInfo:
     url: str
@@ -30,6 +33,7 @@ class QueueInfo:
     fifo: bool
     visibility_timeout: int
     redrive: RedrivePolicy | None
+    retention_seconds: int = DEFAULT_RETENTION_SECONDS  # SQS deletes older messages
 
     @property
     def name(self) -> str:
@@ -40,7 +44,13 @@ def queue_info(sqs: SQSClient, url: str) -> QueueInfo:
     """A queue's identity and the settings the operator tools care about."""
     found = sqs.get_queue_attributes(
         QueueUrl=url,
-        AttributeNames=["QueueArn", "FifoQueue", "VisibilityTimeout", "RedrivePolicy"],
+        AttributeNames=[
+            "QueueArn",
+            "FifoQueue",
+            "VisibilityTimeout",
+            "RedrivePolicy",
+            "MessageRetentionPeriod",
+        ],
     )["Attributes"]
     redrive: RedrivePolicy | None = None
     if found.get("RedrivePolicy"):
@@ -52,6 +62,7 @@ def queue_info(sqs: SQSClient, url: str) -> QueueInfo:
         fifo=found.get("FifoQueue", "false").lower() == "true" or is_fifo_url(url),
         visibility_timeout=int(found.get("VisibilityTimeout", "30")),
         redrive=redrive,
+        retention_seconds=int(found.get("MessageRetentionPeriod", DEFAULT_RETENTION_SECONDS)),
     )
 
 

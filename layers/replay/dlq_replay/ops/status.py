@@ -17,12 +17,29 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
 
+EXPIRY_WARNING_SECONDS = 86_400  # warn when the oldest message expires within a day
+
+
 @dataclass(frozen=True, slots=True)
 class QueueStatus:
     role: str
     queue: QueueInfo
     depth: QueueDepth
     oldest_age_seconds: float | None  # CloudWatch's ApproximateAgeOfOldestMessage, if reported
+
+    @property
+    def expires_in_seconds(self) -> float | None:
+        """Time until SQS deletes the oldest message (its retention minus its age); None when
+        CloudWatch reported no age."""
+        if self.oldest_age_seconds is None:
+            return None
+        return max(0.0, self.queue.retention_seconds - self.oldest_age_seconds)
+
+    @property
+    def expiry_warning(self) -> bool:
+        """The oldest message expires within EXPIRY_WARNING_SECONDS: move or export it now."""
+        expires_in = self.expires_in_seconds
+        return expires_in is not None and expires_in < EXPIRY_WARNING_SECONDS
 
 
 @dataclass(frozen=True, slots=True)
