@@ -24,7 +24,13 @@ MAIN, DLQ, OPERATOR = f"{BASE}/orders", f"{BASE}/orders-dlq", f"{BASE}/orders-op
 ARN = f"arn:aws:sqs:{REGION}:{ACCOUNT}"
 MAIN_ARN, DLQ_ARN, OPERATOR_ARN = f"{ARN}:orders", f"{ARN}:orders-dlq", f"{ARN}:orders-operator"
 QUEUES = ["--main-queue-url", MAIN, "--dlq-url", DLQ, "--operator-queue-url", OPERATOR]
-INFO_NAMES = ["QueueArn", "FifoQueue", "VisibilityTimeout", "RedrivePolicy"]
+INFO_NAMES = [
+    "QueueArn",
+    "FifoQueue",
+    "VisibilityTimeout",
+    "RedrivePolicy",
+    "MessageRetentionPeriod",
+]
 COUNTERS = [
     "ApproximateNumberOfMessages",
     "ApproximateNumberOfMessagesNotVisible",
