@@ -71,6 +71,52 @@ def test_client_side_redrive_moves_byte_exact_copies_and_removes_the_park_reason
             assert attributes[name] == dict(value), name
 
 
+def test_keep_sends_copies_and_leaves_the_originals_visible(
+    capsys: pytest.CaptureFixture[str], sqs: SQSClient, queues: Queues
+) -> None:
+    ids = park(sqs, queues.operator, [f"order-{i}" for i in range(12)], extra=EXTRA)
+
+    result = redrive(capsys, queues, "--keep")
+
+    assert result.code == 0, result
+    tally = result.json()
+    assert tally["keep"] is True
+    assert (tally["seen"], tally["moved"], tally["failed"], tally["skipped"]) == (12, 12, 0, 0)
+    assert tally["not_released"] == 0
+    # The originals are all still there, visible at once, park reason and all.
+    assert depth(sqs, queues.operator) == (12, 0)
+    originals = drain(sqs, queues.operator)
+    assert sorted(m["MessageId"] for m in originals) == sorted(ids)
+    assert all(PARK_REASON in m["MessageAttributes"] for m in originals)
+    copies = drain(sqs, queues.main)
+    assert bodies(copies) == Counter(f"order-{i}" for i in range(12))
+    for message in copies:
+        assert PARK_REASON not in message["MessageAttributes"]
+        for name, value in EXTRA.items():
+            assert dict(message["MessageAttributes"][name]) == dict(value), name
+
+
+def test_keep_is_client_side_and_says_copied(
+    capsys: pytest.CaptureFixture[str], sqs: SQSClient, queues: Queues
+) -> None:
+    park(sqs, queues.operator, ["a"])
+    request = ops.RedriveRequest(
+        source=ops.queue_info(sqs, queues.operator),
+        destination=ops.queue_info(sqs, queues.main),
+        keep=True,
+    )
+    assert ops.choose_mode(sqs, request, client_side=False) == (
+        ops.MoveMode.CLIENT,
+        "--keep: only a client-side move can do that",
+    )
+
+    result = run_cli(capsys, "redrive", *queues.options(), *FAST, "--keep")
+
+    assert result.code == 0, result
+    assert "copied (originals kept)" in result.out
+    assert depth(sqs, queues.operator) == (1, 0)
+
+
 def test_reset_count_removes_the_count(
     capsys: pytest.CaptureFixture[str], sqs: SQSClient, queues: Queues
 ) -> None:

@@ -85,6 +85,12 @@ def register(subparsers: Subparsers) -> None:
         help="start the replay count again (remove the count attribute)",
     )
     parser.add_argument(
+        "--keep",
+        action="store_true",
+        help="copy mode: send the copies and leave the originals where they are (made "
+        "visible again when the run ends); client-side. A rerun copies them again",
+    )
+    parser.add_argument(
         "--filter-reason",
         dest="reasons",
         action="append",
@@ -139,6 +145,7 @@ def run_redrive(args: argparse.Namespace) -> int:
         limit=args.limit,
         rate=args.rate,
         reset_count=args.reset_count,
+        keep=args.keep,
         reasons=frozenset(args.reasons or ()),
         dry_run=args.dry_run,
         count_attribute=target.count_attribute() if args.reset_count else "",
@@ -239,7 +246,7 @@ def _client_redrive(args: argparse.Namespace, sqs: SQSClient, request: ops.Redri
             tally = ops.redrive(sqs, request, on_progress=show)
     except KeyboardInterrupt:
         raise KeyboardInterrupt(
-            f"interrupted after {_tally_line(latest)}; rerun to continue, nothing is lost"
+            f"interrupted after {_tally_line(latest, request)}; rerun to continue, nothing is lost"
         ) from None
     if tally.stopped:
         note(tally.stopped)
@@ -256,16 +263,23 @@ def redrive_json(tally: ops.RedriveTally, request: ops.RedriveRequest) -> dict[s
         "source": request.source.url,
         "destination": request.destination.url if request.destination else "source",
         "reset_count": request.reset_count,
+        "keep": request.keep,
         "filter_reasons": sorted(request.reasons),
         **asdict(tally),
         "adds_up": tally.adds_up,
     }
 
 
-def _tally_line(tally: ops.RedriveTally) -> str:
-    moved = "would move" if tally.dry_run else "moved"
+def _moved_word(tally: ops.RedriveTally, request: ops.RedriveRequest) -> str:
+    if request.keep:
+        return "would copy" if tally.dry_run else "copied (originals kept)"
+    return "would move" if tally.dry_run else "moved"
+
+
+def _tally_line(tally: ops.RedriveTally, request: ops.RedriveRequest) -> str:
     return (
-        f"{tally.seen} seen: {tally.moved} {moved}, {tally.failed} failed, {tally.skipped} skipped"
+        f"{tally.seen} seen: {tally.moved} {_moved_word(tally, request)}, {tally.failed} failed, "
+        f"{tally.skipped} skipped"
     )
 
 
@@ -278,7 +292,7 @@ def _print_tally(tally: ops.RedriveTally, request: ops.RedriveRequest) -> None:
     table = Table()
     table.add_column("messages")
     table.add_column("count", justify="right")
-    table.add_row("would move" if tally.dry_run else "moved", str(tally.moved))
+    table.add_row(_moved_word(tally, request), str(tally.moved))
     table.add_row("failed (left in place)", str(tally.failed))
     for code, count in sorted(tally.failures.items()):
         table.add_row(f"  {code}", str(count))

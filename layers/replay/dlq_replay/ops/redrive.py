@@ -61,6 +61,7 @@ class RedriveRequest:
     limit: int | None = None
     rate: float | None = None  # messages per second
     reset_count: bool = False
+    keep: bool = False  # copy mode: send copies, leave the originals (made visible again)
     reasons: frozenset[str] = frozenset()  # empty: every message
     dry_run: bool = False
     count_attribute: str = DEFAULT_COUNT_ATTRIBUTE
@@ -70,7 +71,7 @@ class RedriveRequest:
 
     @property
     def rewrites(self) -> bool:
-        return self.reset_count or bool(self.reasons) or self.limit is not None
+        return self.reset_count or self.keep or bool(self.reasons) or self.limit is not None
 
 
 def choose_mode(
@@ -84,6 +85,7 @@ def choose_mode(
             name
             for name, on in (
                 ("--reset-count", request.reset_count),
+                ("--keep", request.keep),
                 ("--filter-reason", bool(request.reasons)),
                 ("--limit", request.limit is not None),
             )
@@ -102,7 +104,8 @@ def choose_mode(
 class RedriveTally:
     """What a client-side move did; `moved + failed + skipped == seen` always holds.
 
-    In a dry run `moved` counts the messages that would have been moved, and nothing moves.
+    In a dry run `moved` counts the messages that would have been moved, and nothing moves;
+    with `keep` it counts the copies sent, and the originals stay.
     """
 
     seen: int = 0
@@ -251,6 +254,10 @@ class _ClientMove:
         for failure in failed.values():
             self.failures[failure.code or "send-failed"] += 1
         sent = [message for message, _ in copies if message["MessageId"] not in failed]
+        if self.request.keep:
+            # Copy mode: the originals stay in hand and are made visible again at the end.
+            self.moved += len(sent)
+            return
         not_deleted = set(delete_messages(self.sqs, self.request.source.url, sent))
         for message in sent:
             if message["MessageId"] in not_deleted:
