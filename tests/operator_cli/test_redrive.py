@@ -273,7 +273,7 @@ def test_a_send_failure_halfway_loses_nothing_and_a_rerun_finishes(
     park(sqs, queues.operator, list(expected))
     fail_call(command_sqs, "SendMessageBatch", 2, unavailable("SendMessageBatch"))
 
-    first = redrive(capsys, queues, "--client-side")
+    first = redrive(capsys, queues, "--client-side", "--concurrency", "1")
 
     tally = first.json()
     assert first.code == 1
@@ -299,7 +299,7 @@ def test_a_delete_failure_counts_as_failed_and_keeps_the_original(
     park(sqs, queues.operator, [f"m{i}" for i in range(20)])
     fail_call(command_sqs, "DeleteMessageBatch", 1, unavailable("DeleteMessageBatch"))
 
-    result = redrive(capsys, queues, "--client-side")
+    result = redrive(capsys, queues, "--client-side", "--concurrency", "1")
 
     tally = result.json()
     assert result.code == 1
@@ -322,7 +322,7 @@ def test_interrupted_halfway_nothing_is_lost_and_a_rerun_continues(
     park(sqs, queues.operator, list(expected))
     fail_call(command_sqs, operation, 2, KeyboardInterrupt())
 
-    first = redrive(capsys, queues, "--reset-count")
+    first = redrive(capsys, queues, "--reset-count", "--concurrency", "1")
 
     assert first.code == 130
     assert "interrupted after" in first.err
@@ -343,6 +343,56 @@ def test_interrupted_halfway_nothing_is_lost_and_a_rerun_continues(
     assert depth(sqs, queues.operator) == (0, 0)
 
 
+@pytest.mark.parametrize("operation", ["SendMessageBatch", "DeleteMessageBatch"])
+def test_concurrent_batches_interrupted_lose_nothing_and_a_rerun_finishes(
+    capsys: pytest.CaptureFixture[str],
+    sqs: SQSClient,
+    queues: Queues,
+    command_sqs: SQSClient,
+    operation: str,
+) -> None:
+    """Four batches in flight; one of them is stopped before its send or its delete."""
+    expected = Counter(f"m{i}" for i in range(40))
+    park(sqs, queues.operator, list(expected))
+    fail_call(command_sqs, operation, 2, KeyboardInterrupt())
+
+    first = redrive(capsys, queues, "--client-side", "--concurrency", "4")
+
+    assert first.code == 130
+    assert "interrupted after" in first.err
+    left, hidden = depth(sqs, queues.operator)
+    assert hidden == 0  # whatever was not moved is visible again at once
+    assert 0 < left < 40
+
+    second = redrive(capsys, queues, "--client-side", "--concurrency", "4")
+
+    assert second.code == 0, second
+    assert second.json()["adds_up"]
+    arrived = bodies(drain(sqs, queues.main))
+    assert set(arrived) == set(expected)  # nothing lost
+    duplicates = sum(arrived.values()) - len(expected)
+    # A batch stopped between its send and its delete is sent again (at least once); a
+    # receive returns up to 10 messages, so that batch holds 1 to 10.
+    if operation == "SendMessageBatch":
+        assert duplicates == 0
+    else:
+        assert 1 <= duplicates <= 10
+    assert depth(sqs, queues.operator) == (0, 0)
+
+
+def test_concurrent_move_with_a_limit_moves_exactly_the_limit(
+    capsys: pytest.CaptureFixture[str], sqs: SQSClient, queues: Queues
+) -> None:
+    park(sqs, queues.operator, [f"m{i}" for i in range(30)])
+
+    result = redrive(capsys, queues, "--limit", "17", "--concurrency", "4")
+
+    tally = result.json()
+    assert (tally["seen"], tally["moved"], tally["adds_up"]) == (17, 17, True)
+    assert depth(sqs, queues.main) == (17, 0)
+    assert depth(sqs, queues.operator) == (13, 0)
+
+
 def test_rate_limit_spaces_the_sends(sqs: SQSClient, queues: Queues) -> None:
     park(sqs, queues.operator, [f"m{i}" for i in range(12)])
     now = [0.0]
@@ -357,6 +407,7 @@ def test_rate_limit_spaces_the_sends(sqs: SQSClient, queues: Queues) -> None:
         destination=ops.queue_info(sqs, queues.main),
         rate=5,
         wait_seconds=0,
+        concurrency=1,  # one fake clock: the schedule in order
     )
 
     tally = ops.redrive(sqs, request, clock=lambda: now[0], sleep=sleep)
@@ -460,6 +511,8 @@ def test_redrive_from_the_dlq_stops_before_its_safety_net(
         "--filter-reason",
         "rejected",
         "--json",
+        "--concurrency",
+        "1",
     )
 
     assert result.code == 1

@@ -80,6 +80,14 @@ def register(subparsers: Subparsers) -> None:
         "--rate", type=positive_number, metavar="PER_SEC", help="messages per second at most"
     )
     parser.add_argument(
+        "--concurrency",
+        type=int_between(1, ops.MAX_CONCURRENCY),
+        default=ops.DEFAULT_CONCURRENCY,
+        metavar="N",
+        help="client-side: batches of 10 in flight at once; --rate still bounds the total "
+        f"(default {ops.DEFAULT_CONCURRENCY}, 1-{ops.MAX_CONCURRENCY})",
+    )
+    parser.add_argument(
         "--reset-count",
         action="store_true",
         help="start the replay count again (remove the count attribute)",
@@ -146,6 +154,7 @@ def run_redrive(args: argparse.Namespace) -> int:
         rate=args.rate,
         reset_count=args.reset_count,
         keep=args.keep,
+        concurrency=args.concurrency,
         reasons=frozenset(args.reasons or ()),
         dry_run=args.dry_run,
         count_attribute=target.count_attribute() if args.reset_count else "",

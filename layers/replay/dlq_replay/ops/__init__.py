@@ -37,6 +37,8 @@ from dlq_replay.ops.receiving import (
     release,
 )
 from dlq_replay.ops.redrive import (
+    DEFAULT_CONCURRENCY,
+    MAX_CONCURRENCY,
     NO_REASON,
     FailReason,
     MoveMode,
@@ -65,6 +67,8 @@ from dlq_replay.ops.status import (
 )
 
 __all__ = [
+    "DEFAULT_CONCURRENCY",
+    "MAX_CONCURRENCY",
     "MAX_MOVE_RATE",
     "NO_REASON",
     "QUEUE_ROLES",

@@ -3,10 +3,8 @@ each copy and then deletes exactly the originals whose copy was sent."""
 
 from __future__ import annotations
 
-import math
 import time
-from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING
@@ -24,8 +22,7 @@ from dlq_replay.core.messages import OutboundMessage
 from dlq_replay.core.queues import QueueArn, is_fifo_url
 from dlq_replay.core.settings import DEFAULT_COUNT_ATTRIBUTE
 from dlq_replay.ops.queues import QueueInfo, dead_letter_sources
-from dlq_replay.ops.receiving import ReceiveBudget, receive, release, usable_budget
-from dlq_replay.sqs.sending import MAX_BATCH_ENTRIES, BatchSender, delete_messages
+from dlq_replay.ops.receiving import usable_budget
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -34,6 +31,10 @@ if TYPE_CHECKING:
 
 # `--filter-reason none`: messages without a park reason (SQS's own safety net moved them).
 NO_REASON = "none"
+# Batches a client-side move keeps in flight: each is a receive, a send and a delete, so one
+# worker waits three round trips per 10 messages (bench/bench_redrive.py).
+DEFAULT_CONCURRENCY = 16
+MAX_CONCURRENCY = 64
 
 
 class MoveMode(StrEnum):
@@ -68,6 +69,7 @@ class RedriveRequest:
     hide_seconds: int = 120
     wait_seconds: int = 1
     reserve: int = 1
+    concurrency: int = DEFAULT_CONCURRENCY  # batches in flight at once (client-side)
 
     @property
     def rewrites(self) -> bool:
@@ -131,7 +133,7 @@ def redrive(
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
 ) -> RedriveTally:
-    """Move messages client-side, in batches of up to 10.
+    """Move messages client-side, in batches of up to 10, `request.concurrency` at a time.
 
     For each batch: send the copies with one SendMessageBatch per destination, then delete
     exactly the originals whose copy was sent. Messages not moved (skipped, failed, or all of
@@ -140,144 +142,11 @@ def redrive(
     and its delete leaves the original in place: a rerun sends it again (a duplicate on a
     standard queue; on FIFO the same deduplication id within SQS's 5-minute window).
     """
+    # Imported here: the move uses this module's request, tally and plan_copy.
+    from dlq_replay.ops.clientmove import ClientMove
+
     budget = usable_budget(sqs, request.source, request.reserve)
-    return _ClientMove(sqs, request, budget, clock, sleep).run(on_progress)
-
-
-class _ClientMove:
-    """The state of one client-side move; snapshots of it go out as RedriveTally."""
-
-    def __init__(
-        self,
-        sqs: SQSClient,
-        request: RedriveRequest,
-        budget: ReceiveBudget | None,
-        clock: Callable[[], float],
-        sleep: Callable[[float], None],
-    ) -> None:
-        self.sqs = sqs
-        self.request = request
-        self.budget = budget
-        self.clock = clock
-        self.sleep = sleep
-        self.sender = BatchSender(sqs)
-        self.seen: set[str] = set()
-        self.in_hand: dict[str, str] = {}  # message id -> receipt handle, not deleted yet
-        self.moved = 0
-        self.failures: Counter[str] = Counter()
-        self.skips: Counter[str] = Counter()
-        self.stopped: str | None = None
-        self.not_released = 0
-        self.source_urls: dict[str, str | None] = {}
-        self.started = clock()
-        self.sent_total = 0
-        rate = request.rate
-        self.batch_size = (
-            MAX_BATCH_ENTRIES if rate is None else max(1, min(MAX_BATCH_ENTRIES, math.floor(rate)))
-        )
-
-    def tally(self) -> RedriveTally:
-        return RedriveTally(
-            seen=len(self.seen),
-            moved=self.moved,
-            failed=sum(self.failures.values()),
-            skipped=sum(self.skips.values()),
-            dry_run=self.request.dry_run,
-            failures=dict(self.failures),
-            skips=dict(self.skips),
-            stopped=self.stopped,
-            not_released=self.not_released,
-        )
-
-    def run(self, on_progress: Callable[[RedriveTally], None] | None) -> RedriveTally:
-        try:
-            while (want := self._wanted()) > 0:
-                fresh = self._receive(want)
-                if not fresh:
-                    break
-                self._handle(fresh)
-                if on_progress is not None:
-                    on_progress(self.tally())
-                if self._budget_spent(fresh):
-                    break
-        finally:
-            self.not_released = release(self.sqs, self.request.source.url, self.in_hand.values())
-        return self.tally()
-
-    def _wanted(self) -> int:
-        """How many messages the next receive asks for (0: the limit is reached)."""
-        if self.request.limit is None:
-            return self.batch_size
-        handled = self.moved + sum(self.failures.values())
-        return min(self.batch_size, self.request.limit - handled)
-
-    def _receive(self, want: int) -> list[MessageTypeDef]:
-        request = self.request
-        batch = receive(
-            self.sqs,
-            request.source.url,
-            want,
-            visibility_timeout=request.hide_seconds,
-            wait_seconds=request.wait_seconds,
-        )
-        fresh: list[MessageTypeDef] = []
-        for message in batch:
-            # A message seen before came back after its hide time: keep its new handle only.
-            self.in_hand[message["MessageId"]] = message["ReceiptHandle"]
-            if message["MessageId"] not in self.seen:
-                self.seen.add(message["MessageId"])
-                fresh.append(message)
-        return fresh
-
-    def _handle(self, fresh: Sequence[MessageTypeDef]) -> None:
-        copies: list[tuple[MessageTypeDef, OutboundMessage]] = []
-        for message in fresh:
-            outcome = plan_copy(self.sqs, message, self.request, self.source_urls)
-            if isinstance(outcome, SkipReason):
-                self.skips[outcome] += 1
-            elif isinstance(outcome, FailReason):
-                self.failures[outcome] += 1
-            elif self.request.dry_run:
-                self.moved += 1
-            else:
-                copies.append((message, outcome))
-        if copies:
-            self._move(copies)
-
-    def _move(self, copies: Sequence[tuple[MessageTypeDef, OutboundMessage]]) -> None:
-        if self.request.rate is not None:
-            pause = self.started + self.sent_total / self.request.rate - self.clock()
-            if pause > 0:
-                self.sleep(pause)
-        failed = self.sender.send([copy for _, copy in copies])
-        self.sent_total += len(copies)
-        for failure in failed.values():
-            self.failures[failure.code or "send-failed"] += 1
-        sent = [message for message, _ in copies if message["MessageId"] not in failed]
-        if self.request.keep:
-            # Copy mode: the originals stay in hand and are made visible again at the end.
-            self.moved += len(sent)
-            return
-        not_deleted = set(delete_messages(self.sqs, self.request.source.url, sent))
-        for message in sent:
-            if message["MessageId"] in not_deleted:
-                self.failures[FailReason.DELETE] += 1
-            else:
-                self.moved += 1
-                self.in_hand.pop(message["MessageId"], None)
-
-    def _budget_spent(self, fresh: Sequence[MessageTypeDef]) -> bool:
-        budget = self.budget
-        if budget is None:
-            return False
-        kept = [m for m in fresh if m["MessageId"] in self.in_hand]
-        if budget.spent_by(kept):
-            self.stopped = (
-                f"stopped: a message left in {self.request.source.name} has {budget.reserve} "
-                f"or fewer receives before SQS moves it to {budget.target_name}"
-            )
-            return True
-        return False
+    return ClientMove(sqs, request, budget, clock, sleep).run(on_progress)
 
 
 def plan_copy(

@@ -1,0 +1,218 @@
+"""The client-side move of `redrive`: batches of up to 10 received, copied, sent and deleted,
+several batches in flight at once.
+
+Each worker thread loops: receive a batch, send the copies (one SendMessageBatch per
+destination), delete exactly the originals whose copy was sent. What the workers share (the
+messages seen, the handles still held, the counts, the rate and the receive budget) changes
+under one lock; the SQS calls run outside it, so the round trips overlap. boto3 clients may be
+shared between threads.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
+
+from dlq_replay.core.messages import OutboundMessage
+from dlq_replay.ops.receiving import ReceiveBudget, receive, release
+from dlq_replay.ops.redrive import (
+    FailReason,
+    RedriveRequest,
+    RedriveTally,
+    SkipReason,
+    plan_copy,
+)
+from dlq_replay.sqs.sending import (
+    MAX_BATCH_ENTRIES,
+    BatchSender,
+    SendFailure,
+    delete_messages,
+)
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+    from mypy_boto3_sqs.type_defs import MessageTypeDef
+
+
+class ClientMove:
+    """The state of one client-side move; snapshots of it go out as RedriveTally."""
+
+    def __init__(
+        self,
+        sqs: SQSClient,
+        request: RedriveRequest,
+        budget: ReceiveBudget | None,
+        clock: Callable[[], float],
+        sleep: Callable[[float], None],
+    ) -> None:
+        self.sqs = sqs
+        self.request = request
+        self.budget = budget
+        self.clock = clock
+        self.sleep = sleep
+        self.sender = BatchSender(sqs)
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self.seen: set[str] = set()
+        self.in_hand: dict[str, str] = {}  # message id -> receipt handle, not deleted yet
+        self.moved = 0
+        self.reserved = 0  # messages asked for by receives still in flight (for --limit)
+        self.failures: Counter[str] = Counter()
+        self.skips: Counter[str] = Counter()
+        self.stopped: str | None = None
+        self.not_released = 0
+        self.source_urls: dict[str, str | None] = {}
+        self.started = clock()
+        self.sent_total = 0
+        rate = request.rate
+        self.batch_size = (
+            MAX_BATCH_ENTRIES if rate is None else max(1, min(MAX_BATCH_ENTRIES, math.floor(rate)))
+        )
+
+    def tally(self) -> RedriveTally:
+        return RedriveTally(
+            seen=len(self.seen),
+            moved=self.moved,
+            failed=sum(self.failures.values()),
+            skipped=sum(self.skips.values()),
+            dry_run=self.request.dry_run,
+            failures=dict(self.failures),
+            skips=dict(self.skips),
+            stopped=self.stopped,
+            not_released=self.not_released,
+        )
+
+    def run(self, on_progress: Callable[[RedriveTally], None] | None) -> RedriveTally:
+        workers = max(1, self.request.concurrency)
+        try:
+            if workers == 1:
+                self._work(on_progress)
+            else:
+                with ThreadPoolExecutor(workers, thread_name_prefix="redrive") as pool:
+                    futures = [pool.submit(self._work, on_progress) for _ in range(workers)]
+                    try:
+                        for future in futures:
+                            future.result()
+                    finally:
+                        # Ctrl-C or a worker's error: the others finish their batch and stop.
+                        self.stop.set()
+        finally:
+            self.not_released = release(self.sqs, self.request.source.url, self.in_hand.values())
+        return self.tally()
+
+    def _work(self, on_progress: Callable[[RedriveTally], None] | None) -> None:
+        try:
+            while not self.stop.is_set():
+                with self.lock:
+                    want = self._wanted()
+                    self.reserved += want
+                if want <= 0:
+                    return
+                try:
+                    fresh = self._receive(want)
+                    if fresh:
+                        self._handle(fresh)
+                finally:
+                    with self.lock:
+                        self.reserved -= want
+                if not fresh:
+                    return
+                with self.lock:
+                    snapshot = self.tally()
+                    if self._budget_spent(fresh):
+                        self.stop.set()
+                if on_progress is not None:
+                    on_progress(snapshot)
+        except BaseException:
+            self.stop.set()
+            raise
+
+    def _wanted(self) -> int:
+        """How many messages the next receive asks for (0: the limit is reached)."""
+        if self.request.limit is None:
+            return self.batch_size
+        handled = self.moved + sum(self.failures.values())
+        return min(self.batch_size, self.request.limit - handled - self.reserved)
+
+    def _receive(self, want: int) -> list[MessageTypeDef]:
+        request = self.request
+        batch = receive(
+            self.sqs,
+            request.source.url,
+            want,
+            visibility_timeout=request.hide_seconds,
+            wait_seconds=request.wait_seconds,
+        )
+        fresh: list[MessageTypeDef] = []
+        with self.lock:
+            for message in batch:
+                # A message seen before came back after its hide time: keep its new handle.
+                self.in_hand[message["MessageId"]] = message["ReceiptHandle"]
+                if message["MessageId"] not in self.seen:
+                    self.seen.add(message["MessageId"])
+                    fresh.append(message)
+        return fresh
+
+    def _handle(self, fresh: Sequence[MessageTypeDef]) -> None:
+        copies: list[tuple[MessageTypeDef, OutboundMessage]] = []
+        for message in fresh:
+            with self.lock:  # the source-queue cache is shared
+                outcome = plan_copy(self.sqs, message, self.request, self.source_urls)
+                if isinstance(outcome, SkipReason):
+                    self.skips[outcome] += 1
+                elif isinstance(outcome, FailReason):
+                    self.failures[outcome] += 1
+                elif self.request.dry_run:
+                    self.moved += 1
+                else:
+                    copies.append((message, outcome))
+        if copies:
+            self._move(copies)
+
+    def _move(self, copies: Sequence[tuple[MessageTypeDef, OutboundMessage]]) -> None:
+        if self.request.rate is not None:
+            with self.lock:
+                # Each batch takes its slot in the schedule: `rate` messages a second overall.
+                due = self.started + self.sent_total / self.request.rate
+                self.sent_total += len(copies)
+            pause = due - self.clock()
+            if pause > 0:
+                self.sleep(pause)
+        failed = self.sender.send([copy for _, copy in copies])
+        sent = [message for message, _ in copies if message["MessageId"] not in failed]
+        if self.request.keep:
+            # Copy mode: the originals stay in hand and are made visible again at the end.
+            with self.lock:
+                self._count_failures(failed.values())
+                self.moved += len(sent)
+            return
+        not_deleted = set(delete_messages(self.sqs, self.request.source.url, sent))
+        with self.lock:
+            self._count_failures(failed.values())
+            for message in sent:
+                if message["MessageId"] in not_deleted:
+                    self.failures[FailReason.DELETE] += 1
+                else:
+                    self.moved += 1
+                    self.in_hand.pop(message["MessageId"], None)
+
+    def _count_failures(self, failures: Iterable[SendFailure]) -> None:
+        for failure in failures:
+            self.failures[failure.code or "send-failed"] += 1
+
+    def _budget_spent(self, fresh: Sequence[MessageTypeDef]) -> bool:
+        budget = self.budget
+        if budget is None:
+            return False
+        kept = [m for m in fresh if m["MessageId"] in self.in_hand]
+        if budget.spent_by(kept):
+            self.stopped = (
+                f"stopped: a message left in {self.request.source.name} has {budget.reserve} "
+                f"or fewer receives before SQS moves it to {budget.target_name}"
+            )
+            return True
+        return False
