@@ -13,8 +13,8 @@ options and printing live in `dlq_replay.cli`. Two SQS facts shape it:
   was sent.
 
 One module per concern: `stack` (finding a deployment), `queues`, `depth`, `draining`,
-`status`, `receiving`, `peek`, `redrive`, `movetask`, `plan`; the public names of those the
-CLI uses are re-exported here.
+`status`, `receiving`, `peek`, `redrive` (`clientmove` for its client-side move), `movetask`,
+`plan`; the public names of those the CLI uses are re-exported here.
 """
 
 from dlq_replay.ops.errors import OpsError
