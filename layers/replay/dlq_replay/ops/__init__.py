@@ -17,6 +17,7 @@ One module per concern: `stack` (finding a deployment), `queues`, `depth`, `drai
 `plan`; the public names of those the CLI uses are re-exported here.
 """
 
+from dlq_replay.ops.clientmove import redrive
 from dlq_replay.ops.errors import OpsError
 from dlq_replay.ops.movetask import (
     MAX_MOVE_RATE,
@@ -47,7 +48,6 @@ from dlq_replay.ops.redrive import (
     SkipReason,
     choose_mode,
     plan_copy,
-    redrive,
 )
 from dlq_replay.ops.stack import (
     QUEUE_ROLES,

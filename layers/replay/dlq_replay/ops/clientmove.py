@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from dlq_replay.core.messages import OutboundMessage
-from dlq_replay.ops.receiving import ReceiveBudget, receive, release
+from dlq_replay.ops.receiving import ReceiveBudget, receive, release, usable_budget
 from dlq_replay.ops.redrive import (
     FailReason,
     RedriveRequest,
@@ -36,6 +37,27 @@ from dlq_replay.sqs.sending import (
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
     from mypy_boto3_sqs.type_defs import MessageTypeDef
+
+
+def redrive(
+    sqs: SQSClient,
+    request: RedriveRequest,
+    *,
+    on_progress: Callable[[RedriveTally], None] | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> RedriveTally:
+    """Move messages client-side, in batches of up to 10, `request.concurrency` at a time.
+
+    For each batch: send the copies with one SendMessageBatch per destination, then delete
+    exactly the originals whose copy was sent. Messages not moved (skipped, failed, or all of
+    them in a dry run) stay hidden until the run ends, so no message is looked at twice, and
+    are then made visible at once, also when the run is interrupted. A crash between a send
+    and its delete leaves the original in place: a rerun sends it again (a duplicate on a
+    standard queue; on FIFO the same deduplication id within SQS's 5-minute window).
+    """
+    budget = usable_budget(sqs, request.source, request.reserve)
+    return ClientMove(sqs, request, budget, clock, sleep).run(on_progress)
 
 
 class ClientMove:

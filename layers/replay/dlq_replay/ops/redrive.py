@@ -1,10 +1,10 @@
-"""`redrive`: SQS's native move task where it can do the job, else a client-side move that sends
-each copy and then deletes exactly the originals whose copy was sent."""
+"""`redrive`: what to move and how. SQS's native move task where it can do the job, else a
+client-side move (`ops.clientmove.redrive`) that sends each copy and then deletes exactly the
+originals whose copy was sent; `plan_copy` makes one message's copy."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING
@@ -22,7 +22,6 @@ from dlq_replay.core.messages import OutboundMessage
 from dlq_replay.core.queues import QueueArn, is_fifo_url
 from dlq_replay.core.settings import DEFAULT_COUNT_ATTRIBUTE
 from dlq_replay.ops.queues import QueueInfo, dead_letter_sources
-from dlq_replay.ops.receiving import usable_budget
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -123,30 +122,6 @@ class RedriveTally:
     @property
     def adds_up(self) -> bool:
         return self.moved + self.failed + self.skipped == self.seen
-
-
-def redrive(
-    sqs: SQSClient,
-    request: RedriveRequest,
-    *,
-    on_progress: Callable[[RedriveTally], None] | None = None,
-    clock: Callable[[], float] = time.monotonic,
-    sleep: Callable[[float], None] = time.sleep,
-) -> RedriveTally:
-    """Move messages client-side, in batches of up to 10, `request.concurrency` at a time.
-
-    For each batch: send the copies with one SendMessageBatch per destination, then delete
-    exactly the originals whose copy was sent. Messages not moved (skipped, failed, or all of
-    them in a dry run) stay hidden until the run ends, so no message is looked at twice, and
-    are then made visible at once, also when the run is interrupted. A crash between a send
-    and its delete leaves the original in place: a rerun sends it again (a duplicate on a
-    standard queue; on FIFO the same deduplication id within SQS's 5-minute window).
-    """
-    # Imported here: the move uses this module's request, tally and plan_copy.
-    from dlq_replay.ops.clientmove import ClientMove
-
-    budget = usable_budget(sqs, request.source, request.reserve)
-    return ClientMove(sqs, request, budget, clock, sleep).run(on_progress)
 
 
 def plan_copy(
