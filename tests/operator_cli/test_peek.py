@@ -96,6 +96,36 @@ def test_peek_of_more_than_one_batch_sees_each_message_once(
     assert depth(sqs, queues.operator) == (25, 0)
 
 
+def test_peek_with_a_selection_shows_only_the_selected_and_gives_every_message_back(
+    capsys: pytest.CaptureFixture[str], sqs: SQSClient, queues: Queues
+) -> None:
+    park(sqs, queues.operator, ['{"status": "failed"}'] * 4, extra={"tenant": string("acme")})
+    park(sqs, queues.operator, ['{"status": "ok"}'] * 9, extra={"tenant": string("acme")})
+    park(sqs, queues.operator, ['{"status": "failed"}'] * 3, extra={"tenant": string("globex")})
+
+    result = run_cli(
+        capsys,
+        "peek",
+        "operator",
+        *queues.options(),
+        *NO_WAIT,
+        "--limit",
+        "20",
+        "--where",
+        "tenant=acme",
+        "--match",
+        "status == 'failed'",
+        "--json",
+    )
+
+    assert result.code == 0, result
+    peeked = result.json()
+    assert len(peeked["messages"]) == 4
+    assert peeked["examined"] == 16
+    assert "4 of 16 messages looked at selected" in result.err
+    assert depth(sqs, queues.operator) == (16, 0)  # every message visible again at once
+
+
 def test_peek_an_empty_queue(
     capsys: pytest.CaptureFixture[str], sqs: SQSClient, queues: Queues
 ) -> None:

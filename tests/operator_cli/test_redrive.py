@@ -3,6 +3,7 @@ add up, nothing lost when it fails or is interrupted halfway, and a rerun that f
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
@@ -115,6 +116,61 @@ def test_keep_is_client_side_and_says_copied(
     assert result.code == 0, result
     assert "copied (originals kept)" in result.out
     assert depth(sqs, queues.operator) == (1, 0)
+
+
+def test_selection_moves_exactly_the_matching_messages_and_gives_back_the_rest(
+    capsys: pytest.CaptureFixture[str], sqs: SQSClient, queues: Queues
+) -> None:
+    acme, other = {"tenant": string("acme")}, {"tenant": string("globex")}
+    park(sqs, queues.operator, ['{"total": 150, "status": "failed"}'] * 3, extra=acme)
+    park(sqs, queues.operator, ['{"total": 50, "status": "failed"}'] * 4, extra=acme)
+    park(sqs, queues.operator, ['{"total": 999, "status": "failed"}'] * 2, extra=other)
+    park(sqs, queues.operator, ["plain text, total 150"] * 2, extra=acme)
+
+    result = redrive(
+        capsys, queues, "--where", "tenant=acme", "--match", "total > `100`", "--older-than", "0s"
+    )
+
+    assert result.code == 0, result
+    tally = result.json()
+    assert (tally["seen"], tally["moved"], tally["skipped"]) == (11, 3, 8)
+    assert tally["skips"] == {"filtered": 8}
+    assert bodies(drain(sqs, queues.main)) == Counter({'{"total": 150, "status": "failed"}': 3})
+    assert depth(sqs, queues.operator) == (8, 0)  # given back at once
+
+
+def test_selection_by_group_and_text(sqs: SQSClient) -> None:
+    fifo = make_queues(sqs, "groups", fifo=True)
+    for group in ("customer-1", "customer-2", "customer-3"):
+        park(sqs, fifo.operator, [f"{group}: timeout after 30ms", f"{group}: refused"], group=group)
+    request = ops.RedriveRequest(
+        source=ops.queue_info(sqs, fifo.operator),
+        destination=ops.queue_info(sqs, fifo.main),
+        wait_seconds=0,
+        selector=ops.Selector(
+            groups=frozenset({"customer-1", "customer-3"}),
+            match_text=re.compile(r"timeout after \d+ms"),
+        ),
+    )
+
+    tally = ops.redrive(sqs, request)
+
+    assert tally.adds_up
+    moved = bodies(drain(sqs, fifo.main))
+    assert moved == Counter(["customer-1: timeout after 30ms", "customer-3: timeout after 30ms"])
+
+
+def test_selection_options_are_checked_by_the_parser(
+    capsys: pytest.CaptureFixture[str], sqs: SQSClient, queues: Queues
+) -> None:
+    for option, value, word in (
+        ("--match", "total >", "JMESPath"),
+        ("--match-text", "(", "regular expression"),
+        ("--older-than", "2 hours", "duration"),
+        ("--where", "tenant", "name=value"),
+    ):
+        result = run_cli(capsys, "redrive", *queues.options(), option, value)
+        assert_one_line_error(result, 2, option, word)
 
 
 def test_reset_count_removes_the_count(

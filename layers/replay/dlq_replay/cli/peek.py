@@ -11,6 +11,7 @@ from dlq_replay.cli.deployment import add_operator_options, add_receive_options,
 from dlq_replay.cli.errors import EXIT_OK, operator_command
 from dlq_replay.cli.options import BUDGET_HELP, Subparsers, int_between
 from dlq_replay.cli.output import duration, make_console, note, plural, print_json
+from dlq_replay.cli.selection import add_selection_options, selector_from
 
 
 def register(subparsers: Subparsers) -> None:
@@ -26,6 +27,7 @@ def register(subparsers: Subparsers) -> None:
         "--limit", type=int_between(1, 100), default=10, help="messages to show (default 10)"
     )
     parser.add_argument("--body", action="store_true", help="show the message bodies")
+    add_selection_options(parser)
     add_receive_options(parser)
     add_operator_options(parser, run_peek)
 
@@ -51,6 +53,7 @@ def run_peek(args: argparse.Namespace) -> int:
         count_attribute=target.count_attribute(),
         reserve=args.reserve,
         wait_seconds=args.wait_seconds,
+        selector=None if (selector := selector_from(args)).empty else selector,
     )
     if result.stopped:
         note(result.stopped)
@@ -59,6 +62,8 @@ def run_peek(args: argparse.Namespace) -> int:
             f"{plural(result.not_released, 'message')} could not be made visible at once; they "
             "return within 30 s by themselves"
         )
+    if not selector.empty:
+        note(f"{len(result.messages)} of {plural(result.examined, 'message')} looked at selected")
     if args.json:
         print_json(peek_json(result))
         return EXIT_OK
@@ -71,6 +76,7 @@ def peek_json(result: ops.PeekResult) -> dict[str, Any]:
         "queue": {"name": result.queue.name, "url": result.queue.url, "fifo": result.queue.fifo},
         "max_receive_count": result.budget.max_receive_count if result.budget else None,
         "stopped": result.stopped,
+        "examined": result.examined,
         "messages": [
             {key: value for key, value in asdict(m).items() if key != "body" or m.body is not None}
             for m in result.messages

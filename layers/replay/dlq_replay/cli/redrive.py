@@ -20,6 +20,7 @@ from dlq_replay.cli.errors import (
 )
 from dlq_replay.cli.options import BUDGET_HELP, Subparsers, int_between, positive_number
 from dlq_replay.cli.output import make_console, note, plural, print_json, progress_bars
+from dlq_replay.cli.selection import add_selection_options, selector_from
 from dlq_replay.core.decision import ParkReason
 from dlq_replay.core.failure import CONSUMER_REASON, CONSUMER_REASON_PREFIX
 from dlq_replay.ops.depth import queue_depth
@@ -133,6 +134,7 @@ def register(subparsers: Subparsers) -> None:
         "the run lasts and are made visible again when it ends; after a crash they come back "
         "by themselves after this long (default 120)",
     )
+    add_selection_options(parser)
     add_receive_options(parser)
     add_operator_options(parser, run_redrive)
 
@@ -156,6 +158,7 @@ def run_redrive(args: argparse.Namespace) -> int:
         keep=args.keep,
         concurrency=args.concurrency,
         reasons=frozenset(args.reasons or ()),
+        selector=selector_from(args),
         dry_run=args.dry_run,
         count_attribute=target.count_attribute() if args.reset_count else "",
         hide_seconds=args.hide_seconds,

@@ -49,6 +49,7 @@ from dlq_replay.ops.redrive import (
     choose_mode,
     plan_copy,
 )
+from dlq_replay.ops.select import Selector, Where
 from dlq_replay.ops.stack import (
     QUEUE_ROLES,
     STACK_OUTPUTS,
@@ -89,8 +90,10 @@ __all__ = [
     "RedrivePolicy",
     "RedriveRequest",
     "RedriveTally",
+    "Selector",
     "SkipReason",
     "Status",
+    "Where",
     "backoff_plan",
     "budget_refusal",
     "choose_mode",

@@ -19,6 +19,7 @@ from dlq_replay.ops.receiving import (
     release,
     usable_budget,
 )
+from dlq_replay.ops.select import Selector
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -48,6 +49,7 @@ class PeekResult:
     budget: ReceiveBudget | None
     stopped: str | None = None  # why the peek stopped before its limit
     not_released: int = 0  # messages SQS refused to make visible again
+    examined: int = 0  # messages received, selected or not
 
 
 def peek(
@@ -61,6 +63,7 @@ def peek(
     wait_seconds: int = 1,
     hide_seconds: int = 30,
     now: Callable[[], float] = time.time,
+    selector: Selector | None = None,
 ) -> PeekResult:
     """Look at up to `limit` messages without consuming them.
 
@@ -68,21 +71,29 @@ def peek(
     away for long), and made visible again as soon as the peek has them all: a message is
     never returned twice and so never received twice by one peek. On a queue with a
     RedrivePolicy the receive budget applies; the first receive takes a single message.
+    With a `selector`, only selected messages count toward `limit` and are shown; the others
+    stay hidden until the peek ends, like the rest, so none is received twice.
     """
     queue = queue_info(sqs, url)
     budget = usable_budget(sqs, queue, reserve)
     seen: dict[str, MessageTypeDef] = {}
+    selected: dict[str, MessageTypeDef] = {}
     stopped: str | None = None
     refused = 0
     try:
-        while len(seen) < limit:
-            want = 1 if budget is not None and not seen else limit - len(seen)
+        while len(selected) < limit:
+            want = 1 if budget is not None and not seen else limit - len(selected)
             batch = receive(
                 sqs, url, want, visibility_timeout=hide_seconds, wait_seconds=wait_seconds
             )
             fresh = [m for m in batch if m["MessageId"] not in seen]
             for message in batch:
                 seen[message["MessageId"]] = message
+            for message in fresh:
+                if selector is None or selector.matches(
+                    message, attributes.from_sqs(message.get("MessageAttributes")).values, now()
+                ):
+                    selected[message["MessageId"]] = message
             if not fresh:
                 break
             if budget is not None and budget.spent_by(fresh):
@@ -94,9 +105,9 @@ def peek(
     finally:
         refused = release(sqs, url, [m["ReceiptHandle"] for m in seen.values()])
     messages = tuple(
-        _peeked(m, count_attribute, budget, body, now()) for m in list(seen.values())[:limit]
+        _peeked(m, count_attribute, budget, body, now()) for m in list(selected.values())[:limit]
     )
-    return PeekResult(queue, messages, budget, stopped, refused)
+    return PeekResult(queue, messages, budget, stopped, refused, examined=len(seen))
 
 
 def _peeked(

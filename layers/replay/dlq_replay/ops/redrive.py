@@ -4,6 +4,7 @@ originals whose copy was sent; `plan_copy` makes one message's copy."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -22,6 +23,7 @@ from dlq_replay.core.messages import OutboundMessage
 from dlq_replay.core.queues import QueueArn, is_fifo_url
 from dlq_replay.core.settings import DEFAULT_COUNT_ATTRIBUTE
 from dlq_replay.ops.queues import QueueInfo, dead_letter_sources
+from dlq_replay.ops.select import Selector
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -63,6 +65,7 @@ class RedriveRequest:
     reset_count: bool = False
     keep: bool = False  # copy mode: send copies, leave the originals (made visible again)
     reasons: frozenset[str] = frozenset()  # empty: every message
+    selector: Selector = field(default_factory=Selector)  # group, attribute, body, age
     dry_run: bool = False
     count_attribute: str = DEFAULT_COUNT_ATTRIBUTE
     hide_seconds: int = 120
@@ -72,7 +75,13 @@ class RedriveRequest:
 
     @property
     def rewrites(self) -> bool:
-        return self.reset_count or self.keep or bool(self.reasons) or self.limit is not None
+        return (
+            self.reset_count
+            or self.keep
+            or bool(self.reasons)
+            or not self.selector.empty
+            or self.limit is not None
+        )
 
 
 def choose_mode(
@@ -88,6 +97,7 @@ def choose_mode(
                 ("--reset-count", request.reset_count),
                 ("--keep", request.keep),
                 ("--filter-reason", bool(request.reasons)),
+                ("a selection", not request.selector.empty),
                 ("--limit", request.limit is not None),
             )
             if on
@@ -129,6 +139,7 @@ def plan_copy(
     message: MessageTypeDef,
     request: RedriveRequest,
     source_urls: dict[str, str | None],
+    now: float | None = None,
 ) -> OutboundMessage | SkipReason | FailReason:
     """The copy of one received message, or why it is skipped or cannot be copied.
 
@@ -140,6 +151,10 @@ def plan_copy(
     reason_text = park_reason_of(message.get("Body", ""), values) or NO_REASON
     if request.reasons and reason_text not in request.reasons:
         return SkipReason.FILTERED
+    if not request.selector.empty:
+        at = time.time() if now is None else now
+        if not request.selector.matches(message, values, at):
+            return SkipReason.FILTERED
     system = message.get("Attributes", {})
     if request.destination is not None:
         destination = request.destination.url

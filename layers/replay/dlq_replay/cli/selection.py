@@ -1,0 +1,87 @@
+"""The selection options shared by `peek` and `redrive`: which messages a command takes.
+
+Every value is checked by the parser (a bad JMESPath expression, regex, duration or
+name=value is a usage error naming the option), so a run never starts on a typo.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import Any
+
+from dlq_replay.ops.select import (
+    Selector,
+    Where,
+    compile_match,
+    compile_regex,
+    parse_duration,
+)
+
+
+def _checked(parse: Callable[[str], Any], what: str) -> Callable[[str], Any]:
+    def convert(text: str) -> Any:
+        try:
+            return parse(text)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+
+    convert.__name__ = what  # argparse names the type in its message
+    return convert
+
+
+def add_selection_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group(
+        "selection (all given conditions must hold; messages not selected are given back at once)"
+    )
+    group.add_argument(
+        "--group",
+        dest="groups",
+        action="append",
+        metavar="GROUP_ID",
+        help="only messages of this FIFO message group (repeatable)",
+    )
+    group.add_argument(
+        "--where",
+        action="append",
+        type=_checked(Where.parse, "name=value"),
+        metavar="NAME=VALUE",
+        help="only messages whose attribute NAME equals VALUE: Number attributes compare as "
+        "numbers, Binary ones by their base64 text (repeatable)",
+    )
+    group.add_argument(
+        "--match",
+        type=_checked(compile_match, "JMESPath expression"),
+        metavar="JMESPATH",
+        help="only messages with a JSON body on which this JMESPath expression is true, "
+        'e.g. "order.total > `100`" or "status == \'failed\'"',
+    )
+    group.add_argument(
+        "--match-text",
+        type=_checked(compile_regex, "regular expression"),
+        metavar="REGEX",
+        help="only messages whose body (as text) contains a match of this regular expression",
+    )
+    group.add_argument(
+        "--older-than",
+        type=_checked(parse_duration, "duration"),
+        metavar="DURATION",
+        help="only messages sent at least this long ago (90s, 15m, 2h, 3d)",
+    )
+    group.add_argument(
+        "--newer-than",
+        type=_checked(parse_duration, "duration"),
+        metavar="DURATION",
+        help="only messages sent at most this long ago (90s, 15m, 2h, 3d)",
+    )
+
+
+def selector_from(args: argparse.Namespace) -> Selector:
+    return Selector(
+        groups=frozenset(args.groups or ()),
+        where=tuple(args.where or ()),
+        match=args.match,
+        match_text=args.match_text,
+        older_than=args.older_than,
+        newer_than=args.newer_than,
+    )

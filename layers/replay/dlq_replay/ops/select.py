@@ -1,0 +1,144 @@
+"""Which messages an operator command takes: by group, attribute, body and age.
+
+SQS cannot select on the server (its own redrive "doesn't support filtering"), so the tools
+receive, test each message here, and give back what does not match at once. The park reason
+filter stays with `redrive` (`--filter-reason`); this adds the rest. A selector is built once
+from the command line and is pure: the message and the time come in.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from typing import TYPE_CHECKING, Any
+
+import jmespath  # type: ignore[import-untyped]  # boto3's own dependency; it ships no types
+from jmespath.exceptions import JMESPathError  # type: ignore[import-untyped]
+
+from dlq_replay.core.attributes import Attribute
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs.type_defs import MessageTypeDef
+
+
+@dataclass(frozen=True, slots=True)
+class Where:
+    """`--where name=value`: the attribute exists and equals the value, compared by its type.
+
+    Number attributes compare as numbers (`5` matches `5.0`), Binary ones by their base64
+    text, String ones (and custom types of them) as text.
+    """
+
+    name: str
+    value: str
+
+    @classmethod
+    def parse(cls, text: str) -> Where:
+        name, sep, value = text.partition("=")
+        if not sep or not name:
+            raise ValueError(f"{text!r} is not name=value")
+        return cls(name, value)
+
+    def matches(self, attributes: Mapping[str, Attribute]) -> bool:
+        attribute = attributes.get(self.name)
+        if attribute is None:
+            return False
+        if attribute.base_type == "Binary":
+            raw = attribute.binary_value or b""
+            return base64.b64encode(raw).decode() == self.value
+        text = attribute.string_value or ""
+        if attribute.base_type == "Number":
+            try:
+                return Decimal(text) == Decimal(self.value)
+            except InvalidOperation:
+                return text == self.value
+        return text == self.value
+
+
+def compile_match(expression: str) -> Any:
+    """A JMESPath expression, compiled; ValueError with the parser's reason if it is not one."""
+    try:
+        return jmespath.compile(expression)
+    except JMESPathError as error:
+        raise ValueError(f"not a JMESPath expression: {error}") from None
+
+
+def compile_regex(pattern: str) -> re.Pattern[str]:
+    try:
+        return re.compile(pattern)
+    except re.error as error:
+        raise ValueError(f"not a regular expression: {error}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class Selector:
+    """All given conditions must hold; an empty selector takes every message."""
+
+    groups: frozenset[str] = frozenset()
+    where: tuple[Where, ...] = ()
+    match: Any = None  # compiled JMESPath: true on the JSON body
+    match_text: re.Pattern[str] | None = None  # regex searched in the body as text
+    older_than: float | None = None  # seconds since SentTimestamp
+    newer_than: float | None = None
+
+    @property
+    def empty(self) -> bool:
+        return not (
+            self.groups
+            or self.where
+            or self.match is not None
+            or self.match_text is not None
+            or self.older_than is not None
+            or self.newer_than is not None
+        )
+
+    def matches(
+        self, message: MessageTypeDef, attributes: Mapping[str, Attribute], now: float
+    ) -> bool:
+        """Whether the message is selected; `now` in epoch seconds (for the age)."""
+        system = message.get("Attributes", {})
+        if self.groups and system.get("MessageGroupId") not in self.groups:
+            return False
+        if not all(where.matches(attributes) for where in self.where):
+            return False
+        body = message.get("Body", "")
+        if self.match_text is not None and not self.match_text.search(body):
+            return False
+        if self.match is not None and not _json_match(self.match, body):
+            return False
+        if self.older_than is not None or self.newer_than is not None:
+            sent = system.get("SentTimestamp")
+            if sent is None:
+                return False
+            age = now - int(sent) / 1000
+            if self.older_than is not None and age < self.older_than:
+                return False
+            if self.newer_than is not None and age > self.newer_than:
+                return False
+        return True
+
+
+def _json_match(expression: Any, body: str) -> bool:
+    """True when the body is JSON and the expression's result is truthy (JMESPath's rule)."""
+    try:
+        document = json.loads(body)
+    except ValueError:
+        return False
+    result = expression.search(document)
+    return result not in (None, False, [], {}, "")
+
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhd]?)")
+_UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(text: str) -> float:
+    """`90`, `90s`, `15m`, `2h`, `3d` -> seconds."""
+    found = _DURATION.fullmatch(text.strip())
+    if not found:
+        raise ValueError(f"{text!r} is not a duration like 90s, 15m, 2h or 3d")
+    return float(found.group(1)) * _UNIT_SECONDS[found.group(2)]
