@@ -26,6 +26,7 @@ from dlq_replay.ops.movetask import (
     start_move_task,
     wait_move_task,
 )
+from dlq_replay.ops.pause import PauseResult, set_event_source, wait_for_state
 from dlq_replay.ops.peek import PeekedMessage, PeekResult, peek
 from dlq_replay.ops.plan import AttemptPlan, BackoffPlan, backoff_plan, quantile
 from dlq_replay.ops.queues import QueueInfo, RedrivePolicy, dead_letter_sources, queue_info
@@ -82,6 +83,7 @@ __all__ = [
     "MoveMode",
     "MoveTask",
     "OpsError",
+    "PauseResult",
     "PeekResult",
     "PeekedMessage",
     "QueueInfo",
@@ -112,8 +114,10 @@ __all__ = [
     "receive_count_of",
     "redrive",
     "release",
+    "set_event_source",
     "stack_outputs",
     "start_move_task",
     "status",
+    "wait_for_state",
     "wait_move_task",
 ]

@@ -1,0 +1,89 @@
+"""`dlq-replay pause | resume`: stop and restart the replay of the DLQ (its event source)."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import asdict
+
+from dlq_replay import ops
+
+# `clients.make_client` is looked up at call time: the tests hand the command emulator clients.
+from dlq_replay.cli import deployment as clients
+from dlq_replay.cli.deployment import add_operator_options, resolve_target
+from dlq_replay.cli.errors import EXIT_OK, EXIT_USAGE, CommandError, operator_command
+from dlq_replay.cli.options import Subparsers, positive_number
+from dlq_replay.cli.output import make_console, print_json
+
+_HELP = {
+    "pause": (
+        "stop replaying the DLQ: disable the replay function's event source",
+        "Disables the replay function's event source mapping on the DLQ (--stack NAME, or "
+        "--function-name with --dlq-url). Nothing is deleted or moved: messages wait in the DLQ "
+        "(until its retention period) and the replay picks them up again after `dlq-replay "
+        "resume`. Use it while the consumer is still broken, so replays do not spend their "
+        "attempts. `dlq-replay status` shows the state.",
+    ),
+    "resume": (
+        "replay the DLQ again: enable the replay function's event source",
+        "Enables the replay function's event source mapping on the DLQ again (--stack NAME, or "
+        "--function-name with --dlq-url). `dlq-replay status` shows the state.",
+    ),
+}
+
+
+def register(subparsers: Subparsers) -> None:
+    for command, (summary, description) in _HELP.items():
+        parser = subparsers.add_parser(command, help=summary, description=description)
+        parser.add_argument(
+            "--wait",
+            action="store_true",
+            help=f"wait until Lambda reports the mapping {_goal(command)} "
+            "(default: return at once)",
+        )
+        parser.add_argument(
+            "--timeout",
+            type=positive_number,
+            default=60.0,
+            metavar="SECONDS",
+            help="how long --wait waits at most (default 60, any positive number)",
+        )
+        parser.set_defaults(enable=command == "resume")
+        add_operator_options(parser, run_pause)
+
+
+def _goal(command: str) -> str:
+    return "Enabled" if command == "resume" else "Disabled"
+
+
+@operator_command
+def run_pause(args: argparse.Namespace) -> int:
+    resolved = resolve_target(args)
+    deployment = resolved.deployment
+    if not deployment.function_name:
+        raise CommandError("which function? pass --stack NAME or --function-name NAME", EXIT_USAGE)
+    dlq_arn = ops.queue_info(resolved.sqs, deployment.dlq).arn if deployment.dlq else None
+    lam = clients.make_client(args, "lambda")
+    result = ops.set_event_source(lam, deployment.function_name, dlq_arn, enabled=args.enable)
+    state = result.after
+    if args.wait and result.changed:
+        state = ops.wait_for_state(lam, result.uuid, _goal(args.command), timeout=args.timeout)
+    if args.json:
+        print_json({**asdict(result), "after": state, "waited": bool(args.wait)})
+        return EXIT_OK
+    make_console().print(_summary(args, result, state, deployment))
+    return EXIT_OK
+
+
+def _summary(
+    args: argparse.Namespace, result: ops.PauseResult, state: str, deployment: ops.Deployment
+) -> str:
+    target = f"--stack {deployment.stack}" if deployment.stack else "..."
+    if not result.changed:
+        word = "resumed" if args.enable else "paused"
+        return f"already {word}: {result.function_name} on the DLQ is {state}"
+    if args.enable:
+        return f"resumed: {result.function_name} on the DLQ is {state} (was {result.before})"
+    return (
+        f"paused: {result.function_name} on the DLQ is {state} (was {result.before}); "
+        f"messages wait in the DLQ until `dlq-replay resume {target}`"
+    )
