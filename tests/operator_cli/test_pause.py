@@ -1,20 +1,30 @@
-"""`dlq-replay pause | resume` on a stack deployed into moto: the event source on the DLQ."""
+"""`dlq-replay pause | resume` in moto: the replay function's event source on the DLQ, named by
+--stack (the tests' small stack, and template.yaml itself) or by --function-name/--dlq-url."""
 
 from __future__ import annotations
 
+import io
+import json
+import sys
+import zipfile
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import boto3
 import pytest
+from botocore.config import Config
 from dlq_replay import ops
 from dlq_replay.ops.errors import OpsError
 
 from .stack import deploy
-from .support import assert_one_line_error, run_cli
+from .support import REGION, Queues, assert_one_line_error, queue_arn, run_cli
 
 if TYPE_CHECKING:
     from mypy_boto3_cloudformation import CloudFormationClient
     from mypy_boto3_lambda import LambdaClient
+    from mypy_boto3_sqs import SQSClient
+
+ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.moto_only(reason="a stack with a Lambda function, deployed into moto")
 
@@ -122,3 +132,123 @@ def test_timeout_is_checked_by_the_parser(
     for value in ("0", "-1", "soon"):
         result = run_cli(capsys, "pause", "--stack", "shop", "--wait", "--timeout", value)
         assert_one_line_error(result, 2, "--timeout")
+
+
+def make_function(lam: LambdaClient, name: str, *sources: str) -> dict[str, str]:
+    """A function with an enabled event source mapping on each source queue ARN; their UUIDs."""
+    role = boto3.client("iam").create_role(
+        RoleName=f"{name}-role",
+        AssumeRolePolicyDocument=json.dumps(
+            {
+                "Version": "2012-10-17",
+                "Statement": [
+                    {
+                        "Effect": "Allow",
+                        "Principal": {"Service": "lambda.amazonaws.com"},
+                        "Action": "sts:AssumeRole",
+                    }
+                ],
+            }
+        ),
+    )["Role"]["Arn"]
+    code = io.BytesIO()
+    with zipfile.ZipFile(code, "w") as archive:
+        archive.writestr("app.py", "def handler(event, context):\n    return {}\n")
+    lam.create_function(
+        FunctionName=name,
+        Runtime="python3.13",
+        Role=role,
+        Handler="app.handler",
+        Code={"ZipFile": code.getvalue()},
+    )
+    return {
+        arn: lam.create_event_source_mapping(FunctionName=name, EventSourceArn=arn, Enabled=True)[
+            "UUID"
+        ]
+        for arn in sources
+    }
+
+
+def test_function_name_and_dlq_url_choose_the_mapping(
+    capsys: pytest.CaptureFixture[str], lam: LambdaClient, sqs: SQSClient, queues: Queues
+) -> None:
+    """Without a stack: --function-name, and --dlq-url picks which of its mappings."""
+    dlq, other = queue_arn(sqs, queues.dlq), queue_arn(sqs, queues.main)
+    uuids = make_function(lam, "replay", other, dlq)
+
+    def state(arn: str) -> str:
+        return lam.get_event_source_mapping(UUID=uuids[arn])["State"]
+
+    paused = run_cli(capsys, "pause", "--function-name", "replay", "--dlq-url", queues.dlq)
+
+    assert paused.code == 0, paused
+    assert paused.out.startswith("paused: replay on the DLQ is Disabl")
+    assert "(was Enabled)" in paused.out
+    assert f"`dlq-replay resume --function-name replay --dlq-url {queues.dlq}`" in paused.out
+    assert len(paused.out.splitlines()) == 1
+    assert (state(dlq), state(other)) == ("Disabled", "Enabled")
+    status = run_cli(capsys, "status", "--function-name", "replay", "--dlq-url", queues.dlq)
+    assert "event source: replay on the DLQ is DISABLED" in status.out
+
+    resumed = run_cli(
+        capsys, "resume", "--function-name", "replay", "--dlq-url", queues.dlq, "--wait"
+    )
+
+    assert resumed.code == 0, resumed
+    assert resumed.out.strip() == "resumed: replay on the DLQ is Enabled (was Disabled)"
+    assert state(dlq) == "Enabled"
+    again = run_cli(capsys, "resume", "--function-name", "replay", "--dlq-url", queues.dlq)
+    assert again.out.strip() == "already resumed: replay on the DLQ is Enabled"
+
+
+def test_wait_reports_the_final_state_as_json(
+    capsys: pytest.CaptureFixture[str], lam: LambdaClient, sqs: SQSClient, queues: Queues
+) -> None:
+    (uuid,) = make_function(lam, "replay", queue_arn(sqs, queues.dlq)).values()
+
+    paused = run_cli(
+        capsys, "pause", "--function-name", "replay", "--dlq-url", queues.dlq, "--wait", "--json"
+    )
+
+    assert paused.code == 0, paused
+    assert paused.json() == {
+        "function_name": "replay",
+        "uuid": uuid,
+        "before": "Enabled",
+        "after": "Disabled",
+        "changed": True,
+        "waited": True,
+    }
+
+
+def test_a_function_without_a_mapping_on_the_dlq_is_one_line(
+    capsys: pytest.CaptureFixture[str], lam: LambdaClient, sqs: SQSClient, queues: Queues
+) -> None:
+    make_function(lam, "replay", queue_arn(sqs, queues.main))
+
+    result = run_cli(capsys, "pause", "--function-name", "replay", "--dlq-url", queues.dlq)
+
+    assert_one_line_error(result, 1, "replay has no event source mapping on the DLQ")
+    assert result.out == ""
+
+
+def test_start_paused_on_the_deployed_template_then_resume(
+    capsys: pytest.CaptureFixture[str], aws: None
+) -> None:
+    """template.yaml itself (tools/moto_stack), created with StartPaused=true."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    moto_stack = pytest.importorskip("tools.moto_stack")
+    s3 = boto3.client("s3", region_name=REGION, config=Config(s3={"addressing_style": "path"}))
+    cloudformation = boto3.client("cloudformation", region_name=REGION)
+    moto_stack.deploy_stack(cloudformation, s3, {"StartPaused": "true"}, stack_name="shop")
+
+    status = run_cli(capsys, "status", "--stack", "shop", "--json")
+    assert status.json()["event_source"]["state"] == "Disabled"
+    assert "already paused" in run_cli(capsys, "pause", "--stack", "shop").out
+
+    resumed = run_cli(capsys, "resume", "--stack", "shop", "--wait", "--timeout", "5")
+
+    assert resumed.code == 0, resumed
+    assert "on the DLQ is Enabled (was Disabled)" in resumed.out
+    assert run_cli(capsys, "status", "--stack", "shop", "--json").json()["event_source"]["enabled"]

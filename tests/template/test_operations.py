@@ -409,11 +409,3 @@ def test_every_checkov_skip_is_known_and_says_why(
         for name, ids in skips.items():
             for check, comment in ids.items():
                 assert len(comment.split()) >= 8, (name, check)  # a reason, not a placeholder
-
-
-def test_start_paused_creates_the_event_source_disabled(cfn: dict[str, Any]) -> None:
-    default = props(Stack(cfn).resources(), "AWS::Lambda::EventSourceMapping")
-    paused = props(
-        Stack(cfn, {"StartPaused": "true"}).resources(), "AWS::Lambda::EventSourceMapping"
-    )
-    assert (default["Enabled"], paused["Enabled"]) == (True, False)

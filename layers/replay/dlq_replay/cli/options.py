@@ -146,9 +146,9 @@ def add_aws_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--endpoint-url",
         default=os.environ.get("AWS_ENDPOINT_URL_SQS") or os.environ.get("AWS_ENDPOINT_URL"),
-        help="endpoint of every service the command calls (SQS; with --stack and for status "
-        "and plan also CloudFormation, Lambda and CloudWatch): an emulator or SQS-compatible "
-        "broker; AWS_ENDPOINT_URL_<SERVICE> still wins for one service (default: "
+        help="endpoint of every service the command calls (SQS; with --stack and for status, "
+        "plan, pause and resume also CloudFormation, Lambda and CloudWatch): an emulator or "
+        "SQS-compatible broker; AWS_ENDPOINT_URL_<SERVICE> still wins for one service (default: "
         "AWS_ENDPOINT_URL_SQS, else AWS_ENDPOINT_URL, else AWS's own endpoints)",
     )
 

@@ -14,19 +14,27 @@ from dlq_replay.cli.errors import EXIT_OK, EXIT_USAGE, CommandError, operator_co
 from dlq_replay.cli.options import Subparsers, positive_number
 from dlq_replay.cli.output import make_console, print_json
 
+_TARGET = (
+    "--stack NAME, or --function-name NAME with --dlq-url URL choosing the mapping when the "
+    "function has several"
+)
 _HELP = {
     "pause": (
         "stop replaying the DLQ: disable the replay function's event source",
-        "Disables the replay function's event source mapping on the DLQ (--stack NAME, or "
-        "--function-name with --dlq-url). Nothing is deleted or moved: messages wait in the DLQ "
-        "(until its retention period) and the replay picks them up again after `dlq-replay "
-        "resume`. Use it while the consumer is still broken, so replays do not spend their "
-        "attempts. `dlq-replay status` shows the state.",
+        f"Disables the replay function's event source mapping on the DLQ ({_TARGET}). Nothing "
+        "is deleted or moved: the messages wait in the DLQ, where SQS keeps them until the "
+        "DLQ's retention period ends (`dlq-replay status` shows how long the oldest has left), "
+        "and the replay picks them up again after `dlq-replay resume`. Use it while the "
+        "consumer is still broken, so replays do not spend their attempts. Lambda changes the "
+        "state asynchronously (Disabling, then Disabled): `dlq-replay status` shows it, "
+        "--wait follows it. Pausing a paused replay says so and exits 0.",
     ),
     "resume": (
         "replay the DLQ again: enable the replay function's event source",
-        "Enables the replay function's event source mapping on the DLQ again (--stack NAME, or "
-        "--function-name with --dlq-url). `dlq-replay status` shows the state.",
+        f"Enables the replay function's event source mapping on the DLQ again ({_TARGET}): "
+        "the replay picks up the messages that waited in the DLQ. Lambda changes the state "
+        "asynchronously (Enabling, then Enabled): `dlq-replay status` shows it, --wait "
+        "follows it. Resuming a running replay says so and exits 0.",
     ),
 }
 
@@ -65,19 +73,19 @@ def run_pause(args: argparse.Namespace) -> int:
     lam = clients.make_client(args, "lambda")
     result = ops.set_event_source(lam, deployment.function_name, dlq_arn, enabled=args.enable)
     state = result.after
-    if args.wait and result.changed:
+    # Also when it already was on its way (Disabling for a pause): --wait means "until done".
+    if args.wait and state != _goal(args.command):
         state = ops.wait_for_state(lam, result.uuid, _goal(args.command), timeout=args.timeout)
     if args.json:
         print_json({**asdict(result), "after": state, "waited": bool(args.wait)})
         return EXIT_OK
-    make_console().print(_summary(args, result, state, deployment))
+    make_console().print(_summary(args, result, state, deployment), soft_wrap=True)
     return EXIT_OK
 
 
 def _summary(
     args: argparse.Namespace, result: ops.PauseResult, state: str, deployment: ops.Deployment
 ) -> str:
-    target = f"--stack {deployment.stack}" if deployment.stack else "..."
     if not result.changed:
         word = "resumed" if args.enable else "paused"
         return f"already {word}: {result.function_name} on the DLQ is {state}"
@@ -85,5 +93,13 @@ def _summary(
         return f"resumed: {result.function_name} on the DLQ is {state} (was {result.before})"
     return (
         f"paused: {result.function_name} on the DLQ is {state} (was {result.before}); "
-        f"messages wait in the DLQ until `dlq-replay resume {target}`"
+        f"messages wait in the DLQ until `dlq-replay resume {_selector(args, deployment)}`"
     )
+
+
+def _selector(args: argparse.Namespace, deployment: ops.Deployment) -> str:
+    """The options that name the same event source again, for the `resume` hint."""
+    if args.stack:
+        return f"--stack {args.stack}"
+    selector = f"--function-name {deployment.function_name}"
+    return f"{selector} --dlq-url {args.dlq_url}" if args.dlq_url else selector

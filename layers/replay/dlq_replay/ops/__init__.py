@@ -13,8 +13,9 @@ options and printing live in `dlq_replay.cli`. Two SQS facts shape it:
   was sent.
 
 One module per concern: `stack` (finding a deployment), `queues`, `depth`, `draining`,
-`status`, `receiving`, `peek`, `redrive` (`clientmove` for its client-side move), `movetask`,
-`plan`; the public names of those the CLI uses are re-exported here.
+`status`, `pause` (the event source on and off), `receiving`, `peek`, `redrive` (`clientmove`
+for its client-side move), `movetask`, `plan`; the public names of those the CLI uses are
+re-exported here.
 """
 
 from dlq_replay.ops.clientmove import redrive
