@@ -128,14 +128,19 @@ def resolve_queue(deployment: ops.Deployment, name: str, option: str) -> str:
     return url
 
 
-def add_receive_options(parser: argparse.ArgumentParser) -> None:
-    """The options of the commands that receive messages (peek, redrive)."""
+def add_count_attribute_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--count-attribute",
         metavar="NAME",
         help="the replay count attribute (default: the function's REPLAY_COUNT_ATTRIBUTE, "
         f"else the environment's, else {DEFAULT_COUNT_ATTRIBUTE})",
     )
+
+
+def add_receive_options(parser: argparse.ArgumentParser, *, count_attribute: bool = True) -> None:
+    """The options of the commands that receive messages (peek, redrive, export)."""
+    if count_attribute:
+        add_count_attribute_option(parser)
     parser.add_argument(
         "--reserve",
         type=int_between(1, 1000),

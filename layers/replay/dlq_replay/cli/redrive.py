@@ -40,8 +40,22 @@ def park_reason(text: str) -> str:
     raise argparse.ArgumentTypeError(f"{text!r} is not a park reason ({choices})")
 
 
-def register(subparsers: Subparsers) -> None:
+def add_reason_option(parser: argparse.ArgumentParser, verb: str) -> None:
+    """`--filter-reason REASON` (repeatable), into `args.reasons`; `verb` says what it does."""
     reasons = [r.value for r in ParkReason]
+    parser.add_argument(
+        "--filter-reason",
+        dest="reasons",
+        action="append",
+        type=park_reason,
+        metavar="REASON",
+        help=f"{verb} only messages parked for REASON (repeatable): {', '.join(reasons)}, "
+        f"consumer:<reason> (parked by a consumer's ParkMessage), or {ops.NO_REASON} for "
+        "messages without a park reason (moved by SQS's safety net)",
+    )
+
+
+def register(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
         "redrive",
         help="send parked messages back once the bug is fixed",
@@ -99,16 +113,7 @@ def register(subparsers: Subparsers) -> None:
         help="copy mode: send the copies and leave the originals where they are (made "
         "visible again when the run ends); client-side. A rerun copies them again",
     )
-    parser.add_argument(
-        "--filter-reason",
-        dest="reasons",
-        action="append",
-        type=park_reason,
-        metavar="REASON",
-        help=f"move only messages parked for REASON (repeatable): {', '.join(reasons)}, "
-        f"consumer:<reason> (parked by a consumer's ParkMessage), or {ops.NO_REASON} for "
-        "messages without a park reason (moved by SQS's safety net)",
-    )
+    add_reason_option(parser, "move")
     parser.add_argument(
         "--dry-run", action="store_true", help="count what would move; move nothing"
     )

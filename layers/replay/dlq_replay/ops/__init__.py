@@ -14,12 +14,16 @@ options and printing live in `dlq_replay.cli`. Two SQS facts shape it:
 
 One module per concern: `stack` (finding a deployment), `queues`, `depth`, `draining`,
 `status`, `pause` (the event source on and off), `receiving`, `peek`, `redrive` (`clientmove`
-for its client-side move), `movetask`, `plan`; the public names of those the CLI uses are
-re-exported here.
+for its client-side move), `movetask`, `plan`, `archive` (the JSON Lines records of `export`
+and `import`), `export`, `importing`; the public names of those the CLI uses are re-exported
+here.
 """
 
+from dlq_replay.ops.archive import ArchiveError, ArchiveRecord
 from dlq_replay.ops.clientmove import redrive
 from dlq_replay.ops.errors import OpsError
+from dlq_replay.ops.export import ExportRequest, ExportResult, S3Location, export
+from dlq_replay.ops.importing import ImportFailure, ImportRequest, ImportTally, import_archive
 from dlq_replay.ops.movetask import (
     MAX_MOVE_RATE,
     MoveTask,
@@ -76,11 +80,18 @@ __all__ = [
     "NO_REASON",
     "QUEUE_ROLES",
     "STACK_OUTPUTS",
+    "ArchiveError",
+    "ArchiveRecord",
     "AttemptPlan",
     "BackoffPlan",
     "Deployment",
     "EventSourceStatus",
+    "ExportRequest",
+    "ExportResult",
     "FailReason",
+    "ImportFailure",
+    "ImportRequest",
+    "ImportTally",
     "MoveMode",
     "MoveTask",
     "OpsError",
@@ -93,6 +104,7 @@ __all__ = [
     "RedrivePolicy",
     "RedriveRequest",
     "RedriveTally",
+    "S3Location",
     "Selector",
     "SkipReason",
     "Status",
@@ -103,7 +115,9 @@ __all__ = [
     "dead_letter_sources",
     "discover",
     "event_source_status",
+    "export",
     "function_environment",
+    "import_archive",
     "latest_move_task",
     "oldest_message_ages",
     "peek",

@@ -14,9 +14,8 @@ from dlq_replay.core.settings import DEFAULT_COUNT_ATTRIBUTE
 from dlq_replay.ops.queues import QueueInfo, queue_info
 from dlq_replay.ops.receiving import (
     ReceiveBudget,
-    receive,
+    Receiving,
     receive_count_of,
-    release,
     usable_budget,
 )
 from dlq_replay.ops.select import Selector
@@ -76,38 +75,21 @@ def peek(
     """
     queue = queue_info(sqs, url)
     budget = usable_budget(sqs, queue, reserve)
-    seen: dict[str, MessageTypeDef] = {}
-    selected: dict[str, MessageTypeDef] = {}
-    stopped: str | None = None
-    refused = 0
+    receiving = Receiving(sqs, url, budget, hide_seconds, wait_seconds)
+    selected: list[MessageTypeDef] = []
+
+    def chosen(message: MessageTypeDef) -> bool:
+        values = attributes.from_sqs(message.get("MessageAttributes")).values
+        return selector is None or selector.matches(message, values, now())
+
     try:
-        while len(selected) < limit:
-            want = 1 if budget is not None and not seen else limit - len(selected)
-            batch = receive(
-                sqs, url, want, visibility_timeout=hide_seconds, wait_seconds=wait_seconds
-            )
-            fresh = [m for m in batch if m["MessageId"] not in seen]
-            for message in batch:
-                seen[message["MessageId"]] = message
-            for message in fresh:
-                if selector is None or selector.matches(
-                    message, attributes.from_sqs(message.get("MessageAttributes")).values, now()
-                ):
-                    selected[message["MessageId"]] = message
-            if not fresh:
-                break
-            if budget is not None and budget.spent_by(fresh):
-                stopped = (
-                    f"stopped: a message has {budget.reserve} or fewer receives left before "
-                    f"SQS moves it to {budget.target_name}"
-                )
-                break
+        for batch in receiving.batches(limit, chosen):
+            selected.extend(batch)
     finally:
-        refused = release(sqs, url, [m["ReceiptHandle"] for m in seen.values()])
-    messages = tuple(
-        _peeked(m, count_attribute, budget, body, now()) for m in list(selected.values())[:limit]
-    )
-    return PeekResult(queue, messages, budget, stopped, refused, examined=len(seen))
+        examined = len(receiving.handles)
+        refused = receiving.release()
+    messages = tuple(_peeked(m, count_attribute, budget, body, now()) for m in selected[:limit])
+    return PeekResult(queue, messages, budget, receiving.stopped, refused, examined=examined)
 
 
 def _peeked(

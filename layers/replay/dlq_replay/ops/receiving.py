@@ -4,8 +4,8 @@ spends a budget (`ReceiveBudget`) and stops before it is gone."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from dlq_replay.ops.errors import OpsError
@@ -117,3 +117,71 @@ def release(sqs: SQSClient, url: str, receipt_handles: Iterable[str]) -> int:
 
 def receive_count_of(message: MessageTypeDef) -> int:
     return int(message.get("Attributes", {}).get("ApproximateReceiveCount", "1"))
+
+
+def budget_stop(budget: ReceiveBudget) -> str:
+    return (
+        f"stopped: a message has {budget.reserve} or fewer receives left before SQS moves it "
+        f"to {budget.target_name}"
+    )
+
+
+@dataclass(slots=True)
+class Receiving:
+    """One command's receives on one queue (peek, export): every message is received once.
+
+    Messages stay hidden for `hide_seconds` while the command runs, so none comes back and is
+    received twice, and are made visible again by `release` (whatever the command has not
+    deleted), also when it is interrupted. On a queue with a budget the first receive takes a
+    single message, and the run stops before its next receive once a message is spent.
+    """
+
+    sqs: SQSClient
+    url: str
+    budget: ReceiveBudget | None
+    hide_seconds: int = 30
+    wait_seconds: int = 1
+    handles: dict[str, str] = field(default_factory=dict)  # message id -> latest handle
+    stopped: str | None = None
+
+    def batches(
+        self, limit: int | None, select: Callable[[MessageTypeDef], bool]
+    ) -> Iterator[list[MessageTypeDef]]:
+        """The selected messages of each receive, at most `limit` in all (None: no limit),
+        until a receive brings nothing new or the budget stops it."""
+        taken = 0
+        while limit is None or taken < limit:
+            want = MAX_BATCH_ENTRIES if limit is None else limit - taken
+            if self.budget is not None and not self.handles:
+                want = 1
+            batch = receive(
+                self.sqs,
+                self.url,
+                want,
+                visibility_timeout=self.hide_seconds,
+                wait_seconds=self.wait_seconds,
+            )
+            fresh = [m for m in batch if m["MessageId"] not in self.handles]
+            for message in batch:
+                self.handles[message["MessageId"]] = message["ReceiptHandle"]
+            chosen = [m for m in fresh if select(m)]
+            taken += len(chosen)
+            if chosen:
+                yield chosen
+            if not fresh:
+                return
+            if self.budget is not None and self.budget.spent_by(fresh):
+                self.stopped = budget_stop(self.budget)
+                return
+
+    def forget(self, message_ids: Iterable[str]) -> None:
+        """Messages deleted: nothing to release."""
+        for message_id in message_ids:
+            self.handles.pop(message_id, None)
+
+    def release(self, message_ids: Iterable[str] | None = None) -> int:
+        """Make these messages (None: every one still in hand) visible again at once; returns
+        how many SQS refused (they come back when `hide_seconds` ends)."""
+        chosen = list(self.handles) if message_ids is None else list(message_ids)
+        handles = [self.handles.pop(m) for m in chosen if m in self.handles]
+        return release(self.sqs, self.url, handles)

@@ -1,0 +1,268 @@
+"""`dlq-replay export` and `dlq-replay import`: parked messages to a JSON Lines archive and
+back, the way to fix messages by hand (export, edit with jq, import)."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import asdict
+from pathlib import Path
+
+from dlq_replay import ops
+from dlq_replay.cli.deployment import (
+    add_count_attribute_option,
+    add_operator_options,
+    add_receive_options,
+    make_client,
+    resolve_target,
+)
+from dlq_replay.cli.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CommandError, operator_command
+from dlq_replay.cli.options import BUDGET_HELP, Subparsers, int_between, positive_number
+from dlq_replay.cli.output import make_console, note, plural, print_json, progress_bars
+from dlq_replay.cli.redrive import add_reason_option
+from dlq_replay.cli.selection import add_selection_options, selector_from
+from dlq_replay.ops.archive import FORMAT
+from dlq_replay.ops.depth import queue_depth
+
+
+def s3_uri(text: str) -> ops.S3Location:
+    """argparse type: s3://BUCKET/KEY."""
+    try:
+        return ops.S3Location.parse(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def register(subparsers: Subparsers) -> None:
+    _register_export(subparsers)
+    _register_import(subparsers)
+
+
+def _register_export(subparsers: Subparsers) -> None:
+    parser = subparsers.add_parser(
+        "export",
+        help="write parked messages to a JSON Lines archive (to edit with jq, then import)",
+        description=f"Receive the messages of QUEUE and write one JSON object a line "
+        f"({FORMAT}): message_id, body, every message attribute (Binary values base64, type "
+        "suffixes kept), message_group_id, message_deduplication_id, aws_trace_header, "
+        "receive_count and sent_timestamp (epoch ms). The file is written as PATH.part and "
+        "renamed to PATH once flushed and fsync'ed; an existing PATH is never overwritten. "
+        "With --s3-uri the same lines are then PUT to S3 (after the local file, or alone "
+        "through a temporary file). Without --delete every message is made visible again as "
+        "soon as the archive is complete; with --delete the exported messages are deleted "
+        "only then, and nothing is deleted when writing or uploading fails. Messages not "
+        "exported (filtered out, over --limit) are given back as soon as the receiving ends. "
+        + BUDGET_HELP,
+    )
+    parser.add_argument("queue", metavar="QUEUE", help="main, dlq, operator, or a queue URL")
+    parser.add_argument(
+        "--file", type=Path, metavar="PATH", help="the archive to write (must not exist yet)"
+    )
+    parser.add_argument(
+        "--s3-uri",
+        type=s3_uri,
+        metavar="s3://BUCKET/KEY",
+        help="also (or, without --file, only) PUT the archive to this S3 object",
+    )
+    parser.add_argument("--limit", type=int_between(1, 1_000_000), help="export at most N messages")
+    add_reason_option(parser, "export")
+    parser.add_argument(
+        "--delete",
+        action="store_true",
+        help="delete the exported messages once the archive is written, fsync'ed (and "
+        "uploaded); otherwise they stay in the queue",
+    )
+    parser.add_argument(
+        "--hide-seconds",
+        type=int_between(1, 43_200),
+        default=120,
+        help="visibility timeout of received messages while the export runs; after a crash "
+        "they come back by themselves after this long (default 120)",
+    )
+    add_selection_options(parser)
+    add_receive_options(parser, count_attribute=False)
+    add_operator_options(parser, run_export)
+
+
+def _register_import(subparsers: Subparsers) -> None:
+    parser = subparsers.add_parser(
+        "import",
+        help="send the messages of an export archive to a queue (resumable)",
+        description="Send each record of PATH (an `export` archive, edited or not) with "
+        "SendMessageBatch, 10 a request, in file order: body and every attribute byte for "
+        "byte (Binary from base64), the group id kept; on a FIFO queue the deduplication id "
+        "is <message_id>-import, so a rerun within 5 minutes is deduplicated by SQS. The ids "
+        "sent are appended to PATH.progress after each request; a rerun skips them, so an "
+        "interrupted or partly failed import is run again as it was. A line that is not a "
+        "record counts as failed, with its line number. Exit 1 if any record failed.",
+    )
+    parser.add_argument("path", type=Path, metavar="PATH", help="the archive to read")
+    parser.add_argument(
+        "--to",
+        dest="destination",
+        required=True,
+        metavar="QUEUE",
+        help="main, operator, dlq, or a queue URL (records carry no source queue, so "
+        "`source` is refused)",
+    )
+    parser.add_argument(
+        "--reset-count",
+        action="store_true",
+        help="start the replay count again (leave the count attribute out)",
+    )
+    add_count_attribute_option(parser)
+    parser.add_argument(
+        "--rate", type=positive_number, metavar="PER_SEC", help="messages per second at most"
+    )
+    add_operator_options(parser, run_import)
+
+
+@operator_command
+def run_export(args: argparse.Namespace) -> int:
+    if args.file is None and args.s3_uri is None:
+        raise CommandError(
+            "name the archive: --file PATH and/or --s3-uri s3://BUCKET/KEY", EXIT_USAGE
+        )
+    target = resolve_target(args)
+    source = ops.queue_info(target.sqs, target.queue(args.queue, "QUEUE"))
+    request = ops.ExportRequest(
+        source=source,
+        path=args.file,
+        s3=args.s3_uri,
+        limit=args.limit,
+        reasons=frozenset(args.reasons or ()),
+        selector=selector_from(args),
+        delete=args.delete,
+        hide_seconds=args.hide_seconds,
+        wait_seconds=args.wait_seconds,
+        reserve=args.reserve,
+    )
+    s3 = make_client(args, "s3") if args.s3_uri is not None else None
+    approximate = queue_depth(target.sqs, source.url).visible
+    total = min(approximate, args.limit) if args.limit else approximate
+    try:
+        with progress_bars(args) as progress:
+            bar = progress.add_task(f"exporting {source.name}", total=total or None)
+
+            def show(result: ops.ExportResult) -> None:
+                progress.update(bar, completed=result.examined)
+
+            result = ops.export(target.sqs, request, s3=s3, on_progress=show)
+    except OSError as error:
+        raise CommandError(_file_error(error, "nothing was deleted")) from None
+    except KeyboardInterrupt:
+        raise KeyboardInterrupt(
+            "interrupted: nothing was deleted, the messages are visible again"
+        ) from None
+    if result.stopped:
+        note(result.stopped)
+    if args.json:
+        print_json({"queue": source.url, **asdict(result), "adds_up": result.adds_up})
+    else:
+        _print_export(result, request)
+    return EXIT_FAILED if result.failed or result.not_deleted or result.stopped else EXIT_OK
+
+
+@operator_command
+def run_import(args: argparse.Namespace) -> int:
+    if args.destination == "source":
+        raise CommandError(
+            "--to source: archive records carry no source queue; name main, operator, dlq or "
+            "a queue URL",
+            EXIT_USAGE,
+        )
+    if not args.path.is_file():
+        raise CommandError(f"{args.path}: no such file", EXIT_USAGE)
+    target = resolve_target(args)
+    destination = ops.queue_info(target.sqs, target.queue(args.destination, "--to"))
+    request = ops.ImportRequest(
+        path=args.path,
+        destination=destination,
+        reset_count=args.reset_count,
+        count_attribute=target.count_attribute() if args.reset_count else "",
+        rate=args.rate,
+    )
+    latest = ops.ImportTally()
+    try:
+        with progress_bars(args) as progress:
+            bar = progress.add_task(f"importing into {destination.name}", total=None)
+
+            def show(tally: ops.ImportTally) -> None:
+                nonlocal latest
+                latest = tally
+                progress.update(bar, completed=tally.read)
+
+            tally = ops.import_archive(target.sqs, request, on_progress=show)
+    except OSError as error:
+        raise CommandError(_file_error(error, "rerun to continue")) from None
+    except KeyboardInterrupt:
+        raise KeyboardInterrupt(
+            f"interrupted after {plural(latest.sent, 'message')} sent; rerun to continue "
+            f"({request.progress_path} lists what was sent)"
+        ) from None
+    if args.json:
+        print_json(
+            {
+                "destination": destination.url,
+                "progress_file": str(request.progress_path),
+                **asdict(tally),
+                "adds_up": tally.adds_up,
+            }
+        )
+    else:
+        _print_import(tally, request)
+    return EXIT_FAILED if tally.failed else EXIT_OK
+
+
+def _file_error(error: OSError, then: str) -> str:
+    where = f"{error.filename}: " if error.filename else ""
+    return f"{where}{error.strerror or error} ({then})"
+
+
+def _print_export(result: ops.ExportResult, request: ops.ExportRequest) -> None:
+    from rich.table import Table
+
+    console = make_console()
+    places = [p for p in (result.path, result.s3_uri) if p]
+    console.print(
+        f"{request.source.name} -> {' and '.join(places)}: "
+        f"{plural(result.exported, 'message')}, {result.bytes} bytes"
+    )
+    table = Table()
+    table.add_column("messages")
+    table.add_column("count", justify="right")
+    if request.delete:
+        table.add_row("exported and deleted", str(result.deleted))
+        table.add_row("exported, not deleted (still in the queue)", str(result.not_deleted))
+    else:
+        table.add_row("exported (still in the queue)", str(result.exported))
+    table.add_row("filtered out (given back)", str(result.filtered))
+    table.add_row("failed (given back)", str(result.failed))
+    for code, count in sorted(result.failures.items()):
+        table.add_row(f"  {code}", str(count))
+    table.add_row("examined", str(result.examined))
+    console.print(table)
+
+
+def _print_import(tally: ops.ImportTally, request: ops.ImportRequest) -> None:
+    from rich.table import Table
+
+    console = make_console()
+    console.print(f"{request.path} -> {request.destination.name}")
+    table = Table()
+    table.add_column("records")
+    table.add_column("count", justify="right")
+    table.add_row("sent", str(tally.sent))
+    table.add_row("skipped", str(tally.skipped))
+    for code, count in sorted(tally.skips.items()):
+        table.add_row(f"  {code}", str(count))
+    table.add_row("failed", str(tally.failed))
+    table.add_row("read", str(tally.read))
+    console.print(table)
+    for failure in tally.failures:
+        console.print(
+            f"failed: line {failure.line}"
+            + (f" ({failure.message_id})" if failure.message_id else "")
+            + f": {failure.reason}"
+        )
+    if tally.failed:
+        console.print(f"fix or wait, then rerun: {request.progress_path} lists what was sent")

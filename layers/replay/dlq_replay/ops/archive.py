@@ -1,0 +1,193 @@
+"""The archive of `export` and `import`: one JSON object a line (JSON Lines), pure.
+
+A record holds what it takes to send a parked message again exactly as it was: the body, every
+message attribute (Binary values base64, custom type suffixes such as `Binary.gzip` kept), the
+FIFO group and deduplication ids and the trace header; the receive count and `SentTimestamp`
+(epoch ms) are for the reader (`jq`), and `format` names this layout:
+
+    {"format": "dlq-replay/1", "message_id": "...", "body": "...",
+     "attributes": {"tenant": {"DataType": "String", "StringValue": "acme"},
+                    "blob": {"DataType": "Binary.gzip", "BinaryValue": "H4sI..."}},
+     "message_group_id": null, "message_deduplication_id": null, "aws_trace_header": null,
+     "receive_count": 2, "sent_timestamp": 1718000000000}
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from dlq_replay.core import attributes
+from dlq_replay.core.attributes import Attribute
+from dlq_replay.core.messages import OutboundMessage
+from dlq_replay.core.queues import is_fifo_url
+from dlq_replay.ops.receiving import receive_count_of
+from dlq_replay.ops.redrive import FailReason
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs.type_defs import MessageTypeDef
+
+FORMAT = "dlq-replay/1"
+# What `import` adds to the message id for a FIFO destination's deduplication id: a rerun
+# within SQS's five-minute window is absorbed, and each record has its own.
+IMPORT_DEDUPLICATION_SUFFIX = "-import"
+_BASE_TYPES = ("String", "Number", "Binary")
+# Line breaks to str.splitlines() and JavaScript, not to JSON: only ever inside a string.
+_LINE_BREAKS = {ord(c): f"\\u{ord(c):04x}" for c in "\x85\u2028\u2029"}
+
+
+class ArchiveError(ValueError):
+    """A line that is not a record of this format; the text says what is wrong with it."""
+
+
+@dataclass(frozen=True, slots=True)
+class ArchiveRecord:
+    message_id: str
+    body: str
+    attributes: Mapping[str, Attribute] = field(default_factory=dict)
+    message_group_id: str | None = None
+    message_deduplication_id: str | None = None
+    aws_trace_header: str | None = None
+    receive_count: int | None = None
+    sent_timestamp: int | None = None  # epoch milliseconds, SQS's SentTimestamp
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "message_id": self.message_id,
+            "body": self.body,
+            "attributes": {name: _attribute_dict(v) for name, v in self.attributes.items()},
+            "message_group_id": self.message_group_id,
+            "message_deduplication_id": self.message_deduplication_id,
+            "aws_trace_header": self.aws_trace_header,
+            "receive_count": self.receive_count,
+            "sent_timestamp": self.sent_timestamp,
+        }
+
+    def to_line(self) -> str:
+        """The record as one line of JSON, with its newline. Non-ASCII text is kept as is but
+        for the characters other tools take for line breaks (NEL, U+2028, U+2029), escaped."""
+        return json.dumps(self.to_dict(), ensure_ascii=False).translate(_LINE_BREAKS) + "\n"
+
+    def outbound(
+        self, queue_url: str, *, drop: frozenset[str] = frozenset()
+    ) -> OutboundMessage | FailReason:
+        """The message `import` sends: body and attributes as in the record, but for those
+        named in `drop` (the count with --reset-count); on a FIFO queue the group id and the
+        deduplication id `<message_id>-import`."""
+        fifo = is_fifo_url(queue_url)
+        if fifo and not self.message_group_id:
+            return FailReason.MISSING_GROUP
+        return OutboundMessage(
+            record_id=self.message_id,
+            queue_url=queue_url,
+            body=self.body,
+            attributes={k: v for k, v in self.attributes.items() if k not in drop},
+            message_group_id=self.message_group_id,
+            deduplication_id=f"{self.message_id}{IMPORT_DEDUPLICATION_SUFFIX}" if fifo else None,
+            trace_header=self.aws_trace_header,
+        )
+
+
+def from_message(message: MessageTypeDef) -> ArchiveRecord | FailReason:
+    """The record of a received message, or why it cannot be written (a list-valued
+    attribute, which SQS would not take back on send)."""
+    parsed = attributes.from_sqs(message.get("MessageAttributes"))
+    if parsed.dropped:
+        return FailReason.UNCOPYABLE
+    system = message.get("Attributes", {})
+    sent = system.get("SentTimestamp", "")
+    return ArchiveRecord(
+        message_id=message["MessageId"],
+        body=message.get("Body", ""),
+        attributes=parsed.values,
+        message_group_id=system.get("MessageGroupId") or None,
+        message_deduplication_id=system.get("MessageDeduplicationId") or None,
+        aws_trace_header=system.get("AWSTraceHeader") or None,
+        receive_count=receive_count_of(message),
+        sent_timestamp=int(sent) if sent.isdigit() else None,
+    )
+
+
+def parse_line(text: str) -> ArchiveRecord:
+    """One line of an archive; ArchiveError (one line of text) when it is not a record."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ArchiveError(f"not JSON: {error}") from None
+    return from_dict(data)
+
+
+def from_dict(data: Any) -> ArchiveRecord:
+    if not isinstance(data, dict):
+        raise ArchiveError(f"not a JSON object but {type(data).__name__}")
+    if data.get("format") != FORMAT:
+        raise ArchiveError(f"format is {data.get('format')!r}, not {FORMAT!r}")
+    raw_attributes = data.get("attributes") or {}
+    if not isinstance(raw_attributes, dict):
+        raise ArchiveError("attributes is not an object")
+    return ArchiveRecord(
+        message_id=_text(data, "message_id", required=True) or "",
+        body=_text(data, "body", required=True, empty=True) or "",
+        attributes={name: _attribute(name, v) for name, v in raw_attributes.items()},
+        message_group_id=_text(data, "message_group_id"),
+        message_deduplication_id=_text(data, "message_deduplication_id"),
+        aws_trace_header=_text(data, "aws_trace_header"),
+        receive_count=_integer(data, "receive_count"),
+        sent_timestamp=_integer(data, "sent_timestamp"),
+    )
+
+
+def _attribute_dict(value: Attribute) -> dict[str, str]:
+    if value.binary_value is not None:
+        return {
+            "DataType": value.data_type,
+            "BinaryValue": base64.b64encode(value.binary_value).decode("ascii"),
+        }
+    return {"DataType": value.data_type, "StringValue": value.string_value or ""}
+
+
+def _attribute(name: str, item: Any) -> Attribute:
+    where = f"attribute {name!r}"
+    if not isinstance(item, dict):
+        raise ArchiveError(f"{where} is not an object")
+    data_type = item.get("DataType")
+    if not isinstance(data_type, str) or data_type.split(".", 1)[0] not in _BASE_TYPES:
+        raise ArchiveError(f"{where}: DataType {data_type!r} is not String, Number or Binary")
+    if data_type.startswith("Binary"):
+        encoded = item.get("BinaryValue")
+        if not isinstance(encoded, str):
+            raise ArchiveError(f"{where}: a {data_type} attribute needs a base64 BinaryValue")
+        try:
+            return Attribute(data_type, binary_value=base64.b64decode(encoded, validate=True))
+        except (binascii.Error, ValueError):
+            raise ArchiveError(f"{where}: BinaryValue is not valid base64") from None
+    text = item.get("StringValue")
+    if not isinstance(text, str):
+        raise ArchiveError(f"{where}: a {data_type} attribute needs a StringValue string")
+    return Attribute(data_type, string_value=text)
+
+
+def _text(
+    data: dict[str, Any], key: str, *, required: bool = False, empty: bool = False
+) -> str | None:
+    value = data.get(key)
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or (not value and not empty):
+        wanted = "a string" if empty else "a non-empty string"
+        raise ArchiveError(f"{key} is {json.dumps(value)[:40]}, not {wanted}")
+    return str(value)
+
+
+def _integer(data: dict[str, Any], key: str) -> int | None:
+    value = data.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ArchiveError(f"{key} is {json.dumps(value)[:40]}, not an integer")
+    return value
