@@ -114,12 +114,13 @@ DAY = 86_400
 
 
 @pytest.mark.parametrize(
-    ("retention", "age", "expires_in", "warning"),
+    ("retention", "age", "expires_in", "warning", "cell"),
     [
-        (14 * DAY, 10 * DAY, 4 * DAY, False),
-        (14 * DAY, 13 * DAY, DAY, False),  # exactly a day left: not yet
-        (14 * DAY, 13 * DAY + 1, DAY - 1, True),
-        (4 * DAY, 5 * DAY, 0, True),  # past due, as far as a late metric tells
+        (14 * DAY, 10 * DAY, 4 * DAY, False, "4d"),
+        (14 * DAY, 13 * DAY, DAY, False, "1d"),  # exactly a day left: not yet
+        (14 * DAY, 13 * DAY + 1, DAY - 1, True, "23h 59m !"),
+        (14 * DAY, 13 * DAY + 3_000, 23 * 3_600 + 600, True, "23h 10m !"),
+        (4 * DAY, 5 * DAY, 0, True, "0s !"),  # past due, as far as a late metric tells
     ],
 )
 def test_status_shows_when_the_oldest_message_expires_and_warns_under_a_day(
@@ -131,6 +132,7 @@ def test_status_shows_when_the_oldest_message_expires_and_warns_under_a_day(
     age: int,
     expires_in: int,
     warning: bool,
+    cell: str,
 ) -> None:
     sqs.set_queue_attributes(
         QueueUrl=queues.operator, Attributes={"MessageRetentionPeriod": str(retention)}
@@ -149,13 +151,81 @@ def test_status_shows_when_the_oldest_message_expires_and_warns_under_a_day(
     warnings = [note for note in result.json()["notes"] if note.startswith("WARNING")]
     assert len(warnings) == int(warning)
     table = run_cli(capsys, "status", *queues.options())
-    operator_row = next(line for line in table.out.splitlines() if "orders-operator" in line)
-    assert ("!" in operator_row) is warning
-    if warning:
-        assert "WARNING: the oldest message in the operator queue orders-operator expires in" in (
-            table.out
-        )
-        assert "redrive it now" in table.out
+    assert _cells(table.out, "orders-operator")[6] == cell
+    assert ("WARNING" in table.out) is warning
+
+
+def test_status_expires_in_column_sits_between_oldest_and_redrive(
+    capsys: pytest.CaptureFixture[str],
+    sqs: SQSClient,
+    queues: Queues,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    sqs.set_queue_attributes(
+        QueueUrl=queues.dlq, Attributes={"MessageRetentionPeriod": str(7 * DAY)}
+    )
+    _with_cloudwatch(monkeypatch, _CloudWatch({"orders-dlq": 2 * DAY + 5_400.0}))
+
+    result = run_cli(capsys, "status", *queues.options())
+
+    assert result.code == 0, result
+    header = _cells(result.out, "in flight")
+    assert header[5:8] == ["oldest", "expires in", "redrive"]
+    assert _cells(result.out, "orders-dlq")[5:8] == [
+        "2d 1h",
+        "4d 22h",
+        "-> operator after 10 receives",
+    ]
+    # no datapoint: neither age nor expiry is known
+    assert _cells(result.out, "orders-operator")[5:8] == ["-", "-", "-"]
+    footnote = " ".join(result.out.split())
+    assert "'expires in' is the queue's retention minus that age, '-' when unknown" in footnote
+    assert "WARNING" not in result.out
+
+
+def test_status_warns_once_per_queue_whose_oldest_message_expires_within_a_day(
+    capsys: pytest.CaptureFixture[str],
+    sqs: SQSClient,
+    queues: Queues,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    sqs.set_queue_attributes(
+        QueueUrl=queues.operator, Attributes={"MessageRetentionPeriod": str(14 * DAY)}
+    )
+    ages = {"orders-operator": 14 * DAY - 18_600.0, "orders-dlq": 4 * DAY - 60.0}
+    _with_cloudwatch(monkeypatch, _CloudWatch(ages))
+
+    result = run_cli(capsys, "status", *queues.options(), "--json")
+
+    operator_warning = (
+        "WARNING: the oldest message in the operator queue orders-operator expires in 5h 10m "
+        "(retention 14d): move or export it now: dlq-replay redrive (to the main queue) or "
+        "dlq-replay export operator --file PATH (an archive that does not expire)"
+    )
+    dlq_warning = (
+        "WARNING: the oldest message in the dlq queue orders-dlq expires in 1m (retention 4d): "
+        "is the replay running (event source above)? else move or export it now: dlq-replay "
+        "redrive --from dlq or dlq-replay export dlq --file PATH (an archive that does not expire)"
+    )
+    report = result.json()
+    assert report["notes"] == [dlq_warning, operator_warning]  # in the order of the table
+    rows = {q["role"]: q for q in report["queues"]}
+    assert rows["operator"]["expires_in_seconds"] == 18_600
+    assert rows["dlq"]["expires_in_seconds"] == 60
+    assert [rows[role]["expiry_warning"] for role in ("main", "dlq", "operator")] == [
+        False,
+        True,
+        True,
+    ]
+    table = run_cli(capsys, "status", *queues.options())
+    lines = table.out.splitlines()
+    assert lines[-2:] == [dlq_warning, operator_warning]  # after the table, one line each
+
+
+def _cells(table: str, marker: str) -> list[str]:
+    """The cells of the table row that contains `marker`, stripped."""
+    row = next(line for line in table.splitlines() if marker in line)
+    return [cell.strip() for cell in row.strip("│┃ ").replace("┃", "│").split("│")]
 
 
 def test_status_without_queues_is_a_usage_error(

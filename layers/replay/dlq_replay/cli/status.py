@@ -50,7 +50,7 @@ def run_status(args: argparse.Namespace) -> int:
     table = Table(title=_title(deployment), title_justify="left")
     table.add_column("queue", no_wrap=True, min_width=8)
     table.add_column("name", no_wrap=True)
-    for column in ("visible", "in flight", "delayed", "oldest"):
+    for column in ("visible", "in flight", "delayed", "oldest", "expires in"):
         table.add_column(column, justify="right", no_wrap=True)
     table.add_column("redrive", no_wrap=True)
     roles = {queue.queue.arn: queue.role for queue in result.queues}
@@ -66,48 +66,58 @@ def run_status(args: argparse.Namespace) -> int:
             str(queue.depth.visible),
             str(queue.depth.in_flight),
             str(queue.depth.delayed),
-            _oldest_cell(queue),
+            "-" if queue.oldest_age_seconds is None else duration(queue.oldest_age_seconds),
+            _expires_cell(queue),
             wiring,
         )
     console.print(table)
     console.print(_event_source_line(result.event_source))
-    for warning in expiry_warnings(result):
-        console.print(warning)
     if result.age_note:
         console.print(result.age_note)
     console.print(
         "Counters are approximate (about a minute behind); 'oldest' is CloudWatch's "
-        "ApproximateAgeOfOldestMessage, '-' when SQS has not reported it; '(left)' is the "
-        "queue's retention minus that age."
+        "ApproximateAgeOfOldestMessage, '-' when SQS has not reported it; 'expires in' is the "
+        "queue's retention minus that age, '-' when unknown, '!' under a day."
     )
+    for warning in expiry_warnings(result):
+        console.print(warning, soft_wrap=True)  # one line each, for grep
     return EXIT_OK
 
 
-def _oldest_cell(queue: ops.QueueStatus) -> str:
-    """The oldest message's age and, in brackets, the time left before SQS deletes it."""
-    if queue.oldest_age_seconds is None or queue.expires_in_seconds is None:
+def _expires_cell(queue: ops.QueueStatus) -> str:
+    """Time left before SQS deletes the oldest message; marked `!` under a day."""
+    if queue.expires_in_seconds is None:
         return "-"
-    cell = f"{duration(queue.oldest_age_seconds)} ({duration(queue.expires_in_seconds)} left)"
-    return f"{cell} !" if queue.expiry_warning else cell
+    left = _left(queue.expires_in_seconds)
+    return f"{left} !" if queue.expiry_warning else left
+
+
+def _left(seconds: float) -> str:
+    # Truncated, not rounded: 23h 59m 59.6s left must not read as "1d".
+    return duration(int(seconds))
 
 
 def expiry_warnings(result: ops.Status) -> list[str]:
-    """One line per queue whose oldest message SQS deletes within a day."""
+    """One line per queue whose oldest message SQS deletes within a day, with what to do."""
     return [
         f"WARNING: the oldest message in the {queue.role} queue {queue.queue.name} expires in "
-        f"{duration(queue.expires_in_seconds or 0)} (retention "
-        f"{duration(queue.queue.retention_seconds)}): {_EXPIRY_ADVICE.get(queue.role, _MOVE_IT)}"
-        for queue in result.queues
-        if queue.expiry_warning
+        f"{_left(queue.expires_in_seconds or 0.0)} (retention "
+        f"{duration(queue.queue.retention_seconds)}): {_expiry_advice(queue.role)}"
+        for queue in result.expiring
     ]
 
 
-_MOVE_IT = "move it to a queue that keeps it longer."
-_EXPIRY_ADVICE = {
-    "operator": "redrive it now (dlq-replay redrive) or " + _MOVE_IT,
-    "dlq": "is the replay running? (event source above); else dlq-replay redrive --from dlq.",
-    "main": "the consumer is not draining the queue.",
-}
+def _expiry_advice(role: str) -> str:
+    # An export is a file SQS cannot expire; a redriven message starts on the main queue.
+    export = f"dlq-replay export {role} --file PATH (an archive that does not expire)"
+    if role == "operator":
+        return f"move or export it now: dlq-replay redrive (to the main queue) or {export}"
+    if role == "dlq":
+        return (
+            "is the replay running (event source above)? else move or export it now: "
+            f"dlq-replay redrive --from dlq or {export}"
+        )
+    return "the consumer is not draining the queue"
 
 
 def _title(deployment: ops.Deployment) -> str:

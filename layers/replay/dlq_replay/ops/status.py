@@ -31,15 +31,25 @@ class QueueStatus:
     def expires_in_seconds(self) -> float | None:
         """Time until SQS deletes the oldest message (its retention minus its age); None when
         CloudWatch reported no age."""
-        if self.oldest_age_seconds is None:
-            return None
-        return max(0.0, self.queue.retention_seconds - self.oldest_age_seconds)
+        return seconds_until_expiry(self.queue.retention_seconds, self.oldest_age_seconds)
 
     @property
     def expiry_warning(self) -> bool:
-        """The oldest message expires within EXPIRY_WARNING_SECONDS: move or export it now."""
-        expires_in = self.expires_in_seconds
-        return expires_in is not None and expires_in < EXPIRY_WARNING_SECONDS
+        """The oldest message expires within EXPIRY_WARNING_SECONDS: move it now."""
+        return expiry_warning(self.expires_in_seconds)
+
+
+def seconds_until_expiry(retention_seconds: int, age_seconds: float | None) -> float | None:
+    """Retention minus age, never below 0 (a late metric may lag a deletion); None when the
+    age is unknown: unknown is not "fine"."""
+    if age_seconds is None:
+        return None
+    return max(0.0, retention_seconds - age_seconds)
+
+
+def expiry_warning(expires_in_seconds: float | None) -> bool:
+    """Known and under EXPIRY_WARNING_SECONDS (exactly a day left is not yet a warning)."""
+    return expires_in_seconds is not None and expires_in_seconds < EXPIRY_WARNING_SECONDS
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +72,11 @@ class Status:
     queues: tuple[QueueStatus, ...]
     event_source: EventSourceStatus | None
     age_note: str | None = None  # why ages are missing, when CloudWatch could not be read
+
+    @property
+    def expiring(self) -> tuple[QueueStatus, ...]:
+        """The queues whose oldest message SQS deletes within EXPIRY_WARNING_SECONDS."""
+        return tuple(queue for queue in self.queues if queue.expiry_warning)
 
 
 def status(
