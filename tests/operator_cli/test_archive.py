@@ -27,6 +27,7 @@ from .support import (
     depth,
     make_queues,
     park,
+    queue_arn,
     run_cli,
     string,
 )
@@ -467,15 +468,64 @@ def test_malformed_lines_are_failed_records_with_their_line_numbers(
     assert "failed: line 2: not JSON" in human.out
 
 
-def test_import_to_source_is_refused(
-    capsys: pytest.CaptureFixture[str], queues: Queues, tmp_path: Path
+def test_import_to_source_sends_each_record_to_the_queue_it_names(
+    capsys: pytest.CaptureFixture[str], sqs: SQSClient, queues: Queues, tmp_path: Path
 ) -> None:
-    archive = tmp_path / "parked.jsonl"
-    archive.write_text("")
+    payments = make_queues(sqs, "payments")
+    gone = queue_arn(sqs, queues.main).replace("orders-main", "deleted-queue")
+
+    def line(message_id: str, source: str | None) -> str:
+        record = {"format": "dlq-replay/1", "message_id": message_id, "body": message_id}
+        return json.dumps(record | ({"source_arn": source} if source else {}))
+
+    archive = tmp_path / "edited.jsonl"
+    archive.write_text(
+        "\n".join(
+            [
+                line("to-orders", queue_arn(sqs, queues.main)),
+                line("to-payments", queue_arn(sqs, payments.main)),
+                line("no-source", None),
+                line("source-gone", gone),
+            ]
+        )
+    )
 
     result = import_(capsys, queues, str(archive), "--to", "source")
 
-    assert_one_line_error(result, 2, "--to source", "no source queue")
+    assert result.code == 1, result
+    tally = result.json()
+    assert (tally["read"], tally["sent"], tally["failed"], tally["destination"]) == (
+        4,
+        2,
+        2,
+        "source",
+    )
+    assert [(f["line"], f["reason"]) for f in tally["failures"]] == [
+        (3, "no-source-queue: the record names no source queue"),
+        (4, "no-source-queue: not found"),
+    ]
+    assert [m["Body"] for m in drain(sqs, queues.main)] == ["to-orders"]
+    assert [m["Body"] for m in drain(sqs, payments.main)] == ["to-payments"]
+
+
+@pytest.mark.localstack_only(reason="moto does not set DeadLetterQueueSourceArn")
+def test_a_dead_lettered_message_goes_back_to_its_source_queue(
+    capsys: pytest.CaptureFixture[str], sqs: SQSClient, tmp_path: Path
+) -> None:
+    queues = make_queues(sqs, "shared", main_max_receive_count=1)
+    sqs.send_message(QueueUrl=queues.main, MessageBody="failed once")
+    sqs.receive_message(QueueUrl=queues.main, VisibilityTimeout=0)
+    sqs.receive_message(QueueUrl=queues.main, WaitTimeSeconds=1)  # SQS dead-letters it here
+    archive = tmp_path / "dlq.jsonl"
+
+    exported = export(capsys, queues, "dlq", "--file", str(archive), "--delete")
+
+    assert exported.code == 0, exported
+    [record] = records(archive)
+    assert record["source_arn"] == queue_arn(sqs, queues.main)
+    imported = import_(capsys, queues, str(archive), "--to", "source")
+    assert imported.code == 0, imported
+    assert [m["Body"] for m in drain(sqs, queues.main)] == ["failed once"]
 
 
 def test_export_needs_a_file_or_an_s3_uri(

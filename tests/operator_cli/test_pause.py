@@ -252,3 +252,20 @@ def test_start_paused_on_the_deployed_template_then_resume(
     assert resumed.code == 0, resumed
     assert "on the DLQ is Enabled (was Disabled)" in resumed.out
     assert run_cli(capsys, "status", "--stack", "shop", "--json").json()["event_source"]["enabled"]
+
+
+def test_until_failing_warns_while_the_replay_takes_messages_off_the_dlq(
+    capsys: pytest.CaptureFixture[str], cfn: CloudFormationClient, lam: LambdaClient
+) -> None:
+    deploy(cfn, "shop")
+    argv = ("redrive", "--stack", "shop", "--until-failing", "--wait-seconds", "0")
+
+    running = run_cli(capsys, *argv)
+
+    assert running.code == 0, running
+    assert "is taking messages off shop-DeadLetterQueue" in running.err
+    assert "run `dlq-replay pause` first" in running.err
+    run_cli(capsys, "pause", "--stack", "shop")
+    paused = run_cli(capsys, *argv)
+    assert paused.code == 0, paused
+    assert "is taking messages off" not in paused.err

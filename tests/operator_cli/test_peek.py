@@ -126,6 +126,28 @@ def test_peek_with_a_selection_shows_only_the_selected_and_gives_every_message_b
     assert depth(sqs, queues.operator) == (16, 0)  # every message visible again at once
 
 
+def test_peek_selects_by_park_reason(
+    capsys: pytest.CaptureFixture[str], sqs: SQSClient, queues: Queues
+) -> None:
+    park(sqs, queues.operator, ["a1", "a2"], reason="max-attempts")
+    park(sqs, queues.operator, ["r1"], reason="rejected")
+    park(sqs, queues.operator, ["c1"], reason="consumer:bad-vat")
+    park(sqs, queues.operator, ["n1"], reason=None)
+    argv = ("peek", "operator", *queues.options(), *NO_WAIT, "--body", "--json")
+
+    def bodies(*reasons: str) -> list[str]:
+        options = [f"--filter-reason={reason}" for reason in reasons]
+        result = run_cli(capsys, *argv, *options)
+        assert result.code == 0, result
+        return sorted(m["body"] for m in result.json()["messages"])
+
+    assert bodies("rejected", "none") == ["n1", "r1"]
+    assert bodies("consumer:bad-vat") == ["c1"]
+    assert bodies("max-attempts") == ["a1", "a2"]
+    assert depth(sqs, queues.operator) == (5, 0)
+    assert_one_line_error(run_cli(capsys, *argv, "--filter-reason", "typo"), 2, "typo")
+
+
 def test_peek_an_empty_queue(
     capsys: pytest.CaptureFixture[str], sqs: SQSClient, queues: Queues
 ) -> None:

@@ -481,10 +481,18 @@ def test_mode_choice(sqs: SQSClient, queues: Queues) -> None:
     assert ops.choose_mode(sqs, plain, client_side=True)[0] is ops.MoveMode.CLIENT
     for rewrite in (
         ops.RedriveRequest(source=operator, destination=main, reset_count=True),
-        ops.RedriveRequest(source=operator, destination=main, reasons=frozenset({"rejected"})),
+        ops.RedriveRequest(
+            source=operator,
+            destination=main,
+            selector=ops.Selector(reasons=frozenset({"rejected"})),
+        ),
         ops.RedriveRequest(source=operator, destination=main, limit=3),
     ):
         assert ops.choose_mode(sqs, rewrite, client_side=False)[0] is ops.MoveMode.CLIENT
+    by_reason = ops.RedriveRequest(
+        source=operator, destination=main, selector=ops.Selector(reasons=frozenset({"rejected"}))
+    )
+    assert ops.choose_mode(sqs, by_reason, client_side=False)[1].startswith("--filter-reason:")
     # an operator queue that is no queue's DLQ (existing-queue mode): StartMessageMoveTask
     # would refuse it
     lone = sqs.create_queue(QueueName="lone-operator")["QueueUrl"]

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from dlq_replay.core import attributes
 from dlq_replay.ops.select import (
+    NO_REASON,
     Selector,
     Where,
     compile_match,
@@ -89,9 +90,22 @@ def test_jmespath_match_on_json_bodies_only() -> None:
     assert selects(empty, '{"items": [1]}')
 
 
+def test_park_reasons_including_none() -> None:
+    reason = "dlq-replay-park-reason"
+    selector = Selector(reasons=frozenset({"rejected", NO_REASON}))
+    assert not selector.empty
+    assert selects(selector, **{reason: {"DataType": "String", "StringValue": "rejected"}})
+    assert selects(selector)  # no park reason at all
+    assert not selects(selector, **{reason: {"DataType": "String", "StringValue": "max-age"}})
+
+
 def test_bad_expressions_are_value_errors() -> None:
     with pytest.raises(ValueError, match="not a JMESPath expression"):
         compile_match("order.[")
+    # jmespath's own message spans three lines; an error line of the CLI is one.
+    with pytest.raises(ValueError, match=r"^[^\n]*$") as raised:
+        compile_match("total >")
+    assert str(raised.value) == "not a JMESPath expression at position 7: Incomplete expression"
     with pytest.raises(ValueError, match="not a regular expression"):
         compile_regex("(")
 

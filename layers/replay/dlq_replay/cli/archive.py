@@ -16,9 +16,9 @@ from dlq_replay.cli.deployment import (
     resolve_target,
 )
 from dlq_replay.cli.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CommandError, operator_command
-from dlq_replay.cli.options import BUDGET_HELP, Subparsers, int_between, positive_number
+from dlq_replay.cli.options import BUDGET_HELP, Subparsers, int_between
 from dlq_replay.cli.output import make_console, note, plural, print_json, progress_bars
-from dlq_replay.cli.redrive import add_reason_option
+from dlq_replay.cli.pacing import add_pace_options, pace_line, until_failing_from
 from dlq_replay.cli.selection import add_selection_options, selector_from
 from dlq_replay.ops.archive import FORMAT
 from dlq_replay.ops.depth import queue_depth
@@ -64,7 +64,6 @@ def _register_export(subparsers: Subparsers) -> None:
         help="also (or, without --file, only) PUT the archive to this S3 object",
     )
     parser.add_argument("--limit", type=int_between(1, 1_000_000), help="export at most N messages")
-    add_reason_option(parser, "export")
     parser.add_argument(
         "--delete",
         action="store_true",
@@ -101,8 +100,8 @@ def _register_import(subparsers: Subparsers) -> None:
         dest="destination",
         required=True,
         metavar="QUEUE",
-        help="main, operator, dlq, or a queue URL (records carry no source queue, so "
-        "`source` is refused)",
+        help="main, operator, dlq, source (each record's source_arn: the queue SQS "
+        "dead-lettered it from; a record without one fails), or a queue URL",
     )
     parser.add_argument(
         "--reset-count",
@@ -110,9 +109,7 @@ def _register_import(subparsers: Subparsers) -> None:
         help="start the replay count again (leave the count attribute out)",
     )
     add_count_attribute_option(parser)
-    parser.add_argument(
-        "--rate", type=positive_number, metavar="PER_SEC", help="messages per second at most"
-    )
+    add_pace_options(parser)
     add_operator_options(parser, run_import)
 
 
@@ -129,7 +126,6 @@ def run_export(args: argparse.Namespace) -> int:
         path=args.file,
         s3=args.s3_uri,
         limit=args.limit,
-        reasons=frozenset(args.reasons or ()),
         selector=selector_from(args),
         delete=args.delete,
         hide_seconds=args.hide_seconds,
@@ -164,27 +160,27 @@ def run_export(args: argparse.Namespace) -> int:
 
 @operator_command
 def run_import(args: argparse.Namespace) -> int:
-    if args.destination == "source":
-        raise CommandError(
-            "--to source: archive records carry no source queue; name main, operator, dlq or "
-            "a queue URL",
-            EXIT_USAGE,
-        )
     if not args.path.is_file():
         raise CommandError(f"{args.path}: no such file", EXIT_USAGE)
     target = resolve_target(args)
-    destination = ops.queue_info(target.sqs, target.queue(args.destination, "--to"))
+    destination = (
+        None
+        if args.destination == "source"
+        else ops.queue_info(target.sqs, target.queue(args.destination, "--to"))
+    )
     request = ops.ImportRequest(
         path=args.path,
         destination=destination,
         reset_count=args.reset_count,
         count_attribute=target.count_attribute() if args.reset_count else "",
         rate=args.rate,
+        until_failing=until_failing_from(args, target, None, destination),
     )
     latest = ops.ImportTally()
     try:
         with progress_bars(args) as progress:
-            bar = progress.add_task(f"importing into {destination.name}", total=None)
+            into = destination.name if destination else "their source queues"
+            bar = progress.add_task(f"importing into {into}", total=None)
 
             def show(tally: ops.ImportTally) -> None:
                 nonlocal latest
@@ -199,10 +195,12 @@ def run_import(args: argparse.Namespace) -> int:
             f"interrupted after {plural(latest.sent, 'message')} sent; rerun to continue "
             f"({request.progress_path} lists what was sent)"
         ) from None
+    if tally.stopped:
+        note(tally.stopped)
     if args.json:
         print_json(
             {
-                "destination": destination.url,
+                "destination": destination.url if destination else "source",
                 "progress_file": str(request.progress_path),
                 **asdict(tally),
                 "adds_up": tally.adds_up,
@@ -210,7 +208,7 @@ def run_import(args: argparse.Namespace) -> int:
         )
     else:
         _print_import(tally, request)
-    return EXIT_FAILED if tally.failed else EXIT_OK
+    return EXIT_FAILED if tally.failed or tally.stopped else EXIT_OK
 
 
 def _file_error(error: OSError, then: str) -> str:
@@ -247,7 +245,8 @@ def _print_import(tally: ops.ImportTally, request: ops.ImportRequest) -> None:
     from rich.table import Table
 
     console = make_console()
-    console.print(f"{request.path} -> {request.destination.name}")
+    into = request.destination.name if request.destination else "their source queues"
+    console.print(f"{request.path} -> {into}")
     table = Table()
     table.add_column("records")
     table.add_column("count", justify="right")
@@ -264,5 +263,7 @@ def _print_import(tally: ops.ImportTally, request: ops.ImportRequest) -> None:
             + (f" ({failure.message_id})" if failure.message_id else "")
             + f": {failure.reason}"
         )
-    if tally.failed:
+    if tally.pace is not None:
+        console.print(pace_line(tally.pace))
+    if tally.failed or tally.stopped:
         console.print(f"fix or wait, then rerun: {request.progress_path} lists what was sent")

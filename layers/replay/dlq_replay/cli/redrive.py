@@ -20,39 +20,12 @@ from dlq_replay.cli.errors import (
 )
 from dlq_replay.cli.options import BUDGET_HELP, Subparsers, int_between, positive_number
 from dlq_replay.cli.output import make_console, note, plural, print_json, progress_bars
+from dlq_replay.cli.pacing import add_pace_options, pace_line, until_failing_from
 from dlq_replay.cli.selection import add_selection_options, selector_from
-from dlq_replay.core.decision import ParkReason
-from dlq_replay.core.failure import CONSUMER_REASON, CONSUMER_REASON_PREFIX
 from dlq_replay.ops.depth import queue_depth
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
-
-
-def park_reason(text: str) -> str:
-    """argparse type: a reason the replay writes, a consumer's `consumer:<reason>`, or none."""
-    consumer = text.removeprefix(CONSUMER_REASON_PREFIX)
-    if text in {*(r.value for r in ParkReason), ops.NO_REASON} or (
-        consumer != text and CONSUMER_REASON.fullmatch(consumer)
-    ):
-        return text
-    choices = ", ".join([*(r.value for r in ParkReason), "consumer:<reason>", ops.NO_REASON])
-    raise argparse.ArgumentTypeError(f"{text!r} is not a park reason ({choices})")
-
-
-def add_reason_option(parser: argparse.ArgumentParser, verb: str) -> None:
-    """`--filter-reason REASON` (repeatable), into `args.reasons`; `verb` says what it does."""
-    reasons = [r.value for r in ParkReason]
-    parser.add_argument(
-        "--filter-reason",
-        dest="reasons",
-        action="append",
-        type=park_reason,
-        metavar="REASON",
-        help=f"{verb} only messages parked for REASON (repeatable): {', '.join(reasons)}, "
-        f"consumer:<reason> (parked by a consumer's ParkMessage), or {ops.NO_REASON} for "
-        "messages without a park reason (moved by SQS's safety net)",
-    )
 
 
 def register(subparsers: Subparsers) -> None:
@@ -91,9 +64,7 @@ def register(subparsers: Subparsers) -> None:
     parser.add_argument(
         "--limit", type=int_between(1, 1_000_000), help="move at most N messages (client-side)"
     )
-    parser.add_argument(
-        "--rate", type=positive_number, metavar="PER_SEC", help="messages per second at most"
-    )
+    add_pace_options(parser)
     parser.add_argument(
         "--concurrency",
         type=int_between(1, ops.MAX_CONCURRENCY),
@@ -113,7 +84,6 @@ def register(subparsers: Subparsers) -> None:
         help="copy mode: send the copies and leave the originals where they are (made "
         "visible again when the run ends); client-side. A rerun copies them again",
     )
-    add_reason_option(parser, "move")
     parser.add_argument(
         "--dry-run", action="store_true", help="count what would move; move nothing"
     )
@@ -162,13 +132,13 @@ def run_redrive(args: argparse.Namespace) -> int:
         reset_count=args.reset_count,
         keep=args.keep,
         concurrency=args.concurrency,
-        reasons=frozenset(args.reasons or ()),
         selector=selector_from(args),
         dry_run=args.dry_run,
         count_attribute=target.count_attribute() if args.reset_count else "",
         hide_seconds=args.hide_seconds,
         wait_seconds=args.wait_seconds,
         reserve=args.reserve,
+        until_failing=until_failing_from(args, target, source, destination),
     )
     mode, why = ops.choose_mode(sqs, request, client_side=args.client_side)
     if not args.json:
@@ -281,7 +251,7 @@ def redrive_json(tally: ops.RedriveTally, request: ops.RedriveRequest) -> dict[s
         "destination": request.destination.url if request.destination else "source",
         "reset_count": request.reset_count,
         "keep": request.keep,
-        "filter_reasons": sorted(request.reasons),
+        "filter_reasons": sorted(request.selector.reasons),
         **asdict(tally),
         "adds_up": tally.adds_up,
     }
@@ -320,5 +290,7 @@ def _print_tally(tally: ops.RedriveTally, request: ops.RedriveRequest) -> None:
     console.print(table)
     if tally.dry_run:
         console.print("dry run: nothing was sent or deleted")
+    if tally.pace is not None:
+        console.print(pace_line(tally.pace))
     if tally.failed:
         console.print("failed messages are still in the source queue: rerun to retry them")

@@ -1,4 +1,5 @@
-"""The selection options shared by `peek` and `redrive`: which messages a command takes.
+"""The selection options shared by `peek`, `redrive` and `export`: which messages a command
+takes.
 
 Every value is checked by the parser (a bad JMESPath expression, regex, duration or
 name=value is a usage error naming the option), so a run never starts on a typo.
@@ -10,7 +11,10 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
+from dlq_replay.core.decision import ParkReason
+from dlq_replay.core.failure import CONSUMER_REASON, CONSUMER_REASON_PREFIX
 from dlq_replay.ops.select import (
+    NO_REASON,
     Selector,
     Where,
     compile_match,
@@ -30,10 +34,37 @@ def _checked(parse: Callable[[str], Any], what: str) -> Callable[[str], Any]:
     return convert
 
 
+def park_reason(text: str) -> str:
+    """argparse type: a reason the replay writes, a consumer's `consumer:<reason>`, or none."""
+    consumer = text.removeprefix(CONSUMER_REASON_PREFIX)
+    if text in {*(r.value for r in ParkReason), NO_REASON} or (
+        consumer != text and CONSUMER_REASON.fullmatch(consumer)
+    ):
+        return text
+    choices = ", ".join([*(r.value for r in ParkReason), "consumer:<reason>", NO_REASON])
+    raise argparse.ArgumentTypeError(f"{text!r} is not a park reason ({choices})")
+
+
+def _add_reason_option(group: argparse._ArgumentGroup) -> None:
+    """`--filter-reason REASON` (repeatable), into `args.reasons`."""
+    reasons = [r.value for r in ParkReason]
+    group.add_argument(
+        "--filter-reason",
+        dest="reasons",
+        action="append",
+        type=park_reason,
+        metavar="REASON",
+        help=f"only messages parked for REASON (repeatable): {', '.join(reasons)}, "
+        f"consumer:<reason> (parked by a consumer's ParkMessage), or {NO_REASON} for "
+        "messages without a park reason (moved by SQS's safety net)",
+    )
+
+
 def add_selection_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group(
         "selection (all given conditions must hold; messages not selected are given back at once)"
     )
+    _add_reason_option(group)
     group.add_argument(
         "--group",
         dest="groups",
@@ -78,6 +109,7 @@ def add_selection_options(parser: argparse.ArgumentParser) -> None:
 
 def selector_from(args: argparse.Namespace) -> Selector:
     return Selector(
+        reasons=frozenset(args.reasons or ()),
         groups=frozenset(args.groups or ()),
         where=tuple(args.where or ()),
         match=args.match,

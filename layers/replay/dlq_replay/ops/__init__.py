@@ -14,9 +14,9 @@ options and printing live in `dlq_replay.cli`. Two SQS facts shape it:
 
 One module per concern: `stack` (finding a deployment), `queues`, `depth`, `draining`,
 `status`, `pause` (the event source on and off), `receiving`, `peek`, `redrive` (`clientmove`
-for its client-side move), `movetask`, `plan`, `archive` (the JSON Lines records of `export`
-and `import`), `export`, `importing`; the public names of those the CLI uses are re-exported
-here.
+for its client-side move, `pacing` for its speed and `--until-failing`), `movetask`, `plan`,
+`archive` (the JSON Lines records of `export` and `import`), `export`, `importing`; the public
+names of those the CLI uses are re-exported here.
 """
 
 from dlq_replay.ops.archive import ArchiveError, ArchiveRecord
@@ -30,6 +30,13 @@ from dlq_replay.ops.movetask import (
     latest_move_task,
     start_move_task,
     wait_move_task,
+)
+from dlq_replay.ops.pacing import (
+    DEFAULT_ADAPTIVE_RATE,
+    PaceReport,
+    UntilFailing,
+    failure_delay,
+    watched_dlq,
 )
 from dlq_replay.ops.pause import PauseResult, set_event_source, wait_for_state
 from dlq_replay.ops.peek import PeekedMessage, PeekResult, peek
@@ -46,7 +53,6 @@ from dlq_replay.ops.receiving import (
 from dlq_replay.ops.redrive import (
     DEFAULT_CONCURRENCY,
     MAX_CONCURRENCY,
-    NO_REASON,
     FailReason,
     MoveMode,
     RedriveRequest,
@@ -55,7 +61,7 @@ from dlq_replay.ops.redrive import (
     choose_mode,
     plan_copy,
 )
-from dlq_replay.ops.select import Selector, Where
+from dlq_replay.ops.select import NO_REASON, Selector, Where
 from dlq_replay.ops.stack import (
     QUEUE_ROLES,
     STACK_OUTPUTS,
@@ -74,6 +80,7 @@ from dlq_replay.ops.status import (
 )
 
 __all__ = [
+    "DEFAULT_ADAPTIVE_RATE",
     "DEFAULT_CONCURRENCY",
     "MAX_CONCURRENCY",
     "MAX_MOVE_RATE",
@@ -95,6 +102,7 @@ __all__ = [
     "MoveMode",
     "MoveTask",
     "OpsError",
+    "PaceReport",
     "PauseResult",
     "PeekResult",
     "PeekedMessage",
@@ -108,6 +116,7 @@ __all__ = [
     "Selector",
     "SkipReason",
     "Status",
+    "UntilFailing",
     "Where",
     "backoff_plan",
     "budget_refusal",
@@ -116,6 +125,7 @@ __all__ = [
     "discover",
     "event_source_status",
     "export",
+    "failure_delay",
     "function_environment",
     "import_archive",
     "latest_move_task",
@@ -135,4 +145,5 @@ __all__ = [
     "status",
     "wait_for_state",
     "wait_move_task",
+    "watched_dlq",
 ]

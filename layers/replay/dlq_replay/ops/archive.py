@@ -2,14 +2,18 @@
 
 A record holds what it takes to send a parked message again exactly as it was: the body, every
 message attribute (Binary values base64, custom type suffixes such as `Binary.gzip` kept), the
-FIFO group and deduplication ids and the trace header; the receive count and `SentTimestamp`
-(epoch ms) are for the reader (`jq`), and `format` names this layout:
+FIFO group and deduplication ids and the trace header, and the queue SQS dead-lettered it
+from (`DeadLetterQueueSourceArn`, for `import --to source`); the receive count and
+`SentTimestamp` (epoch ms) are for the reader (`jq`), and `format` names this layout:
 
     {"format": "dlq-replay/1", "message_id": "...", "body": "...",
      "attributes": {"tenant": {"DataType": "String", "StringValue": "acme"},
                     "blob": {"DataType": "Binary.gzip", "BinaryValue": "H4sI..."}},
      "message_group_id": null, "message_deduplication_id": null, "aws_trace_header": null,
+     "source_arn": "arn:aws:sqs:eu-west-1:123456789012:orders",
      "receive_count": 2, "sent_timestamp": 1718000000000}
+
+`source_arn` was added within `dlq-replay/1`: a reader takes a record without it as `null`.
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ class ArchiveRecord:
     message_group_id: str | None = None
     message_deduplication_id: str | None = None
     aws_trace_header: str | None = None
+    source_arn: str | None = None  # SQS's DeadLetterQueueSourceArn: where it failed
     receive_count: int | None = None
     sent_timestamp: int | None = None  # epoch milliseconds, SQS's SentTimestamp
 
@@ -64,6 +69,7 @@ class ArchiveRecord:
             "message_group_id": self.message_group_id,
             "message_deduplication_id": self.message_deduplication_id,
             "aws_trace_header": self.aws_trace_header,
+            "source_arn": self.source_arn,
             "receive_count": self.receive_count,
             "sent_timestamp": self.sent_timestamp,
         }
@@ -108,6 +114,7 @@ def from_message(message: MessageTypeDef) -> ArchiveRecord | FailReason:
         message_group_id=system.get("MessageGroupId") or None,
         message_deduplication_id=system.get("MessageDeduplicationId") or None,
         aws_trace_header=system.get("AWSTraceHeader") or None,
+        source_arn=system.get("DeadLetterQueueSourceArn") or None,
         receive_count=receive_count_of(message),
         sent_timestamp=int(sent) if sent.isdigit() else None,
     )
@@ -137,6 +144,7 @@ def from_dict(data: Any) -> ArchiveRecord:
         message_group_id=_text(data, "message_group_id"),
         message_deduplication_id=_text(data, "message_deduplication_id"),
         aws_trace_header=_text(data, "aws_trace_header"),
+        source_arn=_text(data, "source_arn"),
         receive_count=_integer(data, "receive_count"),
         sent_timestamp=_integer(data, "sent_timestamp"),
     )

@@ -10,7 +10,6 @@ shared between threads.
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from collections import Counter
@@ -19,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from dlq_replay.core.messages import OutboundMessage
+from dlq_replay.ops.pacing import make_pace
 from dlq_replay.ops.receiving import ReceiveBudget, receive, release, usable_budget
 from dlq_replay.ops.redrive import (
     FailReason,
@@ -28,7 +28,6 @@ from dlq_replay.ops.redrive import (
     plan_copy,
 )
 from dlq_replay.sqs.sending import (
-    MAX_BATCH_ENTRIES,
     BatchSender,
     SendFailure,
     delete_messages,
@@ -88,11 +87,11 @@ class ClientMove:
         self.stopped: str | None = None
         self.not_released = 0
         self.source_urls: dict[str, str | None] = {}
-        self.started = clock()
-        self.sent_total = 0
-        rate = request.rate
-        self.batch_size = (
-            MAX_BATCH_ENTRIES if rate is None else max(1, min(MAX_BATCH_ENTRIES, math.floor(rate)))
+        self.pace, self.inflow = make_pace(sqs, request.rate, request.until_failing, clock)
+        # What the run deletes from the DLQ it watches is no arrival there.
+        self.deletes_from_watched = (
+            request.until_failing is not None
+            and request.until_failing.watched.url == request.source.url
         )
 
     def tally(self) -> RedriveTally:
@@ -106,6 +105,7 @@ class ClientMove:
             skips=dict(self.skips),
             stopped=self.stopped,
             not_released=self.not_released,
+            pace=self.pace.report(),
         )
 
     def run(self, on_progress: Callable[[RedriveTally], None] | None) -> RedriveTally:
@@ -155,10 +155,11 @@ class ClientMove:
 
     def _wanted(self) -> int:
         """How many messages the next receive asks for (0: the limit is reached)."""
+        batch_size = self.pace.batch_size
         if self.request.limit is None:
-            return self.batch_size
+            return batch_size
         handled = self.moved + sum(self.failures.values())
-        return min(self.batch_size, self.request.limit - handled - self.reserved)
+        return min(batch_size, self.request.limit - handled - self.reserved)
 
     def _receive(self, want: int) -> list[MessageTypeDef]:
         request = self.request
@@ -196,14 +197,11 @@ class ClientMove:
             self._move(copies)
 
     def _move(self, copies: Sequence[tuple[MessageTypeDef, OutboundMessage]]) -> None:
-        if self.request.rate is not None:
+        if not self._wait_for_slot(len(copies)):
+            # Stopped: not sent, so not counted as seen; given back with the rest at the end.
             with self.lock:
-                # Each batch takes its slot in the schedule: `rate` messages a second overall.
-                due = self.started + self.sent_total / self.request.rate
-                self.sent_total += len(copies)
-            pause = due - self.clock()
-            if pause > 0:
-                self.sleep(pause)
+                self.seen.difference_update(message["MessageId"] for message, _ in copies)
+            return
         failed = self.sender.send([copy for _, copy in copies])
         sent = [message for message, _ in copies if message["MessageId"] not in failed]
         if self.request.keep:
@@ -213,6 +211,8 @@ class ClientMove:
                 self.moved += len(sent)
             return
         not_deleted = set(delete_messages(self.sqs, self.request.source.url, sent))
+        if self.inflow is not None and self.deletes_from_watched:
+            self.inflow.removed(len(sent) - len(not_deleted))
         with self.lock:
             self._count_failures(failed.values())
             for message in sent:
@@ -221,6 +221,19 @@ class ClientMove:
                 else:
                     self.moved += 1
                     self.in_hand.pop(message["MessageId"], None)
+
+    def _wait_for_slot(self, count: int) -> bool:
+        """Wait for the pace's slot for `count` copies; False when the pace stopped the run
+        (before or while waiting)."""
+        pause = self.pace.admit(count)
+        if pause is not None and pause > 0:
+            self.sleep(pause)
+        if pause is None or self.pace.stopped is not None:
+            with self.lock:
+                self.stopped = self.stopped or self.pace.stopped
+            self.stop.set()
+            return False
+        return True
 
     def _count_failures(self, failures: Iterable[SendFailure]) -> None:
         for failure in failures:

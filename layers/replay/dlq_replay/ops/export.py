@@ -20,12 +20,11 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from dlq_replay.core import attributes
-from dlq_replay.core.decision import park_reason_of
 from dlq_replay.ops.archive import from_message
 from dlq_replay.ops.errors import OpsError
 from dlq_replay.ops.queues import QueueInfo
 from dlq_replay.ops.receiving import Receiving, usable_budget
-from dlq_replay.ops.redrive import NO_REASON, FailReason
+from dlq_replay.ops.redrive import FailReason
 from dlq_replay.ops.select import Selector
 from dlq_replay.sqs.sending import delete_messages
 
@@ -60,7 +59,6 @@ class ExportRequest:
     path: Path | None  # None: S3 only (the lines go through a temporary file)
     s3: S3Location | None = None
     limit: int | None = None
-    reasons: frozenset[str] = frozenset()  # empty: every park reason
     selector: Selector = field(default_factory=Selector)
     delete: bool = False
     hide_seconds: int = 120
@@ -150,10 +148,7 @@ class _Run:
     def selected(self, message: MessageTypeDef) -> bool:
         request = self.request
         values = attributes.from_sqs(message.get("MessageAttributes")).values
-        reason = park_reason_of(message.get("Body", ""), values) or NO_REASON
-        chosen = (not request.reasons or reason in request.reasons) and (
-            request.selector.empty or request.selector.matches(message, values, self.now())
-        )
+        chosen = request.selector.empty or request.selector.matches(message, values, self.now())
         self.filtered += not chosen
         return chosen
 

@@ -10,7 +10,6 @@ a rerun within SQS's five-minute window).
 
 from __future__ import annotations
 
-import math
 import os
 import time
 from collections import Counter
@@ -21,9 +20,10 @@ from typing import IO, TYPE_CHECKING
 
 from dlq_replay.core.messages import OutboundMessage
 from dlq_replay.ops.archive import ArchiveError, parse_line
-from dlq_replay.ops.queues import QueueInfo
-from dlq_replay.ops.redrive import FailReason
-from dlq_replay.sqs.sending import MAX_BATCH_ENTRIES, BatchSender
+from dlq_replay.ops.pacing import PaceReport, UntilFailing, make_pace
+from dlq_replay.ops.queues import QueueInfo, source_queue_url
+from dlq_replay.ops.redrive import FailReason, SkipReason
+from dlq_replay.sqs.sending import BatchSender
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -35,10 +35,11 @@ REPEATED = "repeated-in-file"  # a message id a line above already had
 @dataclass(frozen=True, slots=True)
 class ImportRequest:
     path: Path
-    destination: QueueInfo
+    destination: QueueInfo | None  # None: each record's source queue (`source_arn`)
     reset_count: bool = False
     count_attribute: str = ""  # dropped with reset_count
     rate: float | None = None  # messages per second
+    until_failing: UntilFailing | None = None  # adaptive pace, watching the DLQ
 
     @property
     def progress_path(self) -> Path:
@@ -62,6 +63,8 @@ class ImportTally:
     failed: int = 0
     skips: Mapping[str, int] = field(default_factory=dict)
     failures: tuple[ImportFailure, ...] = ()
+    stopped: str | None = None  # why --until-failing stopped it (a rerun continues)
+    pace: PaceReport | None = None
 
     @property
     def adds_up(self) -> bool:
@@ -89,11 +92,14 @@ def import_archive(
         run = _Import(sqs, request, done=done, progress=progress, clock=clock, sleep=sleep)
         for number, line in _lines(source):
             run.take(number, line)
-            if len(run.pending) >= run.batch_size:
+            if len(run.pending) >= run.pace.batch_size:
                 run.send()
                 if on_progress is not None:
                     on_progress(run.tally())
-        run.send()
+            if run.stopped is not None:
+                break
+        else:
+            run.send()
     return run.tally()
 
 
@@ -109,6 +115,8 @@ class _Import:
         sleep: Callable[[float], None],
     ) -> None:
         self.request = request
+        self.sqs = sqs
+        self.source_urls: dict[str, str | None] = {}
         self.sender = BatchSender(sqs)
         self.done = done
         self.claimed: set[str] = set()
@@ -121,11 +129,8 @@ class _Import:
         self.sent = 0
         self.skips: Counter[str] = Counter()
         self.failures: list[ImportFailure] = []
-        self.started = clock()
-        rate = request.rate
-        self.batch_size = (
-            MAX_BATCH_ENTRIES if rate is None else max(1, min(MAX_BATCH_ENTRIES, math.floor(rate)))
-        )
+        self.pace, _ = make_pace(sqs, request.rate, request.until_failing, clock)
+        self.stopped: str | None = None
 
     def take(self, number: int, line: bytes) -> None:
         """Read one non-blank line: a record to send, skip, or a failure."""
@@ -145,21 +150,41 @@ class _Import:
             self.skips[REPEATED] += 1
             return
         self.claimed.add(record.message_id)
-        outcome = record.outbound(self.request.destination.url, drop=self.drop)
+        queue_url = self._queue_url(record.source_arn)
+        if queue_url is None:
+            why = "the record names no source queue" if not record.source_arn else "not found"
+            self.failures.append(
+                ImportFailure(number, record.message_id, f"{SkipReason.NO_SOURCE}: {why}")
+            )
+            return
+        outcome = record.outbound(queue_url, drop=self.drop)
         if isinstance(outcome, FailReason):
             self.failures.append(ImportFailure(number, record.message_id, outcome.value))
             return
         self.pending.append((number, outcome))
+
+    def _queue_url(self, source_arn: str | None) -> str | None:
+        if self.request.destination is not None:
+            return self.request.destination.url
+        if not source_arn:
+            return None
+        return source_queue_url(self.sqs, source_arn, self.source_urls)
 
     def send(self) -> None:
         """Send what is pending (one SendMessageBatch, or more when over 1 MiB), then list
         what SQS took in the progress file."""
         if not self.pending:
             return
-        if self.request.rate is not None:
-            due = self.started + self.sent / self.request.rate
-            if (pause := due - self.clock()) > 0:
-                self.sleep(pause)
+        pause = self.pace.admit(len(self.pending))
+        if pause is not None and pause > 0:
+            self.sleep(pause)
+        if pause is None or self.pace.stopped is not None:
+            # Not sent, so not read: a rerun starts with these.
+            self.stopped = self.pace.stopped
+            self.read -= len(self.pending)
+            self.claimed.difference_update(message.record_id for _, message in self.pending)
+            self.pending.clear()
+            return
         failed = self.sender.send([message for _, message in self.pending])
         taken: list[str] = []
         for number, message in self.pending:
@@ -185,6 +210,8 @@ class _Import:
             failed=len(self.failures),
             skips=dict(self.skips),
             failures=tuple(self.failures),
+            stopped=self.stopped,
+            pace=self.pace.report(),
         )
 
 

@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from dlq_replay.core.queues import is_fifo_url
+from dlq_replay.core.queues import QueueArn, is_fifo_url
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -72,3 +72,19 @@ def dead_letter_sources(sqs: SQSClient, url: str) -> list[str]:
     for page in sqs.get_paginator("list_dead_letter_source_queues").paginate(QueueUrl=url):
         sources.extend(page.get("queueUrls", []))
     return sources
+
+
+def source_queue_url(sqs: SQSClient, arn: str, cache: dict[str, str | None]) -> str | None:
+    """The URL of the queue a DLQ message was dead-lettered from (its
+    `DeadLetterQueueSourceArn`), None when it is malformed or gone; looked up once per ARN."""
+    from botocore.exceptions import ClientError
+
+    if arn not in cache:
+        try:
+            parsed = QueueArn.parse(arn)
+            cache[arn] = sqs.get_queue_url(
+                QueueName=parsed.name, QueueOwnerAWSAccountId=parsed.account
+            )["QueueUrl"]
+        except (ValueError, ClientError):
+            cache[arn] = None
+    return cache[arn]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
@@ -18,11 +18,11 @@ from dlq_replay.core.attributes import (
     PARK_REASON_ATTRIBUTE,
     Attribute,
 )
-from dlq_replay.core.decision import park_reason_of
 from dlq_replay.core.messages import OutboundMessage
-from dlq_replay.core.queues import QueueArn, is_fifo_url
+from dlq_replay.core.queues import is_fifo_url
 from dlq_replay.core.settings import DEFAULT_COUNT_ATTRIBUTE
-from dlq_replay.ops.queues import QueueInfo, dead_letter_sources
+from dlq_replay.ops.pacing import PaceReport, UntilFailing
+from dlq_replay.ops.queues import QueueInfo, dead_letter_sources, source_queue_url
 from dlq_replay.ops.select import Selector
 
 if TYPE_CHECKING:
@@ -30,8 +30,6 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs.type_defs import MessageTypeDef
 
 
-# `--filter-reason none`: messages without a park reason (SQS's own safety net moved them).
-NO_REASON = "none"
 # Batches a client-side move keeps in flight: each is a receive, a send and a delete, so one
 # worker waits three round trips per 10 messages (bench/bench_redrive.py).
 DEFAULT_CONCURRENCY = 16
@@ -64,23 +62,23 @@ class RedriveRequest:
     rate: float | None = None  # messages per second
     reset_count: bool = False
     keep: bool = False  # copy mode: send copies, leave the originals (made visible again)
-    reasons: frozenset[str] = frozenset()  # empty: every message
-    selector: Selector = field(default_factory=Selector)  # group, attribute, body, age
+    selector: Selector = field(default_factory=Selector)  # reason, group, attribute, body, age
     dry_run: bool = False
     count_attribute: str = DEFAULT_COUNT_ATTRIBUTE
     hide_seconds: int = 120
     wait_seconds: int = 1
     reserve: int = 1
     concurrency: int = DEFAULT_CONCURRENCY  # batches in flight at once (client-side)
+    until_failing: UntilFailing | None = None  # adaptive pace, watching a DLQ (client-side)
 
     @property
     def rewrites(self) -> bool:
         return (
             self.reset_count
             or self.keep
-            or bool(self.reasons)
             or not self.selector.empty
             or self.limit is not None
+            or self.until_failing is not None
         )
 
 
@@ -96,9 +94,10 @@ def choose_mode(
             for name, on in (
                 ("--reset-count", request.reset_count),
                 ("--keep", request.keep),
-                ("--filter-reason", bool(request.reasons)),
-                ("a selection", not request.selector.empty),
+                ("--filter-reason", bool(request.selector.reasons)),
+                ("a selection", not replace(request.selector, reasons=frozenset()).empty),
                 ("--limit", request.limit is not None),
+                ("--until-failing", request.until_failing is not None),
             )
             if on
         ]
@@ -128,6 +127,7 @@ class RedriveTally:
     skips: Mapping[str, int] = field(default_factory=dict)
     stopped: str | None = None
     not_released: int = 0
+    pace: PaceReport | None = None  # with until_failing
 
     @property
     def adds_up(self) -> bool:
@@ -148,9 +148,6 @@ def plan_copy(
     """
     parsed = attributes.from_sqs(message.get("MessageAttributes"))
     values = parsed.values
-    reason_text = park_reason_of(message.get("Body", ""), values) or NO_REASON
-    if request.reasons and reason_text not in request.reasons:
-        return SkipReason.FILTERED
     if not request.selector.empty:
         at = time.time() if now is None else now
         if not request.selector.matches(message, values, at):
@@ -160,7 +157,7 @@ def plan_copy(
         destination = request.destination.url
     else:
         source_arn = system.get("DeadLetterQueueSourceArn")
-        found = _source_url(sqs, source_arn, source_urls) if source_arn else None
+        found = source_queue_url(sqs, source_arn, source_urls) if source_arn else None
         if found is None:
             return SkipReason.NO_SOURCE
         destination = found
@@ -190,17 +187,3 @@ def plan_copy(
         deduplication_id=f"{message['MessageId']}-redrive" if fifo else None,
         trace_header=system.get("AWSTraceHeader"),
     )
-
-
-def _source_url(sqs: SQSClient, arn: str, cache: dict[str, str | None]) -> str | None:
-    from botocore.exceptions import ClientError
-
-    if arn not in cache:
-        try:
-            parsed = QueueArn.parse(arn)
-            cache[arn] = sqs.get_queue_url(
-                QueueName=parsed.name, QueueOwnerAWSAccountId=parsed.account
-            )["QueueUrl"]
-        except (ValueError, ClientError):
-            cache[arn] = None
-    return cache[arn]

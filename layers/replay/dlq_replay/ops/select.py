@@ -1,9 +1,9 @@
-"""Which messages an operator command takes: by group, attribute, body and age.
+"""Which messages an operator command takes: by park reason, group, attribute, body and age.
 
 SQS cannot select on the server (its own redrive "doesn't support filtering"), so the tools
-receive, test each message here, and give back what does not match at once. The park reason
-filter stays with `redrive` (`--filter-reason`); this adds the rest. A selector is built once
-from the command line and is pure: the message and the time come in.
+receive, test each message here, and give back what does not match at once. One selector
+serves `peek`, `redrive` and `export`; it is built once from the command line and is pure:
+the message and the time come in.
 """
 
 from __future__ import annotations
@@ -20,9 +20,13 @@ import jmespath  # type: ignore[import-untyped]  # boto3's own dependency; it sh
 from jmespath.exceptions import JMESPathError  # type: ignore[import-untyped]
 
 from dlq_replay.core.attributes import Attribute
+from dlq_replay.core.decision import park_reason_of
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs.type_defs import MessageTypeDef
+
+# `--filter-reason none`: messages without a park reason (SQS's own safety net moved them).
+NO_REASON = "none"
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +68,12 @@ def compile_match(expression: str) -> Any:
     try:
         return jmespath.compile(expression)
     except JMESPathError as error:
-        raise ValueError(f"not a JMESPath expression: {error}") from None
+        # jmespath's message spans three lines (the expression and a caret): keep one.
+        where = getattr(error, "lex_position", None)
+        at = f" at position {where}" if isinstance(where, int) else ""
+        first_line = str(error).split("\n", 1)[0]
+        reason = first_line.removeprefix("Invalid jmespath expression: ").rstrip(": ")
+        raise ValueError(f"not a JMESPath expression{at}: {reason}") from None
 
 
 def compile_regex(pattern: str) -> re.Pattern[str]:
@@ -78,6 +87,7 @@ def compile_regex(pattern: str) -> re.Pattern[str]:
 class Selector:
     """All given conditions must hold; an empty selector takes every message."""
 
+    reasons: frozenset[str] = frozenset()  # park reasons, NO_REASON for none
     groups: frozenset[str] = frozenset()
     where: tuple[Where, ...] = ()
     match: Any = None  # compiled JMESPath: true on the JSON body
@@ -88,7 +98,8 @@ class Selector:
     @property
     def empty(self) -> bool:
         return not (
-            self.groups
+            self.reasons
+            or self.groups
             or self.where
             or self.match is not None
             or self.match_text is not None
@@ -100,12 +111,14 @@ class Selector:
         self, message: MessageTypeDef, attributes: Mapping[str, Attribute], now: float
     ) -> bool:
         """Whether the message is selected; `now` in epoch seconds (for the age)."""
+        body = message.get("Body", "")
+        if self.reasons and (park_reason_of(body, attributes) or NO_REASON) not in self.reasons:
+            return False
         system = message.get("Attributes", {})
         if self.groups and system.get("MessageGroupId") not in self.groups:
             return False
         if not all(where.matches(attributes) for where in self.where):
             return False
-        body = message.get("Body", "")
         if self.match_text is not None and not self.match_text.search(body):
             return False
         if self.match is not None and not _json_match(self.match, body):

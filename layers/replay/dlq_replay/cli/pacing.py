@@ -1,0 +1,111 @@
+"""`--rate` and `--until-failing` of `redrive` and `import`: how fast copies go back, and
+stopping when they start failing again (`ops.pacing`)."""
+
+from __future__ import annotations
+
+import argparse
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from dlq_replay import ops
+from dlq_replay.cli.deployment import Target, make_client
+from dlq_replay.cli.errors import EXIT_USAGE, CommandError
+from dlq_replay.cli.options import int_between, positive_number
+from dlq_replay.cli.output import note
+
+DEFAULT_CHECK_SECONDS = 10
+DEFAULT_FAILURE_THRESHOLD = 1
+
+
+def add_pace_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--rate",
+        type=positive_number,
+        metavar="PER_SEC",
+        help="messages per second at most (with --until-failing: the top speed, default "
+        f"{ops.DEFAULT_ADAPTIVE_RATE:g})",
+    )
+    parser.add_argument(
+        "--until-failing",
+        action="store_true",
+        help="protect a recovering consumer: watch the DLQ that copies fail into (the "
+        "destination's RedrivePolicy target); every --check-seconds that sees "
+        "--failure-threshold or more new messages there halves the rate, a clean check doubles "
+        "it back up to --rate, and three failing checks in a row stop the run, with the reason "
+        "(exit 1; a rerun continues). Arrivals are read from the DLQ's depth: pause the "
+        "replay first (dlq-replay pause), or it takes them off before they are counted",
+    )
+    parser.add_argument(
+        "--check-seconds",
+        type=int_between(1, 3600),
+        metavar="S",
+        help=f"--until-failing: how often the DLQ is looked at (default {DEFAULT_CHECK_SECONDS})",
+    )
+    parser.add_argument(
+        "--failure-threshold",
+        type=int_between(1, 1_000_000),
+        metavar="N",
+        help="--until-failing: new DLQ messages within one check that count as failing "
+        f"(default {DEFAULT_FAILURE_THRESHOLD}; raise it when the queue fails a few messages "
+        "anyway)",
+    )
+
+
+def until_failing_from(
+    args: argparse.Namespace,
+    target: Target,
+    source: ops.QueueInfo | None,
+    destination: ops.QueueInfo | None,
+) -> ops.UntilFailing | None:
+    """The adaptive pace asked for, with the DLQ it watches; notes on stderr what to expect."""
+    if not args.until_failing:
+        for flag, value in (
+            ("--check-seconds", args.check_seconds),
+            ("--failure-threshold", args.failure_threshold),
+        ):
+            if value is not None:
+                raise CommandError(f"{flag} only applies with --until-failing", EXIT_USAGE)
+        return None
+    policy = ops.UntilFailing(
+        watched=ops.watched_dlq(target.sqs, source, destination),
+        rate=args.rate or ops.DEFAULT_ADAPTIVE_RATE,
+        check_seconds=args.check_seconds or DEFAULT_CHECK_SECONDS,
+        threshold=args.failure_threshold or DEFAULT_FAILURE_THRESHOLD,
+    )
+    watched = policy.watched
+    if not args.json:
+        delay = ops.failure_delay(destination)
+        lag = f"; a copy that fails reaches it after about {delay} s" if delay else ""
+        note(
+            f"until failing: watching {watched.name} every {policy.check_seconds:g} s, at most "
+            f"{policy.rate:g} messages/s{lag}"
+        )
+    _warn_if_replayed(target, watched)
+    return policy
+
+
+def _warn_if_replayed(target: Target, watched: ops.QueueInfo) -> None:
+    """The replay taking messages off the watched DLQ hides them from the count: say so."""
+    function_name = target.deployment.function_name
+    if not function_name or watched.url != target.deployment.dlq:
+        return
+    try:
+        found = ops.event_source_status(
+            make_client(target.args, "lambda"), function_name, watched.arn
+        )
+    except (ClientError, BotoCoreError):
+        return
+    if found.enabled:
+        note(
+            f"the replay ({function_name}) is taking messages off {watched.name}, so failures "
+            "may not be seen: run `dlq-replay pause` first for --until-failing to count them"
+        )
+
+
+def pace_line(report: ops.PaceReport) -> str:
+    """One line for the human output."""
+    name = report.watched.rsplit("/", 1)[-1]
+    return (
+        f"until failing: {report.arrivals} arrived in {name} over {report.checks} checks; "
+        f"{report.backoffs} backoffs, ending at {report.rate:g} messages/s"
+    )

@@ -1,0 +1,251 @@
+"""How fast client-side sends go: as fast as they can, at a fixed `--rate`, or adaptively
+(`--until-failing`): at most `--rate`, halved whenever messages arrive in the DLQ the copies
+would fail into, and stopped when they keep arriving.
+
+A pace is shared by the threads of one run: `admit(count)` books the next slot for `count`
+messages and says how long to wait for it, or None once the run must stop. The adaptive pace
+samples the watched DLQ (`DlqInflow`) every `check_seconds`, from whichever thread asks
+first; the others wait for it on the lock.
+
+What "arrived" means: SQS counts no arrivals, so `DlqInflow` takes the change of the DLQ's
+population (visible + in flight + delayed, SQS's approximate counters) and adds what the run
+itself deleted from it. That misses messages something else takes off the DLQ between two
+checks: the replay function, while its event source is enabled (`dlq-replay pause` first).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from dlq_replay.ops.depth import queue_depth
+from dlq_replay.ops.errors import OpsError
+from dlq_replay.ops.queues import QueueInfo, queue_info, source_queue_url
+from dlq_replay.sqs.sending import MAX_BATCH_ENTRIES
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+
+# With --until-failing and no --rate: slow enough that a broken consumer sees few messages
+# before the first check can tell (the copies need the main queue's visibility timeout times
+# its maxReceiveCount to fail into the DLQ).
+DEFAULT_ADAPTIVE_RATE = 10.0
+MINIMUM_RATE = 0.1  # backing off never goes below one message every 10 s
+
+
+class Pace(Protocol):
+    @property
+    def batch_size(self) -> int:
+        """Messages the next receive should ask for (a slow rate takes fewer than 10)."""
+
+    @property
+    def stopped(self) -> str | None:
+        """Why the run must stop, once it must."""
+
+    def admit(self, count: int) -> float | None:
+        """Book a slot for `count` messages: seconds to wait before sending them, or None
+        when nothing more may be sent."""
+
+    def report(self) -> PaceReport | None:
+        """What an adaptive pace saw (None for a fixed one)."""
+
+
+def batch_size_for(rate: float | None) -> int:
+    return MAX_BATCH_ENTRIES if rate is None else max(1, min(MAX_BATCH_ENTRIES, math.floor(rate)))
+
+
+class FixedRate:
+    """`rate` messages a second overall (None: no limit); a late batch may catch up."""
+
+    def __init__(self, rate: float | None, clock: Callable[[], float]) -> None:
+        self.rate = rate
+        self.clock = clock
+        self.started = clock()
+        self.booked = 0
+        self.lock = threading.Lock()
+
+    @property
+    def batch_size(self) -> int:
+        return batch_size_for(self.rate)
+
+    @property
+    def stopped(self) -> str | None:
+        return None
+
+    def admit(self, count: int) -> float | None:
+        if self.rate is None:
+            return 0.0
+        with self.lock:
+            due = self.started + self.booked / self.rate
+            self.booked += count
+        return max(0.0, due - self.clock())
+
+    def report(self) -> PaceReport | None:
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class UntilFailing:
+    """The knobs of the adaptive pace (`--until-failing`)."""
+
+    watched: QueueInfo  # the DLQ copies fail into (`watched_dlq`)
+    rate: float = DEFAULT_ADAPTIVE_RATE  # the top speed (--rate)
+    check_seconds: float = 10.0
+    threshold: int = 1  # arrivals within one check that count as failing
+    stop_after: int = 3  # failing checks in a row that stop the run
+
+
+@dataclass(frozen=True, slots=True)
+class PaceReport:
+    """What the adaptive pace saw, for the tally."""
+
+    watched: str  # the DLQ's URL
+    checks: int
+    arrivals: int  # messages that arrived in the watched DLQ while the run went on
+    rate: float  # the rate at the end
+    backoffs: int  # checks that halved the rate
+
+
+class AdaptiveRate:
+    """At most `policy.rate`; each check that sees `threshold` or more arrivals halves the
+    rate, each clean check doubles it back (up to `policy.rate`), and `stop_after` failing
+    checks in a row stop the run with the reason."""
+
+    def __init__(
+        self, policy: UntilFailing, arrivals: Callable[[], int], clock: Callable[[], float]
+    ) -> None:
+        self.policy = policy
+        self.arrivals = arrivals
+        self.clock = clock
+        self.lock = threading.Lock()
+        self.rate = policy.rate
+        self.next_slot = clock()
+        self.last_check = self.next_slot
+        self.baseline = arrivals()
+        self.seen = self.baseline
+        self.checks = 0
+        self.backoffs = 0
+        self.strikes: list[int] = []  # arrivals of the failing checks in a row
+        self._stopped: str | None = None
+
+    @property
+    def batch_size(self) -> int:
+        return batch_size_for(self.rate)
+
+    @property
+    def stopped(self) -> str | None:
+        return self._stopped
+
+    def admit(self, count: int) -> float | None:
+        with self.lock:
+            now = self.clock()
+            if now - self.last_check >= self.policy.check_seconds:
+                self._check(now)
+            if self._stopped is not None:
+                return None
+            slot = max(self.next_slot, now)
+            self.next_slot = slot + count / self.rate
+            return slot - now
+
+    def report(self) -> PaceReport:
+        with self.lock:
+            return PaceReport(
+                watched=self.policy.watched.url,
+                checks=self.checks,
+                arrivals=max(0, self.seen - self.baseline),
+                rate=self.rate,
+                backoffs=self.backoffs,
+            )
+
+    def _check(self, now: float) -> None:
+        total = self.arrivals()
+        # Cumulative, so a stale depth that overshoots once is taken back by the next check.
+        arrived = total - self.seen
+        self.seen = max(self.seen, total)
+        self.checks += 1
+        self.last_check = now
+        if arrived < self.policy.threshold:
+            self.strikes.clear()
+            self.rate = min(self.policy.rate, self.rate * 2)
+            return
+        self.strikes.append(arrived)
+        if len(self.strikes) >= self.policy.stop_after:
+            self._stopped = self._why()
+            return
+        self.backoffs += 1
+        self.rate = max(MINIMUM_RATE, self.rate / 2)
+        self.next_slot = max(self.next_slot, now)
+
+    def _why(self) -> str:
+        policy = self.policy
+        window = len(self.strikes) * policy.check_seconds
+        return (
+            f"stopped: {sum(self.strikes)} messages arrived in {policy.watched.name} over the last "
+            f"{len(self.strikes)} checks ({window:g} s), after backing off to "
+            f"{self.rate:g}/s: the copies are failing again; fix the consumer, then rerun"
+        )
+
+
+class DlqInflow:
+    """Messages that came into a queue since the first call (see the module); `removed`
+    tells it what the run deleted from that queue itself."""
+
+    def __init__(self, sqs: SQSClient, queue_url: str) -> None:
+        self.sqs = sqs
+        self.queue_url = queue_url
+        self.lock = threading.Lock()
+        self.deleted = 0
+
+    def removed(self, count: int) -> None:
+        with self.lock:
+            self.deleted += count
+
+    def __call__(self) -> int:
+        population = queue_depth(self.sqs, self.queue_url).total
+        with self.lock:
+            return population + self.deleted
+
+
+def watched_dlq(
+    sqs: SQSClient, source: QueueInfo | None, destination: QueueInfo | None
+) -> QueueInfo:
+    """The DLQ where copies that fail again arrive: the destination's RedrivePolicy target;
+    with each message's own source queue as destination, the queue they are taken from."""
+    if destination is None:
+        if source is None:
+            raise OpsError("--until-failing: name the destination queue", usage=True)
+        return source
+    if destination.redrive is None:
+        raise OpsError(
+            f"--until-failing: {destination.name} has no redrive policy, so messages that "
+            "fail there never reach a DLQ to watch",
+            usage=True,
+        )
+    url = source_queue_url(sqs, destination.redrive.target_arn, {})
+    if url is None:
+        raise OpsError(f"--until-failing: {destination.name}'s DLQ was not found")
+    return queue_info(sqs, url)
+
+
+def failure_delay(destination: QueueInfo | None) -> int | None:
+    """About how long a copy takes to fail into the DLQ: a receive per maxReceiveCount, each
+    hidden for the visibility timeout (unknown without a redrive policy)."""
+    if destination is None or destination.redrive is None:
+        return None
+    return destination.visibility_timeout * destination.redrive.max_receive_count
+
+
+def make_pace(
+    sqs: SQSClient,
+    rate: float | None,
+    until_failing: UntilFailing | None,
+    clock: Callable[[], float],
+) -> tuple[Pace, DlqInflow | None]:
+    """The pace of a run, and the DLQ probe to tell about deletions (adaptive pace only)."""
+    if until_failing is None:
+        return FixedRate(rate, clock), None
+    inflow = DlqInflow(sqs, until_failing.watched.url)
+    return AdaptiveRate(until_failing, inflow, clock), inflow
