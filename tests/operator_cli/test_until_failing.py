@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.emulator
 
-ADAPTIVE = ("--until-failing", "--check-seconds", "1", "--concurrency", "2")
+ADAPTIVE = ("--until-failing", "--check-seconds", "1")
 
 
 @contextmanager
@@ -61,14 +61,18 @@ def failing_queues(sqs: SQSClient) -> Queues:
     return make_queues(sqs, "fragile", main_max_receive_count=1, dlq_max_receive_count=50)
 
 
+@pytest.mark.parametrize("concurrency", [(), ("--concurrency", "8")], ids=["one-batch", "eight"])
 def test_redrive_stops_when_the_consumer_fails_the_copies_again(
-    capsys: pytest.CaptureFixture[str], sqs: SQSClient, failing_queues: Queues
+    capsys: pytest.CaptureFixture[str],
+    sqs: SQSClient,
+    failing_queues: Queues,
+    concurrency: tuple[str, ...],
 ) -> None:
     queues = failing_queues
     park(sqs, queues.operator, [f"m{i}" for i in range(120)])
 
     with consumer(sqs, queues.main, healthy=False):
-        result = redrive(capsys, queues, *ADAPTIVE, "--rate", "20")
+        result = redrive(capsys, queues, *ADAPTIVE, *concurrency, "--rate", "20")
 
     assert result.code == 1, result
     tally = result.json()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from dlq_replay.ops.pacing import (
     MINIMUM_RATE,
+    POLL_SECONDS,
     AdaptiveRate,
     FixedRate,
     UntilFailing,
@@ -23,11 +24,18 @@ DLQ = QueueInfo(
 
 
 class Clock:
+    """The clock and the sleep of a pace: sleeping moves the clock on."""
+
     def __init__(self) -> None:
         self.now = 1000.0
+        self.slept: list[float] = []
 
     def __call__(self) -> float:
         return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
 
 
 class Dlq:
@@ -41,18 +49,29 @@ class Dlq:
 
 
 def adaptive(
-    rate: float = 8.0, threshold: int = 1, check_seconds: float = 10.0
+    rate: float = 8.0, threshold: int = 1, **knobs: float
 ) -> tuple[AdaptiveRate, Clock, Dlq]:
     clock, dlq = Clock(), Dlq()
-    policy = UntilFailing(DLQ, rate=rate, check_seconds=check_seconds, threshold=threshold)
-    return AdaptiveRate(policy, dlq, clock), clock, dlq
+    policy = UntilFailing(DLQ, rate=rate, threshold=threshold, **knobs)  # type: ignore[arg-type]
+    return AdaptiveRate(policy, dlq, clock, clock.sleep), clock, dlq
 
 
-def check(pace: AdaptiveRate, clock: Clock, dlq: Dlq, arrivals: int) -> float | None:
-    """Let one check period pass with `arrivals` new DLQ messages, then book one message."""
+def send_times(
+    pace: AdaptiveRate | FixedRate, clock: Clock, batches: int, count: int
+) -> list[float]:
+    """When each of `batches` sends of `count` messages may go, relative to the start."""
+    start, times = clock.now, []
+    for _ in range(batches):
+        assert pace.acquire(count)
+        times.append(round(clock.now - start, 6))
+    return times
+
+
+def check(pace: AdaptiveRate, clock: Clock, dlq: Dlq, arrivals: int) -> bool:
+    """Let one check period pass with `arrivals` new DLQ messages, then ask for one slot."""
     dlq.total += arrivals
     clock.now += 10
-    return pace.admit(1)
+    return pace.acquire(1)
 
 
 @pytest.mark.parametrize(
@@ -64,31 +83,31 @@ def test_a_slow_rate_receives_fewer_than_ten(rate: float | None, size: int) -> N
 
 def test_a_fixed_rate_spaces_the_batches_and_lets_a_late_one_catch_up() -> None:
     clock = Clock()
-    pace = FixedRate(5.0, clock)
+    pace = FixedRate(5.0, clock, clock.sleep)
 
-    assert [pace.admit(10) for _ in range(3)] == [0.0, 2.0, 4.0]
-    clock.now += 10  # late: the next slot (6 s) is already past
-    assert pace.admit(10) == 0.0
+    assert send_times(pace, clock, 3, 10) == [0.0, 2.0, 4.0]
+    clock.now += 10  # late: the next two slots (6 s, 8 s) are already past
+    assert send_times(pace, clock, 3, 10) == [0.0, 0.0, 0.0]
     assert pace.stopped is None
     assert pace.report() is None
 
 
 def test_no_rate_never_waits() -> None:
-    pace = FixedRate(None, Clock())
-    assert [pace.admit(10) for _ in range(100)] == [0.0] * 100
+    clock = Clock()
+    pace = FixedRate(None, clock, clock.sleep)
+    assert send_times(pace, clock, 100, 10) == [0.0] * 100
     assert pace.batch_size == 10
 
 
 def test_clean_checks_keep_the_top_rate() -> None:
     pace, clock, dlq = adaptive(rate=8.0)
 
-    assert [pace.admit(4) for _ in range(3)] == [0.0, 0.5, 1.0]
+    assert send_times(pace, clock, 3, 4) == [0.0, 0.5, 1.0]
     for _ in range(5):
         check(pace, clock, dlq, 0)
 
     assert pace.rate == 8.0
-    assert pace.report().checks == 5
-    assert pace.report().backoffs == 0
+    assert (pace.report().checks, pace.report().backoffs) == (5, 0)
 
 
 def test_arrivals_halve_the_rate_and_clean_checks_double_it_back() -> None:
@@ -108,26 +127,49 @@ def test_arrivals_halve_the_rate_and_clean_checks_double_it_back() -> None:
     assert (report.arrivals, report.backoffs, report.checks) == (4, 2, 5)
 
 
+def test_a_backoff_slows_the_very_next_send() -> None:
+    # Nothing is booked ahead: the slot after a backoff is spaced at the new rate.
+    pace, clock, dlq = adaptive(rate=2.0, check_seconds=3.0)
+
+    assert send_times(pace, clock, 4, 1) == [0.0, 0.5, 1.0, 1.5]
+    dlq.total += 1  # the check at 3 s sees it
+    times = send_times(pace, clock, 4, 1)
+    assert pace.rate == 1.0
+    assert times[-1] - times[-2] == 1.0
+
+
 def test_three_failing_checks_in_a_row_stop_the_run_with_the_reason() -> None:
     pace, clock, dlq = adaptive(rate=8.0)
 
-    assert check(pace, clock, dlq, 2) is not None
-    assert check(pace, clock, dlq, 5) is not None
-    assert check(pace, clock, dlq, 7) is None
+    assert check(pace, clock, dlq, 2)
+    assert check(pace, clock, dlq, 5)
+    assert not check(pace, clock, dlq, 7)
 
     assert pace.stopped == (
         "stopped: 14 messages arrived in orders-dlq over the last 3 checks (30 s), after "
         "backing off to 2/s: the copies are failing again; fix the consumer, then rerun"
     )
-    assert pace.admit(1) is None  # stays stopped
+    assert not pace.acquire(1)  # stays stopped
     assert pace.report().arrivals == 14
+
+
+def test_a_thread_waiting_for_its_slot_sees_the_stop() -> None:
+    # At 0.1/s a slot is 10 s away; the check that stops the run happens during the wait.
+    pace, clock, dlq = adaptive(rate=0.1, check_seconds=2.0, stop_after=1)
+    assert pace.acquire(1)
+    dlq.total += 1
+
+    assert not pace.acquire(1)
+
+    assert clock.now - 1000.0 < 3.0  # stopped at the first check, not after the 10 s slot
+    assert max(clock.slept) <= POLL_SECONDS
 
 
 def test_a_clean_check_between_failing_ones_starts_the_count_again() -> None:
     pace, clock, dlq = adaptive()
 
     for arrivals in (1, 1, 0, 1, 1):
-        assert check(pace, clock, dlq, arrivals) is not None
+        assert check(pace, clock, dlq, arrivals)
 
     assert pace.stopped is None
 
@@ -155,8 +197,7 @@ def test_a_depth_that_overshoots_once_is_not_counted_twice() -> None:
 
 
 def test_the_rate_never_backs_off_below_the_minimum() -> None:
-    clock, dlq = Clock(), Dlq()
-    pace = AdaptiveRate(UntilFailing(DLQ, rate=0.15, stop_after=100), dlq, clock)
+    pace, clock, dlq = adaptive(rate=0.15, stop_after=100)
 
     for _ in range(10):
         check(pace, clock, dlq, 1)
@@ -165,7 +206,7 @@ def test_the_rate_never_backs_off_below_the_minimum() -> None:
     assert pace.batch_size == 1
 
 
-def test_the_first_check_waits_for_a_whole_period() -> None:
+def test_what_was_in_the_dlq_before_is_no_arrival() -> None:
     calls: list[int] = []
     clock = Clock()
 
@@ -173,19 +214,11 @@ def test_the_first_check_waits_for_a_whole_period() -> None:
         calls.append(1)
         return 50
 
-    pace = AdaptiveRate(UntilFailing(DLQ, check_seconds=10), arrivals, clock)
+    pace = AdaptiveRate(UntilFailing(DLQ, check_seconds=10), arrivals, clock, clock.sleep)
     clock.now += 9.9
-    pace.admit(1)
-    assert len(calls) == 1  # the baseline only
+    pace.acquire(1)
+    assert len(calls) == 1  # the baseline only: no check before a whole period
     clock.now += 0.1
-    pace.admit(1)
+    pace.acquire(1)
     assert len(calls) == 2
-    assert pace.report().arrivals == 0  # what was there at the start is no arrival
-
-
-def test_a_backoff_books_the_next_slots_at_the_slower_rate() -> None:
-    pace, clock, dlq = adaptive(rate=2.0)
-
-    dlq.total += 1
-    clock.now += 10
-    assert [pace.admit(1) for _ in range(3)] == [0.0, 1.0, 2.0]  # 1/s after the backoff
+    assert pace.report().arrivals == 0

@@ -68,10 +68,10 @@ def register(subparsers: Subparsers) -> None:
     parser.add_argument(
         "--concurrency",
         type=int_between(1, ops.MAX_CONCURRENCY),
-        default=ops.DEFAULT_CONCURRENCY,
         metavar="N",
         help="client-side: batches of 10 in flight at once; --rate still bounds the total "
-        f"(default {ops.DEFAULT_CONCURRENCY}, 1-{ops.MAX_CONCURRENCY})",
+        f"(default {ops.DEFAULT_CONCURRENCY}, with --until-failing 1, so no batch waits long "
+        f"for its turn; 1-{ops.MAX_CONCURRENCY})",
     )
     parser.add_argument(
         "--reset-count",
@@ -131,7 +131,7 @@ def run_redrive(args: argparse.Namespace) -> int:
         rate=args.rate,
         reset_count=args.reset_count,
         keep=args.keep,
-        concurrency=args.concurrency,
+        concurrency=args.concurrency or (1 if args.until_failing else ops.DEFAULT_CONCURRENCY),
         selector=selector_from(args),
         dry_run=args.dry_run,
         count_attribute=target.count_attribute() if args.reset_count else "",

@@ -73,8 +73,6 @@ class ClientMove:
         self.sqs = sqs
         self.request = request
         self.budget = budget
-        self.clock = clock
-        self.sleep = sleep
         self.sender = BatchSender(sqs)
         self.lock = threading.Lock()
         self.stop = threading.Event()
@@ -87,7 +85,7 @@ class ClientMove:
         self.stopped: str | None = None
         self.not_released = 0
         self.source_urls: dict[str, str | None] = {}
-        self.pace, self.inflow = make_pace(sqs, request.rate, request.until_failing, clock)
+        self.pace, self.inflow = make_pace(sqs, request.rate, request.until_failing, clock, sleep)
         # What the run deletes from the DLQ it watches is no arrival there.
         self.deletes_from_watched = (
             request.until_failing is not None
@@ -223,17 +221,13 @@ class ClientMove:
                     self.in_hand.pop(message["MessageId"], None)
 
     def _wait_for_slot(self, count: int) -> bool:
-        """Wait for the pace's slot for `count` copies; False when the pace stopped the run
-        (before or while waiting)."""
-        pause = self.pace.admit(count)
-        if pause is not None and pause > 0:
-            self.sleep(pause)
-        if pause is None or self.pace.stopped is not None:
-            with self.lock:
-                self.stopped = self.stopped or self.pace.stopped
-            self.stop.set()
-            return False
-        return True
+        """Wait for the pace's slot for `count` copies; False when the pace stopped the run."""
+        if self.pace.acquire(count):
+            return True
+        with self.lock:
+            self.stopped = self.stopped or self.pace.stopped
+        self.stop.set()
+        return False
 
     def _count_failures(self, failures: Iterable[SendFailure]) -> None:
         for failure in failures:

@@ -121,15 +121,13 @@ class _Import:
         self.done = done
         self.claimed: set[str] = set()
         self.progress = progress
-        self.clock = clock
-        self.sleep = sleep
         self.drop = frozenset([request.count_attribute] if request.reset_count else [])
         self.pending: list[tuple[int, OutboundMessage]] = []
         self.read = 0
         self.sent = 0
         self.skips: Counter[str] = Counter()
         self.failures: list[ImportFailure] = []
-        self.pace, _ = make_pace(sqs, request.rate, request.until_failing, clock)
+        self.pace, _ = make_pace(sqs, request.rate, request.until_failing, clock, sleep)
         self.stopped: str | None = None
 
     def take(self, number: int, line: bytes) -> None:
@@ -175,10 +173,7 @@ class _Import:
         what SQS took in the progress file."""
         if not self.pending:
             return
-        pause = self.pace.admit(len(self.pending))
-        if pause is not None and pause > 0:
-            self.sleep(pause)
-        if pause is None or self.pace.stopped is not None:
+        if not self.pace.acquire(len(self.pending)):
             # Not sent, so not read: a rerun starts with these.
             self.stopped = self.pace.stopped
             self.read -= len(self.pending)

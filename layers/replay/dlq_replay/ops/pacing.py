@@ -2,10 +2,11 @@
 (`--until-failing`): at most `--rate`, halved whenever messages arrive in the DLQ the copies
 would fail into, and stopped when they keep arriving.
 
-A pace is shared by the threads of one run: `admit(count)` books the next slot for `count`
-messages and says how long to wait for it, or None once the run must stop. The adaptive pace
-samples the watched DLQ (`DlqInflow`) every `check_seconds`, from whichever thread asks
-first; the others wait for it on the lock.
+A pace is shared by the threads of one run: `acquire(count)` waits until `count` messages may
+be sent, and says False once the run must stop. The adaptive pace gives out one slot at a time,
+at the moment of sending (nothing is booked ahead, so a backoff or a stop applies to the very
+next send), and samples the watched DLQ (`DlqInflow`) every `check_seconds`, from whichever
+thread is waiting when a check is due.
 
 What "arrived" means: SQS counts no arrivals, so `DlqInflow` takes the change of the DLQ's
 population (visible + in flight + delayed, SQS's approximate counters) and adds what the run
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
 # its maxReceiveCount to fail into the DLQ).
 DEFAULT_ADAPTIVE_RATE = 10.0
 MINIMUM_RATE = 0.1  # backing off never goes below one message every 10 s
+POLL_SECONDS = 0.5  # a thread waiting for its slot looks again this often (checks, stops)
 
 
 class Pace(Protocol):
@@ -45,9 +47,8 @@ class Pace(Protocol):
     def stopped(self) -> str | None:
         """Why the run must stop, once it must."""
 
-    def admit(self, count: int) -> float | None:
-        """Book a slot for `count` messages: seconds to wait before sending them, or None
-        when nothing more may be sent."""
+    def acquire(self, count: int) -> bool:
+        """Wait until `count` messages may be sent; False when nothing more may be."""
 
     def report(self) -> PaceReport | None:
         """What an adaptive pace saw (None for a fixed one)."""
@@ -60,9 +61,12 @@ def batch_size_for(rate: float | None) -> int:
 class FixedRate:
     """`rate` messages a second overall (None: no limit); a late batch may catch up."""
 
-    def __init__(self, rate: float | None, clock: Callable[[], float]) -> None:
+    def __init__(
+        self, rate: float | None, clock: Callable[[], float], sleep: Callable[[float], None]
+    ) -> None:
         self.rate = rate
         self.clock = clock
+        self.sleep = sleep
         self.started = clock()
         self.booked = 0
         self.lock = threading.Lock()
@@ -75,13 +79,15 @@ class FixedRate:
     def stopped(self) -> str | None:
         return None
 
-    def admit(self, count: int) -> float | None:
+    def acquire(self, count: int) -> bool:
         if self.rate is None:
-            return 0.0
-        with self.lock:
+            return True
+        with self.lock:  # each batch takes its slot in the schedule
             due = self.started + self.booked / self.rate
             self.booked += count
-        return max(0.0, due - self.clock())
+        if (pause := due - self.clock()) > 0:
+            self.sleep(pause)
+        return True
 
     def report(self) -> PaceReport | None:
         return None
@@ -115,11 +121,16 @@ class AdaptiveRate:
     checks in a row stop the run with the reason."""
 
     def __init__(
-        self, policy: UntilFailing, arrivals: Callable[[], int], clock: Callable[[], float]
+        self,
+        policy: UntilFailing,
+        arrivals: Callable[[], int],
+        clock: Callable[[], float],
+        sleep: Callable[[float], None],
     ) -> None:
         self.policy = policy
         self.arrivals = arrivals
         self.clock = clock
+        self.sleep = sleep
         self.lock = threading.Lock()
         self.rate = policy.rate
         self.next_slot = clock()
@@ -139,16 +150,19 @@ class AdaptiveRate:
     def stopped(self) -> str | None:
         return self._stopped
 
-    def admit(self, count: int) -> float | None:
-        with self.lock:
-            now = self.clock()
-            if now - self.last_check >= self.policy.check_seconds:
-                self._check(now)
-            if self._stopped is not None:
-                return None
-            slot = max(self.next_slot, now)
-            self.next_slot = slot + count / self.rate
-            return slot - now
+    def acquire(self, count: int) -> bool:
+        while True:
+            with self.lock:
+                now = self.clock()
+                if now - self.last_check >= self.policy.check_seconds:
+                    self._check(now)
+                if self._stopped is not None:
+                    return False
+                wait = self.next_slot - now
+                if wait <= 0:
+                    self.next_slot = now + count / self.rate
+                    return True
+            self.sleep(min(wait, POLL_SECONDS))
 
     def report(self) -> PaceReport:
         with self.lock:
@@ -177,7 +191,6 @@ class AdaptiveRate:
             return
         self.backoffs += 1
         self.rate = max(MINIMUM_RATE, self.rate / 2)
-        self.next_slot = max(self.next_slot, now)
 
     def _why(self) -> str:
         policy = self.policy
@@ -243,9 +256,10 @@ def make_pace(
     rate: float | None,
     until_failing: UntilFailing | None,
     clock: Callable[[], float],
+    sleep: Callable[[float], None],
 ) -> tuple[Pace, DlqInflow | None]:
     """The pace of a run, and the DLQ probe to tell about deletions (adaptive pace only)."""
     if until_failing is None:
-        return FixedRate(rate, clock), None
+        return FixedRate(rate, clock, sleep), None
     inflow = DlqInflow(sqs, until_failing.watched.url)
-    return AdaptiveRate(until_failing, inflow, clock), inflow
+    return AdaptiveRate(until_failing, inflow, clock, sleep), inflow
