@@ -286,6 +286,42 @@ def test_filter_reason_and_limit_export_only_those_and_give_the_rest_back(
     assert depth(sqs, queues.operator) == (7, 0)  # 2 rejected and 5 others, visible
 
 
+def test_a_selection_exports_exactly_the_matching_messages(
+    capsys: pytest.CaptureFixture[str], sqs: SQSClient, tmp_path: Path
+) -> None:
+    fifo = make_queues(sqs, "selected", fifo=True)
+    acme, other = {"tenant": string("acme")}, {"tenant": string("globex")}
+    park(sqs, fifo.operator, ['{"total": 150}', '{"total": 5}'], extra=acme, group="c-1")
+    park(sqs, fifo.operator, ['{"total": 300}'], extra=other, group="c-1")
+    park(sqs, fifo.operator, ['{"total": 900}'], extra=acme, group="c-2")
+    archive = tmp_path / "selected.jsonl"
+
+    result = export(
+        capsys,
+        fifo,
+        "operator",
+        "--file",
+        str(archive),
+        "--delete",
+        "--group",
+        "c-1",
+        "--where",
+        "tenant=acme",
+        "--match",
+        "total > `100`",
+        "--newer-than",
+        "1h",
+    )
+
+    assert result.code == 0, result
+    found = result.json()
+    assert (found["exported"], found["filtered"], found["deleted"]) == (1, 3, 1)
+    assert [(line["body"], line["message_group_id"]) for line in records(archive)] == [
+        ('{"total": 150}', "c-1")
+    ]
+    assert depth(sqs, fifo.operator) == (3, 0)  # the rest given back, visible
+
+
 def test_the_receive_budget_refuses_an_export_that_could_move_messages(
     capsys: pytest.CaptureFixture[str], sqs: SQSClient, tmp_path: Path
 ) -> None:

@@ -163,7 +163,7 @@ def test_import_stops_when_the_consumer_fails_and_a_rerun_continues(
 
 
 def test_the_adaptive_options_are_checked(
-    capsys: pytest.CaptureFixture[str], sqs: SQSClient, queues: Queues
+    capsys: pytest.CaptureFixture[str], sqs: SQSClient, queues: Queues, tmp_path: Path
 ) -> None:
     plain = sqs.create_queue(QueueName="no-redrive-policy")["QueueUrl"]
 
@@ -181,6 +181,15 @@ def test_the_adaptive_options_are_checked(
         redrive(capsys, queues, "--until-failing", "--to", plain),
         2,
         "no-redrive-policy has no redrive policy",
+    )
+    archive = tmp_path / "empty.jsonl"
+    archive.write_text("")
+    assert_one_line_error(
+        run_cli(
+            capsys, "import", *queues.options(), str(archive), "--to", "source", "--until-failing"
+        ),
+        2,
+        "with --to source the records may go to several queues",
     )
     for bad in (["--check-seconds", "0"], ["--failure-threshold", "x"]):
         assert_one_line_error(redrive(capsys, queues, "--until-failing", *bad), 2, bad[0])

@@ -229,7 +229,11 @@ def watched_dlq(
     with each message's own source queue as destination, the queue they are taken from."""
     if destination is None:
         if source is None:
-            raise OpsError("--until-failing: name the destination queue", usage=True)
+            raise OpsError(
+                "--until-failing watches one destination's DLQ, and with --to source the "
+                "records may go to several queues: import them per queue (main or a URL)",
+                usage=True,
+            )
         return source
     if destination.redrive is None:
         raise OpsError(
