@@ -198,12 +198,14 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_demo.py
 	$(BIN)/python bench/bench_consumer.py
 	$(BIN)/python bench/bench_redrive.py
+	$(BIN)/python bench/bench_batch_send.py
 
 bench-smoke: $(STAMP)
 	$(BIN)/python bench/bench_replay.py --smoke
 	$(BIN)/python bench/bench_demo.py --smoke
 	$(BIN)/python bench/bench_consumer.py --smoke
 	$(BIN)/python bench/bench_redrive.py --smoke
+	$(BIN)/python bench/bench_batch_send.py --smoke
 
 # Regenerates requirements/dev.lock from a clean, throwaway venv, then requirements/demo.lock
 # (the local extra at dev.lock's versions, resolved on the demo's Python).

@@ -41,6 +41,7 @@ ENV_FROM_PARAMETERS = {
     "REPLAY_COUNT_ATTRIBUTE": "ReplayCountAttribute",
     "LOG_MESSAGE_BODY": "LogMessageBody",
     "MAX_MESSAGE_AGE_SECONDS": "MaxMessageAgeSeconds",
+    "SEND_CONCURRENCY": "SendConcurrency",
     "PARK_NOTIFICATION_TOPIC_ARN": "ParkNotificationTopicArn",
 }
 CLOUDWATCH_RETENTION_DAYS = [
@@ -546,6 +547,7 @@ def test_environment_defaults_match_the_design(cfn: dict[str, Any]) -> None:
         "REPLAY_COUNT_ATTRIBUTE": "sqs-dlq-replay-nb",
         "LOG_MESSAGE_BODY": "false",
         "MAX_MESSAGE_AGE_SECONDS": "0",
+        "SEND_CONCURRENCY": "8",
         "PARK_NOTIFICATION_TOPIC_ARN": "",
     }
     assert env["ALLOWED_SOURCE_QUEUE_ARNS"] == ""

@@ -48,6 +48,7 @@ def test_every_variable_is_parsed() -> None:
             "LOG_MESSAGE_BODY": "true",
             "PARK_NOTIFICATION_TOPIC_ARN": TOPIC,
             "MAX_MESSAGE_AGE_SECONDS": "86400",
+            "SEND_CONCURRENCY": "32",
             "AWS_ENDPOINT_URL_SQS": "http://127.0.0.1:4566",
             "AWS_ENDPOINT_URL": "http://127.0.0.1:9999",
         }
@@ -62,6 +63,7 @@ def test_every_variable_is_parsed() -> None:
         log_message_body=True,
         park_notification_topic_arn=TOPIC,
         max_message_age_seconds=86_400,
+        send_concurrency=32,
         sqs_endpoint_url="http://127.0.0.1:4566",
     )
 
@@ -94,6 +96,8 @@ def test_every_variable_is_parsed() -> None:
         ("MAX_MESSAGE_AGE_SECONDS", "0", 0),
         ("MAX_MESSAGE_AGE_SECONDS", "1", 1),
         ("MAX_MESSAGE_AGE_SECONDS", "1209600", 1_209_600),
+        ("SEND_CONCURRENCY", "1", 1),
+        ("SEND_CONCURRENCY", "8", 8),
     ],
 )
 def test_single_values(variable: str, value: str, expected: object) -> None:
@@ -110,6 +114,7 @@ def test_single_values(variable: str, value: str, expected: object) -> None:
         "AWS_ENDPOINT_URL": settings.sqs_endpoint_url,
         "PARK_NOTIFICATION_TOPIC_ARN": settings.park_notification_topic_arn,
         "MAX_MESSAGE_AGE_SECONDS": settings.max_message_age_seconds,
+        "SEND_CONCURRENCY": settings.send_concurrency,
     }[variable]
     assert actual == expected
     assert type(actual) is type(expected)
@@ -172,6 +177,9 @@ BAD_VALUES = [
     ("MAX_MESSAGE_AGE_SECONDS", "1209601", "integer from 0 (no limit) to 1209600"),
     ("MAX_MESSAGE_AGE_SECONDS", "1.5", "integer from 0 (no limit) to 1209600"),
     ("MAX_MESSAGE_AGE_SECONDS", "", "integer from 0 (no limit) to 1209600"),
+    ("SEND_CONCURRENCY", "0", "integer from 1 to 32"),
+    ("SEND_CONCURRENCY", "33", "integer from 1 to 32"),
+    ("SEND_CONCURRENCY", "four", "integer from 1 to 32"),
 ]
 
 

@@ -16,6 +16,10 @@ from dlq_replay.core.backoff import MAX_VISIBILITY_TIMEOUT_SECONDS, BackoffPolic
 from dlq_replay.core.queues import QUEUE_ARN_PATTERN, queue_url_problem
 
 DEFAULT_COUNT_ATTRIBUTE = "sqs-dlq-replay-nb"
+# A batch of 10,000 records is 1,000 SendMessageBatch requests; 8 at once cuts its time 8-fold
+# (bench/bench_batch_send.py) with threads that cost a 128 MB function next to nothing.
+DEFAULT_SEND_CONCURRENCY = 8
+SEND_CONCURRENCY_LIMIT = 32  # the SQS client's connection pool (sqs/client.py) is this big
 MAX_ATTEMPTS_LIMIT = 100
 # SQS keeps a message at most 14 days, so an older first failure cannot be seen anyway.
 MAX_MESSAGE_AGE_LIMIT = 1_209_600
@@ -61,6 +65,8 @@ class Settings:
     park_notification_topic_arn: str | None = None
     # A record whose first failure is older than this is parked `max-age`; 0: no age limit.
     max_message_age_seconds: int = 0
+    # SendMessageBatch requests in flight at once for one batch (sqs/sending.py).
+    send_concurrency: int = DEFAULT_SEND_CONCURRENCY
     # Where URLs built from queue ARNs point: boto3's own AWS_ENDPOINT_URL_SQS/AWS_ENDPOINT_URL
     # (an emulator or SQS-compatible broker); unset means AWS's regional endpoint.
     sqs_endpoint_url: str | None = None
@@ -106,6 +112,12 @@ class Settings:
                 "0",
                 _int_between(0, MAX_MESSAGE_AGE_LIMIT),
                 f"an integer from 0 (no limit) to {MAX_MESSAGE_AGE_LIMIT} (14 days)",
+            ),
+            send_concurrency=reader.parse(
+                "SEND_CONCURRENCY",
+                str(DEFAULT_SEND_CONCURRENCY),
+                _int_between(1, SEND_CONCURRENCY_LIMIT),
+                f"an integer from 1 to {SEND_CONCURRENCY_LIMIT}",
             ),
             sqs_endpoint_url=reader.optional("AWS_ENDPOINT_URL_SQS")
             or reader.optional("AWS_ENDPOINT_URL"),

@@ -7,13 +7,18 @@ from typing import TYPE_CHECKING
 import boto3
 from botocore.config import Config
 
+from dlq_replay.core.settings import SEND_CONCURRENCY_LIMIT
+
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
 # Standard retry mode retries throttling and 5xx with backoff; the timeouts keep one slow call
-# from eating the function's whole timeout.
+# from eating the function's whole timeout; a connection for each concurrent send.
 SQS_CLIENT_CONFIG = Config(
-    retries={"mode": "standard", "max_attempts": 5}, connect_timeout=5, read_timeout=15
+    retries={"mode": "standard", "max_attempts": 5},
+    connect_timeout=5,
+    read_timeout=15,
+    max_pool_connections=SEND_CONCURRENCY_LIMIT,
 )
 
 

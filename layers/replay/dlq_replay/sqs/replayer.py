@@ -81,7 +81,7 @@ class Replayer:
         self._settings = settings
         self._sns = sns
         self._sqs = sqs
-        self._sender = BatchSender(sqs)
+        self._sender = BatchSender(sqs, settings.send_concurrency)
         self._logger = logger
         self._metrics = metrics
         self._clock = clock

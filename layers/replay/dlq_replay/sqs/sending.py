@@ -3,17 +3,24 @@
 Sends (SendMessageBatch), deletes (DeleteMessageBatch) and visibility changes
 (ChangeMessageVisibilityBatch) all go out 10 entries a request; an entry SQS refuses, or
 every entry of a request that failed as a whole, is reported back to the caller.
+
+A big batch (Lambda hands up to 10,000 records to one invocation) is 1,000 requests: sent one
+after another they take 1,000 round trips, so `BatchSender` sends up to `concurrency` requests
+at once. A FIFO queue's requests stay in order, one at a time (a group's messages may span
+requests, and SQS keeps a group's order only as they are sent).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from dlq_replay.core.messages import OutboundMessage
+from dlq_replay.core.queues import is_fifo_url
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -54,20 +61,46 @@ def pack(messages: Sequence[OutboundMessage]) -> Iterator[list[OutboundMessage]]
 
 
 class BatchSender:
-    """Writes copies with SendMessageBatch, one queue at a time; never SendMessage per record."""
+    """Writes copies with SendMessageBatch, up to `concurrency` requests at once; never
+    SendMessage per record."""
 
-    def __init__(self, sqs: SQSClient) -> None:
+    def __init__(self, sqs: SQSClient, concurrency: int = 1) -> None:
+        if concurrency < 1:
+            raise ValueError(f"concurrency must be at least 1, got {concurrency}")
         self._sqs = sqs
+        self._concurrency = concurrency
 
     def send(self, messages: Sequence[OutboundMessage]) -> dict[str, SendFailure]:
         """Write all messages; the result maps each record id whose copy failed to why."""
-        failures: dict[str, SendFailure] = {}
         by_queue: dict[str, list[OutboundMessage]] = {}
         for message in messages:
             by_queue.setdefault(message.queue_url, []).append(message)
+        # One task per request of a standard queue; a FIFO queue's requests, in order, are one.
+        tasks: list[tuple[str, list[list[OutboundMessage]]]] = []
         for queue_url, queued in by_queue.items():
-            for request in pack(queued):
-                failures.update(self._send_request(queue_url, request))
+            requests = list(pack(queued))
+            if is_fifo_url(queue_url):
+                tasks.append((queue_url, requests))
+            else:
+                tasks.extend((queue_url, [request]) for request in requests)
+        failures: dict[str, SendFailure] = {}
+        workers = min(self._concurrency, len(tasks))
+        if workers <= 1:
+            for task in tasks:
+                failures.update(self._send_in_order(*task))
+            return failures
+        # A pool per call: no thread outlives the invocation (Lambda freezes between them).
+        with ThreadPoolExecutor(workers, thread_name_prefix="send") as pool:
+            for result in pool.map(lambda task: self._send_in_order(*task), tasks):
+                failures.update(result)
+        return failures
+
+    def _send_in_order(
+        self, queue_url: str, requests: Sequence[Sequence[OutboundMessage]]
+    ) -> dict[str, SendFailure]:
+        failures: dict[str, SendFailure] = {}
+        for request in requests:
+            failures.update(self._send_request(queue_url, request))
         return failures
 
     def _send_request(
