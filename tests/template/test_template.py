@@ -138,7 +138,7 @@ def test_parameter_defaults_pass_their_own_constraints(cfn: dict[str, Any]) -> N
         ("MaxAttempts", 3, 1, 100),
         ("BackoffBaseSeconds", 60, 1, 43200),
         ("BackoffCapSeconds", 900, 1, 43200),
-        ("BatchSize", 10, 1, 10),
+        ("BatchSize", 10, 1, 10000),
         ("MaximumBatchingWindowInSeconds", 0, 0, 300),
         ("MaximumConcurrency", 5, 2, 1000),
         ("MainQueueMaxReceiveCount", 5, 1, 1000),
@@ -348,6 +348,50 @@ def test_dlq_visibility_is_six_times_each_allowed_function_timeout(cfn: dict[str
         assert int(dlq["VisibilityTimeout"]) == 6 * seconds
         assert props(resources, "AWS::Lambda::Function")["Timeout"] == str(seconds)
         assert 6 * seconds <= 43200
+
+
+@pytest.mark.parametrize("timeout", [10, 15, 30, 60, 120, 300])
+def test_a_batching_window_adds_the_largest_window_to_the_dlq_visibility(
+    cfn: dict[str, Any], timeout: int
+) -> None:
+    # Lambda: the source queue's visibility timeout should be at least six times the function
+    # timeout plus MaximumBatchingWindowInSeconds.
+    window = int(cfn["Parameters"]["MaximumBatchingWindowInSeconds"]["MaxValue"])
+    for queue_type, expected in (("standard", 6 * timeout + window), ("fifo", 6 * timeout)):
+        stack = Stack(
+            cfn,
+            {
+                "FunctionTimeout": str(timeout),
+                "MaximumBatchingWindowInSeconds": "1",
+                "QueueType": queue_type,
+            },
+        )
+        dlq = stack.resources()["DeadLetterQueue"]["Properties"]
+        assert int(dlq["VisibilityTimeout"]) == expected, queue_type  # no window on FIFO
+
+
+@pytest.mark.parametrize(
+    ("parameters", "refused"),
+    [
+        ({"BatchSize": "10"}, False),
+        ({"BatchSize": "11"}, True),
+        ({"BatchSize": "11", "MaximumBatchingWindowInSeconds": "1"}, False),
+        ({"BatchSize": "10000", "MaximumBatchingWindowInSeconds": "20"}, False),
+        ({"BatchSize": "10", "QueueType": "fifo"}, False),
+        ({"BatchSize": "11", "MaximumBatchingWindowInSeconds": "1", "QueueType": "fifo"}, True),
+        ({**EXISTING, "BatchSize": "500", "MaximumBatchingWindowInSeconds": "1"}, False),
+        ({**EXISTING, "BatchSize": "500"}, True),
+    ],
+)
+def test_batches_above_ten_follow_lambdas_rules(
+    cfn: dict[str, Any], parameters: dict[str, str], refused: bool
+) -> None:
+    stack = Stack(cfn, parameters)
+    assert stack.parameter_errors() == []
+    assert ("BigBatchesNeedABatchingWindow" in stack.failed_rules()) is refused
+    if not refused:
+        esm = props(stack.resources(), "AWS::Lambda::EventSourceMapping")
+        assert esm["BatchSize"] == parameters["BatchSize"]
 
 
 def test_created_queues_are_encrypted_and_retain_long_enough(cfn: dict[str, Any]) -> None:
