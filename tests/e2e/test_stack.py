@@ -123,8 +123,10 @@ def test_queues_are_wired_main_to_dlq_to_operator(deployment: Deployment) -> Non
         "maxReceiveCount": int(PARAMETERS["DeadLetterQueueMaxReceiveCount"]),
     }
     assert "RedrivePolicy" not in operator
-    # AWS's rule for a Lambda event source: visibility >= 6 x the function timeout.
-    assert int(dlq["VisibilityTimeout"]) == 6 * deployment.function.get("Timeout", 0)
+    # AWS's rule for a Lambda event source: visibility >= 6 x the function timeout, plus the
+    # batching window (the template adds the largest, 300 s, when a window is set).
+    assert int(PARAMETERS["MaximumBatchingWindowInSeconds"]) > 0
+    assert int(dlq["VisibilityTimeout"]) == 6 * deployment.function.get("Timeout", 0) + 300
 
 
 # -- messages through the stack --------------------------------------------------------------
