@@ -4,7 +4,8 @@ Imports the handler the way Lambda does - the function's build directory and the
 `python/` directory on the path, the layer first - and checks that `app`, `dlq_replay` and
 `aws_lambda_powertools` all come from `.aws-sam/build` (not from the repository or the
 virtualenv), and that `app.handler` is callable. boto3 may come from anywhere: Lambda's
-runtime provides it.
+runtime provides it. Every module of the layer must have its bytecode for Lambda's runtime
+beside it, unchecked-hash (used whatever the files' timestamps).
 
     python tools/check_build.py [--build-dir .aws-sam/build]
 """
@@ -82,6 +83,21 @@ def layer_modules(layer_dir: Path) -> list[str]:
     )
 
 
+RUNTIME_CACHE_TAG = "cpython-313"  # the function's Runtime: python3.13
+_UNCHECKED_HASH = 0b01  # PEP 552 flags: hash-based, source not checked
+
+
+def missing_bytecode(layer_dir: Path) -> list[str]:
+    """The layer's .py files without an unchecked-hash .pyc for the runtime (relative paths)."""
+    missing: list[str] = []
+    for source in sorted(layer_dir.rglob("*.py")):
+        compiled = source.parent / "__pycache__" / f"{source.stem}.{RUNTIME_CACHE_TAG}.pyc"
+        header = compiled.read_bytes()[:8] if compiled.is_file() else b""
+        if len(header) < 8 or int.from_bytes(header[4:8], "little") != _UNCHECKED_HASH:
+            missing.append(source.relative_to(layer_dir).as_posix())
+    return missing
+
+
 def check_build(build_dir: Path) -> list[str]:
     """Import the built handler; return one line per checked module, raise on a mismatch."""
     build_dir = build_dir.resolve()
@@ -98,6 +114,12 @@ def check_build(build_dir: Path) -> list[str]:
             f"the layer's dlq_replay modules differ: extra {extra}, missing {missing}"
         )
 
+    if missing := missing_bytecode(layer_dir):
+        raise BuildCheckError(
+            f"{len(missing)} layer modules have no unchecked-hash {RUNTIME_CACHE_TAG} bytecode, "
+            f"e.g. {missing[:3]}"
+        )
+
     for name, value in PLACEHOLDER_ENV.items():
         os.environ.setdefault(name, value)
     # Lambda's order: the function's code first (/var/task), then layers (/opt/python). Both
@@ -111,7 +133,9 @@ def check_build(build_dir: Path) -> list[str]:
     dlq_replay = importlib.import_module("dlq_replay")
     powertools = importlib.import_module("aws_lambda_powertools")
 
+    modules = sum(1 for _ in layer_dir.rglob("*.py"))
     lines = [f"layer module         {name}" for name in shipped]
+    lines.append(f"bytecode             {modules} modules, unchecked-hash, {RUNTIME_CACHE_TAG}")
     lines += [
         f"app                  {_require_inside(app, function_dir)}",
         f"dlq_replay           {_require_inside(dlq_replay, layer_dir)}",
