@@ -222,3 +222,16 @@ def test_what_was_in_the_dlq_before_is_no_arrival() -> None:
     pace.acquire(1)
     assert len(calls) == 2
     assert pace.report().arrivals == 0
+
+
+def test_what_the_run_deletes_from_the_watched_dlq_is_no_departure() -> None:
+    # The run reads from the DLQ it watches: 5 deleted by it and 5 failed back in leave the
+    # population flat, and still count as 5 arrivals. Deletes elsewhere change nothing.
+    pace, clock, dlq = adaptive()
+    pace.deleted(DLQ.url, 5)
+    pace.deleted("https://sqs.us-east-1.amazonaws.com/123456789012/orders-operator", 50)
+
+    check(pace, clock, dlq, 0)
+
+    assert pace.report().arrivals == 5
+    assert pace.rate == 4.0

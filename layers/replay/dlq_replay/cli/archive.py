@@ -17,7 +17,16 @@ from dlq_replay.cli.deployment import (
 )
 from dlq_replay.cli.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CommandError, operator_command
 from dlq_replay.cli.options import BUDGET_HELP, Subparsers, int_between
-from dlq_replay.cli.output import make_console, note, plural, print_json, progress_bars
+from dlq_replay.cli.output import (
+    TallyRow,
+    count_table,
+    destination_name,
+    make_console,
+    note,
+    plural,
+    print_json,
+    progress_bars,
+)
 from dlq_replay.cli.pacing import add_pace_options, pace_line, until_failing_from
 from dlq_replay.cli.selection import add_selection_options, selector_from
 from dlq_replay.ops.archive import FORMAT
@@ -179,8 +188,7 @@ def run_import(args: argparse.Namespace) -> int:
     latest = ops.ImportTally()
     try:
         with progress_bars(args) as progress:
-            into = destination.name if destination else "their source queues"
-            bar = progress.add_task(f"importing into {into}", total=None)
+            bar = progress.add_task(f"importing into {destination_name(destination)}", total=None)
 
             def show(tally: ops.ImportTally) -> None:
                 nonlocal latest
@@ -217,46 +225,41 @@ def _file_error(error: OSError, then: str) -> str:
 
 
 def _print_export(result: ops.ExportResult, request: ops.ExportRequest) -> None:
-    from rich.table import Table
-
     console = make_console()
     places = [p for p in (result.path, result.s3_uri) if p]
     console.print(
         f"{request.source.name} -> {' and '.join(places)}: "
         f"{plural(result.exported, 'message')}, {result.bytes} bytes"
     )
-    table = Table()
-    table.add_column("messages")
-    table.add_column("count", justify="right")
-    if request.delete:
-        table.add_row("exported and deleted", str(result.deleted))
-        table.add_row("exported, not deleted (still in the queue)", str(result.not_deleted))
-    else:
-        table.add_row("exported (still in the queue)", str(result.exported))
-    table.add_row("filtered out (given back)", str(result.filtered))
-    table.add_row("failed (given back)", str(result.failed))
-    for code, count in sorted(result.failures.items()):
-        table.add_row(f"  {code}", str(count))
-    table.add_row("examined", str(result.examined))
-    console.print(table)
+    kept: list[TallyRow] = (
+        [
+            ("exported and deleted", result.deleted),
+            ("exported, not deleted (still in the queue)", result.not_deleted),
+        ]
+        if request.delete
+        else [("exported (still in the queue)", result.exported)]
+    )
+    rows: list[TallyRow] = [
+        *kept,
+        ("filtered out (given back)", result.filtered),
+        ("failed (given back)", result.failed),
+        result.failures,
+        ("examined", result.examined),
+    ]
+    console.print(count_table("messages", rows))
 
 
 def _print_import(tally: ops.ImportTally, request: ops.ImportRequest) -> None:
-    from rich.table import Table
-
     console = make_console()
-    into = request.destination.name if request.destination else "their source queues"
-    console.print(f"{request.path} -> {into}")
-    table = Table()
-    table.add_column("records")
-    table.add_column("count", justify="right")
-    table.add_row("sent", str(tally.sent))
-    table.add_row("skipped", str(tally.skipped))
-    for code, count in sorted(tally.skips.items()):
-        table.add_row(f"  {code}", str(count))
-    table.add_row("failed", str(tally.failed))
-    table.add_row("read", str(tally.read))
-    console.print(table)
+    console.print(f"{request.path} -> {destination_name(request.destination)}")
+    rows: list[TallyRow] = [
+        ("sent", tally.sent),
+        ("skipped", tally.skipped),
+        tally.skips,
+        ("failed", tally.failed),
+        ("read", tally.read),
+    ]
+    console.print(count_table("records", rows))
     for failure in tally.failures:
         console.print(
             f"failed: line {failure.line}"

@@ -6,7 +6,7 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -14,6 +14,12 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.progress import Progress
+    from rich.table import Table
+
+    from dlq_replay.ops.queues import QueueInfo
+
+# A row of a tally: (label, count); a Mapping after a row breaks it down by code, indented.
+TallyRow = tuple[str, int] | Mapping[str, int]
 
 
 def make_console(*, stderr: bool = False) -> Console:
@@ -23,6 +29,25 @@ def make_console(*, stderr: bool = False) -> Console:
     # Not a terminal: wide enough that tables keep whole queue names (scripts use --json).
     width = None if stream.isatty() or os.environ.get("COLUMNS") else 160
     return Console(file=stream, markup=False, highlight=False, emoji=False, width=width)
+
+
+def destination_name(queue: QueueInfo | None) -> str:
+    """The name of where messages go: one queue, or each message's own source queue."""
+    return queue.name if queue is not None else "their source queues"
+
+
+def count_table(heading: str, rows: Sequence[TallyRow]) -> Table:
+    """The two-column tally the moving commands print (redrive, export, import)."""
+    from rich.table import Table
+
+    table = Table()
+    table.add_column(heading)
+    table.add_column("count", justify="right")
+    for row in rows:
+        items = [row] if isinstance(row, tuple) else [(f"  {k}", v) for k, v in sorted(row.items())]
+        for label, count in items:
+            table.add_row(label, str(count))
+    return table
 
 
 def note(text: str) -> None:

@@ -19,7 +19,16 @@ from dlq_replay.cli.errors import (
     operator_command,
 )
 from dlq_replay.cli.options import BUDGET_HELP, Subparsers, int_between, positive_number
-from dlq_replay.cli.output import make_console, note, plural, print_json, progress_bars
+from dlq_replay.cli.output import (
+    TallyRow,
+    count_table,
+    destination_name,
+    make_console,
+    note,
+    plural,
+    print_json,
+    progress_bars,
+)
 from dlq_replay.cli.pacing import add_pace_options, pace_line, until_failing_from
 from dlq_replay.cli.selection import add_selection_options, selector_from
 from dlq_replay.ops.depth import queue_depth
@@ -153,7 +162,7 @@ def run_redrive(args: argparse.Namespace) -> int:
 def _native_redrive(args: argparse.Namespace, sqs: SQSClient, request: ops.RedriveRequest) -> int:
     source, destination = request.source, request.destination
     approximate = queue_depth(sqs, source.url).visible
-    target = destination.name if destination else "their source queues"
+    target = destination_name(destination)
     if request.dry_run:
         plan = {
             "mode": "native",
@@ -271,23 +280,18 @@ def _tally_line(tally: ops.RedriveTally, request: ops.RedriveRequest) -> str:
 
 
 def _print_tally(tally: ops.RedriveTally, request: ops.RedriveRequest) -> None:
-    from rich.table import Table
-
     console = make_console()
-    target = request.destination.name if request.destination else "their source queues"
+    target = destination_name(request.destination)
     console.print(f"{'dry run: ' if tally.dry_run else ''}{request.source.name} -> {target}")
-    table = Table()
-    table.add_column("messages")
-    table.add_column("count", justify="right")
-    table.add_row(_moved_word(tally, request), str(tally.moved))
-    table.add_row("failed (left in place)", str(tally.failed))
-    for code, count in sorted(tally.failures.items()):
-        table.add_row(f"  {code}", str(count))
-    table.add_row("skipped (left in place)", str(tally.skipped))
-    for code, count in sorted(tally.skips.items()):
-        table.add_row(f"  {code}", str(count))
-    table.add_row("seen", str(tally.seen))
-    console.print(table)
+    rows: list[TallyRow] = [
+        (_moved_word(tally, request), tally.moved),
+        ("failed (left in place)", tally.failed),
+        tally.failures,
+        ("skipped (left in place)", tally.skipped),
+        tally.skips,
+        ("seen", tally.seen),
+    ]
+    console.print(count_table("messages", rows))
     if tally.dry_run:
         console.print("dry run: nothing was sent or deleted")
     if tally.pace is not None:

@@ -85,12 +85,7 @@ class ClientMove:
         self.stopped: str | None = None
         self.not_released = 0
         self.source_urls: dict[str, str | None] = {}
-        self.pace, self.inflow = make_pace(sqs, request.rate, request.until_failing, clock, sleep)
-        # What the run deletes from the DLQ it watches is no arrival there.
-        self.deletes_from_watched = (
-            request.until_failing is not None
-            and request.until_failing.watched.url == request.source.url
-        )
+        self.pace = make_pace(sqs, request.rate, request.until_failing, clock, sleep)
 
     def tally(self) -> RedriveTally:
         return RedriveTally(
@@ -209,8 +204,7 @@ class ClientMove:
                 self.moved += len(sent)
             return
         not_deleted = set(delete_messages(self.sqs, self.request.source.url, sent))
-        if self.inflow is not None and self.deletes_from_watched:
-            self.inflow.removed(len(sent) - len(not_deleted))
+        self.pace.deleted(self.request.source.url, len(sent) - len(not_deleted))
         with self.lock:
             self._count_failures(failed.values())
             for message in sent:

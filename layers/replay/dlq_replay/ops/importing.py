@@ -127,7 +127,7 @@ class _Import:
         self.sent = 0
         self.skips: Counter[str] = Counter()
         self.failures: list[ImportFailure] = []
-        self.pace, _ = make_pace(sqs, request.rate, request.until_failing, clock, sleep)
+        self.pace = make_pace(sqs, request.rate, request.until_failing, clock, sleep)
         self.stopped: str | None = None
 
     def take(self, number: int, line: bytes) -> None:

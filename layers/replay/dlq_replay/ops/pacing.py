@@ -5,13 +5,14 @@ would fail into, and stopped when they keep arriving.
 A pace is shared by the threads of one run: `acquire(count)` waits until `count` messages may
 be sent, and says False once the run must stop. The adaptive pace gives out one slot at a time,
 at the moment of sending (nothing is booked ahead, so a backoff or a stop applies to the very
-next send), and samples the watched DLQ (`DlqInflow`) every `check_seconds`, from whichever
-thread is waiting when a check is due.
+next send), and samples the watched DLQ every `check_seconds`, from whichever thread is
+waiting when a check is due.
 
-What "arrived" means: SQS counts no arrivals, so `DlqInflow` takes the change of the DLQ's
+What "arrived" means: SQS counts no arrivals, so the pace takes the change of the DLQ's
 population (visible + in flight + delayed, SQS's approximate counters) and adds what the run
-itself deleted from it. That misses messages something else takes off the DLQ between two
-checks: the replay function, while its event source is enabled (`dlq-replay pause` first).
+itself deleted from it (`deleted`). That misses messages something else takes off the DLQ
+between two checks: the replay function, while its event source is enabled (`dlq-replay
+pause` first).
 """
 
 from __future__ import annotations
@@ -53,6 +54,9 @@ class Pace(Protocol):
     def report(self) -> PaceReport | None:
         """What an adaptive pace saw (None for a fixed one)."""
 
+    def deleted(self, queue_url: str, count: int) -> None:
+        """The run deleted `count` messages from `queue_url` (no arrival there)."""
+
 
 def batch_size_for(rate: float | None) -> int:
     return MAX_BATCH_ENTRIES if rate is None else max(1, min(MAX_BATCH_ENTRIES, math.floor(rate)))
@@ -92,6 +96,9 @@ class FixedRate:
     def report(self) -> PaceReport | None:
         return None
 
+    def deleted(self, queue_url: str, count: int) -> None:
+        pass
+
 
 @dataclass(frozen=True, slots=True)
 class UntilFailing:
@@ -123,19 +130,21 @@ class AdaptiveRate:
     def __init__(
         self,
         policy: UntilFailing,
-        arrivals: Callable[[], int],
+        population: Callable[[], int],
         clock: Callable[[], float],
         sleep: Callable[[float], None],
     ) -> None:
+        """`population`: the watched DLQ's messages now (visible, in flight and delayed)."""
         self.policy = policy
-        self.arrivals = arrivals
+        self.population = population
+        self.deleted_here = 0  # what the run itself deleted from the watched DLQ
         self.clock = clock
         self.sleep = sleep
         self.lock = threading.Lock()
         self.rate = policy.rate
         self.next_slot = clock()
         self.last_check = self.next_slot
-        self.baseline = arrivals()
+        self.baseline = population()
         self.seen = self.baseline
         self.checks = 0
         self.backoffs = 0
@@ -164,6 +173,11 @@ class AdaptiveRate:
                     return True
             self.sleep(min(wait, POLL_SECONDS))
 
+    def deleted(self, queue_url: str, count: int) -> None:
+        if queue_url == self.policy.watched.url:
+            with self.lock:
+                self.deleted_here += count
+
     def report(self) -> PaceReport:
         with self.lock:
             return PaceReport(
@@ -175,7 +189,7 @@ class AdaptiveRate:
             )
 
     def _check(self, now: float) -> None:
-        total = self.arrivals()
+        total = self.population() + self.deleted_here
         # Cumulative, so a stale depth that overshoots once is taken back by the next check.
         arrived = total - self.seen
         self.seen = max(self.seen, total)
@@ -200,26 +214,6 @@ class AdaptiveRate:
             f"{len(self.strikes)} checks ({window:g} s), after backing off to "
             f"{self.rate:g}/s: the copies are failing again; fix the consumer, then rerun"
         )
-
-
-class DlqInflow:
-    """Messages that came into a queue since the first call (see the module); `removed`
-    tells it what the run deleted from that queue itself."""
-
-    def __init__(self, sqs: SQSClient, queue_url: str) -> None:
-        self.sqs = sqs
-        self.queue_url = queue_url
-        self.lock = threading.Lock()
-        self.deleted = 0
-
-    def removed(self, count: int) -> None:
-        with self.lock:
-            self.deleted += count
-
-    def __call__(self) -> int:
-        population = queue_depth(self.sqs, self.queue_url).total
-        with self.lock:
-            return population + self.deleted
 
 
 def watched_dlq(
@@ -261,9 +255,9 @@ def make_pace(
     until_failing: UntilFailing | None,
     clock: Callable[[], float],
     sleep: Callable[[float], None],
-) -> tuple[Pace, DlqInflow | None]:
-    """The pace of a run, and the DLQ probe to tell about deletions (adaptive pace only)."""
+) -> Pace:
+    """The pace of a run: fixed, or adaptive watching `until_failing.watched`."""
     if until_failing is None:
-        return FixedRate(rate, clock, sleep), None
-    inflow = DlqInflow(sqs, until_failing.watched.url)
-    return AdaptiveRate(until_failing, inflow, clock, sleep), inflow
+        return FixedRate(rate, clock, sleep)
+    watched = until_failing.watched.url
+    return AdaptiveRate(until_failing, lambda: queue_depth(sqs, watched).total, clock, sleep)
