@@ -201,6 +201,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_redrive.py
 	$(BIN)/python bench/bench_batch_send.py
 	$(BIN)/python bench/bench_cold_start.py
+	$(BIN)/python bench/bench_worker.py
 
 bench-smoke: $(STAMP)
 	$(BIN)/python bench/bench_replay.py --smoke
@@ -209,6 +210,7 @@ bench-smoke: $(STAMP)
 	$(BIN)/python bench/bench_redrive.py --smoke
 	$(BIN)/python bench/bench_batch_send.py --smoke
 	$(BIN)/python bench/bench_cold_start.py --smoke
+	$(BIN)/python bench/bench_worker.py --smoke
 
 # Regenerates requirements/dev.lock from a clean, throwaway venv, then requirements/demo.lock
 # (the local extra at dev.lock's versions, resolved on the demo's Python).
