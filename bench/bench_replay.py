@@ -12,16 +12,20 @@ import argparse
 import base64
 import json
 import logging
+import os
 import random
 import statistics
 import sys
 import time
 import tracemalloc
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
+from botocore.awsrequest import AWSResponse
+from botocore.compat import HTTPHeaders
 from dlq_replay.aws_lambda.replay import LambdaReplay
 from dlq_replay.core.settings import Settings
+from dlq_replay.sqs.client import sqs_client
 from dlq_replay.sqs.replayer import Replayer
 
 DLQ_ARN = "arn:aws:sqs:us-east-1:123456789012:bench-dlq"
@@ -109,11 +113,49 @@ def peak_memory(event: dict[str, Any]) -> int:
     return peak
 
 
+class _Body:
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def stream(self, **kwargs: Any) -> Any:
+        del kwargs
+        yield self.data
+
+
+def _sqs_answers(request: Any, **kwargs: Any) -> AWSResponse:
+    """Every entry of a SendMessageBatch succeeds, answered where botocore would send it."""
+    del kwargs
+    ids = [entry["Id"] for entry in json.loads(request.body)["Entries"]]
+    body = {"Successful": [{"Id": i, "MessageId": i, "MD5OfMessageBody": ""} for i in ids]}
+    answer = json.dumps({**body, "Failed": []}).encode()
+    return AWSResponse(request.url, 200, HTTPHeaders(), _Body(answer))
+
+
+def peak_memory_through_botocore(event: dict[str, Any]) -> int:
+    """Peak bytes allocated while handling one event with the production SQS client (its
+    serialisation and signing included, every thread traced), SQS answering at botocore's HTTP
+    boundary; the event itself excluded."""
+    sqs = sqs_client(region_name="us-east-1")
+    sqs.meta.events.register(
+        "before-send.sqs.SendMessageBatch", cast("Callable[..., None]", _sqs_answers)
+    )
+    quiet = logging.getLogger("bench")
+    quiet.disabled = True
+    replay = LambdaReplay(Replayer(SETTINGS, sqs, logger=quiet, rng=random.Random(1)))
+    replay(event)  # warm imports and caches
+    tracemalloc.start()
+    replay(event)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return peak
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--smoke", action="store_true", help="few iterations, for CI")
     args = parser.parse_args(argv)
     iterations = 5 if args.smoke else 300
+    command = "python bench/bench_replay.py" + (" --smoke" if args.smoke else "")
     cases: dict[str, Callable[[], dict[str, Any]]] = {
         "10 x 1 KiB, 4 attributes": lambda: make_event(10, 1024, 4, 0),
         "10 x 1 KiB, at the limit (parks)": lambda: make_event(10, 1024, 4, 3),
@@ -126,6 +168,19 @@ def main(argv: list[str] | None = None) -> int:
         median, best = time_per_record(event, iterations)
         peak = peak_memory(event) / 2**20
         print(f"{name:40} {median:20.1f} {best:10.1f} {peak:10.2f}")
+    for variable in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        os.environ.setdefault(variable, "bench")
+    print("\none 6 MB event (Lambda's payload limit), the production client, SQS answering at")
+    print(f"botocore's HTTP boundary (target: peak <= 1x the event) ({command})")
+    print(f"{'event':40} {'event MiB':>10} {'peak MiB':>10} {'peak/event':>11}")
+    for name, build in {
+        "6 x ~1 MB": lambda: make_event(6, 1_000_000, 2, 0),
+        "3,000 x 1 KB, 4 attributes (big batch)": lambda: make_event(3000, 1000, 4, 0),
+    }.items():
+        event = build()
+        size = len(json.dumps(event))
+        peak = peak_memory_through_botocore(event)
+        print(f"{name:40} {size / 2**20:10.2f} {peak / 2**20:10.2f} {peak / size:10.2f}x")
     return 0
 
 

@@ -1,32 +1,59 @@
 """Lambda entry point: a thin handler over the `dlq_replay` package shipped in the layer.
 
-Settings are read on the first invocation, not at import, and then kept for the life of the
-execution environment; a bad value fails that invocation with one line naming it.
+Init (once per execution environment, before the first event, and inside the snapshot when
+SnapStart is on) makes the SQS client, which depends on none of our settings. The settings are
+read on the first invocation, not at import, and then kept; a bad value fails that invocation
+with one line naming it.
 """
 
 from __future__ import annotations
 
 import os
+from contextlib import suppress
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger, Metrics
-from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
-from aws_lambda_powertools.utilities.typing import LambdaContext
+from botocore.exceptions import BotoCoreError
 from dlq_replay.aws_lambda.replay import LambdaReplay
 from dlq_replay.core.settings import SettingsError
+from dlq_replay.sqs.client import known_services_session, sqs_client
+
+if TYPE_CHECKING:
+    import boto3
+    from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+    from mypy_boto3_sqs import SQSClient
 
 logger = Logger(service="sqs-dlq-replay")
 metrics = Metrics(namespace="SqsDlqReplay", service="sqs-dlq-replay")
 
 
 @cache
+def _session() -> boto3.Session:
+    return known_services_session()
+
+
+@cache
+def _sqs() -> SQSClient:
+    return sqs_client(session=_session())
+
+
+@cache
 def _replay() -> LambdaReplay:
     try:
-        return LambdaReplay.from_env(os.environ, logger=logger, metrics=metrics)
+        return LambdaReplay.from_env(
+            os.environ, sqs=_sqs(), session=_session(), logger=logger, metrics=metrics
+        )
     except SettingsError as error:
         logger.error(str(error), extra={"variable": error.variable})
         raise
+
+
+# A client that cannot be made here (no region, a malformed endpoint URL) is made again by
+# the first invocation, which then fails with the reason.
+with suppress(BotoCoreError, ValueError):
+    _sqs()
 
 
 @metrics.log_metrics

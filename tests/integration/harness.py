@@ -9,6 +9,7 @@ a request log or a Stubber on the replayer's client sees the replayer's requests
 from __future__ import annotations
 
 import copy
+import importlib
 import json
 import time
 import uuid
@@ -405,9 +406,15 @@ class AppHandle:
         )
         return handler(dict(event), FakeContext())
 
+    def reimport(self) -> ModuleType:
+        """Import the module again, as Lambda's init does in a new execution environment."""
+        self._module = importlib.reload(self._module)
+        return self._module
+
     def reset(self) -> None:
-        """Forget the cached replay (settings and client), as a new execution environment."""
-        self._module._replay.cache_clear()
+        """Forget the cached replay, settings and clients, as a new execution environment."""
+        for cached in (self._module._replay, self._module._sqs, self._module._session):
+            cached.cache_clear()
 
     @property
     def logger(self) -> Logger:

@@ -35,6 +35,25 @@ def log_lines(out: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
 
 
+def test_init_makes_the_sqs_client_and_the_first_event_reads_the_settings(
+    app: AppHandle, app_env: pytest.MonkeyPatch, sqs: Sqs, queues: ReplayQueues
+) -> None:
+    """The client is made once per execution environment, at init (before the first event's
+    clock starts, and inside a SnapStart snapshot); the settings still wait for an event."""
+    module = app.reimport()
+
+    assert module._sqs.cache_info().currsize == 1
+    assert module._replay.cache_info().currsize == 0
+    made_at_init = module._sqs()
+
+    response = app.handler(sqs.dead_letter_event(queues, [Outgoing("hello")]))
+
+    assert response == {"batchItemFailures": []}
+    assert module._sqs() is made_at_init
+    assert module._sqs.cache_info().misses == 1  # never made again
+    assert module._replay.cache_info().currsize == 1
+
+
 @pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
 def test_bad_setting_fails_the_invocation_naming_the_variable(
     app: AppHandle,

@@ -20,11 +20,14 @@ FIFO = "https://sqs.us-east-1.amazonaws.com/123456789012/orders.fifo"
 class SlowSqs:
     """SendMessageBatch at the boto3 boundary, recording how many calls were in flight at once
     and what each request held. Until `gather` calls have been in flight together, a call
-    waits (at most 2 s) for the others: overlap is then certain when the sender allows it,
-    however busy the machine, and absent when it does not."""
+    waits (at most `patience` s) for the others: overlap is then certain when the sender allows
+    it, however busy the machine, and absent when it does not."""
 
-    def __init__(self, gather: int = 1, refuse: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self, gather: int = 1, refuse: frozenset[str] = frozenset(), patience: float = 2
+    ) -> None:
         self.gather = gather
+        self.patience = patience
         self.refuse = refuse  # bodies SQS refuses, entry by entry
         self.fail_request_with = ""  # a body whose whole request raises
         self.lock = threading.Condition()
@@ -45,7 +48,7 @@ class SlowSqs:
             )
             self.requests.append((QueueUrl, bodies))
             self.lock.notify_all()
-            self.lock.wait_for(lambda: self.most_in_flight >= self.gather, timeout=2)
+            self.lock.wait_for(lambda: self.most_in_flight >= self.gather, timeout=self.patience)
         try:
             if self.fail_request_with in bodies:
                 raise ClientError(
@@ -93,6 +96,26 @@ def test_requests_of_a_standard_queue_overlap_up_to_the_concurrency(concurrency:
     assert sqs.most_in_flight == concurrency
     sent = sorted(body for _, bodies in sqs.requests for body in bodies)
     assert sent == [f"m{i:03}" for i in range(200)]  # each exactly once
+
+
+@pytest.mark.parametrize(("budget_in_requests", "most_in_flight"), [(3, 3), (0.5, 1)])
+def test_the_payload_in_flight_is_bounded_too(
+    budget_in_requests: float, most_in_flight: int
+) -> None:
+    """Requests of big messages go fewer at once than `concurrency` (memory); one bigger than
+    the whole budget still goes, alone."""
+    sqs = SlowSqs(gather=8, patience=0.2)
+    messages = copies(80)
+    request_bytes = sum(message.size_bytes for message in messages[:10])
+    budget = int(request_bytes * budget_in_requests)
+
+    failures = BatchSender(sqs, 8, max_in_flight_bytes=budget).send(messages)  # type: ignore[arg-type]
+
+    assert failures == {}
+    assert sqs.most_in_flight == most_in_flight
+    assert sorted(body for _, bodies in sqs.requests for body in bodies) == [
+        f"m{i:03}" for i in range(80)
+    ]
 
 
 def test_failures_are_mapped_to_their_records_whatever_the_order() -> None:

@@ -19,15 +19,16 @@ from aws_lambda_powertools.utilities.batch import (
 
 from dlq_replay.core.messages import InboundMessage
 from dlq_replay.core.settings import Settings
-from dlq_replay.sqs.client import sqs_client
 from dlq_replay.sqs.notices import notice_client
 from dlq_replay.sqs.replayer import Log, Outcome, Replayer
 
 if TYPE_CHECKING:
+    import boto3
     from aws_lambda_powertools.metrics import Metrics
     from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
     from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
     from aws_lambda_powertools.utilities.typing import LambdaContext
+    from mypy_boto3_sqs import SQSClient
 
 
 class RecordNotDone(Exception):  # noqa: N818 - names the outcome, not an error class
@@ -42,15 +43,20 @@ class LambdaReplay:
 
     @classmethod
     def from_env(
-        cls, env: Mapping[str, str], *, logger: Log, metrics: Metrics | None = None
+        cls,
+        env: Mapping[str, str],
+        *,
+        sqs: SQSClient,
+        logger: Log,
+        metrics: Metrics | None = None,
+        session: boto3.Session | None = None,
     ) -> LambdaReplay:
-        """Parse the settings (raising SettingsError on a bad value) and make the clients: SQS,
-        and SNS only when park notices are on."""
+        """Parse the settings (raising SettingsError on a bad value) around the SQS client made
+        at init; the SNS client is made here (from `session`), and only when park notices are
+        on."""
         settings = Settings.from_env(env)
-        replayer = Replayer(
-            settings, sqs_client(), logger=logger, metrics=metrics, sns=notice_client(settings)
-        )
-        return cls(replayer)
+        sns = notice_client(settings, session=session)
+        return cls(Replayer(settings, sqs, logger=logger, metrics=metrics, sns=sns))
 
     def __call__(
         self, event: Mapping[str, Any], context: LambdaContext | None = None

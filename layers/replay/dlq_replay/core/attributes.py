@@ -13,6 +13,7 @@ import binascii
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -90,6 +91,9 @@ class ParsedAttributes:
     dropped: Mapping[str, str] = field(default_factory=dict)
 
 
+_NOTHING_DROPPED: Mapping[str, str] = MappingProxyType({})
+
+
 def from_lambda(raw: Mapping[str, Mapping[str, Any]] | None) -> ParsedAttributes:
     """Attributes of a Lambda SQS record (`messageAttributes`: camelCase, base64 binaries)."""
     return _parse(raw, _LAMBDA_KEYS, _from_base64)
@@ -153,7 +157,8 @@ def _parse(
         else:
             wanted = keys.binary if base_type == "Binary" else keys.string
             dropped[name] = f"a {base_type} attribute without its {wanted}"
-    return ParsedAttributes(values, dropped)
+    # Most records drop nothing: one shared empty mapping, not an empty dict per record.
+    return ParsedAttributes(values, dropped or _NOTHING_DROPPED)
 
 
 def parse_count(attribute: Attribute | None, limit: int = COUNT_LIMIT) -> int | None:

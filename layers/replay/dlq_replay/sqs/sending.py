@@ -8,12 +8,20 @@ A big batch (Lambda hands up to 10,000 records to one invocation) is 1,000 reque
 after another they take 1,000 round trips, so `BatchSender` sends up to `concurrency` requests
 at once. A FIFO queue's requests stay in order, one at a time (a group's messages may span
 requests, and SQS keeps a group's order only as they are sent).
+
+A request in flight costs about three times its payload in memory (botocore's JSON text, its
+bytes, the prepared request), so the payload in flight at once is also bounded, by
+`MAX_IN_FLIGHT_BYTES`: one request's worth. A 6 MB event of 1 MB messages then peaks at half
+its own size (bench/bench_replay.py), where eight 1 MB requests at once would take 24 MB of a
+128 MB function; requests of small messages still go `concurrency` at once.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -29,6 +37,8 @@ if TYPE_CHECKING:
 # SendMessageBatch limits: 10 entries and 1 MiB of message payload per request.
 MAX_BATCH_ENTRIES = 10
 MAX_BATCH_BYTES = 1_048_576
+# Payload bytes in flight at once across concurrent requests (a bigger request goes alone).
+MAX_IN_FLIGHT_BYTES = MAX_BATCH_BYTES
 
 _Item = TypeVar("_Item")
 
@@ -64,11 +74,14 @@ class BatchSender:
     """Writes copies with SendMessageBatch, up to `concurrency` requests at once; never
     SendMessage per record."""
 
-    def __init__(self, sqs: SQSClient, concurrency: int = 1) -> None:
+    def __init__(
+        self, sqs: SQSClient, concurrency: int = 1, max_in_flight_bytes: int = MAX_IN_FLIGHT_BYTES
+    ) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
         self._sqs = sqs
         self._concurrency = concurrency
+        self._budget = _ByteBudget(max_in_flight_bytes)
 
     def send(self, messages: Sequence[OutboundMessage]) -> dict[str, SendFailure]:
         """Write all messages; the result maps each record id whose copy failed to why."""
@@ -110,7 +123,8 @@ class BatchSender:
             return {}
         entries = [message.to_entry(str(index)) for index, message in enumerate(request)]
         try:
-            response: Any = self._sqs.send_message_batch(QueueUrl=queue_url, Entries=entries)
+            with self._budget.hold(sum(message.size_bytes for message in request)):
+                response: Any = self._sqs.send_message_batch(QueueUrl=queue_url, Entries=entries)
         except ClientError as error:
             info = error.response.get("Error", {})
             failure = SendFailure(
@@ -129,6 +143,30 @@ class BatchSender:
                 bool(item.get("SenderFault", False)),
             )
         return failed
+
+
+class _ByteBudget:
+    """Bytes that concurrent requests may hold at once; a request waits until its own fit."""
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._held = 0
+        self._changed = threading.Condition()
+
+    def hold(self, size: int) -> AbstractContextManager[None]:
+        return self._holding(min(size, self._limit))  # a bigger request goes alone
+
+    @contextmanager
+    def _holding(self, size: int) -> Iterator[None]:
+        with self._changed:
+            self._changed.wait_for(lambda: self._held + size <= self._limit)
+            self._held += size
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._held -= size
+                self._changed.notify_all()
 
 
 def delete_messages(
