@@ -40,7 +40,7 @@ TRANSFORMED := $(BUILD_DIR)/transformed.json
 
 # Top-level development requirements; `make lock` resolves them, with the project's own
 # dependencies and its `local` extra, into requirements/dev.lock.
-LOCK_REQUIREMENTS := aws-sam-cli aws-sam-translator cfn-lint 'moto[server]' ruff mypy pytest \
+LOCK_REQUIREMENTS := aws-sam-cli aws-sam-translator cfn-lint 'moto[server]' ruff mypy pytest hypothesis \
 	'boto3-stubs[sqs]'
 
 # LocalStack, the second emulator (`make test-localstack`): its own venv under build/, from
@@ -54,7 +54,7 @@ LOCALSTACK_TESTS := tests/integration tests/local tests/operator_cli
 CHECKOV_VENV := $(BUILD_DIR)/checkov-venv
 CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 
-.PHONY: venv lint validate build unit integration template pytest test demo bench bench-smoke lock \
+.PHONY: venv lint validate build unit integration template pytest test demo bench bench-smoke soak lock \
 	localstack-venv test-localstack lock-localstack checkov lock-checkov clean
 
 venv: $(STAMP)
@@ -202,6 +202,16 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_batch_send.py
 	$(BIN)/python bench/bench_cold_start.py
 	$(BIN)/python bench/bench_worker.py
+
+# The fault-injection soak (tools/soak.py): N messages through the failure path with a chaos
+# proxy in front of moto and the replay SIGKILLed KILLS times; fails when a message is lost.
+# `make test` runs a short seeded one (tests/chaos/test_soak.py).
+N ?= 10000
+SEED ?= 1
+KILLS ?= 3
+SOAK_PATH ?= worker
+soak: $(STAMP)
+	$(BIN)/python tools/soak.py --messages $(N) --seed $(SEED) --kills $(KILLS) --path $(SOAK_PATH)
 
 bench-smoke: $(STAMP)
 	$(BIN)/python bench/bench_replay.py --smoke

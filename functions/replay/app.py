@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger, Metrics
 from botocore.exceptions import BotoCoreError
-from dlq_replay.aws_lambda.replay import LambdaReplay
+from dlq_replay.aws_lambda.replay import LambdaReplay, MalformedEventError
 from dlq_replay.core.settings import SettingsError
 from dlq_replay.sqs.client import known_services_session, sqs_client
 
@@ -62,4 +62,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailure
     # One metric per deployment: the template's alarms and dashboard select this function's
     # metrics by FunctionName next to Powertools' service dimension.
     metrics.set_default_dimensions(FunctionName=context.function_name)
-    return _replay()(event, context)
+    try:
+        return _replay()(event, context)
+    except MalformedEventError as error:
+        logger.error(str(error))
+        raise

@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 import pytest
+from dlq_replay.aws_lambda.replay import MalformedEventError
 from dlq_replay.core.settings import SettingsError
 
 from integration.harness import (
@@ -80,6 +81,19 @@ def test_bad_setting_fails_the_invocation_naming_the_variable(
     app_env.setenv("MAX_ATTEMPTS", "3")
     assert app.handler(event) == {"batchItemFailures": []}
     assert sqs.total(queues.main) == 1  # delayed by the default full jitter over [0, 60] s
+
+
+@pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
+def test_an_event_without_message_ids_fails_with_one_log_line(
+    app: AppHandle, app_env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    app_env.setattr(app.logger.registered_handler, "stream", sys.stdout)
+
+    with pytest.raises(MalformedEventError):
+        app.handler({"Records": [{"body": "no messageId"}]})
+
+    errors = [line for line in log_lines(capsys.readouterr().out) if line.get("level") == "ERROR"]
+    assert [line["message"] for line in errors] == ["not an SQS event: record 0 has no messageId"]
 
 
 @pytest.mark.parametrize("log_body", [False, True])

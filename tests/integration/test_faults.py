@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from aws_lambda_powertools import Metrics
 from botocore.stub import Stubber
 
 from integration.harness import (
@@ -246,3 +247,45 @@ def test_missing_main_queue_fails_the_whole_batch_without_an_exception(
     assert [p["QueueUrl"] for p in log.of("SendMessageBatch")] == [queues.main.url]
     assert sqs.drain(queues.operator) == []
     assert sqs.total(queues.dlq) == 3  # all still in the DLQ, for the event source's retry
+
+
+@pytest.mark.parametrize(
+    ("status", "code", "copy_written"),
+    [
+        (500, "InternalError", "unknown"),
+        (503, "ServiceUnavailable", "unknown"),
+        (400, "RequestThrottled", "no"),
+    ],
+)
+def test_a_failed_request_says_whether_its_copies_may_exist_all_the_same(
+    make_replay: ReplayFactory,
+    sqs: Sqs,
+    queues: ReplayQueues,
+    stub: Stubber,
+    replay_log: RecordingLog,
+    status: int,
+    code: str,
+    copy_written: str,
+) -> None:
+    """A 5xx may come after SQS wrote the copies: the records are still reported failed (no
+    write was confirmed), but the log says so and a metric counts them; a 4xx wrote nothing."""
+    event = sqs.dead_letter_event(queues, [Outgoing("m0"), Outgoing("m1")])
+    stub.add_client_error("send_message_batch", service_error_code=code, http_status_code=status)
+    metrics = Metrics(namespace="SqsDlqReplay", service="test")
+
+    try:
+        response = make_replay(queues, metrics=metrics)(event)
+        counted = {name: sum(m["Value"]) for name, m in metrics.metric_set.items()}
+    finally:
+        metrics.clear_metrics()
+
+    assert failed_ids(response) == record_ids(event)
+    errors = [
+        line
+        for i in record_ids(event)
+        for line in replay_log.for_message(i)
+        if line.level == "error"
+    ]
+    assert [line.extra["copy_written"] for line in errors] == [copy_written, copy_written]
+    assert counted["SendFailures"] == 2
+    assert counted.get("UnconfirmedSendFailures", 0) == (2 if copy_written == "unknown" else 0)

@@ -7,6 +7,9 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import pytest
+from dlq_replay.aws_lambda.replay import MalformedEventError
+
 from integration.harness import (
     COUNT,
     DLQ_MAX_RECEIVE_COUNT,
@@ -113,3 +116,61 @@ def test_powertools_sample_number_attribute_is_replayed_as_a_number(
         "testAttr": {"DataType": "Number", "StringValue": "100"},
         COUNT: {"DataType": "Number", "StringValue": "1"},
     }
+
+
+@pytest.mark.parametrize(
+    ("event", "why"),
+    [
+        ({}, "it has no Records list"),
+        ({"Records": None}, "it has no Records list"),
+        ({"Records": "x"}, "it has no Records list"),
+        ({"Records": ["x"]}, "record 0 is not an object"),
+        ({"Records": [{"body": "no id"}]}, "record 0 has no messageId"),
+        ({"Records": [{"messageId": "a", "body": "a"}, {"messageId": ""}]}, "record 1 has no"),
+    ],
+)
+def test_an_event_that_is_not_an_sqs_event_fails_with_one_line(
+    make_replay: ReplayFactory, sqs: Sqs, queues: ReplayQueues, event: Any, why: str
+) -> None:
+    """Without a message id there is no record to answer for: the invocation fails whole
+    (Lambda keeps the messages), naming what is wrong; nothing is sent."""
+    with pytest.raises(MalformedEventError, match=f"^not an SQS event: {why}") as raised:
+        make_replay(queues)(event)
+
+    assert "\n" not in str(raised.value)
+    assert sqs.total(queues.main) == 0
+    assert sqs.total(queues.operator) == 0
+
+
+def test_an_empty_batch_is_answered_with_no_failures(
+    make_replay: ReplayFactory, queues: ReplayQueues
+) -> None:
+    assert make_replay(queues)({"Records": []}) == {"batchItemFailures": []}
+
+
+def test_attribute_and_system_fields_of_the_wrong_shape_are_the_records_own_defect(
+    make_replay: ReplayFactory, sqs: Sqs, queues: ReplayQueues, replay_log: RecordingLog
+) -> None:
+    """An attribute that is not an object is dropped (logged with why), attributes or system
+    attributes that are not objects read as none, and every record is still replayed."""
+    event = sqs.dead_letter_event(queues, [Outgoing("a"), Outgoing("b"), Outgoing("c")])
+    first, second, third = event["Records"]
+    first["messageAttributes"] = {"bad": "x", "good": {"dataType": "String", "stringValue": "g"}}
+    second["messageAttributes"] = ["not", "an", "object"]
+    third["attributes"] = "not an object"
+
+    assert make_replay(queues)(event) == {"batchItemFailures": []}
+
+    replayed = {m["Body"]: attributes_of(m) for m in sqs.drain(queues.main)}
+    assert replayed["a"] == {
+        "good": {"DataType": "String", "StringValue": "g"},
+        COUNT: {"DataType": "Number", "StringValue": "1"},
+    }
+    assert replayed["b"] == {COUNT: {"DataType": "Number", "StringValue": "1"}}
+    assert replayed["c"] == {COUNT: {"DataType": "Number", "StringValue": "1"}}
+    (warning,) = [
+        line
+        for line in replay_log.for_message(first["messageId"])
+        if line.message == "attributes the copy cannot carry were dropped"
+    ]
+    assert warning.extra["dropped_attributes"] == {"bad": "not an attribute object"}

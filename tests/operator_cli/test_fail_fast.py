@@ -77,9 +77,22 @@ def test_the_worker_keeps_the_patient_retries(
         queue,
         "--endpoint-url",
         endpoint.url,
+        "--start-up-patience",
+        "0",
     )
     assert result.code == 1, result
     assert endpoint.connections == 6  # the Lambda's standard retries: 1 + 5 retries a call
+
+
+@pytest.mark.parametrize("patience", ["-1", "86401", "soon"])
+def test_the_start_up_patience_is_checked_by_the_parser(
+    capsys: pytest.CaptureFixture[str], patience: str
+) -> None:
+    queue = f"http://127.0.0.1:9{QUEUE_PATH}"
+    result = run_cli(capsys, "worker", "--dlq-url", queue, "--start-up-patience", patience)
+    assert result.code == 2, result
+    assert "--start-up-patience" in result.err
+    assert "Traceback" not in result.err
 
 
 def test_a_queue_url_of_another_region_is_named(

@@ -8,7 +8,13 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from botocore.exceptions import ClientError
+from botocore.exceptions import (
+    ClientError,
+    ConnectionClosedError,
+    ConnectTimeoutError,
+    EndpointConnectionError,
+    ReadTimeoutError,
+)
 from dlq_replay.core.messages import OutboundMessage
 from dlq_replay.sqs.sending import BatchSender, SendFailure
 
@@ -125,7 +131,7 @@ def test_failures_are_mapped_to_their_records_whatever_the_order() -> None:
     failures = BatchSender(sqs, 8).send(copies(200))  # type: ignore[arg-type]
 
     refused = SendFailure("InvalidMessageContents", "", True)
-    unavailable = SendFailure("ServiceUnavailable", "later", False)
+    unavailable = SendFailure("ServiceUnavailable", "later", False, unconfirmed=True)  # a 5xx
     assert failures == {
         "m005": refused,
         "m117": refused,
@@ -170,3 +176,30 @@ def test_one_request_is_sent_on_the_calling_thread() -> None:
 def test_concurrency_below_one_is_refused() -> None:
     with pytest.raises(ValueError, match="at least 1"):
         BatchSender(SlowSqs(), 0)  # type: ignore[arg-type]
+
+
+class CutOffSqs:
+    """Every request fails with one botocore exception, as after botocore's own retries."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    def send_message_batch(self, **request: Any) -> dict[str, Any]:
+        raise self.error
+
+
+@pytest.mark.parametrize(
+    ("error", "unconfirmed"),
+    [
+        (ReadTimeoutError(endpoint_url=MAIN), True),  # sent, no answer: it may have been written
+        (ConnectionClosedError(endpoint_url=MAIN), True),
+        (EndpointConnectionError(endpoint_url=MAIN), False),  # never reached SQS
+        (ConnectTimeoutError(endpoint_url=MAIN), False),
+    ],
+)
+def test_a_request_cut_off_mid_way_is_unconfirmed(error: Exception, unconfirmed: bool) -> None:
+    failures = BatchSender(CutOffSqs(error)).send(copies(3))  # type: ignore[arg-type]
+
+    assert {f.code for f in failures.values()} == {type(error).__name__}
+    assert [f.unconfirmed for f in failures.values()] == [unconfirmed] * 3
+    assert not any(f.permanent for f in failures.values())

@@ -31,6 +31,25 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
 
+class MalformedEventError(ValueError):
+    """The event is not Lambda's SQS event: no per-record answer is possible, so the whole
+    invocation fails (Lambda keeps the messages) with this one line."""
+
+
+def _records(event: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The event's records, each with the message id a partial-batch response names it by."""
+    records = event.get("Records") if isinstance(event, Mapping) else None
+    if not isinstance(records, list):
+        raise MalformedEventError("not an SQS event: it has no Records list")
+    for index, record in enumerate(records):
+        if not isinstance(record, Mapping):
+            raise MalformedEventError(f"not an SQS event: record {index} is not an object")
+        message_id = record.get("messageId")
+        if not isinstance(message_id, str) or not message_id:
+            raise MalformedEventError(f"not an SQS event: record {index} has no messageId")
+    return records
+
+
 class RecordNotDone(Exception):  # noqa: N818 - names the outcome, not an error class
     """Raised inside the record handler only, to mark a batch item failure for Powertools."""
 
@@ -61,7 +80,9 @@ class LambdaReplay:
     def __call__(
         self, event: Mapping[str, Any], context: LambdaContext | None = None
     ) -> PartialItemFailureResponse:
-        records = list(event.get("Records") or [])
+        records = _records(event)
+        if not records:  # nothing to answer for (Powertools refuses an empty batch)
+            return {"batchItemFailures": []}
         outcomes = self._replayer.process(
             [InboundMessage.from_lambda_record(record) for record in records]
         )

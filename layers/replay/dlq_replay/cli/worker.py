@@ -17,10 +17,11 @@ from dlq_replay.cli.options import (
     setting_overrides,
     sqs_client,
 )
-from dlq_replay.local.eventsource import MAX_RECEIVE_BATCH
+from dlq_replay.local.eventsource import MAX_RECEIVE_BATCH, START_UP_PATIENCE_SECONDS
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 MAX_WAIT_SECONDS = 20  # SQS's longest long poll
+MAX_START_UP_PATIENCE = 86_400
 
 
 def register(subparsers: Subparsers) -> None:
@@ -49,6 +50,14 @@ def register(subparsers: Subparsers) -> None:
         help="long-poll wait of each receive (SQS allows 0-20)",
     )
     parser.add_argument(
+        "--start-up-patience",
+        type=int_between(0, MAX_START_UP_PATIENCE),
+        default=int(START_UP_PATIENCE_SECONDS),
+        metavar="SECONDS",
+        help="how long start-up retries throttling, 5xx and an unreachable endpoint before "
+        f"it gives up (0-{MAX_START_UP_PATIENCE}; default {int(START_UP_PATIENCE_SECONDS)})",
+    )
+    parser.add_argument(
         "--log-level",
         type=str.upper,
         choices=LOG_LEVELS,
@@ -75,6 +84,7 @@ def run_worker_command(args: argparse.Namespace) -> int:
         pollers=args.pollers,
         batch_size=args.batch_size,
         wait_seconds=args.wait_seconds,
+        start_up_patience=args.start_up_patience,
     )
     # Park notices (PARK_NOTIFICATION_TOPIC_ARN) use the same profile; the topic's region.
     sns = notice_client(settings, session=boto3.Session(profile_name=args.profile))

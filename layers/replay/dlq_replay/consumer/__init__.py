@@ -1,6 +1,7 @@
 """Helpers for the consumer of the main queue (shipped in the layer, boto3 + Powertools only).
 
-`replay_attempt(message)` reads how many replays a message has had; `VisibilityHeartbeat`
+`replay_attempt(message)` reads how many replays a message has had, `origin_id(message)` the
+id to deduplicate it by across replays; `VisibilityHeartbeat`
 keeps a slow message hidden while it is worked on. Backoff before the DLQ: in Lambda,
 `BackoffBatchProcessor` / `BackoffFifoProcessor` with Powertools' `process_partial_response`;
 with boto3, `settle_failure`. Either way a handler that raises `ParkMessage(reason, detail)`
@@ -13,6 +14,7 @@ from dlq_replay.consumer.settle import park_now, settle_failure
 from dlq_replay.consumer.visibility import (
     AttributesNotReceivedWarning,
     VisibilityHeartbeat,
+    origin_id,
     replay_attempt,
 )
 from dlq_replay.core.failure import PARK_DETAIL_MAX_CHARS, ParkMessage, park_on
@@ -26,6 +28,7 @@ __all__ = [
     "ConsumerSettings",
     "ParkMessage",
     "VisibilityHeartbeat",
+    "origin_id",
     "park_now",
     "park_on",
     "replay_attempt",

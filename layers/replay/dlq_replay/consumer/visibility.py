@@ -1,4 +1,5 @@
-"""What a consumer of the main queue imports: the replay count, and a visibility heartbeat."""
+"""What a consumer of the main queue imports: the replay count, the id to deduplicate by, and a
+visibility heartbeat."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from dlq_replay.core.attributes import from_lambda, from_sqs, parse_count
+from dlq_replay.core.attributes import ORIGIN_ATTRIBUTE, from_lambda, from_sqs, parse_count
 from dlq_replay.core.settings import DEFAULT_COUNT_ATTRIBUTE
 
 if TYPE_CHECKING:
@@ -46,6 +47,24 @@ def replay_attempt(message: Mapping[str, Any], attribute: str = DEFAULT_COUNT_AT
             )
         values = from_sqs(message.get("MessageAttributes")).values
     return parse_count(values.get(attribute)) or 0
+
+
+def origin_id(message: Mapping[str, Any]) -> str:
+    """The id that names a message across all its replays, to deduplicate by (e.g. as the key
+    of Powertools idempotency): the first DLQ message id its `dlq-replay-origin` carries (the
+    replay writes it with WRITE_ORIGIN_ATTRIBUTE=true), else the message's own id, which is
+    that same id on a first delivery (SQS keeps a message's id when it moves it to a DLQ).
+
+    Takes a Lambda SQS record or a boto3 message (received with its message attributes).
+    """
+    if "messageId" in message:
+        values, own_id = from_lambda(message.get("messageAttributes")).values, message["messageId"]
+    else:
+        values, own_id = from_sqs(message.get("MessageAttributes")).values, message["MessageId"]
+    origin = values.get(ORIGIN_ATTRIBUTE)
+    if origin is not None and origin.string_value:
+        return origin.string_value.rsplit("/", 1)[0]
+    return str(own_id)
 
 
 class VisibilityHeartbeat:

@@ -27,6 +27,10 @@ PARK_REASON_ATTRIBUTE = f"{INTERNAL_ATTRIBUTE_PREFIX}park-reason"
 # When the message first failed (Number, epoch seconds), for MAX_MESSAGE_AGE_SECONDS; written
 # on replayed copies only while that policy is on and a slot is free (core/decision.py).
 FIRST_FAILURE_ATTRIBUTE = f"{INTERNAL_ATTRIBUTE_PREFIX}first-failure"
+# The first DLQ message id and the attempt ("<id>/<n>"), stable across replays so consumers
+# can deduplicate; written on replayed copies only when WRITE_ORIGIN_ATTRIBUTE is on and a slot
+# is free (core/decision.py).
+ORIGIN_ATTRIBUTE = f"{INTERNAL_ATTRIBUTE_PREFIX}origin"
 # Written by the consumer toolkit's park-now: the error, short (core/failure.py).
 PARK_ERROR_ATTRIBUTE = f"{INTERNAL_ATTRIBUTE_PREFIX}error"
 # SQS allows at most this many message attributes on one message.
@@ -132,7 +136,12 @@ def _parse(
     events carry both on one Number). A value missing for its type is dropped, with why."""
     values: dict[str, Attribute] = {}
     dropped: dict[str, str] = {}
+    if raw is not None and not isinstance(raw, Mapping):
+        return ParsedAttributes(values, {"*": "the message attributes are not an object"})
     for name, item in (raw or {}).items():
+        if not isinstance(item, Mapping):
+            dropped[str(name)] = "not an attribute object"
+            continue
         data_type = str(item.get(keys.data_type) or "String")
         base_type = data_type.split(".", 1)[0]
         if base_type in ("String", "Number"):

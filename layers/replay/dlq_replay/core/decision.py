@@ -15,6 +15,7 @@ from dlq_replay.core import attributes
 from dlq_replay.core.attributes import (
     FIRST_FAILURE_ATTRIBUTE,
     NOT_BEFORE_ATTRIBUTE,
+    ORIGIN_ATTRIBUTE,
     PARK_REASON_ATTRIBUTE,
     Attribute,
 )
@@ -284,6 +285,10 @@ def build_copy(message: InboundMessage, decision: Decision, settings: Settings) 
                 FIRST_FAILURE_ATTRIBUTE: attributes.number(decision.first_failure),
             }
             carried = with_first if fits_limits(message.body, with_first) else carried
+        if settings.write_origin:
+            # After every marker: an origin is an aid, never worth a park or a clamped delay.
+            with_origin = {**carried, ORIGIN_ATTRIBUTE: _origin(message, decision)}
+            carried = with_origin if fits_limits(message.body, with_origin) else carried
         suffix = f"{decision.action.value}-{decision.attempt}"
     fifo = is_fifo_url(queue_url)
     group = message.message_group_id
@@ -300,6 +305,16 @@ def build_copy(message: InboundMessage, decision: Decision, settings: Settings) 
         deduplication_id=f"{message.message_id}-{suffix}" if fifo else None,
         trace_header=message.trace_header,
     )
+
+
+def _origin(message: InboundMessage, decision: Decision) -> Attribute:
+    """`<first DLQ message id>/<attempt>`: the id part is kept from the copy's own origin, so
+    it names the first failure (a standard redrive keeps the original message id) however
+    many replays later."""
+    carried = message.attributes.get(ORIGIN_ATTRIBUTE)
+    text = carried.string_value if carried is not None else None
+    first_id = text.rsplit("/", 1)[0] if text else message.message_id
+    return attributes.string(f"{first_id}/{decision.attempt}")
 
 
 def _count_attribute(message: InboundMessage, decision: Decision, settings: Settings) -> Attribute:

@@ -57,7 +57,7 @@ class InboundMessage:
             body=record.get("body", ""),
             parsed=attributes.from_lambda(record.get("messageAttributes")),
             queue_arn=record.get("eventSourceARN", ""),
-            system=record.get("attributes") or {},
+            system=_mapping(record.get("attributes")),
         )
 
     @classmethod
@@ -69,7 +69,7 @@ class InboundMessage:
             body=message.get("Body", ""),
             parsed=attributes.from_sqs(message.get("MessageAttributes")),
             queue_arn=queue_arn,
-            system=message.get("Attributes") or {},
+            system=_mapping(message.get("Attributes")),
         )
 
     @classmethod
@@ -134,6 +134,11 @@ class OutboundMessage:
                 "AWSTraceHeader": {"DataType": "String", "StringValue": self.trace_header}
             }
         return entry
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    """A record's system attributes; anything but an object reads as none (informational)."""
+    return value if isinstance(value, Mapping) else {}
 
 
 def _receive_count(value: Any) -> int:

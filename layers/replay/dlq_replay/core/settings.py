@@ -61,6 +61,8 @@ class Settings:
     count_attribute: str = DEFAULT_COUNT_ATTRIBUTE
     allowed_source_queue_arns: frozenset[str] = frozenset()
     log_message_body: bool = False
+    # Replayed copies carry dlq-replay-origin (core/attributes.py) when a slot is free.
+    write_origin: bool = False
     # Each park is announced on this SNS topic (sqs/notices.py); None: no notices.
     park_notification_topic_arn: str | None = None
     # A record whose first failure is older than this is parked `max-age`; 0: no age limit.
@@ -101,6 +103,7 @@ class Settings:
                 "<account>:<name>)",
             ),
             log_message_body=reader.parse("LOG_MESSAGE_BODY", "false", _boolean, "true or false"),
+            write_origin=reader.parse("WRITE_ORIGIN_ATTRIBUTE", "false", _boolean, "true or false"),
             park_notification_topic_arn=reader.parse(
                 "PARK_NOTIFICATION_TOPIC_ARN",
                 "",

@@ -10,9 +10,14 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
+from botocore.exceptions import ConnectionError as BotoConnectionError
+from botocore.retries.standard import RetryContext, ThrottledRetryableChecker
 
 from dlq_replay.local.records import lambda_event
 from dlq_replay.sqs.replayer import Log
@@ -24,6 +29,7 @@ if TYPE_CHECKING:
 Handler = Callable[[dict[str, Any], Any], Mapping[str, Any]]
 MAX_RECEIVE_BATCH = 10
 MAX_ERROR_PAUSE_SECONDS = 30.0
+START_UP_PATIENCE_SECONDS = 300.0
 
 
 @dataclass
@@ -60,6 +66,7 @@ class LocalEventSource:
         wait_seconds: int = 5,
         visibility_timeout: int | None = None,
         logger: Log | None = None,
+        queue_arn: str | None = None,
     ) -> None:
         if not 1 <= batch_size <= MAX_RECEIVE_BATCH:
             raise ValueError(f"batch_size must be 1-{MAX_RECEIVE_BATCH}, got {batch_size}")
@@ -70,8 +77,7 @@ class LocalEventSource:
         self._wait_seconds = wait_seconds
         self._visibility_timeout = visibility_timeout
         self._logger: Log = logger or logging.getLogger("dlq_replay.local.eventsource")
-        attributes = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])
-        self.queue_arn = attributes["Attributes"]["QueueArn"]
+        self.queue_arn = queue_arn or _queue_arn(sqs, queue_url)
         self.region = self.queue_arn.split(":")[3]
         self.stats = PollStats()
 
@@ -133,3 +139,47 @@ def run_pollers(
     for thread in threads:
         thread.start()
     return threads
+
+
+def _queue_arn(sqs: SQSClient, queue_url: str) -> str:
+    attributes = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])
+    return str(attributes["Attributes"]["QueueArn"])
+
+
+def can_heal(error: Exception) -> bool:
+    """Whether waiting may cure the error: throttling (botocore's own list of codes), a 5xx,
+    or an endpoint not reachable. A missing queue, access denied or bad credentials cannot."""
+    if isinstance(error, ClientError):
+        status = int(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0))
+        context = RetryContext(attempt_number=1, parsed_response=dict(error.response))
+        return status >= 500 or ThrottledRetryableChecker().is_retryable(context)
+    return isinstance(error, (BotoConnectionError, HTTPClientError))
+
+
+def queue_arn_when_reachable(
+    sqs: SQSClient,
+    queue_url: str,
+    stop: threading.Event,
+    logger: Log,
+    *,
+    patience: float = START_UP_PATIENCE_SECONDS,
+    clock: Callable[[], float] = time.monotonic,
+) -> str | None:
+    """The queue's ARN, the worker's first call. An error that can heal is logged and retried
+    after a pause doubling to 30 s, as polls are, for up to `patience` seconds; one that cannot
+    is raised at once. None when `stop` is set while waiting."""
+    deadline = clock() + patience
+    pause = 0.0
+    while True:
+        try:
+            return _queue_arn(sqs, queue_url)
+        except (ClientError, BotoCoreError) as error:
+            if not can_heal(error) or clock() >= deadline:
+                raise
+            pause = min(MAX_ERROR_PAUSE_SECONDS, max(1.0, pause * 2))
+            logger.warning(
+                "cannot read the queue yet; retrying",
+                extra={"error": f"{type(error).__name__}: {error}", "retry_in_seconds": pause},
+            )
+            if stop.wait(pause):
+                return None

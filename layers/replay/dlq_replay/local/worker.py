@@ -17,7 +17,12 @@ from typing import TYPE_CHECKING
 
 from dlq_replay.aws_lambda.replay import LambdaReplay
 from dlq_replay.core.settings import Settings
-from dlq_replay.local.eventsource import LocalEventSource, run_pollers
+from dlq_replay.local.eventsource import (
+    START_UP_PATIENCE_SECONDS,
+    LocalEventSource,
+    queue_arn_when_reachable,
+    run_pollers,
+)
 from dlq_replay.sqs.notices import SnsClient
 from dlq_replay.sqs.replayer import Log, Replayer
 
@@ -31,6 +36,7 @@ class WorkerOptions:
     pollers: int = 1
     batch_size: int = 10
     wait_seconds: int = 5
+    start_up_patience: float = START_UP_PATIENCE_SECONDS
 
 
 def settings_from(env: Mapping[str, str], overrides: Mapping[str, str | None]) -> Settings:
@@ -56,16 +62,24 @@ def run_worker(
     log = logger or logging.getLogger("dlq_replay.local.worker")
     stop = stop or threading.Event()
     handler = LambdaReplay(Replayer(settings, sqs, logger=log, sns=sns))
-    source = LocalEventSource(
-        sqs,
-        options.dlq_url,
-        handler,
-        batch_size=options.batch_size,
-        wait_seconds=options.wait_seconds,
-        logger=log,
-    )
     restore = _stop_on_signals(stop)
     try:
+        # Start-up rides out throttling and outages as polls do; a missing queue ends it.
+        queue_arn = queue_arn_when_reachable(
+            sqs, options.dlq_url, stop, log, patience=options.start_up_patience
+        )
+        if queue_arn is None:
+            log.info("worker stopped before it started", extra={"dlq_url": options.dlq_url})
+            return 0
+        source = LocalEventSource(
+            sqs,
+            options.dlq_url,
+            handler,
+            batch_size=options.batch_size,
+            wait_seconds=options.wait_seconds,
+            logger=log,
+            queue_arn=queue_arn,
+        )
         log.info(
             "worker started",
             extra={

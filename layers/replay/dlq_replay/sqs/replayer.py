@@ -216,7 +216,11 @@ class Replayer:
                 fields["body"] = outcome.message.body
             if outcome.failure is not None or decision.action is Action.FAIL:
                 if outcome.failure is not None:
-                    fields.update(error_code=outcome.failure.code, error=outcome.failure.message)
+                    fields.update(
+                        error_code=outcome.failure.code,
+                        error=outcome.failure.message,
+                        copy_written="unknown" if outcome.failure.unconfirmed else "no",
+                    )
                 self._logger.error("record not done", extra=fields)
             else:
                 self._logger.info(f"record {_PAST[decision.action]}", extra=fields)
@@ -235,6 +239,8 @@ class Replayer:
         decision = outcome.decision
         if outcome.failure is not None:
             self._metrics.add_metric("SendFailures", MetricUnit.Count, 1)
+            if outcome.failure.unconfirmed:
+                self._metrics.add_metric("UnconfirmedSendFailures", MetricUnit.Count, 1)
         elif decision.action in _METRIC_BY_ACTION:
             self._metrics.add_metric(_METRIC_BY_ACTION[decision.action], MetricUnit.Count, 1)
         elif decision.reason is not None:

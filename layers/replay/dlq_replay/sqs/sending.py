@@ -25,7 +25,7 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
 
 from dlq_replay.core.messages import OutboundMessage
 from dlq_replay.core.queues import is_fifo_url
@@ -45,11 +45,15 @@ _Item = TypeVar("_Item")
 
 @dataclass(frozen=True, slots=True)
 class SendFailure:
-    """Why a copy was not written. `permanent` means SQS refused the message itself."""
+    """Why a copy was not confirmed written. `permanent`: SQS refused the message itself.
+    `unconfirmed`: the request failed after it may have reached SQS (a 5xx, a timeout or a
+    connection lost mid-request, after botocore's retries), so the copy may exist after all;
+    reporting the record failed can then duplicate it, which at-least-once allows."""
 
     code: str
     message: str
     permanent: bool
+    unconfirmed: bool = False
 
 
 def pack(messages: Sequence[OutboundMessage]) -> Iterator[list[OutboundMessage]]:
@@ -127,12 +131,19 @@ class BatchSender:
                 response: Any = self._sqs.send_message_batch(QueueUrl=queue_url, Entries=entries)
         except ClientError as error:
             info = error.response.get("Error", {})
+            status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 500)
             failure = SendFailure(
-                str(info.get("Code", "ClientError")), str(info.get("Message", error)), False
+                str(info.get("Code", "ClientError")),
+                str(info.get("Message", error)),
+                permanent=False,
+                unconfirmed=status >= 500,  # a 4xx (throttling included) wrote nothing
             )
             return {message.record_id: failure for message in request}
         except BotoCoreError as error:
-            failure = SendFailure(type(error).__name__, str(error), False)
+            # Cut off mid-request (HTTPClientError: read timeout, connection closed) the write
+            # may have happened; not connected at all, or refused before sending, it did not.
+            unconfirmed = isinstance(error, HTTPClientError)
+            failure = SendFailure(type(error).__name__, str(error), False, unconfirmed)
             return {message.record_id: failure for message in request}
         failed: dict[str, SendFailure] = {}
         for item in response.get("Failed", []):

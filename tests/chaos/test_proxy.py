@@ -1,0 +1,98 @@
+"""The chaos proxy injects each fault as botocore sees it from SQS, and never alters a success."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import boto3
+import pytest
+from botocore.config import Config
+from botocore.exceptions import ClientError, ConnectionClosedError, EndpointConnectionError
+
+from tools.chaos import ChaosProxy, Faults
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+
+NO_RETRIES = Config(retries={"mode": "standard", "max_attempts": 1})
+
+
+def client(endpoint: str) -> SQSClient:
+    return boto3.client(
+        "sqs",
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="chaos",
+        aws_secret_access_key="chaos",
+        config=NO_RETRIES,
+    )
+
+
+@pytest.fixture
+def direct(moto_endpoint: str) -> SQSClient:
+    return client(moto_endpoint)
+
+
+def through(moto_endpoint: str, faults: Faults) -> tuple[ChaosProxy, SQSClient]:
+    proxy = ChaosProxy(moto_endpoint, faults, seed=1, max_seconds=60)
+    return proxy, client(proxy.start())
+
+
+def test_successes_pass_through_unaltered(moto_endpoint: str, direct: SQSClient) -> None:
+    proxy, sqs = through(moto_endpoint, Faults())
+    try:
+        url = sqs.create_queue(QueueName="calm")["QueueUrl"]
+        sqs.send_message(
+            QueueUrl=url,
+            MessageBody="é\x01 body",
+            MessageAttributes={"b": {"DataType": "Binary", "BinaryValue": b"\x00\xff"}},
+        )
+        (message,) = sqs.receive_message(QueueUrl=url, MessageAttributeNames=["All"])["Messages"]
+    finally:
+        proxy.stop()
+    assert message["Body"] == "é\x01 body"
+    assert message["MessageAttributes"]["b"]["BinaryValue"] == b"\x00\xff"
+    assert proxy.injected == {}
+
+
+@pytest.mark.parametrize(
+    ("faults", "code"),
+    [(Faults(throttle=1), "RequestThrottled"), (Faults(server_error=1), "InternalError")],
+)
+def test_errors_have_sqs_shape_and_do_not_reach_the_emulator(
+    moto_endpoint: str, direct: SQSClient, faults: Faults, code: str
+) -> None:
+    url = direct.create_queue(QueueName="errors")["QueueUrl"]
+    proxy, sqs = through(moto_endpoint, faults)
+    try:
+        with pytest.raises(ClientError) as raised:
+            sqs.send_message(QueueUrl=url, MessageBody="never")
+    finally:
+        proxy.stop()
+    assert raised.value.response["Error"]["Code"] == code
+    assert "Messages" not in direct.receive_message(QueueUrl=url)
+
+
+@pytest.mark.parametrize(
+    ("faults", "written"), [(Faults(reset_before=1), False), (Faults(reset_after=1), True)]
+)
+def test_a_reset_after_forwarding_is_the_ambiguous_failure(
+    moto_endpoint: str, direct: SQSClient, faults: Faults, written: bool
+) -> None:
+    url = direct.create_queue(QueueName="resets")["QueueUrl"]
+    proxy, sqs = through(moto_endpoint, faults)
+    try:
+        with pytest.raises(ConnectionClosedError):
+            sqs.send_message(QueueUrl=url, MessageBody="maybe")
+    finally:
+        proxy.stop()
+    received = direct.receive_message(QueueUrl=url).get("Messages", [])
+    assert [m["Body"] for m in received] == (["maybe"] if written else [])
+
+
+def test_the_proxy_stops_itself(moto_endpoint: str) -> None:
+    proxy = ChaosProxy(moto_endpoint, Faults(), seed=1, max_seconds=0.2)
+    endpoint = proxy.start()
+    proxy._stopped.wait(5)
+    with pytest.raises(EndpointConnectionError):
+        client(endpoint).list_queues()

@@ -1,0 +1,27 @@
+"""The short seeded soak of `make test`: messages through the whole failure path with the proxy
+injecting every fault kind, the worker SIGKILLed and restarted, and then every id accounted
+for. `make soak N=10000` is the long one."""
+
+from __future__ import annotations
+
+import pytest
+
+from tools.soak import SoakOptions, soak
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        SoakOptions(messages=300, seed=11, path="worker", kills=2, max_seconds=150),
+        SoakOptions(messages=200, seed=12, path="lambda", kills=1, max_seconds=150),
+    ],
+    ids=["worker-with-kills", "lambda-handler"],
+)
+def test_nothing_is_lost(options: SoakOptions) -> None:
+    result = soak(options)
+
+    assert result.lost == 0, result.line()
+    assert result.consumed + result.parked + result.in_dlq + result.in_main == options.messages
+    assert sum(result.faults.values()) > 0  # the proxy did inject faults
+    known = {"invalid-count", "attribute-limit", "max-attempts", "(no reason)"}
+    assert set(result.parked_by_reason) <= known
