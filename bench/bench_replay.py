@@ -102,9 +102,10 @@ def time_per_record(event: dict[str, Any], iterations: int) -> tuple[float, floa
     return statistics.median(samples), min(samples)
 
 
-def peak_memory(event: dict[str, Any]) -> int:
-    """Peak bytes allocated while handling one event (the event itself excluded)."""
-    replay, _ = handler()
+def peak_memory(event: dict[str, Any], replay: LambdaReplay | None = None) -> int:
+    """Peak bytes allocated while handling one event (the event itself excluded), by default
+    with SQS accepted at the boto3 boundary."""
+    replay = replay or handler()[0]
     replay(event)  # warm imports and caches
     tracemalloc.start()
     replay(event)
@@ -141,13 +142,9 @@ def peak_memory_through_botocore(event: dict[str, Any]) -> int:
     )
     quiet = logging.getLogger("bench")
     quiet.disabled = True
-    replay = LambdaReplay(Replayer(SETTINGS, sqs, logger=quiet, rng=random.Random(1)))
-    replay(event)  # warm imports and caches
-    tracemalloc.start()
-    replay(event)
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    return peak
+    return peak_memory(
+        event, LambdaReplay(Replayer(SETTINGS, sqs, logger=quiet, rng=random.Random(1)))
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -63,6 +63,7 @@ class SoakOptions:
     kills: int = 3
     fault_rate: float = 0.2
     fault_kind: str = "all"  # or one of Faults' kinds, alone at fault_rate
+    fifo: bool = False
     consumer_failure: float = 0.3
     pollers: int = 4
     max_seconds: float = 900.0
@@ -137,28 +138,35 @@ def start_moto() -> tuple[subprocess.Popen[bytes], str]:
             time.sleep(0.2)
 
 
-def create_queues(sqs: SQSClient, prefix: str) -> dict[str, str]:
+def create_queues(sqs: SQSClient, prefix: str, *, fifo: bool) -> dict[str, str]:
     def arn(url: str) -> str:
         got = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])
         return got["Attributes"]["QueueArn"]
 
-    operator = sqs.create_queue(QueueName=f"{prefix}-operator")["QueueUrl"]
+    kind: Any = {"FifoQueue": "true"} if fifo else {}
+    suffix = ".fifo" if fifo else ""
+    operator = sqs.create_queue(QueueName=f"{prefix}-operator{suffix}", Attributes=kind)
+    operator_url = operator["QueueUrl"]
     dlq = sqs.create_queue(
-        QueueName=f"{prefix}-dlq",
+        QueueName=f"{prefix}-dlq{suffix}",
         Attributes={
+            **kind,
             "VisibilityTimeout": "5",
             # The safety net: a record the replay keeps failing reaches the operator queue.
-            "RedrivePolicy": f'{{"deadLetterTargetArn":"{arn(operator)}","maxReceiveCount":"20"}}',
+            "RedrivePolicy": (
+                f'{{"deadLetterTargetArn":"{arn(operator_url)}","maxReceiveCount":"20"}}'
+            ),
         },
     )["QueueUrl"]
     main = sqs.create_queue(
-        QueueName=f"{prefix}-main",
+        QueueName=f"{prefix}-main{suffix}",
         Attributes={
+            **kind,
             "VisibilityTimeout": "1",
             "RedrivePolicy": f'{{"deadLetterTargetArn":"{arn(dlq)}","maxReceiveCount":"1"}}',
         },
     )["QueueUrl"]
-    return {"main": main, "dlq": dlq, "operator": operator}
+    return {"main": main, "dlq": dlq, "operator": operator_url}
 
 
 def produce(sqs: SQSClient, url: str, options: SoakOptions, stop: threading.Event) -> None:
@@ -180,9 +188,14 @@ def produce(sqs: SQSClient, url: str, options: SoakOptions, stop: threading.Even
                 attributes = {
                     f"a{i}": {"DataType": "String", "StringValue": "full"} for i in range(10)
                 }
-            entries.append(
-                {"Id": str(n - start), "MessageBody": f"id-{n}", "MessageAttributes": attributes}
-            )
+            entry = {
+                "Id": str(n - start),
+                "MessageBody": f"id-{n}",
+                "MessageAttributes": attributes,
+            }
+            if options.fifo:  # 50 groups, so a failing message holds up few others
+                entry.update(MessageGroupId=f"g{n % 50}", MessageDeduplicationId=f"id-{n}")
+            entries.append(entry)
         sqs.send_message_batch(QueueUrl=url, Entries=entries)
 
 
@@ -348,7 +361,7 @@ def soak(options: SoakOptions) -> SoakResult:
     worker: ReplayProcess | None = None
     try:
         direct = client(endpoint)
-        urls = create_queues(direct, f"soak-{options.seed}")
+        urls = create_queues(direct, f"soak-{options.seed}", fifo=options.fifo)
         proxy_endpoint = proxy.start()
         ledger = Ledger()
         threads = [
@@ -440,6 +453,7 @@ def main(argv: list[str] | None = None) -> int:
         default="all",
         help="inject one kind only, at --fault-rate (default: all five, evenly)",
     )
+    parser.add_argument("--fifo", action="store_true", help="FIFO queues (50 message groups)")
     parser.add_argument("--consumer-failure", type=float, default=0.3)
     parser.add_argument("--pollers", type=int, default=4)
     parser.add_argument("--max-seconds", type=float, default=900.0)
@@ -460,6 +474,7 @@ def main(argv: list[str] | None = None) -> int:
             kills=args.kills,
             fault_rate=args.fault_rate,
             fault_kind=args.fault_kind,
+            fifo=args.fifo,
             consumer_failure=args.consumer_failure,
             pollers=args.pollers,
             max_seconds=args.max_seconds,
@@ -467,7 +482,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(result.line())
     print(
-        f"seed {args.seed}, path {args.path}, faults {args.fault_kind} at {args.fault_rate:g}, "
+        f"seed {args.seed}, path {args.path}{', fifo' if args.fifo else ''}, "
+        f"faults {args.fault_kind} at {args.fault_rate:g}, "
         f"{result.seconds:.0f} s; parked by reason "
         f"{result.parked_by_reason}; faults injected {result.faults}"
     )

@@ -174,3 +174,28 @@ def test_attribute_and_system_fields_of_the_wrong_shape_are_the_records_own_defe
         if line.message == "attributes the copy cannot carry were dropped"
     ]
     assert warning.extra["dropped_attributes"] == {"bad": "not an attribute object"}
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("eventSourceARN", ""),
+        ("eventSourceARN", None),
+        ("attributes", {"ApproximateReceiveCount": ""}),
+        ("attributes", {"ApproximateReceiveCount": "many"}),
+    ],
+)
+def test_fields_the_external_fuzz_broke_are_a_records_own_defect(
+    make_replay: ReplayFactory, sqs: Sqs, queues: ReplayQueues, field: str, value: Any
+) -> None:
+    """Regressions of the issue's fuzz: an empty or missing eventSourceARN and an empty
+    ApproximateReceiveCount; the record is still replayed to the main queue."""
+    event = sqs.dead_letter_event(queues, [Outgoing("defect")])
+    if value is None:
+        del event["Records"][0][field]
+    else:
+        event["Records"][0][field] = value
+
+    assert make_replay(queues)(event) == {"batchItemFailures": []}
+
+    assert [m["Body"] for m in sqs.drain(queues.main)] == ["defect"]
