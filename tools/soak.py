@@ -64,6 +64,7 @@ class SoakOptions:
     fault_rate: float = 0.2
     fault_kind: str = "all"  # or one of Faults' kinds, alone at fault_rate
     fifo: bool = False
+    endpoint: str | None = None  # an emulator already running (LocalStack); else moto's server
     consumer_failure: float = 0.3
     pollers: int = 4
     max_seconds: float = 900.0
@@ -88,6 +89,7 @@ class SoakResult:
     in_main: int
     lost: int
     duplicates: int
+    duplicate_kinds: dict[str, int]
     parked_by_reason: dict[str, int]
     faults: dict[str, int]
     seconds: float
@@ -212,8 +214,8 @@ def depth(sqs: SQSClient, url: str) -> int:
 def consume(
     sqs: SQSClient, url: str, ledger: Ledger, *, failure: float, seed: int, stop: threading.Event
 ) -> None:
-    """The application: fails `failure` of its deliveries (left to come back, then to the
-    DLQ), records and deletes the rest."""
+    """The application: fails `failure` of its deliveries (left to come back after the main
+    queue's 1 s visibility, then to the DLQ), records and deletes the rest."""
     rng = random.Random(seed)
     while not stop.is_set():
         got = sqs.receive_message(
@@ -348,7 +350,7 @@ def remaining(sqs: SQSClient, url: str) -> set[str]:
 
 def soak(options: SoakOptions) -> SoakResult:
     started = time.monotonic()
-    moto, endpoint = start_moto()
+    moto, endpoint = (None, options.endpoint) if options.endpoint else start_moto()
     proxy = ChaosProxy(
         endpoint,
         Faults.evenly(options.fault_rate, spike_seconds=0.5)
@@ -416,27 +418,49 @@ def soak(options: SoakOptions) -> SoakResult:
         if worker is not None:
             worker.stop()
         proxy.stop()
-        moto.terminate()
-        moto.wait()
+        if moto is not None:
+            moto.terminate()
+            moto.wait()
+    return account(
+        options,
+        ids,
+        ledger,
+        remaining_ids={"dlq": in_dlq, "main": in_main},
+        faults=dict(proxy.injected),
+        seconds=time.monotonic() - started,
+    )
+
+
+def account(
+    options: SoakOptions,
+    ids: set[str],
+    ledger: Ledger,
+    *,
+    remaining_ids: dict[str, set[str]],
+    faults: dict[str, int],
+    seconds: float,
+) -> SoakResult:
+    """Each id in one place: consumed, else parked, else still in the DLQ or main, else lost."""
+    in_dlq, in_main = remaining_ids["dlq"], remaining_ids["main"]
     consumed = set(ledger.consumed)
     parked = set(ledger.parked)
-    lost = ids - consumed - parked - in_dlq - in_main
-    duplicates = (
-        sum(count - 1 for count in ledger.consumed.values())
-        + len(consumed & parked)
-        + ledger.parked_twice
-    )
+    duplicate_kinds = {
+        "consumed again": sum(count - 1 for count in ledger.consumed.values()),
+        "consumed and parked": len(consumed & parked),
+        "parked again": ledger.parked_twice,
+    }
     return SoakResult(
         sent=options.messages,
         consumed=len(consumed),
         parked=len(parked - consumed),
         in_dlq=len(in_dlq - consumed - parked),
         in_main=len(in_main - consumed - parked - in_dlq),
-        lost=len(lost),
-        duplicates=duplicates,
+        lost=len(ids - consumed - parked - in_dlq - in_main),
+        duplicates=sum(duplicate_kinds.values()),
+        duplicate_kinds=duplicate_kinds,
         parked_by_reason=dict(Counter(ledger.parked.values())),
-        faults=dict(proxy.injected),
-        seconds=time.monotonic() - started,
+        faults=faults,
+        seconds=seconds,
     )
 
 
@@ -454,6 +478,12 @@ def main(argv: list[str] | None = None) -> int:
         help="inject one kind only, at --fault-rate (default: all five, evenly)",
     )
     parser.add_argument("--fifo", action="store_true", help="FIFO queues (50 message groups)")
+    parser.add_argument(
+        "--endpoint",
+        default=os.environ.get("DLQ_REPLAY_LOCALSTACK_ENDPOINT"),
+        help="an SQS emulator already running, e.g. LocalStack under tools/localstack.py "
+        "(default: DLQ_REPLAY_LOCALSTACK_ENDPOINT, else moto's server started here)",
+    )
     parser.add_argument("--consumer-failure", type=float, default=0.3)
     parser.add_argument("--pollers", type=int, default=4)
     parser.add_argument("--max-seconds", type=float, default=900.0)
@@ -475,6 +505,7 @@ def main(argv: list[str] | None = None) -> int:
             fault_rate=args.fault_rate,
             fault_kind=args.fault_kind,
             fifo=args.fifo,
+            endpoint=args.endpoint,
             consumer_failure=args.consumer_failure,
             pollers=args.pollers,
             max_seconds=args.max_seconds,
@@ -484,7 +515,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"seed {args.seed}, path {args.path}{', fifo' if args.fifo else ''}, "
         f"faults {args.fault_kind} at {args.fault_rate:g}, "
-        f"{result.seconds:.0f} s; parked by reason "
+        f"{result.seconds:.0f} s; duplicates {result.duplicate_kinds}; parked by reason "
         f"{result.parked_by_reason}; faults injected {result.faults}"
     )
     return 1 if result.lost else 0
