@@ -19,6 +19,7 @@ import sys
 import time
 import tracemalloc
 from collections.abc import Callable
+from io import BytesIO
 from typing import Any, cast
 
 from botocore.awsrequest import AWSResponse
@@ -27,6 +28,7 @@ from dlq_replay.aws_lambda.replay import LambdaReplay
 from dlq_replay.core.settings import Settings
 from dlq_replay.sqs.client import sqs_client
 from dlq_replay.sqs.replayer import Replayer
+from urllib3 import HTTPResponse
 
 DLQ_ARN = "arn:aws:sqs:us-east-1:123456789012:bench-dlq"
 SETTINGS = Settings(
@@ -114,22 +116,15 @@ def peak_memory(event: dict[str, Any], replay: LambdaReplay | None = None) -> in
     return peak
 
 
-class _Body:
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-
-    def stream(self, **kwargs: Any) -> Any:
-        del kwargs
-        yield self.data
-
-
 def _sqs_answers(request: Any, **kwargs: Any) -> AWSResponse:
     """Every entry of a SendMessageBatch succeeds, answered where botocore would send it."""
     del kwargs
     ids = [entry["Id"] for entry in json.loads(request.body)["Entries"]]
     body = {"Successful": [{"Id": i, "MessageId": i, "MD5OfMessageBody": ""} for i in ids]}
     answer = json.dumps({**body, "Failed": []}).encode()
-    return AWSResponse(request.url, 200, HTTPHeaders(), _Body(answer))
+    return AWSResponse(
+        request.url, 200, HTTPHeaders(), HTTPResponse(BytesIO(answer), preload_content=False)
+    )
 
 
 def peak_memory_through_botocore(event: dict[str, Any]) -> int:

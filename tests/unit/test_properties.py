@@ -10,6 +10,7 @@ import json
 import logging
 import random
 from dataclasses import replace
+from io import BytesIO
 from typing import Any
 
 import boto3
@@ -23,20 +24,12 @@ from dlq_replay.sqs.client import sqs_client
 from dlq_replay.sqs.replayer import Replayer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from urllib3 import HTTPResponse
 
 MAIN = "https://sqs.us-east-1.amazonaws.com/123456789012/main"
 OPERATOR = "https://sqs.us-east-1.amazonaws.com/123456789012/operator"
 DLQ_ARN = "arn:aws:sqs:us-east-1:123456789012:dlq"
 COUNT = DEFAULT_COUNT_ATTRIBUTE
-
-
-class _Body:
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-
-    def stream(self, **kwargs: Any) -> Any:
-        del kwargs
-        yield self.data
 
 
 class AcceptingEndpoint:
@@ -54,7 +47,9 @@ class AcceptingEndpoint:
             for e in payload["Entries"]
         ]
         body = json.dumps({"Successful": ok, "Failed": []}).encode()
-        return AWSResponse(request.url, 200, HTTPHeaders(), _Body(body))
+        return AWSResponse(
+            request.url, 200, HTTPHeaders(), HTTPResponse(BytesIO(body), preload_content=False)
+        )
 
 
 names = st.from_regex(r"[A-Za-z0-9_\-]{1,24}", fullmatch=True).filter(

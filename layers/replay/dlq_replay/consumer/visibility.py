@@ -11,7 +11,13 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from dlq_replay.core.attributes import ORIGIN_ATTRIBUTE, from_lambda, from_sqs, parse_count
+from dlq_replay.core.attributes import (
+    ORIGIN_ATTRIBUTE,
+    Attribute,
+    from_lambda,
+    from_sqs,
+    parse_count,
+)
 from dlq_replay.core.settings import DEFAULT_COUNT_ATTRIBUTE
 
 if TYPE_CHECKING:
@@ -32,21 +38,17 @@ def replay_attempt(message: Mapping[str, Any], attribute: str = DEFAULT_COUNT_AT
     asking for any attribute (no `MessageAttributes`, no `Attributes`) warns, once per call site
     (Python's warning filter), since every such message reads as 0.
     """
-    if "messageAttributes" in message:
-        values = from_lambda(message["messageAttributes"]).values
-    else:
+    if not _is_lambda_record(message) and not {"MessageAttributes", "Attributes"} & set(message):
         # Neither message nor system attributes: a ReceiveMessage that asked for none. (A
         # message without any attribute, received with both asked for, still has "Attributes".)
-        if "MessageAttributes" not in message and "Attributes" not in message:
-            warnings.warn(
-                "replay_attempt: the message has no MessageAttributes; receive with "
-                f"MessageAttributeNames=['All'] (or [{attribute!r}]), else every message reads "
-                "as attempt 0",
-                AttributesNotReceivedWarning,
-                stacklevel=2,
-            )
-        values = from_sqs(message.get("MessageAttributes")).values
-    return parse_count(values.get(attribute)) or 0
+        warnings.warn(
+            "replay_attempt: the message has no MessageAttributes; receive with "
+            f"MessageAttributeNames=['All'] (or [{attribute!r}]), else every message reads "
+            "as attempt 0",
+            AttributesNotReceivedWarning,
+            stacklevel=2,
+        )
+    return parse_count(_attribute_values(message).get(attribute)) or 0
 
 
 def origin_id(message: Mapping[str, Any]) -> str:
@@ -57,14 +59,21 @@ def origin_id(message: Mapping[str, Any]) -> str:
 
     Takes a Lambda SQS record or a boto3 message (received with its message attributes).
     """
-    if "messageId" in message:
-        values, own_id = from_lambda(message.get("messageAttributes")).values, message["messageId"]
-    else:
-        values, own_id = from_sqs(message.get("MessageAttributes")).values, message["MessageId"]
-    origin = values.get(ORIGIN_ATTRIBUTE)
+    origin = _attribute_values(message).get(ORIGIN_ATTRIBUTE)
     if origin is not None and origin.string_value:
         return origin.string_value.rsplit("/", 1)[0]
-    return str(own_id)
+    return str(message["messageId"] if _is_lambda_record(message) else message["MessageId"])
+
+
+def _is_lambda_record(message: Mapping[str, Any]) -> bool:
+    """Lambda's record shape (camelCase, base64 binaries) rather than boto3's message."""
+    return "messageAttributes" in message or "messageId" in message
+
+
+def _attribute_values(message: Mapping[str, Any]) -> Mapping[str, Attribute]:
+    if _is_lambda_record(message):
+        return from_lambda(message.get("messageAttributes")).values
+    return from_sqs(message.get("MessageAttributes")).values
 
 
 class VisibilityHeartbeat:

@@ -61,17 +61,30 @@ def pack(messages: Sequence[OutboundMessage]) -> Iterator[list[OutboundMessage]]
 
     A message too big to share a request goes alone; SQS then judges it.
     """
+    return (request.messages for request in _sized_requests(messages))
+
+
+@dataclass(frozen=True, slots=True)
+class _Request:
+    """One SendMessageBatch's messages and their payload bytes (measured once: a body is
+    encoded to count it)."""
+
+    messages: list[OutboundMessage]
+    size: int
+
+
+def _sized_requests(messages: Sequence[OutboundMessage]) -> Iterator[_Request]:
     request: list[OutboundMessage] = []
     size = 0
     for message in messages:
         message_size = message.size_bytes
         if request and (len(request) == MAX_BATCH_ENTRIES or size + message_size > MAX_BATCH_BYTES):
-            yield request
+            yield _Request(request, size)
             request, size = [], 0
         request.append(message)
         size += message_size
     if request:
-        yield request
+        yield _Request(request, size)
 
 
 class BatchSender:
@@ -93,9 +106,9 @@ class BatchSender:
         for message in messages:
             by_queue.setdefault(message.queue_url, []).append(message)
         # One task per request of a standard queue; a FIFO queue's requests, in order, are one.
-        tasks: list[tuple[str, list[list[OutboundMessage]]]] = []
+        tasks: list[tuple[str, list[_Request]]] = []
         for queue_url, queued in by_queue.items():
-            requests = list(pack(queued))
+            requests = list(_sized_requests(queued))
             if is_fifo_url(queue_url):
                 tasks.append((queue_url, requests))
             else:
@@ -113,21 +126,20 @@ class BatchSender:
         return failures
 
     def _send_in_order(
-        self, queue_url: str, requests: Sequence[Sequence[OutboundMessage]]
+        self, queue_url: str, requests: Sequence[_Request]
     ) -> dict[str, SendFailure]:
         failures: dict[str, SendFailure] = {}
         for request in requests:
             failures.update(self._send_request(queue_url, request))
         return failures
 
-    def _send_request(
-        self, queue_url: str, request: Sequence[OutboundMessage]
-    ) -> dict[str, SendFailure]:
+    def _send_request(self, queue_url: str, sized: _Request) -> dict[str, SendFailure]:
+        request = sized.messages
         if not request:
             return {}
         entries = [message.to_entry(str(index)) for index, message in enumerate(request)]
         try:
-            with self._budget.hold(sum(message.size_bytes for message in request)):
+            with self._budget.hold(sized.size):
                 response: Any = self._sqs.send_message_batch(QueueUrl=queue_url, Entries=entries)
         except ClientError as error:
             info = error.response.get("Error", {})
