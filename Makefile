@@ -54,8 +54,22 @@ LOCALSTACK_TESTS := tests/integration tests/local tests/operator_cli
 CHECKOV_VENV := $(BUILD_DIR)/checkov-venv
 CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 
+# Publishing to the Serverless Application Repository (README, "Publishing"): `make package
+# S3_BUCKET=...` builds, writes the SAR README and template under build/sar/ and uploads the
+# artifacts; `make publish` does that and publishes (SHARE=--public, or --account ID, or
+# --org o-..., then shares it); `make release VERSION=x.y.z` writes the version everywhere
+# first. SOURCE_CODE_URL and HOME_PAGE_URL override the template's links for a fork.
+S3_BUCKET ?=
+S3_PREFIX ?= sqs-dlq-replay
+SOURCE_CODE_URL ?= https://github.com/sqs-dlq-replay/sqs-dlq-replay
+HOME_PAGE_URL ?= $(SOURCE_CODE_URL)
+SHARE ?=
+SAR_DIR := $(BUILD_DIR)/sar
+PACKAGED := $(SAR_DIR)/packaged.yaml
+
 .PHONY: venv lint validate build unit integration template pytest test demo bench bench-smoke soak lock \
-	localstack-venv test-localstack lock-localstack checkov lock-checkov clean
+	localstack-venv test-localstack lock-localstack checkov lock-checkov clean \
+	package need-bucket publish release
 
 venv: $(STAMP)
 
@@ -72,6 +86,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/python tools/release.py check-version
 
 # - samconfig's default environment turns `--lint` on for `sam validate`, which then runs
 #   cfn-lint only; its `translate` environment runs the SAM translator's validation instead.
@@ -87,12 +102,41 @@ validate: $(STAMP)
 	mkdir -p $(BUILD_DIR)
 	$(BIN)/python tools/transform_template.py template.yaml -o $(TRANSFORMED)
 	$(BIN)/cfn-lint --ignore-checks W3037 -- $(TRANSFORMED)
-	$(BIN)/cfn-lint -- examples/nested-app.yaml
+	$(BIN)/cfn-lint -- examples/nested-app.yaml release/bucket.yaml
 
 # No container: the python3.13 builder runs the python3.13 that PY found (first on PATH).
 build: $(STAMP)
 	$(BIN)/sam build --template-file template.yaml
 	$(BIN)/python tools/check_build.py
+
+# The packaged template is checked as SAR and CloudFormation will read it: cfn-lint, and the
+# SAM translator on its s3:// artifacts.
+package: need-bucket build
+	$(BIN)/python tools/release.py check-version
+	$(BIN)/python tools/release.py sar-readme -o $(SAR_DIR)/README-SAR.md \
+		--source-code-url $(SOURCE_CODE_URL)
+	$(BIN)/python tools/release.py sar-template .aws-sam/build/template.yaml \
+		-o $(SAR_DIR)/template.yaml --readme $(SAR_DIR)/README-SAR.md \
+		--source-code-url $(SOURCE_CODE_URL) --home-page-url $(HOME_PAGE_URL)
+	$(BIN)/sam package --template-file $(SAR_DIR)/template.yaml --s3-bucket $(S3_BUCKET) \
+		--s3-prefix $(S3_PREFIX) --output-template-file $(PACKAGED) --region $(AWS_DEFAULT_REGION)
+	$(BIN)/cfn-lint -- $(PACKAGED)
+	$(BIN)/python tools/transform_template.py $(PACKAGED) -o $(SAR_DIR)/packaged-transformed.json
+
+need-bucket:
+	@test -n "$(S3_BUCKET)" || { echo "make: S3_BUCKET=<bucket> is required: an S3 bucket that \
+	serverlessrepo.amazonaws.com may read (release/bucket.yaml creates one)" >&2; exit 1; }
+
+# --fail-on-same-version: a published version is never overwritten or re-published.
+publish: package
+	$(BIN)/sam publish --template $(PACKAGED) --region $(AWS_DEFAULT_REGION) --fail-on-same-version
+	$(if $(SHARE),$(BIN)/python tools/release.py share $(SHARE))
+
+release: $(STAMP)
+	@test -n "$(VERSION)" || { echo "make: VERSION=x.y.z is required" >&2; exit 1; }
+	$(BIN)/python tools/release.py set-version $(VERSION)
+	$(MAKE) --no-print-directory publish
+	@echo "released $(VERSION): commit and tag it, e.g. git commit -am 'Release $(VERSION)' && git tag v$(VERSION)"
 
 unit: $(STAMP)
 	$(BIN)/pytest tests/unit
@@ -120,7 +164,7 @@ test: $(STAMP)
 checkov: $(STAMP) $(CHECKOV_STAMP)
 	mkdir -p $(BUILD_DIR)
 	$(BIN)/python tools/transform_template.py template.yaml -o $(TRANSFORMED)
-	for template in template.yaml $(TRANSFORMED) examples/nested-app.yaml; do \
+	for template in template.yaml $(TRANSFORMED) examples/nested-app.yaml release/bucket.yaml; do \
 	  $(CHECKOV_VENV)/bin/checkov --skip-download --quiet --compact --framework cloudformation \
 	    -f "$$template" || exit 1; \
 	done

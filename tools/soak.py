@@ -14,8 +14,9 @@ or lost:
 
     N sent, X consumed, Y parked, Z in dlq, M in main, L lost, D duplicates
 
-and the exit code is 1 when L > 0. D counts extra deliveries to the consumer plus ids both
-consumed and parked (at-least-once allows both; the README says how consumers deduplicate).
+and the exit code is 1 when L > 0. D counts extra deliveries to the consumer (by cause: see
+`_repeated_deliveries`) plus ids both consumed and parked (at-least-once allows both; the
+README says how consumers deduplicate).
 
     python tools/soak.py --messages 10000 --seed 1 --kills 3      # make soak N=10000 SEED=1
 """
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
 
 REGION = "us-east-1"
 CREDENTIALS = {"AWS_ACCESS_KEY_ID": "soak", "AWS_SECRET_ACCESS_KEY": "soak"}
+COUNT_ATTRIBUTE = "sqs-dlq-replay-nb"  # the replay's default
 MAX_MAIN_DEPTH = 200  # moto's cost per call grows with depth: feed it as it drains
 PATIENT = Config(retries={"mode": "standard", "max_attempts": 10}, max_pool_connections=20)
 
@@ -75,6 +77,8 @@ class Ledger:
     """What the consumer and the operator queue saw, by id (guarded by `lock`)."""
 
     consumed: Counter[str] = field(default_factory=Counter)
+    # Each delivery the consumer kept, by id: (SQS message id, the replay count it carried).
+    deliveries: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     parked: dict[str, str] = field(default_factory=dict)
     parked_twice: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -185,7 +189,7 @@ def produce(sqs: SQSClient, url: str, options: SoakOptions, stop: threading.Even
             }
             roll = rng.random()
             if roll < 0.05:
-                attributes["sqs-dlq-replay-nb"] = {"DataType": "String", "StringValue": "x"}
+                attributes[COUNT_ATTRIBUTE] = {"DataType": "String", "StringValue": "x"}
             elif roll < 0.10:
                 attributes = {
                     f"a{i}": {"DataType": "String", "StringValue": "full"} for i in range(10)
@@ -225,7 +229,11 @@ def consume(
         if not done:
             continue
         with ledger.lock:
-            ledger.consumed.update(m["Body"] for m in done)
+            for m in done:
+                ledger.consumed[m["Body"]] += 1
+                count: Any = m.get("MessageAttributes", {}).get(COUNT_ATTRIBUTE, {})
+                delivery = (m["MessageId"], str(count.get("StringValue", "")))
+                ledger.deliveries.setdefault(m["Body"], []).append(delivery)
         entries: Any = [
             {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)
         ]
@@ -445,7 +453,7 @@ def account(
     consumed = set(ledger.consumed)
     parked = set(ledger.parked)
     duplicate_kinds = {
-        "consumed again": sum(count - 1 for count in ledger.consumed.values()),
+        **_repeated_deliveries(ledger.deliveries),
         "consumed and parked": len(consumed & parked),
         "parked again": ledger.parked_twice,
     }
@@ -462,6 +470,29 @@ def account(
         faults=faults,
         seconds=seconds,
     )
+
+
+def _repeated_deliveries(deliveries: dict[str, list[tuple[str, str]]]) -> dict[str, int]:
+    """Every delivery of an id after its first, by cause.
+
+    - `redelivered`: the same SQS message again (its delete came too late: SQS's own
+      at-least-once, not the replay's);
+    - `copied twice`: another message carrying the same replay count, so the replay wrote that
+      attempt twice (the ambiguous send; on FIFO the deduplication id must prevent it);
+    - `consumed, failed again`: a later attempt (the consumer's delete was lost, the message
+      failed into the DLQ again and was replayed once more).
+    """
+    kinds = Counter({"redelivered": 0, "copied twice": 0, "consumed, failed again": 0})
+    for seen in deliveries.values():
+        for n, (message_id, count) in enumerate(seen[1:], start=1):
+            earlier = seen[:n]
+            if any(message_id == m for m, _ in earlier):
+                kinds["redelivered"] += 1
+            elif any(count == c for _, c in earlier):
+                kinds["copied twice"] += 1
+            else:
+                kinds["consumed, failed again"] += 1
+    return dict(kinds)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -539,6 +539,45 @@ def test_fifo_any_positive_delay_defers() -> None:
     assert "DelaySeconds" not in copy.to_entry("0")
 
 
+def test_a_retried_record_decides_the_same_way_without_an_injected_source() -> None:
+    """A FIFO record whose first write went unconfirmed is decided again later: with the
+    production source (None) it takes the same path with the same deduplication id, so SQS
+    drops the repeat. A fresh draw could replay at once what the first try deferred."""
+    settings = fifo_settings(BackoffPolicy(1, 2.0, 4, Jitter.FULL))
+    paths = set()
+    for n in range(200):
+        msg = message(message_id=f"m-{n}", system={"MessageGroupId": "g"}, queue_arn=DLQ_FIFO_ARN)
+        first = decide(msg, settings, dlq_url=DLQ_FIFO, now=NOW, rng=None)
+        again = decide(msg, settings, dlq_url=DLQ_FIFO, now=NOW + 7, rng=None)
+        assert (again.action, again.drawn_delay) == (first.action, first.drawn_delay)
+        ids = {build_copy(msg, d, settings).deduplication_id for d in (first, again)}
+        assert len(ids) == 1
+        paths.add(first.action)
+    # Still a draw: across messages both paths occur (a delay of 0 replays, 1 defers).
+    assert paths == {Action.REPLAY, Action.DEFER}
+
+
+def test_the_keyed_draw_is_uniform_across_messages_and_new_at_each_attempt() -> None:
+    settings = make_settings(max_attempts=20, backoff=BackoffPolicy(10, 1.0, 900, Jitter.FULL))
+    delays = [
+        decide(message(message_id=f"id-{n}"), settings, dlq_url=DLQ, now=NOW, rng=None).delay
+        for n in range(2000)
+    ]
+    assert set(delays) == set(range(11))  # every second of [0, 10] is drawn
+    assert 4.5 < sum(delays) / len(delays) < 5.5
+    by_attempt = {
+        decide(
+            message(message_id="same", message_attributes={COUNT: string_attr(str(n), "Number")}),
+            settings,
+            dlq_url=DLQ,
+            now=NOW,
+            rng=None,
+        ).drawn_delay
+        for n in range(10)  # every ceiling is the base (multiplier 1): only the key differs
+    }
+    assert len(by_attempt) > 5
+
+
 def test_fifo_waiting_copy_holds_until_exactly_its_time_then_releases() -> None:
     settings = fifo_settings()
     not_before = 1_795_000_100

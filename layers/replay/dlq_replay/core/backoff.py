@@ -95,3 +95,10 @@ class BackoffPolicy:
 def default_random() -> random.Random:
     """A fresh, OS-seeded random source for production use."""
     return random.Random()  # noqa: S311 - jitter, not cryptography
+
+
+def keyed_random(key: str) -> random.Random:
+    """A source seeded by `key`, the same in every process (a str seed is hashed with SHA-512,
+    not with the per-process `hash`): a record decided again after a lost write draws the same
+    delay, so it takes the same path and, on FIFO, writes the same deduplication id."""
+    return random.Random(key)  # noqa: S311 - jitter, not cryptography

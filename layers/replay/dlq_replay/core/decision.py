@@ -23,6 +23,7 @@ from dlq_replay.core.backoff import (
     MAX_SQS_DELAY_SECONDS,
     MAX_VISIBILITY_TIMEOUT_SECONDS,
     RandomSource,
+    keyed_random,
 )
 from dlq_replay.core.messages import InboundMessage, OutboundMessage, fits_limits
 from dlq_replay.core.queues import QueueArn, is_fifo_url
@@ -99,9 +100,15 @@ def decide(
     *,
     dlq_url: str | None,
     now: float,
-    rng: RandomSource,
+    rng: RandomSource | None,
 ) -> Decision:
     """Apply DESIGN.md §3 and §4 to one record, and the max-age policy.
+
+    `rng` None draws the delay from `keyed_random(<message id>/<attempt>)`: a retried record
+    (its write unconfirmed, or its delete lost to a crash) then decides exactly as before, so a
+    FIFO destination drops the second copy by its deduplication id instead of taking a copy
+    that went another way (replayed now where it was deferred). Message ids are random, so the
+    delays of different messages are still independent draws.
 
     `dlq_url` is None when the record's `eventSourceARN` names no queue (hand-made or sample
     events): only the decisions that write back to or hide in the DLQ need it, and they fail
@@ -155,7 +162,7 @@ def _decide(
     *,
     dlq_url: str | None,
     now: float,
-    rng: RandomSource,
+    rng: RandomSource | None,
 ) -> Decision:
     """DESIGN.md §3 and §4 without the age policy, for a record whose count is valid."""
     destination = route(message, settings)
@@ -172,7 +179,8 @@ def _decide(
     with_count = {**message.attributes, settings.count_attribute: attributes.number(attempt)}
     if not fits_limits(message.body, with_count):
         return _park(ParkReason.ATTRIBUTE_LIMIT, count)
-    delay = settings.backoff.draw(attempt, rng)
+    source = rng if rng is not None else keyed_random(f"{message.message_id}/{attempt}")
+    delay = settings.backoff.draw(attempt, source)
     limit = destination_limit(destination)
     if delay <= limit:
         return Decision(Action.REPLAY, destination, attempt, delay, drawn_delay=delay)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
-from dlq_replay.core.backoff import RandomSource, default_random
+from dlq_replay.core.backoff import RandomSource
 from dlq_replay.core.decision import (
     Action,
     Decision,
@@ -85,7 +85,7 @@ class Replayer:
         self._logger = logger
         self._metrics = metrics
         self._clock = clock
-        self._rng = rng or default_random()
+        self._rng = rng  # None: each record's delay is keyed by its id (see `decide`)
 
     def process(self, messages: Sequence[InboundMessage]) -> dict[str, Outcome]:
         """Handle a batch; the result has one outcome per message id, in the batch's order."""
