@@ -234,7 +234,14 @@ def share_statements(args: argparse.Namespace) -> list[dict[str, Any]]:
     if args.public:
         return [{"Principals": ["*"], "Actions": ["Deploy"]}]
     if args.org:
-        return [{"Principals": ["*"], "PrincipalOrgIDs": [args.org], "Actions": ["Deploy"]}]
+        # SAR requires UnshareApplication next to Deploy in an organization statement.
+        return [
+            {
+                "Principals": ["*"],
+                "PrincipalOrgIDs": [args.org],
+                "Actions": ["Deploy", "UnshareApplication"],
+            }
+        ]
     if args.account:
         return [{"Principals": sorted(set(args.account)), "Actions": ["Deploy"]}]
     return []

@@ -479,8 +479,8 @@ def _repeated_deliveries(deliveries: dict[str, list[tuple[str, str]]]) -> dict[s
       at-least-once, not the replay's);
     - `copied twice`: another message carrying the same replay count, so the replay wrote that
       attempt twice (the ambiguous send; on FIFO the deduplication id must prevent it);
-    - `consumed, failed again`: a later attempt (the consumer's delete was lost, the message
-      failed into the DLQ again and was replayed once more).
+    - `consumed, failed again`: a later attempt (a second copy, or the consumed one whose
+      delete was lost, failed into the DLQ and was replayed once more).
     """
     kinds = Counter({"redelivered": 0, "copied twice": 0, "consumed, failed again": 0})
     for seen in deliveries.values():

@@ -128,7 +128,13 @@ def _share_args(*argv: str) -> argparse.Namespace:
         (["--account=210987654321"], [{"Principals": ["210987654321"], "Actions": ["Deploy"]}]),
         (
             ["--org=o-abcdef1234"],
-            [{"Principals": ["*"], "PrincipalOrgIDs": ["o-abcdef1234"], "Actions": ["Deploy"]}],
+            [
+                {
+                    "Principals": ["*"],
+                    "PrincipalOrgIDs": ["o-abcdef1234"],
+                    "Actions": ["Deploy", "UnshareApplication"],
+                }
+            ],
         ),
         (["--private"], []),
     ],
