@@ -76,7 +76,6 @@ class SoakOptions:
 class Ledger:
     """What the consumer and the operator queue saw, by id (guarded by `lock`)."""
 
-    consumed: Counter[str] = field(default_factory=Counter)
     # Each delivery the consumer kept, by id: (SQS message id, the replay count it carried).
     deliveries: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     parked: dict[str, str] = field(default_factory=dict)
@@ -230,7 +229,6 @@ def consume(
             continue
         with ledger.lock:
             for m in done:
-                ledger.consumed[m["Body"]] += 1
                 count: Any = m.get("MessageAttributes", {}).get(COUNT_ATTRIBUTE, {})
                 delivery = (m["MessageId"], str(count.get("StringValue", "")))
                 ledger.deliveries.setdefault(m["Body"], []).append(delivery)
@@ -406,7 +404,7 @@ def soak(options: SoakOptions) -> SoakResult:
                 kills_left -= 1
                 worker.start()
             with ledger.lock:
-                settled = set(ledger.consumed) | set(ledger.parked)
+                settled = set(ledger.deliveries) | set(ledger.parked)
             if (
                 settled >= ids
                 and not depth(direct, urls["dlq"])
@@ -450,7 +448,7 @@ def account(
 ) -> SoakResult:
     """Each id in one place: consumed, else parked, else still in the DLQ or main, else lost."""
     in_dlq, in_main = remaining_ids["dlq"], remaining_ids["main"]
-    consumed = set(ledger.consumed)
+    consumed = set(ledger.deliveries)
     parked = set(ledger.parked)
     duplicate_kinds = {
         **_repeated_deliveries(ledger.deliveries),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import boto3
@@ -33,14 +35,18 @@ def direct(moto_endpoint: str) -> SQSClient:
     return client(moto_endpoint)
 
 
-def through(moto_endpoint: str, faults: Faults) -> tuple[ChaosProxy, SQSClient]:
+@contextmanager
+def through(moto_endpoint: str, faults: Faults) -> Iterator[tuple[ChaosProxy, SQSClient]]:
+    """A proxy with `faults` in front of moto, and a client through it; stopped on the way out."""
     proxy = ChaosProxy(moto_endpoint, faults, seed=1, max_seconds=60)
-    return proxy, client(proxy.start())
+    try:
+        yield proxy, client(proxy.start())
+    finally:
+        proxy.stop()
 
 
 def test_successes_pass_through_unaltered(moto_endpoint: str, direct: SQSClient) -> None:
-    proxy, sqs = through(moto_endpoint, Faults())
-    try:
+    with through(moto_endpoint, Faults()) as (proxy, sqs):
         url = sqs.create_queue(QueueName="calm")["QueueUrl"]
         sqs.send_message(
             QueueUrl=url,
@@ -48,8 +54,6 @@ def test_successes_pass_through_unaltered(moto_endpoint: str, direct: SQSClient)
             MessageAttributes={"b": {"DataType": "Binary", "BinaryValue": b"\x00\xff"}},
         )
         (message,) = sqs.receive_message(QueueUrl=url, MessageAttributeNames=["All"])["Messages"]
-    finally:
-        proxy.stop()
     assert message["Body"] == "é\x01 body"
     assert message["MessageAttributes"]["b"]["BinaryValue"] == b"\x00\xff"
     assert proxy.injected == {}
@@ -63,12 +67,8 @@ def test_errors_have_sqs_shape_and_do_not_reach_the_emulator(
     moto_endpoint: str, direct: SQSClient, faults: Faults, code: str
 ) -> None:
     url = direct.create_queue(QueueName="errors")["QueueUrl"]
-    proxy, sqs = through(moto_endpoint, faults)
-    try:
-        with pytest.raises(ClientError) as raised:
-            sqs.send_message(QueueUrl=url, MessageBody="never")
-    finally:
-        proxy.stop()
+    with through(moto_endpoint, faults) as (_proxy, sqs), pytest.raises(ClientError) as raised:
+        sqs.send_message(QueueUrl=url, MessageBody="never")
     assert raised.value.response["Error"]["Code"] == code
     assert "Messages" not in direct.receive_message(QueueUrl=url)
 
@@ -80,12 +80,8 @@ def test_a_reset_after_forwarding_is_the_ambiguous_failure(
     moto_endpoint: str, direct: SQSClient, faults: Faults, written: bool
 ) -> None:
     url = direct.create_queue(QueueName="resets")["QueueUrl"]
-    proxy, sqs = through(moto_endpoint, faults)
-    try:
-        with pytest.raises(ConnectionClosedError):
-            sqs.send_message(QueueUrl=url, MessageBody="maybe")
-    finally:
-        proxy.stop()
+    with through(moto_endpoint, faults) as (_proxy, sqs), pytest.raises(ConnectionClosedError):
+        sqs.send_message(QueueUrl=url, MessageBody="maybe")
     received = direct.receive_message(QueueUrl=url).get("Messages", [])
     assert [m["Body"] for m in received] == (["maybe"] if written else [])
 
