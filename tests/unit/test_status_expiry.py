@@ -12,8 +12,8 @@ from dlq_replay.ops.status import (
     QueueStatus,
     Status,
     expiry_warning,
-    seconds_until_expiry,
 )
+from dlq_replay.sqs.queue_age import seconds_until_expiry
 
 DAY = 86_400
 

@@ -17,6 +17,7 @@ from aws_lambda_powertools.utilities.batch import (
     process_partial_response,
 )
 
+from dlq_replay.aws_lambda.outage import LambdaBreaker, is_probe_event, lambda_breaker
 from dlq_replay.core.messages import InboundMessage
 from dlq_replay.core.settings import Settings
 from dlq_replay.sqs.notices import notice_client
@@ -57,8 +58,10 @@ class RecordNotDone(Exception):  # noqa: N818 - names the outcome, not an error 
 class LambdaReplay:
     """The callable behind `app.handler`: one event, one partial-batch response."""
 
-    def __init__(self, replayer: Replayer) -> None:
+    def __init__(self, replayer: Replayer, breaker: LambdaBreaker | None = None) -> None:
+        """`breaker`: the outage breaker, counted after every batch (None: off)."""
         self._replayer = replayer
+        self.breaker = breaker
 
     @classmethod
     def from_env(
@@ -75,17 +78,26 @@ class LambdaReplay:
         on."""
         settings = Settings.from_env(env)
         sns = notice_client(settings, session=session)
-        return cls(Replayer(settings, sqs, logger=logger, metrics=metrics, sns=sns))
+        replayer = Replayer(settings, sqs, logger=logger, metrics=metrics, sns=sns)
+        breaker = lambda_breaker(
+            settings, env=env, sqs=sqs, session=session, logger=logger, metrics=metrics, sns=sns
+        )
+        return cls(replayer, breaker)
 
     def __call__(
         self, event: Mapping[str, Any], context: LambdaContext | None = None
     ) -> PartialItemFailureResponse:
+        if is_probe_event(event) and self.breaker is not None:
+            self.breaker.tick()  # the probe rule: no record to answer for
+            return {"batchItemFailures": []}
         records = _records(event)
         if not records:  # nothing to answer for (Powertools refuses an empty batch)
             return {"batchItemFailures": []}
         outcomes = self._replayer.process(
             [InboundMessage.from_lambda_record(record) for record in records]
         )
+        if self.breaker is not None:
+            self.breaker.after_batch(outcomes.values())
         processor: BatchProcessor
         if any(str(r.get("eventSourceARN", "")).endswith(".fifo") for r in records):
             processor = SqsFifoPartialProcessor(skip_group_on_error=True)

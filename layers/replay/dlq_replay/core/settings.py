@@ -33,6 +33,8 @@ SNS_TOPIC_ARN_PATTERN = re.compile(
 # no two periods in a row, not starting with AWS. or Amazon. (any case).
 _ATTRIBUTE_NAME = re.compile(r"^(?!\.)(?!.*\.\.)(?!.*\.$)[A-Za-z0-9_.\-]{1,256}$")
 _RESERVED_PREFIX = re.compile(r"^(aws|amazon)\.", re.IGNORECASE)
+_TABLE_NAME = re.compile(r"[A-Za-z0-9_.\-]{3,255}")
+_RULE_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
 _TRUE = {"true", "1", "yes"}
 _FALSE = {"false", "0", "no", ""}
 
@@ -72,6 +74,12 @@ class Settings:
     # Where URLs built from queue ARNs point: boto3's own AWS_ENDPOINT_URL_SQS/AWS_ENDPOINT_URL
     # (an emulator or SQS-compatible broker); unset means AWS's regional endpoint.
     sqs_endpoint_url: str | None = None
+    # The outage breaker (core/breaker.py): on unless OUTAGE_BREAKER=off. In Lambda it also
+    # needs its state table and probe rule (the template sets all three); the worker keeps its
+    # state in memory.
+    outage_breaker: bool = True
+    outage_breaker_table: str | None = None
+    outage_breaker_rule: str | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
@@ -124,6 +132,19 @@ class Settings:
             ),
             sqs_endpoint_url=reader.optional("AWS_ENDPOINT_URL_SQS")
             or reader.optional("AWS_ENDPOINT_URL"),
+            outage_breaker=reader.parse("OUTAGE_BREAKER", "on", _on_off, "on or off"),
+            outage_breaker_table=reader.parse(
+                "OUTAGE_BREAKER_TABLE",
+                "",
+                _optional_name(_TABLE_NAME),
+                "empty, or a DynamoDB table name (3-255 of A-Z a-z 0-9 _ - .)",
+            ),
+            outage_breaker_rule=reader.parse(
+                "OUTAGE_BREAKER_RULE",
+                "",
+                _optional_name(_RULE_NAME),
+                "empty, or an EventBridge rule name (1-64 of A-Z a-z 0-9 _ - .)",
+            ),
         )
 
 
@@ -253,6 +274,26 @@ def _topic_arn(text: str) -> str | None:
     if not SNS_TOPIC_ARN_PATTERN.fullmatch(text):
         raise ValueError(text)
     return text
+
+
+def _on_off(text: str) -> bool:
+    lowered = text.lower()
+    if lowered in ("on", "true"):
+        return True
+    if lowered in ("off", "false"):
+        return False
+    raise ValueError(text)
+
+
+def _optional_name(pattern: re.Pattern[str]) -> Callable[[str], str | None]:
+    def convert(text: str) -> str | None:
+        if not text:
+            return None
+        if not pattern.fullmatch(text):
+            raise ValueError(text)
+        return text
+
+    return convert
 
 
 def _boolean(text: str) -> bool:

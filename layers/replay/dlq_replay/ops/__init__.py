@@ -75,9 +75,9 @@ from dlq_replay.ops.status import (
     QueueStatus,
     Status,
     event_source_status,
-    oldest_message_ages,
     status,
 )
+from dlq_replay.sqs.queue_age import oldest_message_ages
 
 __all__ = [
     "DEFAULT_ADAPTIVE_RATE",

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from dlq_replay.ops.depth import QueueDepth, queue_depth
 from dlq_replay.ops.errors import OpsError
 from dlq_replay.ops.queues import QueueInfo, queue_info
 from dlq_replay.ops.stack import Deployment
+from dlq_replay.sqs.queue_age import oldest_message_ages, seconds_until_expiry
 
 if TYPE_CHECKING:
     from mypy_boto3_lambda import LambdaClient
@@ -37,14 +37,6 @@ class QueueStatus:
     def expiry_warning(self) -> bool:
         """The oldest message expires within EXPIRY_WARNING_SECONDS: move it now."""
         return expiry_warning(self.expires_in_seconds)
-
-
-def seconds_until_expiry(retention_seconds: int, age_seconds: float | None) -> float | None:
-    """Retention minus age, never below 0 (a late metric may lag a deletion); None when the
-    age is unknown: unknown is not "fine"."""
-    if age_seconds is None:
-        return None
-    return max(0.0, retention_seconds - age_seconds)
 
 
 def expiry_warning(expires_in_seconds: float | None) -> bool:
@@ -109,53 +101,6 @@ def status(
         dlq = next((info for role, info in infos if role == "dlq"), None)
         event_source = event_source_status(lam, deployment.function_name, dlq.arn if dlq else None)
     return Status(queues, event_source, note)
-
-
-def oldest_message_ages(
-    cloudwatch: Any, queue_names: Sequence[str], *, now: datetime | None = None
-) -> tuple[dict[str, float], str | None]:
-    """The latest ApproximateAgeOfOldestMessage of each queue (CloudWatch, 1-minute periods).
-
-    SQS reports the age only as a CloudWatch metric, a few minutes behind; a queue without a
-    recent datapoint is left out. A failure to read CloudWatch is a note, not an error.
-    """
-    from botocore.exceptions import BotoCoreError, ClientError
-
-    end = now or datetime.now(UTC)
-    queries = [
-        {
-            "Id": f"q{index}",
-            "MetricStat": {
-                "Metric": {
-                    "Namespace": "AWS/SQS",
-                    "MetricName": "ApproximateAgeOfOldestMessage",
-                    "Dimensions": [{"Name": "QueueName", "Value": name}],
-                },
-                "Period": 60,
-                "Stat": "Maximum",
-            },
-        }
-        for index, name in enumerate(queue_names)
-    ]
-    try:
-        response = cloudwatch.get_metric_data(
-            MetricDataQueries=queries,
-            StartTime=end - timedelta(minutes=15),
-            EndTime=end,
-            ScanBy="TimestampDescending",
-        )
-    except ClientError as error:
-        code = error.response.get("Error", {}).get("Code", "error")
-        return {}, f"age of the oldest message unavailable: CloudWatch said {code}"
-    except BotoCoreError as error:
-        return {}, f"age of the oldest message unavailable: {type(error).__name__}"
-    ages: dict[str, float] = {}
-    for result in response.get("MetricDataResults", []):
-        index = int(str(result.get("Id", "q-1"))[1:])
-        values = list(result.get("Values", []))
-        if values and 0 <= index < len(queue_names):
-            ages[queue_names[index]] = float(values[0])
-    return ages, None
 
 
 def event_source_status(

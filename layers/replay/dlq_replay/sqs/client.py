@@ -57,7 +57,12 @@ class _KnownServicesLoader(Loader):
         return list(self._services)
 
 
-def known_services_session(services: Iterable[str] = ("sns", "sqs")) -> boto3.Session:
+# The function's clients: SQS, SNS (notices) and, for the outage breaker, DynamoDB, Lambda,
+# EventBridge and CloudWatch (made only when the breaker is on).
+LAMBDA_SERVICES = ("cloudwatch", "dynamodb", "events", "lambda", "sns", "sqs")
+
+
+def known_services_session(services: Iterable[str] = LAMBDA_SERVICES) -> boto3.Session:
     """A boto3 session for clients of `services` only, quicker to make a client from: what the
     Lambda function uses, where the client's creation is part of every cold start."""
     core = botocore.session.Session()

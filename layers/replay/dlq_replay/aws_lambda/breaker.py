@@ -1,0 +1,179 @@
+"""The outage breaker at work: the rule of `core.breaker` over a store and a switch.
+
+The same controller runs in Lambda (a DynamoDB store, the event source mapping as the switch,
+an EventBridge rule that ticks while the breaker is not closed) and in the worker (a store in
+memory, the pollers as the switch, the pollers' own loop as the tick). It records each batch,
+opens when the window shows the outage signal, probes after the pause and closes; and it says
+so: a log line, the BreakerOpened/BreakerClosed metrics, a notice when a topic is set.
+
+Disabling a mapping is asynchronous: batches already on their way are replayed as usual (a
+few more records, each spending one attempt as it would have anyway); failing them instead
+would raise their DLQ receive count towards the safety net on every opening.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
+
+from aws_lambda_powertools.metrics import MetricUnit
+
+from dlq_replay.core.breaker import (
+    BreakerPolicy,
+    BreakerState,
+    Cause,
+    Counts,
+    Phase,
+    after_batch,
+    breaker_notice_text,
+    by_operator,
+    on_tick,
+)
+from dlq_replay.core.notices import ParkNotice
+from dlq_replay.sqs.notices import SnsClient, publish_notices
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.metrics import Metrics
+
+    from dlq_replay.sqs.replayer import Log
+
+Clock = Callable[[], float]
+TimeLeft = Callable[[], "float | None"]
+
+
+class BreakerStore(Protocol):
+    """Where the state and the window live (`sqs.breaker_store`, `local.worker`)."""
+
+    def record(self, counts: Counts, now: float) -> None: ...
+    def read(self, now: float, window_seconds: float) -> tuple[BreakerState, Counts]: ...
+    def load(self) -> BreakerState: ...
+    def save(self, state: BreakerState, expected_version: int) -> bool: ...
+
+
+class Switch(Protocol):
+    """What stops and restarts receiving from the DLQ."""
+
+    def pause(self) -> None: ...
+    def resume(self) -> None: ...
+    def resumed_by_someone_else(self) -> bool: ...
+
+
+class Breaker:
+    """One breaker for one DLQ; safe to share between threads when its store is."""
+
+    def __init__(
+        self,
+        store: BreakerStore,
+        switch: Switch,
+        *,
+        logger: Log,
+        policy: BreakerPolicy | None = None,
+        metrics: Metrics | None = None,
+        sns: SnsClient | None = None,
+        topic_arn: str | None = None,
+        source: str = "",
+        time_left: TimeLeft | None = None,
+        clock: Clock = time.time,
+        on_change: Callable[[BreakerState], None] | None = None,
+    ) -> None:
+        self.store = store
+        self.policy = policy or BreakerPolicy()
+        self._switch = switch
+        self._logger = logger
+        self._metrics = metrics
+        self._sns = sns
+        self._topic = topic_arn
+        self._source = source
+        self._time_left = time_left or (lambda: None)
+        self._clock = clock
+        self._on_change = on_change
+
+    def after_batch(self, counts: Counts) -> BreakerState:
+        """Add a batch to the window; open when the window now shows the outage signal."""
+        now = self._clock()
+        if counts:
+            self.store.record(counts, now)
+        state, window = self.store.read(now, self.policy.window_seconds)
+        if state.phase is Phase.OPEN or not self.policy.outage(window):
+            return state
+        time_left = self._time_left()  # read only when the rule trips: a CloudWatch call
+        opened = after_batch(state, window, now, self.policy, time_left=time_left)
+        if opened is None:
+            self._logger.warning(
+                "outage signal, but the DLQ's oldest message expires within a day: the breaker "
+                "stays closed and the replay parks as usual",
+                extra={"replays": window.replays, "returns": window.returns, "left": time_left},
+            )
+            return state
+        if not self.store.save(opened, state.version):
+            return self.store.load()  # another invocation decided first
+        try:
+            self._switch.pause()
+        except Exception as error:  # the breaker is a safeguard, never the failure
+            self._logger.error(
+                "outage breaker could not pause the event source; the probe retries at its time",
+                extra={"error": f"{type(error).__name__}: {error}"},
+            )
+        self._signal(opened, window)
+        return opened
+
+    def tick(self) -> BreakerState:
+        """The unattended step (a schedule in Lambda, every poll in the worker): probe when
+        the pause is over, close after a clean window or with too little retention left, and
+        step aside when someone else turned the event source back on."""
+        state = self.store.load()
+        if state.phase is Phase.CLOSED:
+            return state
+        now = self._clock()
+        changed: BreakerState | None
+        if state.phase is Phase.OPEN and self._switch.resumed_by_someone_else():
+            changed = by_operator(state, now, Cause.TAKEN_OVER)
+        else:
+            time_left = self._time_left() if state.phase is Phase.OPEN else None
+            changed = on_tick(state, now, self.policy, time_left=time_left)
+        if changed is None or not self.store.save(changed, state.version):
+            return state if changed is None else self.store.load()
+        if changed.phase is Phase.HALF_OPEN or changed.cause is Cause.RETENTION:
+            self._switch.resume()
+        if changed.cause is Cause.RETENTION:
+            self._logger.warning(
+                "the DLQ's oldest message expires within a day: outage breaker closed, the "
+                "replay runs and parks as usual",
+            )
+        self._signal(changed, None)
+        return changed
+
+    def _signal(self, state: BreakerState, window: Counts | None) -> None:
+        """A log line for every change; the metrics and a notice on open and close."""
+        extra: dict[str, object] = {
+            "breaker": state.phase.value,
+            "cause": state.cause.value if state.cause else None,
+            "openings": state.openings,
+            "next_probe": state.next_probe,
+        }
+        if window is not None:
+            extra.update(replays=window.replays, returns=window.returns)
+        self._logger.warning(f"outage breaker {state.phase.value}", extra=extra)
+        if self._on_change is not None:
+            self._on_change(state)
+        if state.phase is Phase.HALF_OPEN:
+            return
+        metric = "BreakerOpened" if state.phase is Phase.OPEN else "BreakerClosed"
+        if self._metrics is not None:
+            self._metrics.add_metric(metric, MetricUnit.Count, 1)
+        if self._sns is None or self._topic is None:
+            return
+        notice = ParkNotice(
+            record_id=f"breaker-{state.version}",
+            message=breaker_notice_text(state, source=self._source, waiting=None),
+            subject=f"sqs-dlq-replay: outage breaker {state.phase.value}",
+            reason=f"breaker-{state.phase.value}",
+            group_id="dlq-replay-breaker",
+            deduplication_id=f"breaker-{state.version}-{int(state.since)}",
+        )
+        for failure in publish_notices(self._sns, self._topic, [notice]):
+            self._logger.warning(
+                "breaker notice not published",
+                extra={"topic_arn": self._topic, "code": failure.code, "error": failure.message},
+            )

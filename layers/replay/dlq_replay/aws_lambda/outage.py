@@ -1,0 +1,151 @@
+"""Lambda's outage breaker: its state in DynamoDB, its switch the function's own event source
+mapping, its probe an EventBridge rule enabled only while the breaker is not closed.
+
+A function that disabled its own mapping is no longer invoked by it, so the probe comes from
+outside: the rule (rate 1 minute, created disabled) invokes the same function with a
+scheduled event; the function enables the rule when it opens the breaker and disables it once
+closed. Closed, nothing runs and nothing is billed but the DynamoDB requests of batches that
+replay something.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from aws_lambda_powertools.metrics import MetricUnit
+
+from dlq_replay.aws_lambda.breaker import Breaker
+from dlq_replay.core.breaker import BreakerState, Phase, batch_counts
+from dlq_replay.core.queues import QueueArn
+from dlq_replay.core.settings import Settings
+from dlq_replay.sqs.breaker_store import DynamoBreakerStore, MappingSwitch
+from dlq_replay.sqs.notices import SnsClient
+from dlq_replay.sqs.queue_age import time_left
+
+if TYPE_CHECKING:
+    import boto3
+    from aws_lambda_powertools.metrics import Metrics
+    from mypy_boto3_sqs import SQSClient
+
+    from dlq_replay.sqs.replayer import Log, Outcome
+
+
+def is_probe_event(event: object) -> bool:
+    """The probe rule's scheduled event (EventBridge's own shape), not an SQS batch."""
+    return (
+        isinstance(event, Mapping)
+        and event.get("source") == "aws.events"
+        and event.get("detail-type") == "Scheduled Event"
+    )
+
+
+class ProbeRule:
+    """The EventBridge rule that ticks the breaker; on only while it is open or half-open."""
+
+    def __init__(self, events: Any, name: str) -> None:
+        self._events = events
+        self.name = name
+
+    def follow(self, state: BreakerState) -> None:
+        if state.phase is Phase.OPEN:
+            self._events.enable_rule(Name=self.name)
+        elif state.phase is Phase.CLOSED:
+            self._events.disable_rule(Name=self.name)
+
+
+class LambdaBreaker:
+    """The breaker as the Lambda adapter uses it: counted after each batch, ticked by the
+    probe. Neither ever fails the invocation: the records' outcomes stand whatever happens
+    here (an error is logged; the next batch or tick tries again)."""
+
+    def __init__(
+        self,
+        breaker: Breaker,
+        rule: ProbeRule | None,
+        *,
+        count_attribute: str,
+        logger: Log,
+        metrics: Metrics | None = None,
+    ) -> None:
+        self.breaker = breaker
+        self._rule = rule
+        self._count_attribute = count_attribute
+        self._logger = logger
+        self._metrics = metrics
+
+    def after_batch(self, outcomes: Iterable[Outcome]) -> None:
+        handled = ((o.message, o.decision, o.failure is None) for o in outcomes)
+        try:
+            self.breaker.after_batch(batch_counts(handled, self._count_attribute))
+        except Exception as error:  # a safeguard must not fail the batch
+            self._logger.error(
+                "outage breaker not updated", extra={"error": f"{type(error).__name__}: {error}"}
+            )
+
+    def tick(self) -> BreakerState | None:
+        try:
+            state = self.breaker.tick()
+            if state.phase is Phase.CLOSED and self._rule is not None:
+                self._rule.follow(state)  # closed by an operator: nothing left to probe
+        except Exception as error:  # the next tick tries again
+            self._logger.error(
+                "outage breaker probe failed", extra={"error": f"{type(error).__name__}: {error}"}
+            )
+            return None
+        if self._metrics is not None and state.phase is not Phase.CLOSED:
+            # The alarm's signal: one datapoint a minute while the breaker is not closed.
+            self._metrics.add_metric("BreakerOpen", MetricUnit.Count, 1)
+        return state
+
+
+def lambda_breaker(
+    settings: Settings,
+    *,
+    env: Mapping[str, str],
+    sqs: SQSClient,
+    session: boto3.Session | None,
+    logger: Log,
+    metrics: Metrics | None,
+    sns: SnsClient | None,
+) -> LambdaBreaker | None:
+    """The breaker when OUTAGE_BREAKER is on and the template gave it a table; else None."""
+    function_name = env.get("AWS_LAMBDA_FUNCTION_NAME", "")
+    table = settings.outage_breaker_table
+    if not (settings.outage_breaker and table and function_name):
+        return None
+    import boto3 as _boto3
+
+    make = session.client if session is not None else _boto3.client
+    switch = MappingSwitch(make("lambda"), function_name)
+    rule_name = settings.outage_breaker_rule
+    rule = ProbeRule(make("events"), rule_name) if rule_name else None
+    cloudwatch = make("cloudwatch")
+
+    def dlq_time_left() -> float | None:
+        """Seconds the DLQ's oldest message has left; None when unknown."""
+        try:
+            arn = QueueArn.parse(switch.dlq_arn())
+            url = arn.url(settings.sqs_endpoint_url)
+            retention = sqs.get_queue_attributes(
+                QueueUrl=url, AttributeNames=["MessageRetentionPeriod"]
+            )["Attributes"]["MessageRetentionPeriod"]
+            return time_left(cloudwatch, arn.name, int(retention))
+        except Exception as error:  # unknown: decided without it
+            logger.warning("DLQ retention unknown", extra={"error": f"{type(error).__name__}"})
+            return None
+
+    breaker = Breaker(
+        DynamoBreakerStore(make("dynamodb"), table),
+        switch,
+        logger=logger,
+        metrics=metrics,
+        sns=sns,
+        topic_arn=settings.park_notification_topic_arn,
+        source=function_name,
+        time_left=dlq_time_left,
+        on_change=rule.follow if rule is not None else None,
+    )
+    return LambdaBreaker(
+        breaker, rule, count_attribute=settings.count_attribute, logger=logger, metrics=metrics
+    )

@@ -1,0 +1,240 @@
+"""The outage breaker's rule and states (pure): when the consumer fails as a whole, stop.
+
+Per-message backoff assumes failures are independent. In an outage every replayed copy comes
+back: a *return* is a record that arrives in the DLQ with a count of at least 1 (a replayed
+copy dead-lettered again; a copy waiting in the DLQ for its time is not one). The breaker
+opens when, within the window, returns are both many (MIN_RETURNS, so a few poison messages
+cannot trip it) and nearly all of what was replayed (RETURN_RATIO, so a busy replay with some
+failures does not). Open, nothing is received; after a pause (doubling on each consecutive
+opening, capped) it probes (half-open): a window without the signal closes it.
+
+Everything here is a value: the clock is an argument, the stores and switches live with the
+callers (`aws_lambda.breaker`, `sqs.breaker_store`, `local.worker`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from enum import StrEnum
+
+from dlq_replay.core import attributes
+from dlq_replay.core.attributes import NOT_BEFORE_ATTRIBUTE
+from dlq_replay.core.decision import Action, Decision
+from dlq_replay.core.messages import InboundMessage
+
+# The rule's constants (docs/design.md, "Outages").
+WINDOW_SECONDS = 300.0  # five minutes: three default attempts (60 + 120 + 240 s) fit in it
+MIN_RETURNS = 20  # fewer returns than this is a handful of bad messages, not an outage
+RETURN_RATIO = 0.9  # returns / replays: "nearly all of what was replayed came back"
+FIRST_PAUSE_SECONDS = 120.0  # the first pause; doubled on each consecutive opening
+MAX_PAUSE_SECONDS = 3600.0  # never longer than an hour between probes
+# With less than this left before SQS deletes the DLQ's oldest message, the breaker closes
+# (and does not open): the replay parks as usual instead of letting messages expire.
+RETENTION_MARGIN_SECONDS = 86_400.0
+
+
+class Phase(StrEnum):
+    CLOSED = "closed"  # replaying as usual
+    OPEN = "open"  # the replay receives nothing until `next_probe`
+    HALF_OPEN = "half-open"  # receiving again; a window without the signal closes it
+
+
+class Cause(StrEnum):
+    """Why the breaker last changed (recorded with the state, shown by `status`)."""
+
+    OUTAGE = "outage"  # the rule tripped: opened
+    PROBE = "probe"  # the pause is over: half-open
+    RECOVERED = "recovered"  # a window without the signal: closed
+    RETENTION = "retention"  # the DLQ's oldest message has under a day left: closed
+    OPERATOR_RESUME = "operator-resume"  # `dlq-replay resume`: closed
+    OPERATOR_PAUSE = "operator-pause"  # `dlq-replay pause`: closed, the operator's pause stands
+    TAKEN_OVER = "taken-over"  # someone else changed the event source while open: closed
+
+
+@dataclass(frozen=True, slots=True)
+class BreakerPolicy:
+    """The rule's constants; the demo scales them down, Lambda and the worker use these."""
+
+    window_seconds: float = WINDOW_SECONDS
+    min_returns: int = MIN_RETURNS
+    return_ratio: float = RETURN_RATIO
+    first_pause_seconds: float = FIRST_PAUSE_SECONDS
+    max_pause_seconds: float = MAX_PAUSE_SECONDS
+    retention_margin_seconds: float = RETENTION_MARGIN_SECONDS
+
+    def outage(self, counts: Counts) -> bool:
+        """Many returns, and nearly all of what was replayed."""
+        return (
+            counts.returns >= self.min_returns
+            and counts.returns >= self.return_ratio * counts.replays
+        )
+
+    def pause_seconds(self, openings: int) -> float:
+        """The pause after the `openings`-th consecutive opening (1 → the first pause)."""
+        doublings = max(0, min(openings - 1, 32))
+        return min(self.max_pause_seconds, self.first_pause_seconds * 2.0**doublings)
+
+
+@dataclass(frozen=True, slots=True)
+class Counts:
+    """Replays (copies sent on to their queue) and returns (copies that came back)."""
+
+    replays: int = 0
+    returns: int = 0
+
+    def __add__(self, other: Counts) -> Counts:
+        return Counts(self.replays + other.replays, self.returns + other.returns)
+
+    def __bool__(self) -> bool:
+        return bool(self.replays or self.returns)
+
+
+def is_return(message: InboundMessage, count_attribute: str) -> bool:
+    """A replayed copy back in the DLQ: a valid count of at least 1, and not a copy waiting
+    in the DLQ for its time (those carry the not-before attribute and are not failures)."""
+    if NOT_BEFORE_ATTRIBUTE in message.attributes:
+        return False
+    count = attributes.parse_count(message.attributes.get(count_attribute))
+    return count is not None and count >= 1
+
+
+def batch_counts(
+    handled: Iterable[tuple[InboundMessage, Decision, bool]], count_attribute: str
+) -> Counts:
+    """What one batch adds to the window: (message, decision, copy written) per record."""
+    replays = returns = 0
+    for message, decision, written in handled:
+        returns += is_return(message, count_attribute)
+        replays += written and decision.action in (Action.REPLAY, Action.RELEASE)
+    return Counts(replays, returns)
+
+
+@dataclass(frozen=True, slots=True)
+class BreakerState:
+    """What every invocation, the probe and `status` read; `since` also starts the window
+    (counts from before the last change do not count)."""
+
+    phase: Phase = Phase.CLOSED
+    since: float = 0.0
+    next_probe: float | None = None  # open: when the probe receives again
+    openings: int = 0  # consecutive openings (0 once closed)
+    cause: Cause | None = None
+    version: int = 0  # bumped on every change; a store writes only over the version it read
+
+    @property
+    def receiving(self) -> bool:
+        return self.phase is not Phase.OPEN
+
+    def to_item(self) -> dict[str, object]:
+        return {
+            "phase": self.phase.value,
+            "since": self.since,
+            "next_probe": self.next_probe,
+            "openings": self.openings,
+            "cause": self.cause.value if self.cause else None,
+            "version": self.version,
+        }
+
+    @classmethod
+    def from_item(cls, item: dict[str, object]) -> BreakerState:
+        """From `to_item`'s shape (numbers may come back as Decimal or str)."""
+        probe = item.get("next_probe")
+        cause = item.get("cause")
+        return cls(
+            phase=Phase(str(item.get("phase", Phase.CLOSED.value))),
+            since=float(str(item.get("since", 0))),
+            next_probe=None if probe in (None, "") else float(str(probe)),
+            openings=int(str(item.get("openings", 0))),
+            cause=Cause(str(cause)) if cause else None,
+            version=int(str(item.get("version", 0))),
+        )
+
+
+def _change(
+    state: BreakerState,
+    phase: Phase,
+    now: float,
+    cause: Cause,
+    *,
+    openings: int | None = None,
+    next_probe: float | None = None,
+) -> BreakerState:
+    return replace(
+        state,
+        phase=phase,
+        since=now,
+        cause=cause,
+        next_probe=next_probe,
+        openings=state.openings if openings is None else openings,
+        version=state.version + 1,
+    )
+
+
+def after_batch(
+    state: BreakerState,
+    window: Counts,
+    now: float,
+    policy: BreakerPolicy,
+    *,
+    time_left: float | None = None,
+) -> BreakerState | None:
+    """Open when the window shows the outage signal (closed or half-open), unless the DLQ's
+    oldest message has less than the retention margin left (`time_left`, None: unknown)."""
+    if state.phase is Phase.OPEN or not policy.outage(window):
+        return None
+    if time_left is not None and time_left < policy.retention_margin_seconds:
+        return None
+    openings = state.openings + 1
+    return _change(
+        state,
+        Phase.OPEN,
+        now,
+        Cause.OUTAGE,
+        openings=openings,
+        next_probe=now + policy.pause_seconds(openings),
+    )
+
+
+def on_tick(
+    state: BreakerState, now: float, policy: BreakerPolicy, *, time_left: float | None = None
+) -> BreakerState | None:
+    """The unattended step: open with too little retention left → closed; open and the pause
+    over → half-open; half-open for a window without reopening → closed (pause reset)."""
+    if state.phase is Phase.OPEN:
+        if time_left is not None and time_left < policy.retention_margin_seconds:
+            return _change(state, Phase.CLOSED, now, Cause.RETENTION, openings=0)
+        if state.next_probe is not None and now >= state.next_probe:
+            return _change(state, Phase.HALF_OPEN, now, Cause.PROBE)
+        return None
+    if state.phase is Phase.HALF_OPEN and now >= state.since + policy.window_seconds:
+        return _change(state, Phase.CLOSED, now, Cause.RECOVERED, openings=0)
+    return None
+
+
+def by_operator(state: BreakerState, now: float, cause: Cause) -> BreakerState | None:
+    """An operator's pause or resume (or anyone's change of the event source) closes the
+    breaker: it then never turns the event source back on by itself."""
+    if state.phase is Phase.CLOSED:
+        return None
+    return _change(state, Phase.CLOSED, now, cause, openings=0)
+
+
+def breaker_notice_fields(
+    state: BreakerState, *, source: str, waiting: int | None
+) -> dict[str, object]:
+    """A notice's content on open and close: what changed, why, and when it probes."""
+    return {
+        "event": f"breaker-{state.phase.value}",
+        "source": source,
+        "cause": state.cause.value if state.cause else None,
+        "since": state.since,
+        "next_probe": state.next_probe,
+        "openings": state.openings,
+        "waiting": waiting,
+    }
+
+
+def breaker_notice_text(state: BreakerState, *, source: str, waiting: int | None) -> str:
+    return json.dumps(breaker_notice_fields(state, source=source, waiting=waiting), sort_keys=True)

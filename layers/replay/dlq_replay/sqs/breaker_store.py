@@ -1,0 +1,183 @@
+"""Where Lambda's outage breaker keeps its state, and the switch it pulls.
+
+State: one small DynamoDB table (on-demand, so it costs nothing while the DLQ is empty), one
+partition `breaker`: the state item (`x#state`, the state as JSON plus a version every write
+is conditioned on) and one counter item per minute of the window (`w#<minute>`, replays and
+returns added atomically, expiring after a day). One Query reads the window and the state
+together: the window items sort before the state item. Every invocation and `dlq-replay
+status` see the same state, and a cold start loses nothing.
+
+Switch: the replay function's own event source mapping on the DLQ, the one `dlq-replay
+pause` turns off.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import ClientError
+
+from dlq_replay.core.breaker import BreakerState, Counts
+
+if TYPE_CHECKING:
+    from mypy_boto3_lambda import LambdaClient
+
+PARTITION = "breaker"
+STATE_KEY = "x#state"
+BUCKET_SECONDS = 60
+BUCKET_TTL_SECONDS = 86_400
+TABLE_VARIABLE = "OUTAGE_BREAKER_TABLE"  # the function's variable naming the table
+
+
+def _bucket_key(bucket: int) -> str:
+    return f"w#{bucket:012d}"
+
+
+class DynamoBreakerStore:
+    """The breaker's state and window in DynamoDB (`core.breaker` decides on them)."""
+
+    def __init__(self, dynamodb: Any, table: str) -> None:
+        self._db = dynamodb
+        self._table = table
+
+    def record(self, counts: Counts, now: float) -> None:
+        """Add one batch's replays and returns to the current minute's counter."""
+        bucket = math.floor(now / BUCKET_SECONDS)
+        self._db.update_item(
+            TableName=self._table,
+            Key={"pk": {"S": PARTITION}, "sk": {"S": _bucket_key(bucket)}},
+            UpdateExpression="ADD replays :r, #ret :t SET expires_at = :e",
+            ExpressionAttributeNames={"#ret": "returns"},
+            ExpressionAttributeValues={
+                ":r": {"N": str(counts.replays)},
+                ":t": {"N": str(counts.returns)},
+                ":e": {"N": str(int(now) + BUCKET_TTL_SECONDS)},
+            },
+        )
+
+    def read(self, now: float, window_seconds: float) -> tuple[BreakerState, Counts]:
+        """The state, and the counts of the window (only minutes from the state's last change
+        on: what came before a probe does not count against it)."""
+        start = math.floor((now - window_seconds) / BUCKET_SECONDS) + 1
+        items = self._query(_bucket_key(start))
+        state = BreakerState()
+        raw_buckets: list[tuple[int, Counts]] = []
+        for item in items:
+            key = item["sk"]["S"]
+            if key == STATE_KEY:
+                state = BreakerState.from_item(json.loads(item["state"]["S"]))
+            elif key.startswith("w#"):
+                counts = Counts(
+                    int(item.get("replays", {}).get("N", "0")),
+                    int(item.get("returns", {}).get("N", "0")),
+                )
+                raw_buckets.append((int(key[2:]), counts))
+        first = max(start, math.floor(state.since / BUCKET_SECONDS))
+        window = Counts()
+        for bucket, counts in raw_buckets:
+            if bucket >= first:
+                window = window + counts
+        return state, window
+
+    def load(self) -> BreakerState:
+        response = self._db.get_item(
+            TableName=self._table,
+            Key={"pk": {"S": PARTITION}, "sk": {"S": STATE_KEY}},
+            ConsistentRead=True,
+        )
+        item = response.get("Item")
+        return BreakerState.from_item(json.loads(item["state"]["S"])) if item else BreakerState()
+
+    def save(self, state: BreakerState, expected_version: int) -> bool:
+        """Write `state` only over the version it was decided on; False when another
+        invocation changed the state first (it then decided instead)."""
+        try:
+            self._db.put_item(
+                TableName=self._table,
+                Item={
+                    "pk": {"S": PARTITION},
+                    "sk": {"S": STATE_KEY},
+                    "state": {"S": json.dumps(state.to_item(), sort_keys=True)},
+                    "version": {"N": str(state.version)},
+                },
+                ConditionExpression="attribute_not_exists(version) OR version = :v",
+                ExpressionAttributeValues={":v": {"N": str(expected_version)}},
+            )
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
+
+    def _query(self, from_key: str) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
+        request: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": "pk = :p AND sk >= :from",
+            "ExpressionAttributeValues": {":p": {"S": PARTITION}, ":from": {"S": from_key}},
+            "ConsistentRead": True,
+        }
+        while True:
+            response = self._db.query(**request)
+            items.extend(response.get("Items", []))
+            last = response.get("LastEvaluatedKey")
+            if not last:
+                return items
+            request["ExclusiveStartKey"] = last
+
+
+class MappingSwitch:
+    """The replay function's event source mapping on the DLQ: off to open, on to probe.
+
+    The mapping is found by listing the function's mappings on the DLQ (its UUID is not known
+    to the function: the template cannot hand it over without a dependency cycle); the
+    function may update exactly that mapping.
+    """
+
+    def __init__(self, lam: LambdaClient, function_name: str, dlq_arn: str | None = None) -> None:
+        self._lam = lam
+        self._function = function_name
+        self._dlq_arn = dlq_arn
+        self._uuid: str | None = None
+
+    def uuid(self) -> str:
+        """The mapping's UUID: the function's mapping on the DLQ (its only SQS mapping when
+        the DLQ is not known, as in a probe)."""
+        if self._uuid is None:
+            listed = (
+                self._lam.list_event_source_mappings(
+                    FunctionName=self._function, EventSourceArn=self._dlq_arn
+                )
+                if self._dlq_arn
+                else self._lam.list_event_source_mappings(FunctionName=self._function)
+            )
+            mappings = [
+                m
+                for m in listed.get("EventSourceMappings", [])
+                if ":sqs:" in str(m.get("EventSourceArn", ""))
+            ]
+            if not mappings:
+                raise LookupError(f"{self._function} has no event source mapping on the DLQ")
+            self._uuid = str(mappings[0]["UUID"])
+            self._dlq_arn = str(mappings[0]["EventSourceArn"])
+        return self._uuid
+
+    def dlq_arn(self) -> str:
+        self.uuid()
+        return str(self._dlq_arn)
+
+    def state(self) -> str:
+        return str(self._lam.get_event_source_mapping(UUID=self.uuid()).get("State", ""))
+
+    def pause(self) -> None:
+        self._lam.update_event_source_mapping(UUID=self.uuid(), Enabled=False)
+
+    def resume(self) -> None:
+        self._lam.update_event_source_mapping(UUID=self.uuid(), Enabled=True)
+
+    def resumed_by_someone_else(self) -> bool:
+        """While open the mapping stays off; on (or turning on) means an operator, the console
+        or a stack update turned it on: the breaker then steps aside."""
+        return self.state() in ("Enabled", "Enabling")
