@@ -27,6 +27,8 @@ LAYER_ID = "ReplayLayer"
 LAYER_MODULES = (
     "dlq_replay/__init__.py",
     "dlq_replay/aws_lambda/__init__.py",
+    "dlq_replay/aws_lambda/breaker.py",
+    "dlq_replay/aws_lambda/outage.py",
     "dlq_replay/aws_lambda/replay.py",
     "dlq_replay/consumer/__init__.py",
     "dlq_replay/consumer/failures.py",
@@ -36,6 +38,7 @@ LAYER_MODULES = (
     "dlq_replay/core/__init__.py",
     "dlq_replay/core/attributes.py",
     "dlq_replay/core/backoff.py",
+    "dlq_replay/core/breaker.py",
     "dlq_replay/core/decision.py",
     "dlq_replay/core/failure.py",
     "dlq_replay/core/messages.py",
@@ -43,8 +46,11 @@ LAYER_MODULES = (
     "dlq_replay/core/queues.py",
     "dlq_replay/core/settings.py",
     "dlq_replay/sqs/__init__.py",
+    "dlq_replay/sqs/breaker_store.py",
     "dlq_replay/sqs/client.py",
+    "dlq_replay/sqs/depth.py",
     "dlq_replay/sqs/notices.py",
+    "dlq_replay/sqs/queue_age.py",
     "dlq_replay/sqs/replayer.py",
     "dlq_replay/sqs/sending.py",
 )

@@ -14,7 +14,7 @@ would raise their DLQ receive count towards the safety net on every opening.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from aws_lambda_powertools.metrics import MetricUnit
@@ -29,6 +29,8 @@ from dlq_replay.core.breaker import (
     breaker_notice_text,
     by_operator,
     on_tick,
+    outage_in_window,
+    probe_sent,
 )
 from dlq_replay.core.notices import ParkNotice
 from dlq_replay.sqs.notices import SnsClient, publish_notices
@@ -40,13 +42,18 @@ if TYPE_CHECKING:
 
 Clock = Callable[[], float]
 TimeLeft = Callable[[], "float | None"]
+Depth = Callable[[], "int | None"]
 
 
 class BreakerStore(Protocol):
     """Where the state and the window live (`sqs.breaker_store`, `local.worker`)."""
 
-    def record(self, counts: Counts, now: float) -> None: ...
-    def read(self, now: float, window_seconds: float) -> tuple[BreakerState, Counts]: ...
+    def record(self, events: Sequence[tuple[float, Counts]]) -> None: ...
+    def read(
+        self, now: float, policy: BreakerPolicy
+    ) -> tuple[BreakerState, list[tuple[float, Counts]]]:
+        """The state, and the replays and returns of the window by send time."""
+
     def load(self) -> BreakerState: ...
     def save(self, state: BreakerState, expected_version: int) -> bool: ...
 
@@ -74,6 +81,7 @@ class Breaker:
         topic_arn: str | None = None,
         source: str = "",
         time_left: TimeLeft | None = None,
+        depth: Depth | None = None,
         clock: Clock = time.time,
         on_change: Callable[[BreakerState], None] | None = None,
     ) -> None:
@@ -86,24 +94,29 @@ class Breaker:
         self._topic = topic_arn
         self._source = source
         self._time_left = time_left or (lambda: None)
+        self._depth = depth or (lambda: None)
         self._clock = clock
         self._on_change = on_change
 
-    def after_batch(self, counts: Counts) -> BreakerState:
-        """Add a batch to the window; open when the window now shows the outage signal."""
+    def after_batch(self, events: Sequence[tuple[float, Counts]]) -> BreakerState:
+        """Add a batch's replays and returns (`core.breaker.observe`) to the window; open when
+        the window now shows the outage signal."""
         now = self._clock()
-        if counts:
-            self.store.record(counts, now)
-        state, window = self.store.read(now, self.policy.window_seconds)
-        if state.phase is Phase.OPEN or not self.policy.outage(window):
+        if events:
+            self.store.record(events)
+        state, window = self.store.read(now, self.policy)
+        if state.phase is Phase.OPEN:
             return state
+        signal = outage_in_window(window, now, self.policy, since=state.since)
+        if signal is None:
+            return self._hold_probe(state, window, now)
         time_left = self._time_left()  # read only when the rule trips: a CloudWatch call
-        opened = after_batch(state, window, now, self.policy, time_left=time_left)
+        opened = after_batch(state, signal, now, self.policy, time_left=time_left)
         if opened is None:
             self._logger.warning(
                 "outage signal, but the DLQ's oldest message expires within a day: the breaker "
                 "stays closed and the replay parks as usual",
-                extra={"replays": window.replays, "returns": window.returns, "left": time_left},
+                extra={"replays": signal.replays, "returns": signal.returns, "left": time_left},
             )
             return state
         if not self.store.save(opened, state.version):
@@ -115,8 +128,21 @@ class Breaker:
                 "outage breaker could not pause the event source; the probe retries at its time",
                 extra={"error": f"{type(error).__name__}: {error}"},
             )
-        self._signal(opened, window)
+        self._signal(opened, signal)
         return opened
+
+    def _hold_probe(
+        self, state: BreakerState, window: list[tuple[float, Counts]], now: float
+    ) -> BreakerState:
+        """Half-open with the probe's replays sent: stop receiving until they show."""
+        if state.phase is not Phase.HALF_OPEN or state.holding:
+            return state
+        holding = probe_sent(state, window, now, self.policy)
+        if holding is None or not self.store.save(holding, state.version):
+            return state
+        self._switch.pause()
+        self._logger.info("outage breaker probe sent; receiving again once its outcome shows")
+        return holding
 
     def tick(self) -> BreakerState:
         """The unattended step (a schedule in Lambda, every poll in the worker): probe when
@@ -127,15 +153,19 @@ class Breaker:
             return state
         now = self._clock()
         changed: BreakerState | None
-        if state.phase is Phase.OPEN and self._switch.resumed_by_someone_else():
+        paused = state.phase is Phase.OPEN or state.holding
+        if paused and self._switch.resumed_by_someone_else():
             changed = by_operator(state, now, Cause.TAKEN_OVER)
         else:
             time_left = self._time_left() if state.phase is Phase.OPEN else None
-            changed = on_tick(state, now, self.policy, time_left=time_left)
+            depth = self._depth() if state.holding or state.phase is Phase.OPEN else None
+            changed = on_tick(state, now, self.policy, time_left=time_left, depth=depth)
         if changed is None or not self.store.save(changed, state.version):
             return state if changed is None else self.store.load()
         if changed.phase is Phase.HALF_OPEN or changed.cause is Cause.RETENTION:
             self._switch.resume()
+        elif changed.phase is Phase.CLOSED and state.holding:
+            self._switch.resume()  # the probe's copies stayed away: the consumer is back
         if changed.cause is Cause.RETENTION:
             self._logger.warning(
                 "the DLQ's oldest message expires within a day: outage breaker closed, the "

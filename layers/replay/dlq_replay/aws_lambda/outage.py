@@ -10,16 +10,18 @@ replay something.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 
-from dlq_replay.aws_lambda.breaker import Breaker
-from dlq_replay.core.breaker import BreakerState, Phase, batch_counts
+from dlq_replay.aws_lambda.breaker import Breaker, Clock
+from dlq_replay.core.breaker import BreakerState, Phase, observe
 from dlq_replay.core.queues import QueueArn
 from dlq_replay.core.settings import Settings
 from dlq_replay.sqs.breaker_store import DynamoBreakerStore, MappingSwitch
+from dlq_replay.sqs.depth import queue_depth
 from dlq_replay.sqs.notices import SnsClient
 from dlq_replay.sqs.queue_age import time_left
 
@@ -67,17 +69,24 @@ class LambdaBreaker:
         count_attribute: str,
         logger: Log,
         metrics: Metrics | None = None,
+        clock: Clock = time.time,
     ) -> None:
         self.breaker = breaker
+        self._clock = clock
         self._rule = rule
         self._count_attribute = count_attribute
         self._logger = logger
         self._metrics = metrics
 
-    def after_batch(self, outcomes: Iterable[Outcome]) -> None:
+    def now(self) -> float:
+        return self._clock()
+
+    def after_batch(self, outcomes: Iterable[Outcome], sent_at: float) -> None:
+        """Count a batch whose copies were sent from `sent_at` on (`now()` before the batch:
+        a copy is never counted later than a return of it could say it was sent)."""
         handled = ((o.message, o.decision, o.failure is None) for o in outcomes)
         try:
-            self.breaker.after_batch(batch_counts(handled, self._count_attribute))
+            self.breaker.after_batch(observe(handled, self._count_attribute, sent_at))
         except Exception as error:  # a safeguard must not fail the batch
             self._logger.error(
                 "outage breaker not updated", extra={"error": f"{type(error).__name__}: {error}"}
@@ -135,6 +144,15 @@ def lambda_breaker(
             logger.warning("DLQ retention unknown", extra={"error": f"{type(error).__name__}"})
             return None
 
+    def dlq_depth() -> int | None:
+        """Messages in the DLQ, visible, in flight or delayed; None when unknown."""
+        try:
+            url = QueueArn.parse(switch.dlq_arn()).url(settings.sqs_endpoint_url)
+            return queue_depth(sqs, url).total
+        except Exception as error:  # unknown: the probe keeps receiving
+            logger.warning("DLQ depth unknown", extra={"error": f"{type(error).__name__}"})
+            return None
+
     breaker = Breaker(
         DynamoBreakerStore(make("dynamodb"), table),
         switch,
@@ -144,6 +162,7 @@ def lambda_breaker(
         topic_arn=settings.park_notification_topic_arn,
         source=function_name,
         time_left=dlq_time_left,
+        depth=dlq_depth,
         on_change=rule.follow if rule is not None else None,
     )
     return LambdaBreaker(

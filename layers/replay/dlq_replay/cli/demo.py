@@ -64,6 +64,19 @@ def register(subparsers: Subparsers) -> None:
             option, type=setting_type(variable), default=default, help=f"{text} [{variable}]"
         )
     parser.add_argument(
+        "--outage-seconds",
+        type=int_between(0, 3600),
+        default=int(defaults.outage_seconds),
+        metavar="N",
+        help="the consumer fails every message for the first N seconds (an outage), 0-3600 "
+        "(default 0)",
+    )
+    parser.add_argument(
+        "--no-breaker",
+        action="store_true",
+        help="no outage breaker: the replay keeps replaying (and parking) through an outage",
+    )
+    parser.add_argument(
         "--pollers", type=int_between(1, MAX_POLLERS), default=defaults.pollers, help="DLQ pollers"
     )
     parser.add_argument(
@@ -102,5 +115,7 @@ def run_demo_command(args: argparse.Namespace) -> int:
         timeout_seconds=args.timeout,
         seed=args.seed,
         live=not args.plain,
+        outage_seconds=float(args.outage_seconds),
+        breaker=not args.no_breaker,
     )
     return run_demo(options)

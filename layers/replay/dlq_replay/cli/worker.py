@@ -29,7 +29,9 @@ def register(subparsers: Subparsers) -> None:
         "worker",
         help="run the replay as a long-lived worker on a DLQ (any SQS-compatible endpoint)",
         description="Poll a DLQ like Lambda's event source and replay it; SIGINT/SIGTERM "
-        "finish the batch in hand and exit 0.",
+        "finish the batch in hand and exit 0. The outage breaker stops polling while nearly "
+        "every replayed copy comes back (the consumer is down), and tries again after a pause "
+        "(--no-breaker: off).",
     )
     parser.add_argument(
         "--dlq-url", required=True, type=queue_url, help="the dead-letter queue to replay"
@@ -64,6 +66,12 @@ def register(subparsers: Subparsers) -> None:
         default=os.environ.get("LOG_LEVEL", "INFO").upper(),
         help=f"one of {', '.join(LOG_LEVELS)}, any case (default: LOG_LEVEL, else INFO)",
     )
+    parser.add_argument(
+        "--no-breaker",
+        action="store_true",
+        help="no outage breaker: keep replaying (and parking) while every replayed copy comes "
+        "back [OUTAGE_BREAKER=off]",
+    )
     add_setting_options(parser)
     add_aws_options(parser)
     parser.set_defaults(run=run_worker_command)
@@ -76,7 +84,11 @@ def run_worker_command(args: argparse.Namespace) -> int:
     from dlq_replay.sqs.notices import notice_client
 
     # The endpoint also decides the URLs built from queue ARNs (shared-DLQ routing).
-    overrides = {**setting_overrides(args), "AWS_ENDPOINT_URL_SQS": args.endpoint_url}
+    overrides = {
+        **setting_overrides(args),
+        "AWS_ENDPOINT_URL_SQS": args.endpoint_url,
+        "OUTAGE_BREAKER": "off" if args.no_breaker else None,
+    }
     settings = settings_from(os.environ, overrides)
     logger = Logger(service="sqs-dlq-replay", level=args.log_level)
     options = WorkerOptions(

@@ -30,6 +30,11 @@ MIN_RETURNS = 20  # fewer returns than this is a handful of bad messages, not an
 RETURN_RATIO = 0.9  # returns / replays: "nearly all of what was replayed came back"
 FIRST_PAUSE_SECONDS = 120.0  # the first pause; doubled on each consecutive opening
 MAX_PAUSE_SECONDS = 3600.0  # never longer than an hour between probes
+# A probe replays this many records, then receives nothing more and watches the DLQ's depth:
+# back to (nearly: RETURN_RATIO of the probe) where it was before the probe, the copies came
+# back and it opens again; a window without that, it closes. A probe into a consumer still
+# down spends an attempt of a few dozen messages, not of the whole backlog.
+PROBE_REPLAYS = 2 * MIN_RETURNS
 # With less than this left before SQS deletes the DLQ's oldest message, the breaker closes
 # (and does not open): the replay parks as usual instead of letting messages expire.
 RETENTION_MARGIN_SECONDS = 86_400.0
@@ -62,12 +67,14 @@ class BreakerPolicy:
     return_ratio: float = RETURN_RATIO
     first_pause_seconds: float = FIRST_PAUSE_SECONDS
     max_pause_seconds: float = MAX_PAUSE_SECONDS
+    probe_replays: int = PROBE_REPLAYS
     retention_margin_seconds: float = RETENTION_MARGIN_SECONDS
 
     def outage(self, counts: Counts) -> bool:
-        """Many returns, and nearly all of what was replayed."""
+        """Many replays and returns, and nearly all of those replays came back."""
         return (
             counts.returns >= self.min_returns
+            and counts.replays >= self.min_returns
             and counts.returns >= self.return_ratio * counts.replays
         )
 
@@ -100,15 +107,53 @@ def is_return(message: InboundMessage, count_attribute: str) -> bool:
     return count is not None and count >= 1
 
 
-def batch_counts(
-    handled: Iterable[tuple[InboundMessage, Decision, bool]], count_attribute: str
-) -> Counts:
-    """What one batch adds to the window: (message, decision, copy written) per record."""
-    replays = returns = 0
+def observe(
+    handled: Iterable[tuple[InboundMessage, Decision, bool]], count_attribute: str, now: float
+) -> list[tuple[float, Counts]]:
+    """One batch's replays and returns, each at its *send time*: a replay now, a return at
+    the time its copy was sent (SQS's SentTimestamp, which a copy keeps when SQS dead-letters
+    it; its arrival when absent). Input: (message, decision, copy written) per record.
+
+    Counting a return against the moment its replay was sent compares like with like: the
+    replays of one moment, and how many of those came back, whatever the delays and the
+    consumer's pace between the two.
+    """
+    events: list[tuple[float, Counts]] = []
     for message, decision, written in handled:
-        returns += is_return(message, count_attribute)
-        replays += written and decision.action in (Action.REPLAY, Action.RELEASE)
-    return Counts(replays, returns)
+        if is_return(message, count_attribute):
+            sent = message.sent_ms
+            events.append((now if sent is None else sent / 1000.0, Counts(returns=1)))
+        if written and decision.action in (Action.REPLAY, Action.RELEASE):
+            events.append((now, Counts(replays=1)))
+    return events
+
+
+def _first(event: tuple[float, Counts]) -> float:
+    return event[0]
+
+
+def outage_in_window(
+    events: Iterable[tuple[float, Counts]], now: float, policy: BreakerPolicy, *, since: float
+) -> Counts | None:
+    """The outage signal: the replays sent from the window's start (or the breaker's last
+    change) up to some moment, of which at least MIN_RETURNS and at least RETURN_RATIO came
+    back; the counts of that stretch, or None. The earliest replays are the first whose
+    outcome is known, so the signal shows as soon as they are back, without waiting for the
+    later ones (or for a full window)."""
+    running = Counts()
+    for _, counts in sorted(in_window(events, now, policy, since=since), key=_first):
+        running = running + counts
+        if policy.outage(running):
+            return running
+    return None
+
+
+def in_window(
+    events: Iterable[tuple[float, Counts]], now: float, policy: BreakerPolicy, *, since: float
+) -> list[tuple[float, Counts]]:
+    """The events sent within the window and since the breaker's last change."""
+    low = max(now - policy.window_seconds, since)
+    return [event for event in events if low <= event[0] <= now]
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,11 +166,14 @@ class BreakerState:
     next_probe: float | None = None  # open: when the probe receives again
     openings: int = 0  # consecutive openings (0 once closed)
     cause: Cause | None = None
+    holding: bool = False  # half-open, the probe's replays sent: waiting for their outcome
+    baseline: int | None = None  # half-open: the DLQ's depth when the probe began
+    probe_size: int = 0  # holding: the replays the probe made
     version: int = 0  # bumped on every change; a store writes only over the version it read
 
     @property
     def receiving(self) -> bool:
-        return self.phase is not Phase.OPEN
+        return self.phase is not Phase.OPEN and not self.holding
 
     def to_item(self) -> dict[str, object]:
         return {
@@ -134,6 +182,9 @@ class BreakerState:
             "next_probe": self.next_probe,
             "openings": self.openings,
             "cause": self.cause.value if self.cause else None,
+            "holding": self.holding,
+            "baseline": self.baseline,
+            "probe_size": self.probe_size,
             "version": self.version,
         }
 
@@ -148,6 +199,9 @@ class BreakerState:
             next_probe=None if probe in (None, "") else float(str(probe)),
             openings=int(str(item.get("openings", 0))),
             cause=Cause(str(cause)) if cause else None,
+            holding=bool(item.get("holding", False)),
+            baseline=None if item.get("baseline") is None else int(str(item["baseline"])),
+            probe_size=int(str(item.get("probe_size", 0))),
             version=int(str(item.get("version", 0))),
         )
 
@@ -160,6 +214,7 @@ def _change(
     *,
     openings: int | None = None,
     next_probe: float | None = None,
+    baseline: int | None = None,
 ) -> BreakerState:
     return replace(
         state,
@@ -168,21 +223,24 @@ def _change(
         cause=cause,
         next_probe=next_probe,
         openings=state.openings if openings is None else openings,
+        holding=False,
+        baseline=baseline,
+        probe_size=0,
         version=state.version + 1,
     )
 
 
 def after_batch(
     state: BreakerState,
-    window: Counts,
+    signal: Counts | None,
     now: float,
     policy: BreakerPolicy,
     *,
     time_left: float | None = None,
 ) -> BreakerState | None:
-    """Open when the window shows the outage signal (closed or half-open), unless the DLQ's
-    oldest message has less than the retention margin left (`time_left`, None: unknown)."""
-    if state.phase is Phase.OPEN or not policy.outage(window):
+    """Open on the outage signal (`outage_in_window`) when closed or half-open, unless the
+    DLQ's oldest message has less than the retention margin left (`time_left`, None: unknown)."""
+    if state.phase is Phase.OPEN or signal is None:
         return None
     if time_left is not None and time_left < policy.retention_margin_seconds:
         return None
@@ -197,18 +255,55 @@ def after_batch(
     )
 
 
+def probe_sent(
+    state: BreakerState,
+    events: Iterable[tuple[float, Counts]],
+    now: float,
+    policy: BreakerPolicy,
+) -> BreakerState | None:
+    """Half-open and PROBE_REPLAYS replayed since: stop receiving and watch the DLQ's depth
+    (without a depth from before the probe, the probe keeps receiving)."""
+    if state.phase is not Phase.HALF_OPEN or state.holding or state.baseline is None:
+        return None
+    replays = sum(c.replays for _, c in in_window(events, now, policy, since=state.since))
+    if replays < policy.probe_replays:
+        return None
+    return replace(state, holding=True, probe_size=replays, version=state.version + 1)
+
+
 def on_tick(
-    state: BreakerState, now: float, policy: BreakerPolicy, *, time_left: float | None = None
+    state: BreakerState,
+    now: float,
+    policy: BreakerPolicy,
+    *,
+    time_left: float | None = None,
+    depth: int | None = None,
 ) -> BreakerState | None:
     """The unattended step: open with too little retention left → closed; open and the pause
-    over → half-open; half-open for a window without reopening → closed (pause reset)."""
+    over → half-open (remembering the DLQ's `depth`); holding a probe whose copies are back
+    (the depth within 1 - RETURN_RATIO of the probe of where it began) → open again;
+    half-open for a window without reopening → closed (pause reset)."""
     if state.phase is Phase.OPEN:
         if time_left is not None and time_left < policy.retention_margin_seconds:
             return _change(state, Phase.CLOSED, now, Cause.RETENTION, openings=0)
         if state.next_probe is not None and now >= state.next_probe:
-            return _change(state, Phase.HALF_OPEN, now, Cause.PROBE)
+            return _change(state, Phase.HALF_OPEN, now, Cause.PROBE, baseline=depth)
         return None
-    if state.phase is Phase.HALF_OPEN and now >= state.since + policy.window_seconds:
+    if state.phase is not Phase.HALF_OPEN:
+        return None
+    missing = (1.0 - policy.return_ratio) * state.probe_size
+    if state.holding and depth is not None and state.baseline is not None:  # noqa: SIM102
+        if depth >= state.baseline - missing:
+            openings = state.openings + 1
+            return _change(
+                state,
+                Phase.OPEN,
+                now,
+                Cause.OUTAGE,
+                openings=openings,
+                next_probe=now + policy.pause_seconds(openings),
+            )
+    if now >= state.since + policy.window_seconds:
         return _change(state, Phase.CLOSED, now, Cause.RECOVERED, openings=0)
     return None
 

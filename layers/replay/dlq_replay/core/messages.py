@@ -47,6 +47,8 @@ class InboundMessage:
     receive_count: int = 1
     # SQS's ApproximateFirstReceiveTimestamp (epoch ms): the first receive of this copy.
     first_received_ms: int | None = None
+    # SQS's SentTimestamp (epoch ms): when this copy was sent; kept when SQS dead-letters it.
+    sent_ms: int | None = None
 
     @classmethod
     def from_lambda_record(cls, record: Mapping[str, Any]) -> InboundMessage:
@@ -96,6 +98,7 @@ class InboundMessage:
             trace_header=system.get("AWSTraceHeader") or None,
             receive_count=_receive_count(system.get("ApproximateReceiveCount")),
             first_received_ms=_timestamp_ms(system.get("ApproximateFirstReceiveTimestamp")),
+            sent_ms=_timestamp_ms(system.get("SentTimestamp")),
         )
 
 

@@ -11,6 +11,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from contextlib import AbstractContextManager
+from dataclasses import replace
 
 from dlq_replay.aws_lambda.replay import LambdaReplay
 from dlq_replay.consumer import ConsumerSettings
@@ -19,6 +20,7 @@ from dlq_replay.core.decision import Action
 from dlq_replay.core.settings import Settings
 from dlq_replay.demo.emulator import SqsEmulator, create_queues, emulator_client, sqs_emulator
 from dlq_replay.demo.scenario import (
+    DEMO_BREAKER_POLICY,
     Consumer,
     DemoOptions,
     DemoResult,
@@ -32,6 +34,7 @@ from dlq_replay.demo.scenario import (
     watch_depths,
 )
 from dlq_replay.demo.view import print_summary, render
+from dlq_replay.local.breaker import BreakerStats, dlq_depth, worker_breaker
 from dlq_replay.local.eventsource import LocalEventSource, run_pollers
 from dlq_replay.sqs.replayer import Replayer
 
@@ -77,8 +80,19 @@ def demo(
         )
         counter = OutcomeCounter(tally)
         replay_log.addHandler(counter)
-        handler = LambdaReplay(Replayer(settings, sqs, logger=replay_log, rng=rng))
-        source = LocalEventSource(sqs, queues.dlq, handler, wait_seconds=1)
+        stats = BreakerStats()
+        breaker, gate = (None, None)
+        if options.breaker:
+            breaker, gate = worker_breaker(
+                logger=replay_log,
+                policy=DEMO_BREAKER_POLICY,
+                count_attribute=settings.count_attribute,
+                stats=stats,
+                depth=dlq_depth(sqs, queues.dlq),
+            )
+        handler = LambdaReplay(Replayer(settings, sqs, logger=replay_log, rng=rng), breaker)
+        source = LocalEventSource(sqs, queues.dlq, handler, wait_seconds=1, gate=gate)
+        consumer = replace(consumer, outage_until=time.monotonic() + options.outage_seconds)
         tally.expected = send_messages(sqs, queues.main, options, rng)
         stop = threading.Event()
         threads = run_pollers(source, options.pollers, stop)
@@ -127,6 +141,9 @@ def demo(
             completed=completed,
             interrupted=interrupted,
             timeout_seconds=timeout,
+            breaker=options.breaker,
+            breaker_openings=stats.openings,
+            breaker_open_seconds=round(stats.seconds_open(time.time()), 1),
         )
 
 

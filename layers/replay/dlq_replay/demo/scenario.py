@@ -7,6 +7,7 @@ import json
 import logging
 import random
 import threading
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -21,6 +22,7 @@ from dlq_replay.consumer import (
     settle_failure,
 )
 from dlq_replay.core.attributes import PARK_REASON_ATTRIBUTE
+from dlq_replay.core.breaker import BreakerPolicy
 from dlq_replay.demo.emulator import (
     DLQ_VISIBILITY_TIMEOUT,
     MAIN_MAX_RECEIVE_COUNT_WITH_BACKOFF,
@@ -51,6 +53,16 @@ class DemoOptions:
     timeout_seconds: float | None = None  # None: settle_timeout's bound for the work
     seed: int | None = None
     live: bool = True
+    outage_seconds: float = 0.0  # the consumer fails every message for this long at the start
+    breaker: bool = True  # the outage breaker (--no-breaker: off)
+
+
+# The breaker's rule on the demo's time scale: its backoff is 1-4 s where Lambda's is
+# 60-900 s, so the window, the pauses and their cap shrink to match; the thresholds
+# (20 returns, 90 % of the replays) are the real ones.
+DEMO_BREAKER_POLICY = BreakerPolicy(
+    window_seconds=10.0, first_pause_seconds=5.0, max_pause_seconds=20.0
+)
 
 
 # Per attempt, at most: the backoff cap, then the main queue's and the DLQ's visibility
@@ -68,7 +80,9 @@ def settle_timeout(options: DemoOptions) -> float:
     receives = main_max_receive_count(options) if options.consumer_backoff else 0
     per_attempt = (1 + receives) * options.cap_seconds + _SECONDS_PER_ATTEMPT_BEYOND_CAP
     work = options.messages * _SECONDS_PER_MESSAGE + options.max_attempts * per_attempt
-    return _SECONDS_BASE + work
+    # An outage adds its length, and the breaker's last pause after it.
+    outage = options.outage_seconds + DEMO_BREAKER_POLICY.max_pause_seconds * options.breaker
+    return _SECONDS_BASE + work + (outage if options.outage_seconds else 0.0)
 
 
 def main_max_receive_count(options: DemoOptions) -> int:
@@ -150,6 +164,7 @@ class Consumer:
     settings: ConsumerSettings
     backoff: bool
     logger: logging.Logger
+    outage_until: float = 0.0  # time.monotonic() before which every message fails
 
 
 def consume(sqs: SQSClient, consumer: Consumer, tally: Tally, stop: threading.Event) -> None:
@@ -184,7 +199,9 @@ def _consume_batch(sqs: SQSClient, consumer: Consumer, tally: Tally) -> None:
             receives = tally.receives[str(body["id"])]
         error: Exception | None = None
         with VisibilityHeartbeat(sqs, queue_url, message["ReceiptHandle"], timeout=5):
-            if body["kind"] == "invalid":
+            if time.monotonic() < consumer.outage_until:
+                error = RuntimeError("demo: the consumer is down")
+            elif body["kind"] == "invalid":
                 error = INVALID
             elif receives <= int(body["fail_until"]):
                 error = RuntimeError("demo: a transient failure")
@@ -250,3 +267,6 @@ class DemoResult:
     completed: bool
     interrupted: bool = False
     timeout_seconds: float = 0.0
+    breaker: bool = False  # the outage breaker was on
+    breaker_openings: int = 0
+    breaker_open_seconds: float = 0.0

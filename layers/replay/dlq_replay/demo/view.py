@@ -89,7 +89,18 @@ def summary(result: DemoResult) -> str:
         + (f", {later}" if later else "")
         + f"; {result.replays} replayed"
         + backed_off
+        + f"\n{breaker_line(result)}"
     )
+
+
+def breaker_line(result: DemoResult) -> str:
+    """How often the outage breaker opened, and how long the replay stood still."""
+    if not result.breaker:
+        return "outage breaker: off"
+    if not result.breaker_openings:
+        return "outage breaker: never opened"
+    times = "once" if result.breaker_openings == 1 else f"{result.breaker_openings} times"
+    return f"outage breaker: opened {times}, open {result.breaker_open_seconds:g} s in all"
 
 
 def print_summary(result: DemoResult) -> None:

@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
 from botocore.exceptions import ConnectionError as BotoConnectionError
@@ -27,6 +27,14 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
 Handler = Callable[[dict[str, Any], Any], Mapping[str, Any]]
+
+
+class Gate(Protocol):
+    """Asked before every receive (the outage breaker's, `local.breaker.BreakerGate`)."""
+
+    def wait_until_receiving(self, stop: threading.Event) -> bool: ...
+
+
 MAX_RECEIVE_BATCH = 10
 MAX_ERROR_PAUSE_SECONDS = 30.0
 START_UP_PATIENCE_SECONDS = 300.0
@@ -67,7 +75,10 @@ class LocalEventSource:
         visibility_timeout: int | None = None,
         logger: Log | None = None,
         queue_arn: str | None = None,
+        gate: Gate | None = None,
     ) -> None:
+        """`gate`: when given, each poller asks it before every receive and waits while it
+        says no (the outage breaker open)."""
         if not 1 <= batch_size <= MAX_RECEIVE_BATCH:
             raise ValueError(f"batch_size must be 1-{MAX_RECEIVE_BATCH}, got {batch_size}")
         self._sqs = sqs
@@ -80,6 +91,7 @@ class LocalEventSource:
         self.queue_arn = queue_arn or _queue_arn(sqs, queue_url)
         self.region = self.queue_arn.split(":")[3]
         self.stats = PollStats()
+        self._gate = gate
 
     def poll_once(self) -> int:
         """Receive one batch, run the handler, delete the successes; returns messages received."""
@@ -114,6 +126,8 @@ class LocalEventSource:
         """
         pause = 0.0
         while not stop.is_set():
+            if self._gate is not None and not self._gate.wait_until_receiving(stop):
+                return
             try:
                 self.poll_once()
                 pause = 0.0

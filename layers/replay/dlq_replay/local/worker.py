@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from dlq_replay.aws_lambda.replay import LambdaReplay
 from dlq_replay.core.settings import Settings
+from dlq_replay.local.breaker import dlq_depth, worker_breaker
 from dlq_replay.local.eventsource import (
     START_UP_PATIENCE_SECONDS,
     LocalEventSource,
@@ -61,7 +62,17 @@ def run_worker(
     """
     log = logger or logging.getLogger("dlq_replay.local.worker")
     stop = stop or threading.Event()
-    handler = LambdaReplay(Replayer(settings, sqs, logger=log, sns=sns))
+    breaker, gate = (None, None)
+    if settings.outage_breaker:  # OUTAGE_BREAKER=off or --no-breaker: none
+        breaker, gate = worker_breaker(
+            logger=log,
+            count_attribute=settings.count_attribute,
+            sns=sns,
+            topic_arn=settings.park_notification_topic_arn,
+            source=options.dlq_url,
+            depth=dlq_depth(sqs, options.dlq_url),
+        )
+    handler = LambdaReplay(Replayer(settings, sqs, logger=log, sns=sns), breaker)
     restore = _stop_on_signals(stop)
     try:
         # Start-up rides out throttling and outages as polls do; a missing queue ends it.
@@ -79,6 +90,7 @@ def run_worker(
             wait_seconds=options.wait_seconds,
             logger=log,
             queue_arn=queue_arn,
+            gate=gate,
         )
         log.info(
             "worker started",

@@ -15,18 +15,19 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from dlq_replay.core.breaker import BreakerState, Counts
+from dlq_replay.core.breaker import BreakerPolicy, BreakerState, Counts
 
 if TYPE_CHECKING:
     from mypy_boto3_lambda import LambdaClient
 
 PARTITION = "breaker"
 STATE_KEY = "x#state"
-BUCKET_SECONDS = 60
+BUCKET_SECONDS = 30
 BUCKET_TTL_SECONDS = 86_400
 TABLE_VARIABLE = "OUTAGE_BREAKER_TABLE"  # the function's variable naming the table
 
@@ -42,25 +43,33 @@ class DynamoBreakerStore:
         self._db = dynamodb
         self._table = table
 
-    def record(self, counts: Counts, now: float) -> None:
-        """Add one batch's replays and returns to the current minute's counter."""
-        bucket = math.floor(now / BUCKET_SECONDS)
-        self._db.update_item(
-            TableName=self._table,
-            Key={"pk": {"S": PARTITION}, "sk": {"S": _bucket_key(bucket)}},
-            UpdateExpression="ADD replays :r, #ret :t SET expires_at = :e",
-            ExpressionAttributeNames={"#ret": "returns"},
-            ExpressionAttributeValues={
-                ":r": {"N": str(counts.replays)},
-                ":t": {"N": str(counts.returns)},
-                ":e": {"N": str(int(now) + BUCKET_TTL_SECONDS)},
-            },
-        )
+    def record(self, events: Sequence[tuple[float, Counts]]) -> None:
+        """Add one batch's replays and returns to the counters of their send times (one
+        UpdateItem per bucket the batch touches: its replays share the current one, its
+        returns a few recent ones)."""
+        buckets: dict[int, Counts] = {}
+        for due, counts in events:
+            bucket = math.floor(due / BUCKET_SECONDS)
+            buckets[bucket] = buckets.get(bucket, Counts()) + counts
+        for bucket, counts in sorted(buckets.items()):
+            self._db.update_item(
+                TableName=self._table,
+                Key={"pk": {"S": PARTITION}, "sk": {"S": _bucket_key(bucket)}},
+                UpdateExpression="ADD replays :r, #ret :t SET expires_at = :e",
+                ExpressionAttributeNames={"#ret": "returns"},
+                ExpressionAttributeValues={
+                    ":r": {"N": str(counts.replays)},
+                    ":t": {"N": str(counts.returns)},
+                    ":e": {"N": str(bucket * BUCKET_SECONDS + BUCKET_TTL_SECONDS)},
+                },
+            )
 
-    def read(self, now: float, window_seconds: float) -> tuple[BreakerState, Counts]:
-        """The state, and the counts of the window (only minutes from the state's last change
-        on: what came before a probe does not count against it)."""
-        start = math.floor((now - window_seconds) / BUCKET_SECONDS) + 1
+    def read(
+        self, now: float, policy: BreakerPolicy
+    ) -> tuple[BreakerState, list[tuple[float, Counts]]]:
+        """The state, and the window's counts by send time, to the bucket (a bucket stands for
+        its start; the caller keeps those from the state's last change on)."""
+        start = math.floor((now - policy.window_seconds) / BUCKET_SECONDS)
         items = self._query(_bucket_key(start))
         state = BreakerState()
         raw_buckets: list[tuple[int, Counts]] = []
@@ -74,12 +83,7 @@ class DynamoBreakerStore:
                     int(item.get("returns", {}).get("N", "0")),
                 )
                 raw_buckets.append((int(key[2:]), counts))
-        first = max(start, math.floor(state.since / BUCKET_SECONDS))
-        window = Counts()
-        for bucket, counts in raw_buckets:
-            if bucket >= first:
-                window = window + counts
-        return state, window
+        return state, [(bucket * BUCKET_SECONDS, counts) for bucket, counts in raw_buckets]
 
     def load(self) -> BreakerState:
         response = self._db.get_item(

@@ -1,0 +1,163 @@
+"""The outage breaker in the worker: its state in memory, its switch the pollers themselves.
+
+The worker's breaker is the Lambda one (`aws_lambda.breaker`, the same rule and states) with
+a store in memory shared by the pollers, and no event source mapping to pull: open, each
+poller stops receiving before its next ReceiveMessage and waits for the probe; a batch in
+hand is finished as usual. The pollers' own loop is the tick.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from dlq_replay.aws_lambda.breaker import Breaker, Clock, Depth
+from dlq_replay.aws_lambda.outage import LambdaBreaker
+from dlq_replay.core.breaker import BreakerPolicy, BreakerState, Counts, Phase
+from dlq_replay.sqs.depth import queue_depth
+from dlq_replay.sqs.notices import SnsClient
+from dlq_replay.sqs.replayer import Log
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+
+# How long a paused poller sleeps between looks at the state, at most.
+GATE_POLL_SECONDS = 1.0
+
+
+class MemoryStore:
+    """The breaker's state and window for one process (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._state = BreakerState()
+        self._events: list[tuple[float, Counts]] = []
+
+    def record(self, events: Sequence[tuple[float, Counts]]) -> None:
+        with self._lock:
+            self._events.extend(events)
+
+    def read(
+        self, now: float, policy: BreakerPolicy
+    ) -> tuple[BreakerState, list[tuple[float, Counts]]]:
+        with self._lock:
+            horizon = now - policy.window_seconds
+            self._events = [event for event in self._events if event[0] >= horizon]
+            return self._state, list(self._events)
+
+    def load(self) -> BreakerState:
+        with self._lock:
+            return self._state
+
+    def save(self, state: BreakerState, expected_version: int) -> bool:
+        with self._lock:
+            if self._state.version != expected_version:
+                return False
+            self._state = state
+            return True
+
+
+class PollerSwitch:
+    """Nothing to pull: the pollers read the state before every receive."""
+
+    def pause(self) -> None:
+        """The pollers see the open state before their next receive."""
+
+    def resume(self) -> None:
+        """The pollers see the half-open state before their next receive."""
+
+    def resumed_by_someone_else(self) -> bool:
+        return False
+
+
+@dataclass
+class BreakerStats:
+    """How often the breaker opened, and for how long the pollers did not receive."""
+
+    openings: int = 0
+    open_seconds: float = 0.0
+    _opened_at: float | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def follow(self, state: BreakerState) -> None:
+        with self.lock:
+            if state.phase is Phase.OPEN:
+                self.openings += 1
+                self._opened_at = state.since
+            elif self._opened_at is not None:
+                self.open_seconds += state.since - self._opened_at
+                self._opened_at = None
+
+    def seconds_open(self, now: float) -> float:
+        """Time spent open so far, counting an opening still in progress up to `now`."""
+        with self.lock:
+            running = 0.0 if self._opened_at is None else now - self._opened_at
+            return self.open_seconds + running
+
+
+class BreakerGate:
+    """What a poller asks before each receive: receive now, or wait for the probe."""
+
+    def __init__(self, breaker: LambdaBreaker, *, clock: Clock = time.time) -> None:
+        self.breaker = breaker
+        self._clock = clock
+
+    def wait_until_receiving(self, stop: threading.Event) -> bool:
+        """True when the poller may receive; False when `stop` was set while it waited."""
+        while not stop.is_set():
+            state = self.breaker.tick()
+            if state is None or state.receiving:
+                return True
+            left = (state.next_probe or 0.0) - self._clock()
+            stop.wait(min(GATE_POLL_SECONDS, max(0.05, left)))
+        return False
+
+
+def dlq_depth(sqs: SQSClient, queue_url: str) -> Depth:
+    """The DLQ's depth (visible, in flight, delayed) as the breaker asks for it; None when
+    SQS could not say (the probe then keeps receiving)."""
+
+    def depth() -> int | None:
+        try:
+            return queue_depth(sqs, queue_url).total
+        except (ClientError, BotoCoreError):
+            return None
+
+    return depth
+
+
+def worker_breaker(
+    *,
+    logger: Log,
+    policy: BreakerPolicy | None = None,
+    count_attribute: str,
+    sns: SnsClient | None = None,
+    topic_arn: str | None = None,
+    source: str = "",
+    stats: BreakerStats | None = None,
+    depth: Depth | None = None,
+    clock: Clock = time.time,
+) -> tuple[LambdaBreaker, BreakerGate]:
+    """The worker's breaker (for `LambdaReplay`) and the gate its pollers ask; `depth` tells
+    the DLQ's depth (`dlq_depth`), for the probe to see its copies come back."""
+    breaker = Breaker(
+        MemoryStore(),
+        PollerSwitch(),
+        logger=logger,
+        policy=policy,
+        sns=sns,
+        topic_arn=topic_arn,
+        source=source,
+        clock=clock,
+        depth=depth,
+        on_change=stats.follow if stats is not None else None,
+    )
+    counted = LambdaBreaker(
+        breaker, None, count_attribute=count_attribute, logger=logger, clock=clock
+    )
+    return counted, BreakerGate(counted, clock=clock)
