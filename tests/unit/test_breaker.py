@@ -16,10 +16,12 @@ from dlq_replay.core.breaker import (
     Counts,
     Phase,
     after_batch,
-    batch_counts,
     by_operator,
     is_return,
+    observe,
     on_tick,
+    outage_in_window,
+    probe_sent,
 )
 from dlq_replay.core.decision import Action, Decision
 from dlq_replay.core.messages import InboundMessage
@@ -30,12 +32,19 @@ COUNT = "sqs-dlq-replay-nb"
 LOG = logging.getLogger("test.breaker")
 
 
-def message(count: str | None = None, *, waiting: bool = False) -> InboundMessage:
+def message(
+    count: str | None = None, *, waiting: bool = False, sent: float | None = None
+) -> InboundMessage:
     attrs = {} if count is None else {COUNT: attributes.number(int(count))}
     if waiting:
         attrs[NOT_BEFORE_ATTRIBUTE] = attributes.number(2_000_000_000)
     return InboundMessage(
-        message_id="m", receipt_handle="r", body="{}", attributes=attrs, queue_arn="arn"
+        message_id="m",
+        receipt_handle="r",
+        body="{}",
+        attributes=attrs,
+        queue_arn="arn",
+        sent_ms=None if sent is None else int(sent * 1000),
     )
 
 
@@ -45,8 +54,8 @@ def message(count: str | None = None, *, waiting: bool = False) -> InboundMessag
         (20, 20, True),  # everything came back
         (22, 20, True),  # 0.909 >= 0.9
         (23, 20, False),  # 0.87: some replays succeed
-        (10, 19, False),  # nearly all, but too few to be more than a handful of poison
-        (0, 25, True),  # returns of replays made before the window
+        (19, 19, False),  # all, but too few to be more than a handful of poison
+        (5, 25, False),  # returns without the replays they answer: not evidence
         (1000, 100, False),  # many returns, but a small share: poison in a busy replay
     ],
 )
@@ -77,16 +86,50 @@ def test_a_return_is_a_replayed_copy_back_not_a_first_arrival_nor_a_waiting_copy
     assert not is_return(message("2", waiting=True), COUNT)
 
 
-def test_batch_counts_count_written_replays_and_releases_and_every_return() -> None:
+def test_a_batch_counts_written_replays_now_and_returns_when_their_copy_was_sent() -> None:
     replay = Decision(Action.REPLAY, "q", 2)
     handled = [
-        (message("1"), replay, True),
-        (message(None), Decision(Action.REPLAY, "q", 1), True),
+        (message("1", sent=90.5), replay, True),
+        (message(None), Decision(Action.REPLAY, "q", 1, delay=30), True),
         (message("2", waiting=True), Decision(Action.RELEASE, "q", 2), True),
-        (message("3"), Decision(Action.PARK, "op", 3), True),  # a return, parked
-        (message("1"), replay, False),  # a return whose copy was not written
+        (message("3", sent=80.0), Decision(Action.PARK, "op", 3), True),  # a return, parked
+        (message("1"), replay, False),  # a return (no SentTimestamp) whose copy was not written
     ]
-    assert batch_counts(handled, COUNT) == Counts(replays=3, returns=3)
+    events = sorted(observe(handled, COUNT, 100.0), key=lambda e: (e[0], e[1].returns))
+    assert events == [
+        (80.0, Counts(returns=1)),
+        (90.5, Counts(returns=1)),
+        (100.0, Counts(replays=1)),
+        (100.0, Counts(replays=1)),
+        (100.0, Counts(replays=1)),
+        (100.0, Counts(returns=1)),
+    ]
+
+
+def replays_at(t: float, n: int) -> list[tuple[float, Counts]]:
+    return [(t, Counts(replays=n))]
+
+
+def returns_at(t: float, n: int) -> list[tuple[float, Counts]]:
+    return [(t, Counts(returns=n))]
+
+
+def test_the_signal_shows_once_the_earliest_replays_are_back_not_after_the_later_ones() -> None:
+    # Healthy replays at t=0, then the outage: 20 of the 22 sent at t=30 are back, the 178
+    # sent later not yet.
+    events = replays_at(0, 50) + returns_at(0, 2) + replays_at(30, 22) + returns_at(30, 20)
+    events += replays_at(60, 78) + replays_at(90, 100)
+    assert outage_in_window(events, 100.0, POLICY, since=0.0) == Counts(22, 20)
+    # The same returns spread over replays that mostly succeeded: no signal.
+    spread = replays_at(30, 100) + replays_at(90, 100) + returns_at(30, 20)
+    assert outage_in_window(spread, 100.0, POLICY, since=0.0) is None
+
+
+def test_the_window_and_the_last_change_bound_the_signal() -> None:
+    events = replays_at(0, 30) + returns_at(0, 30)
+    assert outage_in_window(events, 300.0, POLICY, since=0.0) is not None
+    assert outage_in_window(events, 300.1, POLICY, since=0.0) is None  # out of the window
+    assert outage_in_window(events, 10.0, POLICY, since=0.5) is None  # before the probe
 
 
 def test_opening_records_when_the_probe_comes_and_counts_consecutive_openings() -> None:
@@ -95,30 +138,58 @@ def test_opening_records_when_the_probe_comes_and_counts_consecutive_openings() 
     assert (opened.phase, opened.cause, opened.openings) == (Phase.OPEN, Cause.OUTAGE, 1)
     assert opened.next_probe == 1120.0
     assert after_batch(opened, Counts(50, 50), 1001.0, POLICY) is None  # already open
+    assert after_batch(BreakerState(), None, 1001.0, POLICY) is None  # no signal
 
-    probing = on_tick(opened, 1119.9, POLICY)
-    assert probing is None
-    probing = on_tick(opened, 1120.0, POLICY)
-    assert probing is not None and probing.phase is Phase.HALF_OPEN
+    assert on_tick(opened, 1119.9, POLICY, depth=500) is None
+    probing = on_tick(opened, 1120.0, POLICY, depth=500)
+    assert probing is not None
+    assert (probing.phase, probing.baseline, probing.holding) == (Phase.HALF_OPEN, 500, False)
 
     again = after_batch(probing, Counts(20, 20), 1130.0, POLICY)
-    assert again is not None and again.openings == 2 and again.next_probe == 1130.0 + 240
+    assert again is not None
+    assert again.openings == 2
+    assert again.next_probe == 1130.0 + 240
 
 
-def test_a_window_without_the_signal_closes_and_resets_the_pause() -> None:
-    half = BreakerState(Phase.HALF_OPEN, since=1000.0, openings=3, version=5)
-    assert on_tick(half, 1299.0, POLICY) is None
-    closed = on_tick(half, 1300.0, POLICY)
+def test_a_probe_stops_after_its_replays_and_reopens_when_the_dlq_fills_back() -> None:
+    probing = BreakerState(Phase.HALF_OPEN, since=100.0, openings=1, baseline=500, version=3)
+    assert probe_sent(probing, replays_at(101, 39), 102.0, POLICY) is None
+    holding = probe_sent(probing, replays_at(101, 39) + replays_at(102, 3), 102.0, POLICY)
+    assert holding is not None
+    assert holding.holding
+    assert holding.probe_size == 42
+    assert not holding.receiving
+    # 42 left the DLQ (458); back to within 10 % of the probe (4.2) of 500: they came back.
+    assert on_tick(holding, 110.0, POLICY, depth=495) is None
+    reopened = on_tick(holding, 111.0, POLICY, depth=496)
+    assert reopened is not None
+    assert (reopened.phase, reopened.openings, reopened.holding) == (Phase.OPEN, 2, False)
+    assert reopened.next_probe == 111.0 + 240
+
+
+def test_a_probe_whose_copies_stay_away_closes_after_a_window() -> None:
+    holding = BreakerState(
+        Phase.HALF_OPEN, since=100.0, openings=3, baseline=500, probe_size=40, holding=True
+    )
+    assert on_tick(holding, 399.0, POLICY, depth=460) is None
+    closed = on_tick(holding, 400.0, POLICY, depth=460)
     assert closed is not None
     assert (closed.phase, closed.cause, closed.openings) == (Phase.CLOSED, Cause.RECOVERED, 0)
-    assert closed.version == 6
+    assert closed.receiving
+    assert closed.version == 1
+
+
+def test_a_probe_without_a_depth_keeps_receiving() -> None:
+    probing = BreakerState(Phase.HALF_OPEN, since=100.0, baseline=None)
+    assert probe_sent(probing, replays_at(101, 100), 102.0, POLICY) is None
 
 
 def test_under_a_day_of_retention_left_it_closes_and_does_not_open() -> None:
     day = POLICY.retention_margin_seconds
     opened = BreakerState(Phase.OPEN, since=0.0, next_probe=10_000.0, openings=4)
     closed = on_tick(opened, 5.0, POLICY, time_left=day - 1)
-    assert closed is not None and (closed.phase, closed.cause) == (Phase.CLOSED, Cause.RETENTION)
+    assert closed is not None
+    assert (closed.phase, closed.cause) == (Phase.CLOSED, Cause.RETENTION)
     assert on_tick(opened, 5.0, POLICY, time_left=day) is None  # exactly a day: still waits
     assert after_batch(BreakerState(), Counts(30, 30), 5.0, POLICY, time_left=day - 1) is None
     assert after_batch(BreakerState(), Counts(30, 30), 5.0, POLICY, time_left=None) is not None
@@ -127,12 +198,14 @@ def test_under_a_day_of_retention_left_it_closes_and_does_not_open() -> None:
 def test_an_operator_closes_an_open_breaker_and_leaves_a_closed_one_alone() -> None:
     opened = BreakerState(Phase.OPEN, since=0.0, next_probe=100.0, openings=2)
     closed = by_operator(opened, 50.0, Cause.OPERATOR_RESUME)
-    assert closed is not None and closed.phase is Phase.CLOSED and closed.openings == 0
+    assert closed is not None
+    assert closed.phase is Phase.CLOSED
+    assert closed.openings == 0
     assert by_operator(BreakerState(), 50.0, Cause.OPERATOR_PAUSE) is None
 
 
 def test_the_state_round_trips_through_its_stored_shape() -> None:
-    state = BreakerState(Phase.OPEN, 12.5, 132.5, 1, Cause.OUTAGE, 3)
+    state = BreakerState(Phase.HALF_OPEN, 12.5, None, 1, Cause.PROBE, True, 480, 40, 3)
     assert BreakerState.from_item(state.to_item()) == state
     assert BreakerState.from_item({}) == BreakerState()
 
@@ -158,33 +231,49 @@ class CountingSwitch(PollerSwitch):
 
 def test_the_controller_opens_probes_reopens_with_a_longer_pause_and_closes() -> None:
     clock, switch, stats = Clock(), CountingSwitch(), BreakerStats()
-    breaker = Breaker(MemoryStore(), switch, logger=LOG, clock=clock, on_change=stats.follow)
-
-    for _ in range(3):  # poison-like: many replays, some returns
-        assert breaker.after_batch(Counts(10, 2)).phase is Phase.CLOSED
-        clock.now += 1
-    for _ in range(3):  # then everything comes back: 36 returns of 60 replays, too few
-        breaker.after_batch(Counts(10, 10))
-        clock.now += 1
-    assert breaker.store.load().phase is Phase.CLOSED
-    opened = breaker.after_batch(Counts(0, 20))  # 56 of 60: nearly all
-    assert opened.phase is Phase.OPEN and switch.calls == ["pause"]
+    depth = {"now": 500}
+    breaker = Breaker(
+        MemoryStore(),
+        switch,
+        logger=LOG,
+        clock=clock,
+        on_change=stats.follow,
+        depth=lambda: depth["now"],
+    )
+    start = clock.now
+    # A busy replay with poison: 30 replays, 6 back. Then everything comes back.
+    assert breaker.after_batch(replays_at(start, 30) + returns_at(start, 6)).phase is Phase.CLOSED
+    clock.now += 30
+    assert breaker.after_batch(replays_at(clock.now, 22)).phase is Phase.CLOSED
+    opened = breaker.after_batch(returns_at(clock.now, 20))  # 20 of the 22 sent at t+30
+    assert opened.phase is Phase.OPEN
+    assert switch.calls == ["pause"]
 
     clock.now = opened.next_probe or 0.0
     probing = breaker.tick()
-    assert probing.phase is Phase.HALF_OPEN and switch.calls == ["pause", "resume"]
-    # The outage is still on: the probe's returns reopen it, with twice the pause.
-    reopened = breaker.after_batch(Counts(20, 20))
-    assert reopened.phase is Phase.OPEN and reopened.openings == 2
+    assert probing.phase is Phase.HALF_OPEN
+    assert probing.baseline == 500
+    assert switch.calls == ["pause", "resume"]
+    holding = breaker.after_batch(replays_at(clock.now, 40))
+    assert holding.holding
+    assert switch.calls[-1] == "pause"
+    depth["now"] = 498  # the outage is still on: the probe's copies are back
+    clock.now += 30
+    reopened = breaker.tick()
+    assert reopened.phase is Phase.OPEN
+    assert reopened.openings == 2
     assert reopened.next_probe == clock.now + 240
 
     clock.now += 240
     assert breaker.tick().phase is Phase.HALF_OPEN
-    clock.now += 100
-    breaker.after_batch(Counts(10, 0))  # the consumer is back: replays stay away
-    clock.now += 200
+    breaker.after_batch(replays_at(clock.now, 40))
+    depth["now"] = 458  # the consumer is back: the copies stay away
+    clock.now += 299
+    assert breaker.tick().holding
+    clock.now += 1
     closed = breaker.tick()
     assert (closed.phase, closed.openings) == (Phase.CLOSED, 0)
+    assert switch.calls[-1] == "resume"
     assert stats.openings == 2
     assert stats.seconds_open(clock.now) == pytest.approx(120 + 240)
 
@@ -192,9 +281,9 @@ def test_the_controller_opens_probes_reopens_with_a_longer_pause_and_closes() ->
 def test_counts_from_before_a_probe_do_not_count_against_it() -> None:
     clock = Clock()
     breaker = Breaker(MemoryStore(), PollerSwitch(), logger=LOG, clock=clock)
-    opened = breaker.after_batch(Counts(30, 30))
+    opened = breaker.after_batch(replays_at(clock.now, 30) + returns_at(clock.now, 30))
     assert opened.phase is Phase.OPEN
     clock.now = opened.next_probe or 0.0
     breaker.tick()
     # The 30 returns before the probe are within five minutes, but not since the probe.
-    assert breaker.after_batch(Counts(5, 5)).phase is Phase.HALF_OPEN
+    assert breaker.after_batch(replays_at(clock.now, 5)).phase is Phase.HALF_OPEN

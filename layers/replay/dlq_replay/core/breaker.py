@@ -38,6 +38,7 @@ PROBE_REPLAYS = 2 * MIN_RETURNS
 # With less than this left before SQS deletes the DLQ's oldest message, the breaker closes
 # (and does not open): the replay parks as usual instead of letting messages expire.
 RETENTION_MARGIN_SECONDS = 86_400.0
+SLICES = 30  # the window is read in 30 slices (10 s each at five minutes)
 
 
 class Phase(StrEnum):
@@ -128,23 +129,30 @@ def observe(
     return events
 
 
-def _first(event: tuple[float, Counts]) -> float:
-    return event[0]
-
-
 def outage_in_window(
     events: Iterable[tuple[float, Counts]], now: float, policy: BreakerPolicy, *, since: float
 ) -> Counts | None:
-    """The outage signal: the replays sent from the window's start (or the breaker's last
-    change) up to some moment, of which at least MIN_RETURNS and at least RETURN_RATIO came
-    back; the counts of that stretch, or None. The earliest replays are the first whose
-    outcome is known, so the signal shows as soon as they are back, without waiting for the
-    later ones (or for a full window)."""
-    running = Counts()
-    for _, counts in sorted(in_window(events, now, policy, since=since), key=_first):
-        running = running + counts
-        if policy.outage(running):
-            return running
+    """The outage signal: some stretch of send times within the window (and since the
+    breaker's last change) whose replays, at least MIN_RETURNS of them, came back, at least
+    RETURN_RATIO of them; that stretch's counts, or None.
+
+    A stretch, not the whole window: the replays of the last moments cannot be back yet, and
+    those before the outage began did not fail, so either would hide the signal; the earliest
+    replays of the outage show it as soon as they are back. The window is cut in SLICES, so a
+    stretch is a run of whole slices (a handful of batches at least, not a lucky few records).
+    """
+    width = policy.window_seconds / SLICES
+    start = now - policy.window_seconds
+    slices = [Counts()] * SLICES
+    for sent, counts in in_window(events, now, policy, since=since):
+        index = min(SLICES - 1, int((sent - start) / width))
+        slices[index] = slices[index] + counts
+    for first in range(SLICES):
+        stretch = Counts()
+        for counts in slices[first:]:
+            stretch = stretch + counts
+            if policy.outage(stretch):
+                return stretch
     return None
 
 
