@@ -29,6 +29,7 @@ class _NoValue:
 NO_VALUE = _NoValue()
 QUEUE_TYPE = "AWS::SQS::Queue"
 GENERATED_SUFFIX = "1A2B3C4D5E6F"
+STACK_UUID = "c0ffee00-1234-5678-9abc-def012345678"
 _SUB_VAR = re.compile(r"\$\{([^}!][^}]*)\}")
 
 
@@ -62,6 +63,8 @@ class Stack:
             "AWS::StackName": stack_name,
             "AWS::Region": region,
             "AWS::AccountId": account,
+            "AWS::StackId": f"arn:aws:cloudformation:{region}:{account}:stack/{stack_name}/"
+            f"{STACK_UUID}",
         }
         self._conditions: dict[str, bool] = {}
 

@@ -68,7 +68,7 @@ def test_every_alarm_exists_by_default_with_its_threshold_metric_and_no_action(
     cfn: dict[str, Any],
 ) -> None:
     found = alarms(Stack(cfn))
-    assert set(found) == set(ALARMS)
+    assert set(found) == {*ALARMS, "OutageBreakerOpenAlarm"}  # tests/template/test_breaker.py
     for name, (parameter, default, namespace, metric, statistic, period) in ALARMS.items():
         alarm = found[name]
         assert cfn["Parameters"][parameter]["Default"] == int(default), name
@@ -86,7 +86,7 @@ def test_every_alarm_exists_by_default_with_its_threshold_metric_and_no_action(
 @pytest.mark.parametrize("alarm", sorted(ALARMS))
 def test_a_threshold_of_zero_removes_only_that_alarm(cfn: dict[str, Any], alarm: str) -> None:
     parameter = ALARMS[alarm][0]
-    found = alarms(Stack(cfn, {parameter: "0"}))
+    found = alarms(Stack(cfn, {parameter: "0", "OutageBreaker": "off"}))
     assert set(found) == set(ALARMS) - {alarm}
     assert Stack(cfn, {parameter: "0"}).parameter_errors() == []
 
@@ -240,6 +240,7 @@ def test_dashboard_shows_outcomes_failures_and_the_three_queues(
         "Failures (per 5 minutes)",
         "Queue depth (visible; DLQ in flight)",
         "Age of the oldest message (seconds)",
+        "Outage breaker (openings, closings; open while BreakerOpen is 1)",
     ]
     text = json.dumps(body)
     for metric in ("Replayed", "ReplayDelay", "SendFailures", "ParkNoticeFailures", "Throttles"):
@@ -396,6 +397,7 @@ def test_every_checkov_skip_is_known_and_says_why(
     expected = {
         "ReplayLogGroup": {"CKV_AWS_158"},
         "ReplayFunction": {"CKV_AWS_116", "CKV_AWS_117", "CKV_AWS_115", "CKV_AWS_173"},
+        "OutageBreakerTable": {"CKV_AWS_28", "CKV_AWS_119"},
     }
     example = load_template(root / "examples" / "nested-app.yaml")
     queues = {"OrdersQueue", "OrdersDeadLetterQueue", "OrdersOperatorQueue"}

@@ -44,6 +44,7 @@ ENV_FROM_PARAMETERS = {
     "MAX_MESSAGE_AGE_SECONDS": "MaxMessageAgeSeconds",
     "SEND_CONCURRENCY": "SendConcurrency",
     "PARK_NOTIFICATION_TOPIC_ARN": "ParkNotificationTopicArn",
+    "OUTAGE_BREAKER": "OutageBreaker",
 }
 CLOUDWATCH_RETENTION_DAYS = [
     1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731,
@@ -62,6 +63,7 @@ OUTPUTS = {
     "ReplayLogGroupName",
     "AlarmTopicArn",
     "DashboardName",
+    "OutageBreakerTableName",
 }
 
 
@@ -567,6 +569,8 @@ def test_environment_variables(cfn: dict[str, Any]) -> None:
         "ALLOWED_SOURCE_QUEUE_ARNS",
         "POWERTOOLS_SERVICE_NAME",
         "POWERTOOLS_METRICS_NAMESPACE",
+        "OUTAGE_BREAKER_TABLE",
+        "OUTAGE_BREAKER_RULE",
         *ENV_FROM_PARAMETERS,
     }
     for variable, parameter in ENV_FROM_PARAMETERS.items():
@@ -595,6 +599,7 @@ def test_environment_defaults_match_the_design(cfn: dict[str, Any]) -> None:
         "MAX_MESSAGE_AGE_SECONDS": "0",
         "SEND_CONCURRENCY": "8",
         "PARK_NOTIFICATION_TOPIC_ARN": "",
+        "OUTAGE_BREAKER": "on",
     }
     assert env["ALLOWED_SOURCE_QUEUE_ARNS"] == ""
 
