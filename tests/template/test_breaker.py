@@ -16,7 +16,7 @@ BREAKER_RESOURCES = {
     "OutageBreakerTable": "AWS::DynamoDB::Table",
     "OutageBreakerProbe": "AWS::Events::Rule",
     "OutageBreakerProbePermission": "AWS::Lambda::Permission",
-    "OutageBreakerPolicy": "AWS::IAM::RolePolicy",
+    "OutageBreakerPolicy": "AWS::IAM::Policy",
     "OutageBreakerOpenAlarm": "AWS::CloudWatch::Alarm",
 }
 RULE_NAME = f"dlq-replay-probe-{STACK_UUID}"
@@ -96,7 +96,7 @@ def test_the_probe_is_a_disabled_minute_rule_on_the_function(cfn: dict[str, Any]
 
 def test_the_function_may_switch_exactly_its_own_event_source(cfn: dict[str, Any]) -> None:
     policy = Stack(cfn).resources()["OutageBreakerPolicy"]["Properties"]
-    assert policy["RoleName"] == "{Ref:ReplayFunctionRole}"
+    assert policy["Roles"] == ["{Ref:ReplayFunctionRole}"]
     statements = {s["Sid"]: s for s in policy["PolicyDocument"]["Statement"]}
     assert all(s["Effect"] == "Allow" for s in statements.values())
     mapping = statements["PauseAndResumeItsOwnEventSource"]

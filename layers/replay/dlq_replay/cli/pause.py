@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import asdict
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
 
 from dlq_replay import ops
 
@@ -72,15 +75,36 @@ def run_pause(args: argparse.Namespace) -> int:
     dlq_arn = ops.queue_info(resolved.sqs, deployment.dlq).arn if deployment.dlq else None
     lam = clients.make_client(args, "lambda")
     result = ops.set_event_source(lam, deployment.function_name, dlq_arn, enabled=args.enable)
+    # The operator decides from now on: an open breaker closes and never resumes this pause.
+    breaker = _take_over(args, lam, deployment.function_name)
     state = result.after
     # Also when it already was on its way (Disabling for a pause): --wait means "until done".
     if args.wait and state != _goal(args.command):
         state = ops.wait_for_state(lam, result.uuid, _goal(args.command), timeout=args.timeout)
     if args.json:
-        print_json({**asdict(result), "after": state, "waited": bool(args.wait)})
+        told = {"breaker": breaker} if breaker else {}  # only when the breaker was open
+        print_json({**asdict(result), "after": state, "waited": bool(args.wait), **told})
         return EXIT_OK
-    make_console().print(_summary(args, result, state, deployment), soft_wrap=True)
+    console = make_console()
+    console.print(_summary(args, result, state, deployment), soft_wrap=True)
+    if breaker:
+        console.print(breaker, soft_wrap=True)
     return EXIT_OK
+
+
+def _take_over(args: argparse.Namespace, lam: Any, function_name: str) -> str | None:
+    """Close an open outage breaker for the operator; what to say about it, if anything."""
+    try:
+        closed = ops.operator_took_over(
+            lam, clients.make_client(args, "dynamodb"), function_name, paused=not args.enable
+        )
+    except (ClientError, BotoCoreError) as error:
+        return f"note: the outage breaker could not be told ({type(error).__name__})"
+    if closed is None:
+        return None
+    if args.enable:
+        return "outage breaker closed: the replay runs as usual"
+    return "outage breaker closed: it will not resume this pause; `dlq-replay resume` does"
 
 
 def _summary(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import time
 from dataclasses import asdict
 from typing import Any
 
@@ -14,6 +15,7 @@ from dlq_replay.cli.deployment import add_operator_options, resolve_target
 from dlq_replay.cli.errors import EXIT_OK, operator_command
 from dlq_replay.cli.options import Subparsers
 from dlq_replay.cli.output import duration, make_console, print_json
+from dlq_replay.core.breaker import Phase
 
 
 def register(subparsers: Subparsers) -> None:
@@ -26,7 +28,8 @@ def register(subparsers: Subparsers) -> None:
         "expires (the queue's retention minus its age; a warning under a day) and its "
         "RedrivePolicy; with "
         "--stack or --function-name, whether the replay function's event source on the DLQ "
-        "is enabled. Receives no message.",
+        "is enabled, and the outage breaker's state (since when, the next probe, how many "
+        "messages wait). Receives no message.",
     )
     add_operator_options(parser, run_status)
 
@@ -35,14 +38,22 @@ def register(subparsers: Subparsers) -> None:
 def run_status(args: argparse.Namespace) -> int:
     resolved = resolve_target(args)
     deployment = resolved.deployment
+    lam = clients.make_client(args, "lambda") if deployment.function_name else None
     result = ops.status(
         resolved.sqs,
         deployment,
         cloudwatch=clients.make_client(args, "cloudwatch"),
-        lam=clients.make_client(args, "lambda") if deployment.function_name else None,
+        lam=lam,
     )
+    breaker = None
+    if lam is not None and deployment.function_name:
+        dynamodb = clients.make_client(args, "dynamodb")
+        breaker = ops.breaker_status(lam, dynamodb, deployment.function_name)
+    now = time.time()
     if args.json:
-        print_json(status_json(result, deployment))
+        print_json(
+            {**status_json(result, deployment), "breaker": breaker_json(breaker, result, now)}
+        )
         return EXIT_OK
     from rich.table import Table
 
@@ -72,6 +83,8 @@ def run_status(args: argparse.Namespace) -> int:
         )
     console.print(table)
     console.print(_event_source_line(result.event_source))
+    if breaker is not None:
+        console.print(breaker_line(breaker, _waiting(result), now), soft_wrap=True)
     if result.age_note:
         console.print(result.age_note)
     console.print(
@@ -167,4 +180,53 @@ def status_json(result: ops.Status, deployment: ops.Deployment) -> dict[str, Any
             else None
         ),
         "notes": [*expiry_warnings(result), *([result.age_note] if result.age_note else [])],
+    }
+
+
+def _waiting(result: ops.Status) -> int | None:
+    """Messages in the DLQ (visible, in flight, delayed): what the breaker holds back."""
+    dlq = next((q for q in result.queues if q.role == "dlq"), None)
+    return dlq.depth.total if dlq else None
+
+
+def breaker_line(status: ops.BreakerStatus, waiting: int | None, now: float) -> str:
+    """One line: the breaker's state, since when, the next probe, and what waits."""
+    state = status.state
+    if status.note or state is None:
+        return status.note or "outage breaker: off"
+    if state.phase is Phase.CLOSED:
+        last = f" (last change: {state.cause.value})" if state.cause else ""
+        return f"outage breaker: closed{last}"
+    since = f"since {duration(max(0, int(now - state.since)))} ago"
+    wait = "" if waiting is None else f"; {waiting} messages wait in the DLQ"
+    if state.phase is Phase.OPEN:
+        left = (state.next_probe or now) - now
+        probe = f"in {duration(int(left))}" if left > 0 else "due now"
+        return (
+            f"outage breaker: OPEN {since} (opening {state.openings} in a row): the replay "
+            f"paused itself; next probe {probe}{wait}"
+        )
+    doing = "probe sent, watching the DLQ" if state.holding else "probing"
+    return f"outage breaker: HALF-OPEN {since} ({doing}){wait}"
+
+
+def breaker_json(
+    status: ops.BreakerStatus | None, result: ops.Status, now: float
+) -> dict[str, Any] | None:
+    if status is None:
+        return None
+    state = status.state
+    return {
+        "state": status.phase,
+        "table": status.table,
+        "since": state.since if state and state.since else None,
+        "next_probe": state.next_probe if state else None,
+        "next_probe_in_seconds": (
+            max(0.0, state.next_probe - now) if state and state.next_probe else None
+        ),
+        "openings": state.openings if state else None,
+        "cause": state.cause.value if state and state.cause else None,
+        "holding": state.holding if state else None,
+        "waiting": _waiting(result),
+        "note": status.note,
     }

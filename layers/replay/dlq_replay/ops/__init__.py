@@ -20,6 +20,7 @@ names of those the CLI uses are re-exported here.
 """
 
 from dlq_replay.ops.archive import ArchiveError, ArchiveRecord
+from dlq_replay.ops.breaker import BreakerStatus, breaker_status, operator_took_over
 from dlq_replay.ops.clientmove import redrive
 from dlq_replay.ops.errors import OpsError
 from dlq_replay.ops.export import ExportRequest, ExportResult, S3Location, export
@@ -91,6 +92,7 @@ __all__ = [
     "ArchiveRecord",
     "AttemptPlan",
     "BackoffPlan",
+    "BreakerStatus",
     "Deployment",
     "EventSourceStatus",
     "ExportRequest",
@@ -119,6 +121,7 @@ __all__ = [
     "UntilFailing",
     "Where",
     "backoff_plan",
+    "breaker_status",
     "budget_refusal",
     "choose_mode",
     "dead_letter_sources",
@@ -130,6 +133,7 @@ __all__ = [
     "import_archive",
     "latest_move_task",
     "oldest_message_ages",
+    "operator_took_over",
     "peek",
     "plan_copy",
     "quantile",
