@@ -14,6 +14,7 @@ callers (`aws_lambda.breaker`, `sqs.breaker_store`, `local.worker`).
 
 from __future__ import annotations
 
+import bisect
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
@@ -144,8 +145,14 @@ def outage_in_window(
     width = policy.window_seconds / SLICES
     start = now - policy.window_seconds
     slices = [Counts()] * SLICES
-    for sent, counts in in_window(events, now, policy, since=since):
-        index = min(SLICES - 1, int((sent - start) / width))
+    kept = in_window(events, now, policy, since=since)
+    replayed = sorted(sent for sent, counts in kept if counts.replays)
+    for sent, counts in kept:
+        # A return goes with the last replays sent before its copy (its own batch's, counted
+        # when the batch began), so a slice edge between them cannot split the two.
+        at = bisect.bisect_right(replayed, sent)
+        when = replayed[at - 1] if at and counts.returns and not counts.replays else sent
+        index = min(SLICES - 1, int((when - start) / width))
         slices[index] = slices[index] + counts
     for first in range(SLICES):
         stretch = Counts()
