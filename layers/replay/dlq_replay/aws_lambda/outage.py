@@ -117,6 +117,7 @@ def lambda_breaker(
     logger: Log,
     metrics: Metrics | None,
     sns: SnsClient | None,
+    clock: Clock = time.time,
 ) -> LambdaBreaker | None:
     """The breaker when OUTAGE_BREAKER is on and the template gave it a table; else None."""
     function_name = env.get("AWS_LAMBDA_FUNCTION_NAME", "")
@@ -163,8 +164,14 @@ def lambda_breaker(
         source=function_name,
         time_left=dlq_time_left,
         depth=dlq_depth,
+        clock=clock,
         on_change=rule.follow if rule is not None else None,
     )
     return LambdaBreaker(
-        breaker, rule, count_attribute=settings.count_attribute, logger=logger, metrics=metrics
+        breaker,
+        rule,
+        count_attribute=settings.count_attribute,
+        logger=logger,
+        metrics=metrics,
+        clock=clock,
     )

@@ -67,8 +67,8 @@ class DynamoBreakerStore:
     def read(
         self, now: float, policy: BreakerPolicy
     ) -> tuple[BreakerState, list[tuple[float, Counts]]]:
-        """The state, and the window's counts by send time, to the bucket (a bucket stands for
-        its start; the caller keeps those from the state's last change on)."""
+        """The state, and the window's counts by send time, to the bucket (the caller keeps
+        those within the window and from the state's last change on)."""
         start = math.floor((now - policy.window_seconds) / BUCKET_SECONDS)
         items = self._query(_bucket_key(start))
         state = BreakerState()
@@ -83,7 +83,13 @@ class DynamoBreakerStore:
                     int(item.get("returns", {}).get("N", "0")),
                 )
                 raw_buckets.append((int(key[2:]), counts))
-        return state, [(bucket * BUCKET_SECONDS, counts) for bucket, counts in raw_buckets]
+        # A bucket stands for its last moment (now, for the one still filling): the probe's
+        # first replays share a bucket with the moment it began, and must count for it (while
+        # open, nothing was received to fill that bucket before).
+        last = BUCKET_SECONDS - 0.001
+        return state, [
+            (min(now, bucket * BUCKET_SECONDS + last), counts) for bucket, counts in raw_buckets
+        ]
 
     def load(self) -> BreakerState:
         response = self._db.get_item(
