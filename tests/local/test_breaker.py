@@ -1,0 +1,150 @@
+"""The outage breaker outside Lambda: the worker's pollers stop receiving while it is open (no
+receive, no attempt spent) and start again at the probe; the demo's outage and --no-breaker;
+the worker's --no-breaker."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+import pytest
+from dlq_replay.cli.main import main
+from dlq_replay.core.breaker import Counts, Phase
+from dlq_replay.demo.run import demo
+from dlq_replay.demo.scenario import DemoOptions
+from dlq_replay.demo.view import breaker_line
+from dlq_replay.local.breaker import BreakerGate, worker_breaker
+from dlq_replay.local.eventsource import LocalEventSource
+from dlq_replay.local.worker import settings_from
+from moto import mock_aws
+
+LOG = logging.getLogger("test.breaker")
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class CountingGate(BreakerGate):
+    """The worker's gate, counting how often a poller asked it."""
+
+    asked = 0
+
+    def wait_until_receiving(self, stop: threading.Event) -> bool:
+        self.asked += 1
+        return super().wait_until_receiving(stop)
+
+
+def opened_breaker(clock: Clock) -> BreakerGate:
+    breaker, _ = worker_breaker(logger=LOG, count_attribute="n", clock=clock)
+    state = breaker.breaker.after_batch([(clock.now, Counts(22, 20))])
+    assert state.phase is Phase.OPEN
+    return CountingGate(breaker, clock=clock)
+
+
+def test_an_open_breaker_holds_the_poller_until_the_probe() -> None:
+    clock = Clock()
+    gate = opened_breaker(clock)
+    stop = threading.Event()
+    answer: list[bool] = []
+    waiting = threading.Thread(target=lambda: answer.append(gate.wait_until_receiving(stop)))
+    waiting.start()
+    waiting.join(timeout=1.5)
+    assert waiting.is_alive()  # open: the poller waits
+    clock.now += 120  # the pause is over: the probe receives again
+    waiting.join(timeout=10)
+    assert answer == [True]
+    assert gate.breaker.breaker.store.load().phase is Phase.HALF_OPEN
+
+
+def test_stop_ends_the_wait_of_a_paused_poller() -> None:
+    gate = opened_breaker(Clock())
+    stop = threading.Event()
+    stop.set()
+    assert gate.wait_until_receiving(stop) is False
+
+
+def test_while_open_the_worker_receives_nothing_so_no_attempt_is_spent() -> None:
+    clock = Clock()
+    gate = opened_breaker(clock)
+    with mock_aws():
+        import boto3
+
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        url = sqs.create_queue(QueueName="dlq")["QueueUrl"]
+        sqs.send_message(QueueUrl=url, MessageBody="waiting")
+        handled: list[object] = []
+        source = LocalEventSource(
+            sqs,
+            url,
+            lambda event, context: handled.append(event) or {"batchItemFailures": []},
+            wait_seconds=0,
+            gate=gate,
+        )
+        stop = threading.Event()
+        poller = threading.Thread(target=source.run, args=(stop,))
+        poller.start()
+        poller.join(timeout=1.5)
+        assert isinstance(gate, CountingGate)
+        assert gate.asked == 1  # still waiting in its first question
+        stop.set()
+        poller.join(timeout=10)
+        assert not poller.is_alive()
+        assert handled == []
+        assert source.stats.received == 0
+        # Never received: its first receive now is its first receive ever.
+        message = sqs.receive_message(
+            QueueUrl=url, MessageSystemAttributeNames=["ApproximateReceiveCount"]
+        )["Messages"][0]
+        assert message["Attributes"]["ApproximateReceiveCount"] == "1"
+
+
+def test_worker_no_breaker_turns_it_off_and_the_default_is_on() -> None:
+    env = {"OPERATOR_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/op"}
+    assert settings_from(env, {}).outage_breaker is True
+    assert settings_from(env, {"OUTAGE_BREAKER": "off"}).outage_breaker is False
+    assert settings_from({**env, "OUTAGE_BREAKER": "off"}, {}).outage_breaker is False
+
+
+@pytest.mark.parametrize("value", ["-1", "3601", "x"])
+def test_outage_seconds_is_checked_by_the_parser(
+    capsys: pytest.CaptureFixture[str], value: str
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["demo", "--outage-seconds", value])
+    assert exit_.value.code == 2
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert error.startswith("dlq-replay: error: argument --outage-seconds")
+
+
+@pytest.mark.usefixtures("fresh_backends")
+def test_the_demo_breaker_opens_in_an_outage_and_every_message_is_accounted_for() -> None:
+    options = DemoOptions(
+        messages=60,
+        failure_rate=0,
+        poison_rate=0,
+        invalid_rate=0,
+        outage_seconds=8,
+        seed=7,
+        live=False,
+    )
+
+    result = demo(options)
+
+    assert result.completed, result
+    assert (result.sent, result.lost, result.not_yet_done) == (60, 0, 0), result
+    assert result.breaker
+    assert result.breaker_openings >= 1
+    assert result.breaker_open_seconds > 0
+    assert breaker_line(result).startswith("outage breaker: opened ")
+
+
+@pytest.mark.usefixtures("fresh_backends")
+def test_the_demo_without_the_breaker_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["demo", "--plain", "--messages", "20", "--seed", "3", "--no-breaker"])
+    assert code == 0
+    assert "outage breaker: off" in capsys.readouterr().out
