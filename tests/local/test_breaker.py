@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from typing import Any
 
 import pytest
 from dlq_replay.cli.main import main
@@ -78,10 +79,15 @@ def test_while_open_the_worker_receives_nothing_so_no_attempt_is_spent() -> None
         url = sqs.create_queue(QueueName="dlq")["QueueUrl"]
         sqs.send_message(QueueUrl=url, MessageBody="waiting")
         handled: list[object] = []
+
+        def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+            handled.append(event)
+            return {"batchItemFailures": []}
+
         source = LocalEventSource(
             sqs,
             url,
-            lambda event, context: handled.append(event) or {"batchItemFailures": []},
+            handler,
             wait_seconds=0,
             gate=gate,
         )

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from mypy_boto3_cloudformation import CloudFormationClient
     from mypy_boto3_lambda import LambdaClient
     from mypy_boto3_sqs import SQSClient
+    from mypy_boto3_sqs.type_defs import SendMessageBatchRequestEntryTypeDef
 
 pytestmark = pytest.mark.moto_only(reason="Lambda event source mappings and DynamoDB in moto")
 
@@ -85,7 +86,9 @@ class Deployed:
 
     def fill_dlq(self, count: int) -> None:
         for start in range(0, count, 10):
-            entries = [{"Id": str(i), "MessageBody": f"m{start + i}"} for i in range(10)]
+            entries: list[SendMessageBatchRequestEntryTypeDef] = [
+                {"Id": str(i), "MessageBody": f"m{start + i}"} for i in range(10)
+            ]
             self.sqs.send_message_batch(QueueUrl=self.dlq, Entries=entries[: count - start])
 
     def take_from_dlq(self, count: int) -> None:
