@@ -16,7 +16,7 @@ from dlq_replay.cli.deployment import (
     resolve_target,
 )
 from dlq_replay.cli.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CommandError, operator_command
-from dlq_replay.cli.options import BUDGET_HELP, Subparsers, int_between
+from dlq_replay.cli.options import BUDGET_HELP
 from dlq_replay.cli.output import (
     TallyRow,
     count_table,
@@ -28,6 +28,7 @@ from dlq_replay.cli.output import (
     progress_bars,
 )
 from dlq_replay.cli.pacing import add_pace_options, pace_line, until_failing_from
+from dlq_replay.cli.parsing import Subparsers, int_between
 from dlq_replay.cli.selection import add_selection_options, selector_from
 from dlq_replay.ops.archive import FORMAT
 from dlq_replay.ops.depth import queue_depth
@@ -49,7 +50,6 @@ def register(subparsers: Subparsers) -> None:
 def _register_export(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
         "export",
-        help="write parked messages to a JSON Lines archive (to edit with jq, then import)",
         description=f"Receive the messages of QUEUE and write one JSON object a line "
         f"({FORMAT}): message_id, body, every message attribute (Binary values base64, type "
         "suffixes kept), message_group_id, message_deduplication_id, aws_trace_header, "
@@ -94,7 +94,6 @@ def _register_export(subparsers: Subparsers) -> None:
 def _register_import(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
         "import",
-        help="send the messages of an export archive to a queue (resumable)",
         description="Send each record of PATH (an `export` archive, edited or not) with "
         "SendMessageBatch, 10 a request, in file order: body and every attribute byte for "
         "byte (Binary from base64), the group id kept; on a FIFO queue the deduplication id "
