@@ -9,14 +9,45 @@ and the rule.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 from dlq_replay.core.attributes import INTERNAL_ATTRIBUTE_PREFIX
 from dlq_replay.core.backoff import MAX_VISIBILITY_TIMEOUT_SECONDS, BackoffPolicy, Jitter
-from dlq_replay.core.queues import QUEUE_ARN_PATTERN, queue_url_problem
+from dlq_replay.core.queues import queue_url_problem
+from dlq_replay.core.rules import (
+    ATTRIBUTE_NAME_PARAMETER_PATTERN,
+    SNS_TOPIC_ARN_PATTERN,
+    TOPIC_ARN_PARAMETER_PATTERN,
+    Rule,
+    Setting,
+    SettingsError,
+    arn_list,
+    attribute_name,
+    choices,
+    flag_rule,
+    integer_rule,
+    number_at_least,
+    queue_url,
+    topic_arn,
+)
+
+# Also the names of this module for its users (sqs/notices.py, the CLI, the handler).
+__all__ = [
+    "DEFAULT_COUNT_ATTRIBUTE",
+    "DEFAULT_SEND_CONCURRENCY",
+    "MAX_ATTEMPTS_LIMIT",
+    "MAX_MESSAGE_AGE_LIMIT",
+    "SEND_CONCURRENCY_LIMIT",
+    "SETTING",
+    "SETTINGS",
+    "SNS_TOPIC_ARN_PATTERN",
+    "ConsumerSettings",
+    "Setting",
+    "Settings",
+    "SettingsError",
+]
 
 DEFAULT_COUNT_ATTRIBUTE = "sqs-dlq-replay-nb"
 # A batch of 10,000 records is 1,000 SendMessageBatch requests; 8 at once cuts its time 8-fold
@@ -26,188 +57,9 @@ SEND_CONCURRENCY_LIMIT = 32  # the SQS client's connection pool (sqs/client.py) 
 MAX_ATTEMPTS_LIMIT = 100
 # SQS keeps a message at most 14 days, so an older first failure cannot be seen anyway.
 MAX_MESSAGE_AGE_LIMIT = 1_209_600
-# SNS topic ARNs: 1-256 of A-Z a-z 0-9 - _ as the name, FIFO topics ending in .fifo.
-SNS_TOPIC_ARN_PATTERN = re.compile(
-    r"arn:(?P<partition>aws[a-z-]*):sns:(?P<region>[a-z0-9-]+):(?P<account>\d{12}):"
-    r"(?P<name>[A-Za-z0-9_-]{1,251}(?:\.fifo)?|[A-Za-z0-9_-]{252,256})"
-)
-
-# SQS message attribute names: up to 256 of A-Z a-z 0-9 _ - . ; no leading or trailing period,
-# no two periods in a row, not starting with AWS. or Amazon. (any case).
-_ATTRIBUTE_NAME = re.compile(r"^(?!\.)(?!.*\.\.)(?!.*\.$)[A-Za-z0-9_.\-]{1,256}$")
-_RESERVED_PREFIX = re.compile(r"^(aws|amazon)\.", re.IGNORECASE)
-# template.yaml's pattern of the same rule (MaxLength 256 bounds the length there).
-ATTRIBUTE_NAME_PARAMETER_PATTERN = (
-    r"^(?![Aa][Ww][Ss]\.|[Aa][Mm][Aa][Zz][Oo][Nn]\.|[Dd][Ll][Qq]-[Rr][Ee][Pp][Ll][Aa][Yy]-)"
-    r"[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$"
-)
-# template.yaml's pattern of SNS_TOPIC_ARN_PATTERN, blank allowed.
-TOPIC_ARN_PARAMETER_PATTERN = (
-    r"^$|^arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:"
-    r"([A-Za-z0-9_-]{1,251}\.fifo|[A-Za-z0-9_-]{1,256})$"
-)
-_TRUE = {"true", "1", "yes"}
-_FALSE = {"false", "0", "no", ""}
-
-T = TypeVar("T")
-
-
-class SettingsError(ValueError):
-    """A configuration value breaks its rule; the message is one line meant for a human."""
-
-    def __init__(self, variable: str, value: str | None, rule: str) -> None:
-        shown = "<missing>" if value is None else repr(value)
-        super().__init__(f"{variable}={shown} is invalid: {rule}")
-        self.variable = variable
-        self.value = value
-        self.rule = rule
-
-
-def _int_between(low: int, high: int) -> Callable[[str], int]:
-    def convert(text: str) -> int:
-        if not re.fullmatch(r"[+-]?\d+", text):
-            raise ValueError(text)
-        number = int(text)
-        if not low <= number <= high:
-            raise ValueError(text)
-        return number
-
-    return convert
-
-
-def _number_at_least(low: float) -> Callable[[str], float]:
-    def convert(text: str) -> float:
-        number = float(text)  # raises ValueError on junk
-        if not (number >= low and number < float("inf")):
-            raise ValueError(text)
-        return number
-
-    return convert
-
-
-def _attribute_name(text: str) -> str:
-    if (
-        not _ATTRIBUTE_NAME.fullmatch(text)
-        or _RESERVED_PREFIX.match(text)
-        or text.lower().startswith(INTERNAL_ATTRIBUTE_PREFIX)
-    ):
-        raise ValueError(text)
-    return text
-
-
-def _arn_list(text: str) -> frozenset[str]:
-    arns = frozenset(part.strip() for part in text.split(",") if part.strip())
-    if any(not QUEUE_ARN_PATTERN.fullmatch(arn) for arn in arns):
-        raise ValueError(text)
-    return arns
-
-
-def _topic_arn(text: str) -> str | None:
-    if not text:
-        return None
-    if not SNS_TOPIC_ARN_PATTERN.fullmatch(text):
-        raise ValueError(text)
-    return text
-
-
-def _queue_url(text: str) -> str | None:
-    if not text:
-        return None
-    problem = queue_url_problem(text)
-    if problem is not None:
-        raise ValueError(problem)
-    return text
-
-
-def _boolean(text: str) -> bool:
-    lowered = text.lower()
-    if lowered in _TRUE:
-        return True
-    if lowered in _FALSE:
-        return False
-    raise ValueError(text)
-
-
-@dataclass(frozen=True, slots=True)
-class Rule(Generic[T]):
-    """What the text of one setting may be: the converter (raises ValueError), the words that
-    complete "must be ...", the short form the CLI's help shows, and the same rule as the
-    constraints of its template.yaml parameter (tests/template/test_settings_table.py)."""
-
-    convert: Callable[[str], T]
-    text: str
-    summary: str
-    constraints: Mapping[str, object]
-    # The refusal names the converter's own reason ("must be <text>; this one <reason>").
-    explains: bool = False
-
-    def refusal(self, error: ValueError) -> str:
-        return f"must be {self.text}; this one {error}" if self.explains else f"must be {self.text}"
-
-
-@dataclass(frozen=True, slots=True)
-class Setting(Generic[T]):
-    """One row of the settings table: everything the environment parser, the CLI options and
-    the template test know about a setting."""
-
-    variable: str
-    # The attribute of `Settings` it fills; `backoff.<name>` for the BackoffPolicy's.
-    field: str
-    rule: Rule[T]
-    default: str  # the text an unset variable stands for ("" is blank: none, off)
-    help: str  # one line: what it does
-    parameter: str | None = None  # the template.yaml parameter that sets it, if any
-    # The parameter's constraints when it is not the value itself (an ARN for a queue URL).
-    parameter_constraints: Mapping[str, object] | None = None
-    required: bool = False  # blank is refused (only by `Settings`: the consumer's is optional)
-
-    @property
-    def option(self) -> str:
-        """The CLI option that sets it: --max-attempts for MAX_ATTEMPTS."""
-        return "--" + self.variable.lower().replace("_", "-")
-
-    @property
-    def template_constraints(self) -> Mapping[str, object]:
-        """What template.yaml's parameter must declare (Type, Default and the rule)."""
-        if self.parameter_constraints is not None:
-            return self.parameter_constraints
-        return {"Default": self.default, **self.rule.constraints}
-
-    def parse(self, raw: str | None, *, required: bool | None = None) -> T:
-        """The value of the variable's text (None: unset), or a one-line SettingsError."""
-        text = self.default if raw is None else raw.strip()
-        try:
-            value = self.rule.convert(text)
-        except ValueError as error:
-            raise SettingsError(self.variable, raw, self.rule.refusal(error)) from None
-        if value is None and (self.required if required is None else required):
-            raise SettingsError(self.variable, raw, f"required: {self.rule.text}")
-        return value
-
-    def read(self, env: Mapping[str, str], *, required: bool | None = None) -> T:
-        return self.parse(env.get(self.variable), required=required)
-
-
-def _integer(low: int, high: int, text: str | None = None) -> Rule[int]:
-    return Rule(
-        _int_between(low, high),
-        text or f"an integer from {low} to {high}",
-        f"{low}-{high}",
-        {"Type": "Number", "MinValue": low, "MaxValue": high},
-    )
-
-
-def _flag() -> Rule[bool]:
-    return Rule(_boolean, "true or false", "true or false", _choices("true", "false"))
-
-
-def _choices(*values: str) -> Mapping[str, object]:
-    return {"Type": "String", "AllowedValues": list(values)}
-
-
 _JITTERS = [j.value for j in Jitter]
 _QUEUE_URL = Rule(
-    _queue_url, "the URL of an SQS queue", "an SQS queue URL", {"Type": "String"}, explains=True
+    queue_url, "the URL of an SQS queue", "an SQS queue URL", {"Type": "String"}, explains=True
 )
 # template.yaml's pattern of a queue ARN parameter (blank allowed), the rule of QUEUE_ARN_PATTERN.
 QUEUE_ARN_PARAMETER_PATTERN = (
@@ -248,7 +100,7 @@ SETTINGS: tuple[Setting[Any], ...] = (
     Setting(
         "MAX_ATTEMPTS",
         "max_attempts",
-        _integer(1, MAX_ATTEMPTS_LIMIT),
+        integer_rule(1, MAX_ATTEMPTS_LIMIT),
         "3",
         "replays before a message is parked",
         "MaxAttempts",
@@ -256,7 +108,7 @@ SETTINGS: tuple[Setting[Any], ...] = (
     Setting(
         "BACKOFF_BASE_SECONDS",
         "backoff.base_seconds",
-        _integer(1, MAX_VISIBILITY_TIMEOUT_SECONDS),
+        integer_rule(1, MAX_VISIBILITY_TIMEOUT_SECONDS),
         "60",
         "ceiling of the first delay, in seconds",
         "BackoffBaseSeconds",
@@ -266,7 +118,7 @@ SETTINGS: tuple[Setting[Any], ...] = (
         "backoff.multiplier",
         # No upper bound: base x multiplier^(n-1) is capped, so a larger multiplier only
         # reaches the cap sooner (core/backoff.py compares in log space).
-        Rule(_number_at_least(1.0), "a number >= 1", ">= 1", {"Type": "Number", "MinValue": 1}),
+        Rule(number_at_least(1.0), "a number >= 1", ">= 1", {"Type": "Number", "MinValue": 1}),
         "2",
         "growth of the delay ceiling per attempt",
         "BackoffMultiplier",
@@ -274,7 +126,7 @@ SETTINGS: tuple[Setting[Any], ...] = (
     Setting(
         "BACKOFF_CAP_SECONDS",
         "backoff.cap_seconds",
-        _integer(
+        integer_rule(
             1,
             MAX_VISIBILITY_TIMEOUT_SECONDS,
             f"an integer from 1 to {MAX_VISIBILITY_TIMEOUT_SECONDS} (12 hours)",
@@ -291,7 +143,7 @@ SETTINGS: tuple[Setting[Any], ...] = (
             Jitter,
             f"one of {', '.join(_JITTERS)}",
             f"{', '.join(_JITTERS[:-1])} or {_JITTERS[-1]}",
-            _choices(*_JITTERS),
+            choices(*_JITTERS),
         ),
         "full",
         "how the delay is drawn below its ceiling",
@@ -301,7 +153,7 @@ SETTINGS: tuple[Setting[Any], ...] = (
         "REPLAY_COUNT_ATTRIBUTE",
         "count_attribute",
         Rule(
-            _attribute_name,
+            attribute_name,
             "an SQS message attribute name: 1-256 of A-Z a-z 0-9 _ - ., no leading, "
             "trailing or doubled period, not starting with AWS. or Amazon., nor with "
             f"{INTERNAL_ATTRIBUTE_PREFIX} (the replay's own attributes)",
@@ -321,7 +173,7 @@ SETTINGS: tuple[Setting[Any], ...] = (
         "ALLOWED_SOURCE_QUEUE_ARNS",
         "allowed_source_queue_arns",
         Rule(
-            _arn_list,
+            arn_list,
             "a comma-separated list of SQS queue ARNs (arn:<partition>:sqs:<region>:"
             "<account>:<name>)",
             "comma list of SQS queue ARNs",
@@ -337,7 +189,7 @@ SETTINGS: tuple[Setting[Any], ...] = (
     Setting(
         "LOG_MESSAGE_BODY",
         "log_message_body",
-        _flag(),
+        flag_rule(),
         "false",
         "whether message bodies may appear in logs and park notices",
         "LogMessageBody",
@@ -345,7 +197,7 @@ SETTINGS: tuple[Setting[Any], ...] = (
     Setting(
         "WRITE_ORIGIN_ATTRIBUTE",
         "write_origin",
-        _flag(),
+        flag_rule(),
         "false",
         "whether replayed copies carry dlq-replay-origin, for consumers to deduplicate by",
         "WriteOriginAttribute",
@@ -354,7 +206,7 @@ SETTINGS: tuple[Setting[Any], ...] = (
         "PARK_NOTIFICATION_TOPIC_ARN",
         "park_notification_topic_arn",
         Rule(
-            _topic_arn,
+            topic_arn,
             "empty, or an SNS topic ARN (arn:<partition>:sns:<region>:<account>:<name>)",
             "an SNS topic ARN",
             {"Type": "String", "AllowedPattern": TOPIC_ARN_PARAMETER_PATTERN},
@@ -366,7 +218,7 @@ SETTINGS: tuple[Setting[Any], ...] = (
     Setting(
         "MAX_MESSAGE_AGE_SECONDS",
         "max_message_age_seconds",
-        _integer(
+        integer_rule(
             0,
             MAX_MESSAGE_AGE_LIMIT,
             f"an integer from 0 (no limit) to {MAX_MESSAGE_AGE_LIMIT} (14 days)",
@@ -378,7 +230,7 @@ SETTINGS: tuple[Setting[Any], ...] = (
     Setting(
         "SEND_CONCURRENCY",
         "send_concurrency",
-        _integer(1, SEND_CONCURRENCY_LIMIT),
+        integer_rule(1, SEND_CONCURRENCY_LIMIT),
         str(DEFAULT_SEND_CONCURRENCY),
         "SendMessageBatch requests in flight at once for one batch",
         "SendConcurrency",
