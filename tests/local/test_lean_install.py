@@ -140,3 +140,21 @@ def test_a_command_still_imports_what_it_needs() -> None:
         check=False,
     )
     assert "boto3" in result.stdout.split()
+
+
+def test_output_cut_short_by_the_reader_is_no_traceback(missing: Path) -> None:
+    # `dlq-replay plan --json | head -1`: the pipe closes while the command still writes.
+    with subprocess.Popen(
+        [*dlq_replay_command(), "plan", "--json", "--max-attempts", "100"],
+        env=clean_env(PYTHONPATH=str(missing)),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as process:
+        assert process.stdout is not None
+        assert process.stderr is not None
+        process.stdout.close()  # long before the command writes (its start-up alone takes more)
+        stderr = process.stderr.read()
+        code = process.wait(timeout=60)
+    assert "Traceback" not in stderr
+    assert code == 141

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Callable, Collection, Sequence
 
 from dlq_replay import __version__
 from dlq_replay.cli.commands import COMMANDS, Registry
 from dlq_replay.cli.parsing import CommandParser
+
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a command cut off by `head`
 
 
 def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentParser:
@@ -56,6 +59,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         return run(args)
+    except BrokenPipeError:
+        # The reader went away (`dlq-replay plan --json | head`): stop quietly, as `cat` does.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
     except KeyboardInterrupt as stop:
         # One line: a command that has more to say raises KeyboardInterrupt with it.
         print(f"dlq-replay: {stop.args[0] if stop.args else 'interrupted'}", file=sys.stderr)
