@@ -290,7 +290,7 @@ class LogLine:
 
 
 class RecordingLog:
-    """A `dlq_replay.sqs.replayer.Log` that keeps every line, for assertions."""
+    """A `dlq_replay.core.log.Log` that keeps every line, for assertions."""
 
     def __init__(self) -> None:
         self.lines: list[LogLine] = []

@@ -19,8 +19,8 @@ from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
 from botocore.exceptions import ConnectionError as BotoConnectionError
 from botocore.retries.standard import RetryContext, ThrottledRetryableChecker
 
+from dlq_replay.core.log import Log
 from dlq_replay.local.records import lambda_event
-from dlq_replay.sqs.replayer import Log
 from dlq_replay.sqs.sending import delete_messages
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
@@ -25,6 +25,7 @@ from dlq_replay.core.decision import (
     decide,
     park_instead,
 )
+from dlq_replay.core.log import Log
 from dlq_replay.core.messages import InboundMessage
 from dlq_replay.core.notices import park_notice
 from dlq_replay.core.queues import QueueArn
@@ -36,15 +37,10 @@ if TYPE_CHECKING:
     from aws_lambda_powertools.metrics import Metrics
     from mypy_boto3_sqs import SQSClient
 
+# `Log` is core's (core.log); it is named here too for modules that import it from here.
+__all__ = ["Clock", "Log", "Outcome", "Replayer"]
+
 Clock = Callable[[], float]
-
-
-class Log(Protocol):
-    """The logging calls the replayer makes: Powertools Logger and logging.Logger both fit."""
-
-    def info(self, msg: str, *args: Any, **kwargs: Any) -> Any: ...
-    def warning(self, msg: str, *args: Any, **kwargs: Any) -> Any: ...
-    def error(self, msg: str, *args: Any, **kwargs: Any) -> Any: ...
 
 
 @dataclass(frozen=True, slots=True)
