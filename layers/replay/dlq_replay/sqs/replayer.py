@@ -70,8 +70,11 @@ class Replayer:
         clock: Clock = time.time,
         rng: RandomSource | None = None,
         sns: SnsClient | None = None,
+        on_outcome: Callable[[Outcome], None] | None = None,
     ) -> None:
-        """`sns` publishes the park notices; it is required when the settings name a topic."""
+        """`sns` publishes the park notices; it is required when the settings name a topic.
+        `on_outcome` sees each record's outcome once its batch is reported (the demo counts
+        them); without it nothing is called."""
         if settings.park_notification_topic_arn is not None and sns is None:
             raise ValueError("PARK_NOTIFICATION_TOPIC_ARN is set, but no SNS client was given")
         self._settings = settings
@@ -82,6 +85,7 @@ class Replayer:
         self._metrics = metrics
         self._clock = clock
         self._rng = rng  # None: each record's delay is keyed by its id (see `decide`)
+        self._on_outcome = on_outcome
 
     def process(self, messages: Sequence[InboundMessage]) -> dict[str, Outcome]:
         """Handle a batch; the result has one outcome per message id, in the batch's order."""
@@ -102,6 +106,9 @@ class Replayer:
         ordered = {m.message_id: outcomes[m.message_id] for m in messages}
         self._report(ordered.values())
         self._notify(ordered.values())
+        if self._on_outcome is not None:
+            for outcome in ordered.values():
+                self._on_outcome(outcome)
         return ordered
 
     def _notify(self, outcomes: Iterable[Outcome]) -> None:
