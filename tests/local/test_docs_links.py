@@ -16,15 +16,16 @@ if str(ROOT) not in sys.path:
 
 from tools.sar import slug  # noqa: E402  (tools/ is a package of the repository only)
 
-DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCUMENTS = [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").glob("*.md"))]
 # Where code, its --help text and comments may name a page of docs/.
 SOURCES = [
     ROOT / "template.yaml",
     ROOT / "Makefile",
     ROOT / "samconfig.toml",
+    ROOT / "pyproject.toml",
     *(
         path
-        for folder in ("layers", "functions", "tools", "bench", "tests")
+        for folder in ("layers", "functions", "tools", "bench", "tests", "examples", "release")
         for path in sorted((ROOT / folder).rglob("*"))
         if path.suffix in {".py", ".yaml", ".yml", ".toml", ".md", ".txt"}
         or path.name == "Makefile"
