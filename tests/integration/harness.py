@@ -42,7 +42,7 @@ COUNT = "sqs-dlq-replay-nb"
 NOT_BEFORE = "dlq-replay-not-before"
 PARK_REASON = "dlq-replay-park-reason"
 # The DLQ's own safety net (DLQ -> operator queue) must outlast the main queue's maxReceiveCount
-# plus the holds of the long-delay path (DESIGN.md §5).
+# plus the holds of the long-delay path (docs/design.md, 'The safety net').
 DLQ_MAX_RECEIVE_COUNT = 10
 
 

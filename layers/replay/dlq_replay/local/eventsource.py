@@ -1,4 +1,4 @@
-"""A local stand-in for Lambda's SQS event source mapping (DESIGN.md §6).
+"""A local stand-in for Lambda's SQS event source mapping (docs/design.md, 'Outside Lambda').
 
 It long-polls a queue, hands each batch to a handler as the exact event Lambda would deliver,
 deletes only the records the handler did not list in `batchItemFailures`, and leaves those to

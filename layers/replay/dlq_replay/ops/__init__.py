@@ -1,4 +1,4 @@
-"""The operator's SQS work, apart from how the CLI shows it (DESIGN.md §7).
+"""The operator's SQS work, apart from how the CLI shows it (docs/design.md, 'Operator tools').
 
 Every function takes boto3 clients (or nothing at all) and returns frozen dataclasses; parsing
 options and printing live in `dlq_replay.cli`. Two SQS facts shape it:
