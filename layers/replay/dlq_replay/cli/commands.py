@@ -26,9 +26,9 @@ COMMANDS: dict[str, Command] = {
     "peek": Command("peek", "look at messages without consuming them"),
     "redrive": Command("redrive", "send parked messages back once the bug is fixed"),
     "export": Command(
-        "archive", "write parked messages to a JSON Lines archive (to edit with jq, then import)"
+        "export", "write parked messages to a JSON Lines archive (to edit with jq, then import)"
     ),
-    "import": Command("archive", "send the messages of an export archive to a queue (resumable)"),
+    "import": Command("importing", "send the messages of an export archive to a queue (resumable)"),
     "plan": Command(
         "plan", "what a backoff setting means: the delay of each attempt, the time to parking"
     ),

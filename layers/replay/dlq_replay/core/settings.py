@@ -1,5 +1,7 @@
 """The function's configuration, parsed once into a frozen dataclass.
 
+The variables and their rules: docs/deploying.md, 'Function environment'.
+
 Every setting is one row of `SETTINGS`: its variable, rule, default and help. The environment
 parser, the CLI options that set the function's settings, and the test that holds template.yaml
 and the documented parameters to it all read that table, so a bad value is refused the same way
@@ -72,10 +74,10 @@ _QUEUE_ARN_PARAMETER = {
     "AllowedPattern": QUEUE_ARN_PARAMETER_PATTERN,
 }
 
-# The settings table: one row per variable of the function's environment (DESIGN.md §2), in
-# the order they are checked. The environment parser, the CLI options of worker, plan and demo
-# and a test of template.yaml and the documented parameters all read it: a new setting is a
-# new row (and its field in `Settings`).
+# The settings table: one row per variable of the function's environment, in the order they
+# are checked. The environment parser, the CLI options of worker, plan and demo and a test of
+# template.yaml and the documented parameters all read it: a new setting is a new row (and its
+# field in `Settings`).
 SETTINGS: tuple[Setting[Any], ...] = (
     Setting(
         "OPERATOR_QUEUE_URL",
