@@ -542,6 +542,14 @@ def test_layer_ships_powertools(root: Path) -> None:
     assert re.search(r"(?im)^aws[-_]lambda[-_]powertools\b", requirements)
 
 
+def test_layer_ships_nothing_of_the_cli(root: Path) -> None:
+    # rich is a dependency of the package (the operator CLI), moto its demo extra: neither
+    # belongs in the Lambda layer (tools/check_build.py checks the built layer too).
+    requirements = (root / "layers" / "replay" / "requirements.txt").read_text()
+    named = re.findall(r"(?m)^([A-Za-z0-9_.-]+)", requirements)
+    assert [name.lower().replace("_", "-") for name in named] == ["aws-lambda-powertools"]
+
+
 def test_recursive_loop_allowed(cfn: dict[str, Any]) -> None:
     # The function writes long-delay copies back into the DLQ it is triggered by.
     assert props(cfn["Resources"], "AWS::Lambda::Function")["RecursiveLoop"] == "Allow"

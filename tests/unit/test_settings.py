@@ -6,6 +6,7 @@ import dataclasses
 
 import pytest
 from dlq_replay.core.backoff import BackoffPolicy, Jitter
+from dlq_replay.core.rules import flag_rule
 from dlq_replay.core.settings import SETTING, SETTINGS, ConsumerSettings, Settings, SettingsError
 
 from ._support import MAIN, OPERATOR, SOURCE_ARN
@@ -269,3 +270,18 @@ def test_a_row_parses_one_value_alone() -> None:
         "OPERATOR_QUEUE_URL=' ' is invalid: required: the URL of an SQS queue"
     )
     assert SETTING["OPERATOR_QUEUE_URL"].parse(" ", required=False) is None
+
+
+def test_a_switch_spelled_on_and_off() -> None:
+    # What a setting such as an on/off breaker would use: its template's values, and the rest.
+    rule = flag_rule("on", "off")
+    assert [rule.convert(t) for t in ("on", "OFF", "true", "0", "")] == [
+        True,
+        False,
+        True,
+        False,
+        False,
+    ]
+    assert rule.constraints == {"Type": "String", "AllowedValues": ["on", "off"]}
+    with pytest.raises(ValueError, match="maybe"):
+        rule.convert("maybe")

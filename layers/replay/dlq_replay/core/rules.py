@@ -182,8 +182,17 @@ def integer_rule(low: int, high: int, text: str | None = None) -> Rule[int]:
     )
 
 
-def flag_rule() -> Rule[bool]:
-    return Rule(boolean, "true or false", "true or false", choices("true", "false"))
+def flag_rule(on: str = "true", off: str = "false") -> Rule[bool]:
+    """A switch whose template values are `on` and `off` (flag_rule("on", "off") for a setting
+    spelled that way); the variable also takes true/false, 1/0, yes/no in any case."""
+    if (on, off) == ("true", "false"):
+        return Rule(boolean, "true or false", "true or false", choices(on, off))
+
+    def convert(text: str) -> bool:
+        lowered = text.lower()
+        return True if lowered == on else False if lowered == off else boolean(text)
+
+    return Rule(convert, f"{on} or {off}", f"{on} or {off}", choices(on, off))
 
 
 def choices(*values: str) -> Mapping[str, object]:
