@@ -65,8 +65,7 @@ def register(subparsers: Subparsers) -> None:
     add_setting_options(
         parser,
         _PLAN_VARIABLES,
-        title="backoff settings (default: the function's with --stack/--function-name, else "
-        "the environment variables)",
+        title="backoff settings (override --stack's or the environment's)",
         aliases=_SHORT_OPTIONS,
     )
     parser.add_argument(
