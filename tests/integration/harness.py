@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
     from botocore.model import OperationModel
     from dlq_replay.core.backoff import RandomSource
-    from dlq_replay.sqs.notices import SnsClient
+    from dlq_replay.notify.sns import SnsClient
     from mypy_boto3_sqs import SQSClient
     from mypy_boto3_sqs.literals import QueueAttributeNameType
     from mypy_boto3_sqs.type_defs import MessageAttributeValueTypeDef, MessageTypeDef
