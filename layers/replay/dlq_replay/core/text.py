@@ -54,10 +54,15 @@ def one_line(text: str) -> str:
     return _WHITE_SPACE.sub(" ", text).strip()
 
 
+def utf8_size(text: str) -> int:
+    """Bytes `text` takes in UTF-8: what SQS and SNS count against their limits."""
+    return len(text.encode())
+
+
 def clip(text: str, limit: int, *, size: Callable[[str], int] = len) -> str:
-    """The longest start of `text` whose `size` (characters by default; pass
-    `lambda s: len(s.encode())` for UTF-8 bytes) is at most `limit`, never cut inside an
-    escape `sqs_text` wrote. `text` must already be valid for SQS."""
+    """The longest start of `text` whose `size` (characters by default, `utf8_size` for
+    bytes) is at most `limit`, never cut inside an escape `sqs_text` wrote. `text` must
+    already be valid for SQS."""
     if size(text) <= limit:
         return text
     low, high = 0, min(len(text), limit)  # no character is smaller than one unit
