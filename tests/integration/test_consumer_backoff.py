@@ -258,6 +258,15 @@ def test_an_entire_failed_batch_still_raises_as_powertools_does(
             event=event, record_handler=handler_failing("down"), processor=processor
         )
 
+    # BatchSize 1, as the README shows: the failure is an answer, not an invocation error.
+    answering = BackoffBatchProcessor(
+        replay_client, settings(queues), raise_on_entire_batch_failure=False
+    )
+    response = process_partial_response(
+        event=event, record_handler=handler_failing("down"), processor=answering
+    )
+    assert failed_ids(response) == record_ids(event)
+
 
 @pytest.mark.moto_only(reason="LocalStack, like SQS, may hand out a FIFO queue group by group")
 def test_fifo_a_group_stops_at_its_first_failure_and_backs_off_together(

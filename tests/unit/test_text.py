@@ -172,3 +172,14 @@ def test_a_detail_cut_at_the_limit_drops_a_straddling_escape_whole() -> None:
     detail = "x" * (PARK_DETAIL_MAX_CHARS - 2) + "\x1b" + "y"
     text = park_detail_text(ParkMessage("invalid", detail), "")
     assert text == "x" * (PARK_DETAIL_MAX_CHARS - 2)
+
+
+def test_a_park_rule_hands_the_error_itself_to_a_detail_function() -> None:
+    def first_field(park: ParkMessage, body: str) -> str:
+        error = park.__cause__
+        assert isinstance(error, KeyError)
+        return f"missing field {error.args[0]}"
+
+    park = park_on("invalid", KeyError)(KeyError("sku"))
+    assert park is not None
+    assert park_detail_text(park, "{}", first_field) == "missing field sku"

@@ -59,11 +59,16 @@ ParkDetail = Callable[["ParkMessage", str], str]
 
 def park_on(reason: str, *types: type[BaseException]) -> ParkRule:
     """A rule that parks a record whose handler raised one of `types` (say, a validation
-    error), as if it had raised `ParkMessage(reason, str(error))`; others back off."""
+    error), as if it had raised `ParkMessage(reason, str(error)) from error`; others back
+    off."""
     ParkMessage(reason)  # the reason is checked now, not at the first failure
 
     def rule(error: BaseException) -> ParkMessage | None:
-        return ParkMessage(reason, str(error)) if isinstance(error, types) else None
+        if not isinstance(error, types):
+            return None
+        park = ParkMessage(reason, str(error))
+        park.__cause__ = error  # for a `ParkDetail` that reads the error itself
+        return park
 
     return rule
 
