@@ -38,6 +38,7 @@ LAYER_MODULES = (
     "dlq_replay/core/backoff.py",
     "dlq_replay/core/decision.py",
     "dlq_replay/core/failure.py",
+    "dlq_replay/core/log.py",
     "dlq_replay/core/messages.py",
     "dlq_replay/core/notices.py",
     "dlq_replay/core/queues.py",

@@ -25,7 +25,7 @@ from dlq_replay.core.settings import Settings
 from dlq_replay.local.records import lambda_event
 from dlq_replay.ops.depth import queue_depth
 from dlq_replay.ops.draining import drained_batches
-from dlq_replay.sqs.replayer import Clock, Replayer
+from dlq_replay.sqs.replayer import Clock, Outcome, Replayer
 
 if TYPE_CHECKING:
     from aws_lambda_powertools import Logger, Metrics
@@ -43,7 +43,7 @@ COUNT = "sqs-dlq-replay-nb"
 NOT_BEFORE = "dlq-replay-not-before"
 PARK_REASON = "dlq-replay-park-reason"
 # The DLQ's own safety net (DLQ -> operator queue) must outlast the main queue's maxReceiveCount
-# plus the holds of the long-delay path (DESIGN.md §5).
+# plus the holds of the long-delay path (docs/design.md, 'The safety net').
 DLQ_MAX_RECEIVE_COUNT = 10
 
 
@@ -320,7 +320,7 @@ class LogLine:
 
 
 class RecordingLog:
-    """A `dlq_replay.sqs.replayer.Log` that keeps every line, for assertions."""
+    """A `dlq_replay.core.log.Log` that keeps every line, for assertions."""
 
     def __init__(self) -> None:
         self.lines: list[LogLine] = []
@@ -401,6 +401,7 @@ class ReplayFactory:
         rng: RandomSource | None = None,
         sns: SnsClient | None = None,
         metrics: Metrics | None = None,
+        on_outcome: Callable[[Outcome], None] | None = None,
     ) -> LambdaReplay:
         """Defaults: the queues' main and operator URLs, full jitter drawing 0 (no delay), so a
         replay is visible at once. A None value in `env` removes the variable."""
@@ -420,6 +421,7 @@ class ReplayFactory:
             rng=rng or LowestRandom(),
             sns=sns,
             metrics=metrics,
+            on_outcome=on_outcome,
         )
         return LambdaReplay(replayer)
 

@@ -83,7 +83,7 @@ def test_every_alarm_exists_by_default_with_its_threshold_metric_and_no_action(
         assert alarm["TreatMissingData"] == "notBreaching", name
         assert "AlarmActions" not in alarm, name
         assert "OKActions" not in alarm, name
-        assert "README: Operating it" in alarm["AlarmDescription"], name
+        assert "docs/operating.md#alarm-runbook" in alarm["AlarmDescription"], name
 
 
 @pytest.mark.parametrize("alarm", sorted(ALARMS))

@@ -29,7 +29,7 @@ from dlq_replay.sqs.sending import BatchSender, change_visibility
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
-    from dlq_replay.sqs.replayer import Log
+    from dlq_replay.core.log import Log
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,7 +31,7 @@ from dlq_replay.core.settings import ConsumerSettings
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
-    from dlq_replay.sqs.replayer import Log
+    from dlq_replay.core.log import Log
 
 # Lambda's event source mapping received the batch a little before the invocation began: kept
 # off the 12 hours a visibility timeout may last from the receive.

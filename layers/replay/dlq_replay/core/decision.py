@@ -1,7 +1,7 @@
 """What to do with one DLQ record: replay, write back to wait, hold, release or park.
 
 Pure: no AWS client, no clock of its own, no random source of its own. The outcome for a record
-is a value, never an exception (DESIGN.md §3 step 5).
+is a value, never an exception (docs/design.md, 'What happens to one record').
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def decide(
     now: float,
     rng: RandomSource | None,
 ) -> Decision:
-    """Apply DESIGN.md §3 and §4 to one record, and the max-age policy.
+    """Decide one record (docs/design.md, 'What happens to one record'), with max-age.
 
     `rng` None draws the delay from `keyed_random(<message id>/<attempt>)`: a retried record
     (its write unconfirmed, or its delete lost to a crash) then decides exactly as before, so a
@@ -169,7 +169,7 @@ def _decide(
     now: float,
     rng: RandomSource | None,
 ) -> Decision:
-    """DESIGN.md §3 and §4 without the age policy, for a record whose count is valid."""
+    """`decide` without the age policy, for a record whose count is valid."""
     destination = route(message, settings)
     if NOT_BEFORE_ATTRIBUTE in message.attributes:
         held_or_released = _waiting(message, destination, count, now, settings.backoff.cap_seconds)

@@ -1,4 +1,6 @@
-"""The function's configuration (DESIGN.md §2), parsed once into a frozen dataclass.
+"""The function's configuration, parsed once into a frozen dataclass.
+
+The variables and their rules: docs/deploying.md, 'Function environment'.
 
 Every rule lives here, so a bad value is refused before a single record is touched, with one
 line that names the variable, the value and the rule.
@@ -75,7 +77,7 @@ class Settings:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
-        """Parse the variables of DESIGN.md §2; unknown variables are ignored."""
+        """Parse the function's environment variables; unknown variables are ignored."""
         reader = _Reader(env)
         return cls(
             operator_queue_url=reader.required_queue_url("OPERATOR_QUEUE_URL"),

@@ -12,7 +12,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
@@ -25,6 +25,7 @@ from dlq_replay.core.decision import (
     decide,
     park_instead,
 )
+from dlq_replay.core.log import Log
 from dlq_replay.core.messages import InboundMessage
 from dlq_replay.core.notices import park_notice
 from dlq_replay.core.queues import QueueArn
@@ -37,15 +38,10 @@ if TYPE_CHECKING:
     from aws_lambda_powertools.metrics import Metrics
     from mypy_boto3_sqs import SQSClient
 
+# `Log` is core's (core.log); it is named here too for modules that import it from here.
+__all__ = ["Clock", "Log", "Outcome", "Replayer"]
+
 Clock = Callable[[], float]
-
-
-class Log(Protocol):
-    """The logging calls the replayer makes: Powertools Logger and logging.Logger both fit."""
-
-    def info(self, msg: str, *args: Any, **kwargs: Any) -> Any: ...
-    def warning(self, msg: str, *args: Any, **kwargs: Any) -> Any: ...
-    def error(self, msg: str, *args: Any, **kwargs: Any) -> Any: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,8 +71,11 @@ class Replayer:
         clock: Clock = time.time,
         rng: RandomSource | None = None,
         sns: SnsClient | None = None,
+        on_outcome: Callable[[Outcome], None] | None = None,
     ) -> None:
-        """`sns` publishes the park notices; it is required when the settings name a topic."""
+        """`sns` publishes the park notices; it is required when the settings name a topic.
+        `on_outcome` sees each record's outcome once its batch is reported (the demo counts
+        them); without it nothing is called."""
         if settings.park_notification_topic_arn is not None and sns is None:
             raise ValueError("PARK_NOTIFICATION_TOPIC_ARN is set, but no SNS client was given")
         self._settings = settings
@@ -87,6 +86,7 @@ class Replayer:
         self._metrics = metrics
         self._clock = clock
         self._rng = rng  # None: each record's delay is keyed by its id (see `decide`)
+        self._on_outcome = on_outcome
 
     def process(self, messages: Sequence[InboundMessage]) -> dict[str, Outcome]:
         """Handle a batch; the result has one outcome per message id, in the batch's order."""
@@ -107,6 +107,9 @@ class Replayer:
         ordered = {m.message_id: outcomes[m.message_id] for m in messages}
         self._report(ordered.values())
         self._notify(ordered.values())
+        if self._on_outcome is not None:
+            for outcome in ordered.values():
+                self._on_outcome(outcome)
         return ordered
 
     def _notify(self, outcomes: Iterable[Outcome]) -> None:
