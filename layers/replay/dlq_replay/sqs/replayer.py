@@ -38,9 +38,6 @@ if TYPE_CHECKING:
     from aws_lambda_powertools.metrics import Metrics
     from mypy_boto3_sqs import SQSClient
 
-# `Log` is core's (core.log); it is named here too for modules that import it from here.
-__all__ = ["Clock", "Log", "Outcome", "Replayer"]
-
 Clock = Callable[[], float]
 
 
