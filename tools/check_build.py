@@ -44,9 +44,11 @@ LAYER_MODULES = (
     "dlq_replay/core/queues.py",
     "dlq_replay/core/rules.py",
     "dlq_replay/core/settings.py",
+    "dlq_replay/core/text.py",
+    "dlq_replay/notify/__init__.py",
+    "dlq_replay/notify/sns.py",
     "dlq_replay/sqs/__init__.py",
     "dlq_replay/sqs/client.py",
-    "dlq_replay/sqs/notices.py",
     "dlq_replay/sqs/replayer.py",
     "dlq_replay/sqs/sending.py",
 )

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import importlib
 import json
+import re
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
     from botocore.model import OperationModel
     from dlq_replay.core.backoff import RandomSource
-    from dlq_replay.sqs.notices import SnsClient
+    from dlq_replay.notify.sns import SnsClient
     from mypy_boto3_sqs import SQSClient
     from mypy_boto3_sqs.literals import QueueAttributeNameType
     from mypy_boto3_sqs.type_defs import MessageAttributeValueTypeDef, MessageTypeDef
@@ -280,6 +281,35 @@ class RequestLog:
             if params["QueueUrl"] == queue.url
             for entry in params["Entries"]
         ]
+
+
+# SQS's SendMessage reference (MessageBody; a String attribute value "has the same
+# restrictions"): #x9 | #xA | #xD | #x20 to #xD7FF | #xE000 to #xFFFD | #x10000 to #x10FFFF.
+# Written out here again, so the tests do not take the code's word for it.
+SQS_CHARACTERS = re.compile("[\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]*")
+
+
+def valid_for_sqs(text: str) -> bool:
+    return SQS_CHARACTERS.fullmatch(text) is not None
+
+
+class CharacterCheck:
+    """Judges every SendMessageBatch entry a client sends by SQS's character rules (moto does
+    not): its body, and each attribute's name, type and string value."""
+
+    def __init__(self, client: SQSClient) -> None:
+        self.refused: list[str] = []
+        self.details: list[str] = []  # every dlq-replay-error value sent
+        client.meta.events.register("provide-client-params.sqs.SendMessageBatch", self._check)
+
+    def _check(self, params: dict[str, Any], **_: Any) -> None:
+        for entry in params["Entries"]:
+            texts = [entry["MessageBody"]]
+            for name, value in entry.get("MessageAttributes", {}).items():
+                texts += [name, value["DataType"], value.get("StringValue", "")]
+                if name == "dlq-replay-error":
+                    self.details.append(value["StringValue"])
+            self.refused += [text for text in texts if not valid_for_sqs(text)]
 
 
 @dataclass

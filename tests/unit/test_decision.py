@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 from dlq_replay.core.attributes import NOT_BEFORE_ATTRIBUTE, PARK_REASON_ATTRIBUTE, Attribute
@@ -936,3 +937,30 @@ def test_build_copy_and_park_reason_of_agree(settings: Settings) -> None:
     copy = build_copy(full, decision, settings)
     assert PARK_REASON_ATTRIBUTE not in copy.attributes
     assert park_reason_of(copy.body, copy.attributes) == "attribute-limit"
+
+
+@pytest.mark.parametrize(
+    ("changes", "where"),
+    [
+        pytest.param({"body": "caf\udce9"}, "the body holds", id="body"),
+        pytest.param(
+            {"message_attributes": {"note": string_attr("x\ud800")}},
+            "the value of message attribute 1 (note) holds",
+            id="attribute-value",
+        ),
+        pytest.param(
+            {"message_attributes": {"n\udcffte": string_attr("x")}},
+            "the name of message attribute 1 holds",
+            id="attribute-name",
+        ),
+        pytest.param({"system": {"MessageGroupId": "g\udc80"}}, "MessageGroupId holds", id="group"),
+    ],
+)
+def test_a_record_holding_a_lone_surrogate_fails_with_where_and_why(
+    settings: Settings, changes: dict[str, Any], where: str
+) -> None:
+    """No copy of it can be encoded, not even a park: it fails alone (never an exception)."""
+    decision = decide(message(**changes), settings, dlq_url=DLQ, now=NOW, rng=NoRandom())
+    assert decision.action is Action.FAIL
+    assert decision.problem is not None
+    assert decision.problem.startswith(f"{where} a lone surrogate (U+")

@@ -25,7 +25,7 @@ from dlq_replay.core.backoff import (
     RandomSource,
     keyed_random,
 )
-from dlq_replay.core.messages import InboundMessage, OutboundMessage, fits_limits
+from dlq_replay.core.messages import InboundMessage, OutboundMessage, fits_limits, unencodable
 from dlq_replay.core.queues import QueueArn, is_fifo_url
 from dlq_replay.core.settings import Settings
 
@@ -110,6 +110,8 @@ def decide(
     that went another way (replayed now where it was deferred). Message ids are random, so the
     delays of different messages are still independent draws.
 
+    A record holding text that cannot be encoded (`unencodable`) fails alone, with why.
+
     `dlq_url` is None when the record's `eventSourceARN` names no queue (hand-made or sample
     events): only the decisions that write back to or hide in the DLQ need it, and they fail
     that one record instead of the whole batch.
@@ -122,6 +124,9 @@ def decide(
     most the time it spent before this replay. A copy with no free slot for the attribute
     falls back to SQS's first-receive time of each copy, which restarts the clock.
     """
+    problem = unencodable(message)
+    if problem is not None:  # nothing can be written for it, not even a park
+        return Decision(Action.FAIL, problem=problem)
     count = attributes.parse_count(message.attributes.get(settings.count_attribute))
     if count is None:
         return _park(ParkReason.INVALID_COUNT)

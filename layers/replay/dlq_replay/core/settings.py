@@ -256,7 +256,7 @@ class Settings:
     log_message_body: bool = False
     # Replayed copies carry dlq-replay-origin (core/attributes.py) when a slot is free.
     write_origin: bool = False
-    # Each park is announced on this SNS topic (sqs/notices.py); None: no notices.
+    # Each park is announced on this SNS topic (notify/sns.py); None: no notices.
     park_notification_topic_arn: str | None = None
     # A record whose first failure is older than this is parked `max-age`; 0: no age limit.
     max_message_age_seconds: int = 0

@@ -15,6 +15,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from dlq_replay.consumer import (
     ConsumerSettings,
+    FailureOptions,
     ParkMessage,
     VisibilityHeartbeat,
     replay_attempt,
@@ -196,7 +197,9 @@ def _consume_batch(sqs: SQSClient, consumer: Consumer, tally: Tally) -> None:
                 tally.processed.add(str(body["id"]))
         elif consumer.backoff or isinstance(error, ParkMessage):
             settings, logger = consumer.settings, consumer.logger
-            parked = settle_failure(sqs, queue_url, message, error, settings, logger=logger)
+            parked = settle_failure(
+                sqs, queue_url, message, error, settings, options=FailureOptions(logger=logger)
+            )
             with tally.lock:
                 if parked:
                     tally.parked_by_reason[f"consumer:{INVALID.reason}"] += 1

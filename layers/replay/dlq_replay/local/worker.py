@@ -24,7 +24,7 @@ from dlq_replay.local.eventsource import (
     queue_arn_when_reachable,
     run_pollers,
 )
-from dlq_replay.sqs.notices import SnsClient
+from dlq_replay.notify.sns import SnsClient
 from dlq_replay.sqs.replayer import Replayer
 
 if TYPE_CHECKING:

@@ -30,15 +30,13 @@ from dlq_replay.core.messages import InboundMessage
 from dlq_replay.core.notices import park_notice
 from dlq_replay.core.queues import QueueArn
 from dlq_replay.core.settings import Settings
-from dlq_replay.sqs.notices import SnsClient, publish_notices
+from dlq_replay.core.text import printable
+from dlq_replay.notify.sns import SnsClient, publish_notices
 from dlq_replay.sqs.sending import BatchSender, SendFailure, change_visibility
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.metrics import Metrics
     from mypy_boto3_sqs import SQSClient
-
-# `Log` is core's (core.log); it is named here too for modules that import it from here.
-__all__ = ["Clock", "Log", "Outcome", "Replayer"]
 
 Clock = Callable[[], float]
 
@@ -195,35 +193,8 @@ class Replayer:
         parked: Counter[str] = Counter()
         for outcome in outcomes:
             decision = outcome.decision
-            fields: dict[str, Any] = {
-                "message_id": outcome.message.message_id,
-                "outcome": decision.action.value if outcome.failure is None else "failed",
-                "action": decision.action.value,
-                "attempt": decision.attempt,
-                "delay_seconds": decision.delay,
-                "destination": decision.destination,
-            }
-            if decision.reason is not None:
-                fields["reason"] = decision.reason.value
-            if decision.not_before is not None:
-                fields["not_before"] = decision.not_before
-            if decision.clamped:
-                fields["drawn_delay_seconds"] = decision.drawn_delay
-            if decision.problem is not None:
-                fields["problem"] = decision.problem
-            if outcome.message.dropped_attributes:
-                fields["dropped_attributes"] = dict(outcome.message.dropped_attributes)
-            if outcome.message.message_group_id:
-                fields["message_group_id"] = outcome.message.message_group_id
-            if self._settings.log_message_body:
-                fields["body"] = outcome.message.body
+            fields = self._fields(outcome)
             if outcome.failure is not None or decision.action is Action.FAIL:
-                if outcome.failure is not None:
-                    fields.update(
-                        error_code=outcome.failure.code,
-                        error=outcome.failure.message,
-                        copy_written="unknown" if outcome.failure.unconfirmed else "no",
-                    )
                 self._logger.error("record not done", extra=fields)
             else:
                 self._logger.info(f"record {_PAST[decision.action]}", extra=fields)
@@ -235,6 +206,41 @@ class Replayer:
                 self._logger.warning("attributes the copy cannot carry were dropped", extra=fields)
             self._count(outcome, parked)
         self._emit_parked(parked)
+
+    def _fields(self, outcome: Outcome) -> dict[str, Any]:
+        """The structured fields of one record's log line. Texts from the record go through
+        `printable`: a hand-made event's lone surrogate must not cost the line."""
+        decision = outcome.decision
+        message = outcome.message
+        fields: dict[str, Any] = {
+            "message_id": printable(message.message_id),
+            "outcome": decision.action.value if outcome.failure is None else "failed",
+            "action": decision.action.value,
+            "attempt": decision.attempt,
+            "delay_seconds": decision.delay,
+            "destination": decision.destination,
+        }
+        if decision.reason is not None:
+            fields["reason"] = decision.reason.value
+        if decision.not_before is not None:
+            fields["not_before"] = decision.not_before
+        if decision.clamped:
+            fields["drawn_delay_seconds"] = decision.drawn_delay
+        if decision.problem is not None:
+            fields["problem"] = decision.problem
+        if message.dropped_attributes:
+            fields["dropped_attributes"] = dict(message.dropped_attributes)
+        if message.message_group_id:
+            fields["message_group_id"] = printable(message.message_group_id)
+        if self._settings.log_message_body:
+            fields["body"] = printable(message.body)
+        if outcome.failure is not None:
+            fields.update(
+                error_code=outcome.failure.code,
+                error=outcome.failure.message,
+                copy_written="unknown" if outcome.failure.unconfirmed else "no",
+            )
+        return fields
 
     def _count(self, outcome: Outcome, parked: Counter[str]) -> None:
         if self._metrics is None:
