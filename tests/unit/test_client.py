@@ -14,8 +14,10 @@ from dlq_replay.sqs.client import known_services_session, sqs_client
 def test_the_loader_lists_only_the_named_services() -> None:
     loader = known_services_session()._session.get_component("data_loader")
 
-    assert loader.list_available_services("service-2") == ["sns", "sqs"]
-    assert loader.list_available_services("endpoint-rule-set-1") == ["sns", "sqs"]
+    # SQS and SNS (notices), and the outage breaker's DynamoDB, Lambda, EventBridge, CloudWatch.
+    named = ["cloudwatch", "dynamodb", "events", "lambda", "sns", "sqs"]
+    assert loader.list_available_services("service-2") == named
+    assert loader.list_available_services("endpoint-rule-set-1") == named
 
 
 def test_clients_of_the_named_services_are_made_with_their_models() -> None:

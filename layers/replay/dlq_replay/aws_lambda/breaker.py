@@ -33,12 +33,12 @@ from dlq_replay.core.breaker import (
     probe_sent,
 )
 from dlq_replay.core.notices import ParkNotice
-from dlq_replay.sqs.notices import SnsClient, publish_notices
+from dlq_replay.notify.sns import SnsClient, publish_notices
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.metrics import Metrics
 
-    from dlq_replay.sqs.replayer import Log
+    from dlq_replay.core.log import Log
 
 Clock = Callable[[], float]
 TimeLeft = Callable[[], "float | None"]

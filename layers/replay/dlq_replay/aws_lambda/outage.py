@@ -10,6 +10,7 @@ replay something.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -19,10 +20,10 @@ from aws_lambda_powertools.metrics import MetricUnit
 from dlq_replay.aws_lambda.breaker import Breaker, Clock
 from dlq_replay.core.breaker import BreakerState, Phase, observe
 from dlq_replay.core.queues import QueueArn
-from dlq_replay.core.settings import Settings
-from dlq_replay.sqs.breaker_store import DynamoBreakerStore, MappingSwitch
+from dlq_replay.core.settings import Settings, SettingsError
+from dlq_replay.notify.sns import SnsClient
+from dlq_replay.sqs.breaker_store import TABLE_VARIABLE, DynamoBreakerStore, MappingSwitch
 from dlq_replay.sqs.depth import queue_depth
-from dlq_replay.sqs.notices import SnsClient
 from dlq_replay.sqs.queue_age import time_left
 
 if TYPE_CHECKING:
@@ -30,7 +31,8 @@ if TYPE_CHECKING:
     from aws_lambda_powertools.metrics import Metrics
     from mypy_boto3_sqs import SQSClient
 
-    from dlq_replay.sqs.replayer import Log, Outcome
+    from dlq_replay.core.log import Log
+    from dlq_replay.sqs.replayer import Outcome
 
 
 def is_probe_event(event: object) -> bool:
@@ -108,6 +110,20 @@ class LambdaBreaker:
         return state
 
 
+_TABLE_NAME = re.compile(r"[A-Za-z0-9_.\-]{3,255}")
+_RULE_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
+RULE_VARIABLE = "OUTAGE_BREAKER_RULE"  # the probe rule's name (the template sets it)
+
+
+def _name(env: Mapping[str, str], variable: str, pattern: re.Pattern[str], rule: str) -> str | None:
+    """A resource name from the function's environment: blank is none, a bad one refused."""
+    raw = env.get(variable)
+    text = (raw or "").strip()
+    if text and not pattern.fullmatch(text):
+        raise SettingsError(variable, raw, f"must be empty, or {rule}")
+    return text or None
+
+
 def lambda_breaker(
     settings: Settings,
     *,
@@ -121,14 +137,18 @@ def lambda_breaker(
 ) -> LambdaBreaker | None:
     """The breaker when OUTAGE_BREAKER is on and the template gave it a table; else None."""
     function_name = env.get("AWS_LAMBDA_FUNCTION_NAME", "")
-    table = settings.outage_breaker_table
+    table = _name(
+        env, TABLE_VARIABLE, _TABLE_NAME, "a DynamoDB table name (3-255 of A-Z a-z 0-9 _ - .)"
+    )
     if not (settings.outage_breaker and table and function_name):
         return None
     import boto3 as _boto3
 
     make = session.client if session is not None else _boto3.client
     switch = MappingSwitch(make("lambda"), function_name)
-    rule_name = settings.outage_breaker_rule
+    rule_name = _name(
+        env, RULE_VARIABLE, _RULE_NAME, "an EventBridge rule name (1-64 of A-Z a-z 0-9 _ - .)"
+    )
     rule = ProbeRule(make("events"), rule_name) if rule_name else None
     cloudwatch = make("cloudwatch")
 

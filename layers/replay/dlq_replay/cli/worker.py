@@ -7,15 +7,13 @@ import os
 
 import boto3
 
-from dlq_replay.cli.options import (
-    MAX_POLLERS,
+from dlq_replay.cli.options import MAX_POLLERS, add_aws_options, sqs_client
+from dlq_replay.cli.parsing import (
     Subparsers,
-    add_aws_options,
     add_setting_options,
     int_between,
     queue_url,
     setting_overrides,
-    sqs_client,
 )
 from dlq_replay.local.eventsource import MAX_RECEIVE_BATCH, START_UP_PATIENCE_SECONDS
 
@@ -27,7 +25,6 @@ MAX_START_UP_PATIENCE = 86_400
 def register(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
         "worker",
-        help="run the replay as a long-lived worker on a DLQ (any SQS-compatible endpoint)",
         description="Poll a DLQ like Lambda's event source and replay it; SIGINT/SIGTERM "
         "finish the batch in hand and exit 0. The outage breaker stops polling while nearly "
         "every replayed copy comes back (the consumer is down), and tries again after a pause "
@@ -70,7 +67,7 @@ def register(subparsers: Subparsers) -> None:
         "--no-breaker",
         action="store_true",
         help="no outage breaker: keep replaying (and parking) while every replayed copy comes "
-        "back [OUTAGE_BREAKER=off]",
+        "back (the same as --outage-breaker off)",
     )
     add_setting_options(parser)
     add_aws_options(parser)
@@ -81,14 +78,12 @@ def run_worker_command(args: argparse.Namespace) -> int:
     from aws_lambda_powertools import Logger
 
     from dlq_replay.local.worker import WorkerOptions, run_worker, settings_from
-    from dlq_replay.sqs.notices import notice_client
+    from dlq_replay.notify.sns import notice_client
 
     # The endpoint also decides the URLs built from queue ARNs (shared-DLQ routing).
-    overrides = {
-        **setting_overrides(args),
-        "AWS_ENDPOINT_URL_SQS": args.endpoint_url,
-        "OUTAGE_BREAKER": "off" if args.no_breaker else None,
-    }
+    overrides = {**setting_overrides(args), "AWS_ENDPOINT_URL_SQS": args.endpoint_url}
+    if args.no_breaker:  # the short form of --outage-breaker off
+        overrides["OUTAGE_BREAKER"] = "off"
     settings = settings_from(os.environ, overrides)
     logger = Logger(service="sqs-dlq-replay", level=args.log_level)
     options = WorkerOptions(

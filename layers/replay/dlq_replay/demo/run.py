@@ -78,8 +78,6 @@ def demo(
             backoff=options.consumer_backoff,
             logger=_quiet_logger("dlq_replay.demo.consumer"),
         )
-        counter = OutcomeCounter(tally)
-        replay_log.addHandler(counter)
         stats = BreakerStats()
         breaker, gate = (None, None)
         if options.breaker:
@@ -90,7 +88,10 @@ def demo(
                 stats=stats,
                 depth=dlq_depth(sqs, queues.dlq),
             )
-        handler = LambdaReplay(Replayer(settings, sqs, logger=replay_log, rng=rng), breaker)
+        replayer = Replayer(
+            settings, sqs, logger=replay_log, rng=rng, on_outcome=OutcomeCounter(tally)
+        )
+        handler = LambdaReplay(replayer, breaker)
         source = LocalEventSource(sqs, queues.dlq, handler, wait_seconds=1, gate=gate)
         consumer = replace(consumer, outage_until=time.monotonic() + options.outage_seconds)
         tally.expected = send_messages(sqs, queues.main, options, rng)
@@ -115,7 +116,6 @@ def demo(
             stop.set()
             for thread in threads:
                 thread.join()
-            replay_log.removeHandler(counter)
         parked = drain_parked(sqs, queues.operator)
         # What is still in a queue (visible, in flight or delayed) is not done yet, not lost.
         waiting = {
@@ -148,11 +148,12 @@ def demo(
 
 
 def _quiet_logger(name: str) -> logging.Logger:
-    """A logger of the demo's own: its lines go only to the handlers the demo adds (the live
-    view shows what they would say)."""
+    """A logger of the demo's own that writes nowhere: the live view and the summary show what
+    its lines would say (without a handler, Python would print its warnings)."""
     logger = logging.getLogger(name)
     logger.propagate = False
-    logger.setLevel(logging.INFO)
+    if not logger.handlers:
+        logger.addHandler(logging.NullHandler())
     return logger
 
 

@@ -19,9 +19,9 @@ from botocore.exceptions import BotoCoreError, ClientError
 from dlq_replay.aws_lambda.breaker import Breaker, Clock, Depth
 from dlq_replay.aws_lambda.outage import LambdaBreaker
 from dlq_replay.core.breaker import BreakerPolicy, BreakerState, Counts, Phase
+from dlq_replay.core.log import Log
+from dlq_replay.notify.sns import SnsClient
 from dlq_replay.sqs.depth import queue_depth
-from dlq_replay.sqs.notices import SnsClient
-from dlq_replay.sqs.replayer import Log
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
