@@ -16,6 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import boto3
 import pytest
 from dlq_replay.consumer import replay_attempt
 from dlq_replay.core.attributes import PARK_REASON_ATTRIBUTE
@@ -23,7 +24,7 @@ from dlq_replay.local.worker import WorkerOptions, run_worker, settings_from
 from dlq_replay.ops.depth import queue_depth
 from dlq_replay.ops.draining import drain
 
-from .deployment import PARAMETERS, Deployment
+from .deployment import PARAMETERS, REGION, Deployment
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -49,6 +50,7 @@ OUTPUT_KEYS = {
     "ReplayFunctionName",
     "ReplayFunctionArn",
     "ReplayLogGroupName",
+    "OutageBreakerTableName",
     # ReplayLayerArn is dropped by tools/moto_stack: moto's Ref of a layer version is no ARN.
 }
 
@@ -66,6 +68,24 @@ def test_outputs_name_the_created_queues_and_function(deployment: Deployment) ->
     assert len({outputs[f"{queue}Arn"] for queue in queues}) == len(queues)
     assert deployment.function["FunctionArn"] == outputs["ReplayFunctionArn"]
     assert deployment.function["FunctionName"] == outputs["ReplayFunctionName"]
+
+
+def test_the_outage_breaker_is_deployed_idle(deployment: Deployment) -> None:
+    """OutageBreaker=on (the default): its table exists and the function is told its name and
+    its probe rule's, which exists disabled (it costs nothing until the breaker opens)."""
+    session = boto3.Session(aws_access_key_id="e2e", aws_secret_access_key="e2e")
+    endpoint = deployment.endpoint_url
+    table = deployment.outputs["OutageBreakerTableName"]
+    environment = deployment.function.get("Environment", {}).get("Variables", {})
+    assert environment["OUTAGE_BREAKER"] == "on"
+    assert environment["OUTAGE_BREAKER_TABLE"] == table
+    dynamodb = session.client("dynamodb", endpoint_url=endpoint, region_name=REGION)
+    described = dynamodb.describe_table(TableName=table)["Table"]
+    assert described["BillingModeSummary"]["BillingMode"] == "PAY_PER_REQUEST"
+    events = session.client("events", endpoint_url=endpoint, region_name=REGION)
+    rule = events.describe_rule(Name=environment["OUTAGE_BREAKER_RULE"])
+    assert rule["State"] == "DISABLED"
+    assert rule["ScheduleExpression"] == "rate(1 minute)"
 
 
 def test_function_environment_carries_the_parameters(deployment: Deployment) -> None:
