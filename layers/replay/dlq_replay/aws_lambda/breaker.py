@@ -102,8 +102,10 @@ class Breaker:
         """Add a batch's replays and returns (`core.breaker.observe`) to the window; open when
         the window now shows the outage signal."""
         now = self._clock()
-        if events:
-            self.store.record(events)
+        horizon = now - self.policy.window_seconds
+        recent = [event for event in events if event[0] >= horizon]  # older never count
+        if recent:
+            self.store.record(recent)
         state, window = self.store.read(now, self.policy)
         if state.phase is Phase.OPEN:
             return state
