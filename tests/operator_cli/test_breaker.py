@@ -4,6 +4,7 @@ the interaction with an operator's pause and resume, the retention bound, and `s
 
 from __future__ import annotations
 
+import json
 import logging
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -362,3 +363,53 @@ def test_the_handler_counts_each_batch_and_answers_the_probe(deployed: Deployed)
     assert replay(probe) == {"batchItemFailures": []}
     assert deployed.store.load().phase is Phase.HALF_OPEN
     assert deployed.mapping() == "Enabled"
+
+
+def test_opening_and_closing_say_so_in_metrics_and_notices(deployed: Deployed) -> None:
+    from aws_lambda_powertools import Metrics
+
+    sns = boto3.client("sns")
+    topic = sns.create_topic(Name="parked")["TopicArn"]
+    inbox = deployed.sqs.create_queue(QueueName="pager")["QueueUrl"]
+    inbox_arn = deployed.sqs.get_queue_attributes(QueueUrl=inbox, AttributeNames=["QueueArn"])[
+        "Attributes"
+    ]["QueueArn"]
+    sns.subscribe(
+        TopicArn=topic,
+        Protocol="sqs",
+        Endpoint=inbox_arn,
+        Attributes={"RawMessageDelivery": "true"},
+    )
+    env = {**deployed.env, "PARK_NOTIFICATION_TOPIC_ARN": topic}
+    metrics = Metrics(namespace="SqsDlqReplay", service="sqs-dlq-replay")
+    clock = Clock()
+    breaker = lambda_breaker(
+        Settings.from_env(env),
+        env=env,
+        sqs=deployed.sqs,
+        session=None,
+        logger=LOG,
+        metrics=metrics,
+        sns=sns,
+        clock=clock,
+    )
+    assert breaker is not None
+
+    breaker.breaker.after_batch(outage(clock.now))
+    clock.now += 120
+    breaker.tick()  # half-open: a probe, no notice
+    clock.now += 300
+    breaker.tick()  # a window without the signal: closed
+
+    assert set(metrics.metric_set) >= {"BreakerOpened", "BreakerClosed", "BreakerOpen"}
+    notices = [
+        json.loads(m["Body"])
+        for m in deployed.sqs.receive_message(QueueUrl=inbox, MaxNumberOfMessages=10)["Messages"]
+    ]
+    assert [(n["event"], n["cause"]) for n in notices] == [
+        ("breaker-open", "outage"),
+        ("breaker-closed", "recovered"),
+    ]
+    assert notices[0]["openings"] == 1
+    assert notices[0]["next_probe"] == pytest.approx(notices[0]["since"] + 120)
+    metrics.clear_metrics()
