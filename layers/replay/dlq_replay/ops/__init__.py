@@ -20,10 +20,26 @@ names of those the CLI uses are re-exported here.
 """
 
 from dlq_replay.ops.archive import ArchiveError, ArchiveRecord
-from dlq_replay.ops.clientmove import redrive
+from dlq_replay.ops.clientmove import ClientMove, prepare, redrive
 from dlq_replay.ops.errors import OpsError
-from dlq_replay.ops.export import ExportRequest, ExportResult, S3Location, export
-from dlq_replay.ops.importing import ImportFailure, ImportRequest, ImportTally, import_archive
+from dlq_replay.ops.export import (
+    Export,
+    ExportLeftover,
+    ExportPhase,
+    ExportRequest,
+    ExportResult,
+    S3Location,
+    check_writable,
+    export,
+    prepare_export,
+)
+from dlq_replay.ops.importing import (
+    Importer,
+    ImportFailure,
+    ImportRequest,
+    ImportTally,
+    import_archive,
+)
 from dlq_replay.ops.movetask import (
     MAX_MOVE_RATE,
     MoveTask,
@@ -34,7 +50,10 @@ from dlq_replay.ops.movetask import (
 from dlq_replay.ops.pacing import (
     DEFAULT_ADAPTIVE_RATE,
     PaceReport,
+    PaceStop,
     UntilFailing,
+    WatchError,
+    WatchProblem,
     failure_delay,
     watched_dlq,
 )
@@ -53,11 +72,17 @@ from dlq_replay.ops.receiving import (
 from dlq_replay.ops.redrive import (
     DEFAULT_CONCURRENCY,
     MAX_CONCURRENCY,
+    BudgetStop,
     FailReason,
+    Leftover,
+    ModeChoice,
+    ModeReason,
     MoveMode,
     RedriveRequest,
     RedriveTally,
+    Rewrite,
     SkipReason,
+    Stop,
     choose_mode,
     plan_copy,
 )
@@ -91,18 +116,28 @@ __all__ = [
     "ArchiveRecord",
     "AttemptPlan",
     "BackoffPlan",
+    "BudgetStop",
+    "ClientMove",
     "Deployment",
     "EventSourceStatus",
+    "Export",
+    "ExportLeftover",
+    "ExportPhase",
     "ExportRequest",
     "ExportResult",
     "FailReason",
     "ImportFailure",
     "ImportRequest",
     "ImportTally",
+    "Importer",
+    "Leftover",
+    "ModeChoice",
+    "ModeReason",
     "MoveMode",
     "MoveTask",
     "OpsError",
     "PaceReport",
+    "PaceStop",
     "PauseResult",
     "PeekResult",
     "PeekedMessage",
@@ -112,14 +147,19 @@ __all__ = [
     "RedrivePolicy",
     "RedriveRequest",
     "RedriveTally",
+    "Rewrite",
     "S3Location",
     "Selector",
     "SkipReason",
     "Status",
+    "Stop",
     "UntilFailing",
+    "WatchError",
+    "WatchProblem",
     "Where",
     "backoff_plan",
     "budget_refusal",
+    "check_writable",
     "choose_mode",
     "dead_letter_sources",
     "discover",
@@ -132,6 +172,8 @@ __all__ = [
     "oldest_message_ages",
     "peek",
     "plan_copy",
+    "prepare",
+    "prepare_export",
     "quantile",
     "queue_info",
     "receive",
