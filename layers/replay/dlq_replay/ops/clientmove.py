@@ -199,9 +199,9 @@ class ClientMove:
             while not self.stop.is_set():
                 with self.lock:
                     want = self._wanted()
+                    if want <= 0:
+                        return
                     self.reserved += want
-                if want <= 0:
-                    return
                 try:
                     fresh = self._receive(want)
                     if fresh:
