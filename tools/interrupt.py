@@ -77,10 +77,20 @@ def client(endpoint: str) -> SQSClient:
 
 
 def _depth(sqs: SQSClient, url: str) -> tuple[int, int, int]:
-    names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
-    names.append("ApproximateNumberOfMessagesDelayed")
-    found = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=names)["Attributes"]  # type: ignore[arg-type]
-    return tuple(int(found.get(name, 0)) for name in names)  # type: ignore[return-value]
+    """Visible, in flight (hidden), delayed."""
+    found = sqs.get_queue_attributes(
+        QueueUrl=url,
+        AttributeNames=[
+            "ApproximateNumberOfMessages",
+            "ApproximateNumberOfMessagesNotVisible",
+            "ApproximateNumberOfMessagesDelayed",
+        ],
+    )["Attributes"]
+    return (
+        int(found.get("ApproximateNumberOfMessages", "0")),
+        int(found.get("ApproximateNumberOfMessagesNotVisible", "0")),
+        int(found.get("ApproximateNumberOfMessagesDelayed", "0")),
+    )
 
 
 def _body(message_id: str) -> str:
@@ -163,7 +173,7 @@ class Run:
     def start(self, args: Sequence[str]) -> subprocess.Popen[str]:
         env = {
             "PATH": os.environ.get("PATH", ""),
-            "HOME": os.environ.get("HOME", "/tmp"),
+            "HOME": os.environ.get("HOME", ""),
             "PYTHONUNBUFFERED": "1",
             "AWS_ACCESS_KEY_ID": "demo",
             "AWS_SECRET_ACCESS_KEY": "demo",
