@@ -7,6 +7,7 @@ where the run said a copy was sent before its original could be deleted."""
 from __future__ import annotations
 
 import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -108,3 +109,23 @@ def run_depth(run: Run) -> int:
         AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
     )["Attributes"]
     return sum(int(v) for v in attributes.values())
+
+
+@pytest.mark.parametrize("signame", list(SIGNALS))
+def test_a_signal_while_the_command_starts_is_one_line_and_its_exit_code(
+    emulator_endpoint: str, tmp_path: Path, signame: str
+) -> None:
+    """Ctrl-C in the first second (while boto3 is imported, the queues looked up): no
+    traceback, one line, 128 + the signal's number."""
+    run = Run(scenario(emulator_endpoint, "redrive", SIGNALS[signame], tmp_path))
+    try:
+        run.proxy_url = run.proxy.start()
+        run.setup()  # work to do, so it is still running when the signal comes
+        process = run.start(run.args())
+        time.sleep(0.5)  # started, not yet done with its imports and look-ups
+        process.send_signal(SIGNALS[signame])
+        out, err = process.communicate(timeout=30)
+    finally:
+        run.close()
+    assert process.returncode == 128 + SIGNALS[signame], err
+    assert "Traceback" not in out + err

@@ -186,8 +186,8 @@ def leftover_text(left: Leftover, where: str) -> str:
     parts = [hidden_until_text(left.hidden, left.hidden_until)]
     if left.sent_not_deleted:
         parts.append(
-            f"sent, original not deleted: {left.sent_not_deleted} (still in the {where}: a rerun "
-            "sends them again)"
+            f"sent, original not confirmed deleted: {left.sent_not_deleted} (a rerun sends again "
+            f"those still in the {where})"
         )
     if left.unconfirmed:
         parts.append(
