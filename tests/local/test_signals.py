@@ -6,6 +6,7 @@ where the run said a copy was sent before its original could be deleted."""
 
 from __future__ import annotations
 
+import re
 import signal
 import time
 from pathlib import Path
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 from emulation import Emulator
 
+from tools.chaos import Faults
 from tools.interrupt import COMMANDS, Run, Scenario, console_command
 
 from .support import dlq_replay_command
@@ -129,3 +131,39 @@ def test_a_signal_while_the_command_starts_is_one_line_and_its_exit_code(
         run.close()
     assert process.returncode == 128 + SIGNALS[signame], err
     assert "Traceback" not in out + err
+
+
+@pytest.mark.emulator
+@pytest.mark.usefixtures("atomic_receive")
+def test_a_second_signal_exits_at_once_and_says_what_is_left(
+    emulator_endpoint: str, tmp_path: Path
+) -> None:
+    """Behind an SQS that has stopped answering in time, a second signal does not wait for the
+    requests in flight: it exits with its own code and says what stays hidden, until when."""
+    run = Run(
+        scenario(emulator_endpoint, "redrive", signal.SIGINT, tmp_path, slow_after_signal=30.0)
+    )
+    try:
+        run.proxy_url = run.proxy.start()
+        run.setup()
+        process = run.start(run.args())
+        _wait(run)
+        run.proxy.faults = Faults(spike=1.0, spike_seconds=30.0)
+        process.send_signal(signal.SIGINT)
+        time.sleep(0.5)
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=30)
+    finally:
+        run.proxy.faults = Faults()
+        run.close()
+    assert process.returncode == 143, err
+    assert "Traceback" not in out + err
+    (line,) = [line for line in err.splitlines() if "second signal (SIGTERM)" in line]
+    assert re.search(r"\d+ messages? stays? hidden until \d\d:\d\d:\d\d UTC", line), line
+
+
+def _wait(run: Run) -> None:
+    deadline = time.monotonic() + 30
+    while not run.in_flight():
+        assert time.monotonic() < deadline, "the command never got to work"
+        time.sleep(0.02)
