@@ -4,11 +4,13 @@ halves on DLQ arrivals, recovers on clean checks and stops after three failing c
 from __future__ import annotations
 
 import pytest
+from dlq_replay.cli.pacing import stop_text
 from dlq_replay.ops.pacing import (
     MINIMUM_RATE,
     POLL_SECONDS,
     AdaptiveRate,
     FixedRate,
+    PaceStop,
     UntilFailing,
     batch_size_for,
 )
@@ -145,7 +147,10 @@ def test_three_failing_checks_in_a_row_stop_the_run_with_the_reason() -> None:
     assert check(pace, clock, dlq, 5)
     assert not check(pace, clock, dlq, 7)
 
-    assert pace.stopped == (
+    assert pace.stopped == PaceStop(
+        watched="orders-dlq", arrived=14, checks=3, window_seconds=30.0, rate=2.0
+    )
+    assert stop_text(pace.stopped) == (
         "stopped: 14 messages arrived in orders-dlq over the last 3 checks (30 s), after "
         "backing off to 2/s: the copies are failing again; fix the consumer, then rerun"
     )

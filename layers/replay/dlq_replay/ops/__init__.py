@@ -15,7 +15,8 @@ options and printing live in `dlq_replay.cli`. Two SQS facts shape it:
 One module per concern: `stack` (finding a deployment), `queues`, `depth`, `draining`,
 `status`, `pause` (the event source on and off), `receiving`, `peek`, `redrive` (`clientmove`
 for its client-side move, `pacing` for its speed and `--until-failing`), `movetask`, `plan`,
-`archive` (the JSON Lines records of `export` and `import`), `export`, `importing`; the public
+`archive` (the JSON Lines records of `export` and `import`), `export` (`s3archive` for its S3
+side), `importing`; the public
 names of those the CLI uses are re-exported here.
 """
 
@@ -28,8 +29,6 @@ from dlq_replay.ops.export import (
     ExportPhase,
     ExportRequest,
     ExportResult,
-    S3Location,
-    check_writable,
     export,
     prepare_export,
 )
@@ -86,6 +85,7 @@ from dlq_replay.ops.redrive import (
     choose_mode,
     plan_copy,
 )
+from dlq_replay.ops.s3archive import S3Location, check_writable
 from dlq_replay.ops.select import NO_REASON, Selector, Where
 from dlq_replay.ops.stack import (
     QUEUE_ROLES,
