@@ -427,6 +427,7 @@ def test_interrupted_halfway_nothing_is_lost_and_a_rerun_continues(
     assert depth(sqs, queues.operator) == (0, 0)
 
 
+@pytest.mark.usefixtures("atomic_receive")  # four threads receive: SQS gives each its own
 @pytest.mark.parametrize("operation", ["SendMessageBatch", "DeleteMessageBatch"])
 def test_concurrent_batches_interrupted_lose_nothing_and_a_rerun_finishes(
     capsys: pytest.CaptureFixture[str],
