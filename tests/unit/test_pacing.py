@@ -240,3 +240,22 @@ def test_what_the_run_deletes_from_the_watched_dlq_is_no_departure() -> None:
 
     assert pace.report().arrivals == 5
     assert pace.rate == 4.0
+
+
+def test_the_dlq_depth_is_read_without_the_lock() -> None:
+    """A check reads the DLQ's depth (an SQS call, slow when SQS is): never under the lock the
+    other threads wait on for their slot."""
+    clock = Clock()
+    held: list[bool] = []
+    pace: AdaptiveRate | None = None
+
+    def population() -> int:
+        held.append(pace is not None and pace.lock.locked())
+        return 0
+
+    pace = AdaptiveRate(UntilFailing(DLQ, rate=8.0), population, clock, clock.sleep)
+    for _ in range(3):
+        clock.now += 10
+        assert pace.acquire(1)
+
+    assert held == [False, False, False, False]  # the baseline, then three checks
