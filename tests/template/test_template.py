@@ -1,4 +1,4 @@
-"""The SAM template (DESIGN.md §5), checked on what CloudFormation would deploy.
+"""The SAM template (docs/design.md, 'The template'), checked on what CloudFormation would deploy.
 
 `cfn` is template.yaml after the SAM transform (tools/transform_template.py); `Stack`
 (tests/template/cfn.py) evaluates it for given parameter values, so conditions, `Fn::If`
@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from dlq_replay.core.settings import SETTING, SETTINGS
 
 from tools.transform_template import load_template, transform_template
 
@@ -32,18 +33,13 @@ EXISTING_FIFO = {
     "OperatorQueueArn": f"arn:aws:sqs:{REGION}:{ACCOUNT}:orders-operator.fifo",
 }
 QUEUES = ("MainQueue", "DeadLetterQueue", "OperatorQueue")
+# The settings whose variable is their parameter's value as it is (the settings table).
 ENV_FROM_PARAMETERS = {
-    "MAX_ATTEMPTS": "MaxAttempts",
-    "BACKOFF_BASE_SECONDS": "BackoffBaseSeconds",
-    "BACKOFF_MULTIPLIER": "BackoffMultiplier",
-    "BACKOFF_CAP_SECONDS": "BackoffCapSeconds",
-    "JITTER": "Jitter",
-    "REPLAY_COUNT_ATTRIBUTE": "ReplayCountAttribute",
-    "LOG_MESSAGE_BODY": "LogMessageBody",
-    "WRITE_ORIGIN_ATTRIBUTE": "WriteOriginAttribute",
-    "MAX_MESSAGE_AGE_SECONDS": "MaxMessageAgeSeconds",
-    "SEND_CONCURRENCY": "SendConcurrency",
-    "PARK_NOTIFICATION_TOPIC_ARN": "ParkNotificationTopicArn",
+    setting.variable: str(setting.parameter)
+    for setting in SETTINGS
+    if setting.parameter
+    and setting.parameter_constraints is None
+    and setting.rule.constraints["Type"] != "CommaDelimitedList"
 }
 CLOUDWATCH_RETENTION_DAYS = [
     1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731,
@@ -538,12 +534,20 @@ def test_layer_is_built_by_its_makefile_for_python313_arm64(
     assert "build-ReplayLayer:" in makefile
     assert "--platform manylinux2014_aarch64" in makefile
     assert "--python-version 3.13" in makefile
-    assert re.search(r"(?m)^LAMBDA_PACKAGES := core sqs aws_lambda consumer$", makefile)
+    assert re.search(r"(?m)^LAMBDA_PACKAGES := core notify sqs aws_lambda consumer$", makefile)
 
 
 def test_layer_ships_powertools(root: Path) -> None:
     requirements = (root / "layers" / "replay" / "requirements.txt").read_text()
     assert re.search(r"(?im)^aws[-_]lambda[-_]powertools\b", requirements)
+
+
+def test_layer_ships_nothing_of_the_cli(root: Path) -> None:
+    # rich is a dependency of the package (the operator CLI), moto its demo extra: neither
+    # belongs in the Lambda layer (tools/check_build.py checks the built layer too).
+    requirements = (root / "layers" / "replay" / "requirements.txt").read_text()
+    named = re.findall(r"(?m)^([A-Za-z0-9_.-]+)", requirements)
+    assert [name.lower().replace("_", "-") for name in named] == ["aws-lambda-powertools"]
 
 
 def test_recursive_loop_allowed(cfn: dict[str, Any]) -> None:
@@ -584,17 +588,7 @@ def test_environment_defaults_match_the_design(cfn: dict[str, Any]) -> None:
     assert env["MAIN_QUEUE_URL"] == stack.queue_url("MainQueue")
     assert env["OPERATOR_QUEUE_URL"] == stack.queue_url("OperatorQueue")
     assert {k: env[k] for k in ENV_FROM_PARAMETERS} == {
-        "MAX_ATTEMPTS": "3",
-        "BACKOFF_BASE_SECONDS": "60",
-        "BACKOFF_MULTIPLIER": "2",
-        "BACKOFF_CAP_SECONDS": "900",
-        "JITTER": "full",
-        "REPLAY_COUNT_ATTRIBUTE": "sqs-dlq-replay-nb",
-        "LOG_MESSAGE_BODY": "false",
-        "WRITE_ORIGIN_ATTRIBUTE": "false",
-        "MAX_MESSAGE_AGE_SECONDS": "0",
-        "SEND_CONCURRENCY": "8",
-        "PARK_NOTIFICATION_TOPIC_ARN": "",
+        k: SETTING[k].default for k in ENV_FROM_PARAMETERS
     }
     assert env["ALLOWED_SOURCE_QUEUE_ARNS"] == ""
 
@@ -848,14 +842,22 @@ def test_nested_app_passes_real_parameters_and_reads_real_outputs(
     assert "ReplayFunctionName" in replay_outputs
 
 
-def test_samconfig_deploys_create_everything_mode(root: Path) -> None:
+def test_samconfig_deploys_create_everything_mode_without_a_question(root: Path) -> None:
+    """`sam build && sam deploy`, the README's first deploy, needs no answer: a stack name, an
+    artifact bucket, the capabilities (CAPABILITY_RESOURCE_POLICY is SAR's only, CloudFormation
+    refuses it), no change set prompt, no guided mode, and a default for every parameter."""
     config = tomllib.loads((root / "samconfig.toml").read_text())
     default = config["default"]
     deploy = default["deploy"]["parameters"]
     assert deploy["stack_name"] == "sqs-dlq-replay"
     assert set(deploy["capabilities"].split()) == {"CAPABILITY_IAM", "CAPABILITY_AUTO_EXPAND"}
     assert deploy["resolve_s3"] is True
-    assert deploy["confirm_changeset"] is True
-    assert "MainQueueArn" not in deploy.get("parameter_overrides", "")
+    assert deploy["confirm_changeset"] is False
+    assert "guided" not in deploy
+    assert "parameter_overrides" not in deploy
+    parameters = load_template(root / "template.yaml")["Parameters"]
+    assert [name for name, p in parameters.items() if "Default" not in p] == []
+    readme = (root / "README.md").read_text()
+    assert "\n```bash\nsam build && sam deploy\n```\n" in readme
     assert default["build"]["parameters"]["cached"] is False
     assert default["validate"]["parameters"]["lint"] is True

@@ -9,15 +9,15 @@ from typing import Any
 from dlq_replay import ops
 from dlq_replay.cli.deployment import add_operator_options, add_receive_options, resolve_target
 from dlq_replay.cli.errors import EXIT_OK, operator_command
-from dlq_replay.cli.options import BUDGET_HELP, Subparsers, int_between
+from dlq_replay.cli.options import BUDGET_HELP
 from dlq_replay.cli.output import duration, make_console, note, plural, print_json
+from dlq_replay.cli.parsing import Subparsers, int_between
 from dlq_replay.cli.selection import add_selection_options, selector_from
 
 
 def register(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
         "peek",
-        help="look at messages without consuming them",
         description="Receive up to --limit messages and make them visible again at once: "
         "message id, replay count, park reason, group id, attribute names, age and receive "
         "count; the body only with --body. " + BUDGET_HELP,
@@ -45,16 +45,17 @@ def run_peek(args: argparse.Namespace) -> int:
             "receive: it raises the receive count of every message shown ('left' = receives "
             "still delivering it)."
         )
-    result = ops.peek(
-        target.sqs,
-        url,
+    selector = selector_from(args)
+    request = ops.PeekRequest(
+        source=info,
         limit=args.limit,
         body=args.body,
         count_attribute=target.count_attribute(),
-        reserve=args.reserve,
+        selector=selector,
         wait_seconds=args.wait_seconds,
-        selector=None if (selector := selector_from(args)).empty else selector,
+        reserve=args.reserve,
     )
+    result = ops.peek(target.sqs, request)
     if result.stopped:
         note(result.stopped)
     if result.not_released:

@@ -7,15 +7,13 @@ import os
 
 import boto3
 
-from dlq_replay.cli.options import (
-    MAX_POLLERS,
+from dlq_replay.cli.options import MAX_POLLERS, add_aws_options, sqs_client
+from dlq_replay.cli.parsing import (
     Subparsers,
-    add_aws_options,
     add_setting_options,
     int_between,
     queue_url,
     setting_overrides,
-    sqs_client,
 )
 from dlq_replay.local.eventsource import MAX_RECEIVE_BATCH, START_UP_PATIENCE_SECONDS
 
@@ -27,7 +25,6 @@ MAX_START_UP_PATIENCE = 86_400
 def register(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
         "worker",
-        help="run the replay as a long-lived worker on a DLQ (any SQS-compatible endpoint)",
         description="Poll a DLQ like Lambda's event source and replay it. At start it checks "
         "that the main queue (and every allowed source queue) exists and is FIFO exactly when "
         "the DLQ is. SIGINT, SIGTERM and SIGHUP stop the polling: the batches in hand are "
@@ -78,7 +75,7 @@ def run_worker_command(args: argparse.Namespace) -> int:
     from dlq_replay.cli.errors import CommandError
     from dlq_replay.cli.shutdown import Shutdown
     from dlq_replay.local.worker import StartError, WorkerOptions, run_worker, settings_from
-    from dlq_replay.sqs.notices import notice_client
+    from dlq_replay.notify.sns import notice_client
 
     # The endpoint also decides the URLs built from queue ARNs (shared-DLQ routing).
     overrides = {**setting_overrides(args), "AWS_ENDPOINT_URL_SQS": args.endpoint_url}

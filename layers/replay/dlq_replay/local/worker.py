@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from botocore.exceptions import ClientError
 
 from dlq_replay.aws_lambda.replay import LambdaReplay
+from dlq_replay.core.log import Log
 from dlq_replay.core.queues import QueueArn, is_fifo_url
 from dlq_replay.core.settings import Settings
 from dlq_replay.local.eventsource import (
@@ -27,8 +28,8 @@ from dlq_replay.local.eventsource import (
     queue_arn_when_reachable,
     run_pollers,
 )
-from dlq_replay.sqs.notices import SnsClient
-from dlq_replay.sqs.replayer import Log, Replayer
+from dlq_replay.notify.sns import SnsClient
+from dlq_replay.sqs.replayer import Replayer
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient

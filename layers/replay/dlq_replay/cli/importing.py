@@ -1,0 +1,158 @@
+"""`dlq-replay import`: send the records of an `export` archive (edited or not) to a queue,
+resumably."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import asdict
+from pathlib import Path
+
+from dlq_replay import ops
+from dlq_replay.cli.deployment import (
+    add_count_attribute_option,
+    add_operator_options,
+    resolve_target,
+)
+from dlq_replay.cli.errors import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    CommandError,
+    file_error,
+    operator_command,
+)
+from dlq_replay.cli.output import (
+    TallyRow,
+    count_table,
+    destination_name,
+    make_console,
+    note,
+    plural,
+    print_json,
+    progress_bars,
+)
+from dlq_replay.cli.pacing import add_pace_options, pace_line, stop_text, until_failing_from
+from dlq_replay.cli.parsing import Subparsers
+from dlq_replay.cli.shutdown import Shutdown
+
+
+def register(subparsers: Subparsers) -> None:
+    parser = subparsers.add_parser(
+        "import",
+        description="Send each record of PATH (an `export` archive, edited or not) with "
+        "SendMessageBatch, 10 a request, in file order: body and every attribute byte for "
+        "byte (Binary from base64), the group id kept; on a FIFO queue the deduplication id "
+        "is <message_id>-import, so a rerun within 5 minutes is deduplicated by SQS. The ids "
+        "sent are appended to PATH.progress after each request; a rerun skips them, so an "
+        "interrupted or partly failed import is run again as it was. A line that is not a "
+        "record counts as failed, with its line number. Exit 1 if any record failed.",
+    )
+    parser.add_argument("path", type=Path, metavar="PATH", help="the archive to read")
+    parser.add_argument(
+        "--to",
+        dest="destination",
+        required=True,
+        metavar="QUEUE",
+        help="main, operator, dlq, source (each record's source_arn: the queue SQS "
+        "dead-lettered it from; a record without one fails), or a queue URL",
+    )
+    parser.add_argument(
+        "--reset-count",
+        action="store_true",
+        help="start the replay count again (leave the count attribute out)",
+    )
+    add_count_attribute_option(parser)
+    add_pace_options(parser)
+    add_operator_options(parser, run_import)
+
+
+@operator_command
+def run_import(args: argparse.Namespace) -> int:
+    if args.path.is_dir():
+        raise CommandError(f"{args.path}: is a directory, not an archive", EXIT_USAGE)
+    if not args.path.is_file():
+        raise CommandError(f"{args.path}: no such file", EXIT_USAGE)
+    target = resolve_target(args)
+    destination = (
+        None
+        if args.destination == "source"
+        else ops.queue_info(target.sqs, target.queue(args.destination, "--to"))
+    )
+    request = ops.ImportRequest(
+        path=args.path,
+        destination=destination,
+        reset_count=args.reset_count,
+        count_attribute=target.count_attribute() if args.reset_count else "",
+        rate=args.rate,
+        until_failing=until_failing_from(args, target, None, destination),
+    )
+    shutdown = Shutdown()
+    try:
+        importer = ops.Importer(target.sqs, request, stop=shutdown.stop)
+        with progress_bars(args) as progress:
+            bar = progress.add_task(f"importing into {destination_name(destination)}", total=None)
+
+            def show(tally: ops.ImportTally) -> None:
+                progress.update(bar, completed=tally.read)
+
+            def left() -> str:
+                sending = importer.sending
+                maybe = (
+                    f"; {plural(sending, 'record')} were being sent, unconfirmed (a rerun may "
+                    "send them again)"
+                    if sending
+                    else ""
+                )
+                return (
+                    f"{plural(importer.sent, 'record')} sent and listed in "
+                    f"{request.progress_path}{maybe}; rerun to continue"
+                )
+
+            tally = shutdown.run(lambda: importer.run(show), left)
+    except OSError as error:
+        raise CommandError(file_error(error, "rerun to continue")) from None
+    if tally.stopped:
+        note(stop_text(tally.stopped))
+    if args.json:
+        print_json(
+            {
+                "destination": destination.url if destination else "source",
+                "progress_file": str(request.progress_path),
+                **asdict(tally),
+                "stopped": stop_text(tally.stopped) if tally.stopped else None,
+                "interrupted": shutdown.name or None,
+                "adds_up": tally.adds_up,
+            }
+        )
+    else:
+        _print_import(tally, request)
+    if shutdown.code is not None:
+        note(
+            f"{shutdown.name}: import stopped early after {plural(tally.sent, 'record')} sent; "
+            f"rerun to continue ({request.progress_path} lists what was sent)"
+        )
+        return shutdown.code
+    return EXIT_FAILED if tally.failed or tally.stopped else EXIT_OK
+
+
+def _print_import(tally: ops.ImportTally, request: ops.ImportRequest) -> None:
+    console = make_console()
+    console.print(f"{request.path} -> {destination_name(request.destination)}")
+    rows: list[TallyRow] = [
+        ("sent", tally.sent),
+        ("skipped", tally.skipped),
+        tally.skips,
+        ("failed", tally.failed),
+        ("read", tally.read),
+    ]
+    console.print(count_table("records", rows))
+    for failure in tally.failures:
+        console.print(
+            f"failed: line {failure.line}"
+            + (f" ({failure.message_id})" if failure.message_id else "")
+            + f": {failure.reason}"
+        )
+    if tally.pace is not None:
+        console.print(pace_line(tally.pace))
+    if tally.failed or tally.stopped:
+        console.print(f"fix or wait, then rerun: {request.progress_path} lists what was sent")
