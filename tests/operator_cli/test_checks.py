@@ -12,6 +12,8 @@ from .support import Queues, assert_one_line_error, depth, park, run_cli
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
+pytestmark = pytest.mark.emulator
+
 
 @pytest.mark.parametrize("command", ["peek", "redrive", "export"])
 def test_an_unknown_jmespath_function_is_a_usage_error(

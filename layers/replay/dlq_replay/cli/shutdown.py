@@ -121,6 +121,9 @@ class Shutdown:
             left = self._left()
         except Exception as error:  # the line must go out whatever the state
             left = f"what is left is unknown ({type(error).__name__})"
+        if sys.stderr.isatty():
+            # A progress bar hides the cursor until it closes, which an exit now skips.
+            sys.stderr.write("\n\x1b[?25h")
         print(f"dlq-replay: {why}: exiting now; {left}", file=sys.stderr, flush=True)
         sys.stdout.flush()
         self._exit_now(code)
