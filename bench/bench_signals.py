@@ -11,14 +11,17 @@ many the run announced), messages lost.
     python bench/bench_signals.py                         # this checkout, normal and slow SQS
     python bench/bench_signals.py --dlq-replay /other/checkout/.venv/bin/dlq-replay
     python bench/bench_signals.py --smoke                 # CI: redrive x SIGTERM only
+    python tools/localstack.py -- python bench/bench_signals.py --endpoint localstack
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import tempfile
+from contextlib import nullcontext
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,6 +40,11 @@ def main() -> int:
     parser.add_argument("--slow", type=float, default=20.0, help="seconds per request after")
     parser.add_argument("--messages", type=int, default=60)
     parser.add_argument("--smoke", action="store_true")
+    parser.add_argument(
+        "--endpoint",
+        help="an emulator already running (`localstack`: DLQ_REPLAY_LOCALSTACK_ENDPOINT, as "
+        "tools/localstack.py sets it); default: moto's SQS, started here",
+    )
     args = parser.parse_args()
     command = [args.dlq_replay] if args.dlq_replay else console_command()
     cases = (
@@ -49,11 +57,18 @@ def main() -> int:
         "left hidden | duplicates (announced) | lost |"
     )
     print("|---|---|---|---|---|---|---|---|")
+    endpoint = args.endpoint
+    if endpoint == "localstack":
+        endpoint = os.environ["DLQ_REPLAY_LOCALSTACK_ENDPOINT"]
     # moto's SQS with atomic receives (as SQS's own): a duplicate is then the command's doing.
-    with sqs_emulator() as running, tempfile.TemporaryDirectory() as workdir:
+    with (
+        nullcontext(None) if endpoint else sqs_emulator() as running,
+        tempfile.TemporaryDirectory() as workdir,
+    ):
+        url = endpoint or (running.endpoint_url if running is not None else "")
         for name, signum, slow in cases:
             scenario = Scenario(
-                endpoint=running.endpoint_url,
+                endpoint=url,
                 command=name,
                 signum=signum,
                 workdir=Path(workdir),
