@@ -8,9 +8,11 @@ Everything else uses the in-process moto of `tests/conftest.py` (`aws`, `sqs`, `
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -22,6 +24,9 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
 Receive = Any  # moto's SQSBackend.receive_message (moto is untyped here)
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:  # tools/ (the interruption harness)
+    sys.path.insert(0, str(ROOT))
 
 
 @pytest.fixture

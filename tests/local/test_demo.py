@@ -182,6 +182,8 @@ def _inbound(message_id: str) -> InboundMessage:
 def test_demo_command_in_plain_mode_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo", "--plain", "--messages", "30", "--seed", "3"]) == 0
     out = capsys.readouterr().out
+    # Plain is never silent: a start line with the time limit, then progress every few seconds.
+    assert re.search(r"^demo: started with 30 messages; time limit \d+ s", out, re.MULTILINE)
     assert "demo complete" in out
     assert "sent 30" in out
     assert "not yet done 0, lost 0" in out

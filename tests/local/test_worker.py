@@ -6,7 +6,6 @@ message deleted from the DLQ has its copy in the main or the operator queue.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import threading
@@ -16,6 +15,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from dlq_replay.cli.shutdown import Shutdown
 from dlq_replay.core.settings import Settings
 from dlq_replay.demo.emulator import create_queues
 from dlq_replay.local.worker import WorkerOptions, run_worker, settings_from
@@ -185,38 +185,41 @@ def test_stop_from_another_thread_while_polling(
 
 
 @pytest.mark.moto_only(reason="ends the replays' delays inside moto (Sqs.end_delays)")
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+@pytest.mark.parametrize(
+    "signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP], ids=["SIGTERM", "SIGINT", "SIGHUP"]
+)
 def test_a_signal_stops_the_worker_after_the_batch_in_hand(
     sqs: Sqs, queues: ReplayQueues, replay_client: SQSClient, signum: signal.Signals
 ) -> None:
+    """Through the CLI's one shutdown path (`cli.shutdown`): the signal sets the stop token,
+    the batch in hand is finished, the exit code is 128 + the signal's number."""
     ids, _ = send_mixed(sqs.client, queues.dlq.url, 30)
-    stop = threading.Event()
-    # If the worker did not take the signal over, this handler would see it (and the safety
-    # timer would end the test instead of the signal).
+    shutdown = Shutdown()
     seen_by_previous: list[int] = []
 
     def previous(number: int, frame: FrameType | None) -> None:
         seen_by_previous.append(number)
 
     original = signal.signal(signum, previous)
-    safety = threading.Timer(10.0, stop.set)
+    safety = threading.Timer(10.0, shutdown.stop.set)
     safety.start()
 
     def send_signal() -> None:
-        os.kill(os.getpid(), signum)
-        # The handler runs in the main thread; give it the GIL, so the stop request arrives
-        # while this batch is still in hand (as it does when the batch waits on the network).
-        stop.wait(2)
+        signal.pthread_kill(threading.main_thread().ident or 0, signum)
+        # The handler runs in the main thread; the stop arrives while this batch is in hand.
+        shutdown.stop.wait(2)
 
     log = StopOnFirstRecord(send_signal)
-    started = time.monotonic()
     try:
-        code = run_worker(
-            replay_client,
-            worker_settings(queues),
-            WorkerOptions(dlq_url=queues.dlq.url, pollers=1, wait_seconds=1),
-            logger=log,
-            stop=stop,
+        code = shutdown.run(
+            lambda: run_worker(
+                replay_client,
+                worker_settings(queues),
+                WorkerOptions(dlq_url=queues.dlq.url, pollers=1, wait_seconds=1),
+                logger=log,
+                stop=shutdown.stop,
+            ),
+            lambda: "",
         )
         restored = signal.getsignal(signum)
     finally:
@@ -224,9 +227,9 @@ def test_a_signal_stops_the_worker_after_the_batch_in_hand(
         signal.signal(signum, original)
 
     assert code == 0
+    assert shutdown.code == 128 + signum
     assert seen_by_previous == []
-    assert time.monotonic() - started < 5, "the signal did not stop the worker"
-    assert restored is previous, "the worker did not give the signal back"
+    assert restored is previous, "the shutdown did not give the signal back"
     found = everything(sqs, queues)
     assert_partition(ids, found)
     assert len(found["dlq"]) == 20
@@ -327,7 +330,7 @@ def test_sigterm_to_the_worker_process_finishes_cleanly(
     stdout.join()
     stderr.join()
 
-    assert code == 0, "".join(stderr.lines)
+    assert code == 143, "".join(stderr.lines)  # 128 + SIGTERM, as a shell expects
     assert not any("Traceback" in line for line in stderr.lines + stdout.lines)
     eventually(  # the replays' 1 s delay
         lambda: queue_depth(emulator_sqs, queues.main).delayed == 0,
@@ -343,6 +346,7 @@ def test_sigterm_to_the_worker_process_finishes_cleanly(
     (stopped,) = [line for line in stdout.json_lines() if line.get("message") == "worker stopped"]
     # Every deletion has its copy: what left the DLQ is exactly what the worker deleted.
     assert stopped["deleted"] == len(found["main"]) + len(found["operator"])
-    assert stopped["received"] == stopped["deleted"], "a received batch was left half-handled"
+    # A batch is finished, or (received after the stop) made visible again untouched.
+    assert stopped["received"] == stopped["deleted"] + stopped["released"], "left half-handled"
     assert stopped["delete_errors"] == 0
     assert found["dlq"], "the worker had finished before the signal: nothing was interrupted"

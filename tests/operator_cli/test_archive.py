@@ -31,7 +31,7 @@ from .support import (
     run_cli,
     string,
 )
-from .test_redrive import fail_call, unavailable
+from .test_redrive import fail_call, signal_on_call, unavailable
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -244,7 +244,7 @@ def test_nothing_is_deleted_when_the_archive_cannot_be_made_safe(
     assert list(tmp_path.iterdir()) == []  # neither the archive nor its .part
 
 
-def test_export_never_overwrites_an_archive(
+def test_export_never_overwrites_a_file_that_is_not_an_archive(
     capsys: pytest.CaptureFixture[str], sqs: SQSClient, queues: Queues, tmp_path: Path
 ) -> None:
     park(sqs, queues.operator, ["m"])
@@ -253,9 +253,73 @@ def test_export_never_overwrites_an_archive(
 
     result = export(capsys, queues, "operator", "--file", str(archive), "--delete")
 
-    assert_one_line_error(result, 2, "exists")
+    assert_one_line_error(result, 2, "exists and is not an export archive")
     assert archive.read_text() == "precious\n"
     assert depth(sqs, queues.operator) == (1, 0)
+
+
+def test_export_continues_an_archive_and_writes_each_message_once(
+    capsys: pytest.CaptureFixture[str], sqs: SQSClient, queues: Queues, tmp_path: Path
+) -> None:
+    """A rerun with the same --file after a run that archived without deleting (an interrupted
+    --delete): the archive keeps its records, gains the new ones, and holds each id once; the
+    messages it already held are deleted with the rest."""
+    park(sqs, queues.operator, [f"m{i}" for i in range(12)])
+    archive = tmp_path / "parked.jsonl"
+    first = export(capsys, queues, "operator", "--file", str(archive), "--limit", "5")
+    assert first.code == 0, first
+    park(sqs, queues.operator, ["late"])
+
+    second = export(capsys, queues, "operator", "--file", str(archive), "--delete")
+
+    assert second.code == 0, second
+    result = second.json()
+    assert (result["continued"], result["exported"], result["already_archived"]) == (5, 8, 5)
+    assert (result["deleted"], result["examined"], result["adds_up"]) == (13, 13, True)
+    ids = [record["message_id"] for record in records(archive)]
+    assert len(ids) == len(set(ids)) == 13
+    assert sorted(record["body"] for record in records(archive)) == sorted(
+        [f"m{i}" for i in range(12)] + ["late"]
+    )
+    assert depth(sqs, queues.operator) == (0, 0)
+    assert not (tmp_path / "parked.jsonl.part").exists()
+
+
+def test_export_to_a_bucket_it_cannot_write_receives_nothing(
+    capsys: pytest.CaptureFixture[str],
+    sqs: SQSClient,
+    queues: Queues,
+    command_sqs: SQSClient,
+    tmp_path: Path,
+) -> None:
+    park(sqs, queues.operator, [f"m{i}" for i in range(5)])
+    receives: list[str] = []
+    command_sqs.meta.events.register(
+        "before-call.sqs.ReceiveMessage", lambda **_: receives.append("receive")
+    )
+
+    result = export(capsys, queues, "operator", "--s3-uri", "s3://no-such-bucket/x", "--delete")
+
+    assert_one_line_error(
+        result, 1, "cannot write s3://no-such-bucket/x", "nothing was received or deleted"
+    )
+    assert receives == []
+    assert depth(sqs, queues.operator) == (5, 0)
+
+
+def test_import_says_a_directory_is_one_and_leaves_no_empty_progress_file(
+    capsys: pytest.CaptureFixture[str], sqs: SQSClient, queues: Queues, tmp_path: Path
+) -> None:
+    folder = run_cli(capsys, "import", str(tmp_path), "--to", "main", *queues.options())
+    assert_one_line_error(folder, 2, "is a directory")
+
+    archive = tmp_path / "nothing.jsonl"
+    archive.write_text("not a record\n")
+    result = import_(capsys, queues, str(archive), "--to", "main")
+
+    assert result.code == 1
+    assert result.json()["sent"] == 0
+    assert not (tmp_path / "nothing.jsonl.progress").exists()
 
 
 def test_filter_reason_and_limit_export_only_those_and_give_the_rest_back(
@@ -373,7 +437,7 @@ def exported_archive(
 
 @pytest.mark.parametrize(
     "error",
-    [unavailable("SendMessageBatch"), KeyboardInterrupt()],
+    [unavailable("SendMessageBatch"), None],
     ids=["send-failure", "interrupted"],
 )
 def test_an_import_failing_halfway_is_rerun_and_sends_each_message_once(
@@ -382,19 +446,22 @@ def test_an_import_failing_halfway_is_rerun_and_sends_each_message_once(
     queues: Queues,
     command_sqs: SQSClient,
     tmp_path: Path,
-    error: BaseException,
+    error: BaseException | None,
 ) -> None:
     archive = tmp_path / "parked.jsonl"
     expected = exported_archive(capsys, sqs, queues, archive, 25)
-    fail_call(command_sqs, "SendMessageBatch", 2, error)
+    if error is None:
+        signal_on_call(command_sqs, "SendMessageBatch", 2)
+    else:
+        fail_call(command_sqs, "SendMessageBatch", 2, error)
 
     first = import_(capsys, queues, str(archive), "--to", "main")
 
     assert "Traceback" not in first.err
-    if isinstance(error, KeyboardInterrupt):
+    if error is None:
         assert first.code == 130
         assert "rerun to continue" in first.err
-        sent_first = 10  # the first batch; the second never went out
+        sent_first = 20  # the batch in flight when Ctrl-C came was finished
     else:
         assert first.code == 1
         tally = first.json()

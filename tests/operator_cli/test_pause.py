@@ -269,3 +269,15 @@ def test_until_failing_warns_while_the_replay_takes_messages_off_the_dlq(
     paused = run_cli(capsys, *argv)
     assert paused.code == 0, paused
     assert "is taking messages off" not in paused.err
+
+
+def test_a_function_that_does_not_exist_is_named_so(
+    capsys: pytest.CaptureFixture[str], lam: LambdaClient, sqs: SQSClient
+) -> None:
+    dlq = sqs.create_queue(QueueName="orders-dlq")["QueueUrl"]
+
+    for command in ("pause", "resume"):
+        result = run_cli(capsys, command, "--function-name", "nope", "--dlq-url", dlq)
+        assert_one_line_error(result, 1, "no such function: nope")
+    status = run_cli(capsys, "status", "--function-name", "nope", "--dlq-url", dlq)
+    assert "event source: no such function: nope" in status.out, status

@@ -4,11 +4,13 @@ halves on DLQ arrivals, recovers on clean checks and stops after three failing c
 from __future__ import annotations
 
 import pytest
+from dlq_replay.cli.pacing import stop_text
 from dlq_replay.ops.pacing import (
     MINIMUM_RATE,
     POLL_SECONDS,
     AdaptiveRate,
     FixedRate,
+    PaceStop,
     UntilFailing,
     batch_size_for,
 )
@@ -145,7 +147,10 @@ def test_three_failing_checks_in_a_row_stop_the_run_with_the_reason() -> None:
     assert check(pace, clock, dlq, 5)
     assert not check(pace, clock, dlq, 7)
 
-    assert pace.stopped == (
+    assert pace.stopped == PaceStop(
+        watched="orders-dlq", arrived=14, checks=3, window_seconds=30.0, rate=2.0
+    )
+    assert stop_text(pace.stopped) == (
         "stopped: 14 messages arrived in orders-dlq over the last 3 checks (30 s), after "
         "backing off to 2/s: the copies are failing again; fix the consumer, then rerun"
     )
@@ -235,3 +240,22 @@ def test_what_the_run_deletes_from_the_watched_dlq_is_no_departure() -> None:
 
     assert pace.report().arrivals == 5
     assert pace.rate == 4.0
+
+
+def test_the_dlq_depth_is_read_without_the_lock() -> None:
+    """A check reads the DLQ's depth (an SQS call, slow when SQS is): never under the lock the
+    other threads wait on for their slot."""
+    clock = Clock()
+    held: list[bool] = []
+    pace: AdaptiveRate | None = None
+
+    def population() -> int:
+        held.append(pace is not None and pace.lock.locked())
+        return 0
+
+    pace = AdaptiveRate(UntilFailing(DLQ, rate=8.0), population, clock, clock.sleep)
+    for _ in range(3):
+        clock.now += 10
+        assert pace.acquire(1)
+
+    assert held == [False, False, False, False]  # the baseline, then three checks

@@ -34,6 +34,7 @@ from dlq_replay.cli.output import (
 )
 from dlq_replay.cli.parsing import Subparsers, int_between
 from dlq_replay.cli.selection import add_selection_options, selector_from
+from dlq_replay.cli.shutdown import Shutdown, hidden_until_text
 from dlq_replay.ops.archive import FORMAT
 from dlq_replay.ops.depth import queue_depth
 
@@ -53,7 +54,11 @@ def register(subparsers: Subparsers) -> None:
         f"({FORMAT}): message_id, body, every message attribute (Binary values base64, type "
         "suffixes kept), message_group_id, message_deduplication_id, aws_trace_header, "
         "receive_count and sent_timestamp (epoch ms). The file is written as PATH.part and "
-        "renamed to PATH once flushed and fsync'ed; an existing PATH is never overwritten. "
+        "renamed to PATH once flushed and fsync'ed. An existing archive is continued, never "
+        "overwritten: its records are kept, a message it holds is not written again (with "
+        "--delete it is deleted), so an interrupted export is rerun with the same --file (or "
+        "--s3-uri) and the archive holds each message once. An S3 object is checked writable "
+        "before anything is received. "
         "With --s3-uri the same lines are then PUT to S3 (after the local file, or alone "
         "through a temporary file). Without --delete every message is made visible again as "
         "soon as the archive is complete; with --delete the exported messages are deleted "
@@ -63,7 +68,10 @@ def register(subparsers: Subparsers) -> None:
     )
     parser.add_argument("queue", metavar="QUEUE", help="main, dlq, operator, or a queue URL")
     parser.add_argument(
-        "--file", type=Path, metavar="PATH", help="the archive to write (must not exist yet)"
+        "--file",
+        type=Path,
+        metavar="PATH",
+        help="the archive to write, or to continue when it exists",
     )
     parser.add_argument(
         "--s3-uri",
@@ -110,6 +118,13 @@ def run_export(args: argparse.Namespace) -> int:
         reserve=args.reserve,
     )
     s3 = make_client(args, "s3") if args.s3_uri is not None else None
+    shutdown = Shutdown()
+    try:
+        job = ops.prepare_export(target.sqs, request, s3=s3, stop=shutdown.stop)
+    except OSError as error:
+        raise CommandError(file_error(error, "nothing was received")) from None
+    if job.state.archived and not args.json:
+        note(f"continuing {_places(request)}: {plural(len(job.state.archived), 'record')} in it")
     approximate = queue_depth(target.sqs, source.url).visible
     total = min(approximate, args.limit) if args.limit else approximate
     try:
@@ -119,20 +134,67 @@ def run_export(args: argparse.Namespace) -> int:
             def show(result: ops.ExportResult) -> None:
                 progress.update(bar, completed=result.examined)
 
-            result = ops.export(target.sqs, request, s3=s3, on_progress=show)
+            result = shutdown.run(
+                lambda: job.run(show), lambda: _export_leftover(job.leftover(), request)
+            )
     except OSError as error:
         raise CommandError(file_error(error, "nothing was deleted")) from None
-    except KeyboardInterrupt:
-        raise KeyboardInterrupt(
-            "interrupted: nothing was deleted, the messages are visible again"
-        ) from None
     if result.stopped:
         note(result.stopped)
     if args.json:
-        print_json({"queue": source.url, **asdict(result), "adds_up": result.adds_up})
+        print_json(
+            {
+                "queue": source.url,
+                **asdict(result),
+                "interrupted": shutdown.name or None,
+                "adds_up": result.adds_up,
+            }
+        )
     else:
         _print_export(result, request)
+    if shutdown.code is not None:
+        note(_export_interrupted(result, request, shutdown))
+        return shutdown.code
     return EXIT_FAILED if result.failed or result.not_deleted or result.stopped else EXIT_OK
+
+
+def _places(request: ops.ExportRequest) -> str:
+    return " and ".join(str(p) for p in (request.path, request.s3) if p is not None)
+
+
+def _rerun(request: ops.ExportRequest) -> str:
+    option = f"--file {request.path}" if request.path is not None else f"--s3-uri {request.s3}"
+    return f"rerun with the same {option} to continue the same archive"
+
+
+def _export_interrupted(
+    result: ops.ExportResult, request: ops.ExportRequest, shutdown: Shutdown
+) -> str:
+    """The line after a graceful stop: what exists only in the archive, and where."""
+    only = (
+        f"{plural(result.deleted, 'message')} deleted from the queue exist only in the archive "
+        f"{_places(request)}"
+        if request.delete
+        else f"nothing was deleted; the archive {_places(request)} holds "
+        f"{plural(result.exported + result.already_archived, 'message')} still in the queue"
+    )
+    back = hidden_until_text(result.not_released, result.hidden_until)
+    return f"{shutdown.name}: export stopped early: {only}; {back}; {_rerun(request)}"
+
+
+def _export_leftover(left: ops.ExportLeftover, request: ops.ExportRequest) -> str:
+    """The line when the export is abandoned mid-flight."""
+    hidden = hidden_until_text(left.hidden, left.hidden_until)
+    if left.phase is ops.ExportPhase.RECEIVING:
+        part = f" ({request.path}.part is incomplete)" if request.path is not None else ""
+        return f"nothing was deleted{part}; {hidden}; {_rerun(request)}"
+    deleted = (
+        f"{plural(left.deleted, 'message')} deleted so far exist only in the archive "
+        f"{_places(request)} ({plural(left.archived, 'record')}, complete)"
+        if request.delete
+        else f"the archive {_places(request)} is complete; nothing was deleted"
+    )
+    return f"{deleted}; {hidden}; {_rerun(request)}"
 
 
 def _print_export(result: ops.ExportResult, request: ops.ExportRequest) -> None:
@@ -142,19 +204,23 @@ def _print_export(result: ops.ExportResult, request: ops.ExportRequest) -> None:
         f"{request.source.name} -> {' and '.join(places)}: "
         f"{plural(result.exported, 'message')}, {result.bytes} bytes"
     )
+    archived = result.exported + result.already_archived
     kept: list[TallyRow] = (
         [
-            ("exported and deleted", result.deleted),
-            ("exported, not deleted (still in the queue)", result.not_deleted),
+            ("archived and deleted", result.deleted),
+            ("archived, not deleted (still in the queue)", archived - result.deleted),
         ]
         if request.delete
-        else [("exported (still in the queue)", result.exported)]
+        else [("archived (still in the queue)", archived)]
     )
     rows: list[TallyRow] = [
         *kept,
+        ("  of which already in the archive", result.already_archived),
         ("filtered out (given back)", result.filtered),
         ("failed (given back)", result.failed),
         result.failures,
-        ("examined", result.examined),
+        ("examined (received)", result.examined),
     ]
     console.print(count_table("messages", rows))
+    if result.not_released:
+        console.print(hidden_until_text(result.not_released, result.hidden_until))

@@ -31,8 +31,9 @@ from dlq_replay.cli.output import (
     print_json,
     progress_bars,
 )
-from dlq_replay.cli.pacing import add_pace_options, pace_line, until_failing_from
+from dlq_replay.cli.pacing import add_pace_options, pace_line, stop_text, until_failing_from
 from dlq_replay.cli.parsing import Subparsers
+from dlq_replay.cli.shutdown import Shutdown
 
 
 def register(subparsers: Subparsers) -> None:
@@ -67,6 +68,8 @@ def register(subparsers: Subparsers) -> None:
 
 @operator_command
 def run_import(args: argparse.Namespace) -> int:
+    if args.path.is_dir():
+        raise CommandError(f"{args.path}: is a directory, not an archive", EXIT_USAGE)
     if not args.path.is_file():
         raise CommandError(f"{args.path}: no such file", EXIT_USAGE)
     target = resolve_target(args)
@@ -83,37 +86,52 @@ def run_import(args: argparse.Namespace) -> int:
         rate=args.rate,
         until_failing=until_failing_from(args, target, None, destination),
     )
-    latest = ops.ImportTally()
+    shutdown = Shutdown()
     try:
+        importer = ops.Importer(target.sqs, request, stop=shutdown.stop)
         with progress_bars(args) as progress:
             bar = progress.add_task(f"importing into {destination_name(destination)}", total=None)
 
             def show(tally: ops.ImportTally) -> None:
-                nonlocal latest
-                latest = tally
                 progress.update(bar, completed=tally.read)
 
-            tally = ops.import_archive(target.sqs, request, on_progress=show)
+            def left() -> str:
+                sending = importer.sending
+                maybe = (
+                    f"; {plural(sending, 'record')} were being sent, unconfirmed (a rerun may "
+                    "send them again)"
+                    if sending
+                    else ""
+                )
+                return (
+                    f"{plural(importer.sent, 'record')} sent and listed in "
+                    f"{request.progress_path}{maybe}; rerun to continue"
+                )
+
+            tally = shutdown.run(lambda: importer.run(show), left)
     except OSError as error:
         raise CommandError(file_error(error, "rerun to continue")) from None
-    except KeyboardInterrupt:
-        raise KeyboardInterrupt(
-            f"interrupted after {plural(latest.sent, 'message')} sent; rerun to continue "
-            f"({request.progress_path} lists what was sent)"
-        ) from None
     if tally.stopped:
-        note(tally.stopped)
+        note(stop_text(tally.stopped))
     if args.json:
         print_json(
             {
                 "destination": destination.url if destination else "source",
                 "progress_file": str(request.progress_path),
                 **asdict(tally),
+                "stopped": stop_text(tally.stopped) if tally.stopped else None,
+                "interrupted": shutdown.name or None,
                 "adds_up": tally.adds_up,
             }
         )
     else:
         _print_import(tally, request)
+    if shutdown.code is not None:
+        note(
+            f"{shutdown.name}: import stopped early after {plural(tally.sent, 'record')} sent; "
+            f"rerun to continue ({request.progress_path} lists what was sent)"
+        )
+        return shutdown.code
     return EXIT_FAILED if tally.failed or tally.stopped else EXIT_OK
 
 

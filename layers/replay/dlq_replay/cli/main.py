@@ -1,7 +1,9 @@
 """`dlq-replay`: one console command for the worker, the demo and the operator's needs.
 
 AWS CLI habits: `--region`, `--profile`, `--endpoint-url` on every command; exit codes
-0 (ok), 1 (something failed), 2 (usage). Errors are one line on stderr, never a traceback.
+0 (ok), 1 (something failed), 2 (usage), 128 + the signal's number when a signal stopped it
+(130 SIGINT, 143 SIGTERM, 129 SIGHUP). Errors are one line on stderr, never a traceback: the
+signal handlers go in first (`cli.shutdown`), before anything heavy is imported.
 
 Start-up is kept light: only the module of the command being run is imported (with boto3 and
 what else it needs); `dlq-replay --help` and `--version` import none of them."""
@@ -17,8 +19,10 @@ from collections.abc import Callable, Collection, Sequence
 from dlq_replay import __version__
 from dlq_replay.cli.commands import COMMANDS, Registry
 from dlq_replay.cli.parsing import CommandParser
+from dlq_replay.cli.shutdown import Interrupted, install_default_handlers
 
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a command cut off by `head`
+EXIT_INTERRUPTED = 130  # SIGINT: a KeyboardInterrupt that is not an `Interrupted`
 
 
 def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentParser:
@@ -47,6 +51,18 @@ def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentPa
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    restore = install_default_handlers()
+    try:
+        return _main(argv)
+    except KeyboardInterrupt as stop:
+        # One line: a command that has more to say raises KeyboardInterrupt with it.
+        print(f"dlq-replay: {stop.args[0] if stop.args else 'interrupted'}", file=sys.stderr)
+        return stop.code if isinstance(stop, Interrupted) else EXIT_INTERRUPTED
+    finally:
+        restore()
+
+
+def _main(argv: Sequence[str] | None) -> int:
     arguments = sys.argv[1:] if argv is None else list(argv)
     # The command is the first argument (`dlq-replay` itself takes only -h and --version).
     parser = build_parser([name for name in arguments[:1] if name in COMMANDS])
@@ -63,10 +79,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The reader went away (`dlq-replay plan --json | head`): stop quietly, as `cat` does.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_BROKEN_PIPE
-    except KeyboardInterrupt as stop:
-        # One line: a command that has more to say raises KeyboardInterrupt with it.
-        print(f"dlq-replay: {stop.args[0] if stop.args else 'interrupted'}", file=sys.stderr)
-        return 130
     except (CommandError, SettingsError, ClientError, BotoCoreError) as error:
         message, code = describe_error(error)
         print(f"dlq-replay: error: {message}", file=sys.stderr)

@@ -9,7 +9,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from dlq_replay import ops
 from dlq_replay.cli.deployment import Target, make_client
-from dlq_replay.cli.errors import EXIT_USAGE, CommandError
+from dlq_replay.cli.errors import EXIT_FAILED, EXIT_USAGE, CommandError
 from dlq_replay.cli.output import note
 from dlq_replay.cli.parsing import int_between, positive_number
 
@@ -66,8 +66,12 @@ def until_failing_from(
             if value is not None:
                 raise CommandError(f"{flag} only applies with --until-failing", EXIT_USAGE)
         return None
+    try:
+        watched_dlq = ops.watched_dlq(target.sqs, source, destination)
+    except ops.WatchError as error:
+        raise CommandError(_watch_text(error), EXIT_USAGE if error.usage else EXIT_FAILED) from None
     policy = ops.UntilFailing(
-        watched=ops.watched_dlq(target.sqs, source, destination),
+        watched=watched_dlq,
         rate=args.rate or ops.DEFAULT_ADAPTIVE_RATE,
         check_seconds=args.check_seconds or DEFAULT_CHECK_SECONDS,
         threshold=args.failure_threshold or DEFAULT_FAILURE_THRESHOLD,
@@ -108,4 +112,32 @@ def pace_line(report: ops.PaceReport) -> str:
     return (
         f"until failing: {report.arrivals} arrived in {name} over {report.checks} checks; "
         f"{report.backoffs} backoffs, ending at {report.rate:g} messages/s"
+    )
+
+
+def _watch_text(error: ops.WatchError) -> str:
+    if error.problem is ops.WatchProblem.SEVERAL_DESTINATIONS:
+        return (
+            "--until-failing watches one destination's DLQ, and with --to source the records "
+            "may go to several queues: import them per queue (main or a URL)"
+        )
+    if error.problem is ops.WatchProblem.NO_REDRIVE_POLICY:
+        return (
+            f"--until-failing: {error.queue} has no redrive policy, so messages that fail "
+            "there never reach a DLQ to watch"
+        )
+    return f"--until-failing: {error.queue}'s DLQ was not found"
+
+
+def stop_text(stop: ops.Stop) -> str:
+    """Why a run stopped before it was done, for the user."""
+    if isinstance(stop, ops.BudgetStop):
+        return (
+            f"stopped: a message left in {stop.queue} has {stop.reserve} or fewer receives "
+            f"before SQS moves it to {stop.target}"
+        )
+    return (
+        f"stopped: {stop.arrived} messages arrived in {stop.watched} over the last "
+        f"{stop.checks} checks ({stop.window_seconds:g} s), after backing off to "
+        f"{stop.rate:g}/s: the copies are failing again; fix the consumer, then rerun"
     )

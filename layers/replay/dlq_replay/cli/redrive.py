@@ -29,9 +29,10 @@ from dlq_replay.cli.output import (
     print_json,
     progress_bars,
 )
-from dlq_replay.cli.pacing import add_pace_options, pace_line, until_failing_from
+from dlq_replay.cli.pacing import add_pace_options, pace_line, stop_text, until_failing_from
 from dlq_replay.cli.parsing import Subparsers, int_between, positive_number
 from dlq_replay.cli.selection import add_selection_options, selector_from
+from dlq_replay.cli.shutdown import Shutdown, hidden_until_text, interrupted, leftover_text
 from dlq_replay.ops.depth import queue_depth
 
 if TYPE_CHECKING:
@@ -149,10 +150,10 @@ def run_redrive(args: argparse.Namespace) -> int:
         reserve=args.reserve,
         until_failing=until_failing_from(args, target, source, destination),
     )
-    mode, why = ops.choose_mode(sqs, request, client_side=args.client_side)
+    choice = ops.choose_mode(sqs, request, client_side=args.client_side)
     if not args.json:
-        note(f"{mode.value} move: {why}")
-    if mode is ops.MoveMode.NATIVE:
+        note(f"{choice.mode.value} move: {mode_text(choice, request.source)}")
+    if choice.mode is ops.MoveMode.NATIVE:
         return _native_redrive(args, sqs, request)
     if args.wait:
         note("--wait only applies to a native move task; a client-side move ends when done")
@@ -209,10 +210,11 @@ def _native_redrive(args: argparse.Namespace, sqs: SQSClient, request: ops.Redri
             task = ops.wait_move_task(
                 sqs, source.arn, poll_seconds=args.poll_seconds, on_progress=show
             )
-    except KeyboardInterrupt:
-        raise KeyboardInterrupt(
+    except KeyboardInterrupt as stop:
+        raise interrupted(
+            stop,
             "stopped waiting; the move task goes on in SQS (cancel it with `aws sqs "
-            f"cancel-message-move-task --task-handle {handle}`)"
+            f"cancel-message-move-task --task-handle {handle}`)",
         ) from None
     if args.json:
         print_json({"mode": "native", "task_handle": handle, **asdict(task)})
@@ -228,32 +230,32 @@ def _native_redrive(args: argparse.Namespace, sqs: SQSClient, request: ops.Redri
 def _client_redrive(args: argparse.Namespace, sqs: SQSClient, request: ops.RedriveRequest) -> int:
     approximate = queue_depth(sqs, request.source.url).visible
     total = min(approximate, request.limit) if request.limit else approximate
-    latest = ops.RedriveTally(dry_run=request.dry_run)
     verb = "looking at" if request.dry_run else "moving"
-    try:
-        with progress_bars(args) as progress:
-            bar = progress.add_task(f"{verb} {request.source.name}", total=total or None)
+    shutdown = Shutdown()
+    move = ops.prepare(sqs, request, stop=shutdown.stop)
+    with progress_bars(args) as progress:
+        bar = progress.add_task(f"{verb} {request.source.name}", total=total or None)
 
-            def show(tally: ops.RedriveTally) -> None:
-                nonlocal latest
-                latest = tally
-                progress.update(bar, completed=tally.seen, total=max(total, tally.seen) or None)
+        def show(tally: ops.RedriveTally) -> None:
+            progress.update(bar, completed=tally.seen, total=max(total, tally.seen) or None)
 
-            tally = ops.redrive(sqs, request, on_progress=show)
-    except KeyboardInterrupt:
-        raise KeyboardInterrupt(
-            f"interrupted after {_tally_line(latest, request)}; rerun to continue, nothing is lost"
-        ) from None
+        tally = shutdown.run(
+            lambda: move.run(show), lambda: leftover_text(move.leftover(), "source queue")
+        )
     if tally.stopped:
-        note(tally.stopped)
+        note(stop_text(tally.stopped))
     if args.json:
-        print_json(redrive_json(tally, request))
+        print_json(redrive_json(tally, request, shutdown))
     else:
-        _print_tally(tally, request)
-    return EXIT_FAILED if tally.failed or tally.stopped else EXIT_OK
+        _print_tally(tally, request, shutdown)
+    if shutdown.code is not None:
+        return shutdown.code
+    return EXIT_FAILED if tally.failed or tally.sent_not_deleted or tally.stopped else EXIT_OK
 
 
-def redrive_json(tally: ops.RedriveTally, request: ops.RedriveRequest) -> dict[str, Any]:
+def redrive_json(
+    tally: ops.RedriveTally, request: ops.RedriveRequest, shutdown: Shutdown | None = None
+) -> dict[str, Any]:
     return {
         "mode": "client",
         "source": request.source.url,
@@ -262,39 +264,70 @@ def redrive_json(tally: ops.RedriveTally, request: ops.RedriveRequest) -> dict[s
         "keep": request.keep,
         "filter_reasons": sorted(request.selector.reasons),
         **asdict(tally),
+        "stopped": stop_text(tally.stopped) if tally.stopped else None,
+        "interrupted": shutdown.name if shutdown is not None and shutdown.signum else None,
         "adds_up": tally.adds_up,
     }
+
+
+SENT_NOT_DELETED = "sent, original not deleted (a rerun sends them again)"
 
 
 def _moved_word(tally: ops.RedriveTally, request: ops.RedriveRequest) -> str:
     if request.keep:
         return "would copy" if tally.dry_run else "copied (originals kept)"
-    return "would move" if tally.dry_run else "moved"
+    return "would move" if tally.dry_run else "moved (sent and deleted)"
 
 
-def _tally_line(tally: ops.RedriveTally, request: ops.RedriveRequest) -> str:
-    return (
-        f"{tally.seen} seen: {tally.moved} {_moved_word(tally, request)}, {tally.failed} failed, "
-        f"{tally.skipped} skipped"
-    )
-
-
-def _print_tally(tally: ops.RedriveTally, request: ops.RedriveRequest) -> None:
+def _print_tally(tally: ops.RedriveTally, request: ops.RedriveRequest, shutdown: Shutdown) -> None:
     console = make_console()
     target = destination_name(request.destination)
-    console.print(f"{'dry run: ' if tally.dry_run else ''}{request.source.name} -> {target}")
-    rows: list[TallyRow] = [
-        (_moved_word(tally, request), tally.moved),
+    heading = f"{'dry run: ' if tally.dry_run else ''}{request.source.name} -> {target}"
+    if shutdown.signum is not None:
+        heading += f" (stopped by {shutdown.name}: what SQS confirmed)"
+    console.print(heading)
+    rows: list[TallyRow] = [(_moved_word(tally, request), tally.moved)]
+    if tally.sent_not_deleted:
+        rows.append((SENT_NOT_DELETED, tally.sent_not_deleted))
+    rows += [
         ("failed (left in place)", tally.failed),
         tally.failures,
         ("skipped (left in place)", tally.skipped),
         tally.skips,
-        ("seen", tally.seen),
     ]
+    if tally.given_back:
+        rows.append(("received, given back untouched", tally.given_back))
+    rows.append(("seen (received)", tally.seen))
     console.print(count_table("messages", rows))
+    if tally.not_released:
+        console.print(hidden_until_text(tally.not_released, tally.hidden_until))
     if tally.dry_run:
         console.print("dry run: nothing was sent or deleted")
     if tally.pace is not None:
         console.print(pace_line(tally.pace))
     if tally.failed:
         console.print("failed messages are still in the source queue: rerun to retry them")
+    if shutdown.signum is not None:
+        console.print("rerun to continue: nothing is lost")
+
+
+def mode_text(choice: ops.ModeChoice, source: ops.QueueInfo) -> str:
+    """Why this mode, for the user."""
+    if choice.reason is ops.ModeReason.ASKED:
+        return "client-side move asked for"
+    if choice.reason is ops.ModeReason.REWRITES:
+        asked = ", ".join(_REWRITE_FLAGS[rewrite] for rewrite in choice.rewrites)
+        return f"{asked}: only a client-side move can do that"
+    if choice.reason is ops.ModeReason.NOT_A_DLQ:
+        return f"{source.name} is no queue's DLQ, so StartMessageMoveTask does not take it"
+    return f"{source.name} is a DLQ: SQS's own move task applies"
+
+
+_REWRITE_FLAGS = {
+    ops.Rewrite.RESET_COUNT: "--reset-count",
+    ops.Rewrite.KEEP: "--keep",
+    ops.Rewrite.FILTER_REASON: "--filter-reason",
+    ops.Rewrite.SELECTION: "a selection",
+    ops.Rewrite.LIMIT: "--limit",
+    ops.Rewrite.UNTIL_FAILING: "--until-failing",
+}

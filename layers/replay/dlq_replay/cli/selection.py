@@ -11,6 +11,8 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
+from dlq_replay.cli.errors import EXIT_USAGE, CommandError
+from dlq_replay.cli.output import duration
 from dlq_replay.core.decision import ParkReason
 from dlq_replay.core.failure import CONSUMER_REASON, CONSUMER_REASON_PREFIX
 from dlq_replay.ops.select import (
@@ -120,6 +122,14 @@ def add_selection_options(parser: argparse.ArgumentParser) -> None:
 
 
 def selector_from(args: argparse.Namespace) -> Selector:
+    """The selection; a usage error when the age window is empty."""
+    older, newer = args.older_than, args.newer_than
+    if older is not None and newer is not None and older >= newer:
+        raise CommandError(
+            f"--older-than {duration(older)} and --newer-than {duration(newer)} select "
+            "nothing: no message is both older than the first and newer than the second",
+            EXIT_USAGE,
+        )
     return Selector(
         reasons=frozenset(args.reasons or ()),
         groups=frozenset(args.groups or ()),

@@ -139,6 +139,8 @@ def _title(deployment: ops.Deployment) -> str:
 def _event_source_line(source: ops.EventSourceStatus | None) -> str:
     if source is None:
         return "event source: not checked (pass --stack NAME or --function-name)"
+    if source.function_missing:
+        return f"event source: no such function: {source.function_name}"
     if not source.found:
         return f"event source: {source.function_name} has NO event source on the DLQ"
     details = [f"batch size {source.batch_size}"] if source.batch_size else []

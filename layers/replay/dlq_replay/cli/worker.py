@@ -25,10 +25,13 @@ MAX_START_UP_PATIENCE = 86_400
 def register(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
         "worker",
-        description="Poll a DLQ like Lambda's event source and replay it; SIGINT/SIGTERM "
-        "finish the batch in hand and exit 0. The outage breaker stops polling while nearly "
-        "every replayed copy comes back (the consumer is down), and tries again after a pause "
-        "(--no-breaker: off).",
+        description="Poll a DLQ like Lambda's event source and replay it. At start it checks "
+        "that the main queue (and every allowed source queue) exists and is FIFO exactly when "
+        "the DLQ is. SIGINT, SIGTERM and SIGHUP stop the polling: the batches in hand are "
+        "finished (within a few seconds, else the worker says what stays hidden) and the exit "
+        "code is 130, 143 or 129; a second signal exits at once. The outage breaker stops "
+        "polling while nearly every replayed copy comes back (the consumer is down), and tries "
+        "again after a pause (--no-breaker: off).",
     )
     parser.add_argument(
         "--dlq-url", required=True, type=queue_url, help="the dead-letter queue to replay"
@@ -77,7 +80,9 @@ def register(subparsers: Subparsers) -> None:
 def run_worker_command(args: argparse.Namespace) -> int:
     from aws_lambda_powertools import Logger
 
-    from dlq_replay.local.worker import WorkerOptions, run_worker, settings_from
+    from dlq_replay.cli.errors import CommandError
+    from dlq_replay.cli.shutdown import Shutdown
+    from dlq_replay.local.worker import StartError, WorkerOptions, run_worker, settings_from
     from dlq_replay.notify.sns import notice_client
 
     # The endpoint also decides the URLs built from queue ARNs (shared-DLQ routing).
@@ -95,4 +100,20 @@ def run_worker_command(args: argparse.Namespace) -> int:
     )
     # Park notices (PARK_NOTIFICATION_TOPIC_ARN) use the same profile; the topic's region.
     sns = notice_client(settings, session=boto3.Session(profile_name=args.profile))
-    return run_worker(sqs_client(args, patient=True), settings, options, logger=logger, sns=sns)
+    sqs = sqs_client(args, patient=True)
+    shutdown = Shutdown()
+
+    def left() -> str:
+        return (
+            "the batches still in hand stay hidden until the DLQ's visibility timeout ends, "
+            "then are received again (copies already written may be sent twice)"
+        )
+
+    try:
+        code = shutdown.run(
+            lambda: run_worker(sqs, settings, options, logger=logger, sns=sns, stop=shutdown.stop),
+            left,
+        )
+    except StartError as error:
+        raise CommandError(f"{error}; nothing was received") from None
+    return shutdown.code if shutdown.code is not None else code

@@ -147,6 +147,21 @@ def demo(
         )
 
 
+PLAIN_PROGRESS_SECONDS = 5.0
+
+
+def _progress_line(tally: Tally, elapsed: float) -> str:
+    with tally.lock:
+        parked = sum(tally.parked_by_reason.values())
+        processed = len(tally.processed & tally.expected)
+        waiting = {q: d.total for q, d in tally.depths.items()}
+    depths = ", ".join(f"{q} {n}" for q, n in sorted(waiting.items()))
+    return (
+        f"demo: {elapsed:.0f} s: {processed} processed, {parked} parked of "
+        f"{len(tally.expected)}" + (f"; in the queues: {depths}" if depths else "")
+    )
+
+
 def _quiet_logger(name: str) -> logging.Logger:
     """A logger of the demo's own that writes nowhere: the live view and the summary show what
     its lines would say (without a handler, Python would print its warnings)."""
@@ -170,10 +185,21 @@ def _wait(tally: Tally, live: bool, deadline: float) -> bool:
 
     started = time.monotonic()
     if not live:
+        # Plain (CI logs, `make demo DEMO_ARGS=--plain`): a start line, then a progress line
+        # every PLAIN_PROGRESS_SECONDS, so a run is never silent.
+        print(
+            f"demo: started with {len(tally.expected)} messages; time limit "
+            f"{deadline - started:.0f} s; progress every {PLAIN_PROGRESS_SECONDS:g} s",
+            flush=True,
+        )
+        shown = started
         while time.monotonic() < deadline:
             if finished():
                 return True
             time.sleep(0.25)
+            if time.monotonic() - shown >= PLAIN_PROGRESS_SECONDS:
+                shown = time.monotonic()
+                print(_progress_line(tally, shown - started), flush=True)
         return False
     from rich.live import Live
 

@@ -21,7 +21,7 @@ from botocore.retries.standard import RetryContext, ThrottledRetryableChecker
 
 from dlq_replay.core.log import Log
 from dlq_replay.local.records import lambda_event
-from dlq_replay.sqs.sending import delete_messages
+from dlq_replay.sqs.sending import change_visibility, delete_messages
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -50,10 +50,14 @@ class PollStats:
     delete_errors: int = 0
     poll_errors: int = 0
     batches: int = 0
+    released: int = 0  # received after the stop: made visible again, untouched
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
-    def add(self, received: int, deleted: int, failed: int, delete_errors: int) -> None:
+    def add(
+        self, received: int, deleted: int, failed: int, delete_errors: int, *, released: int = 0
+    ) -> None:
         with self.lock:
+            self.released += released
             self.batches += 1
             self.received += received
             self.deleted += deleted
@@ -93,8 +97,10 @@ class LocalEventSource:
         self.stats = PollStats()
         self._gate = gate
 
-    def poll_once(self) -> int:
-        """Receive one batch, run the handler, delete the successes; returns messages received."""
+    def poll_once(self, stop: threading.Event | None = None) -> int:
+        """Receive one batch, run the handler, delete the successes; returns messages received.
+
+        A batch that arrives once `stop` is set is not handled: it is made visible again."""
         request: dict[str, Any] = {
             "QueueUrl": self._queue_url,
             "MaxNumberOfMessages": self._batch_size,
@@ -107,6 +113,11 @@ class LocalEventSource:
         messages = self._sqs.receive_message(**request).get("Messages", [])
         if not messages:
             return 0
+        if stop is not None and stop.is_set():
+            entries = [(m["ReceiptHandle"], 0) for m in messages]
+            refused = len(change_visibility(self._sqs, self._queue_url, entries))
+            self.stats.add(len(messages), 0, 0, 0, released=len(messages) - refused)
+            return len(messages)
         event = lambda_event(messages, self.queue_arn, self.region)
         response = self._handler(event, None)
         failed = {item["itemIdentifier"] for item in response.get("batchItemFailures", [])}
@@ -129,7 +140,7 @@ class LocalEventSource:
             if self._gate is not None and not self._gate.wait_until_receiving(stop):
                 return
             try:
-                self.poll_once()
+                self.poll_once(stop)
                 pause = 0.0
             except Exception as error:  # any failure of one poll is retried
                 pause = min(MAX_ERROR_PAUSE_SECONDS, max(1.0, pause * 2))

@@ -1,22 +1,26 @@
 """`dlq-replay worker`: the replay as a long-lived process, for queues outside Lambda.
 
 The worker is the Lambda function without Lambda: the same settings (environment or options),
-the same `LambdaReplay` handler, fed by the local event source. SIGINT/SIGTERM stop the
-polling; every batch in hand is finished (copies written, successes deleted) before exit.
+the same `LambdaReplay` handler, fed by the local event source. Setting `stop` (the CLI's
+signal handler does, `cli.shutdown`) stops the polling; every batch in hand is finished (copies
+written, successes deleted) and a batch received after the stop is made visible again at once.
+At start the worker checks that every queue it may replay to exists and matches the DLQ's
+FIFO-ness (`StartError`), before it receives anything.
 """
 
 from __future__ import annotations
 
 import logging
-import signal
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from types import FrameType
 from typing import TYPE_CHECKING
+
+from botocore.exceptions import ClientError
 
 from dlq_replay.aws_lambda.replay import LambdaReplay
 from dlq_replay.core.log import Log
+from dlq_replay.core.queues import QueueArn, is_fifo_url
 from dlq_replay.core.settings import Settings
 from dlq_replay.local.breaker import dlq_depth, worker_breaker
 from dlq_replay.local.eventsource import (
@@ -74,38 +78,36 @@ def run_worker(
             depth=dlq_depth(sqs, options.dlq_url),
         )
     handler = LambdaReplay(Replayer(settings, sqs, logger=log, sns=sns), breaker)
-    restore = _stop_on_signals(stop)
-    try:
-        # Start-up rides out throttling and outages as polls do; a missing queue ends it.
-        queue_arn = queue_arn_when_reachable(
-            sqs, options.dlq_url, stop, log, patience=options.start_up_patience
-        )
-        if queue_arn is None:
-            log.info("worker stopped before it started", extra={"dlq_url": options.dlq_url})
-            return 0
-        source = LocalEventSource(
-            sqs,
-            options.dlq_url,
-            handler,
-            batch_size=options.batch_size,
-            wait_seconds=options.wait_seconds,
-            logger=log,
-            queue_arn=queue_arn,
-            gate=gate,
-        )
-        log.info(
-            "worker started",
-            extra={
-                "dlq_url": options.dlq_url,
-                "queue_arn": source.queue_arn,
-                "pollers": options.pollers,
-            },
-        )
-        threads = run_pollers(source, options.pollers, stop)
-        for thread in threads:
-            thread.join()
-    finally:
-        restore()
+    # Start-up rides out throttling and outages as polls do; a missing queue ends it.
+    queue_arn = queue_arn_when_reachable(
+        sqs, options.dlq_url, stop, log, patience=options.start_up_patience
+    )
+    if queue_arn is not None:
+        check_destinations(sqs, settings, options, stop=stop, log=log)
+    if queue_arn is None or stop.is_set():
+        log.info("worker stopped before it started", extra={"dlq_url": options.dlq_url})
+        return 0
+    source = LocalEventSource(
+        sqs,
+        options.dlq_url,
+        handler,
+        batch_size=options.batch_size,
+        wait_seconds=options.wait_seconds,
+        logger=log,
+        queue_arn=queue_arn,
+        gate=gate,
+    )
+    log.info(
+        "worker started",
+        extra={
+            "dlq_url": options.dlq_url,
+            "queue_arn": source.queue_arn,
+            "pollers": options.pollers,
+        },
+    )
+    threads = run_pollers(source, options.pollers, stop)
+    for thread in threads:
+        thread.join()
     stats = source.stats
     log.info(
         "worker stopped",
@@ -115,24 +117,50 @@ def run_worker(
             "left_for_retry": stats.failed,
             "delete_errors": stats.delete_errors,
             "poll_errors": stats.poll_errors,
+            "released": stats.released,
         },
     )
     return 0
 
 
-def _stop_on_signals(stop: threading.Event) -> Callable[[], None]:
-    """Route SIGINT/SIGTERM to `stop` (main thread only); returns how to undo it."""
-    if threading.current_thread() is not threading.main_thread():
-        return lambda: None
+class StartError(Exception):
+    """A queue the worker would replay to is missing or of the wrong kind: one line."""
 
-    def request_stop(signum: int, frame: FrameType | None) -> None:
-        del signum, frame
-        stop.set()
 
-    previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+def destinations(settings: Settings) -> dict[str, str]:
+    """Every queue the replay may send a copy to but the operator queue: what it is, its URL."""
+    found: dict[str, str] = {}
+    if settings.main_queue_url:
+        found["main queue"] = settings.main_queue_url
+    for arn in sorted(settings.allowed_source_queue_arns):
+        found[f"allowed source queue {arn}"] = QueueArn.parse(arn).url(settings.sqs_endpoint_url)
+    return found
 
-    def restore() -> None:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
 
-    return restore
+def check_destinations(
+    sqs: SQSClient,
+    settings: Settings,
+    options: WorkerOptions,
+    *,
+    stop: threading.Event,
+    log: Log,
+) -> None:
+    """Each destination exists (errors that can heal are retried within the start-up
+    patience) and is FIFO exactly when the DLQ is: else StartError, before any receive."""
+    dlq_fifo = is_fifo_url(options.dlq_url)
+    for what, url in destinations(settings).items():
+        if is_fifo_url(url) != dlq_fifo:
+            kind = "a FIFO queue" if is_fifo_url(url) else "a standard queue"
+            dlq_kind = "FIFO" if dlq_fifo else "standard"
+            raise StartError(f"the {what} {url} is {kind} and the DLQ is {dlq_kind}")
+        try:
+            if (
+                queue_arn_when_reachable(sqs, url, stop, log, patience=options.start_up_patience)
+                is None
+            ):
+                return
+        except ClientError as error:
+            code = str(error.response.get("Error", {}).get("Code", ""))
+            if "NonExistentQueue" in code or code == "QueueDoesNotExist":
+                raise StartError(f"the {what} does not exist: {url}") from None
+            raise

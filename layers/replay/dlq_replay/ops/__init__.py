@@ -15,16 +15,31 @@ options and printing live in `dlq_replay.cli`. Two SQS facts shape it:
 One module per concern: `stack` (finding a deployment), `queues`, `depth`, `draining`,
 `status`, `pause` (the event source on and off), `receiving`, `peek`, `redrive` (`clientmove`
 for its client-side move, `pacing` for its speed and `--until-failing`), `movetask`, `plan`,
-`archive` (the JSON Lines records of `export` and `import`), `export`, `importing`; the public
+`archive` (the JSON Lines records of `export` and `import`), `export` (`s3archive` for its S3
+side), `importing`; the public
 names of those the CLI uses are re-exported here.
 """
 
 from dlq_replay.ops.archive import ArchiveError, ArchiveRecord
 from dlq_replay.ops.breaker import BreakerStatus, breaker_status, operator_took_over
-from dlq_replay.ops.clientmove import redrive
+from dlq_replay.ops.clientmove import ClientMove, prepare, redrive
 from dlq_replay.ops.errors import OpsError
-from dlq_replay.ops.export import ExportRequest, ExportResult, S3Location, export
-from dlq_replay.ops.importing import ImportFailure, ImportRequest, ImportTally, import_archive
+from dlq_replay.ops.export import (
+    Export,
+    ExportLeftover,
+    ExportPhase,
+    ExportRequest,
+    ExportResult,
+    export,
+    prepare_export,
+)
+from dlq_replay.ops.importing import (
+    Importer,
+    ImportFailure,
+    ImportRequest,
+    ImportTally,
+    import_archive,
+)
 from dlq_replay.ops.movetask import (
     MAX_MOVE_RATE,
     MoveTask,
@@ -35,7 +50,10 @@ from dlq_replay.ops.movetask import (
 from dlq_replay.ops.pacing import (
     DEFAULT_ADAPTIVE_RATE,
     PaceReport,
+    PaceStop,
     UntilFailing,
+    WatchError,
+    WatchProblem,
     failure_delay,
     watched_dlq,
 )
@@ -54,14 +72,21 @@ from dlq_replay.ops.receiving import (
 from dlq_replay.ops.redrive import (
     DEFAULT_CONCURRENCY,
     MAX_CONCURRENCY,
+    BudgetStop,
     FailReason,
+    Leftover,
+    ModeChoice,
+    ModeReason,
     MoveMode,
     RedriveRequest,
     RedriveTally,
+    Rewrite,
     SkipReason,
+    Stop,
     choose_mode,
     plan_copy,
 )
+from dlq_replay.ops.s3archive import S3Location, check_writable
 from dlq_replay.ops.select import NO_REASON, Selector, Where
 from dlq_replay.ops.stack import (
     QUEUE_ROLES,
@@ -93,18 +118,28 @@ __all__ = [
     "AttemptPlan",
     "BackoffPlan",
     "BreakerStatus",
+    "BudgetStop",
+    "ClientMove",
     "Deployment",
     "EventSourceStatus",
+    "Export",
+    "ExportLeftover",
+    "ExportPhase",
     "ExportRequest",
     "ExportResult",
     "FailReason",
     "ImportFailure",
     "ImportRequest",
     "ImportTally",
+    "Importer",
+    "Leftover",
+    "ModeChoice",
+    "ModeReason",
     "MoveMode",
     "MoveTask",
     "OpsError",
     "PaceReport",
+    "PaceStop",
     "PauseResult",
     "PeekRequest",
     "PeekResult",
@@ -115,15 +150,20 @@ __all__ = [
     "RedrivePolicy",
     "RedriveRequest",
     "RedriveTally",
+    "Rewrite",
     "S3Location",
     "Selector",
     "SkipReason",
     "Status",
+    "Stop",
     "UntilFailing",
+    "WatchError",
+    "WatchProblem",
     "Where",
     "backoff_plan",
     "breaker_status",
     "budget_refusal",
+    "check_writable",
     "choose_mode",
     "dead_letter_sources",
     "discover",
@@ -137,6 +177,8 @@ __all__ = [
     "operator_took_over",
     "peek",
     "plan_copy",
+    "prepare",
+    "prepare_export",
     "quantile",
     "queue_info",
     "receive",

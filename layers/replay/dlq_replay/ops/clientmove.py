@@ -4,8 +4,13 @@ several batches in flight at once.
 Each worker thread loops: receive a batch, send the copies (one SendMessageBatch per
 destination), delete exactly the originals whose copy was sent. What the workers share (the
 messages seen, the handles still held, the counts, the rate and the receive budget) changes
-under one lock; the SQS calls run outside it, so the round trips overlap. boto3 clients may be
+under one lock; no SQS call is made under it, so the round trips overlap. boto3 clients may be
 shared between threads.
+
+A stop token (`stop`, set by the CLI's signal handler) ends the run gracefully: no new
+receive, a batch received but not sent yet is given back, a send in flight finishes and the
+originals of the copies it confirmed are deleted, and every other message held is made visible
+again at once. The tally counts only what SQS confirmed.
 """
 
 from __future__ import annotations
@@ -21,10 +26,13 @@ from dlq_replay.core.messages import OutboundMessage
 from dlq_replay.ops.pacing import make_pace
 from dlq_replay.ops.receiving import ReceiveBudget, receive, release, usable_budget
 from dlq_replay.ops.redrive import (
+    BudgetStop,
     FailReason,
+    Leftover,
     RedriveRequest,
     RedriveTally,
     SkipReason,
+    Stop,
     plan_copy,
 )
 from dlq_replay.sqs.sending import (
@@ -44,19 +52,35 @@ def redrive(
     *,
     on_progress: Callable[[RedriveTally], None] | None = None,
     clock: Callable[[], float] = time.monotonic,
-    sleep: Callable[[float], None] = time.sleep,
+    sleep: Callable[[float], None] | None = None,
+    stop: threading.Event | None = None,
 ) -> RedriveTally:
     """Move messages client-side, in batches of up to 10, `request.concurrency` at a time.
 
     For each batch: send the copies with one SendMessageBatch per destination, then delete
     exactly the originals whose copy was sent. Messages not moved (skipped, failed, or all of
     them in a dry run) stay hidden until the run ends, so no message is looked at twice, and
-    are then made visible at once, also when the run is interrupted. A crash between a send
+    are then made visible at once, also when the run is stopped. A crash between a send
     and its delete leaves the original in place: a rerun sends it again (a duplicate on a
     standard queue; on FIFO the same deduplication id within SQS's 5-minute window).
     """
+    return prepare(sqs, request, clock=clock, sleep=sleep, stop=stop).run(on_progress)
+
+
+def prepare(
+    sqs: SQSClient,
+    request: RedriveRequest,
+    *,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] | None = None,
+    stop: threading.Event | None = None,
+) -> ClientMove:
+    """The move, checked (the receive budget) but not started: the caller may ask it what is
+    left (`leftover`) while it runs in another thread."""
     budget = usable_budget(sqs, request.source, request.reserve)
-    return ClientMove(sqs, request, budget, clock, sleep).run(on_progress)
+    return ClientMove(
+        sqs, request, budget, clock=clock, sleep=sleep, stop=stop or threading.Event()
+    )
 
 
 class ClientMove:
@@ -67,42 +91,79 @@ class ClientMove:
         sqs: SQSClient,
         request: RedriveRequest,
         budget: ReceiveBudget | None,
+        *,
         clock: Callable[[], float],
-        sleep: Callable[[float], None],
+        sleep: Callable[[float], None] | None,
+        stop: threading.Event,
+        wall: Callable[[], float] = time.time,
     ) -> None:
         self.sqs = sqs
         self.request = request
         self.budget = budget
         self.sender = BatchSender(sqs)
         self.lock = threading.Lock()
-        self.stop = threading.Event()
+        self.interrupt = stop  # the caller's: a signal
+        self.stop = threading.Event()  # ours: the interrupt, the pace, the budget, an error
+        self.wall = wall
         self.seen: set[str] = set()
         self.in_hand: dict[str, str] = {}  # message id -> receipt handle, not deleted yet
+        self.hidden_until: dict[str, float] = {}  # message id -> end of its hide time
         self.moved = 0
+        self.sent_not_deleted = 0
+        self.given_back = 0
+        self.in_flight = 0  # copies whose send or whose original's delete is in flight
         self.reserved = 0  # messages asked for by receives still in flight (for --limit)
         self.failures: Counter[str] = Counter()
         self.skips: Counter[str] = Counter()
-        self.stopped: str | None = None
+        self.stopped: Stop | None = None
         self.not_released = 0
+        self.released = False
         self.source_urls: dict[str, str | None] = {}
-        self.pace = make_pace(sqs, request.rate, request.until_failing, clock, sleep)
+        # A wait for the pace ends at once on a stop (tests give their own sleep).
+        wait = sleep or self._sleep
+        self.pace = make_pace(sqs, request.rate, request.until_failing, clock, wait)
+
+    def _sleep(self, seconds: float) -> None:
+        self.stop.wait(seconds)
 
     def tally(self) -> RedriveTally:
+        """A snapshot (call it under the lock, or once the run has ended)."""
         return RedriveTally(
             seen=len(self.seen),
             moved=self.moved,
+            sent_not_deleted=self.sent_not_deleted,
             failed=sum(self.failures.values()),
             skipped=sum(self.skips.values()),
+            given_back=self.given_back,
             dry_run=self.request.dry_run,
             failures=dict(self.failures),
             skips=dict(self.skips),
             stopped=self.stopped,
+            interrupted=self.interrupt.is_set(),
             not_released=self.not_released,
+            hidden_until=self._hidden_until() if self.not_released else None,
             pace=self.pace.report(),
         )
 
+    def _hidden_until(self) -> float | None:
+        ends = [self.hidden_until.get(m, 0.0) for m in self.in_hand]
+        return max(ends) if ends else None
+
+    def leftover(self) -> Leftover:
+        """What stays if the run is abandoned now (safe from any thread)."""
+        with self.lock:
+            held = 0 if self.released else len(self.in_hand) - self.not_released
+            return Leftover(
+                hidden=held + self.not_released,
+                hidden_until=self._hidden_until(),
+                sent_not_deleted=self.sent_not_deleted,
+                unconfirmed=self.in_flight,
+            )
+
     def run(self, on_progress: Callable[[RedriveTally], None] | None) -> RedriveTally:
         workers = max(1, self.request.concurrency)
+        watcher = threading.Thread(target=self._watch, name="redrive-stop", daemon=True)
+        watcher.start()
         try:
             if workers == 1:
                 self._work(on_progress)
@@ -113,20 +174,34 @@ class ClientMove:
                         for future in futures:
                             future.result()
                     finally:
-                        # Ctrl-C or a worker's error: the others finish their batch and stop.
+                        # A worker's error: the others finish their batch and stop.
                         self.stop.set()
         finally:
-            self.not_released = release(self.sqs, self.request.source.url, self.in_hand.values())
-        return self.tally()
+            self.stop.set()
+            with self.lock:
+                handles = list(self.in_hand.values())
+            refused = release(self.sqs, self.request.source.url, handles)
+            with self.lock:
+                self.not_released = refused
+                self.released = True
+        with self.lock:
+            return self.tally()
+
+    def _watch(self) -> None:
+        """The caller's stop token stops the workers too (ours is also set by the pace, the
+        budget and errors)."""
+        while not self.stop.is_set():
+            if self.interrupt.wait(0.2):
+                self.stop.set()
 
     def _work(self, on_progress: Callable[[RedriveTally], None] | None) -> None:
         try:
             while not self.stop.is_set():
                 with self.lock:
                     want = self._wanted()
+                    if want <= 0:
+                        return
                     self.reserved += want
-                if want <= 0:
-                    return
                 try:
                     fresh = self._receive(want)
                     if fresh:
@@ -137,9 +212,9 @@ class ClientMove:
                 if not fresh:
                     return
                 with self.lock:
-                    snapshot = self.tally()
                     if self._budget_spent(fresh):
                         self.stop.set()
+                    snapshot = self.tally()
                 if on_progress is not None:
                     on_progress(snapshot)
         except BaseException:
@@ -151,7 +226,7 @@ class ClientMove:
         batch_size = self.pace.batch_size
         if self.request.limit is None:
             return batch_size
-        handled = self.moved + sum(self.failures.values())
+        handled = self.moved + self.sent_not_deleted + sum(self.failures.values())
         return min(batch_size, self.request.limit - handled - self.reserved)
 
     def _receive(self, want: int) -> list[MessageTypeDef]:
@@ -163,21 +238,31 @@ class ClientMove:
             visibility_timeout=request.hide_seconds,
             wait_seconds=request.wait_seconds,
         )
+        hidden_until = self.wall() + request.hide_seconds
         fresh: list[MessageTypeDef] = []
         with self.lock:
             for message in batch:
                 # A message seen before came back after its hide time: keep its new handle.
                 self.in_hand[message["MessageId"]] = message["ReceiptHandle"]
+                self.hidden_until[message["MessageId"]] = hidden_until
                 if message["MessageId"] not in self.seen:
                     self.seen.add(message["MessageId"])
                     fresh.append(message)
         return fresh
 
     def _handle(self, fresh: Sequence[MessageTypeDef]) -> None:
+        if self.stop.is_set():
+            self._give_back(len(fresh))
+            return
+        # Planned outside the lock: a copy to each source queue may look its URL up (SQS);
+        # the shared cache only ever gains entries, and two threads looking up one is harmless.
+        planned = [
+            (message, plan_copy(self.sqs, message, self.request, self.source_urls))
+            for message in fresh
+        ]
         copies: list[tuple[MessageTypeDef, OutboundMessage]] = []
-        for message in fresh:
-            with self.lock:  # the source-queue cache is shared
-                outcome = plan_copy(self.sqs, message, self.request, self.source_urls)
+        with self.lock:
+            for message, outcome in planned:
                 if isinstance(outcome, SkipReason):
                     self.skips[outcome] += 1
                 elif isinstance(outcome, FailReason):
@@ -189,34 +274,43 @@ class ClientMove:
         if copies:
             self._move(copies)
 
+    def _give_back(self, count: int) -> None:
+        """Received, not sent: counted as given back (released with the rest at the end)."""
+        with self.lock:
+            self.given_back += count
+
     def _move(self, copies: Sequence[tuple[MessageTypeDef, OutboundMessage]]) -> None:
         if not self._wait_for_slot(len(copies)):
-            # Stopped: not sent, so not counted as seen; given back with the rest at the end.
-            with self.lock:
-                self.seen.difference_update(message["MessageId"] for message, _ in copies)
+            self._give_back(len(copies))
             return
-        failed = self.sender.send([copy for _, copy in copies])
+        with self.lock:
+            self.in_flight += len(copies)
+        try:
+            failed = self.sender.send([copy for _, copy in copies])
+        finally:
+            with self.lock:
+                self.in_flight -= len(copies)
         sent = [message for message, _ in copies if message["MessageId"] not in failed]
-        if self.request.keep:
-            # Copy mode: the originals stay in hand and are made visible again at the end.
-            with self.lock:
-                self._count_failures(failed.values())
+        with self.lock:
+            self._count_failures(failed.values())
+            if self.request.keep:
+                # Copy mode: the originals stay in hand and are made visible again at the end.
                 self.moved += len(sent)
-            return
+                return
+            # Sent, original not deleted yet: counted so until the delete is confirmed.
+            self.sent_not_deleted += len(sent)
         not_deleted = set(delete_messages(self.sqs, self.request.source.url, sent))
         self.pace.deleted(self.request.source.url, len(sent) - len(not_deleted))
         with self.lock:
-            self._count_failures(failed.values())
             for message in sent:
-                if message["MessageId"] in not_deleted:
-                    self.failures[FailReason.DELETE] += 1
-                else:
+                if message["MessageId"] not in not_deleted:
+                    self.sent_not_deleted -= 1
                     self.moved += 1
                     self.in_hand.pop(message["MessageId"], None)
 
     def _wait_for_slot(self, count: int) -> bool:
-        """Wait for the pace's slot for `count` copies; False when the pace stopped the run."""
-        if self.pace.acquire(count):
+        """Wait for the pace's slot for `count` copies; False when the run must stop."""
+        if self.pace.acquire(count) and not self.stop.is_set():
             return True
         with self.lock:
             self.stopped = self.stopped or self.pace.stopped
@@ -233,9 +327,6 @@ class ClientMove:
             return False
         kept = [m for m in fresh if m["MessageId"] in self.in_hand]
         if budget.spent_by(kept):
-            self.stopped = (
-                f"stopped: a message left in {self.request.source.name} has {budget.reserve} "
-                f"or fewer receives before SQS moves it to {budget.target_name}"
-            )
+            self.stopped = BudgetStop(self.request.source.name, budget.reserve, budget.target_name)
             return True
         return False

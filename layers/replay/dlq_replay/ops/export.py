@@ -1,56 +1,48 @@
 """`export`: parked messages into a JSON Lines archive (`ops.archive`), a local file and/or an
 S3 object; with `delete`, the messages leave the queue only once the archive is safe.
 
-Order of one run: receive (within the receive budget, every message once, kept hidden), write
-each selected message's line to `PATH.part`; give back the messages not exported (filtered,
-unwritable) at once; flush, `os.fsync` and rename the file to PATH (and fsync its folder);
-`put_object` it to S3; only then delete the exported messages (`delete`) or give them back.
-Any failure before the delete gives every message back and deletes nothing.
+Order of one run: check that the S3 object can be written (nothing received otherwise);
+receive (within the receive budget, every message once, kept hidden), write each selected
+message's line to `PATH.part`; give back the messages not exported (filtered, unwritable) at
+once; flush, `os.fsync` and rename the file to PATH (and fsync its folder); `put_object` it to
+S3; only then delete the exported messages (`delete`) or give them back. Any failure before
+the delete gives every message back and deletes nothing.
+
+An archive that exists already is continued, never overwritten: `PATH.part` starts as a copy
+of it, a message whose id it holds is not written again (with `delete` it is deleted, being
+safe in the archive), and the rename replaces PATH with the longer file. So an interrupted
+`export --delete` is rerun with the same `--file` (or the same `--s3-uri` alone), and one
+archive holds every message once. A stop token (a signal) ends the receiving; what was
+received is then archived, deleted with `delete`, and the rest given back, as in a full run.
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from dlq_replay.core import attributes
-from dlq_replay.ops.archive import from_message
+from dlq_replay.ops.archive import ArchiveError, from_message, parse_line
 from dlq_replay.ops.errors import OpsError
 from dlq_replay.ops.queues import QueueInfo
 from dlq_replay.ops.receiving import Receiving, usable_budget
 from dlq_replay.ops.redrive import FailReason
+from dlq_replay.ops.s3archive import CONTENT_TYPE, S3Location, check_writable, existing_object
 from dlq_replay.ops.select import Selector
-from dlq_replay.sqs.sending import delete_messages
+from dlq_replay.sqs.sending import MAX_BATCH_ENTRIES, delete_messages
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
     from mypy_boto3_sqs import SQSClient
     from mypy_boto3_sqs.type_defs import MessageTypeDef
-
-CONTENT_TYPE = "application/x-ndjson"
-
-
-@dataclass(frozen=True, slots=True)
-class S3Location:
-    bucket: str
-    key: str
-
-    @classmethod
-    def parse(cls, uri: str) -> S3Location:
-        """`s3://bucket/key`; ValueError otherwise."""
-        bucket, _, key = uri.removeprefix("s3://").partition("/")
-        if not uri.startswith("s3://") or not bucket or not key or key.endswith("/"):
-            raise ValueError(f"{uri!r} is not s3://BUCKET/KEY")
-        return cls(bucket, key)
-
-    def __str__(self) -> str:
-        return f"s3://{self.bucket}/{self.key}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,10 +60,12 @@ class ExportRequest:
 
 @dataclass(frozen=True, slots=True)
 class ExportResult:
-    """What an export did; `exported + filtered + failed == examined` always holds."""
+    """What an export did; `exported + already_archived + filtered + failed == examined`
+    always holds."""
 
     examined: int = 0
     exported: int = 0
+    already_archived: int = 0  # in the archive from an earlier run: not written again
     filtered: int = 0
     failed: int = 0
     failures: Mapping[str, int] = field(default_factory=dict)
@@ -82,10 +76,30 @@ class ExportResult:
     path: str | None = None
     s3_uri: str | None = None
     bytes: int = 0
+    continued: int = 0  # records the archive held before this run
+    interrupted: bool = False  # the stop token ended the receiving
+    hidden_until: float | None = None  # when the `not_released` come back, at the latest
 
     @property
     def adds_up(self) -> bool:
-        return self.exported + self.filtered + self.failed == self.examined
+        archived = self.exported + self.already_archived
+        return archived + self.filtered + self.failed == self.examined
+
+
+class ExportPhase(StrEnum):
+    RECEIVING = "receiving"  # the archive is not complete: nothing deleted
+    ARCHIVED = "archived"  # the archive is complete (and uploaded); deleting or giving back
+
+
+@dataclass(frozen=True, slots=True)
+class ExportLeftover:
+    """What an export abandoned mid-flight leaves behind."""
+
+    phase: ExportPhase
+    hidden: int  # received and not deleted (yet)
+    hidden_until: float | None
+    deleted: int  # confirmed deleted: these exist only in the archive
+    archived: int  # records in the archive (this run's and an earlier run's)
 
 
 def export(
@@ -95,48 +109,128 @@ def export(
     s3: S3Client | None = None,
     on_progress: Callable[[ExportResult], None] | None = None,
     now: Callable[[], float] = time.time,
+    stop: threading.Event | None = None,
 ) -> ExportResult:
     """Write the selected messages of `request.source` to the archive; see the module."""
+    return prepare_export(sqs, request, s3=s3, now=now, stop=stop).run(on_progress)
+
+
+def prepare_export(
+    sqs: SQSClient,
+    request: ExportRequest,
+    *,
+    s3: S3Client | None = None,
+    now: Callable[[], float] = time.time,
+    stop: threading.Event | None = None,
+) -> Export:
+    """The export, checked before anything is received: the archive to continue, the S3 object
+    writable, the receive budget."""
     if request.path is None and request.s3 is None:
         raise OpsError("name a file or an S3 object to export to", usage=True)
-    if request.path is not None and request.path.exists():
-        raise OpsError(f"{request.path} exists: export never overwrites an archive", usage=True)
     if request.s3 is not None and s3 is None:
         raise OpsError("an S3 export needs an S3 client")
+    if request.path is not None and request.path.is_dir():
+        raise OpsError(f"{request.path} is a directory", usage=True)
+    earlier: bytes = b""
+    if request.path is not None and request.path.exists():
+        earlier = request.path.read_bytes()
+    elif request.s3 is not None and s3 is not None:
+        earlier = existing_object(s3, request.s3, delete=request.delete)
+    archived = _archived_ids(earlier, request.path or request.s3)
+    if request.s3 is not None and s3 is not None:
+        check_writable(s3, request.s3)
     budget = usable_budget(sqs, request.source, request.reserve)
     receiving = Receiving(
-        sqs, request.source.url, budget, request.hide_seconds, request.wait_seconds
+        sqs, request.source.url, budget, request.hide_seconds, request.wait_seconds, stop=stop
     )
-    run = _Run(request, receiving, now)
-    try:
-        with _ArchiveFile(request.path) as archive:
-            for batch in receiving.batches(request.limit, run.selected):
-                for message in batch:
-                    run.write(archive, message)
-                if on_progress is not None:
-                    on_progress(run.result())
-            # The rest at once: only the exported wait for the archive.
-            run.not_released += receiving.release(run.unexported())
-            archive.commit()
-            run.bytes = archive.size
-            if request.s3 is not None and s3 is not None:
-                archive.upload(s3, request.s3)
-            if request.delete:
-                run.delete()
-    finally:
-        run.not_released += receiving.release()
-    return run.result()
+    return Export(request, receiving, s3, now, earlier=earlier, archived=archived)
+
+
+class Export:
+    """One export run (`prepare_export`); `leftover` is safe to call from another thread."""
+
+    def __init__(
+        self,
+        request: ExportRequest,
+        receiving: Receiving,
+        s3: S3Client | None,
+        now: Callable[[], float],
+        *,
+        earlier: bytes,
+        archived: set[str],
+    ) -> None:
+        self.request = request
+        self.receiving = receiving
+        self.s3 = s3
+        self.earlier = earlier
+        self.state = _Run(request, receiving, now, archived)
+        self.phase = ExportPhase.RECEIVING
+
+    def run(self, on_progress: Callable[[ExportResult], None] | None = None) -> ExportResult:
+        request, run, receiving = self.request, self.state, self.receiving
+        try:
+            with _ArchiveFile(request.path, self.earlier) as archive:
+                for batch in receiving.batches(request.limit, run.selected):
+                    for message in batch:
+                        run.write(archive, message)
+                    if on_progress is not None:
+                        on_progress(run.result())
+                # The rest at once: only the exported wait for the archive.
+                run.not_released += receiving.release(run.unexported())
+                archive.commit()
+                run.bytes = archive.size
+                if request.s3 is not None and self.s3 is not None:
+                    archive.upload(self.s3, request.s3)
+                self.phase = ExportPhase.ARCHIVED
+                if request.delete:
+                    run.delete()
+        finally:
+            run.not_released += receiving.release()
+        return run.result()
+
+    def leftover(self) -> ExportLeftover:
+        run = self.state
+        return ExportLeftover(
+            phase=self.phase,
+            hidden=len(self.receiving.handles),
+            hidden_until=self.receiving.hidden_until,
+            deleted=run.deleted,
+            archived=len(run.exported) + len(run.archived),
+        )
+
+
+def _archived_ids(earlier: bytes, where: object) -> set[str]:
+    """The message ids of an archive to continue; OpsError when it is not one."""
+    ids: set[str] = set()
+    for number, line in enumerate(earlier.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            ids.add(parse_line(line.decode("utf-8")).message_id)
+        except (ArchiveError, UnicodeDecodeError) as error:
+            raise OpsError(
+                f"{where} exists and is not an export archive (line {number}: {error}); "
+                "export continues an archive but never overwrites another file",
+                usage=True,
+            ) from None
+    return ids
 
 
 class _Run:
     """The counts of one export, and the ids it wrote."""
 
     def __init__(
-        self, request: ExportRequest, receiving: Receiving, now: Callable[[], float]
+        self,
+        request: ExportRequest,
+        receiving: Receiving,
+        now: Callable[[], float],
+        archived: set[str],
     ) -> None:
         self.request = request
         self.receiving = receiving
         self.now = now
+        self.archived = archived  # ids in the archive from an earlier run
+        self.already: list[str] = []  # of those, the ones received again
         self.exported: list[str] = []
         self.filtered = 0
         self.failures: Counter[str] = Counter()
@@ -153,6 +247,9 @@ class _Run:
         return chosen
 
     def write(self, archive: _ArchiveFile, message: MessageTypeDef) -> None:
+        if message["MessageId"] in self.archived:
+            self.already.append(message["MessageId"])
+            return
         record = from_message(message)
         if isinstance(record, FailReason):
             self.failures[record] += 1
@@ -161,25 +258,32 @@ class _Run:
         self.exported.append(record.message_id)
 
     def unexported(self) -> list[str]:
-        written = set(self.exported)
+        written = set(self.exported) | set(self.already)
         return [m for m in self.receiving.handles if m not in written]
 
     def delete(self) -> None:
+        """Delete what the archive holds, 10 a request, counting each confirmed batch."""
         handles = self.receiving.handles
         in_hand: list[MessageTypeDef] = [
-            {"MessageId": m, "ReceiptHandle": handles[m]} for m in self.exported if m in handles
+            {"MessageId": m, "ReceiptHandle": handles[m]}
+            for m in [*self.already, *self.exported]
+            if m in handles
         ]
-        refused = set(delete_messages(self.receiving.sqs, self.receiving.url, in_hand))
-        done = [m["MessageId"] for m in in_hand if m["MessageId"] not in refused]
-        self.receiving.forget(done)
-        self.deleted = len(done)
-        self.not_deleted = len(self.exported) - len(done)
+        for start in range(0, len(in_hand), MAX_BATCH_ENTRIES):
+            batch = in_hand[start : start + MAX_BATCH_ENTRIES]
+            refused = set(delete_messages(self.receiving.sqs, self.receiving.url, batch))
+            done = [m["MessageId"] for m in batch if m["MessageId"] not in refused]
+            self.receiving.forget(done)
+            self.deleted += len(done)
+            self.not_deleted += len(batch) - len(done)
 
     def result(self) -> ExportResult:
         request = self.request
+        archived = len(self.exported) + len(self.already)
         return ExportResult(
-            examined=len(self.exported) + self.filtered + sum(self.failures.values()),
+            examined=archived + self.filtered + sum(self.failures.values()),
             exported=len(self.exported),
+            already_archived=len(self.already),
             filtered=self.filtered,
             failed=sum(self.failures.values()),
             failures=dict(self.failures),
@@ -190,21 +294,28 @@ class _Run:
             path=str(request.path) if request.path is not None else None,
             s3_uri=str(request.s3) if request.s3 is not None else None,
             bytes=self.bytes,
+            continued=len(self.archived),
+            interrupted=bool(self.receiving.stop and self.receiving.stop.is_set()),
+            hidden_until=self.receiving.hidden_until if self.not_released else None,
         )
 
 
 class _ArchiveFile:
     """The lines go to `PATH.part` and become PATH only once flushed and fsync'ed: PATH, when
-    it exists, is complete. Without a PATH, to an anonymous temporary file (for S3)."""
+    it exists, is complete. Without a PATH, to an anonymous temporary file (for S3). The file
+    starts with `earlier`, the archive this run continues."""
 
-    def __init__(self, path: Path | None) -> None:
+    def __init__(self, path: Path | None, earlier: bytes = b"") -> None:
         self.path = path
         self.part = path.with_name(f"{path.name}.part") if path is not None else None
         # Closed by __exit__: this class is the context manager.
         self.file: IO[bytes] = (
             self.part.open("wb") if self.part is not None else tempfile.TemporaryFile()  # noqa: SIM115
         )
-        self.size = 0
+        if earlier and not earlier.endswith(b"\n"):
+            earlier += b"\n"
+        self.file.write(earlier)
+        self.size = len(earlier)
         self.committed = False
 
     def __enter__(self) -> _ArchiveFile:

@@ -2,8 +2,9 @@
 
 Records go out in SendMessageBatch requests of up to 10, in file order (a FIFO group keeps its
 order). After each request the ids SQS took are appended to `PATH.progress` (one message id a
-line), flushed and fsync'ed; a rerun skips every id listed there, so an interrupted or partly
-failed import is simply run again. A crash between a send and its progress line sends that
+line, the file made at the first id), flushed and fsync'ed; a rerun skips every id listed
+there, so an interrupted or partly failed import is simply run again. A stop token ends the run
+after the request in flight. A crash between a send and its progress line sends that
 batch again: at least once (on a FIFO queue the deduplication id `<message_id>-import` absorbs
 a rerun within SQS's five-minute window).
 """
@@ -11,6 +12,7 @@ a rerun within SQS's five-minute window).
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
@@ -20,7 +22,7 @@ from typing import IO, TYPE_CHECKING
 
 from dlq_replay.core.messages import OutboundMessage
 from dlq_replay.ops.archive import ArchiveError, parse_line
-from dlq_replay.ops.pacing import PaceReport, UntilFailing, make_pace
+from dlq_replay.ops.pacing import PaceReport, PaceStop, UntilFailing, make_pace
 from dlq_replay.ops.queues import QueueInfo, source_queue_url
 from dlq_replay.ops.redrive import FailReason, SkipReason
 from dlq_replay.sqs.sending import BatchSender
@@ -63,7 +65,8 @@ class ImportTally:
     failed: int = 0
     skips: Mapping[str, int] = field(default_factory=dict)
     failures: tuple[ImportFailure, ...] = ()
-    stopped: str | None = None  # why --until-failing stopped it (a rerun continues)
+    stopped: PaceStop | None = None  # why --until-failing stopped it (a rerun continues)
+    interrupted: bool = False  # the stop token ended it (a rerun continues)
     pace: PaceReport | None = None
 
     @property
@@ -81,54 +84,65 @@ def import_archive(
     *,
     on_progress: Callable[[ImportTally], None] | None = None,
     clock: Callable[[], float] = time.monotonic,
-    sleep: Callable[[float], None] = time.sleep,
+    sleep: Callable[[float], None] | None = None,
+    stop: threading.Event | None = None,
 ) -> ImportTally:
     """Send every record of the archive not imported yet; see the module."""
-    done = _imported(request.progress_path)
-    with (
-        request.path.open("rb") as source,
-        request.progress_path.open("a", encoding="utf-8") as progress,
-    ):
-        run = _Import(sqs, request, done=done, progress=progress, clock=clock, sleep=sleep)
-        for number, line in _lines(source):
-            run.take(number, line)
-            if len(run.pending) >= run.pace.batch_size:
-                run.send()
-                if on_progress is not None:
-                    on_progress(run.tally())
-            if run.stopped is not None:
-                break
-        else:
-            run.send()
-    return run.tally()
+    return Importer(sqs, request, clock=clock, sleep=sleep, stop=stop).run(on_progress)
 
 
-class _Import:
+class Importer:
+    """One import; `sending` (the records of the request in flight) is safe to read from another
+    thread while `run` goes on."""
+
     def __init__(
         self,
         sqs: SQSClient,
         request: ImportRequest,
         *,
-        done: set[str],
-        progress: IO[str],
-        clock: Callable[[], float],
-        sleep: Callable[[float], None],
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] | None = None,
+        stop: threading.Event | None = None,
     ) -> None:
         self.request = request
         self.sqs = sqs
+        self.stop = stop or threading.Event()
         self.source_urls: dict[str, str | None] = {}
         self.sender = BatchSender(sqs)
-        self.done = done
+        self.done = _imported(request.progress_path)
         self.claimed: set[str] = set()
-        self.progress = progress
+        self.progress: IO[str] | None = None
+        self.sending = 0
         self.drop = frozenset([request.count_attribute] if request.reset_count else [])
         self.pending: list[tuple[int, OutboundMessage]] = []
         self.read = 0
         self.sent = 0
         self.skips: Counter[str] = Counter()
         self.failures: list[ImportFailure] = []
-        self.pace = make_pace(sqs, request.rate, request.until_failing, clock, sleep)
-        self.stopped: str | None = None
+        self.pace = make_pace(sqs, request.rate, request.until_failing, clock, sleep or self._sleep)
+        self.stopped: PaceStop | None = None
+        self.interrupted = False
+
+    def _sleep(self, seconds: float) -> None:
+        self.stop.wait(seconds)
+
+    def run(self, on_progress: Callable[[ImportTally], None] | None = None) -> ImportTally:
+        try:
+            with self.request.path.open("rb") as source:
+                for number, line in _lines(source):
+                    self.take(number, line)
+                    if len(self.pending) >= self.pace.batch_size:
+                        self.send()
+                        if on_progress is not None:
+                            on_progress(self.tally())
+                    if self.stopped is not None or self.interrupted:
+                        break
+                else:
+                    self.send()
+        finally:
+            if self.progress is not None:
+                self.progress.close()
+        return self.tally()
 
     def take(self, number: int, line: bytes) -> None:
         """Read one non-blank line: a record to send, skip, or a failure."""
@@ -173,14 +187,19 @@ class _Import:
         what SQS took in the progress file."""
         if not self.pending:
             return
-        if not self.pace.acquire(len(self.pending)):
+        if not self.pace.acquire(len(self.pending)) or self.stop.is_set():
             # Not sent, so not read: a rerun starts with these.
             self.stopped = self.pace.stopped
+            self.interrupted = self.stop.is_set()
             self.read -= len(self.pending)
             self.claimed.difference_update(message.record_id for _, message in self.pending)
             self.pending.clear()
             return
-        failed = self.sender.send([message for _, message in self.pending])
+        self.sending = len(self.pending)
+        try:
+            failed = self.sender.send([message for _, message in self.pending])
+        finally:
+            self.sending = 0
         taken: list[str] = []
         for number, message in self.pending:
             failure = failed.get(message.record_id)
@@ -191,6 +210,8 @@ class _Import:
                 self.failures.append(ImportFailure(number, message.record_id, reason))
         self.pending.clear()
         if taken:
+            if self.progress is None:
+                self.progress = self.request.progress_path.open("a", encoding="utf-8")
             self.progress.write("".join(f"{message_id}\n" for message_id in taken))
             self.progress.flush()
             os.fsync(self.progress.fileno())
@@ -206,6 +227,7 @@ class _Import:
             skips=dict(self.skips),
             failures=tuple(self.failures),
             stopped=self.stopped,
+            interrupted=self.interrupted,
             pace=self.pace.report(),
         )
 

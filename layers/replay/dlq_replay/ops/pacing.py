@@ -21,6 +21,7 @@ import math
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import TYPE_CHECKING, Protocol
 
 from dlq_replay.ops.depth import queue_depth
@@ -45,7 +46,7 @@ class Pace(Protocol):
         """Messages the next receive should ask for (a slow rate takes fewer than 10)."""
 
     @property
-    def stopped(self) -> str | None:
+    def stopped(self) -> PaceStop | None:
         """Why the run must stop, once it must."""
 
     def acquire(self, count: int) -> bool:
@@ -80,7 +81,7 @@ class FixedRate:
         return batch_size_for(self.rate)
 
     @property
-    def stopped(self) -> str | None:
+    def stopped(self) -> PaceStop | None:
         return None
 
     def acquire(self, count: int) -> bool:
@@ -109,6 +110,36 @@ class UntilFailing:
     check_seconds: float = 10.0
     threshold: int = 1  # arrivals within one check that count as failing
     stop_after: int = 3  # failing checks in a row that stop the run
+
+
+@dataclass(frozen=True, slots=True)
+class PaceStop:
+    """The adaptive pace stopped the run: `arrived` messages reached `watched` over the last
+    `checks` checks (`window_seconds`), after backing off to `rate` messages a second."""
+
+    watched: str  # the DLQ's name
+    arrived: int
+    checks: int
+    window_seconds: float
+    rate: float
+
+
+class WatchProblem(StrEnum):
+    """Why `--until-failing` has no DLQ to watch (the CLI words it)."""
+
+    SEVERAL_DESTINATIONS = "several-destinations"  # each record's source queue
+    NO_REDRIVE_POLICY = "no-redrive-policy"  # failures there never reach a DLQ
+    DLQ_NOT_FOUND = "dlq-not-found"  # the RedrivePolicy names a queue that is gone
+
+
+class WatchError(OpsError):
+    """No DLQ to watch: `problem`, about `queue` (a name; empty when not one queue)."""
+
+    def __init__(self, problem: WatchProblem, queue: str = "") -> None:
+        usage = problem is not WatchProblem.DLQ_NOT_FOUND
+        super().__init__(f"{problem.value}: {queue}", usage=usage)
+        self.problem = problem
+        self.queue = queue
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,22 +180,27 @@ class AdaptiveRate:
         self.checks = 0
         self.backoffs = 0
         self.strikes: list[int] = []  # arrivals of the failing checks in a row
-        self._stopped: str | None = None
+        self.checking = False  # a thread is reading the DLQ's depth (outside the lock)
+        self._stopped: PaceStop | None = None
 
     @property
     def batch_size(self) -> int:
         return batch_size_for(self.rate)
 
     @property
-    def stopped(self) -> str | None:
+    def stopped(self) -> PaceStop | None:
         return self._stopped
 
     def acquire(self, count: int) -> bool:
         while True:
+            due = False
             with self.lock:
                 now = self.clock()
-                if now - self.last_check >= self.policy.check_seconds:
-                    self._check(now)
+                if not self.checking and now - self.last_check >= self.policy.check_seconds:
+                    self.checking = due = True
+            if due:
+                self._check(now)  # reads the DLQ's depth: outside the lock
+            with self.lock:
                 if self._stopped is not None:
                     return False
                 wait = self.next_slot - now
@@ -189,7 +225,16 @@ class AdaptiveRate:
             )
 
     def _check(self, now: float) -> None:
-        total = self.population() + self.deleted_here
+        """One check: the depth is read without the lock (an SQS call), then applied under it."""
+        try:
+            population = self.population()
+        finally:
+            with self.lock:
+                self.checking = False
+        with self.lock:
+            self._apply(population + self.deleted_here, now)
+
+    def _apply(self, total: int, now: float) -> None:
         # Cumulative, so a stale depth that overshoots once is taken back by the next check.
         arrived = total - self.seen
         self.seen = max(self.seen, total)
@@ -206,13 +251,14 @@ class AdaptiveRate:
         self.backoffs += 1
         self.rate = max(MINIMUM_RATE, self.rate / 2)
 
-    def _why(self) -> str:
+    def _why(self) -> PaceStop:
         policy = self.policy
-        window = len(self.strikes) * policy.check_seconds
-        return (
-            f"stopped: {sum(self.strikes)} messages arrived in {policy.watched.name} over the last "
-            f"{len(self.strikes)} checks ({window:g} s), after backing off to "
-            f"{self.rate:g}/s: the copies are failing again; fix the consumer, then rerun"
+        return PaceStop(
+            watched=policy.watched.name,
+            arrived=sum(self.strikes),
+            checks=len(self.strikes),
+            window_seconds=len(self.strikes) * policy.check_seconds,
+            rate=self.rate,
         )
 
 
@@ -223,21 +269,13 @@ def watched_dlq(
     with each message's own source queue as destination, the queue they are taken from."""
     if destination is None:
         if source is None:
-            raise OpsError(
-                "--until-failing watches one destination's DLQ, and with --to source the "
-                "records may go to several queues: import them per queue (main or a URL)",
-                usage=True,
-            )
+            raise WatchError(WatchProblem.SEVERAL_DESTINATIONS)
         return source
     if destination.redrive is None:
-        raise OpsError(
-            f"--until-failing: {destination.name} has no redrive policy, so messages that "
-            "fail there never reach a DLQ to watch",
-            usage=True,
-        )
+        raise WatchError(WatchProblem.NO_REDRIVE_POLICY, destination.name)
     url = source_queue_url(sqs, destination.redrive.target_arn, {})
     if url is None:
-        raise OpsError(f"--until-failing: {destination.name}'s DLQ was not found")
+        raise WatchError(WatchProblem.DLQ_NOT_FOUND, destination.name)
     return queue_info(sqs, url)
 
 

@@ -70,6 +70,8 @@ def wait_for_state(
 
 def _mapping(lam: LambdaClient, function_name: str, dlq_arn: str | None) -> EventSourceStatus:
     found = event_source_status(lam, function_name, dlq_arn)
+    if found.function_missing:
+        raise OpsError(f"no such function: {function_name}")
     if not found.found or not found.uuid:
         where = "on the DLQ" if dlq_arn else "at all"
         raise OpsError(f"{function_name} has no event source mapping {where}")

@@ -4,6 +4,8 @@ spends a budget (`ReceiveBudget`) and stops before it is gone."""
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -143,6 +145,8 @@ class Receiving:
     wait_seconds: int = 1
     handles: dict[str, str] = field(default_factory=dict)  # message id -> latest handle
     stopped: str | None = None
+    stop: threading.Event | None = None  # a stop token: no receive once it is set
+    hidden_until: float | None = None  # epoch seconds: the latest receive's hide time ends
 
     def batches(
         self, limit: int | None, select: Callable[[MessageTypeDef], bool]
@@ -150,7 +154,7 @@ class Receiving:
         """The selected messages of each receive, at most `limit` in all (None: no limit),
         until a receive brings nothing new or the budget stops it."""
         taken = 0
-        while limit is None or taken < limit:
+        while (limit is None or taken < limit) and not (self.stop and self.stop.is_set()):
             want = MAX_BATCH_ENTRIES if limit is None else limit - taken
             if self.budget is not None and not self.handles:
                 want = 1
@@ -161,6 +165,8 @@ class Receiving:
                 visibility_timeout=self.hide_seconds,
                 wait_seconds=self.wait_seconds,
             )
+            if batch:
+                self.hidden_until = time.time() + self.hide_seconds
             fresh = [m for m in batch if m["MessageId"] not in self.handles]
             for message in batch:
                 self.handles[message["MessageId"]] = message["ReceiptHandle"]

@@ -21,7 +21,7 @@ from dlq_replay.core.attributes import (
 from dlq_replay.core.messages import OutboundMessage
 from dlq_replay.core.queues import is_fifo_url
 from dlq_replay.core.settings import DEFAULT_COUNT_ATTRIBUTE
-from dlq_replay.ops.pacing import PaceReport, UntilFailing
+from dlq_replay.ops.pacing import PaceReport, PaceStop, UntilFailing
 from dlq_replay.ops.queues import QueueInfo, dead_letter_sources, source_queue_url
 from dlq_replay.ops.select import Selector
 
@@ -49,7 +49,6 @@ class SkipReason(StrEnum):
 class FailReason(StrEnum):
     UNCOPYABLE = "uncopyable-attribute"  # a list-valued attribute SQS will not take on send
     MISSING_GROUP = "missing-group-id"  # a FIFO destination and no MessageGroupId
-    DELETE = "delete-failed"  # the copy was sent but the original stayed (a rerun resends it)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,56 +81,112 @@ class RedriveRequest:
         )
 
 
-def choose_mode(
-    sqs: SQSClient, request: RedriveRequest, *, client_side: bool
-) -> tuple[MoveMode, str]:
-    """Native move where SQS offers it, else client-side; with the reason, for the user."""
-    if client_side:
-        return MoveMode.CLIENT, "client-side move asked for"
-    if request.rewrites:
-        asked = [
-            name
-            for name, on in (
-                ("--reset-count", request.reset_count),
-                ("--keep", request.keep),
-                ("--filter-reason", bool(request.selector.reasons)),
-                ("a selection", not replace(request.selector, reasons=frozenset()).empty),
-                ("--limit", request.limit is not None),
-                ("--until-failing", request.until_failing is not None),
-            )
-            if on
-        ]
-        return MoveMode.CLIENT, f"{', '.join(asked)}: only a client-side move can do that"
-    if not dead_letter_sources(sqs, request.source.url):
-        return (
-            MoveMode.CLIENT,
-            f"{request.source.name} is no queue's DLQ, so StartMessageMoveTask does not take it",
+class ModeReason(StrEnum):
+    """Why `choose_mode` chose the mode it did (the CLI words it)."""
+
+    ASKED = "client-side-asked"  # the caller asked for a client-side move
+    REWRITES = "rewrites"  # something only a client-side move can do (`Rewrite`)
+    NOT_A_DLQ = "not-a-dlq"  # StartMessageMoveTask takes only some queue's DLQ
+    IS_A_DLQ = "is-a-dlq"  # SQS's own move task applies
+
+
+class Rewrite(StrEnum):
+    """What a request asks that only a client-side move can do."""
+
+    RESET_COUNT = "reset-count"
+    KEEP = "keep"
+    FILTER_REASON = "filter-reason"
+    SELECTION = "selection"
+    LIMIT = "limit"
+    UNTIL_FAILING = "until-failing"
+
+
+@dataclass(frozen=True, slots=True)
+class ModeChoice:
+    mode: MoveMode
+    reason: ModeReason
+    rewrites: tuple[Rewrite, ...] = ()
+
+
+def rewrites_of(request: RedriveRequest) -> tuple[Rewrite, ...]:
+    return tuple(
+        rewrite
+        for rewrite, on in (
+            (Rewrite.RESET_COUNT, request.reset_count),
+            (Rewrite.KEEP, request.keep),
+            (Rewrite.FILTER_REASON, bool(request.selector.reasons)),
+            (Rewrite.SELECTION, not replace(request.selector, reasons=frozenset()).empty),
+            (Rewrite.LIMIT, request.limit is not None),
+            (Rewrite.UNTIL_FAILING, request.until_failing is not None),
         )
-    return MoveMode.NATIVE, f"{request.source.name} is a DLQ: SQS's own move task applies"
+        if on
+    )
+
+
+def choose_mode(sqs: SQSClient, request: RedriveRequest, *, client_side: bool) -> ModeChoice:
+    """Native move where SQS offers it, else client-side; with the reason."""
+    if client_side:
+        return ModeChoice(MoveMode.CLIENT, ModeReason.ASKED)
+    if request.rewrites:
+        return ModeChoice(MoveMode.CLIENT, ModeReason.REWRITES, rewrites_of(request))
+    if not dead_letter_sources(sqs, request.source.url):
+        return ModeChoice(MoveMode.CLIENT, ModeReason.NOT_A_DLQ)
+    return ModeChoice(MoveMode.NATIVE, ModeReason.IS_A_DLQ)
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetStop:
+    """The receive budget stopped the run: a message seen keeps `reserve` or fewer receives
+    before SQS moves it from `queue` to `target`."""
+
+    queue: str
+    reserve: int
+    target: str
+
+
+Stop = BudgetStop | PaceStop
 
 
 @dataclass(frozen=True, slots=True)
 class RedriveTally:
-    """What a client-side move did; `moved + failed + skipped == seen` always holds.
+    """What a client-side move confirmed; `moved + sent_not_deleted + failed + skipped +
+    given_back == seen` always holds, `seen` being the messages received.
 
-    In a dry run `moved` counts the messages that would have been moved, and nothing moves;
-    with `keep` it counts the copies sent, and the originals stay.
+    `moved`: copy sent and original deleted (in a dry run: would have been moved, and nothing
+    moves; with `keep`: the copies sent, the originals stay). `sent_not_deleted`: the copy was
+    sent and the original is still in the source queue, so a rerun sends it again.
+    `given_back`: received, then made visible again untouched (the run stopped first).
     """
 
     seen: int = 0
     moved: int = 0
+    sent_not_deleted: int = 0
     failed: int = 0
     skipped: int = 0
+    given_back: int = 0
     dry_run: bool = False
     failures: Mapping[str, int] = field(default_factory=dict)
     skips: Mapping[str, int] = field(default_factory=dict)
-    stopped: str | None = None
-    not_released: int = 0
+    stopped: Stop | None = None
+    interrupted: bool = False  # the caller's stop token ended the run
+    not_released: int = 0  # of those held, SQS refused to make visible: back after hide_seconds
+    hidden_until: float | None = None  # epoch seconds: when those come back at the latest
     pace: PaceReport | None = None  # with until_failing
 
     @property
     def adds_up(self) -> bool:
-        return self.moved + self.failed + self.skipped == self.seen
+        handled = self.moved + self.sent_not_deleted + self.failed + self.skipped
+        return handled + self.given_back == self.seen
+
+
+@dataclass(frozen=True, slots=True)
+class Leftover:
+    """What a run abandoned mid-flight leaves behind, as far as it knows."""
+
+    hidden: int  # received and not deleted: hidden until `hidden_until`
+    hidden_until: float | None  # epoch seconds
+    sent_not_deleted: int  # copies confirmed sent whose original is still there
+    unconfirmed: int  # copies whose send (or original whose delete) was in flight
 
 
 def plan_copy(

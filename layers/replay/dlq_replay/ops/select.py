@@ -17,6 +17,7 @@ from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
 
 import jmespath  # type: ignore[import-untyped]  # boto3's own dependency; it ships no types
+from jmespath import functions as jmespath_functions
 from jmespath.exceptions import JMESPathError  # type: ignore[import-untyped]
 
 from dlq_replay.core.attributes import Attribute
@@ -67,9 +68,11 @@ class Where:
 
 
 def compile_match(expression: str) -> Any:
-    """A JMESPath expression, compiled; ValueError with the parser's reason if it is not one."""
+    """A JMESPath expression, compiled, its function names and argument counts checked (jmespath
+    checks them only when it evaluates, so a typo would select nothing); ValueError with the
+    reason if it is not one."""
     try:
-        return jmespath.compile(expression)
+        compiled = jmespath.compile(expression)
     except JMESPathError as error:
         # jmespath's message spans three lines (the expression and a caret): keep one.
         where = getattr(error, "lex_position", None)
@@ -77,6 +80,31 @@ def compile_match(expression: str) -> Any:
         first_line = str(error).split("\n", 1)[0]
         reason = first_line.removeprefix("Invalid jmespath expression: ").rstrip(": ")
         raise ValueError(f"not a JMESPath expression{at}: {reason}") from None
+    _check_functions(compiled.parsed)
+    return compiled
+
+
+_FUNCTIONS: dict[str, Any] = jmespath_functions.Functions().FUNCTION_TABLE
+
+
+def _check_functions(node: Any) -> None:
+    if not isinstance(node, dict):
+        return
+    if node.get("type") == "function_expression":
+        name = str(node.get("value"))
+        known = _FUNCTIONS.get(name)
+        if known is None:
+            raise ValueError(
+                f"not a JMESPath function: {name}() (known: {', '.join(sorted(_FUNCTIONS))})"
+            )
+        signature = known["signature"]
+        given = len(node.get("children", []))
+        variadic = any(arg.get("variadic") for arg in signature)
+        if given < len(signature) - variadic or (not variadic and given != len(signature)):
+            wanted = f"{len(signature) - variadic} or more" if variadic else len(signature)
+            raise ValueError(f"{name}() takes {wanted} argument(s), got {given}")
+    for child in node.get("children", []):
+        _check_functions(child)
 
 
 def compile_regex(pattern: str) -> re.Pattern[str]:

@@ -48,6 +48,7 @@ def expiry_warning(expires_in_seconds: float | None) -> bool:
 class EventSourceStatus:
     function_name: str
     found: bool  # a mapping from the DLQ to the function exists
+    function_missing: bool = False  # there is no such function at all
     state: str | None = None  # Enabled, Disabled, Creating, Enabling, Disabling, ...
     uuid: str | None = None
     batch_size: int | None = None
@@ -103,6 +104,17 @@ def status(
     return Status(queues, event_source, note)
 
 
+def _function_exists(lam: LambdaClient, function_name: str) -> bool:
+    """False only when Lambda says there is no such function (a refused look is no answer)."""
+    from botocore.exceptions import ClientError
+
+    try:
+        lam.get_function_configuration(FunctionName=function_name)
+    except ClientError as error:
+        return error.response.get("Error", {}).get("Code") != "ResourceNotFoundException"
+    return True
+
+
 def event_source_status(
     lam: LambdaClient, function_name: str, dlq_arn: str | None
 ) -> EventSourceStatus:
@@ -117,7 +129,9 @@ def event_source_status(
         None,
     )
     if chosen is None:
-        return EventSourceStatus(function_name, found=False)
+        return EventSourceStatus(
+            function_name, found=False, function_missing=not _function_exists(lam, function_name)
+        )
     scaling = chosen.get("ScalingConfig") or {}
     return EventSourceStatus(
         function_name,

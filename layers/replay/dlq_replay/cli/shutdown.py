@@ -1,0 +1,199 @@
+"""One shutdown path for SIGINT, SIGTERM and SIGHUP, for every command that moves messages
+(redrive, export, import, worker).
+
+From the start of `main` until a command takes over, each of the three signals raises
+`Interrupted` (a KeyboardInterrupt), so whatever runs unwinds through its `finally` blocks and
+`main` prints one line and exits 128 + the signal's number (130, 143, 129), never a traceback.
+
+A command that moves messages runs its work under `Shutdown.run`: the work runs in a thread and
+watches `Shutdown.stop` (a threading.Event the signal handler sets). On the first signal it
+stops receiving, lets the requests in flight finish, deletes the originals of the copies it
+confirmed sent, makes every other message it holds visible again, and returns its tally, which
+the command prints as the truth, with the signal's exit code. The main thread does no SQS call:
+should the work still run `GRACE_SECONDS` after the signal (a slow or failing endpoint), or a
+second signal arrive, it prints what is left (`left()`: what stays hidden and until when, what
+may be sent twice) and exits at once, abandoning the work's threads.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from types import FrameType
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:
+    from dlq_replay.ops.redrive import Leftover
+
+T = TypeVar("T")
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+# From the first signal to the exit, at most: requests in flight and the clean-up get this long.
+GRACE_SECONDS = 4.0
+_POLL_SECONDS = 0.1
+
+
+def exit_code(signum: int) -> int:
+    """What a shell expects of a process stopped by `signum`: 128 + its number."""
+    return 128 + signum
+
+
+def signal_name(signum: int) -> str:
+    return signal.Signals(signum).name
+
+
+class Interrupted(KeyboardInterrupt):
+    """A signal outside a command's own shutdown: unwind, print one line, exit 128 + signum."""
+
+    def __init__(self, signum: int, message: str | None = None) -> None:
+        super().__init__(message or f"interrupted ({signal_name(signum)})")
+        self.signum = signum
+
+    @property
+    def code(self) -> int:
+        return exit_code(self.signum)
+
+
+def _raise_interrupted(signum: int, frame: FrameType | None) -> None:
+    del frame
+    raise Interrupted(signum)
+
+
+def install_default_handlers() -> Callable[[], None]:
+    """SIGINT, SIGTERM and SIGHUP raise `Interrupted` (main thread only); returns how to put
+    the previous handlers back (`main` called in process, by tests)."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    previous = {sig: signal.signal(sig, _raise_interrupted) for sig in SIGNALS}
+
+    def restore() -> None:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+    return restore
+
+
+class Shutdown:
+    """The stop token of one command and the signal handlers that set it; see the module."""
+
+    def __init__(
+        self,
+        grace_seconds: float = GRACE_SECONDS,
+        *,
+        exit_now: Callable[[int], None] = os._exit,
+    ) -> None:
+        self.stop = threading.Event()
+        self.signum: int | None = None
+        self.grace_seconds = grace_seconds
+        self._signalled_at = 0.0
+        self._left: Callable[[], str] = lambda: ""
+        self._exit_now = exit_now
+
+    @property
+    def code(self) -> int | None:
+        """The exit code the signal asks for; None without a signal."""
+        return None if self.signum is None else exit_code(self.signum)
+
+    @property
+    def name(self) -> str:
+        return signal_name(self.signum) if self.signum is not None else ""
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        del frame
+        if self.signum is not None:
+            self._abandon(f"second signal ({signal_name(signum)})", exit_code(signum))
+            return
+        self.signum = signum
+        self._signalled_at = time.monotonic()
+        self.stop.set()
+        print(
+            f"dlq-replay: {signal_name(signum)}: stopping (finishing what is in flight; "
+            "a second signal exits at once)",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    def _abandon(self, why: str, code: int) -> None:
+        try:
+            left = self._left()
+        except Exception as error:  # the line must go out whatever the state
+            left = f"what is left is unknown ({type(error).__name__})"
+        if sys.stderr.isatty():
+            # A progress bar hides the cursor until it closes, which an exit now skips.
+            sys.stderr.write("\n\x1b[?25h")
+        print(f"dlq-replay: {why}: exiting now; {left}", file=sys.stderr, flush=True)
+        sys.stdout.flush()
+        self._exit_now(code)
+
+    def run(self, work: Callable[[], T], left: Callable[[], str]) -> T:
+        """`work()` in a thread with the signal handlers installed; its result, or its error
+        raised here. `left()` says what is left when the work must be abandoned."""
+        self._left = left
+        result: list[T] = []
+        failure: list[BaseException] = []
+
+        def body() -> None:
+            try:
+                result.append(work())
+            except BaseException as error:  # handed to the main thread
+                failure.append(error)
+
+        main = threading.current_thread() is threading.main_thread()
+        previous = {sig: signal.signal(sig, self._on_signal) for sig in SIGNALS} if main else {}
+        try:
+            thread = threading.Thread(target=body, name="work", daemon=True)
+            thread.start()
+            while thread.is_alive():
+                thread.join(_POLL_SECONDS)
+                late = time.monotonic() - self._signalled_at >= self.grace_seconds
+                if self.signum is not None and thread.is_alive() and late:
+                    self._abandon(
+                        f"{self.name}: requests still in flight after {self.grace_seconds:g} s",
+                        exit_code(self.signum),
+                    )
+                    break  # only when exit_now returns (tests)
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+        if failure:
+            raise failure[0]
+        if not result:
+            raise Interrupted(self.signum or signal.SIGINT, "abandoned")
+        return result[0]
+
+
+def hidden_until_text(count: int, until: float | None) -> str:
+    """`3 messages stay hidden until 14:02:11 UTC (they come back by themselves)`, or that
+    none does."""
+    if count <= 0:
+        return "no message is left hidden"
+    noun = "message stays" if count == 1 else "messages stay"
+    when = (
+        time.strftime("%H:%M:%S UTC", time.gmtime(until))
+        if until is not None
+        else "their visibility timeout ends"
+    )
+    return f"{count} {noun} hidden until {when} at the latest (then visible again by themselves)"
+
+
+def interrupted(stop: KeyboardInterrupt, message: str) -> Interrupted:
+    """`stop` (a Ctrl-C or an `Interrupted`) with a better line, its exit code kept."""
+    return Interrupted(stop.signum if isinstance(stop, Interrupted) else signal.SIGINT, message)
+
+
+def leftover_text(left: Leftover, where: str) -> str:
+    """What an abandoned move leaves: hidden messages and until when, possible duplicates."""
+    parts = [hidden_until_text(left.hidden, left.hidden_until)]
+    if left.sent_not_deleted:
+        parts.append(
+            f"sent, original not confirmed deleted: {left.sent_not_deleted} (a rerun sends again "
+            f"those still in the {where})"
+        )
+    if left.unconfirmed:
+        parts.append(
+            f"{left.unconfirmed} copies were being sent, unconfirmed (a rerun may send them again)"
+        )
+    return "; ".join(parts)

@@ -1,0 +1,93 @@
+"""The one shutdown path (`cli.shutdown`), in process: a real signal to this process's main
+thread, the work in its own thread, the exit replaced by a recorder."""
+
+from __future__ import annotations
+
+import signal
+import threading
+
+import pytest
+from dlq_replay.cli.shutdown import Shutdown, exit_code, hidden_until_text
+
+
+class ExitCalledError(Exception):
+    """What the recorder raises instead of leaving the process (so `run` stops there)."""
+
+
+def signal_main(signum: int) -> None:
+    signal.pthread_kill(threading.main_thread().ident or 0, signum)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_the_work_sees_the_stop_and_its_result_is_the_truth(
+    capsys: pytest.CaptureFixture[str], signum: int
+) -> None:
+    shutdown = Shutdown(grace_seconds=10)
+    previous = signal.getsignal(signum)
+
+    def work() -> str:
+        signal_main(signum)
+        assert shutdown.stop.wait(5)
+        return "tally"
+
+    assert shutdown.run(work, lambda: "unused") == "tally"
+    assert shutdown.code == exit_code(signum) == 128 + signum
+    assert signal.getsignal(signum) is previous  # handed back
+    assert f"{signal.Signals(signum).name}: stopping" in capsys.readouterr().err
+
+
+def test_work_still_running_after_the_grace_is_abandoned_with_what_is_left(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    exits: list[int] = []
+
+    def exit_now(code: int) -> None:
+        exits.append(code)
+        raise ExitCalledError
+
+    shutdown = Shutdown(grace_seconds=0.3, exit_now=exit_now)
+    release = threading.Event()
+
+    def work() -> str:
+        signal_main(signal.SIGTERM)
+        release.wait(10)  # a request that never comes back
+        return "late"
+
+    with pytest.raises(ExitCalledError):
+        shutdown.run(work, lambda: "3 messages stay hidden")
+    release.set()
+    assert exits == [143]
+    err = capsys.readouterr().err
+    assert "requests still in flight after 0.3 s: exiting now; 3 messages stay hidden" in err
+
+
+def test_a_second_signal_exits_at_once_with_its_own_code(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    exits: list[int] = []
+
+    def exit_now(code: int) -> None:
+        exits.append(code)
+        raise ExitCalledError
+
+    shutdown = Shutdown(grace_seconds=30, exit_now=exit_now)
+    release = threading.Event()
+
+    def work() -> None:
+        signal_main(signal.SIGINT)
+        shutdown.stop.wait(5)
+        signal_main(signal.SIGHUP)
+        release.wait(10)
+
+    with pytest.raises(ExitCalledError):
+        shutdown.run(work, lambda: "nothing left")
+    release.set()
+    assert exits == [129]
+    assert "second signal (SIGHUP): exiting now; nothing left" in capsys.readouterr().err
+
+
+def test_hidden_until_names_the_time_or_that_nothing_is_hidden() -> None:
+    assert hidden_until_text(0, None) == "no message is left hidden"
+    assert hidden_until_text(2, 0.0) == (
+        "2 messages stay hidden until 00:00:00 UTC at the latest (then visible again by themselves)"
+    )
