@@ -13,10 +13,10 @@ Each case fills a source queue with N messages, spawns the tool, and measures:
 Every case must deliver every message to the destination exactly once and leave the source
 empty (the fake keeps the books), or the benchmark stops with an error.
 
-    python bench/bench_end_to_end.py                       # 1,000 and 5,000 messages, 10 and 20 ms, 3 repeats
-    python bench/bench_end_to_end.py --smoke               # CI: 200 messages, 10 ms, once
-    python bench/bench_end_to_end.py --before /tmp/old     # also a tree of an older dlq_replay
-      (the `layers/replay` folder of a checkout, e.g. `git archive <rev> layers | tar -x -C /tmp/old`)
+    python bench/bench_end_to_end.py            # 1,000 and 5,000 messages, 10 and 20 ms, 3 times
+    python bench/bench_end_to_end.py --smoke    # CI: 200 messages, 10 ms, once
+    python bench/bench_end_to_end.py --before /tmp/old/layers/replay   # and an older tree:
+        git archive <rev> layers | tar -x -C /tmp/old
 """
 
 from __future__ import annotations
@@ -44,13 +44,14 @@ SOURCE, TARGET, OPERATOR = "bench-source", "bench-target", "bench-operator"
 EXIT_PATIENCE_SECONDS = 120.0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Run:
     rate: float
+    drain_rate: float
     to_empty: float
     exit_after: float
-    cpu_ms_per_message: float
-    log_bytes_per_message: float
+    cpu_seconds: float
+    log_bytes: int
 
 
 def loop_main(endpoint_url: str, source: str, target: str) -> None:
@@ -71,14 +72,16 @@ def loop_main(endpoint_url: str, source: str, target: str) -> None:
                 {
                     "Id": str(i),
                     "MessageBody": m["Body"],
-                    "MessageAttributes": m.get("MessageAttributes", {}),  # type: ignore[typeddict-item]
+                    "MessageAttributes": m.get("MessageAttributes", {}),
                 }
                 for i, m in enumerate(batch)
             ],
         )
         sqs.delete_message_batch(
             QueueUrl=source,
-            Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(batch)],
+            Entries=[
+                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(batch)
+            ],
         )
 
 
@@ -135,14 +138,14 @@ def child_env(tree: Path | None, fake: FakeSqs) -> dict[str, str]:
     return env
 
 
-def run_once(
-    case: str, messages: int, latency: float, *, tree: Path | None, pollers: int
-) -> Run:
+def run_once(case: str, messages: int, latency: float, *, tree: Path | None, pollers: int) -> Run:
     fake = FakeSqs(latency)
     for name in (SOURCE, TARGET, OPERATOR):
         fake.queue(name)
     bodies = [f"message {n:06d} {BODY_PADDING}" for n in range(messages)]
     fake.fill(SOURCE, bodies, ATTRIBUTES)
+    if not messages:
+        fake.queues[SOURCE].empty_at = time.monotonic()
     fake.start()
     source = fake.queues[SOURCE]
     try:
@@ -166,7 +169,12 @@ def run_once(
             stop_sent: float | None = None
             deadline = started + EXIT_PATIENCE_SECONDS
             while not ended and time.monotonic() < deadline:
-                if case == "worker" and stop_sent is None and source.empty_at is not None:
+                if (
+                    case == "worker"
+                    and stop_sent is None
+                    and source.empty_at is not None
+                    and fake.calls.get("ReceiveMessage")
+                ):
                     child.send_signal(signal.SIGTERM)
                     stop_sent = time.monotonic()
                 time.sleep(0.002)
@@ -179,7 +187,7 @@ def run_once(
             output.seek(0)
             log = output.read()
         code = os.waitstatus_to_exitcode(status)
-        if code != 0:
+        if code != 0 and not (messages == 0 and code == -signal.SIGTERM):
             sys.stderr.write(log.decode(errors="replace")[-2000:])
             raise SystemExit(f"bench_end_to_end: {case} exited with {code}")
         check_books(fake, bodies, case)
@@ -190,12 +198,14 @@ def run_once(
             rate_seconds, exit_after = empty_at - started, exited - stop_sent
         else:
             rate_seconds, exit_after = exited - started, exited - empty_at
+        first = fake.first_receive_at or empty_at
         return Run(
             rate=messages / rate_seconds,
+            drain_rate=messages / max(1e-9, empty_at - first),
             to_empty=empty_at - started,
             exit_after=exit_after,
-            cpu_ms_per_message=cpu / messages * 1000,
-            log_bytes_per_message=len(log) / messages,
+            cpu_seconds=cpu,
+            log_bytes=len(log),
         )
     finally:
         fake.stop()
@@ -216,18 +226,7 @@ def check_books(fake: FakeSqs, bodies: list[str], case: str) -> None:
 
 
 def median_run(runs: list[Run]) -> Run:
-    return Run(
-        *(
-            statistics.median(getattr(run, name) for run in runs)
-            for name in (
-                "rate",
-                "to_empty",
-                "exit_after",
-                "cpu_ms_per_message",
-                "log_bytes_per_message",
-            )
-        )
-    )
+    return Run(*(statistics.median(getattr(run, name) for run in runs) for name in Run.__slots__))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -238,7 +237,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=None)
     parser.add_argument("--pollers", type=int, default=8, help="the worker's --pollers")
     parser.add_argument(
-        "--cases", nargs="+", default=["loop", "redrive", "worker"], choices=["loop", "redrive", "worker"]
+        "--cases",
+        nargs="+",
+        default=["loop", "redrive", "worker"],
+        choices=["loop", "redrive", "worker"],
     )
     parser.add_argument(
         "--before",
@@ -258,14 +260,22 @@ def main(argv: list[str] | None = None) -> int:
         if case != "loop" and args.before is not None:
             variants.append((case, f"{case} (before)", args.before))
         variants.append((case, case if case == "loop" else f"{case} (now)", None))
-    shown = " ".join(["python bench/bench_end_to_end.py", *(sys.argv[1:] if argv is None else argv)])
+    shown = " ".join(
+        ["python bench/bench_end_to_end.py", *(sys.argv[1:] if argv is None else argv)]
+    )
     print(f"bench_end_to_end: median of {repeats}, worker --pollers {args.pollers} ({shown})")
     print(
-        f"{'messages':>8} {'ms/req':>6}  {'case':18} {'msg/s':>7} {'vs loop':>7} "
-        f"{'to empty s':>10} {'exit after s':>12} {'CPU ms/msg':>10} {'log B/msg':>9}"
+        f"{'messages':>8} {'ms/req':>6}  {'case':16} {'msg/s':>6} {'vs loop':>7} "
+        f"{'drain msg/s':>11} {'to empty s':>10} {'exit after s':>12} {'CPU ms/msg':>10} "
+        f"{'(marginal)':>10} {'log B/msg':>9}"
     )
-    for count in messages:
-        for latency_ms in latencies:
+    for latency_ms in latencies:
+        # What start-up and shutdown cost each variant, without a message to move.
+        idle = {
+            label: run_once(case, 0, latency_ms / 1000, tree=tree, pollers=args.pollers)
+            for case, label, tree in variants
+        }
+        for count in messages:
             results: dict[str, list[Run]] = {label: [] for _, label, _ in variants}
             for _ in range(repeats):  # interleaved, so a busy moment hits every case alike
                 for case, label, tree in variants:
@@ -276,10 +286,12 @@ def main(argv: list[str] | None = None) -> int:
             for label, runs in results.items():
                 result = median_run(runs)
                 ratio = f"{result.rate / loop:6.1f}x" if loop else "     - "
+                marginal = (result.cpu_seconds - idle[label].cpu_seconds) / count * 1000
                 print(
-                    f"{count:>8} {latency_ms:>6g}  {label:18} {result.rate:>7.0f} {ratio:>7} "
-                    f"{result.to_empty:>10.2f} {result.exit_after:>12.2f} "
-                    f"{result.cpu_ms_per_message:>10.3f} {result.log_bytes_per_message:>9.0f}",
+                    f"{count:>8} {latency_ms:>6g}  {label:16} {result.rate:>6.0f} {ratio:>7} "
+                    f"{result.drain_rate:>11.0f} {result.to_empty:>10.2f} "
+                    f"{result.exit_after:>12.2f} {result.cpu_seconds / count * 1000:>10.3f} "
+                    f"{marginal:>10.3f} {result.log_bytes / count:>9.0f}",
                     flush=True,
                 )
     return 0

@@ -26,6 +26,16 @@ from typing import Any
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
+# The operations besides ReceiveMessage, and the methods that answer them.
+OPERATIONS = {
+    "GetQueueAttributes": "_get_queue_attributes",
+    "ListDeadLetterSourceQueues": "_list_dead_letter_source_queues",
+    "GetQueueUrl": "_get_queue_url",
+    "SendMessage": "_send_message",
+    "SendMessageBatch": "_send_message_batch",
+    "DeleteMessageBatch": "_delete_message_batch",
+    "ChangeMessageVisibilityBatch": "_change_message_visibility_batch",
+}
 
 
 @dataclass(slots=True)
@@ -82,6 +92,7 @@ class FakeSqs(ThreadingHTTPServer):
         self.queues: dict[str, Queue] = {}
         self.calls: dict[str, int] = {}
         self.first_receive_at: float | None = None
+        self.connections = 0  # TCP connections the clients opened
         self._ids = itertools.count()
         self._thread: threading.Thread | None = None
 
@@ -126,10 +137,10 @@ class FakeSqs(ThreadingHTTPServer):
         if operation == "ReceiveMessage":
             return self._receive(request)
         with self.changed:
-            method = getattr(self, f"_op_{operation}", None)
-            if method is None:
+            name = OPERATIONS.get(operation)
+            if name is None:
                 raise ValueError(f"the fake does not do {operation}")
-            result: dict[str, Any] = method(request)
+            result: dict[str, Any] = getattr(self, name)(request)
             self.changed.notify_all()
             return result
 
@@ -149,7 +160,7 @@ class FakeSqs(ThreadingHTTPServer):
                 self.changed.wait(max(0.0, until - now))
             if self.first_receive_at is None and queue.visible:
                 self.first_receive_at = now
-            taken = []
+            taken: list[dict[str, Any]] = []
             while queue.visible and len(taken) < wanted:
                 message = queue.visible.popleft()
                 message.receive_count += 1
@@ -171,7 +182,7 @@ class FakeSqs(ThreadingHTTPServer):
                 )
         return {"Messages": taken} if taken else {}
 
-    def _op_GetQueueAttributes(self, request: dict[str, Any]) -> dict[str, Any]:
+    def _get_queue_attributes(self, request: dict[str, Any]) -> dict[str, Any]:
         queue = self._queue_of(request)
         queue.settle(time.monotonic())
         return {
@@ -185,11 +196,11 @@ class FakeSqs(ThreadingHTTPServer):
             }
         }
 
-    def _op_ListDeadLetterSourceQueues(self, request: dict[str, Any]) -> dict[str, Any]:
+    def _list_dead_letter_source_queues(self, request: dict[str, Any]) -> dict[str, Any]:
         del request
         return {"queueUrls": []}
 
-    def _op_GetQueueUrl(self, request: dict[str, Any]) -> dict[str, Any]:
+    def _get_queue_url(self, request: dict[str, Any]) -> dict[str, Any]:
         return {"QueueUrl": self.url(request["QueueName"])}
 
     def _send(self, queue: Queue, entry: dict[str, Any]) -> dict[str, Any]:
@@ -204,17 +215,15 @@ class FakeSqs(ThreadingHTTPServer):
         queue.empty_at = None
         return {"MessageId": message.message_id, "MD5OfMessageBody": message.md5}
 
-    def _op_SendMessage(self, request: dict[str, Any]) -> dict[str, Any]:
+    def _send_message(self, request: dict[str, Any]) -> dict[str, Any]:
         return self._send(self._queue_of(request), request)
 
-    def _op_SendMessageBatch(self, request: dict[str, Any]) -> dict[str, Any]:
+    def _send_message_batch(self, request: dict[str, Any]) -> dict[str, Any]:
         queue = self._queue_of(request)
         done = [{"Id": e["Id"], **self._send(queue, e)} for e in request["Entries"]]
         return {"Successful": done, "Failed": []}
 
-    def _batch(
-        self, request: dict[str, Any], act: Any
-    ) -> dict[str, list[dict[str, Any]]]:
+    def _batch(self, request: dict[str, Any], act: Any) -> dict[str, list[dict[str, Any]]]:
         queue = self._queue_of(request)
         done: list[dict[str, Any]] = []
         failed: list[dict[str, Any]] = []
@@ -231,14 +240,14 @@ class FakeSqs(ThreadingHTTPServer):
             queue.empty_at = time.monotonic()
         return {"Successful": done, "Failed": failed}
 
-    def _op_DeleteMessageBatch(self, request: dict[str, Any]) -> dict[str, Any]:
+    def _delete_message_batch(self, request: dict[str, Any]) -> dict[str, Any]:
         def delete(queue: Queue, entry: dict[str, Any], message: Message) -> None:
             del queue.in_flight[entry["ReceiptHandle"]]
             message.handle = None
 
         return self._batch(request, delete)
 
-    def _op_ChangeMessageVisibilityBatch(self, request: dict[str, Any]) -> dict[str, Any]:
+    def _change_message_visibility_batch(self, request: dict[str, Any]) -> dict[str, Any]:
         def change(queue: Queue, entry: dict[str, Any], message: Message) -> None:
             deadline = time.monotonic() + float(entry["VisibilityTimeout"])
             queue.in_flight[entry["ReceiptHandle"]] = (deadline, message)
@@ -254,6 +263,8 @@ class _Request(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
+        with self.server.changed:
+            self.server.connections += 1
         # Headers and body go out in two writes: without this, Nagle holds the second until
         # the client's delayed ACK (40 ms), which would be measured as latency.
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)

@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from dlq_replay.core.messages import OutboundMessage
+from dlq_replay.ops.ending import Held, SourceEnd
 from dlq_replay.ops.pacing import make_pace
 from dlq_replay.ops.receiving import ReceiveBudget, receive, release, usable_budget
 from dlq_replay.ops.redrive import (
@@ -78,6 +79,7 @@ class ClientMove:
         self.stop = threading.Event()
         self.seen: set[str] = set()
         self.in_hand: dict[str, str] = {}  # message id -> receipt handle, not deleted yet
+        self.taken = self.dropped = 0  # messages received, and deleted from in_hand (SourceEnd)
         self.moved = 0
         self.reserved = 0  # messages asked for by receives still in flight (for --limit)
         self.failures: Counter[str] = Counter()
@@ -86,6 +88,7 @@ class ClientMove:
         self.not_released = 0
         self.source_urls: dict[str, str | None] = {}
         self.pace = make_pace(sqs, request.rate, request.until_failing, clock, sleep)
+        self.end = SourceEnd(sqs, request.source.url, request.wait_seconds, self.stop)
 
     def tally(self) -> RedriveTally:
         return RedriveTally(
@@ -120,6 +123,7 @@ class ClientMove:
         return self.tally()
 
     def _work(self, on_progress: Callable[[RedriveTally], None] | None) -> None:
+        long_poll = False  # short polls while the source gives; long ones while others hold
         try:
             while not self.stop.is_set():
                 with self.lock:
@@ -128,14 +132,22 @@ class ClientMove:
                 if want <= 0:
                     return
                 try:
-                    fresh = self._receive(want)
+                    fresh, received = self._receive(want, long_poll)
                     if fresh:
                         self._handle(fresh)
                 finally:
                     with self.lock:
                         self.reserved -= want
+                if not received:
+                    # Nothing visible: the end, unless messages are in flight elsewhere or
+                    # delayed; those are waited for, with long polls.
+                    long_poll = self.end.pending(self.held) > 0
+                    if not long_poll:
+                        return
+                    continue
                 if not fresh:
                     return
+                long_poll = False
                 with self.lock:
                     snapshot = self.tally()
                     if self._budget_spent(fresh):
@@ -154,24 +166,29 @@ class ClientMove:
         handled = self.moved + sum(self.failures.values())
         return min(batch_size, self.request.limit - handled - self.reserved)
 
-    def _receive(self, want: int) -> list[MessageTypeDef]:
+    def held(self) -> Held:
+        with self.lock:
+            return Held(len(self.in_hand), self.taken, self.dropped)
+
+    def _receive(self, want: int, long_poll: bool) -> tuple[list[MessageTypeDef], int]:
         request = self.request
         batch = receive(
             self.sqs,
             request.source.url,
             want,
             visibility_timeout=request.hide_seconds,
-            wait_seconds=request.wait_seconds,
+            wait_seconds=self.end.wait_seconds(long_poll),
         )
         fresh: list[MessageTypeDef] = []
         with self.lock:
+            self.taken += len(batch)
             for message in batch:
                 # A message seen before came back after its hide time: keep its new handle.
                 self.in_hand[message["MessageId"]] = message["ReceiptHandle"]
                 if message["MessageId"] not in self.seen:
                     self.seen.add(message["MessageId"])
                     fresh.append(message)
-        return fresh
+        return fresh, len(batch)
 
     def _handle(self, fresh: Sequence[MessageTypeDef]) -> None:
         copies: list[tuple[MessageTypeDef, OutboundMessage]] = []
@@ -212,7 +229,7 @@ class ClientMove:
                     self.failures[FailReason.DELETE] += 1
                 else:
                     self.moved += 1
-                    self.in_hand.pop(message["MessageId"], None)
+                    self.dropped += self.in_hand.pop(message["MessageId"], None) is not None
 
     def _wait_for_slot(self, count: int) -> bool:
         """Wait for the pace's slot for `count` copies; False when the pace stopped the run."""

@@ -5,7 +5,7 @@ originals whose copy was sent; `plan_copy` makes one message's copy."""
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING
@@ -83,9 +83,14 @@ class RedriveRequest:
 
 
 def choose_mode(
-    sqs: SQSClient, request: RedriveRequest, *, client_side: bool
+    sqs: SQSClient,
+    request: RedriveRequest,
+    *,
+    client_side: bool,
+    sources: Sequence[str] | None = None,
 ) -> tuple[MoveMode, str]:
-    """Native move where SQS offers it, else client-side; with the reason, for the user."""
+    """Native move where SQS offers it, else client-side; with the reason, for the user.
+    `sources`: the queues that dead-letter into the source, when already read."""
     if client_side:
         return MoveMode.CLIENT, "client-side move asked for"
     if request.rewrites:
@@ -102,7 +107,9 @@ def choose_mode(
             if on
         ]
         return MoveMode.CLIENT, f"{', '.join(asked)}: only a client-side move can do that"
-    if not dead_letter_sources(sqs, request.source.url):
+    if sources is None:
+        sources = dead_letter_sources(sqs, request.source.url)
+    if not sources:
         return (
             MoveMode.CLIENT,
             f"{request.source.name} is no queue's DLQ, so StartMessageMoveTask does not take it",
