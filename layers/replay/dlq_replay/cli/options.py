@@ -53,10 +53,12 @@ SETTING_OPTIONS: dict[str, tuple[str, str]] = {
 # leaves room for a 20 s long poll.
 INTERACTIVE_ATTEMPTS = 2
 INTERACTIVE_CONNECT_TIMEOUT = 2
-INTERACTIVE_CONFIG = Config(
-    retries={"mode": "standard", "total_max_attempts": INTERACTIVE_ATTEMPTS},
-    connect_timeout=INTERACTIVE_CONNECT_TIMEOUT,
-    read_timeout=30,
+INTERACTIVE_CONFIG = sqs_clients.LEAN_CALLS.merge(
+    Config(
+        retries={"mode": "standard", "total_max_attempts": INTERACTIVE_ATTEMPTS},
+        connect_timeout=INTERACTIVE_CONNECT_TIMEOUT,
+        read_timeout=30,
+    )
 )
 MAX_POLLERS = 64  # threads in one process (worker, demo); run more processes for more
 # A queue the settings' own check needs when it judges one option alone.
