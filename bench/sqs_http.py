@@ -83,6 +83,9 @@ class FakeSqs(ThreadingHTTPServer):
     """The server: `queue(name)` makes a queue, `fill` puts messages in, the tools call it."""
 
     daemon_threads = True
+    # socketserver's default backlog is 5: a burst of connections (a pool filling up) would
+    # lose SYNs, and each loss costs the client a 1 s retransmission, a delay SQS never adds.
+    request_queue_size = 128
 
     def __init__(self, latency: float) -> None:
         super().__init__(("127.0.0.1", 0), _Request)

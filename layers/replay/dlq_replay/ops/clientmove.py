@@ -88,7 +88,7 @@ class ClientMove:
         self.not_released = 0
         self.source_urls: dict[str, str | None] = {}
         self.pace = make_pace(sqs, request.rate, request.until_failing, clock, sleep)
-        self.end = SourceEnd(sqs, request.source.url, request.wait_seconds, self.stop)
+        self.end = SourceEnd(sqs, request.source.url, request.wait_seconds, self.stop, self.held)
 
     def tally(self) -> RedriveTally:
         return RedriveTally(
@@ -123,7 +123,7 @@ class ClientMove:
         return self.tally()
 
     def _work(self, on_progress: Callable[[RedriveTally], None] | None) -> None:
-        long_poll = False  # short polls while the source gives; long ones while others hold
+        end = self.end.mover()
         try:
             while not self.stop.is_set():
                 with self.lock:
@@ -132,22 +132,19 @@ class ClientMove:
                 if want <= 0:
                     return
                 try:
-                    fresh, received = self._receive(want, long_poll)
+                    fresh, received = self._receive(want, end.wait_seconds)
                     if fresh:
                         self._handle(fresh)
                 finally:
                     with self.lock:
                         self.reserved -= want
                 if not received:
-                    # Nothing visible: the end, unless messages are in flight elsewhere or
-                    # delayed; those are waited for, with long polls.
-                    long_poll = self.end.pending(self.held) > 0
-                    if not long_poll:
+                    if end.done():  # the source is empty (ops.ending)
                         return
                     continue
                 if not fresh:
                     return
-                long_poll = False
+                end.flowing()
                 with self.lock:
                     snapshot = self.tally()
                     if self._budget_spent(fresh):
@@ -170,14 +167,14 @@ class ClientMove:
         with self.lock:
             return Held(len(self.in_hand), self.taken, self.dropped)
 
-    def _receive(self, want: int, long_poll: bool) -> tuple[list[MessageTypeDef], int]:
+    def _receive(self, want: int, wait_seconds: int) -> tuple[list[MessageTypeDef], int]:
         request = self.request
         batch = receive(
             self.sqs,
             request.source.url,
             want,
             visibility_timeout=request.hide_seconds,
-            wait_seconds=self.end.wait_seconds(long_poll),
+            wait_seconds=wait_seconds,
         )
         fresh: list[MessageTypeDef] = []
         with self.lock:
