@@ -148,52 +148,60 @@ def run_once(case: str, messages: int, latency: float, *, tree: Path | None, pol
         fake.queues[SOURCE].empty_at = time.monotonic()
     fake.start()
     source = fake.queues[SOURCE]
+    # `redrive-x2`: two redrives side by side on the same queues, one way past the GIL.
+    processes, tool = (2, "redrive") if case == "redrive-x2" else (1, case)
     try:
         with tempfile.TemporaryFile() as output:
             started = time.monotonic()
-            child = subprocess.Popen(
-                command(case, fake, pollers),
-                env=child_env(tree, fake),
-                stdout=output,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-            )
+            children = [
+                subprocess.Popen(
+                    command(tool, fake, pollers),
+                    env=child_env(tree, fake),
+                    stdout=output,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                )
+                for _ in range(processes)
+            ]
             ended: list[tuple[float, int, float]] = []
 
-            def reap() -> None:
-                _, status, usage = os.wait4(child.pid, 0)
+            def reap(pid: int) -> None:
+                _, status, usage = os.wait4(pid, 0)
                 ended.append((time.monotonic(), status, usage.ru_utime + usage.ru_stime))
 
-            reaper = threading.Thread(target=reap, daemon=True)
-            reaper.start()
+            reapers = [threading.Thread(target=reap, args=(c.pid,), daemon=True) for c in children]
+            for reaper in reapers:
+                reaper.start()
             stop_sent: float | None = None
             deadline = started + EXIT_PATIENCE_SECONDS
-            while not ended and time.monotonic() < deadline:
+            while len(ended) < processes and time.monotonic() < deadline:
                 if (
-                    case == "worker"
+                    tool == "worker"
                     and stop_sent is None
                     and source.empty_at is not None
                     and fake.calls.get("ReceiveMessage")
                 ):
-                    child.send_signal(signal.SIGTERM)
+                    children[0].send_signal(signal.SIGTERM)
                     stop_sent = time.monotonic()
                 time.sleep(0.002)
-            reaper.join(1)
-            if not ended:
-                child.kill()
-                reaper.join()
+            for reaper in reapers:
+                reaper.join(1)
+            if len(ended) < processes:
+                for child in children:
+                    child.kill()
                 raise SystemExit(f"bench_end_to_end: {case} did not exit in time")
-            exited, status, cpu = ended[0]
             output.seek(0)
             log = output.read()
-        code = os.waitstatus_to_exitcode(status)
-        if code != 0 and not (messages == 0 and code == -signal.SIGTERM):
-            sys.stderr.write(log.decode(errors="replace")[-2000:])
-            raise SystemExit(f"bench_end_to_end: {case} exited with {code}")
+        for _, status, _ in ended:
+            code = os.waitstatus_to_exitcode(status)
+            if code != 0 and not (messages == 0 and code == -signal.SIGTERM):
+                sys.stderr.write(log.decode(errors="replace")[-2000:])
+                raise SystemExit(f"bench_end_to_end: {case} exited with {code}")
         check_books(fake, bodies, case)
         empty_at = source.empty_at
         assert empty_at is not None
-        if case == "worker":
+        exited = max(at for at, _, _ in ended)
+        if tool == "worker":
             assert stop_sent is not None
             rate_seconds, exit_after = empty_at - started, exited - stop_sent
         else:
@@ -204,7 +212,7 @@ def run_once(case: str, messages: int, latency: float, *, tree: Path | None, pol
             drain_rate=messages / max(1e-9, empty_at - first),
             to_empty=empty_at - started,
             exit_after=exit_after,
-            cpu_seconds=cpu,
+            cpu_seconds=sum(cpu for _, _, cpu in ended),
             log_bytes=len(log),
         )
     finally:
@@ -240,7 +248,8 @@ def main(argv: list[str] | None = None) -> int:
         "--cases",
         nargs="+",
         default=["loop", "redrive", "worker"],
-        choices=["loop", "redrive", "worker"],
+        choices=["loop", "redrive", "redrive-x2", "worker"],
+        help="redrive-x2: two redrive processes side by side (default: loop redrive worker)",
     )
     parser.add_argument(
         "--before",
@@ -265,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(f"bench_end_to_end: median of {repeats}, worker --pollers {args.pollers} ({shown})")
     print(
-        f"{'messages':>8} {'ms/req':>6}  {'case':16} {'msg/s':>6} {'vs loop':>7} "
+        f"{'messages':>8} {'ms/req':>6}  {'case':19} {'msg/s':>6} {'vs loop':>7} "
         f"{'drain msg/s':>11} {'to empty s':>10} {'exit after s':>12} {'CPU ms/msg':>10} "
         f"{'(marginal)':>10} {'log B/msg':>9}"
     )
@@ -288,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
                 ratio = f"{result.rate / loop:6.1f}x" if loop else "     - "
                 marginal = (result.cpu_seconds - idle[label].cpu_seconds) / count * 1000
                 print(
-                    f"{count:>8} {latency_ms:>6g}  {label:16} {result.rate:>6.0f} {ratio:>7} "
+                    f"{count:>8} {latency_ms:>6g}  {label:19} {result.rate:>6.0f} {ratio:>7} "
                     f"{result.drain_rate:>11.0f} {result.to_empty:>10.2f} "
                     f"{result.exit_after:>12.2f} {result.cpu_seconds / count * 1000:>10.3f} "
                     f"{marginal:>10.3f} {result.log_bytes / count:>9.0f}",
