@@ -54,7 +54,7 @@ LOCALSTACK_TESTS := tests/integration tests/local tests/operator_cli
 CHECKOV_VENV := $(BUILD_DIR)/checkov-venv
 CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 
-# Publishing to the Serverless Application Repository (README, "Publishing"): `make package
+# Publishing to the Serverless Application Repository (docs/publishing.md): `make package
 # S3_BUCKET=...` builds, writes the SAR README and template under build/sar/ and uploads the
 # artifacts; `make publish` does that and publishes (SHARE=--public, or --account ID, or
 # --org o-..., then shares it); `make release VERSION=x.y.z` writes the version everywhere

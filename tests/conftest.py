@@ -33,8 +33,9 @@ if TYPE_CHECKING:
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# Every variable of DESIGN.md §2, plus what would point boto3 somewhere else, and the terminal
-# width the operator CLI's output follows: a developer's shell must not leak into a test.
+# Every variable of the function's environment, plus what would point boto3 somewhere else, and
+# the terminal width the operator CLI's output follows: a developer's shell must not leak into a
+# test.
 _FUNCTION_VARIABLES = (
     "MAIN_QUEUE_URL",
     "OPERATOR_QUEUE_URL",

@@ -155,9 +155,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"{CHANGELOG}, {NESTED_EXAMPLE}"
             )
         elif args.command == "sar-readme":
-            sar.write_readme(
-                ROOT / "README.md", args.output, args.source_code_url, package_version()
-            )
+            sar.write_readme(ROOT, args.output, args.source_code_url, package_version())
         elif args.command == "sar-template":
             removed = sar.write_template(
                 args.built,

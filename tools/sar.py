@@ -1,9 +1,10 @@
 """What the Serverless Application Repository gets: its README, its template, its sharing.
 
-`make package` writes both files under build/sar/ from the project's own (README.md and
-`sam build`'s template), so nothing is kept by hand twice:
-- the README keeps the sections a SAR page needs (architecture, install, parameters,
-  outputs, security), with every link made absolute to the released tag;
+`make package` writes both files under build/sar/ from the project's own (README.md,
+docs/deploying.md and `sam build`'s template), so nothing is kept by hand twice:
+- the README is made of the sections a SAR page needs (README.md's architecture;
+  docs/deploying.md's install, parameters, outputs, security), with every link made absolute
+  to the released tag;
 - the template points its Metadata at that README, the LICENSE and the release's source, and
   leaves out what SAR refuses (`SAR_UNSUPPORTED`).
 """
@@ -12,7 +13,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import posixpath
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,12 +23,17 @@ import yaml
 
 DEFAULT_SOURCE_CODE_URL = "https://github.com/sqs-dlq-replay/sqs-dlq-replay"
 APPLICATION = "AWS::ServerlessRepo::Application"
-# The README's sections a SAR page shows, in this order (jlhood's: architecture, install,
-# parameters, outputs, security).
-SAR_SECTIONS = ("Architecture", "Install and deploy", "Parameters", "Outputs", "Security")
-# Paragraphs that open with these start text for developers of the repository, up to the
-# section's end: the SAR page leaves them out.
-REPOSITORY_ONLY = ("Code layout",)
+# The sections a SAR page shows, in this order (jlhood's: architecture, install, parameters,
+# outputs, security), each from the file that holds it (paths from the repository's root).
+README = "README.md"
+DEPLOYING = "docs/deploying.md"
+SAR_SECTIONS: tuple[tuple[str, str], ...] = (
+    (README, "Architecture"),
+    (DEPLOYING, "Install and deploy"),
+    (DEPLOYING, "Parameters"),
+    (DEPLOYING, "Outputs"),
+    (DEPLOYING, "Security"),
+)
 # Properties SAR refuses at publish time, by resource type: (property, what leaving it out
 # changes). SAR validates AWS::Serverless::Function against its own copy of SAM's schema,
 # which lags SAM: it refused FunctionUrlConfig (aws-sam-cli#3987, serverless-application-model
@@ -71,41 +79,47 @@ def slug(heading: str) -> str:
     return text.replace(" ", "-")
 
 
-def sar_readme(readme: str, source_code_url: str, version: str) -> str:
-    """The SAR page's README: the title and opening paragraph, then `SAR_SECTIONS`, with
-    links that work outside the repository (SAR shows the README on its own page)."""
-    intro, sections = _split_sections(readme)
-    missing = [name for name in SAR_SECTIONS if name not in sections]
+def sar_readme(documents: Mapping[str, str], source_code_url: str, version: str) -> str:
+    """The SAR page's README: README.md's title and opening paragraph, then `SAR_SECTIONS`,
+    with links that work outside the repository (SAR shows the README on its own page).
+
+    `documents` maps a path from the repository's root to its text.
+    """
+    split = {path: _split_sections(text) for path, text in documents.items()}
+    missing = [
+        f"{title} ({path})"
+        for path, title in SAR_SECTIONS
+        if title not in split.get(path, ("", {}))[1]
+    ]
     if missing:
-        raise SarError(f"README.md has no section {', '.join(missing)}")
-    opening = intro.split("\n\n")[:2]  # the title and what it does
-    body = [_for_users(sections[name]) for name in SAR_SECTIONS]
+        raise SarError(f"no section {', '.join(missing)}")
+    opening = split[README][0].split("\n\n")[:2]  # the title and what it does
+    body = [(path, split[path][1][title]) for path, title in SAR_SECTIONS]
     tree = f"{source_code_url}/tree/v{version}"
+    blob = f"{source_code_url}/blob/v{version}"
     footer = (
         f"## More\n\nThe operator CLI (`dlq-replay`), the worker that runs outside Lambda, "
         f"backoff planning, observability and the full documentation: [the project's README]"
-        f"({source_code_url}/blob/v{version}/README.md). Source of this version: {tree}.\n"
+        f"({blob}/README.md). Source of this version: {tree}.\n"
     )
-    text = "\n\n".join([*opening, *body]).rstrip() + "\n\n" + footer
-    local = {slug(h) for h in re.findall(r"^#{2,4} (.+)$", text, re.MULTILINE)}
-    blob = f"{source_code_url}/blob/v{version}"
+    headings = "\n".join(section for _, section in body)
+    local = {slug(h) for h in re.findall(r"^#{2,4} (.+)$", headings, re.MULTILINE)}
 
-    def absolute(match: re.Match[str]) -> str:
-        target = match.group(1)
-        if re.match(r"[a-z]+:", target):
-            return match.group(0)
-        if target.startswith("#"):
-            return match.group(0) if target[1:] in local else f"]({blob}/README.md{target})"
-        return f"]({blob}/{target})"
+    def absolute(path: str, section: str) -> str:
+        def link(match: re.Match[str]) -> str:
+            target = match.group(1)
+            if re.match(r"[a-z]+:", target):
+                return match.group(0)
+            if target.startswith("#"):
+                return match.group(0) if target[1:] in local else f"]({blob}/{path}{target})"
+            return (
+                f"]({blob}/{posixpath.normpath(posixpath.join(posixpath.dirname(path), target))})"
+            )
 
-    return _LINK.sub(absolute, text)
+        return _LINK.sub(link, section)
 
-
-def _for_users(section: str) -> str:
-    """A section without its repository-only tail (`REPOSITORY_ONLY`)."""
-    for opening in REPOSITORY_ONLY:
-        section = re.split(rf"^{re.escape(opening)}", section, maxsplit=1, flags=re.MULTILINE)[0]
-    return section.rstrip()
+    sections = [absolute(path, section) for path, section in body]
+    return "\n\n".join([*opening, *sections]).rstrip() + "\n\n" + footer
 
 
 def _split_sections(readme: str) -> tuple[str, dict[str, str]]:
@@ -118,9 +132,14 @@ def _split_sections(readme: str) -> tuple[str, dict[str, str]]:
     return parts[0], sections
 
 
-def write_readme(readme: Path, output: Path, source_code_url: str, version: str) -> None:
+def read_documents(root: Path) -> dict[str, str]:
+    """The files `SAR_SECTIONS` draws from, by their path from the repository's root."""
+    return {path: (root / path).read_text(encoding="utf-8") for path, _ in SAR_SECTIONS}
+
+
+def write_readme(root: Path, output: Path, source_code_url: str, version: str) -> None:
     output.parent.mkdir(parents=True, exist_ok=True)
-    text = sar_readme(readme.read_text(encoding="utf-8"), source_code_url, version)
+    text = sar_readme(read_documents(root), source_code_url, version)
     output.write_text(text, encoding="utf-8")
 
 

@@ -15,8 +15,8 @@ or lost:
     N sent, X consumed, Y parked, Z in dlq, M in main, L lost, D duplicates
 
 and the exit code is 1 when L > 0. D counts extra deliveries to the consumer (by cause: see
-`_repeated_deliveries`) plus ids both consumed and parked (at-least-once allows both; the
-README says how consumers deduplicate).
+`_repeated_deliveries`) plus ids both consumed and parked (at-least-once allows both; how
+consumers deduplicate: docs/reliability.md#duplicates-and-the-origin-attribute).
 
     python tools/soak.py --messages 10000 --seed 1 --kills 3      # make soak N=10000 SEED=1
 """

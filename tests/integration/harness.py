@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import importlib
 import json
+import re
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -24,14 +25,14 @@ from dlq_replay.core.settings import Settings
 from dlq_replay.local.records import lambda_event
 from dlq_replay.ops.depth import queue_depth
 from dlq_replay.ops.draining import drained_batches
-from dlq_replay.sqs.replayer import Clock, Replayer
+from dlq_replay.sqs.replayer import Clock, Outcome, Replayer
 
 if TYPE_CHECKING:
     from aws_lambda_powertools import Logger, Metrics
     from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
     from botocore.model import OperationModel
     from dlq_replay.core.backoff import RandomSource
-    from dlq_replay.sqs.notices import SnsClient
+    from dlq_replay.notify.sns import SnsClient
     from mypy_boto3_sqs import SQSClient
     from mypy_boto3_sqs.literals import QueueAttributeNameType
     from mypy_boto3_sqs.type_defs import MessageAttributeValueTypeDef, MessageTypeDef
@@ -42,7 +43,7 @@ COUNT = "sqs-dlq-replay-nb"
 NOT_BEFORE = "dlq-replay-not-before"
 PARK_REASON = "dlq-replay-park-reason"
 # The DLQ's own safety net (DLQ -> operator queue) must outlast the main queue's maxReceiveCount
-# plus the holds of the long-delay path (DESIGN.md §5).
+# plus the holds of the long-delay path (docs/design.md, 'The safety net').
 DLQ_MAX_RECEIVE_COUNT = 10
 
 
@@ -282,6 +283,35 @@ class RequestLog:
         ]
 
 
+# SQS's SendMessage reference (MessageBody; a String attribute value "has the same
+# restrictions"): #x9 | #xA | #xD | #x20 to #xD7FF | #xE000 to #xFFFD | #x10000 to #x10FFFF.
+# Written out here again, so the tests do not take the code's word for it.
+SQS_CHARACTERS = re.compile("[\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]*")
+
+
+def valid_for_sqs(text: str) -> bool:
+    return SQS_CHARACTERS.fullmatch(text) is not None
+
+
+class CharacterCheck:
+    """Judges every SendMessageBatch entry a client sends by SQS's character rules (moto does
+    not): its body, and each attribute's name, type and string value."""
+
+    def __init__(self, client: SQSClient) -> None:
+        self.refused: list[str] = []
+        self.details: list[str] = []  # every dlq-replay-error value sent
+        client.meta.events.register("provide-client-params.sqs.SendMessageBatch", self._check)
+
+    def _check(self, params: dict[str, Any], **_: Any) -> None:
+        for entry in params["Entries"]:
+            texts = [entry["MessageBody"]]
+            for name, value in entry.get("MessageAttributes", {}).items():
+                texts += [name, value["DataType"], value.get("StringValue", "")]
+                if name == "dlq-replay-error":
+                    self.details.append(value["StringValue"])
+            self.refused += [text for text in texts if not valid_for_sqs(text)]
+
+
 @dataclass
 class LogLine:
     level: str
@@ -290,7 +320,7 @@ class LogLine:
 
 
 class RecordingLog:
-    """A `dlq_replay.sqs.replayer.Log` that keeps every line, for assertions."""
+    """A `dlq_replay.core.log.Log` that keeps every line, for assertions."""
 
     def __init__(self) -> None:
         self.lines: list[LogLine] = []
@@ -371,6 +401,7 @@ class ReplayFactory:
         rng: RandomSource | None = None,
         sns: SnsClient | None = None,
         metrics: Metrics | None = None,
+        on_outcome: Callable[[Outcome], None] | None = None,
     ) -> LambdaReplay:
         """Defaults: the queues' main and operator URLs, full jitter drawing 0 (no delay), so a
         replay is visible at once. A None value in `env` removes the variable."""
@@ -390,6 +421,7 @@ class ReplayFactory:
             rng=rng or LowestRandom(),
             sns=sns,
             metrics=metrics,
+            on_outcome=on_outcome,
         )
         return LambdaReplay(replayer)
 

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 from dlq_replay.aws_lambda.replay import MalformedEventError
 from dlq_replay.core.settings import SettingsError
+from emulation import eventually
 
 from integration.harness import (
     AppHandle,
@@ -21,6 +23,7 @@ from integration.harness import (
 pytestmark = pytest.mark.emulator
 
 
+HAND_MADE = Path(__file__).resolve().parents[2] / "events" / "hand-made"
 SECRET_BODY = "card=4111-1111-1111-1111 secret-7f3a"
 
 
@@ -152,3 +155,46 @@ def test_metrics_carry_the_function_name_the_alarms_select(
     assert sorted(directive["Dimensions"][0]) == ["FunctionName", "service"]
     assert replayed[0]["FunctionName"] == "sqs-dlq-replay"  # the Lambda context's name
     assert replayed[0]["service"] == "sqs-dlq-replay"
+
+
+@pytest.mark.parametrize("log_body", [False, True], ids=["body-not-logged", "body-logged"])
+def test_records_whose_text_cannot_be_encoded_fail_alone_with_one_line_each(
+    app: AppHandle,
+    app_env: pytest.MonkeyPatch,
+    sqs: Sqs,
+    queues: ReplayQueues,
+    capsys: pytest.CaptureFixture[str],
+    log_body: bool,
+) -> None:
+    """A hand-made event (events/hand-made/) whose records hold lone surrogates, in the body
+    and in an attribute value: no copy of them can be encoded, so each fails alone with one
+    log line naming it and why; the healthy record is replayed."""
+    app_env.setattr(app.logger.registered_handler, "stream", sys.stdout)
+    app_env.setenv("LOG_MESSAGE_BODY", str(log_body).lower())
+    app_env.setenv("BACKOFF_BASE_SECONDS", "1")
+    app_env.setenv("JITTER", "none")
+    event = json.loads((HAND_MADE / "dlq-lone-surrogates.json").read_text(encoding="utf-8"))
+    in_body, in_attribute, healthy = event["Records"]
+
+    response = app.handler(event)
+
+    assert response == {
+        "batchItemFailures": [
+            {"itemIdentifier": in_body["messageId"]},
+            {"itemIdentifier": in_attribute["messageId"]},
+        ]
+    }
+    (replayed,) = eventually(lambda: sqs.drain(queues.main), "the replayed copy", after=1)
+    assert replayed["Body"] == healthy["body"]
+    assert sqs.total(queues.operator) == 0
+    errors = [line for line in log_lines(capsys.readouterr().out) if line.get("level") == "ERROR"]
+    assert [(line["message"], line["message_id"]) for line in errors] == [
+        ("record not done", in_body["messageId"]),
+        ("record not done", in_attribute["messageId"]),
+    ]
+    assert errors[0]["problem"].startswith("the body holds a lone surrogate (U+DCE9")
+    assert errors[1]["problem"].startswith(
+        "the value of message attribute 2 (customer) holds a lone surrogate (U+D800"
+    )
+    if log_body:
+        assert errors[0]["body"] == '{"orderId": "o-2001", "note": "caf\\udce9"}'

@@ -4,6 +4,7 @@ park leaves the record failed. Against the emulator, with the requests recorded.
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -13,16 +14,19 @@ from dlq_replay.consumer import (
     PARK_DETAIL_MAX_CHARS,
     BackoffBatchProcessor,
     BackoffFifoProcessor,
+    BackoffPolicy,
     ConsumerSettings,
+    FailureOptions,
+    Jitter,
     ParkMessage,
     park_on,
     settle_failure,
 )
-from dlq_replay.core.backoff import BackoffPolicy, Jitter
 from emulation import eventually
 
 from integration.harness import (
     PARK_REASON,
+    CharacterCheck,
     Outgoing,
     RecordingLog,
     ReplayQueues,
@@ -254,6 +258,15 @@ def test_an_entire_failed_batch_still_raises_as_powertools_does(
             event=event, record_handler=handler_failing("down"), processor=processor
         )
 
+    # BatchSize 1, as the README shows: the failure is an answer, not an invocation error.
+    answering = BackoffBatchProcessor(
+        replay_client, settings(queues), raise_on_entire_batch_failure=False
+    )
+    response = process_partial_response(
+        event=event, record_handler=handler_failing("down"), processor=answering
+    )
+    assert failed_ids(response) == record_ids(event)
+
 
 @pytest.mark.moto_only(reason="LocalStack, like SQS, may hand out a FIFO queue group by group")
 def test_fifo_a_group_stops_at_its_first_failure_and_backs_off_together(
@@ -313,3 +326,146 @@ def test_a_boto3_consumer_backs_off_or_parks_and_deletes(
     assert visibility_timeouts(requests) == [2]
     assert [m["Body"] for m in sqs.drain(queues.operator)] == ["invalid-3"]
     assert sqs.total(queues.main) == 1  # the parked one deleted, the flaky one hidden
+
+
+# -- text: every detail is sent valid, the body never in it, a record's bad text fails alone --
+
+
+@pytest.mark.parametrize(
+    ("detail", "sent"),
+    [
+        pytest.param("row 3: \x00 in the name", "row 3: \\x00 in the name", id="nul"),
+        pytest.param(
+            "\x1b[31mERROR\x1b[0m sku missing", "\\x1b[31mERROR\\x1b[0m sku missing", id="ansi"
+        ),
+        pytest.param("name 'caf\udce9' is not UTF-8", "name 'caf\\udce9' is not UTF-8", id="lone"),
+        pytest.param("bad\ufffe\x07 bytes", "bad\\ufffe\\x07 bytes", id="non-character"),
+        pytest.param("ok: é ü 😀", "ok: é ü 😀", id="allowed-unicode"),
+        pytest.param(
+            "x" * (PARK_DETAIL_MAX_CHARS - 3) + "\x1b[0m",
+            "x" * (PARK_DETAIL_MAX_CHARS - 3),
+            id="escape-at-the-cut",
+        ),
+    ],
+)
+def test_a_detail_with_characters_sqs_refuses_is_parked_with_them_escaped(
+    sqs: Sqs, main_queues: ReplayQueues, replay_client: SQSClient, detail: str, sent: str
+) -> None:
+    """SQS (and LocalStack) refuse these characters in an attribute value, and a lone
+    surrogate cannot even be encoded: each is written as a visible escape, and the park
+    happens."""
+    queues = main_queues
+    sqs.send(queues.main, Outgoing("invalid-9"))
+    check = CharacterCheck(replay_client)
+    processor = BackoffBatchProcessor(replay_client, settings(queues))
+    event = sqs.receive_event(queues.main)
+
+    def record_handler(record: SQSRecord) -> None:
+        raise ParkMessage("invalid-order", detail)
+
+    response = process_partial_response(
+        event=event, record_handler=record_handler, processor=processor
+    )
+
+    assert failed_ids(response) == []
+    assert check.refused == []
+    (parked,) = sqs.drain(queues.operator)
+    assert attributes_of(parked)[PARK_ERROR] == string(sent)
+    assert sqs.total(queues.main) == 1  # in flight until Lambda deletes it, not backed off
+
+
+def test_the_default_detail_leaves_out_an_exception_text_that_quotes_the_body(
+    sqs: Sqs, main_queues: ReplayQueues, replay_client: SQSClient
+) -> None:
+    """Validation libraries quote their input (pydantic: `input_value=...`); the detail keeps
+    the error's own words and never a run of 32 characters of the body."""
+    queues = main_queues
+    body = '{"orderId": "o-77", "card": "4111 1111 1111 1111", "holder": "Alice Example"}'
+    sqs.send(queues.main, Outgoing(body))
+
+    def record_handler(record: SQSRecord) -> None:
+        raise ValueError(f"order rejected: {record.body} has no sku")
+
+    processor = BackoffBatchProcessor(
+        replay_client, settings(queues), park_rule=park_on("invalid-order", ValueError)
+    )
+    event = sqs.receive_event(queues.main)
+
+    process_partial_response(event=event, record_handler=record_handler, processor=processor)
+
+    (parked,) = sqs.drain(queues.operator)
+    assert parked["Body"] == body
+    detail = attributes_of(parked)[PARK_ERROR]["StringValue"]
+    assert detail == "order rejected: [redacted] has no sku"
+    assert "4111" not in detail
+
+
+def test_a_users_detail_function_writes_the_detail(
+    sqs: Sqs, main_queues: ReplayQueues, replay_client: SQSClient
+) -> None:
+    queues = main_queues
+    sqs.send(queues.main, Outgoing('{"orderId": "o-78"}'))
+    sqs.send(queues.main, Outgoing('{"orderId": "o-79"}'))
+
+    def order_and_error(park: ParkMessage, body: str) -> str:
+        return f"order {json.loads(body)['orderId']}: {park.detail}\x1b"
+
+    def record_handler(record: SQSRecord) -> None:
+        raise ParkMessage("invalid-order", "no sku")
+
+    processor = BackoffBatchProcessor(replay_client, settings(queues), park_detail=order_and_error)
+    process_partial_response(
+        event=sqs.receive_event(queues.main), record_handler=record_handler, processor=processor
+    )
+    # The boto3 path: the Lambda path's two are in flight, so the receive gets the third.
+    sqs.send(queues.main, Outgoing('{"orderId": "o-80"}'))
+    (received,) = replay_client.receive_message(
+        QueueUrl=queues.main.url, MessageAttributeNames=["All"], WaitTimeSeconds=1
+    )["Messages"]
+    assert settle_failure(
+        replay_client,
+        queues.main.url,
+        received,
+        ParkMessage("invalid-order", "no sku"),
+        settings(queues),
+        options=FailureOptions(park_detail=order_and_error),
+    )
+
+    details = sorted(
+        attributes_of(m)[PARK_ERROR]["StringValue"] for m in sqs.drain(queues.operator)
+    )
+    assert details == [f"order o-{n}: no sku\\x1b" for n in (78, 79, 80)]
+
+
+@pytest.mark.parametrize("where", ["body", "attribute"])
+def test_a_record_whose_text_cannot_be_encoded_fails_alone_and_the_others_settle(
+    sqs: Sqs, main_queues: ReplayQueues, replay_client: SQSClient, where: str
+) -> None:
+    """A hand-made record with a lone surrogate cannot be parked (no copy can be encoded):
+    it fails and backs off alone, with one log line naming it and why; the rest of the batch
+    is parked and succeeds as usual."""
+    queues = main_queues
+    for body in ("invalid-a", "invalid-b", "ok"):
+        sqs.send(queues.main, Outgoing(body, {"tenant": string("acme")}))
+    event = sqs.receive_event(queues.main)
+    (broken,) = [r for r in event["Records"] if r["body"] == "invalid-b"]
+    if where == "body":
+        broken["body"] = "invalid-b caf\udce9"
+    else:
+        broken["messageAttributes"]["tenant"]["stringValue"] = "acm\ud800"
+    log = RecordingLog()
+    requests = RequestLog(replay_client)
+    processor = BackoffBatchProcessor(replay_client, settings(queues), logger=log)
+
+    response = process_partial_response(
+        event=event, record_handler=handler_failing(), processor=processor
+    )
+
+    assert failed_ids(response) == [broken["messageId"]]
+    assert [m["Body"] for m in sqs.drain(queues.operator)] == ["invalid-a"]
+    errors = [line for line in log.lines if line.level == "error"]
+    assert [(line.message, line.extra["message_id"]) for line in errors] == [
+        ("cannot park: the record fails and is retried", broken["messageId"])
+    ]
+    assert "lone surrogate" in errors[0].extra["problem"]
+    assert visibility_timeouts(requests) == [2]  # backed off like any failure

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from dlq_replay.core.decision import Action, ParkReason
 
 from integration.harness import (
     COUNT,
@@ -22,6 +23,7 @@ from integration.harness import (
 )
 
 if TYPE_CHECKING:
+    from dlq_replay.sqs.replayer import Outcome
     from mypy_boto3_sqs import SQSClient
     from mypy_boto3_sqs.type_defs import MessageAttributeValueTypeDef
 
@@ -136,3 +138,30 @@ def test_nine_attributes_and_no_count_still_replays_with_ten(
     received = attributes_of(replayed)
     assert len(received) == 10
     assert received[COUNT] == {"DataType": "Number", "StringValue": "1"}
+
+
+def test_the_outcome_hook_sees_each_record_once_as_its_log_line_says(
+    make_replay: ReplayFactory, sqs: Sqs, queues: ReplayQueues, replay_log: RecordingLog
+) -> None:
+    event = sqs.dead_letter_event(
+        queues,
+        [
+            Outgoing("first try"),
+            Outgoing("at the limit", {COUNT: number(3)}),
+            Outgoing("bad count", {COUNT: string("x")}),
+        ],
+    )
+    seen: list[Outcome] = []
+
+    assert make_replay(queues, {"MAX_ATTEMPTS": "3"}, on_outcome=seen.append)(event) == {
+        "batchItemFailures": []
+    }
+
+    assert [o.message.message_id for o in seen] == [r["messageId"] for r in event["Records"]]
+    assert [(o.decision.action, o.decision.reason, o.failure) for o in seen] == [
+        (Action.REPLAY, None, None),
+        (Action.PARK, ParkReason.MAX_ATTEMPTS, None),
+        (Action.PARK, ParkReason.INVALID_COUNT, None),
+    ]
+    logged = {line.extra["message_id"]: line.extra["outcome"] for line in replay_log.lines}
+    assert logged == {o.message.message_id: o.decision.action.value for o in seen}

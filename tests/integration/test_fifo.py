@@ -1,4 +1,4 @@
-"""FIFO queues (DESIGN.md §4): groups, deduplication ids, order, and failures within a group."""
+"""FIFO queues: groups, deduplication ids, order, and failures within a group."""
 
 from __future__ import annotations
 

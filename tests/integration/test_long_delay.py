@@ -1,4 +1,7 @@
-"""Delays longer than a destination accepts (DESIGN.md §4): write back, hold, release."""
+"""Delays longer than a destination accepts: write back, hold, release.
+
+docs/design.md, 'Delays longer than 15 minutes and FIFO queues'.
+"""
 
 from __future__ import annotations
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import logging
 import random
 import re
 import sys
@@ -11,6 +10,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 from dlq_replay.cli.main import main
+from dlq_replay.core.decision import Action, Decision, ParkReason
+from dlq_replay.core.messages import InboundMessage
 from dlq_replay.demo.run import demo
 from dlq_replay.demo.scenario import (
     DemoOptions,
@@ -21,6 +22,8 @@ from dlq_replay.demo.scenario import (
     settle_timeout,
 )
 from dlq_replay.demo.view import outcome_rows
+from dlq_replay.sqs.replayer import Outcome
+from dlq_replay.sqs.sending import SendFailure
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -147,26 +150,32 @@ def test_the_default_timeout_grows_with_the_work() -> None:
 
 
 def test_the_outcomes_table_has_one_row_per_outcome_in_plain_words() -> None:
-    tally = Tally(expected={"m1", "m2", "m3"}, processed={"m1"})
+    tally = Tally(expected={"m1", "m2", "m3", "m4"}, processed={"m1"})
     counter = OutcomeCounter(tally)
-    # What the replay logs for a replayed record and for a parked one (sqs/replayer.py).
-    for message, outcome, reason in (
-        ("record replayed", "replay", None),
-        ("record replayed", "replay", None),
-        ("record parked", "park", "max-attempts"),
+    replayed = Decision(Action.REPLAY, "https://main", attempt=1)
+    parked = Decision(Action.PARK, "https://operator", reason=ParkReason.MAX_ATTEMPTS)
+    unavailable = SendFailure("ServiceUnavailable", "try later", permanent=False)
+    # What the replay hands its `on_outcome` hook: two replayed, one parked, one park whose
+    # write failed (not parked yet).
+    for message_id, decision, failure in (
+        ("m2", replayed, None),
+        ("m3", replayed, None),
+        ("m4", parked, None),
+        ("m1", parked, unavailable),
     ):
-        record = logging.LogRecord("replay", logging.INFO, __file__, 1, message, None, None)
-        record.outcome = outcome
-        if reason:
-            record.reason = reason
-        counter.emit(record)
+        counter(Outcome(_inbound(message_id), decision, failure))
 
     assert outcome_rows(tally) == [
-        ("sent", 3),
+        ("sent", 4),
         ("processed by the consumer", 1),
         ("replayed to the main queue", 2),
+        ("not replayed yet: SQS call failed", 1),
         ("parked: max-attempts", 1),
     ]
+
+
+def _inbound(message_id: str) -> InboundMessage:
+    return InboundMessage(message_id, "handle", "{}", {}, "arn:aws:sqs:us-east-1:1:dlq")
 
 
 @pytest.mark.usefixtures("fresh_backends")

@@ -1,4 +1,4 @@
-"""The local event source: Lambda's SQS event source mapping, outside Lambda (DESIGN.md §6).
+"""The local event source: Lambda's SQS event source mapping, outside Lambda.
 
 In-process moto; moto serves visibility timeouts in real time, so the queues that must hand a
 failure back use a 1 s visibility timeout.

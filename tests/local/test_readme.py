@@ -1,5 +1,5 @@
-"""The README's `make demo` commands, copied from its fenced blocks, run as written (with a
-small message count appended) and account for every message."""
+"""The `make demo` commands of the README and docs/, copied from their fenced blocks, run as
+written (with a small message count appended) and account for every message."""
 
 from __future__ import annotations
 
@@ -17,24 +17,28 @@ FENCED = re.compile(r"^```[^\n]*\n(.*?)^```", re.DOTALL | re.MULTILINE)
 SMALL = ["--messages", "20", "--seed", "1"]
 
 
-def fenced_make_demo_lines() -> list[str]:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    return [
+def fenced_make_demo_lines(*documents: Path) -> list[str]:
+    lines = [
         line.strip()
-        for block in FENCED.findall(text)
+        for document in documents
+        for block in FENCED.findall(document.read_text(encoding="utf-8"))
         for line in block.splitlines()
         if line.strip().startswith("make demo")
     ]
+    return list(dict.fromkeys(lines))
+
+
+DOCUMENTS = (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")))
 
 
 def test_the_readme_shows_the_demo_with_and_without_options() -> None:
-    lines = fenced_make_demo_lines()
+    lines = fenced_make_demo_lines(ROOT / "README.md")
     assert any("DEMO_ARGS=" in line for line in lines), lines
     assert any(shlex.split(line, comments=True) == ["make", "demo"] for line in lines), lines
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
-@pytest.mark.parametrize("line", fenced_make_demo_lines())
+@pytest.mark.parametrize("line", fenced_make_demo_lines(*DOCUMENTS))
 def test_a_readme_make_demo_line_runs_as_written(line: str) -> None:
     words = shlex.split(line, comments=True)
     options = {word.split("=", 1)[0]: word.split("=", 1)[1] for word in words[2:]}

@@ -1,4 +1,4 @@
-"""`dlq-replay peek`: looking without consuming, and the receive-count rule of DESIGN.md §7."""
+"""`dlq-replay peek`: looking without consuming, and the receive-count rule."""
 
 from __future__ import annotations
 
@@ -227,7 +227,7 @@ def test_peek_refuses_before_receiving_when_no_receive_is_to_spare(
 def test_peek_refuses_when_messages_arrive_with_too_many_receives(
     capsys: pytest.CaptureFixture[str], sqs: SQSClient
 ) -> None:
-    """A DLQ whose maxReceiveCount barely exceeds its source queue's (DESIGN.md §5)."""
+    """A DLQ whose maxReceiveCount barely exceeds its source queue's (the safety net)."""
     wired = make_queues(sqs, "thin", main_max_receive_count=4, dlq_max_receive_count=5)
 
     result = run_cli(capsys, "peek", "dlq", *wired.options(), *NO_WAIT, "--reserve", "1")

@@ -1,4 +1,4 @@
-"""`dlq-replay plan`: every figure against the formulas of DESIGN.md §3."""
+"""`dlq-replay plan`: every figure against the formulas of docs/design.md, 'Backoff and jitter'."""
 
 from __future__ import annotations
 

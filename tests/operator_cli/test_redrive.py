@@ -223,6 +223,27 @@ def test_consumer_parks_are_filtered_by_their_reason_and_lose_reason_and_detail(
     assert run_cli(capsys, "redrive", *queues.options(), "--filter-reason", "consumer:").code == 2
 
 
+def test_consumer_star_selects_every_consumer_park_and_a_bare_reason_says_how(
+    capsys: pytest.CaptureFixture[str], sqs: SQSClient, queues: Queues
+) -> None:
+    park(sqs, queues.operator, ["bad-sku"], reason="consumer:invalid-order")
+    park(sqs, queues.operator, ["late"], reason="consumer:too-late")
+    park(sqs, queues.operator, ["max"], reason="max-attempts")
+
+    result = redrive(capsys, queues, "--filter-reason", "consumer:*")
+
+    assert result.code == 0, result
+    assert result.json()["moved"] == 2
+    assert bodies(drain(sqs, queues.main)) == Counter(["bad-sku", "late"])
+    bare = run_cli(capsys, "redrive", *queues.options(), "--filter-reason", "invalid-order")
+    assert bare.code == 2
+    assert (
+        "a consumer's park for 'invalid-order' is selected as consumer:invalid-order, "
+        "every consumer park as consumer:*" in bare.err
+    )
+    assert depth(sqs, queues.operator) == (1, 0)  # the replay's own park stays
+
+
 def test_dry_run_moves_nothing(
     capsys: pytest.CaptureFixture[str], sqs: SQSClient, queues: Queues
 ) -> None:

@@ -15,6 +15,7 @@ from tools.sar import (
     SAR_SECTIONS,
     SAR_UNSUPPORTED,
     SarError,
+    read_documents,
     sar_readme,
     sar_template,
     slug,
@@ -30,7 +31,7 @@ VERSION = dlq_replay.__version__
 
 @pytest.fixture(scope="module")
 def readme() -> str:
-    return sar_readme((ROOT / "README.md").read_text(encoding="utf-8"), SOURCE, VERSION)
+    return sar_readme(read_documents(ROOT), SOURCE, VERSION)
 
 
 def test_every_link_works_outside_the_repository(readme: str) -> None:
@@ -42,13 +43,18 @@ def test_every_link_works_outside_the_repository(readme: str) -> None:
             assert target[1:] in anchors, target
         else:
             assert target.startswith("https://"), target
+    # docs/deploying.md's links resolve from docs/, the README's from the root.
     assert f"{SOURCE}/blob/v{VERSION}/examples/nested-app.yaml" in readme
+    assert f"{SOURCE}/blob/v{VERSION}/docs/design.md" in readme
+    assert f"{SOURCE}/blob/v{VERSION}/docs/operating.md#" in readme
 
 
 def test_it_keeps_the_sections_a_sar_page_needs_in_order(readme: str) -> None:
     headings = re.findall(r"^## (.+)$", readme, re.MULTILINE)
-    assert headings == [*SAR_SECTIONS, "More"]
+    assert headings == [*(title for _, title in SAR_SECTIONS), "More"]
+    assert readme.startswith("# sqs-dlq-replay\n\nGives SQS dead-letter queues a second life.")
     assert "Code layout" not in readme  # for developers of the repository
+    assert "| `MainQueueArn` |" in readme  # the table, not the README's link to it
 
 
 def test_its_parameter_table_names_every_template_parameter(readme: str) -> None:
@@ -57,11 +63,13 @@ def test_its_parameter_table_names_every_template_parameter(readme: str) -> None
     assert set(parameters) <= rows
 
 
-def test_a_readme_without_a_needed_section_is_refused() -> None:
-    with pytest.raises(SarError, match="no section Outputs"):
-        sar_readme(
-            "# x\n\n## Architecture\n\n## Install and deploy\n\n## Parameters\n", SOURCE, "1.0.0"
-        )
+def test_documents_without_a_needed_section_are_refused() -> None:
+    documents = {
+        "README.md": "# x\n\n## Architecture\n",
+        "docs/deploying.md": "# d\n\n## Install and deploy\n\n## Parameters\n\n## Security\n",
+    }
+    with pytest.raises(SarError, match=r"no section Outputs \(docs/deploying.md\)$"):
+        sar_readme(documents, SOURCE, "1.0.0")
 
 
 def _built() -> dict[str, Any]:

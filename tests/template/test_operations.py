@@ -40,6 +40,9 @@ ALARMS = {
     "SendFailuresAlarm": (
         "SendFailuresAlarmThreshold", "1", "SqsDlqReplay", "SendFailures", "Sum", 300,
     ),
+    "ParkNoticeFailuresAlarm": (
+        "ParkNoticeFailuresAlarmThreshold", "1", "SqsDlqReplay", "ParkNoticeFailures", "Sum", 300,
+    ),
     "FunctionErrorsAlarm": (
         "FunctionErrorsAlarmThreshold", "1", "AWS/Lambda", "Errors", "Sum", 300,
     ),
@@ -80,7 +83,7 @@ def test_every_alarm_exists_by_default_with_its_threshold_metric_and_no_action(
         assert alarm["TreatMissingData"] == "notBreaching", name
         assert "AlarmActions" not in alarm, name
         assert "OKActions" not in alarm, name
-        assert "README: Operating it" in alarm["AlarmDescription"], name
+        assert "docs/operating.md#alarm-runbook" in alarm["AlarmDescription"], name
 
 
 @pytest.mark.parametrize("alarm", sorted(ALARMS))
@@ -136,12 +139,13 @@ def test_function_alarms_watch_this_function_and_its_emf_metrics(cfn: dict[str, 
     assert found["FunctionThrottlesAlarm"]["Dimensions"] == [function]
     # The handler adds FunctionName to Powertools' service dimension (functions/replay/app.py),
     # so two stacks in one account do not share the metric.
-    assert found["SendFailuresAlarm"]["Dimensions"] == [
-        {"Name": "service", "Value": "sqs-dlq-replay"},
-        function,
-    ]
-    env = props(Stack(cfn).resources(), "AWS::Lambda::Function")["Environment"]["Variables"]
-    assert env["POWERTOOLS_METRICS_NAMESPACE"] == found["SendFailuresAlarm"]["Namespace"]
+    for emf in ("SendFailuresAlarm", "ParkNoticeFailuresAlarm"):
+        assert found[emf]["Dimensions"] == [
+            {"Name": "service", "Value": "sqs-dlq-replay"},
+            function,
+        ], emf
+        env = props(Stack(cfn).resources(), "AWS::Lambda::Function")["Environment"]["Variables"]
+        assert env["POWERTOOLS_METRICS_NAMESPACE"] == found[emf]["Namespace"], emf
 
 
 def test_alarms_notify_an_existing_topic(cfn: dict[str, Any]) -> None:

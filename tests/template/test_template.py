@@ -1,4 +1,4 @@
-"""The SAM template (DESIGN.md §5), checked on what CloudFormation would deploy.
+"""The SAM template (docs/design.md, 'The template'), checked on what CloudFormation would deploy.
 
 `cfn` is template.yaml after the SAM transform (tools/transform_template.py); `Stack`
 (tests/template/cfn.py) evaluates it for given parameter values, so conditions, `Fn::If`
@@ -538,7 +538,7 @@ def test_layer_is_built_by_its_makefile_for_python313_arm64(
     assert "build-ReplayLayer:" in makefile
     assert "--platform manylinux2014_aarch64" in makefile
     assert "--python-version 3.13" in makefile
-    assert re.search(r"(?m)^LAMBDA_PACKAGES := core sqs aws_lambda consumer$", makefile)
+    assert re.search(r"(?m)^LAMBDA_PACKAGES := core notify sqs aws_lambda consumer$", makefile)
 
 
 def test_layer_ships_powertools(root: Path) -> None:
@@ -848,14 +848,22 @@ def test_nested_app_passes_real_parameters_and_reads_real_outputs(
     assert "ReplayFunctionName" in replay_outputs
 
 
-def test_samconfig_deploys_create_everything_mode(root: Path) -> None:
+def test_samconfig_deploys_create_everything_mode_without_a_question(root: Path) -> None:
+    """`sam build && sam deploy`, the README's first deploy, needs no answer: a stack name, an
+    artifact bucket, the capabilities (CAPABILITY_RESOURCE_POLICY is SAR's only, CloudFormation
+    refuses it), no change set prompt, no guided mode, and a default for every parameter."""
     config = tomllib.loads((root / "samconfig.toml").read_text())
     default = config["default"]
     deploy = default["deploy"]["parameters"]
     assert deploy["stack_name"] == "sqs-dlq-replay"
     assert set(deploy["capabilities"].split()) == {"CAPABILITY_IAM", "CAPABILITY_AUTO_EXPAND"}
     assert deploy["resolve_s3"] is True
-    assert deploy["confirm_changeset"] is True
-    assert "MainQueueArn" not in deploy.get("parameter_overrides", "")
+    assert deploy["confirm_changeset"] is False
+    assert "guided" not in deploy
+    assert "parameter_overrides" not in deploy
+    parameters = load_template(root / "template.yaml")["Parameters"]
+    assert [name for name, p in parameters.items() if "Default" not in p] == []
+    readme = (root / "README.md").read_text()
+    assert "\n```bash\nsam build && sam deploy\n```\n" in readme
     assert default["build"]["parameters"]["cached"] is False
     assert default["validate"]["parameters"]["lint"] is True

@@ -127,7 +127,7 @@ def lambda_record(
             **(system or {}),
         },
         "messageAttributes": {k: dict(v) for k, v in (message_attributes or {}).items()},
-        "md5OfBody": hashlib.md5(body.encode()).hexdigest(),
+        "md5OfBody": hashlib.md5(body.encode(errors="surrogatepass")).hexdigest(),
         "md5OfMessageAttributes": None,
         "eventSource": "aws:sqs",
         "eventSourceARN": queue_arn,

@@ -18,5 +18,5 @@ def rng() -> random.Random:
 
 @pytest.fixture
 def settings() -> Settings:
-    """Defaults of DESIGN.md §2 with a standard main queue and operator queue."""
+    """The function's defaults with a standard main queue and operator queue."""
     return make_settings()

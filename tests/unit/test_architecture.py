@@ -12,15 +12,16 @@ PACKAGE_DIR = Path(__file__).resolve().parents[2] / "layers" / "replay" / "dlq_r
 # Each sub-package may import its own modules and those of lower ranks only.
 RANK = {
     "core": 0,  # pure: settings, backoff, attributes, messages, queue identities, the decision
-    "sqs": 1,  # SQS I/O and the replayer
-    "aws_lambda": 2,  # the Powertools batch wiring
-    "consumer": 2,  # what a consumer of the main queue imports
-    "ops": 2,  # the operator's SQS work
-    "local": 3,  # event source and worker
-    "demo": 4,
-    "cli": 5,
+    "notify": 1,  # SNS I/O: the park notices
+    "sqs": 2,  # SQS I/O and the replayer
+    "aws_lambda": 3,  # the Powertools batch wiring
+    "consumer": 3,  # what a consumer of the main queue imports
+    "ops": 3,  # the operator's SQS work
+    "local": 4,  # event source and worker
+    "demo": 5,
+    "cli": 6,
 }
-LAMBDA_SIDE = ("core", "sqs", "aws_lambda", "consumer")
+LAMBDA_SIDE = ("core", "notify", "sqs", "aws_lambda", "consumer")
 MAX_MODULE_LINES = 400
 
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import math
 import random
+from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 from dlq_replay.core.attributes import NOT_BEFORE_ATTRIBUTE, PARK_REASON_ATTRIBUTE, Attribute
-from dlq_replay.core.backoff import BackoffPolicy, Jitter
+from dlq_replay.core.backoff import BackoffPolicy, Jitter, RandomSource
 from dlq_replay.core.decision import (
-    FALLBACK_GROUP_ID,
     MAX_HOLD_SECONDS,
     Action,
     Decision,
@@ -483,60 +484,161 @@ def fifo_settings(backoff: BackoffPolicy | None = None, operator: str = OPERATOR
     return make_settings(main=MAIN_FIFO, operator=operator, backoff=backoff)
 
 
-def test_fifo_replay_has_no_delay_and_a_deterministic_dedup_id() -> None:
-    settings = fifo_settings()
-    first, second, other = event_messages("dlq-fifo.json")
-    decision = decide(first, settings, dlq_url=DLQ_FIFO, now=NOW, rng=FixedRandom(0))
-    assert decision == Decision(Action.REPLAY, MAIN_FIFO, attempt=1, delay=0, drawn_delay=0)
-    copy = build_copy(first, decision, settings)
-    assert copy.queue_url == MAIN_FIFO
+FIFO_EVENT = event_messages("dlq-fifo.json")  # customer-a's two records, then customer-b's
+FIFO_NOT_BEFORE = 1_795_000_100
+FIFO_WAITING = message(
+    message_id="waiting-fifo",
+    message_attributes={
+        COUNT: string_attr("1", "Number"),
+        NOT_BEFORE_ATTRIBUTE: string_attr(str(FIFO_NOT_BEFORE), "Number"),
+    },
+    system={"MessageGroupId": "customer-a"},
+    queue_arn=DLQ_FIFO_ARN,
+)
+
+
+def fifo_attempt(count: str) -> InboundMessage:
+    return message(
+        message_id="fifo-msg",
+        message_attributes={COUNT: string_attr(count, "Number")},
+        system={"MessageGroupId": "g"},
+        queue_arn=DLQ_FIFO_ARN,
+    )
+
+
+@dataclass(frozen=True)
+class FifoCopy:
+    """A record of a FIFO DLQ, what `decide` makes of it, and the copy it writes: the queue,
+    the group and the deduplication id (and, where a case pins them, every attribute)."""
+
+    message: InboundMessage
+    decision: Decision
+    queue_url: str
+    group: str | None
+    dedup: str | None
+    attributes: dict[str, Attribute] | None = None
+    now: float = NOW
+    rng: RandomSource = field(default_factory=NoRandom)
+    operator: str = OPERATOR_FIFO
+
+
+REPLAYED = Decision(Action.REPLAY, MAIN_FIFO, attempt=1, delay=0, drawn_delay=0)
+CUSTOMER_A_1 = "f1a00000-0000-4000-8000-000000000001"
+FIFO_COPIES = {
+    "replay": FifoCopy(
+        FIFO_EVENT[0],
+        REPLAYED,
+        MAIN_FIFO,
+        "customer-a",
+        f"{CUSTOMER_A_1}-replay-1",
+        rng=FixedRandom(0),
+    ),
+    "replay-same-group": FifoCopy(
+        FIFO_EVENT[1],
+        REPLAYED,
+        MAIN_FIFO,
+        "customer-a",
+        "f1a00000-0000-4000-8000-000000000002-replay-1",
+        rng=FixedRandom(0),
+    ),
+    "replay-other-group": FifoCopy(
+        FIFO_EVENT[2],
+        REPLAYED,
+        MAIN_FIFO,
+        "customer-b",
+        "f1b00000-0000-4000-8000-000000000003-replay-1",
+        rng=FixedRandom(0),
+    ),
+    # The deduplication id differs by attempt: a copy of a copy is not a repeat.
+    **{
+        f"replay-attempt-{n}": FifoCopy(
+            fifo_attempt(str(n - 1)),
+            Decision(Action.REPLAY, MAIN_FIFO, attempt=n, delay=0, drawn_delay=0),
+            MAIN_FIFO,
+            "g",
+            f"fifo-msg-replay-{n}",
+            {COUNT: Attribute("Number", str(n))},
+            rng=FixedRandom(0),
+        )
+        for n in (1, 2, 3)
+    },
+    # FIFO takes no DelaySeconds: any positive delay waits in the DLQ.
+    "defer": FifoCopy(
+        FIFO_EVENT[0],
+        Decision(
+            Action.DEFER,
+            DLQ_FIFO,
+            attempt=1,
+            delay=0,
+            not_before=math.floor(NOW) + 1,
+            drawn_delay=1,
+        ),
+        DLQ_FIFO,
+        "customer-a",
+        f"{CUSTOMER_A_1}-defer-1",
+        {
+            "tenant": Attribute("String", "customer-a"),
+            COUNT: Attribute("Number", "1"),
+            NOT_BEFORE_ATTRIBUTE: Attribute("Number", str(math.floor(NOW) + 1)),
+        },
+        rng=FixedRandom(1),
+    ),
+    "release-exactly-at-its-time": FifoCopy(
+        FIFO_WAITING,
+        Decision(Action.RELEASE, MAIN_FIFO, attempt=1, delay=0),
+        MAIN_FIFO,
+        "customer-a",
+        "waiting-fifo-release-1",
+        {COUNT: Attribute("Number", "1")},
+        now=FIFO_NOT_BEFORE,
+    ),
+    "park-without-group": FifoCopy(
+        message(message_id="no-group", queue_arn=DLQ_FIFO_ARN),
+        Decision(Action.PARK, attempt=0, reason=ParkReason.MISSING_GROUP_ID),
+        OPERATOR_FIFO,
+        "dlq-replay-no-group",
+        "no-group-park",
+        {PARK_REASON_ATTRIBUTE: Attribute("String", "missing-group-id")},
+    ),
+    "park-to-a-standard-operator-queue": FifoCopy(
+        message(queue_arn=DLQ_FIFO_ARN),
+        Decision(Action.PARK, attempt=0, reason=ParkReason.MISSING_GROUP_ID),
+        OPERATOR,
+        None,
+        None,
+        operator=OPERATOR,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", FIFO_COPIES.values(), ids=FIFO_COPIES.keys())
+def test_a_fifo_copy_has_no_delay_its_group_and_a_deterministic_deduplication_id(
+    case: FifoCopy,
+) -> None:
+    settings = fifo_settings(operator=case.operator)
+    decision = decide(case.message, settings, dlq_url=DLQ_FIFO, now=case.now, rng=case.rng)
+    assert decision == case.decision
+    copy = build_copy(case.message, decision, settings)
+    assert (copy.queue_url, copy.message_group_id, copy.deduplication_id) == (
+        case.queue_url,
+        case.group,
+        case.dedup,
+    )
     assert copy.delay_seconds == 0
-    assert copy.message_group_id == "customer-a"
-    assert copy.deduplication_id == "f1a00000-0000-4000-8000-000000000001-replay-1"
-    assert build_copy(first, decision, settings) == copy  # same input, same id
+    if case.attributes is not None:
+        assert copy.attributes == case.attributes
+    assert build_copy(case.message, decision, settings) == copy  # same input, same id
     entry = copy.to_entry("0")
     assert "DelaySeconds" not in entry
-    assert entry["MessageGroupId"] == "customer-a"
-    assert entry["MessageDeduplicationId"] == "f1a00000-0000-4000-8000-000000000001-replay-1"
+    assert entry.get("MessageGroupId") == case.group
+    assert entry.get("MessageDeduplicationId") == case.dedup
 
-    other_copy = build_copy(
-        other, decide(other, settings, dlq_url=DLQ_FIFO, now=NOW, rng=FixedRandom(0)), settings
+
+def test_a_fifo_waiting_copy_that_comes_back_early_is_held_until_exactly_its_time() -> None:
+    held = decide(
+        FIFO_WAITING, fifo_settings(), dlq_url=DLQ_FIFO, now=FIFO_NOT_BEFORE - 10, rng=NoRandom()
     )
-    assert other_copy.message_group_id == "customer-b"
-    assert other_copy.deduplication_id == "f1b00000-0000-4000-8000-000000000003-replay-1"
-    assert second.message_group_id == "customer-a"
-
-
-def test_fifo_dedup_id_differs_by_attempt() -> None:
-    settings = fifo_settings()
-    ids = []
-    for count in ("0", "1", "2"):
-        msg = message(
-            message_id="fifo-msg",
-            message_attributes={COUNT: string_attr(count, "Number")},
-            system={"MessageGroupId": "g"},
-            queue_arn=DLQ_FIFO_ARN,
-        )
-        decision = decide(msg, settings, dlq_url=DLQ_FIFO, now=NOW, rng=FixedRandom(0))
-        ids.append(build_copy(msg, decision, settings).deduplication_id)
-    assert ids == ["fifo-msg-replay-1", "fifo-msg-replay-2", "fifo-msg-replay-3"]
-
-
-def test_fifo_any_positive_delay_defers() -> None:
-    settings = fifo_settings()
-    (first, _, _) = event_messages("dlq-fifo.json")
-    decision = decide(first, settings, dlq_url=DLQ_FIFO, now=NOW, rng=FixedRandom(1))
-    assert decision == Decision(
-        Action.DEFER, DLQ_FIFO, attempt=1, delay=0, not_before=math.floor(NOW) + 1, drawn_delay=1
-    )
-    copy = build_copy(first, decision, settings)
-    assert copy.queue_url == DLQ_FIFO
-    assert copy.delay_seconds == 0
-    assert copy.message_group_id == "customer-a"
-    assert copy.deduplication_id == "f1a00000-0000-4000-8000-000000000001-defer-1"
-    assert copy.attributes[NOT_BEFORE_ATTRIBUTE] == Attribute("Number", str(math.floor(NOW) + 1))
-    assert copy.attributes[COUNT] == Attribute("Number", "1")
-    assert "DelaySeconds" not in copy.to_entry("0")
+    assert held == Decision(Action.HOLD, attempt=1, delay=10, not_before=FIFO_NOT_BEFORE)
 
 
 def test_a_retried_record_decides_the_same_way_without_an_injected_source() -> None:
@@ -576,50 +678,6 @@ def test_the_keyed_draw_is_uniform_across_messages_and_new_at_each_attempt() -> 
         for n in range(10)  # every ceiling is the base (multiplier 1): only the key differs
     }
     assert len(by_attempt) > 5
-
-
-def test_fifo_waiting_copy_holds_until_exactly_its_time_then_releases() -> None:
-    settings = fifo_settings()
-    not_before = 1_795_000_100
-    msg = message(
-        message_id="waiting-fifo",
-        message_attributes={
-            COUNT: string_attr("1", "Number"),
-            NOT_BEFORE_ATTRIBUTE: string_attr(str(not_before), "Number"),
-        },
-        system={"MessageGroupId": "customer-a"},
-        queue_arn=DLQ_FIFO_ARN,
-    )
-    held = decide(msg, settings, dlq_url=DLQ_FIFO, now=not_before - 10, rng=NoRandom())
-    assert held == Decision(Action.HOLD, attempt=1, delay=10, not_before=not_before)
-    released = decide(msg, settings, dlq_url=DLQ_FIFO, now=not_before, rng=NoRandom())
-    assert released == Decision(Action.RELEASE, MAIN_FIFO, attempt=1, delay=0)
-    copy = build_copy(msg, released, settings)
-    assert copy.deduplication_id == "waiting-fifo-release-1"
-    assert copy.message_group_id == "customer-a"
-    assert copy.attributes == {COUNT: Attribute("Number", "1")}
-
-
-def test_fifo_without_group_parks_with_a_fallback_group() -> None:
-    settings = fifo_settings()
-    msg = message(message_id="no-group", queue_arn=DLQ_FIFO_ARN)
-    decision = decide(msg, settings, dlq_url=DLQ_FIFO, now=NOW, rng=NoRandom())
-    assert decision == Decision(Action.PARK, attempt=0, reason=ParkReason.MISSING_GROUP_ID)
-    copy = build_copy(msg, decision, settings)
-    assert copy.queue_url == OPERATOR_FIFO
-    assert copy.message_group_id == FALLBACK_GROUP_ID == "dlq-replay-no-group"
-    assert copy.deduplication_id == "no-group-park"
-    assert copy.attributes == {PARK_REASON_ATTRIBUTE: Attribute("String", "missing-group-id")}
-
-
-def test_fifo_park_to_a_standard_operator_queue_has_no_fifo_keys() -> None:
-    settings = fifo_settings(operator=OPERATOR)
-    msg = message(queue_arn=DLQ_FIFO_ARN)
-    decision = decide(msg, settings, dlq_url=DLQ_FIFO, now=NOW, rng=NoRandom())
-    copy = build_copy(msg, decision, settings)
-    assert copy.queue_url == OPERATOR
-    assert copy.message_group_id is None
-    assert copy.deduplication_id is None
 
 
 def test_fifo_with_no_slot_for_not_before_replays_without_delay() -> None:
@@ -879,3 +937,30 @@ def test_build_copy_and_park_reason_of_agree(settings: Settings) -> None:
     copy = build_copy(full, decision, settings)
     assert PARK_REASON_ATTRIBUTE not in copy.attributes
     assert park_reason_of(copy.body, copy.attributes) == "attribute-limit"
+
+
+@pytest.mark.parametrize(
+    ("changes", "where"),
+    [
+        pytest.param({"body": "caf\udce9"}, "the body holds", id="body"),
+        pytest.param(
+            {"message_attributes": {"note": string_attr("x\ud800")}},
+            "the value of message attribute 1 (note) holds",
+            id="attribute-value",
+        ),
+        pytest.param(
+            {"message_attributes": {"n\udcffte": string_attr("x")}},
+            "the name of message attribute 1 holds",
+            id="attribute-name",
+        ),
+        pytest.param({"system": {"MessageGroupId": "g\udc80"}}, "MessageGroupId holds", id="group"),
+    ],
+)
+def test_a_record_holding_a_lone_surrogate_fails_with_where_and_why(
+    settings: Settings, changes: dict[str, Any], where: str
+) -> None:
+    """No copy of it can be encoded, not even a park: it fails alone (never an exception)."""
+    decision = decide(message(**changes), settings, dlq_url=DLQ, now=NOW, rng=NoRandom())
+    assert decision.action is Action.FAIL
+    assert decision.problem is not None
+    assert decision.problem.startswith(f"{where} a lone surrogate (U+")

@@ -7,7 +7,7 @@ import boto3
 from botocore.stub import Stubber
 from dlq_replay.core.decision import Action, Decision, ParkReason
 from dlq_replay.core.notices import ParkNotice, park_notice
-from dlq_replay.sqs.notices import NoticeFailure, publish_notices
+from dlq_replay.notify.sns import NoticeFailure, publish_notices
 
 from ._support import message
 

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from dlq_replay.core import attributes
 from dlq_replay.ops.select import (
+    ANY_CONSUMER_REASON,
     NO_REASON,
     Selector,
     Where,
@@ -144,3 +145,17 @@ def test_durations(text: str, seconds: float) -> None:
 def test_bad_durations(text: str) -> None:
     with pytest.raises(ValueError, match="is not a duration"):
         parse_duration(text)
+
+
+def test_consumer_star_selects_every_consumer_park_and_nothing_else() -> None:
+    selector = Selector(reasons=frozenset({ANY_CONSUMER_REASON}))
+    reason = "dlq-replay-park-reason"
+    for value, selected in [
+        ("consumer:invalid-order", True),
+        ("consumer:x", True),
+        ("max-attempts", False),
+        ("consumer", False),
+    ]:
+        attribute = {reason: {"DataType": "String", "StringValue": value}}
+        assert selects(selector, **attribute) is selected, value
+    assert not selects(selector)  # no reason: moved by SQS's safety net

@@ -17,10 +17,11 @@ from aws_lambda_powertools.utilities.batch import (
     process_partial_response,
 )
 
+from dlq_replay.core.log import Log
 from dlq_replay.core.messages import InboundMessage
 from dlq_replay.core.settings import Settings
-from dlq_replay.sqs.notices import notice_client
-from dlq_replay.sqs.replayer import Log, Outcome, Replayer
+from dlq_replay.notify.sns import notice_client
+from dlq_replay.sqs.replayer import Outcome, Replayer
 
 if TYPE_CHECKING:
     import boto3

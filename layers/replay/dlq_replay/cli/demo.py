@@ -52,7 +52,7 @@ def register(subparsers: Subparsers) -> None:
         help="the consumer retries in the main queue with the same backoff (the consumer "
         "toolkit) before SQS moves a message to the DLQ: fewer messages reach the replay",
     )
-    # The replay settings, judged by the function's own rules (DESIGN.md §2).
+    # The replay settings, judged by the function's own rules.
     for option, variable, default, text in (
         ("--max-attempts", "MAX_ATTEMPTS", defaults.max_attempts, "replays before parking, 1-100"),
         ("--backoff-base-seconds", "BACKOFF_BASE_SECONDS", defaults.base_seconds, "first ceiling"),

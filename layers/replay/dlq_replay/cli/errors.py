@@ -89,6 +89,13 @@ def error_code(error: Exception) -> str:
     return type(error).__name__
 
 
+def file_error(error: OSError, then: str) -> str:
+    """A file that could not be read or written, in one line, and what that means for the
+    messages (`then`)."""
+    where = f"{error.filename}: " if error.filename else ""
+    return f"{where}{error.strerror or error} ({then})"
+
+
 def operator_command(run: Run) -> Run:
     """Turn the logic's refusals (OpsError) into the CLI's one-line errors."""
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from botocore.exceptions import BotoCoreError, ClientError
 
 from dlq_replay import __version__
-from dlq_replay.cli import archive, demo, pause, peek, plan, redrive, status, worker
+from dlq_replay.cli import demo, export, importing, pause, peek, plan, redrive, status, worker
 from dlq_replay.cli.errors import CommandError, describe_error
 from dlq_replay.cli.options import CommandParser
 from dlq_replay.core.settings import SettingsError
@@ -30,7 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(
         dest="command", required=True, metavar="COMMAND", parser_class=CommandParser
     )
-    for command in (worker, demo, status, pause, peek, redrive, archive, plan):
+    for command in (worker, demo, status, pause, peek, redrive, export, importing, plan):
         command.register(subparsers)
     return parser
 

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 Subparsers = Any  # argparse's _SubParsersAction is private
 Run = Callable[[argparse.Namespace], int]
 
-# Options that set the function's environment variables (DESIGN.md §2), for worker and plan.
+# Options that set the function's environment variables, for worker and plan.
 SETTING_OPTIONS: dict[str, tuple[str, str]] = {
     "--main-queue-url": (
         "MAIN_QUEUE_URL",

@@ -45,16 +45,17 @@ def run_peek(args: argparse.Namespace) -> int:
             "receive: it raises the receive count of every message shown ('left' = receives "
             "still delivering it)."
         )
-    result = ops.peek(
-        target.sqs,
-        url,
+    selector = selector_from(args)
+    request = ops.PeekRequest(
+        source=info,
         limit=args.limit,
         body=args.body,
         count_attribute=target.count_attribute(),
-        reserve=args.reserve,
+        selector=selector,
         wait_seconds=args.wait_seconds,
-        selector=None if (selector := selector_from(args)).empty else selector,
+        reserve=args.reserve,
     )
+    result = ops.peek(target.sqs, request)
     if result.stopped:
         note(result.stopped)
     if result.not_released:

@@ -54,12 +54,13 @@ def register(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
         "plan",
         help="what a backoff setting means: the delay of each attempt, the time to parking",
-        description="The schedule of DESIGN.md §3 per attempt: the ceiling min(cap, base x "
+        description="The backoff schedule per attempt: the ceiling min(cap, base x "
         "multiplier^(n-1)), the median and 95th percentile of the delay (drawn uniformly in "
         "whole seconds below the ceiling, as the jitter says), and the time until a message "
         "is parked, typical (median) and worst case. Defaults: the function's settings with "
-        "--stack/--function-name, else the environment variables of DESIGN.md §2. Delays "
-        "only: the time each attempt spends failing on the main queue comes on top.",
+        "--stack/--function-name, else its environment variables. Delays only: the time each "
+        "attempt spends failing on the main queue comes on top. See "
+        "docs/design.md, 'Backoff and jitter', and docs/operator-commands.md#plan.",
     )
     for name, (variable, text) in _PLAN_OPTIONS.items():
         parser.add_argument(
@@ -81,7 +82,7 @@ def register(subparsers: Subparsers) -> None:
     parser.add_argument(
         "--consumer-backoff",
         action="store_true",
-        help="add the combined schedule of backoff before the DLQ (DESIGN.md §8): each copy's "
+        help="add the combined schedule of backoff before the DLQ (docs/consumer.md): each copy's "
         "failed receives on the main queue, hidden for a delay of the same policy with attempt "
         "= receive count, then the replay's delay, ..., then the park (default: off)",
     )

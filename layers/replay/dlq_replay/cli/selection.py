@@ -14,6 +14,7 @@ from typing import Any
 from dlq_replay.core.decision import ParkReason
 from dlq_replay.core.failure import CONSUMER_REASON, CONSUMER_REASON_PREFIX
 from dlq_replay.ops.select import (
+    ANY_CONSUMER_REASON,
     NO_REASON,
     Selector,
     Where,
@@ -35,14 +36,24 @@ def _checked(parse: Callable[[str], Any], what: str) -> Callable[[str], Any]:
 
 
 def park_reason(text: str) -> str:
-    """argparse type: a reason the replay writes, a consumer's `consumer:<reason>`, or none."""
+    """argparse type: a reason the replay writes, a consumer's `consumer:<reason>`,
+    `consumer:*` (every consumer park), or none. A bare consumer reason is refused with the
+    spelling that selects it: the replay's reasons and a consumer's may not be confused."""
     consumer = text.removeprefix(CONSUMER_REASON_PREFIX)
-    if text in {*(r.value for r in ParkReason), NO_REASON} or (
+    if text in {*(r.value for r in ParkReason), NO_REASON, ANY_CONSUMER_REASON} or (
         consumer != text and CONSUMER_REASON.fullmatch(consumer)
     ):
         return text
-    choices = ", ".join([*(r.value for r in ParkReason), "consumer:<reason>", NO_REASON])
-    raise argparse.ArgumentTypeError(f"{text!r} is not a park reason ({choices})")
+    choices = ", ".join(
+        [*(r.value for r in ParkReason), "consumer:<reason>", ANY_CONSUMER_REASON, NO_REASON]
+    )
+    hint = ""
+    if CONSUMER_REASON.fullmatch(text):
+        hint = (
+            f"; a consumer's park for {text!r} is selected as {CONSUMER_REASON_PREFIX}{text}, "
+            f"every consumer park as {ANY_CONSUMER_REASON}"
+        )
+    raise argparse.ArgumentTypeError(f"{text!r} is not a park reason ({choices}){hint}")
 
 
 def _add_reason_option(group: argparse._ArgumentGroup) -> None:
@@ -55,8 +66,9 @@ def _add_reason_option(group: argparse._ArgumentGroup) -> None:
         type=park_reason,
         metavar="REASON",
         help=f"only messages parked for REASON (repeatable): {', '.join(reasons)}, "
-        f"consumer:<reason> (parked by a consumer's ParkMessage), or {NO_REASON} for "
-        "messages without a park reason (moved by SQS's safety net)",
+        f"consumer:<reason> (parked by a consumer's ParkMessage), {ANY_CONSUMER_REASON} (every "
+        f"consumer park), or {NO_REASON} for messages without a park reason (moved by SQS's "
+        "safety net)",
     )
 
 

@@ -73,7 +73,7 @@ def run_worker_command(args: argparse.Namespace) -> int:
     from aws_lambda_powertools import Logger
 
     from dlq_replay.local.worker import WorkerOptions, run_worker, settings_from
-    from dlq_replay.sqs.notices import notice_client
+    from dlq_replay.notify.sns import notice_client
 
     # The endpoint also decides the URLs built from queue ARNs (shared-DLQ routing).
     overrides = {**setting_overrides(args), "AWS_ENDPOINT_URL_SQS": args.endpoint_url}

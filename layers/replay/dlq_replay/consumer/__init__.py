@@ -6,9 +6,11 @@ keeps a slow message hidden while it is worked on. Backoff before the DLQ: in La
 `BackoffBatchProcessor` / `BackoffFifoProcessor` with Powertools' `process_partial_response`;
 with boto3, `settle_failure`. Either way a handler that raises `ParkMessage(reason, detail)`
 sends its message to the operator queue at once (or `park_rule=park_on("invalid", ValueError)`
-parks on exception classes).
+parks on exception classes). `ConsumerSettings(BackoffPolicy(...))` builds the settings in
+code, `ConsumerSettings.from_env(os.environ)` from the environment.
 """
 
+from dlq_replay.consumer.failures import FailureOptions
 from dlq_replay.consumer.processor import BackoffBatchProcessor, BackoffFifoProcessor
 from dlq_replay.consumer.settle import park_now, settle_failure
 from dlq_replay.consumer.visibility import (
@@ -17,7 +19,14 @@ from dlq_replay.consumer.visibility import (
     origin_id,
     replay_attempt,
 )
-from dlq_replay.core.failure import PARK_DETAIL_MAX_CHARS, ParkMessage, park_on
+from dlq_replay.core.backoff import BackoffPolicy, Jitter
+from dlq_replay.core.failure import (
+    PARK_DETAIL_MAX_CHARS,
+    ParkDetail,
+    ParkMessage,
+    body_free_detail,
+    park_on,
+)
 from dlq_replay.core.settings import ConsumerSettings
 
 __all__ = [
@@ -25,9 +34,14 @@ __all__ = [
     "AttributesNotReceivedWarning",
     "BackoffBatchProcessor",
     "BackoffFifoProcessor",
+    "BackoffPolicy",
     "ConsumerSettings",
+    "FailureOptions",
+    "Jitter",
+    "ParkDetail",
     "ParkMessage",
     "VisibilityHeartbeat",
+    "body_free_detail",
     "origin_id",
     "park_now",
     "park_on",

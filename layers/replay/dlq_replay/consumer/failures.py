@@ -13,16 +13,36 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from dlq_replay.core.backoff import RandomSource, default_random
-from dlq_replay.core.failure import ParkMessage, ParkRule, park_now_copy, visibility_delay
-from dlq_replay.core.messages import InboundMessage
+from dlq_replay.core.failure import (
+    ParkDetail,
+    ParkMessage,
+    ParkRule,
+    park_now_copy,
+    visibility_delay,
+)
+from dlq_replay.core.messages import InboundMessage, unencodable
 from dlq_replay.core.queues import is_fifo_url
 from dlq_replay.core.settings import ConsumerSettings
+from dlq_replay.core.text import printable
 from dlq_replay.sqs.sending import BatchSender, change_visibility
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
-    from dlq_replay.sqs.replayer import Log
+    from dlq_replay.core.log import Log
+
+
+@dataclass(frozen=True, slots=True)
+class FailureOptions:
+    """How failures are settled beyond the settings, all optional: `park_rule` turns
+    exceptions into parks (`park_on`); `park_detail(park, body) -> str` writes
+    `dlq-replay-error` (default `body_free_detail`: never a run of the body); `rng` draws
+    the delays; `logger` gets one line per settled message."""
+
+    park_rule: ParkRule | None = None
+    park_detail: ParkDetail | None = None
+    rng: RandomSource | None = None
+    logger: Log | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,19 +57,15 @@ class FailurePath:
     """Settles a consumer's failed messages on one queue; clients and randomness passed in."""
 
     def __init__(
-        self,
-        sqs: SQSClient,
-        settings: ConsumerSettings,
-        *,
-        rng: RandomSource | None = None,
-        logger: Log | None = None,
-        park_rule: ParkRule | None = None,
+        self, sqs: SQSClient, settings: ConsumerSettings, options: FailureOptions | None = None
     ) -> None:
+        options = options or FailureOptions()
         self._sqs = sqs
         self._settings = settings
-        self._park_rule = park_rule
-        self._rng = rng or default_random()
-        self._logger: Log = logger or logging.getLogger("dlq_replay.consumer")
+        self._park_rule = options.park_rule
+        self._park_detail = options.park_detail
+        self._rng = options.rng or default_random()
+        self._logger: Log = options.logger or logging.getLogger("dlq_replay.consumer")
 
     def settle(
         self, queue_url: str, failures: Sequence[Failure], held_seconds: int = 0
@@ -95,12 +111,23 @@ class FailurePath:
                 )
             return set()
         copies = []
+        sendable = []
         for failure in failures:
             assert isinstance(failure.error, ParkMessage)
-            copies.append(park_now_copy(failure.message, failure.error, operator_queue_url))
+            problem = unencodable(failure.message)
+            if problem is not None:  # a hand-made record: it fails alone, the others settle
+                self._logger.error(
+                    "cannot park: the record fails and is retried",
+                    extra={"message_id": printable(failure.message.message_id), "problem": problem},
+                )
+                continue
+            sendable.append(failure)
+            copies.append(
+                park_now_copy(failure.message, failure.error, operator_queue_url, self._park_detail)
+            )
         refused = BatchSender(self._sqs).send(copies)
         parked = set()
-        for failure in failures:
+        for failure in sendable:
             fields = {
                 "message_id": failure.message.message_id,
                 "reason": f"consumer:{failure.error.reason}",  # type: ignore[union-attr]

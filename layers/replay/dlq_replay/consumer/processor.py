@@ -21,9 +21,9 @@ from aws_lambda_powertools.utilities.batch import (
     SqsFifoPartialProcessor,
 )
 
-from dlq_replay.consumer.failures import Failure, FailurePath
+from dlq_replay.consumer.failures import Failure, FailureOptions, FailurePath
 from dlq_replay.core.backoff import RandomSource
-from dlq_replay.core.failure import ParkRule
+from dlq_replay.core.failure import ParkDetail, ParkRule
 from dlq_replay.core.messages import InboundMessage
 from dlq_replay.core.queues import QueueArn
 from dlq_replay.core.settings import ConsumerSettings
@@ -31,7 +31,7 @@ from dlq_replay.core.settings import ConsumerSettings
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
-    from dlq_replay.sqs.replayer import Log
+    from dlq_replay.core.log import Log
 
 # Lambda's event source mapping received the batch a little before the invocation began: kept
 # off the 12 hours a visibility timeout may last from the receive.
@@ -59,9 +59,11 @@ class _BackoffOnFailure:
         logger: Log | None,
         clock: Callable[[], float],
         park_rule: ParkRule | None,
+        park_detail: ParkDetail | None,
     ) -> None:
         self._sqs = sqs
-        self._path = FailurePath(sqs, settings, rng=rng, logger=logger, park_rule=park_rule)
+        options = FailureOptions(park_rule, park_detail, rng, logger)
+        self._path = FailurePath(sqs, settings, options)
         self._clock = clock
         self._started = clock()
         self._errors = {}
@@ -118,9 +120,18 @@ class BackoffBatchProcessor(_BackoffOnFailure, BatchProcessor):
         clock: Callable[[], float] = time.monotonic,
         raise_on_entire_batch_failure: bool = True,
         park_rule: ParkRule | None = None,
+        park_detail: ParkDetail | None = None,
     ) -> None:
         super().__init__(EventType.SQS, raise_on_entire_batch_failure=raise_on_entire_batch_failure)
-        self._setup(sqs, settings, rng=rng, logger=logger, clock=clock, park_rule=park_rule)
+        self._setup(
+            sqs,
+            settings,
+            rng=rng,
+            logger=logger,
+            clock=clock,
+            park_rule=park_rule,
+            park_detail=park_detail,
+        )
 
 
 class BackoffFifoProcessor(_BackoffOnFailure, SqsFifoPartialProcessor):
@@ -137,6 +148,15 @@ class BackoffFifoProcessor(_BackoffOnFailure, SqsFifoPartialProcessor):
         logger: Log | None = None,
         clock: Callable[[], float] = time.monotonic,
         park_rule: ParkRule | None = None,
+        park_detail: ParkDetail | None = None,
     ) -> None:
         super().__init__(skip_group_on_error=skip_group_on_error)
-        self._setup(sqs, settings, rng=rng, logger=logger, clock=clock, park_rule=park_rule)
+        self._setup(
+            sqs,
+            settings,
+            rng=rng,
+            logger=logger,
+            clock=clock,
+            park_rule=park_rule,
+            park_detail=park_detail,
+        )

@@ -22,16 +22,13 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from dlq_replay.consumer.failures import Failure, FailurePath
-from dlq_replay.core.backoff import RandomSource
-from dlq_replay.core.failure import ParkMessage, ParkRule
+from dlq_replay.consumer.failures import Failure, FailureOptions, FailurePath
+from dlq_replay.core.failure import ParkMessage
 from dlq_replay.core.messages import InboundMessage
 from dlq_replay.core.settings import ConsumerSettings
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
-
-    from dlq_replay.sqs.replayer import Log
 
 
 def settle_failure(
@@ -42,16 +39,14 @@ def settle_failure(
     settings: ConsumerSettings,
     *,
     held_seconds: int = 0,
-    rng: RandomSource | None = None,
-    logger: Log | None = None,
-    park_rule: ParkRule | None = None,
+    options: FailureOptions | None = None,
 ) -> bool:
-    """Park a message whose handler raised `ParkMessage` (or an error `park_rule` names; then
-    delete it from `queue_url`), or
-    hide it for its backoff delay. True when it was parked and deleted; False when it backed
-    off, to come back after the delay. `held_seconds`: time since the receive."""
+    """Park a message whose handler raised `ParkMessage` (or an error `options.park_rule`
+    names; then delete it from `queue_url`), or hide it for its backoff delay. True when it
+    was parked and deleted; False when it backed off, to come back after the delay.
+    `held_seconds`: time since the receive."""
     inbound = InboundMessage.from_boto3(message)
-    path = FailurePath(sqs, settings, rng=rng, logger=logger, park_rule=park_rule)
+    path = FailurePath(sqs, settings, options)
     parked = path.settle(queue_url, [Failure(inbound, error)], held_seconds)
     if not parked:
         return False
@@ -60,6 +55,7 @@ def settle_failure(
     except (ClientError, BotoCoreError) as failure:
         # Parked already: the source copy comes back after its visibility timeout and may be
         # parked a second time (SQS delivers at least once anyway); nothing is lost.
+        logger = options.logger if options is not None else None
         (logger or logging.getLogger("dlq_replay.consumer")).warning(
             "parked, but the source copy could not be deleted",
             extra={"message_id": inbound.message_id, "error": str(failure)},

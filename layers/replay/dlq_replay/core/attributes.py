@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from mypy_boto3_sqs.type_defs import MessageAttributeValueTypeDef
 
-# The attributes this product writes for itself (DESIGN.md §2); the prefix is reserved, so a
-# configured count attribute can never be mistaken for one of them.
+# The attributes this product writes for itself; the prefix is reserved, so a configured count
+# attribute can never be mistaken for one of them.
+# (docs/design.md, 'Names that are part of the contract')
 INTERNAL_ATTRIBUTE_PREFIX = "dlq-replay-"
 NOT_BEFORE_ATTRIBUTE = f"{INTERNAL_ATTRIBUTE_PREFIX}not-before"
 PARK_REASON_ATTRIBUTE = f"{INTERNAL_ATTRIBUTE_PREFIX}park-reason"
@@ -35,7 +36,7 @@ ORIGIN_ATTRIBUTE = f"{INTERNAL_ATTRIBUTE_PREFIX}origin"
 PARK_ERROR_ATTRIBUTE = f"{INTERNAL_ATTRIBUTE_PREFIX}error"
 # SQS allows at most this many message attributes on one message.
 MAX_MESSAGE_ATTRIBUTES = 10
-# The count is valid below this bound (DESIGN.md §3 step 1).
+# The count is valid below this bound (docs/design.md, 'What happens to one record', step 1).
 COUNT_LIMIT = 10**9
 _DIGITS = re.compile(r"[0-9]+")
 

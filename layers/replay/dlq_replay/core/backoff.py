@@ -35,7 +35,7 @@ class RandomSource(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class BackoffPolicy:
-    """The backoff knobs of DESIGN.md §2, already validated by `Settings`."""
+    """The backoff settings, already validated by `Settings`."""
 
     base_seconds: int = 60
     multiplier: float = 2.0

@@ -1,7 +1,7 @@
 """What to do with one DLQ record: replay, write back to wait, hold, release or park.
 
 Pure: no AWS client, no clock of its own, no random source of its own. The outcome for a record
-is a value, never an exception (DESIGN.md §3 step 5).
+is a value, never an exception (docs/design.md, 'What happens to one record').
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from dlq_replay.core.backoff import (
     RandomSource,
     keyed_random,
 )
-from dlq_replay.core.messages import InboundMessage, OutboundMessage, fits_limits
+from dlq_replay.core.messages import InboundMessage, OutboundMessage, fits_limits, unencodable
 from dlq_replay.core.queues import QueueArn, is_fifo_url
 from dlq_replay.core.settings import Settings
 
@@ -102,13 +102,15 @@ def decide(
     now: float,
     rng: RandomSource | None,
 ) -> Decision:
-    """Apply DESIGN.md §3 and §4 to one record, and the max-age policy.
+    """Decide one record (docs/design.md, 'What happens to one record'), with max-age.
 
     `rng` None draws the delay from `keyed_random(<message id>/<attempt>)`: a retried record
     (its write unconfirmed, or its delete lost to a crash) then decides exactly as before, so a
     FIFO destination drops the second copy by its deduplication id instead of taking a copy
     that went another way (replayed now where it was deferred). Message ids are random, so the
     delays of different messages are still independent draws.
+
+    A record holding text that cannot be encoded (`unencodable`) fails alone, with why.
 
     `dlq_url` is None when the record's `eventSourceARN` names no queue (hand-made or sample
     events): only the decisions that write back to or hide in the DLQ need it, and they fail
@@ -122,6 +124,9 @@ def decide(
     most the time it spent before this replay. A copy with no free slot for the attribute
     falls back to SQS's first-receive time of each copy, which restarts the clock.
     """
+    problem = unencodable(message)
+    if problem is not None:  # nothing can be written for it, not even a park
+        return Decision(Action.FAIL, problem=problem)
     count = attributes.parse_count(message.attributes.get(settings.count_attribute))
     if count is None:
         return _park(ParkReason.INVALID_COUNT)
@@ -164,7 +169,7 @@ def _decide(
     now: float,
     rng: RandomSource | None,
 ) -> Decision:
-    """DESIGN.md §3 and §4 without the age policy, for a record whose count is valid."""
+    """`decide` without the age policy, for a record whose count is valid."""
     destination = route(message, settings)
     if NOT_BEFORE_ATTRIBUTE in message.attributes:
         held_or_released = _waiting(message, destination, count, now, settings.backoff.cap_seconds)

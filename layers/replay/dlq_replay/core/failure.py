@@ -18,13 +18,22 @@ from dlq_replay.core.backoff import MAX_VISIBILITY_TIMEOUT_SECONDS, BackoffPolic
 from dlq_replay.core.decision import FALLBACK_GROUP_ID
 from dlq_replay.core.messages import InboundMessage, OutboundMessage, fits_limits
 from dlq_replay.core.queues import is_fifo_url
+from dlq_replay.core.text import clip, one_line, sqs_text
 
 # A park-now reason is written as `consumer:<reason>` in `dlq-replay-park-reason`, so the
 # operator tools tell it from the replay's own reasons and can filter on it.
 CONSUMER_REASON_PREFIX = "consumer:"
 CONSUMER_REASON = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
-# The error detail a park-now copy carries (never the body): at most this many characters.
+# The error detail a park-now copy carries: at most this many characters, counted after the
+# escapes of `sqs_text`.
 PARK_DETAIL_MAX_CHARS = 256
+# A run of this many characters of the body counts as the body: the default detail holds none.
+BODY_RUN_CHARS = 32
+# What stands in the default detail where the body (or a quoted input value) was.
+REDACTED = "[redacted]"
+# How pydantic quotes what it validated: `[type=missing, input_value={'sku': ...}, input_type=
+# dict]`; the value is (a part of) the body, so the default detail leaves it out whatever its size.
+_INPUT_VALUE = re.compile(r"input_value=.*?(?=, input_type=)")
 
 
 class ParkMessage(Exception):  # noqa: N818 - an instruction to the processor, not an error
@@ -43,15 +52,23 @@ class ParkMessage(Exception):  # noqa: N818 - an instruction to the processor, n
 
 
 ParkRule = Callable[[BaseException], "ParkMessage | None"]
+# Builds `dlq-replay-error` from the park and the message's body (see `body_free_detail`);
+# whatever it returns is then put on one line, escaped for SQS and cut to PARK_DETAIL_MAX_CHARS.
+ParkDetail = Callable[["ParkMessage", str], str]
 
 
 def park_on(reason: str, *types: type[BaseException]) -> ParkRule:
     """A rule that parks a record whose handler raised one of `types` (say, a validation
-    error), as if it had raised `ParkMessage(reason, str(error))`; others back off."""
+    error), as if it had raised `ParkMessage(reason, str(error)) from error`; others back
+    off."""
     ParkMessage(reason)  # the reason is checked now, not at the first failure
 
     def rule(error: BaseException) -> ParkMessage | None:
-        return ParkMessage(reason, str(error)) if isinstance(error, types) else None
+        if not isinstance(error, types):
+            return None
+        park = ParkMessage(reason, str(error))
+        park.__cause__ = error  # for a `ParkDetail` that reads the error itself
+        return park
 
     return rule
 
@@ -66,16 +83,108 @@ def visibility_delay(
     return max(0, min(delay, MAX_VISIBILITY_TIMEOUT_SECONDS - held_seconds))
 
 
+def body_free_detail(park: ParkMessage, body: str) -> str:
+    """The default `dlq-replay-error`: the park's detail (for `park_on`, the exception's text)
+    on one line, with SQS's refused characters escaped, and with every `input_value=...` (how
+    pydantic quotes its input) and every run of BODY_RUN_CHARS or more characters of the body
+    replaced by REDACTED, so the body never reaches the attribute."""
+    text = sqs_text(_INPUT_VALUE.sub(f"input_value={REDACTED}", one_line(park.detail)))
+    return _redact_body(text, body, keep=PARK_DETAIL_MAX_CHARS)
+
+
+def park_detail_text(park: ParkMessage, body: str, detail: ParkDetail | None = None) -> str:
+    """What a park-now copy carries in `dlq-replay-error` (empty: no attribute): `detail`'s
+    text (by default `body_free_detail`'s) on one line, escaped for SQS, then cut to
+    PARK_DETAIL_MAX_CHARS without splitting an escape."""
+    text = (detail or body_free_detail)(park, body)
+    return clip(sqs_text(one_line(str(text))), PARK_DETAIL_MAX_CHARS)
+
+
+def _redact_body(text: str, body: str, *, keep: int) -> str:
+    """`text` with each run of BODY_RUN_CHARS or more characters of `body` replaced by REDACTED.
+
+    `text` is on one line and escaped, so the body is looked for in the same forms. Blocks of
+    half a run are tested (every run of BODY_RUN_CHARS holds a whole one); a block found in
+    the body grows to the longest run through it, each end by binary search, so a detail that
+    quotes a 1 MiB body costs a few dozen substring searches. Only the first `keep`
+    characters of the result matter: the scan stops once they are settled.
+    """
+    if len(body) < BODY_RUN_CHARS or len(text) < BODY_RUN_CHARS:
+        return text
+    flat = re.sub(r"\s+", " ", body)  # not stripped: a run may start with the body's space
+    forms = [flat] if (escaped := sqs_text(flat)) == flat else [flat, escaped]
+
+    def in_body(piece: str) -> bool:
+        return any(piece in form for form in forms)
+
+    step = BODY_RUN_CHARS // 2
+    runs: list[tuple[int, int]] = []
+    covered_to = redacted = 0
+    end = len(text)
+    for start in range(0, len(text) - step + 1, step):
+        if start + step <= covered_to:
+            continue
+        if start - redacted > keep + 2 * BODY_RUN_CHARS:
+            end = start  # the result's first `keep` characters are settled
+            break
+        if not in_body(text[start : start + step]):
+            continue
+        left, right = _run_through(text, start, start + step, in_body)
+        if right - left >= BODY_RUN_CHARS:
+            runs.append((left, right))
+            redacted += right - max(left, covered_to)
+            covered_to = max(covered_to, right)
+    parts: list[str] = []
+    position = 0
+    for left, right in runs:
+        if right <= position:
+            continue
+        if left >= position:
+            parts.append(text[position:left])
+        elif parts and parts[-1] == REDACTED:
+            parts.pop()  # overlaps the run before: one marker for both
+        parts.append(REDACTED)
+        position = right
+    parts.append(text[position:end])
+    return "".join(parts)
+
+
+def _run_through(
+    text: str, start: int, stop: int, in_body: Callable[[str], bool]
+) -> tuple[int, int]:
+    """The longest run of the body through `text[start:stop]` (itself in the body): its right
+    end first, then its left end."""
+    right = _last_true(lambda end: in_body(text[start:end]), stop, len(text))
+    left = -_last_true(lambda negative: in_body(text[-negative:right]), -start, 0)
+    return left, right
+
+
+def _last_true(holds: Callable[[int], bool], low: int, high: int) -> int:
+    """The largest n in [low, high] for which `holds` is true, given that it holds at `low`
+    and, once false, stays false for every larger n."""
+    while low < high:
+        middle = (low + high + 1) // 2
+        if holds(middle):
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
 def park_now_copy(
-    message: InboundMessage, park: ParkMessage, operator_queue_url: str
+    message: InboundMessage,
+    park: ParkMessage,
+    operator_queue_url: str,
+    detail: ParkDetail | None = None,
 ) -> OutboundMessage:
     """The operator-queue copy of a message its consumer parked: its body and attributes, the
-    reason, and the detail where an attribute slot and the 1 MiB limit allow (reason first)."""
+    reason, and the detail (`park_detail_text`) where an attribute slot and the 1 MiB limit
+    allow (reason first)."""
     carried: dict[str, Attribute] = dict(message.attributes)
-    detail = " ".join(park.detail.split())[:PARK_DETAIL_MAX_CHARS]
+    detail_text = park_detail_text(park, message.body, detail)
     for name, value in (
         (PARK_REASON_ATTRIBUTE, f"{CONSUMER_REASON_PREFIX}{park.reason}"),
-        (PARK_ERROR_ATTRIBUTE, detail),
+        (PARK_ERROR_ATTRIBUTE, detail_text),
     ):
         if value:
             carried = _with(message.body, carried, name, attributes.string(value))

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from dlq_replay.core import attributes
 from dlq_replay.core.attributes import Attribute, ParsedAttributes
+from dlq_replay.core.text import printable
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs.type_defs import SendMessageBatchRequestEntryTypeDef
@@ -16,6 +17,34 @@ if TYPE_CHECKING:
 SOURCE_ARN_ATTRIBUTE = "DeadLetterQueueSourceArn"
 # Largest message SQS takes: body plus every attribute's name, type and value.
 MAX_MESSAGE_BYTES = 1_048_576
+
+
+def unencodable(message: InboundMessage) -> str | None:
+    """Why the message cannot be written anywhere, or None: a text SQS would take as UTF-8
+    holds a lone surrogate (U+D800-U+DFFF; only hand-made events carry one, e.g. JSON with
+    `"\\udcff"`), which cannot even be encoded. One line for the log, naming where."""
+    texts: list[tuple[str, str | None]] = [
+        ("the body", message.body),
+        ("the message id", message.message_id),
+        ("MessageGroupId", message.message_group_id),
+        ("AWSTraceHeader", message.trace_header),
+    ]
+    for index, (name, value) in enumerate(message.attributes.items(), start=1):
+        label = f"message attribute {index}"
+        texts += [(f"the name of {label}", name), (f"the type of {label}", value.data_type)]
+        texts.append((f"the value of {label} ({printable(name)})", value.string_value))
+    for where, text in texts:
+        if text is None:
+            continue
+        try:
+            text.encode()
+        except UnicodeEncodeError as error:
+            code = ord(text[error.start])
+            return (
+                f"{where} holds a lone surrogate (U+{code:04X} at character {error.start}), "
+                "which cannot be encoded as UTF-8: no copy can be written"
+            )
+    return None
 
 
 def message_size(body: str, values: Mapping[str, Attribute]) -> int:

@@ -12,6 +12,7 @@ from typing import Any
 
 from dlq_replay.core.decision import FALLBACK_GROUP_ID, Decision
 from dlq_replay.core.messages import InboundMessage
+from dlq_replay.core.text import clip, sqs_text, utf8_size
 
 # SNS takes 256 KiB per message and per PublishBatch request; a body is cut well below that so
 # a notice always fits, and several share a request.
@@ -50,22 +51,23 @@ def park_notice_fields(
     """The notice's fields: message id, park reason, attempt (the count the parked copy keeps;
     None for an invalid count), the DLQ's ARN, and the queue the message was dead-lettered
     from and its message group when the record names them; the body only if `include_body`,
-    cut to NOTICE_BODY_LIMIT bytes."""
+    cut to NOTICE_BODY_LIMIT bytes. Every text from the record is escaped as `sqs_text` does
+    (a lone surrogate cannot be encoded for SNS at all), before the body is measured."""
     fields: dict[str, Any] = {
         "event": "parked",
-        "message_id": message.message_id,
+        "message_id": sqs_text(message.message_id),
         "reason": decision.reason.value if decision.reason is not None else None,
         "attempt": decision.attempt,
-        "dlq_arn": message.queue_arn,
+        "dlq_arn": sqs_text(message.queue_arn),
     }
     if message.dead_letter_source_arn:
-        fields["dead_letter_source_arn"] = message.dead_letter_source_arn
+        fields["dead_letter_source_arn"] = sqs_text(message.dead_letter_source_arn)
     if message.message_group_id:
-        fields["message_group_id"] = message.message_group_id
+        fields["message_group_id"] = sqs_text(message.message_group_id)
     if include_body:
-        raw = message.body.encode()
-        fields["body"] = raw[:NOTICE_BODY_LIMIT].decode(errors="ignore")
-        fields["body_truncated"] = len(raw) > NOTICE_BODY_LIMIT
+        body = sqs_text(message.body)
+        fields["body"] = clip(body, NOTICE_BODY_LIMIT, size=utf8_size)
+        fields["body_truncated"] = len(fields["body"]) < len(body)
     return fields
 
 

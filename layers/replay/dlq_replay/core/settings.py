@@ -1,4 +1,6 @@
-"""The function's configuration (DESIGN.md §2), parsed once into a frozen dataclass.
+"""The function's configuration, parsed once into a frozen dataclass.
+
+The variables and their rules: docs/deploying.md, 'Function environment'.
 
 Every rule lives here, so a bad value is refused before a single record is touched, with one
 line that names the variable, the value and the rule.
@@ -63,7 +65,7 @@ class Settings:
     log_message_body: bool = False
     # Replayed copies carry dlq-replay-origin (core/attributes.py) when a slot is free.
     write_origin: bool = False
-    # Each park is announced on this SNS topic (sqs/notices.py); None: no notices.
+    # Each park is announced on this SNS topic (notify/sns.py); None: no notices.
     park_notification_topic_arn: str | None = None
     # A record whose first failure is older than this is parked `max-age`; 0: no age limit.
     max_message_age_seconds: int = 0
@@ -75,7 +77,7 @@ class Settings:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
-        """Parse the variables of DESIGN.md §2; unknown variables are ignored."""
+        """Parse the function's environment variables; unknown variables are ignored."""
         reader = _Reader(env)
         return cls(
             operator_queue_url=reader.required_queue_url("OPERATOR_QUEUE_URL"),

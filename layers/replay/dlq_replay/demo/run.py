@@ -75,9 +75,10 @@ def demo(
             backoff=options.consumer_backoff,
             logger=_quiet_logger("dlq_replay.demo.consumer"),
         )
-        counter = OutcomeCounter(tally)
-        replay_log.addHandler(counter)
-        handler = LambdaReplay(Replayer(settings, sqs, logger=replay_log, rng=rng))
+        replayer = Replayer(
+            settings, sqs, logger=replay_log, rng=rng, on_outcome=OutcomeCounter(tally)
+        )
+        handler = LambdaReplay(replayer)
         source = LocalEventSource(sqs, queues.dlq, handler, wait_seconds=1)
         tally.expected = send_messages(sqs, queues.main, options, rng)
         stop = threading.Event()
@@ -101,7 +102,6 @@ def demo(
             stop.set()
             for thread in threads:
                 thread.join()
-            replay_log.removeHandler(counter)
         parked = drain_parked(sqs, queues.operator)
         # What is still in a queue (visible, in flight or delayed) is not done yet, not lost.
         waiting = {
@@ -131,11 +131,12 @@ def demo(
 
 
 def _quiet_logger(name: str) -> logging.Logger:
-    """A logger of the demo's own: its lines go only to the handlers the demo adds (the live
-    view shows what they would say)."""
+    """A logger of the demo's own that writes nowhere: the live view and the summary show what
+    its lines would say (without a handler, Python would print its warnings)."""
     logger = logging.getLogger(name)
     logger.propagate = False
-    logger.setLevel(logging.INFO)
+    if not logger.handlers:
+        logger.addHandler(logging.NullHandler())
     return logger
 
 

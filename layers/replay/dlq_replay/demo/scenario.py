@@ -15,12 +15,14 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from dlq_replay.consumer import (
     ConsumerSettings,
+    FailureOptions,
     ParkMessage,
     VisibilityHeartbeat,
     replay_attempt,
     settle_failure,
 )
 from dlq_replay.core.attributes import PARK_REASON_ATTRIBUTE
+from dlq_replay.core.decision import Action
 from dlq_replay.demo.emulator import (
     DLQ_VISIBILITY_TIMEOUT,
     MAIN_MAX_RECEIVE_COUNT_WITH_BACKOFF,
@@ -29,6 +31,7 @@ from dlq_replay.demo.emulator import (
 )
 from dlq_replay.ops.depth import QueueDepth, queue_depth
 from dlq_replay.ops.draining import drain
+from dlq_replay.sqs.replayer import Outcome
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -91,22 +94,22 @@ class Tally:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-class OutcomeCounter(logging.Handler):
-    """Counts the replay's per-record outcome lines (the same lines Lambda would log)."""
+class OutcomeCounter:
+    """Counts what became of each record the replay handled: its `on_outcome` hook."""
 
     def __init__(self, tally: Tally) -> None:
-        super().__init__(logging.INFO)
         self._tally = tally
 
-    def emit(self, record: logging.LogRecord) -> None:
-        outcome = getattr(record, "outcome", None)
-        if outcome is None:
-            return
+    def __call__(self, outcome: Outcome) -> None:
+        decision = outcome.decision
         with self._tally.lock:
-            if outcome == "park":
-                self._tally.parked_by_reason[str(getattr(record, "reason", None) or "?")] += 1
+            if outcome.failure is not None:
+                self._tally.replay_outcomes["failed"] += 1
+            elif decision.action is Action.PARK:
+                reason = decision.reason.value if decision.reason is not None else "?"
+                self._tally.parked_by_reason[reason] += 1
             else:
-                self._tally.replay_outcomes[str(outcome)] += 1
+                self._tally.replay_outcomes[decision.action.value] += 1
 
 
 ALWAYS = 10**9  # a poison message fails every delivery
@@ -194,7 +197,9 @@ def _consume_batch(sqs: SQSClient, consumer: Consumer, tally: Tally) -> None:
                 tally.processed.add(str(body["id"]))
         elif consumer.backoff or isinstance(error, ParkMessage):
             settings, logger = consumer.settings, consumer.logger
-            parked = settle_failure(sqs, queue_url, message, error, settings, logger=logger)
+            parked = settle_failure(
+                sqs, queue_url, message, error, settings, options=FailureOptions(logger=logger)
+            )
             with tally.lock:
                 if parked:
                     tally.parked_by_reason[f"consumer:{INVALID.reason}"] += 1

@@ -8,7 +8,8 @@ from typing import Any
 from dlq_replay.demo.scenario import DemoResult, Tally
 from dlq_replay.ops.depth import QueueDepth
 
-# One row per outcome of the replay, in plain words, keyed by its log lines' `outcome`.
+# One row per outcome of the replay, in plain words, keyed by its action (`failed`: the
+# SQS call failed).
 # Parked records get a row per reason instead.
 OUTCOME_LABELS = {
     "replay": "replayed to the main queue",

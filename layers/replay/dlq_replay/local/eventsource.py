@@ -1,4 +1,4 @@
-"""A local stand-in for Lambda's SQS event source mapping (DESIGN.md §6).
+"""A local stand-in for Lambda's SQS event source mapping (docs/design.md, 'Outside Lambda').
 
 It long-polls a queue, hands each batch to a handler as the exact event Lambda would deliver,
 deletes only the records the handler did not list in `batchItemFailures`, and leaves those to
@@ -19,8 +19,8 @@ from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
 from botocore.exceptions import ConnectionError as BotoConnectionError
 from botocore.retries.standard import RetryContext, ThrottledRetryableChecker
 
+from dlq_replay.core.log import Log
 from dlq_replay.local.records import lambda_event
-from dlq_replay.sqs.replayer import Log
 from dlq_replay.sqs.sending import delete_messages
 
 if TYPE_CHECKING:

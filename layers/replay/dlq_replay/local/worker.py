@@ -16,6 +16,7 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 from dlq_replay.aws_lambda.replay import LambdaReplay
+from dlq_replay.core.log import Log
 from dlq_replay.core.settings import Settings
 from dlq_replay.local.eventsource import (
     START_UP_PATIENCE_SECONDS,
@@ -23,8 +24,8 @@ from dlq_replay.local.eventsource import (
     queue_arn_when_reachable,
     run_pollers,
 )
-from dlq_replay.sqs.notices import SnsClient
-from dlq_replay.sqs.replayer import Log, Replayer
+from dlq_replay.notify.sns import SnsClient
+from dlq_replay.sqs.replayer import Replayer
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient

@@ -1,4 +1,4 @@
-"""The operator's SQS work, apart from how the CLI shows it (DESIGN.md §7).
+"""The operator's SQS work, apart from how the CLI shows it (docs/design.md, 'Operator tools').
 
 Every function takes boto3 clients (or nothing at all) and returns frozen dataclasses; parsing
 options and printing live in `dlq_replay.cli`. Two SQS facts shape it:
@@ -39,7 +39,7 @@ from dlq_replay.ops.pacing import (
     watched_dlq,
 )
 from dlq_replay.ops.pause import PauseResult, set_event_source, wait_for_state
-from dlq_replay.ops.peek import PeekedMessage, PeekResult, peek
+from dlq_replay.ops.peek import PeekedMessage, PeekRequest, PeekResult, peek
 from dlq_replay.ops.plan import AttemptPlan, BackoffPlan, backoff_plan, quantile
 from dlq_replay.ops.queues import QueueInfo, RedrivePolicy, dead_letter_sources, queue_info
 from dlq_replay.ops.receiving import (
@@ -104,6 +104,7 @@ __all__ = [
     "OpsError",
     "PaceReport",
     "PauseResult",
+    "PeekRequest",
     "PeekResult",
     "PeekedMessage",
     "QueueInfo",

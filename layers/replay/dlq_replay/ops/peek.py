@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from dlq_replay.core import attributes
 from dlq_replay.core.decision import park_reason_of
 from dlq_replay.core.settings import DEFAULT_COUNT_ATTRIBUTE
-from dlq_replay.ops.queues import QueueInfo, queue_info
+from dlq_replay.ops.queues import QueueInfo
 from dlq_replay.ops.receiving import (
     ReceiveBudget,
     Receiving,
@@ -51,20 +51,22 @@ class PeekResult:
     examined: int = 0  # messages received, selected or not
 
 
+@dataclass(frozen=True, slots=True)
+class PeekRequest:
+    source: QueueInfo
+    limit: int = 10
+    body: bool = False  # the bodies too
+    count_attribute: str = DEFAULT_COUNT_ATTRIBUTE
+    selector: Selector = field(default_factory=Selector)  # empty: every message
+    hide_seconds: int = 30
+    wait_seconds: int = 1
+    reserve: int = 1
+
+
 def peek(
-    sqs: SQSClient,
-    url: str,
-    *,
-    limit: int = 10,
-    body: bool = False,
-    count_attribute: str = DEFAULT_COUNT_ATTRIBUTE,
-    reserve: int = 1,
-    wait_seconds: int = 1,
-    hide_seconds: int = 30,
-    now: Callable[[], float] = time.time,
-    selector: Selector | None = None,
+    sqs: SQSClient, request: PeekRequest, *, now: Callable[[], float] = time.time
 ) -> PeekResult:
-    """Look at up to `limit` messages without consuming them.
+    """Look at up to `request.limit` messages without consuming them.
 
     Messages are received (hidden for `hide_seconds` at most, so a crash cannot keep them
     away for long), and made visible again as soon as the peek has them all: a message is
@@ -73,22 +75,25 @@ def peek(
     With a `selector`, only selected messages count toward `limit` and are shown; the others
     stay hidden until the peek ends, like the rest, so none is received twice.
     """
-    queue = queue_info(sqs, url)
-    budget = usable_budget(sqs, queue, reserve)
-    receiving = Receiving(sqs, url, budget, hide_seconds, wait_seconds)
+    queue, selector = request.source, request.selector
+    budget = usable_budget(sqs, queue, request.reserve)
+    receiving = Receiving(sqs, queue.url, budget, request.hide_seconds, request.wait_seconds)
     selected: list[MessageTypeDef] = []
 
     def chosen(message: MessageTypeDef) -> bool:
         values = attributes.from_sqs(message.get("MessageAttributes")).values
-        return selector is None or selector.matches(message, values, now())
+        return selector.empty or selector.matches(message, values, now())
 
     try:
-        for batch in receiving.batches(limit, chosen):
+        for batch in receiving.batches(request.limit, chosen):
             selected.extend(batch)
     finally:
         examined = len(receiving.handles)
         refused = receiving.release()
-    messages = tuple(_peeked(m, count_attribute, budget, body, now()) for m in selected[:limit])
+    messages = tuple(
+        _peeked(m, request.count_attribute, budget, request.body, now())
+        for m in selected[: request.limit]
+    )
     return PeekResult(queue, messages, budget, receiving.stopped, refused, examined=examined)
 
 

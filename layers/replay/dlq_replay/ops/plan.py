@@ -64,7 +64,9 @@ def quantile(low: int, high: int, percent: int) -> int:
 
 
 def backoff_plan(policy: BackoffPolicy, max_attempts: int, *, fifo: bool = False) -> BackoffPlan:
-    """The delay schedule of DESIGN.md §3, attempt by attempt, and the time until parking.
+    """The delay schedule, attempt by attempt, and the time until parking.
+
+    The policy: docs/design.md, 'Backoff and jitter'.
 
     A message is replayed `max_attempts` times, each after a delay drawn uniformly from
     `policy.bounds(n)` (whole seconds); the failure after the last replay parks it, with no
@@ -160,7 +162,7 @@ class ConsumerBackoffPlan:
 def consumer_backoff_plan(
     policy: BackoffPolicy, max_attempts: int, main_max_receive_count: int
 ) -> ConsumerBackoffPlan:
-    """The schedule with backoff before the DLQ too (DESIGN.md §8), until the park.
+    """The schedule with backoff before the DLQ too (docs/consumer.md), until the park.
 
     Two clocks: on the main queue each failed receive hides the message for a delay drawn from
     `policy.bounds(receive count)` (at most SQS's 12 h), and the receive after the

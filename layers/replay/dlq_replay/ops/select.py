@@ -21,12 +21,15 @@ from jmespath.exceptions import JMESPathError  # type: ignore[import-untyped]
 
 from dlq_replay.core.attributes import Attribute
 from dlq_replay.core.decision import park_reason_of
+from dlq_replay.core.failure import CONSUMER_REASON_PREFIX
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs.type_defs import MessageTypeDef
 
 # `--filter-reason none`: messages without a park reason (SQS's own safety net moved them).
 NO_REASON = "none"
+# `--filter-reason consumer:*`: every message a consumer parked, whatever its reason.
+ANY_CONSUMER_REASON = f"{CONSUMER_REASON_PREFIX}*"
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +90,8 @@ def compile_regex(pattern: str) -> re.Pattern[str]:
 class Selector:
     """All given conditions must hold; an empty selector takes every message."""
 
-    reasons: frozenset[str] = frozenset()  # park reasons, NO_REASON for none
+    # Park reasons, NO_REASON for none, ANY_CONSUMER_REASON for every `consumer:<reason>`.
+    reasons: frozenset[str] = frozenset()
     groups: frozenset[str] = frozenset()
     where: tuple[Where, ...] = ()
     match: Any = None  # compiled JMESPath: true on the JSON body
@@ -107,12 +111,21 @@ class Selector:
             or self.newer_than is not None
         )
 
+    def _reason_selected(self, reason: str | None) -> bool:
+        if (reason or NO_REASON) in self.reasons:
+            return True
+        return (
+            ANY_CONSUMER_REASON in self.reasons
+            and reason is not None
+            and reason.startswith(CONSUMER_REASON_PREFIX)
+        )
+
     def matches(
         self, message: MessageTypeDef, attributes: Mapping[str, Attribute], now: float
     ) -> bool:
         """Whether the message is selected; `now` in epoch seconds (for the age)."""
         body = message.get("Body", "")
-        if self.reasons and (park_reason_of(body, attributes) or NO_REASON) not in self.reasons:
+        if self.reasons and not self._reason_selected(park_reason_of(body, attributes)):
             return False
         system = message.get("Attributes", {})
         if self.groups and system.get("MessageGroupId") not in self.groups:

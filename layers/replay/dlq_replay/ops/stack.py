@@ -74,6 +74,6 @@ def discover(
 
 
 def function_environment(lam: LambdaClient, function_name: str) -> dict[str, str]:
-    """The replay function's environment variables (its settings, DESIGN.md §2)."""
+    """The replay function's environment variables: its settings."""
     config = lam.get_function_configuration(FunctionName=function_name)
     return dict(config.get("Environment", {}).get("Variables", {}))

@@ -3,5 +3,6 @@
 The SQS client as the replay configures it (retries, timeouts), SendMessageBatch /
 DeleteMessageBatch / ChangeMessageVisibilityBatch with every per-entry failure mapped back,
 and `Replayer`, which turns the core's decisions for one batch into
-writes and reports one outcome per record. Imports only the core.
+writes and reports one outcome per record (its park notices go out through `notify`).
+Imports only the core and `notify`.
 """

@@ -12,7 +12,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
@@ -25,11 +25,13 @@ from dlq_replay.core.decision import (
     decide,
     park_instead,
 )
+from dlq_replay.core.log import Log
 from dlq_replay.core.messages import InboundMessage
 from dlq_replay.core.notices import park_notice
 from dlq_replay.core.queues import QueueArn
 from dlq_replay.core.settings import Settings
-from dlq_replay.sqs.notices import SnsClient, publish_notices
+from dlq_replay.core.text import printable
+from dlq_replay.notify.sns import SnsClient, publish_notices
 from dlq_replay.sqs.sending import BatchSender, SendFailure, change_visibility
 
 if TYPE_CHECKING:
@@ -37,14 +39,6 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
 Clock = Callable[[], float]
-
-
-class Log(Protocol):
-    """The logging calls the replayer makes: Powertools Logger and logging.Logger both fit."""
-
-    def info(self, msg: str, *args: Any, **kwargs: Any) -> Any: ...
-    def warning(self, msg: str, *args: Any, **kwargs: Any) -> Any: ...
-    def error(self, msg: str, *args: Any, **kwargs: Any) -> Any: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,8 +68,11 @@ class Replayer:
         clock: Clock = time.time,
         rng: RandomSource | None = None,
         sns: SnsClient | None = None,
+        on_outcome: Callable[[Outcome], None] | None = None,
     ) -> None:
-        """`sns` publishes the park notices; it is required when the settings name a topic."""
+        """`sns` publishes the park notices; it is required when the settings name a topic.
+        `on_outcome` sees each record's outcome once its batch is reported (the demo counts
+        them); without it nothing is called."""
         if settings.park_notification_topic_arn is not None and sns is None:
             raise ValueError("PARK_NOTIFICATION_TOPIC_ARN is set, but no SNS client was given")
         self._settings = settings
@@ -86,6 +83,7 @@ class Replayer:
         self._metrics = metrics
         self._clock = clock
         self._rng = rng  # None: each record's delay is keyed by its id (see `decide`)
+        self._on_outcome = on_outcome
 
     def process(self, messages: Sequence[InboundMessage]) -> dict[str, Outcome]:
         """Handle a batch; the result has one outcome per message id, in the batch's order."""
@@ -106,6 +104,9 @@ class Replayer:
         ordered = {m.message_id: outcomes[m.message_id] for m in messages}
         self._report(ordered.values())
         self._notify(ordered.values())
+        if self._on_outcome is not None:
+            for outcome in ordered.values():
+                self._on_outcome(outcome)
         return ordered
 
     def _notify(self, outcomes: Iterable[Outcome]) -> None:
@@ -192,35 +193,8 @@ class Replayer:
         parked: Counter[str] = Counter()
         for outcome in outcomes:
             decision = outcome.decision
-            fields: dict[str, Any] = {
-                "message_id": outcome.message.message_id,
-                "outcome": decision.action.value if outcome.failure is None else "failed",
-                "action": decision.action.value,
-                "attempt": decision.attempt,
-                "delay_seconds": decision.delay,
-                "destination": decision.destination,
-            }
-            if decision.reason is not None:
-                fields["reason"] = decision.reason.value
-            if decision.not_before is not None:
-                fields["not_before"] = decision.not_before
-            if decision.clamped:
-                fields["drawn_delay_seconds"] = decision.drawn_delay
-            if decision.problem is not None:
-                fields["problem"] = decision.problem
-            if outcome.message.dropped_attributes:
-                fields["dropped_attributes"] = dict(outcome.message.dropped_attributes)
-            if outcome.message.message_group_id:
-                fields["message_group_id"] = outcome.message.message_group_id
-            if self._settings.log_message_body:
-                fields["body"] = outcome.message.body
+            fields = self._fields(outcome)
             if outcome.failure is not None or decision.action is Action.FAIL:
-                if outcome.failure is not None:
-                    fields.update(
-                        error_code=outcome.failure.code,
-                        error=outcome.failure.message,
-                        copy_written="unknown" if outcome.failure.unconfirmed else "no",
-                    )
                 self._logger.error("record not done", extra=fields)
             else:
                 self._logger.info(f"record {_PAST[decision.action]}", extra=fields)
@@ -232,6 +206,41 @@ class Replayer:
                 self._logger.warning("attributes the copy cannot carry were dropped", extra=fields)
             self._count(outcome, parked)
         self._emit_parked(parked)
+
+    def _fields(self, outcome: Outcome) -> dict[str, Any]:
+        """The structured fields of one record's log line. Texts from the record go through
+        `printable`: a hand-made event's lone surrogate must not cost the line."""
+        decision = outcome.decision
+        message = outcome.message
+        fields: dict[str, Any] = {
+            "message_id": printable(message.message_id),
+            "outcome": decision.action.value if outcome.failure is None else "failed",
+            "action": decision.action.value,
+            "attempt": decision.attempt,
+            "delay_seconds": decision.delay,
+            "destination": decision.destination,
+        }
+        if decision.reason is not None:
+            fields["reason"] = decision.reason.value
+        if decision.not_before is not None:
+            fields["not_before"] = decision.not_before
+        if decision.clamped:
+            fields["drawn_delay_seconds"] = decision.drawn_delay
+        if decision.problem is not None:
+            fields["problem"] = decision.problem
+        if message.dropped_attributes:
+            fields["dropped_attributes"] = dict(message.dropped_attributes)
+        if message.message_group_id:
+            fields["message_group_id"] = printable(message.message_group_id)
+        if self._settings.log_message_body:
+            fields["body"] = printable(message.body)
+        if outcome.failure is not None:
+            fields.update(
+                error_code=outcome.failure.code,
+                error=outcome.failure.message,
+                copy_written="unknown" if outcome.failure.unconfirmed else "no",
+            )
+        return fields
 
     def _count(self, outcome: Outcome, parked: Counter[str]) -> None:
         if self._metrics is None:

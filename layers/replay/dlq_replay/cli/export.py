@@ -1,5 +1,5 @@
-"""`dlq-replay export` and `dlq-replay import`: parked messages to a JSON Lines archive and
-back, the way to fix messages by hand (export, edit with jq, import)."""
+"""`dlq-replay export`: parked messages to a JSON Lines archive (a file and/or S3), the first
+half of fixing messages by hand (export, edit with jq, `import`)."""
 
 from __future__ import annotations
 
@@ -9,25 +9,29 @@ from pathlib import Path
 
 from dlq_replay import ops
 from dlq_replay.cli.deployment import (
-    add_count_attribute_option,
     add_operator_options,
     add_receive_options,
     make_client,
     resolve_target,
 )
-from dlq_replay.cli.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CommandError, operator_command
+from dlq_replay.cli.errors import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    CommandError,
+    file_error,
+    operator_command,
+)
 from dlq_replay.cli.options import BUDGET_HELP, Subparsers, int_between
 from dlq_replay.cli.output import (
     TallyRow,
     count_table,
-    destination_name,
     make_console,
     note,
     plural,
     print_json,
     progress_bars,
 )
-from dlq_replay.cli.pacing import add_pace_options, pace_line, until_failing_from
 from dlq_replay.cli.selection import add_selection_options, selector_from
 from dlq_replay.ops.archive import FORMAT
 from dlq_replay.ops.depth import queue_depth
@@ -42,11 +46,6 @@ def s3_uri(text: str) -> ops.S3Location:
 
 
 def register(subparsers: Subparsers) -> None:
-    _register_export(subparsers)
-    _register_import(subparsers)
-
-
-def _register_export(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
         "export",
         help="write parked messages to a JSON Lines archive (to edit with jq, then import)",
@@ -91,37 +90,6 @@ def _register_export(subparsers: Subparsers) -> None:
     add_operator_options(parser, run_export)
 
 
-def _register_import(subparsers: Subparsers) -> None:
-    parser = subparsers.add_parser(
-        "import",
-        help="send the messages of an export archive to a queue (resumable)",
-        description="Send each record of PATH (an `export` archive, edited or not) with "
-        "SendMessageBatch, 10 a request, in file order: body and every attribute byte for "
-        "byte (Binary from base64), the group id kept; on a FIFO queue the deduplication id "
-        "is <message_id>-import, so a rerun within 5 minutes is deduplicated by SQS. The ids "
-        "sent are appended to PATH.progress after each request; a rerun skips them, so an "
-        "interrupted or partly failed import is run again as it was. A line that is not a "
-        "record counts as failed, with its line number. Exit 1 if any record failed.",
-    )
-    parser.add_argument("path", type=Path, metavar="PATH", help="the archive to read")
-    parser.add_argument(
-        "--to",
-        dest="destination",
-        required=True,
-        metavar="QUEUE",
-        help="main, operator, dlq, source (each record's source_arn: the queue SQS "
-        "dead-lettered it from; a record without one fails), or a queue URL",
-    )
-    parser.add_argument(
-        "--reset-count",
-        action="store_true",
-        help="start the replay count again (leave the count attribute out)",
-    )
-    add_count_attribute_option(parser)
-    add_pace_options(parser)
-    add_operator_options(parser, run_import)
-
-
 @operator_command
 def run_export(args: argparse.Namespace) -> int:
     if args.file is None and args.s3_uri is None:
@@ -153,7 +121,7 @@ def run_export(args: argparse.Namespace) -> int:
 
             result = ops.export(target.sqs, request, s3=s3, on_progress=show)
     except OSError as error:
-        raise CommandError(_file_error(error, "nothing was deleted")) from None
+        raise CommandError(file_error(error, "nothing was deleted")) from None
     except KeyboardInterrupt:
         raise KeyboardInterrupt(
             "interrupted: nothing was deleted, the messages are visible again"
@@ -165,63 +133,6 @@ def run_export(args: argparse.Namespace) -> int:
     else:
         _print_export(result, request)
     return EXIT_FAILED if result.failed or result.not_deleted or result.stopped else EXIT_OK
-
-
-@operator_command
-def run_import(args: argparse.Namespace) -> int:
-    if not args.path.is_file():
-        raise CommandError(f"{args.path}: no such file", EXIT_USAGE)
-    target = resolve_target(args)
-    destination = (
-        None
-        if args.destination == "source"
-        else ops.queue_info(target.sqs, target.queue(args.destination, "--to"))
-    )
-    request = ops.ImportRequest(
-        path=args.path,
-        destination=destination,
-        reset_count=args.reset_count,
-        count_attribute=target.count_attribute() if args.reset_count else "",
-        rate=args.rate,
-        until_failing=until_failing_from(args, target, None, destination),
-    )
-    latest = ops.ImportTally()
-    try:
-        with progress_bars(args) as progress:
-            bar = progress.add_task(f"importing into {destination_name(destination)}", total=None)
-
-            def show(tally: ops.ImportTally) -> None:
-                nonlocal latest
-                latest = tally
-                progress.update(bar, completed=tally.read)
-
-            tally = ops.import_archive(target.sqs, request, on_progress=show)
-    except OSError as error:
-        raise CommandError(_file_error(error, "rerun to continue")) from None
-    except KeyboardInterrupt:
-        raise KeyboardInterrupt(
-            f"interrupted after {plural(latest.sent, 'message')} sent; rerun to continue "
-            f"({request.progress_path} lists what was sent)"
-        ) from None
-    if tally.stopped:
-        note(tally.stopped)
-    if args.json:
-        print_json(
-            {
-                "destination": destination.url if destination else "source",
-                "progress_file": str(request.progress_path),
-                **asdict(tally),
-                "adds_up": tally.adds_up,
-            }
-        )
-    else:
-        _print_import(tally, request)
-    return EXIT_FAILED if tally.failed or tally.stopped else EXIT_OK
-
-
-def _file_error(error: OSError, then: str) -> str:
-    where = f"{error.filename}: " if error.filename else ""
-    return f"{where}{error.strerror or error} ({then})"
 
 
 def _print_export(result: ops.ExportResult, request: ops.ExportRequest) -> None:
@@ -247,26 +158,3 @@ def _print_export(result: ops.ExportResult, request: ops.ExportRequest) -> None:
         ("examined", result.examined),
     ]
     console.print(count_table("messages", rows))
-
-
-def _print_import(tally: ops.ImportTally, request: ops.ImportRequest) -> None:
-    console = make_console()
-    console.print(f"{request.path} -> {destination_name(request.destination)}")
-    rows: list[TallyRow] = [
-        ("sent", tally.sent),
-        ("skipped", tally.skipped),
-        tally.skips,
-        ("failed", tally.failed),
-        ("read", tally.read),
-    ]
-    console.print(count_table("records", rows))
-    for failure in tally.failures:
-        console.print(
-            f"failed: line {failure.line}"
-            + (f" ({failure.message_id})" if failure.message_id else "")
-            + f": {failure.reason}"
-        )
-    if tally.pace is not None:
-        console.print(pace_line(tally.pace))
-    if tally.failed or tally.stopped:
-        console.print(f"fix or wait, then rerun: {request.progress_path} lists what was sent")

@@ -1,0 +1,141 @@
+"""`dlq-replay import`: send the records of an `export` archive (edited or not) to a queue,
+resumably."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import asdict
+from pathlib import Path
+
+from dlq_replay import ops
+from dlq_replay.cli.deployment import (
+    add_count_attribute_option,
+    add_operator_options,
+    resolve_target,
+)
+from dlq_replay.cli.errors import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    CommandError,
+    file_error,
+    operator_command,
+)
+from dlq_replay.cli.options import Subparsers
+from dlq_replay.cli.output import (
+    TallyRow,
+    count_table,
+    destination_name,
+    make_console,
+    note,
+    plural,
+    print_json,
+    progress_bars,
+)
+from dlq_replay.cli.pacing import add_pace_options, pace_line, until_failing_from
+
+
+def register(subparsers: Subparsers) -> None:
+    parser = subparsers.add_parser(
+        "import",
+        help="send the messages of an export archive to a queue (resumable)",
+        description="Send each record of PATH (an `export` archive, edited or not) with "
+        "SendMessageBatch, 10 a request, in file order: body and every attribute byte for "
+        "byte (Binary from base64), the group id kept; on a FIFO queue the deduplication id "
+        "is <message_id>-import, so a rerun within 5 minutes is deduplicated by SQS. The ids "
+        "sent are appended to PATH.progress after each request; a rerun skips them, so an "
+        "interrupted or partly failed import is run again as it was. A line that is not a "
+        "record counts as failed, with its line number. Exit 1 if any record failed.",
+    )
+    parser.add_argument("path", type=Path, metavar="PATH", help="the archive to read")
+    parser.add_argument(
+        "--to",
+        dest="destination",
+        required=True,
+        metavar="QUEUE",
+        help="main, operator, dlq, source (each record's source_arn: the queue SQS "
+        "dead-lettered it from; a record without one fails), or a queue URL",
+    )
+    parser.add_argument(
+        "--reset-count",
+        action="store_true",
+        help="start the replay count again (leave the count attribute out)",
+    )
+    add_count_attribute_option(parser)
+    add_pace_options(parser)
+    add_operator_options(parser, run_import)
+
+
+@operator_command
+def run_import(args: argparse.Namespace) -> int:
+    if not args.path.is_file():
+        raise CommandError(f"{args.path}: no such file", EXIT_USAGE)
+    target = resolve_target(args)
+    destination = (
+        None
+        if args.destination == "source"
+        else ops.queue_info(target.sqs, target.queue(args.destination, "--to"))
+    )
+    request = ops.ImportRequest(
+        path=args.path,
+        destination=destination,
+        reset_count=args.reset_count,
+        count_attribute=target.count_attribute() if args.reset_count else "",
+        rate=args.rate,
+        until_failing=until_failing_from(args, target, None, destination),
+    )
+    latest = ops.ImportTally()
+    try:
+        with progress_bars(args) as progress:
+            bar = progress.add_task(f"importing into {destination_name(destination)}", total=None)
+
+            def show(tally: ops.ImportTally) -> None:
+                nonlocal latest
+                latest = tally
+                progress.update(bar, completed=tally.read)
+
+            tally = ops.import_archive(target.sqs, request, on_progress=show)
+    except OSError as error:
+        raise CommandError(file_error(error, "rerun to continue")) from None
+    except KeyboardInterrupt:
+        raise KeyboardInterrupt(
+            f"interrupted after {plural(latest.sent, 'message')} sent; rerun to continue "
+            f"({request.progress_path} lists what was sent)"
+        ) from None
+    if tally.stopped:
+        note(tally.stopped)
+    if args.json:
+        print_json(
+            {
+                "destination": destination.url if destination else "source",
+                "progress_file": str(request.progress_path),
+                **asdict(tally),
+                "adds_up": tally.adds_up,
+            }
+        )
+    else:
+        _print_import(tally, request)
+    return EXIT_FAILED if tally.failed or tally.stopped else EXIT_OK
+
+
+def _print_import(tally: ops.ImportTally, request: ops.ImportRequest) -> None:
+    console = make_console()
+    console.print(f"{request.path} -> {destination_name(request.destination)}")
+    rows: list[TallyRow] = [
+        ("sent", tally.sent),
+        ("skipped", tally.skipped),
+        tally.skips,
+        ("failed", tally.failed),
+        ("read", tally.read),
+    ]
+    console.print(count_table("records", rows))
+    for failure in tally.failures:
+        console.print(
+            f"failed: line {failure.line}"
+            + (f" ({failure.message_id})" if failure.message_id else "")
+            + f": {failure.reason}"
+        )
+    if tally.pace is not None:
+        console.print(pace_line(tally.pace))
+    if tally.failed or tally.stopped:
+        console.print(f"fix or wait, then rerun: {request.progress_path} lists what was sent")

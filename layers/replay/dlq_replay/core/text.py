@@ -1,0 +1,80 @@
+"""Text that becomes a message attribute or a notice, made valid for SQS before it is sent.
+
+SQS's SendMessage allows only these characters in a message body, and a String attribute
+value "has the same restrictions on the content as the message body" (API reference,
+SendMessage `MessageBody` and `MessageAttributeValue`): #x9 | #xA | #xD | #x20 to #xD7FF |
+#xE000 to #xFFFD | #x10000 to #x10FFFF. Anything else (NUL, the ESC of an ANSI colour code,
+other control characters, U+FFFE/U+FFFF, lone surrogates from `surrogateescape` decoding) is
+refused with InvalidMessageContents, or cannot even be encoded as UTF-8. Such a character is
+written as a visible escape instead (`\\x1b`, `\\ufffe`, `\\udcff`), so the text is still
+readable and the send never fails because of it. Pure: no boto3.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+# One character SQS refuses: the complement of its allowed set (see above).
+REFUSED_CHARACTER = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+# A text SQS takes whole, for tests and checks: only allowed characters.
+SQS_TEXT = re.compile("[\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]*")
+# What `sqs_text` writes for a refused character: the longest is six characters (`\udcff`).
+_ESCAPE = re.compile(r"\\x[0-9a-f]{2}|\\u[0-9a-f]{4}")
+_ESCAPE_MAX_CHARS = 6
+_WHITE_SPACE = re.compile(r"\s+")
+
+
+def escape(character: str) -> str:
+    """The visible escape of one refused character: `\\xNN` below U+0100, else `\\uNNNN`."""
+    code = ord(character)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def sqs_text(text: str) -> str:
+    """`text` with every character SQS refuses escaped: always valid UTF-8 SQS takes."""
+    if REFUSED_CHARACTER.search(text) is None:
+        return text
+    return REFUSED_CHARACTER.sub(lambda match: escape(match.group()), text)
+
+
+def printable(text: str) -> str:
+    """`text` as a log line can hold it: a lone surrogate (which no UTF-8 stream can write)
+    shown as its escape, everything else as it is."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return text.encode(errors="backslashreplace").decode()
+    return text
+
+
+def one_line(text: str) -> str:
+    """Every run of white space (line breaks, tabs, the separators U+001C-U+001F) as one
+    space, ends stripped."""
+    return _WHITE_SPACE.sub(" ", text).strip()
+
+
+def utf8_size(text: str) -> int:
+    """Bytes `text` takes in UTF-8: what SQS and SNS count against their limits."""
+    return len(text.encode())
+
+
+def clip(text: str, limit: int, *, size: Callable[[str], int] = len) -> str:
+    """The longest start of `text` whose `size` (characters by default, `utf8_size` for
+    bytes) is at most `limit`, never cut inside an escape `sqs_text` wrote. `text` must
+    already be valid for SQS."""
+    if size(text) <= limit:
+        return text
+    low, high = 0, min(len(text), limit)  # no character is smaller than one unit
+    while low < high:  # the longest prefix that fits: size grows with the prefix
+        middle = (low + high + 1) // 2
+        if size(text[:middle]) <= limit:
+            low = middle
+        else:
+            high = middle - 1
+    # An escape that straddles the cut is dropped whole, not left as `\x1` or `\ud`.
+    window = max(0, low - _ESCAPE_MAX_CHARS + 1)
+    for match in _ESCAPE.finditer(text, window, low + _ESCAPE_MAX_CHARS):
+        if match.start() < low < match.end():
+            return text[: match.start()]
+    return text[:low]
