@@ -39,7 +39,7 @@ BUILD_DIR := build
 TRANSFORMED := $(BUILD_DIR)/transformed.json
 
 # Top-level development requirements; `make lock` resolves them, with the project's own
-# dependencies and its `local` extra, into requirements/dev.lock.
+# dependencies and its `demo` extra, into requirements/dev.lock.
 LOCK_REQUIREMENTS := aws-sam-cli aws-sam-translator cfn-lint 'moto[server]' ruff mypy pytest hypothesis \
 	'boto3-stubs[sqs]'
 
@@ -220,7 +220,7 @@ lock-localstack:
 
 # The README's first command: the replay on an embedded SQS emulator, no AWS account needed.
 # DEMO_ARGS passes options through, e.g. make demo DEMO_ARGS="--messages 1000 --poison-rate 0.1".
-# Its own light environment (the package and its `local` extra, requirements/demo.lock) on any
+# Its own light environment (the package and its `demo` extra, requirements/demo.lock) on any
 # Python 3.11+, so a first `make demo` does not install the whole development toolchain.
 DEMO_ARGS ?=
 demo: $(DEMO_STAMP)
@@ -246,6 +246,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_batch_send.py
 	$(BIN)/python bench/bench_cold_start.py
 	$(BIN)/python bench/bench_worker.py
+	$(BIN)/python bench/bench_cli_start.py
 	$(BIN)/python bench/bench_end_to_end.py
 
 # The fault-injection soak (tools/soak.py): N messages through the failure path with a chaos
@@ -266,10 +267,11 @@ bench-smoke: $(STAMP)
 	$(BIN)/python bench/bench_batch_send.py --smoke
 	$(BIN)/python bench/bench_cold_start.py --smoke
 	$(BIN)/python bench/bench_worker.py --smoke
+	$(BIN)/python bench/bench_cli_start.py --smoke
 	$(BIN)/python bench/bench_end_to_end.py --smoke
 
 # Regenerates requirements/dev.lock from a clean, throwaway venv, then requirements/demo.lock
-# (the local extra at dev.lock's versions, resolved on the demo's Python).
+# (the demo extra at dev.lock's versions, resolved on the demo's Python).
 lock:
 	$(NEED_PY)
 	rm -rf $(BUILD_DIR)/lock-venv
@@ -277,7 +279,7 @@ lock:
 	$(BUILD_DIR)/lock-venv/bin/python -m pip install --quiet --disable-pip-version-check \
 		--upgrade pip
 	$(BUILD_DIR)/lock-venv/bin/python -m pip install --quiet --disable-pip-version-check \
-		'.[local]' $(LOCK_REQUIREMENTS)
+		'.[demo]' $(LOCK_REQUIREMENTS)
 	{ echo '# Pinned development environment (Python 3.13). Regenerate with: make lock'; \
 	  $(BUILD_DIR)/lock-venv/bin/python -m pip freeze --exclude-editable \
 	    | grep -v -i '^sqs[-_]dlq[-_]replay[ =@]'; } > requirements/dev.lock.tmp
@@ -287,8 +289,8 @@ lock:
 	$(DEMO_PY) -m venv $(BUILD_DIR)/lock-demo-venv
 	grep -v -i '^networkx' requirements/dev.lock > $(BUILD_DIR)/demo-constraints.txt
 	$(BUILD_DIR)/lock-demo-venv/bin/python -m pip install --quiet --disable-pip-version-check \
-		-c $(BUILD_DIR)/demo-constraints.txt '.[local]'
-	{ echo "# The demo's light environment: the package's \`local\` extra, at dev.lock's versions (networkx"; \
+		-c $(BUILD_DIR)/demo-constraints.txt '.[demo]'
+	{ echo "# The demo's light environment: the package and its \`demo\` extra, at dev.lock's versions (networkx"; \
 	  echo "# excepted: dev.lock's needs Python 3.12+). Works on Python 3.11 to 3.13. Regenerate: make lock"; \
 	  $(BUILD_DIR)/lock-demo-venv/bin/python -m pip freeze --exclude-editable \
 	    | grep -v -i '^sqs[-_]dlq[-_]replay[ =@]'; } > requirements/demo.lock.tmp

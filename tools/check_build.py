@@ -42,6 +42,7 @@ LAYER_MODULES = (
     "dlq_replay/core/messages.py",
     "dlq_replay/core/notices.py",
     "dlq_replay/core/queues.py",
+    "dlq_replay/core/rules.py",
     "dlq_replay/core/settings.py",
     "dlq_replay/core/text.py",
     "dlq_replay/notify/__init__.py",
@@ -51,6 +52,7 @@ LAYER_MODULES = (
     "dlq_replay/sqs/replayer.py",
     "dlq_replay/sqs/sending.py",
 )
+CLI_ONLY_PACKAGES = ("rich", "moto", "flask")
 # Settings are read on the first invocation; these only make an import-time read harmless.
 PLACEHOLDER_ENV = {
     "AWS_DEFAULT_REGION": "us-east-1",
@@ -116,6 +118,11 @@ def check_build(build_dir: Path) -> list[str]:
         raise BuildCheckError(
             f"the layer's dlq_replay modules differ: extra {extra}, missing {missing}"
         )
+
+    # The operator CLI's and the demo's dependencies (rich, moto) are the package's, not the
+    # layer's: layers/replay/requirements.txt installs Powertools alone.
+    if cli_only := sorted(name for name in CLI_ONLY_PACKAGES if (layer_dir / name).exists()):
+        raise BuildCheckError(f"the layer ships {cli_only}: only the CLI or the demo needs them")
 
     if missing := missing_bytecode(layer_dir):
         raise BuildCheckError(

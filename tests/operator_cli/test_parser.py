@@ -4,6 +4,7 @@ help shows every option's default and range."""
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 from typing import TYPE_CHECKING
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING
 import pytest
 from dlq_replay import __version__
 from dlq_replay.cli.main import build_parser
+from dlq_replay.core.settings import SETTINGS
 
 from .support import Queues, park, run_cli
 
@@ -120,32 +122,63 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     assert result.out.strip() == f"dlq-replay {__version__}"
 
 
-@pytest.mark.parametrize("command", ["status", "peek", "plan", "redrive"])
-def test_without_the_local_extra_one_line_before_any_message_is_touched(
+@pytest.mark.parametrize("command", ["status", "peek", "plan"])
+def test_json_output_never_needs_rich(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
     sqs: SQSClient,
     queues: Queues,
     command: str,
 ) -> None:
-    park(sqs, queues.operator, ["untouched"])
-    monkeypatch.setitem(sys.modules, "rich", None)  # as after a plain `pip install .`
+    park(sqs, queues.operator, ["one"])
+    monkeypatch.setitem(sys.modules, "rich", None)  # any import of rich fails
     argv = {
-        "status": ["status", *queues.options()],
-        "peek": ["peek", "operator", *queues.options()],
-        "redrive": ["redrive", *queues.options()],
-        "plan": ["plan"],
+        "status": ["status", "--json", *queues.options()],
+        "peek": ["peek", "operator", "--json", *queues.options()],
+        "plan": ["plan", "--json"],
     }[command]
 
     result = run_cli(capsys, *argv)
 
-    assert result.code == 1, result
-    assert "Traceback" not in result.err
-    assert result.err.strip() == (
-        "dlq-replay: error: this command needs rich, from the package's `local` extra: "
-        "pip install 'sqs-dlq-replay[local]'"
+    assert result.code == 0, result
+    assert json.loads(result.out)
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["plan", "--help"], ["worker", "--help"]], ids=str)
+def test_help_and_version_show_no_default(
+    capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    result = run_cli(capsys, *argv)
+    assert result.code == 0
+    lines = [line for line in result.out.splitlines() if re.match(r"\s+(-h|--version)\b", line)]
+    assert lines, result.out
+    for line in lines:
+        assert "default" not in line, line
+
+
+def test_worker_has_an_option_for_every_setting() -> None:
+    worker = subcommands()["worker"]
+    by_dest = {a.dest: a for a in worker._actions}
+    for setting in SETTINGS:
+        action = by_dest[setting.variable]
+        assert action.option_strings == [setting.option]
+        assert action.default is None  # the environment decides what is not given
+        assert setting.help in (action.help or "")
+        assert f"${setting.variable}" in (action.help or "")
+
+
+def test_plan_takes_the_short_and_the_long_names(capsys: pytest.CaptureFixture[str]) -> None:
+    short = run_cli(capsys, "plan", "--json", "--base", "5", "--cap", "20", "--multiplier", "3")
+    long = run_cli(
+        capsys,
+        "plan",
+        "--json",
+        "--backoff-base-seconds",
+        "5",
+        "--backoff-cap-seconds",
+        "20",
+        "--backoff-multiplier",
+        "3",
     )
-    (message,) = sqs.receive_message(
-        QueueUrl=queues.operator, AttributeNames=["ApproximateReceiveCount"]
-    )["Messages"]
-    assert message["Attributes"]["ApproximateReceiveCount"] == "1"  # never received before
+    assert short.code == long.code == 0
+    assert json.loads(short.out)["attempts"] == json.loads(long.out)["attempts"]

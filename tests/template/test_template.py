@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from dlq_replay.core.settings import SETTING, SETTINGS
 
 from tools.transform_template import load_template, transform_template
 
@@ -32,18 +33,13 @@ EXISTING_FIFO = {
     "OperatorQueueArn": f"arn:aws:sqs:{REGION}:{ACCOUNT}:orders-operator.fifo",
 }
 QUEUES = ("MainQueue", "DeadLetterQueue", "OperatorQueue")
+# The settings whose variable is their parameter's value as it is (the settings table).
 ENV_FROM_PARAMETERS = {
-    "MAX_ATTEMPTS": "MaxAttempts",
-    "BACKOFF_BASE_SECONDS": "BackoffBaseSeconds",
-    "BACKOFF_MULTIPLIER": "BackoffMultiplier",
-    "BACKOFF_CAP_SECONDS": "BackoffCapSeconds",
-    "JITTER": "Jitter",
-    "REPLAY_COUNT_ATTRIBUTE": "ReplayCountAttribute",
-    "LOG_MESSAGE_BODY": "LogMessageBody",
-    "WRITE_ORIGIN_ATTRIBUTE": "WriteOriginAttribute",
-    "MAX_MESSAGE_AGE_SECONDS": "MaxMessageAgeSeconds",
-    "SEND_CONCURRENCY": "SendConcurrency",
-    "PARK_NOTIFICATION_TOPIC_ARN": "ParkNotificationTopicArn",
+    setting.variable: str(setting.parameter)
+    for setting in SETTINGS
+    if setting.parameter
+    and setting.parameter_constraints is None
+    and setting.rule.constraints["Type"] != "CommaDelimitedList"
 }
 CLOUDWATCH_RETENTION_DAYS = [
     1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731,
@@ -546,6 +542,14 @@ def test_layer_ships_powertools(root: Path) -> None:
     assert re.search(r"(?im)^aws[-_]lambda[-_]powertools\b", requirements)
 
 
+def test_layer_ships_nothing_of_the_cli(root: Path) -> None:
+    # rich is a dependency of the package (the operator CLI), moto its demo extra: neither
+    # belongs in the Lambda layer (tools/check_build.py checks the built layer too).
+    requirements = (root / "layers" / "replay" / "requirements.txt").read_text()
+    named = re.findall(r"(?m)^([A-Za-z0-9_.-]+)", requirements)
+    assert [name.lower().replace("_", "-") for name in named] == ["aws-lambda-powertools"]
+
+
 def test_recursive_loop_allowed(cfn: dict[str, Any]) -> None:
     # The function writes long-delay copies back into the DLQ it is triggered by.
     assert props(cfn["Resources"], "AWS::Lambda::Function")["RecursiveLoop"] == "Allow"
@@ -584,17 +588,7 @@ def test_environment_defaults_match_the_design(cfn: dict[str, Any]) -> None:
     assert env["MAIN_QUEUE_URL"] == stack.queue_url("MainQueue")
     assert env["OPERATOR_QUEUE_URL"] == stack.queue_url("OperatorQueue")
     assert {k: env[k] for k in ENV_FROM_PARAMETERS} == {
-        "MAX_ATTEMPTS": "3",
-        "BACKOFF_BASE_SECONDS": "60",
-        "BACKOFF_MULTIPLIER": "2",
-        "BACKOFF_CAP_SECONDS": "900",
-        "JITTER": "full",
-        "REPLAY_COUNT_ATTRIBUTE": "sqs-dlq-replay-nb",
-        "LOG_MESSAGE_BODY": "false",
-        "WRITE_ORIGIN_ATTRIBUTE": "false",
-        "MAX_MESSAGE_AGE_SECONDS": "0",
-        "SEND_CONCURRENCY": "8",
-        "PARK_NOTIFICATION_TOPIC_ARN": "",
+        k: SETTING[k].default for k in ENV_FROM_PARAMETERS
     }
     assert env["ALLOWED_SOURCE_QUEUE_ARNS"] == ""
 

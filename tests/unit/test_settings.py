@@ -6,7 +6,8 @@ import dataclasses
 
 import pytest
 from dlq_replay.core.backoff import BackoffPolicy, Jitter
-from dlq_replay.core.settings import Settings, SettingsError
+from dlq_replay.core.rules import flag_rule
+from dlq_replay.core.settings import SETTING, SETTINGS, ConsumerSettings, Settings, SettingsError
 
 from ._support import MAIN, OPERATOR, SOURCE_ARN
 
@@ -244,3 +245,43 @@ def test_settings_are_frozen() -> None:
         settings.backoff.cap_seconds = 1  # type: ignore[misc]
     assert settings.max_attempts == 3
     assert settings.backoff.cap_seconds == 900
+
+
+def test_the_dataclass_defaults_are_the_tables() -> None:
+    # Settings built in code (tests, the demo) and from an empty environment agree.
+    assert Settings(operator_queue_url=OPERATOR) == Settings.from_env(BASE_ENV)
+    assert ConsumerSettings() == ConsumerSettings.from_env({})
+
+
+def test_every_field_has_its_row_and_every_row_its_field() -> None:
+    rows = {setting.field for setting in SETTINGS}
+    fields = {f.name for f in dataclasses.fields(Settings)} - {"backoff", "sqs_endpoint_url"}
+    fields |= {f"backoff.{f.name}" for f in dataclasses.fields(BackoffPolicy)}
+    assert rows == fields
+
+
+def test_a_row_parses_one_value_alone() -> None:
+    # What the CLI's options use: no other variable (no operator queue) is needed.
+    assert SETTING["BACKOFF_MULTIPLIER"].parse("2.5") == 2.5
+    assert SETTING["MAIN_QUEUE_URL"].parse("  ") is None
+    with pytest.raises(SettingsError) as caught:
+        SETTING["OPERATOR_QUEUE_URL"].parse(" ")
+    assert str(caught.value) == (
+        "OPERATOR_QUEUE_URL=' ' is invalid: required: the URL of an SQS queue"
+    )
+    assert SETTING["OPERATOR_QUEUE_URL"].parse(" ", required=False) is None
+
+
+def test_a_switch_spelled_on_and_off() -> None:
+    # What a setting such as an on/off breaker would use: its template's values, and the rest.
+    rule = flag_rule("on", "off")
+    assert [rule.convert(t) for t in ("on", "OFF", "true", "0", "")] == [
+        True,
+        False,
+        True,
+        False,
+        False,
+    ]
+    assert rule.constraints == {"Type": "String", "AllowedValues": ["on", "off"]}
+    with pytest.raises(ValueError, match="maybe"):
+        rule.convert("maybe")

@@ -1,18 +1,31 @@
-"""`dlq-replay demo`: the replay on an embedded SQS emulator (moto and rich: the `local` extra)."""
+"""`dlq-replay demo`: the replay on an embedded SQS emulator (moto: the `demo` extra)."""
 
 from __future__ import annotations
 
 import argparse
+import importlib
+from pathlib import Path
 
-from dlq_replay.cli.errors import require_local_extra
-from dlq_replay.cli.options import (
-    MAX_POLLERS,
+import dlq_replay
+from dlq_replay.cli.errors import CommandError
+from dlq_replay.cli.options import MAX_POLLERS
+from dlq_replay.cli.parsing import (
     Subparsers,
+    add_setting_options,
     int_between,
     positive_number,
-    setting_type,
     share,
 )
+from dlq_replay.core.settings import SETTING
+
+# The settings the demo takes, and the DemoOptions field of each.
+_DEMO_SETTINGS = {
+    "MAX_ATTEMPTS": "max_attempts",
+    "BACKOFF_BASE_SECONDS": "base_seconds",
+    "BACKOFF_MULTIPLIER": "multiplier",
+    "BACKOFF_CAP_SECONDS": "cap_seconds",
+    "JITTER": "jitter",
+}
 
 
 def register(subparsers: Subparsers) -> None:
@@ -21,7 +34,6 @@ def register(subparsers: Subparsers) -> None:
     defaults = DemoOptions()
     parser = subparsers.add_parser(
         "demo",
-        help="see the replay work on an embedded SQS emulator (no AWS account)",
         description="Start an SQS emulator on 127.0.0.1, run a flaky consumer and the replay "
         "side by side, and account for every message.",
     )
@@ -52,17 +64,13 @@ def register(subparsers: Subparsers) -> None:
         help="the consumer retries in the main queue with the same backoff (the consumer "
         "toolkit) before SQS moves a message to the DLQ: fewer messages reach the replay",
     )
-    # The replay settings, judged by the function's own rules.
-    for option, variable, default, text in (
-        ("--max-attempts", "MAX_ATTEMPTS", defaults.max_attempts, "replays before parking, 1-100"),
-        ("--backoff-base-seconds", "BACKOFF_BASE_SECONDS", defaults.base_seconds, "first ceiling"),
-        ("--backoff-multiplier", "BACKOFF_MULTIPLIER", defaults.multiplier, "growth, >= 1"),
-        ("--backoff-cap-seconds", "BACKOFF_CAP_SECONDS", defaults.cap_seconds, "largest delay"),
-        ("--jitter", "JITTER", defaults.jitter, "full, equal, decorrelated or none"),
-    ):
-        parser.add_argument(
-            option, type=setting_type(variable), default=default, help=f"{text} [{variable}]"
-        )
+    # The replay settings, judged by the function's own rules, with the demo's quick defaults.
+    add_setting_options(
+        parser,
+        list(_DEMO_SETTINGS),
+        title="replay settings",
+        defaults={variable: getattr(defaults, name) for variable, name in _DEMO_SETTINGS.items()},
+    )
     parser.add_argument(
         "--pollers", type=int_between(1, MAX_POLLERS), default=defaults.pollers, help="DLQ pollers"
     )
@@ -80,9 +88,7 @@ def register(subparsers: Subparsers) -> None:
 
 
 def run_demo_command(args: argparse.Namespace) -> int:
-    require_local_extra("moto")
-    if not args.plain:
-        require_local_extra("rich")
+    require_moto()
     from dlq_replay.demo.run import run_demo
     from dlq_replay.demo.scenario import DemoOptions
 
@@ -92,15 +98,37 @@ def run_demo_command(args: argparse.Namespace) -> int:
         poison_rate=args.poison_rate,
         invalid_rate=args.invalid_rate,
         consumer_backoff=args.consumer_backoff,
-        # setting_type keeps the option's text, as the function's environment would.
-        max_attempts=int(args.max_attempts),
-        base_seconds=int(args.backoff_base_seconds),
-        multiplier=float(args.backoff_multiplier),
-        cap_seconds=int(args.backoff_cap_seconds),
-        jitter=str(args.jitter),
+        **{
+            name: SETTING[variable].parse(str(getattr(args, variable)))
+            for variable, name in _DEMO_SETTINGS.items()
+        },
         pollers=args.pollers,
         timeout_seconds=args.timeout,
         seed=args.seed,
         live=not args.plain,
     )
     return run_demo(options)
+
+
+def require_moto() -> None:
+    """Stop with one line, before anything starts, when moto (the `demo` extra) is missing: a
+    plain `pip install sqs-dlq-replay` has every operator command, not the emulator."""
+    try:
+        importlib.import_module("moto")
+    except ImportError:
+        hint = install_hint(Path(dlq_replay.__file__).parent)
+        raise CommandError(f"the demo needs moto, from the `demo` extra: {hint}") from None
+
+
+def install_hint(package_dir: Path) -> str:
+    """How to install the `demo` extra where this package is: a checkout (the package under
+    layers/replay, the project's pyproject.toml two levels up) or an installed distribution."""
+    parents = package_dir.parents
+    if (
+        len(parents) > 2
+        and parents[0].name == "replay"
+        and parents[1].name == "layers"
+        and (parents[2] / "pyproject.toml").is_file()
+    ):
+        return f"in {parents[2]} run `make demo`, or pip install -e '.[demo]'"
+    return "pip install 'sqs-dlq-replay[demo]'"

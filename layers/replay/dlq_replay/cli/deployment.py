@@ -17,13 +17,11 @@ from dlq_replay.cli.errors import EXIT_USAGE, CommandError, error_code
 from dlq_replay.cli.options import (
     INTERACTIVE_ATTEMPTS,
     INTERACTIVE_CONNECT_TIMEOUT,
-    Run,
     add_aws_options,
-    int_between,
-    queue_url,
     sqs_client,
 )
 from dlq_replay.cli.output import note
+from dlq_replay.cli.parsing import Run, int_between, queue_url
 from dlq_replay.core.settings import DEFAULT_COUNT_ATTRIBUTE
 
 if TYPE_CHECKING:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import importlib
 import re
 
 import boto3
@@ -20,7 +19,7 @@ from botocore.exceptions import (
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
 from dlq_replay import ops
-from dlq_replay.cli.options import Run
+from dlq_replay.cli.parsing import Run
 from dlq_replay.core.settings import SettingsError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -101,7 +100,6 @@ def operator_command(run: Run) -> Run:
 
     @functools.wraps(run)
     def wrapper(args: argparse.Namespace) -> int:
-        require_local_extra("rich")
         try:
             return run(args)
         except ops.OpsError as error:
@@ -113,19 +111,6 @@ def operator_command(run: Run) -> Run:
             raise CommandError(message, code) from None
 
     return wrapper
-
-
-def require_local_extra(module: str) -> None:
-    """Stop with one line, before anything is received or sent, when the `local` extra (moto,
-    rich) is missing: a plain `pip install sqs-dlq-replay` has only the Lambda side."""
-    try:
-        importlib.import_module(module)
-    except ImportError:
-        raise CommandError(
-            f"this command needs {module}, from the package's `local` extra: "
-            "pip install 'sqs-dlq-replay[local]'",
-            EXIT_FAILED,
-        ) from None
 
 
 # The region an AWS queue URL names: https://sqs.<region>.amazonaws.com[.cn]/<account>/<name>.

@@ -22,7 +22,7 @@ from dlq_replay.cli.errors import (
     file_error,
     operator_command,
 )
-from dlq_replay.cli.options import BUDGET_HELP, Subparsers, int_between
+from dlq_replay.cli.options import BUDGET_HELP
 from dlq_replay.cli.output import (
     TallyRow,
     count_table,
@@ -32,6 +32,7 @@ from dlq_replay.cli.output import (
     print_json,
     progress_bars,
 )
+from dlq_replay.cli.parsing import Subparsers, int_between
 from dlq_replay.cli.selection import add_selection_options, selector_from
 from dlq_replay.ops.archive import FORMAT
 from dlq_replay.ops.depth import queue_depth
@@ -48,7 +49,6 @@ def s3_uri(text: str) -> ops.S3Location:
 def register(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
         "export",
-        help="write parked messages to a JSON Lines archive (to edit with jq, then import)",
         description=f"Receive the messages of QUEUE and write one JSON object a line "
         f"({FORMAT}): message_id, body, every message attribute (Binary values base64, type "
         "suffixes kept), message_group_id, message_deduplication_id, aws_trace_header, "

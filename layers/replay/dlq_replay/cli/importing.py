@@ -21,7 +21,6 @@ from dlq_replay.cli.errors import (
     file_error,
     operator_command,
 )
-from dlq_replay.cli.options import Subparsers
 from dlq_replay.cli.output import (
     TallyRow,
     count_table,
@@ -33,12 +32,12 @@ from dlq_replay.cli.output import (
     progress_bars,
 )
 from dlq_replay.cli.pacing import add_pace_options, pace_line, until_failing_from
+from dlq_replay.cli.parsing import Subparsers
 
 
 def register(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
         "import",
-        help="send the messages of an export archive to a queue (resumable)",
         description="Send each record of PATH (an `export` archive, edited or not) with "
         "SendMessageBatch, 10 a request, in file order: body and every attribute byte for "
         "byte (Binary from base64), the group id kept; on a FIFO queue the deduplication id "

@@ -1,26 +1,31 @@
 """`dlq-replay`: one console command for the worker, the demo and the operator's needs.
 
 AWS CLI habits: `--region`, `--profile`, `--endpoint-url` on every command; exit codes
-0 (ok), 1 (something failed), 2 (usage). Errors are one line on stderr, never a traceback."""
+0 (ok), 1 (something failed), 2 (usage). Errors are one line on stderr, never a traceback.
+
+Start-up is kept light: only the module of the command being run is imported (with boto3 and
+what else it needs); `dlq-replay --help` and `--version` import none of them."""
 
 from __future__ import annotations
 
 import argparse
 import atexit
 import gc
+import importlib
+import os
 import sys
-from collections.abc import Callable, Sequence
-
-from botocore.exceptions import BotoCoreError, ClientError
+from collections.abc import Callable, Collection, Sequence
 
 from dlq_replay import __version__
-from dlq_replay.cli import demo, export, importing, pause, peek, plan, redrive, status, worker
-from dlq_replay.cli.errors import CommandError, describe_error
-from dlq_replay.cli.options import CommandParser
-from dlq_replay.core.settings import SettingsError
+from dlq_replay.cli.commands import COMMANDS, Registry
+from dlq_replay.cli.parsing import CommandParser
+
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a command cut off by `head`
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentParser:
+    """The whole parser; with `commands`, only those commands' options (the others are listed
+    with their summary, their modules not imported)."""
     parser = CommandParser(
         prog="dlq-replay",
         description="Replay SQS dead-letter messages with backoff; inspect and redrive what "
@@ -30,8 +35,16 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(
         dest="command", required=True, metavar="COMMAND", parser_class=CommandParser
     )
-    for command in (worker, demo, status, pause, peek, redrive, export, importing, plan):
-        command.register(subparsers)
+    registry = Registry(subparsers)
+    registered: set[str] = set()
+    wanted = None if commands is None else {COMMANDS[name].module for name in commands}
+    for name, (module, summary) in COMMANDS.items():
+        if wanted is None or module in wanted:
+            if module not in registered:
+                importlib.import_module(f"dlq_replay.cli.{module}").register(registry)
+                registered.add(module)
+        else:
+            subparsers.add_parser(name, help=summary, add_help=False)
     return parser
 
 
@@ -40,11 +53,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     # among them), 0.1-0.4 s after the work is done; frozen, they are freed without the walk.
     atexit.unregister(gc.freeze)
     atexit.register(gc.freeze)
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    # The command is the first argument (`dlq-replay` itself takes only -h and --version).
+    parser = build_parser([name for name in arguments[:1] if name in COMMANDS])
+    args = parser.parse_args(arguments)
     run: Callable[[argparse.Namespace], int] = args.run
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from dlq_replay.cli.errors import CommandError, describe_error
+    from dlq_replay.core.settings import SettingsError
+
     try:
         return run(args)
+    except BrokenPipeError:
+        # The reader went away (`dlq-replay plan --json | head`): stop quietly, as `cat` does.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
     except KeyboardInterrupt as stop:
         # One line: a command that has more to say raises KeyboardInterrupt with it.
         print(f"dlq-replay: {stop.args[0] if stop.args else 'interrupted'}", file=sys.stderr)

@@ -9,11 +9,10 @@ import sys
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from rich.console import Console
-    from rich.progress import Progress
     from rich.table import Table
 
     from dlq_replay.ops.queues import QueueInfo
@@ -66,8 +65,33 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 
+class Bars(Protocol):
+    """The part of rich's Progress the moving commands use."""
+
+    def add_task(self, description: str, *, total: float | None = ...) -> Any: ...
+
+    def update(
+        self, task_id: Any, *, total: float | None = ..., completed: float | None = ...
+    ) -> None: ...
+
+
+class _NoBars:
+    """Progress bars that draw nothing: --json output never imports rich."""
+
+    def add_task(self, description: str, *, total: float | None = None) -> Any:
+        return 0
+
+    def update(
+        self, task_id: Any, *, total: float | None = None, completed: float | None = None
+    ) -> None:
+        return None
+
+
 @contextmanager
-def progress_bars(args: argparse.Namespace) -> Iterator[Progress]:
+def progress_bars(args: argparse.Namespace) -> Iterator[Bars]:
+    if getattr(args, "json", False):
+        yield _NoBars()
+        return
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -77,14 +101,13 @@ def progress_bars(args: argparse.Namespace) -> Iterator[Progress]:
     )
 
     console = make_console(stderr=True)
-    disabled = bool(getattr(args, "json", False)) or not console.is_terminal
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
         console=console,
-        disable=disabled,
+        disable=not console.is_terminal,
     ) as progress:
         yield progress
 

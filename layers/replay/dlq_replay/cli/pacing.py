@@ -10,8 +10,8 @@ from botocore.exceptions import BotoCoreError, ClientError
 from dlq_replay import ops
 from dlq_replay.cli.deployment import Target, make_client
 from dlq_replay.cli.errors import EXIT_USAGE, CommandError
-from dlq_replay.cli.options import int_between, positive_number
 from dlq_replay.cli.output import note
+from dlq_replay.cli.parsing import int_between, positive_number
 
 DEFAULT_CHECK_SECONDS = 10
 DEFAULT_FAILURE_THRESHOLD = 1

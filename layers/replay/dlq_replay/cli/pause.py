@@ -11,37 +11,35 @@ from dlq_replay import ops
 from dlq_replay.cli import deployment as clients
 from dlq_replay.cli.deployment import add_operator_options, resolve_target
 from dlq_replay.cli.errors import EXIT_OK, EXIT_USAGE, CommandError, operator_command
-from dlq_replay.cli.options import Subparsers, positive_number
 from dlq_replay.cli.output import make_console, print_json
+from dlq_replay.cli.parsing import Subparsers, positive_number
 
 _TARGET = (
     "--stack NAME, or --function-name NAME with --dlq-url URL choosing the mapping when the "
     "function has several"
 )
-_HELP = {
+_DESCRIPTIONS = {
     "pause": (
-        "stop replaying the DLQ: disable the replay function's event source",
         f"Disables the replay function's event source mapping on the DLQ ({_TARGET}). Nothing "
         "is deleted or moved: the messages wait in the DLQ, where SQS keeps them until the "
         "DLQ's retention period ends (`dlq-replay status` shows how long the oldest has left), "
         "and the replay picks them up again after `dlq-replay resume`. Use it while the "
         "consumer is still broken, so replays do not spend their attempts. Lambda changes the "
         "state asynchronously (Disabling, then Disabled): `dlq-replay status` shows it, "
-        "--wait follows it. Pausing a paused replay says so and exits 0.",
+        "--wait follows it. Pausing a paused replay says so and exits 0."
     ),
     "resume": (
-        "replay the DLQ again: enable the replay function's event source",
         f"Enables the replay function's event source mapping on the DLQ again ({_TARGET}): "
         "the replay picks up the messages that waited in the DLQ. Lambda changes the state "
         "asynchronously (Enabling, then Enabled): `dlq-replay status` shows it, --wait "
-        "follows it. Resuming a running replay says so and exits 0.",
+        "follows it. Resuming a running replay says so and exits 0."
     ),
 }
 
 
 def register(subparsers: Subparsers) -> None:
-    for command, (summary, description) in _HELP.items():
-        parser = subparsers.add_parser(command, help=summary, description=description)
+    for command, description in _DESCRIPTIONS.items():
+        parser = subparsers.add_parser(command, description=description)
         parser.add_argument(
             "--wait",
             action="store_true",

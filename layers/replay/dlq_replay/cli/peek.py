@@ -9,15 +9,15 @@ from typing import Any
 from dlq_replay import ops
 from dlq_replay.cli.deployment import add_operator_options, add_receive_options, resolve_target
 from dlq_replay.cli.errors import EXIT_OK, operator_command
-from dlq_replay.cli.options import BUDGET_HELP, Subparsers, int_between
+from dlq_replay.cli.options import BUDGET_HELP
 from dlq_replay.cli.output import duration, make_console, note, plural, print_json
+from dlq_replay.cli.parsing import Subparsers, int_between
 from dlq_replay.cli.selection import add_selection_options, selector_from
 
 
 def register(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
         "peek",
-        help="look at messages without consuming them",
         description="Receive up to --limit messages and make them visible again at once: "
         "message id, replay count, park reason, group id, attribute names, age and receive "
         "count; the body only with --body. " + BUDGET_HELP,

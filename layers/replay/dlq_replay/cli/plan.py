@@ -22,10 +22,11 @@ from dlq_replay.cli.errors import (
     describe_error,
     operator_command,
 )
-from dlq_replay.cli.options import Subparsers, add_aws_options, int_between, setting_type
+from dlq_replay.cli.options import add_aws_options
 from dlq_replay.cli.output import duration, make_console, print_json
-from dlq_replay.core.backoff import Jitter
-from dlq_replay.core.settings import Settings
+from dlq_replay.cli.parsing import Subparsers, add_setting_options, int_between
+from dlq_replay.core.backoff import BackoffPolicy
+from dlq_replay.core.settings import SETTING
 from dlq_replay.ops.plan import (
     DEFAULT_MAIN_MAX_RECEIVE_COUNT,
     MAIN_MAX_RECEIVE_COUNT_LIMIT,
@@ -35,25 +36,24 @@ from dlq_replay.ops.plan import (
     consumer_backoff_plan,
 )
 
-# The operator queue `plan` assumes when none is known: plan sends nothing.
-_PLACEHOLDER_QUEUE = "https://sqs.invalid/000000000000/plan-placeholder"
-
-
-_PLAN_OPTIONS: dict[str, tuple[str, str]] = {
-    "base": ("BACKOFF_BASE_SECONDS", "ceiling of the first delay, seconds, 1-43200 (default 60)"),
-    "multiplier": ("BACKOFF_MULTIPLIER", "growth of the ceiling per attempt, >= 1 (default 2)"),
-    "cap": ("BACKOFF_CAP_SECONDS", "largest ceiling, seconds, 1-43200 (default 900)"),
-    "jitter": ("JITTER", f"{', '.join(j.value for j in Jitter)} (default full)"),
-    "max_attempts": ("MAX_ATTEMPTS", "replays before a message is parked, 1-100 (default 3)"),
+# The settings `plan` reads, and the short names it also takes for the backoff's.
+_PLAN_VARIABLES = (
+    "BACKOFF_BASE_SECONDS",
+    "BACKOFF_MULTIPLIER",
+    "BACKOFF_CAP_SECONDS",
+    "JITTER",
+    "MAX_ATTEMPTS",
+)
+_SHORT_OPTIONS = {
+    "BACKOFF_BASE_SECONDS": "--base",
+    "BACKOFF_MULTIPLIER": "--multiplier",
+    "BACKOFF_CAP_SECONDS": "--cap",
 }
-# The variables `plan` reads: with none of them set, the plan is the defaults'.
-_PLAN_VARIABLES = [variable for variable, _ in _PLAN_OPTIONS.values()]
 
 
 def register(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
         "plan",
-        help="what a backoff setting means: the delay of each attempt, the time to parking",
         description="The backoff schedule per attempt: the ceiling min(cap, base x "
         "multiplier^(n-1)), the median and 95th percentile of the delay (drawn uniformly in "
         "whole seconds below the ceiling, as the jitter says), and the time until a message "
@@ -62,14 +62,12 @@ def register(subparsers: Subparsers) -> None:
         "attempt spends failing on the main queue comes on top. See "
         "docs/design.md, 'Backoff and jitter', and docs/operator-commands.md#plan.",
     )
-    for name, (variable, text) in _PLAN_OPTIONS.items():
-        parser.add_argument(
-            f"--{name.replace('_', '-')}",
-            dest=name,
-            metavar="VALUE",
-            type=setting_type(variable),
-            help=f"{text} [{variable}]",
-        )
+    add_setting_options(
+        parser,
+        _PLAN_VARIABLES,
+        title="backoff settings (override --stack's or the environment's)",
+        aliases=_SHORT_OPTIONS,
+    )
     parser.add_argument(
         "--fifo",
         action="store_true",
@@ -106,24 +104,29 @@ def run_plan(args: argparse.Namespace) -> int:
         raise CommandError("--main-max-receive-count needs --consumer-backoff", EXIT_USAGE)
     env, origin, outputs = _plan_environment(args)
     overrides = {
-        variable: str(getattr(args, name))
-        for name, (variable, _) in _PLAN_OPTIONS.items()
-        if getattr(args, name) is not None
+        variable: getattr(args, variable)
+        for variable in _PLAN_VARIABLES
+        if getattr(args, variable) is not None
     }
     merged = {**env, **overrides}
-    merged.setdefault("OPERATOR_QUEUE_URL", _PLACEHOLDER_QUEUE)
-    if not merged["OPERATOR_QUEUE_URL"].strip():
-        merged["OPERATOR_QUEUE_URL"] = _PLACEHOLDER_QUEUE
-    settings = Settings.from_env(merged)
-    fifo = args.fifo or (settings.main_queue_url or "").endswith(".fifo")
-    plan = ops.backoff_plan(settings.backoff, settings.max_attempts, fifo=fifo)
+    # plan sends nothing: the table's rows of what it shows, not the whole Settings.
+    policy = BackoffPolicy(
+        base_seconds=SETTING["BACKOFF_BASE_SECONDS"].read(merged),
+        multiplier=SETTING["BACKOFF_MULTIPLIER"].read(merged),
+        cap_seconds=SETTING["BACKOFF_CAP_SECONDS"].read(merged),
+        jitter=SETTING["JITTER"].read(merged),
+    )
+    max_attempts: int = SETTING["MAX_ATTEMPTS"].read(merged)
+    main_queue_url: str | None = SETTING["MAIN_QUEUE_URL"].read(merged)
+    fifo = args.fifo or (main_queue_url or "").endswith(".fifo")
+    plan = ops.backoff_plan(policy, max_attempts, fifo=fifo)
     if overrides:
         origin += ", overridden by options: " + ", ".join(f"{k}={v}" for k, v in overrides.items())
     combined: tuple[ConsumerBackoffPlan, str] | None = None
     if args.consumer_backoff:
-        receives, receives_origin = _main_max_receive_count(args, settings, outputs)
+        receives, receives_origin = _main_max_receive_count(args, main_queue_url, outputs)
         combined = (
-            consumer_backoff_plan(settings.backoff, settings.max_attempts, receives),
+            consumer_backoff_plan(policy, max_attempts, receives),
             receives_origin,
         )
     if args.json:
@@ -158,14 +161,13 @@ def _plan_environment(
 
 
 def _main_max_receive_count(
-    args: argparse.Namespace, settings: Settings, outputs: Mapping[str, str] | None
+    args: argparse.Namespace, url: str | None, outputs: Mapping[str, str] | None
 ) -> tuple[int, str]:
     """The main queue's maxReceiveCount and where it came from: the option, else the queue's
     RedrivePolicy, else the template's default (a plan is still worth having offline)."""
     if args.main_max_receive_count is not None:
         return args.main_max_receive_count, "--main-max-receive-count"
     fallback = f"template default {DEFAULT_MAIN_MAX_RECEIVE_COUNT}"
-    url = settings.main_queue_url
     if url is None and args.stack:
         if outputs is None:
             outputs = ops.stack_outputs(clients.make_client(args, "cloudformation"), args.stack)

@@ -18,7 +18,7 @@ from dlq_replay.cli.errors import (
     one_line,
     operator_command,
 )
-from dlq_replay.cli.options import BUDGET_HELP, Subparsers, int_between, positive_number
+from dlq_replay.cli.options import BUDGET_HELP
 from dlq_replay.cli.output import (
     TallyRow,
     count_table,
@@ -30,6 +30,7 @@ from dlq_replay.cli.output import (
     progress_bars,
 )
 from dlq_replay.cli.pacing import add_pace_options, pace_line, until_failing_from
+from dlq_replay.cli.parsing import Subparsers, int_between, positive_number
 from dlq_replay.cli.selection import add_selection_options, selector_from
 from dlq_replay.ops.preflight import preflight
 
@@ -40,7 +41,6 @@ if TYPE_CHECKING:
 def register(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
         "redrive",
-        help="send parked messages back once the bug is fixed",
         description="Move messages from the operator queue (or the DLQ) back to the main "
         "queue or to their source queues. Without --reset-count, --filter-reason or --limit, "
         "and when the source is some queue's DLQ, SQS's own StartMessageMoveTask does it "

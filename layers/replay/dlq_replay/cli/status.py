@@ -12,14 +12,13 @@ from dlq_replay import ops
 from dlq_replay.cli import deployment as clients
 from dlq_replay.cli.deployment import add_operator_options, resolve_target
 from dlq_replay.cli.errors import EXIT_OK, operator_command
-from dlq_replay.cli.options import Subparsers
 from dlq_replay.cli.output import duration, make_console, print_json
+from dlq_replay.cli.parsing import Subparsers
 
 
 def register(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
         "status",
-        help="depth of the main, DLQ and operator queues; is the replay's event source on",
         description="For each known queue: visible, in flight and delayed messages (SQS's "
         "approximate counters), the age of the oldest message (CloudWatch's "
         "ApproximateAgeOfOldestMessage, where SQS reports it), how long until that message "

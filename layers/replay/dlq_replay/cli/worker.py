@@ -7,15 +7,13 @@ import os
 
 import boto3
 
-from dlq_replay.cli.options import (
-    MAX_POLLERS,
+from dlq_replay.cli.options import MAX_POLLERS, add_aws_options, sqs_client
+from dlq_replay.cli.parsing import (
     Subparsers,
-    add_aws_options,
     add_setting_options,
     int_between,
     queue_url,
     setting_overrides,
-    sqs_client,
 )
 from dlq_replay.local.eventsource import MAX_RECEIVE_BATCH, START_UP_PATIENCE_SECONDS
 
@@ -27,7 +25,6 @@ MAX_START_UP_PATIENCE = 86_400
 def register(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
         "worker",
-        help="run the replay as a long-lived worker on a DLQ (any SQS-compatible endpoint)",
         description="Poll a DLQ like Lambda's event source and replay it; SIGINT/SIGTERM "
         "finish the batch in hand and exit 0.",
     )

@@ -2,20 +2,54 @@
 
 The variables and their rules: docs/deploying.md, 'Function environment'.
 
-Every rule lives here, so a bad value is refused before a single record is touched, with one
-line that names the variable, the value and the rule.
+Every setting is one row of `SETTINGS`: its variable, rule, default and help. The environment
+parser, the CLI options that set the function's settings, and the test that holds template.yaml
+and the documented parameters to it all read that table, so a bad value is refused the same way
+everywhere, before a single record is touched, with one line that names the variable, the value
+and the rule.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any
 
 from dlq_replay.core.attributes import INTERNAL_ATTRIBUTE_PREFIX
 from dlq_replay.core.backoff import MAX_VISIBILITY_TIMEOUT_SECONDS, BackoffPolicy, Jitter
-from dlq_replay.core.queues import QUEUE_ARN_PATTERN, queue_url_problem
+from dlq_replay.core.queues import queue_url_problem
+from dlq_replay.core.rules import (
+    ATTRIBUTE_NAME_PARAMETER_PATTERN,
+    SNS_TOPIC_ARN_PATTERN,
+    TOPIC_ARN_PARAMETER_PATTERN,
+    Rule,
+    Setting,
+    SettingsError,
+    arn_list,
+    attribute_name,
+    choices,
+    flag_rule,
+    integer_rule,
+    number_at_least,
+    queue_url,
+    topic_arn,
+)
+
+# Also the names of this module for its users (sqs/notices.py, the CLI, the handler).
+__all__ = [
+    "DEFAULT_COUNT_ATTRIBUTE",
+    "DEFAULT_SEND_CONCURRENCY",
+    "MAX_ATTEMPTS_LIMIT",
+    "MAX_MESSAGE_AGE_LIMIT",
+    "SEND_CONCURRENCY_LIMIT",
+    "SETTING",
+    "SETTINGS",
+    "SNS_TOPIC_ARN_PATTERN",
+    "ConsumerSettings",
+    "Setting",
+    "Settings",
+    "SettingsError",
+]
 
 DEFAULT_COUNT_ATTRIBUTE = "sqs-dlq-replay-nb"
 # A batch of 10,000 records is 1,000 SendMessageBatch requests; 8 at once cuts its time 8-fold
@@ -25,36 +59,193 @@ SEND_CONCURRENCY_LIMIT = 32  # the SQS client's connection pool (sqs/client.py) 
 MAX_ATTEMPTS_LIMIT = 100
 # SQS keeps a message at most 14 days, so an older first failure cannot be seen anyway.
 MAX_MESSAGE_AGE_LIMIT = 1_209_600
-# SNS topic ARNs: 1-256 of A-Z a-z 0-9 - _ as the name, FIFO topics ending in .fifo.
-SNS_TOPIC_ARN_PATTERN = re.compile(
-    r"arn:(?P<partition>aws[a-z-]*):sns:(?P<region>[a-z0-9-]+):(?P<account>\d{12}):"
-    r"(?P<name>[A-Za-z0-9_-]{1,251}(?:\.fifo)?|[A-Za-z0-9_-]{252,256})"
+_JITTERS = [j.value for j in Jitter]
+_QUEUE_URL = Rule(
+    queue_url, "the URL of an SQS queue", "an SQS queue URL", {"Type": "String"}, explains=True
 )
+# template.yaml's pattern of a queue ARN parameter (blank allowed), the rule of QUEUE_ARN_PATTERN.
+QUEUE_ARN_PARAMETER_PATTERN = (
+    r"^$|^arn:aws[a-z-]*:sqs:[a-z0-9-]+:[0-9]{12}:([A-Za-z0-9_-]{1,80}|[A-Za-z0-9_-]{1,75}\.fifo)$"
+)
+# The queue URLs are built from ARN parameters: a blank ARN is no queue (create-everything).
+_QUEUE_ARN_PARAMETER = {
+    "Type": "String",
+    "Default": "",
+    "AllowedPattern": QUEUE_ARN_PARAMETER_PATTERN,
+}
 
-# SQS message attribute names: up to 256 of A-Z a-z 0-9 _ - . ; no leading or trailing period,
-# no two periods in a row, not starting with AWS. or Amazon. (any case).
-_ATTRIBUTE_NAME = re.compile(r"^(?!\.)(?!.*\.\.)(?!.*\.$)[A-Za-z0-9_.\-]{1,256}$")
-_RESERVED_PREFIX = re.compile(r"^(aws|amazon)\.", re.IGNORECASE)
-_TRUE = {"true", "1", "yes"}
-_FALSE = {"false", "0", "no", ""}
-
-T = TypeVar("T")
-
-
-class SettingsError(ValueError):
-    """A configuration value breaks its rule; the message is one line meant for a human."""
-
-    def __init__(self, variable: str, value: str | None, rule: str) -> None:
-        shown = "<missing>" if value is None else repr(value)
-        super().__init__(f"{variable}={shown} is invalid: {rule}")
-        self.variable = variable
-        self.value = value
-        self.rule = rule
+# The settings table: one row per variable of the function's environment, in the order they
+# are checked. The environment parser, the CLI options of worker, plan and demo and a test of
+# template.yaml and the documented parameters all read it: a new setting is a new row (and its
+# field in `Settings`).
+SETTINGS: tuple[Setting[Any], ...] = (
+    Setting(
+        "OPERATOR_QUEUE_URL",
+        "operator_queue_url",
+        _QUEUE_URL,
+        "",
+        "the queue parked messages go to",
+        "OperatorQueueArn",
+        _QUEUE_ARN_PARAMETER,
+        required=True,
+    ),
+    Setting(
+        "MAIN_QUEUE_URL",
+        "main_queue_url",
+        _QUEUE_URL,
+        "",
+        "the queue replays go to when a record names no allowed source queue (none: such "
+        "records are parked unknown-source)",
+        "MainQueueArn",
+        _QUEUE_ARN_PARAMETER,
+    ),
+    Setting(
+        "MAX_ATTEMPTS",
+        "max_attempts",
+        integer_rule(1, MAX_ATTEMPTS_LIMIT),
+        "3",
+        "replays before a message is parked",
+        "MaxAttempts",
+    ),
+    Setting(
+        "BACKOFF_BASE_SECONDS",
+        "backoff.base_seconds",
+        integer_rule(1, MAX_VISIBILITY_TIMEOUT_SECONDS),
+        "60",
+        "ceiling of the first delay, in seconds",
+        "BackoffBaseSeconds",
+    ),
+    Setting(
+        "BACKOFF_MULTIPLIER",
+        "backoff.multiplier",
+        # No upper bound: base x multiplier^(n-1) is capped, so a larger multiplier only
+        # reaches the cap sooner (core/backoff.py compares in log space).
+        Rule(number_at_least(1.0), "a number >= 1", ">= 1", {"Type": "Number", "MinValue": 1}),
+        "2",
+        "growth of the delay ceiling per attempt",
+        "BackoffMultiplier",
+    ),
+    Setting(
+        "BACKOFF_CAP_SECONDS",
+        "backoff.cap_seconds",
+        integer_rule(
+            1,
+            MAX_VISIBILITY_TIMEOUT_SECONDS,
+            f"an integer from 1 to {MAX_VISIBILITY_TIMEOUT_SECONDS} (12 hours)",
+        ),
+        "900",
+        "largest delay ceiling, in seconds, applied before the jitter; above 900 the copy "
+        "waits in the DLQ",
+        "BackoffCapSeconds",
+    ),
+    Setting(
+        "JITTER",
+        "backoff.jitter",
+        Rule(
+            Jitter,
+            f"one of {', '.join(_JITTERS)}",
+            f"{', '.join(_JITTERS[:-1])} or {_JITTERS[-1]}",
+            choices(*_JITTERS),
+        ),
+        "full",
+        "how the delay is drawn below its ceiling",
+        "Jitter",
+    ),
+    Setting(
+        "REPLAY_COUNT_ATTRIBUTE",
+        "count_attribute",
+        Rule(
+            attribute_name,
+            "an SQS message attribute name: 1-256 of A-Z a-z 0-9 _ - ., no leading, "
+            "trailing or doubled period, not starting with AWS. or Amazon., nor with "
+            f"{INTERNAL_ATTRIBUTE_PREFIX} (the replay's own attributes)",
+            "an SQS attribute name",
+            {
+                "Type": "String",
+                "MinLength": 1,
+                "MaxLength": 256,
+                "AllowedPattern": ATTRIBUTE_NAME_PARAMETER_PATTERN,
+            },
+        ),
+        DEFAULT_COUNT_ATTRIBUTE,
+        "the message attribute (type Number) that counts the replays",
+        "ReplayCountAttribute",
+    ),
+    Setting(
+        "ALLOWED_SOURCE_QUEUE_ARNS",
+        "allowed_source_queue_arns",
+        Rule(
+            arn_list,
+            "a comma-separated list of SQS queue ARNs (arn:<partition>:sqs:<region>:"
+            "<account>:<name>)",
+            "comma list of SQS queue ARNs",
+            {
+                "Type": "CommaDelimitedList",
+                "AllowedPattern": QUEUE_ARN_PARAMETER_PATTERN,
+            },
+        ),
+        "",
+        "queues that share the DLQ: a record whose source queue is listed is replayed to it",
+        "AllowedSourceQueueArns",
+    ),
+    Setting(
+        "LOG_MESSAGE_BODY",
+        "log_message_body",
+        flag_rule(),
+        "false",
+        "whether message bodies may appear in logs and park notices",
+        "LogMessageBody",
+    ),
+    Setting(
+        "WRITE_ORIGIN_ATTRIBUTE",
+        "write_origin",
+        flag_rule(),
+        "false",
+        "whether replayed copies carry dlq-replay-origin, for consumers to deduplicate by",
+        "WriteOriginAttribute",
+    ),
+    Setting(
+        "PARK_NOTIFICATION_TOPIC_ARN",
+        "park_notification_topic_arn",
+        Rule(
+            topic_arn,
+            "empty, or an SNS topic ARN (arn:<partition>:sns:<region>:<account>:<name>)",
+            "an SNS topic ARN",
+            {"Type": "String", "AllowedPattern": TOPIC_ARN_PARAMETER_PATTERN},
+        ),
+        "",
+        "the SNS topic that gets one notice per parked message",
+        "ParkNotificationTopicArn",
+    ),
+    Setting(
+        "MAX_MESSAGE_AGE_SECONDS",
+        "max_message_age_seconds",
+        integer_rule(
+            0,
+            MAX_MESSAGE_AGE_LIMIT,
+            f"an integer from 0 (no limit) to {MAX_MESSAGE_AGE_LIMIT} (14 days)",
+        ),
+        "0",
+        "a message whose first failure is older (seconds) is parked max-age; 0: no limit",
+        "MaxMessageAgeSeconds",
+    ),
+    Setting(
+        "SEND_CONCURRENCY",
+        "send_concurrency",
+        integer_rule(1, SEND_CONCURRENCY_LIMIT),
+        str(DEFAULT_SEND_CONCURRENCY),
+        "SendMessageBatch requests in flight at once for one batch",
+        "SendConcurrency",
+    ),
+)
+SETTING: Mapping[str, Setting[Any]] = {setting.variable: setting for setting in SETTINGS}
 
 
 @dataclass(frozen=True, slots=True)
 class Settings:
-    """Everything the replay needs to decide and route, and nothing it can look up at run time."""
+    """Everything the replay needs to decide and route, and nothing it can look up at run time.
+
+    The defaults are the table's (tests/unit/test_settings.py holds them to it)."""
 
     operator_queue_url: str
     main_queue_url: str | None = None
@@ -77,55 +268,15 @@ class Settings:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
-        """Parse the function's environment variables; unknown variables are ignored."""
-        reader = _Reader(env)
+        """Every row of the table, in its order; unknown variables are ignored."""
+        fields: dict[str, Any] = {}
+        backoff: dict[str, Any] = {}
+        for setting in SETTINGS:
+            owner, _, name = setting.field.rpartition(".")
+            (backoff if owner == "backoff" else fields)[name] = setting.read(env)
+        endpoint = env.get("AWS_ENDPOINT_URL_SQS", "").strip() or env.get("AWS_ENDPOINT_URL", "")
         return cls(
-            operator_queue_url=reader.required_queue_url("OPERATOR_QUEUE_URL"),
-            main_queue_url=reader.queue_url("MAIN_QUEUE_URL"),
-            max_attempts=reader.parse(
-                "MAX_ATTEMPTS",
-                "3",
-                _int_between(1, MAX_ATTEMPTS_LIMIT),
-                f"an integer from 1 to {MAX_ATTEMPTS_LIMIT}",
-            ),
-            backoff=_backoff(reader),
-            count_attribute=reader.parse(
-                "REPLAY_COUNT_ATTRIBUTE",
-                DEFAULT_COUNT_ATTRIBUTE,
-                _attribute_name,
-                "an SQS message attribute name: 1-256 of A-Z a-z 0-9 _ - ., no leading, "
-                "trailing or doubled period, not starting with AWS. or Amazon., nor with "
-                f"{INTERNAL_ATTRIBUTE_PREFIX} (the replay's own attributes)",
-            ),
-            allowed_source_queue_arns=reader.parse(
-                "ALLOWED_SOURCE_QUEUE_ARNS",
-                "",
-                _arn_list,
-                "a comma-separated list of SQS queue ARNs (arn:<partition>:sqs:<region>:"
-                "<account>:<name>)",
-            ),
-            log_message_body=reader.parse("LOG_MESSAGE_BODY", "false", _boolean, "true or false"),
-            write_origin=reader.parse("WRITE_ORIGIN_ATTRIBUTE", "false", _boolean, "true or false"),
-            park_notification_topic_arn=reader.parse(
-                "PARK_NOTIFICATION_TOPIC_ARN",
-                "",
-                _topic_arn,
-                "empty, or an SNS topic ARN (arn:<partition>:sns:<region>:<account>:<name>)",
-            ),
-            max_message_age_seconds=reader.parse(
-                "MAX_MESSAGE_AGE_SECONDS",
-                "0",
-                _int_between(0, MAX_MESSAGE_AGE_LIMIT),
-                f"an integer from 0 (no limit) to {MAX_MESSAGE_AGE_LIMIT} (14 days)",
-            ),
-            send_concurrency=reader.parse(
-                "SEND_CONCURRENCY",
-                str(DEFAULT_SEND_CONCURRENCY),
-                _int_between(1, SEND_CONCURRENCY_LIMIT),
-                f"an integer from 1 to {SEND_CONCURRENCY_LIMIT}",
-            ),
-            sqs_endpoint_url=reader.optional("AWS_ENDPOINT_URL_SQS")
-            or reader.optional("AWS_ENDPOINT_URL"),
+            **fields, backoff=BackoffPolicy(**backoff), sqs_endpoint_url=endpoint.strip() or None
         )
 
 
@@ -150,117 +301,12 @@ class ConsumerSettings:
     def from_env(cls, env: Mapping[str, str]) -> ConsumerSettings:
         """BACKOFF_BASE_SECONDS, BACKOFF_MULTIPLIER, BACKOFF_CAP_SECONDS, JITTER and (optional)
         OPERATOR_QUEUE_URL; other variables are ignored."""
-        reader = _Reader(env)
+        backoff = {
+            setting.field.removeprefix("backoff."): setting.read(env)
+            for setting in SETTINGS
+            if setting.field.startswith("backoff.")
+        }
         return cls(
-            backoff=_backoff(reader), operator_queue_url=reader.queue_url("OPERATOR_QUEUE_URL")
+            backoff=BackoffPolicy(**backoff),
+            operator_queue_url=SETTING["OPERATOR_QUEUE_URL"].read(env, required=False),
         )
-
-
-def _backoff(reader: _Reader) -> BackoffPolicy:
-    jitter_names = ", ".join(j.value for j in Jitter)
-    return BackoffPolicy(
-        base_seconds=reader.parse(
-            "BACKOFF_BASE_SECONDS",
-            "60",
-            _int_between(1, MAX_VISIBILITY_TIMEOUT_SECONDS),
-            f"an integer from 1 to {MAX_VISIBILITY_TIMEOUT_SECONDS}",
-        ),
-        multiplier=reader.parse("BACKOFF_MULTIPLIER", "2", _number_at_least(1.0), "a number >= 1"),
-        cap_seconds=reader.parse(
-            "BACKOFF_CAP_SECONDS",
-            "900",
-            _int_between(1, MAX_VISIBILITY_TIMEOUT_SECONDS),
-            f"an integer from 1 to {MAX_VISIBILITY_TIMEOUT_SECONDS} (12 hours)",
-        ),
-        jitter=reader.parse("JITTER", "full", Jitter, f"one of {jitter_names}"),
-    )
-
-
-class _Reader:
-    """Reads one variable at a time and turns any parse failure into a SettingsError."""
-
-    def __init__(self, env: Mapping[str, str]) -> None:
-        self._env = env
-
-    def required_queue_url(self, name: str) -> str:
-        url = self.queue_url(name)
-        if url is None:
-            raise SettingsError(name, self._env.get(name), "required: the URL of an SQS queue")
-        return url
-
-    def queue_url(self, name: str) -> str | None:
-        value = self._env.get(name)
-        if value is None or not value.strip():
-            return None
-        problem = queue_url_problem(value.strip())
-        if problem is not None:
-            raise SettingsError(name, value, f"must be the URL of an SQS queue; this one {problem}")
-        return value.strip()
-
-    def optional(self, name: str) -> str | None:
-        value = self._env.get(name, "").strip()
-        return value or None
-
-    def parse(self, name: str, default: str, convert: Callable[[str], T], rule: str) -> T:
-        raw = self._env.get(name)
-        text = default if raw is None else raw.strip()
-        try:
-            return convert(text)
-        except ValueError:
-            raise SettingsError(name, raw, f"must be {rule}") from None
-
-
-def _int_between(low: int, high: int) -> Callable[[str], int]:
-    def convert(text: str) -> int:
-        if not re.fullmatch(r"[+-]?\d+", text):
-            raise ValueError(text)
-        number = int(text)
-        if not low <= number <= high:
-            raise ValueError(text)
-        return number
-
-    return convert
-
-
-def _number_at_least(low: float) -> Callable[[str], float]:
-    def convert(text: str) -> float:
-        number = float(text)  # raises ValueError on junk
-        if not (number >= low and number < float("inf")):
-            raise ValueError(text)
-        return number
-
-    return convert
-
-
-def _attribute_name(text: str) -> str:
-    if (
-        not _ATTRIBUTE_NAME.fullmatch(text)
-        or _RESERVED_PREFIX.match(text)
-        or text.lower().startswith(INTERNAL_ATTRIBUTE_PREFIX)
-    ):
-        raise ValueError(text)
-    return text
-
-
-def _arn_list(text: str) -> frozenset[str]:
-    arns = frozenset(part.strip() for part in text.split(",") if part.strip())
-    if any(not QUEUE_ARN_PATTERN.fullmatch(arn) for arn in arns):
-        raise ValueError(text)
-    return arns
-
-
-def _topic_arn(text: str) -> str | None:
-    if not text:
-        return None
-    if not SNS_TOPIC_ARN_PATTERN.fullmatch(text):
-        raise ValueError(text)
-    return text
-
-
-def _boolean(text: str) -> bool:
-    lowered = text.lower()
-    if lowered in _TRUE:
-        return True
-    if lowered in _FALSE:
-        return False
-    raise ValueError(text)

@@ -1,0 +1,169 @@
+"""The parsers of every command and the argparse types that validate values at parse time.
+
+Light on purpose (no boto3, no rich): `dlq-replay --help` and `--version` build their parser
+from this module alone."""
+
+from __future__ import annotations
+
+import argparse
+import textwrap
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NoReturn
+
+from dlq_replay.core.queues import queue_url_problem
+from dlq_replay.core.settings import SETTING, SETTINGS, Setting, SettingsError
+
+Subparsers = Any  # argparse's _SubParsersAction is private
+Run = Callable[[argparse.Namespace], int]
+
+
+class CommandHelpFormatter(argparse.HelpFormatter):
+    """Every option's help ends with its default (and its range, for bounded numbers), and no
+    word is broken at a hyphen (`--backoff-cap-seconds`, `dlq-replay-park-reason`)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        extras = []
+        bounds = getattr(action.type, "range_text", None)
+        if bounds and bounds not in text:
+            extras.append(bounds)
+        # -h/--help and --version (default SUPPRESS) have no default to show.
+        shown = "default" in text or action.default == argparse.SUPPRESS
+        if not shown and action.option_strings and action.help != argparse.SUPPRESS:
+            if action.required:
+                extras.append("required")
+            elif action.nargs == 0:
+                extras.append("default: off")
+            elif action.default is None:
+                extras.append("default: none")
+            else:
+                extras.append(f"default {action.default}")
+        return f"{text} ({', '.join(extras)})" if extras else text
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        return textwrap.fill(
+            " ".join(text.split()),
+            width,
+            initial_indent=indent,
+            subsequent_indent=indent,
+            break_on_hyphens=False,
+        )
+
+
+class CommandParser(argparse.ArgumentParser):
+    """The parser of every command: the help formatter above, and a usage error in one line
+    (`dlq-replay: error: ...`, exit 2) like every other error of the command."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", CommandHelpFormatter)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"dlq-replay: error: {message} (see: {self.prog} --help)\n")
+
+
+class SettingType:
+    """argparse type of an option that sets a function variable: the table's rule for that one
+    setting, so the parser refuses exactly what the function would. The value stays text, as
+    in the function's environment; `Setting.parse` turns it into the setting's value."""
+
+    def __init__(self, setting: Setting[Any]) -> None:
+        self.setting = setting
+        self.range_text = setting.rule.summary
+        self.__name__ = setting.variable  # argparse names the type in some messages
+
+    def __call__(self, text: str) -> str:
+        try:
+            self.setting.parse(text)
+        except SettingsError as error:
+            raise argparse.ArgumentTypeError(
+                f"{text!r} {error.rule} [{self.setting.variable}]"
+            ) from None
+        return text
+
+
+def add_setting_options(
+    parser: argparse.ArgumentParser,
+    variables: Sequence[str] | None = None,
+    *,
+    title: str = "replay settings (override the environment variables)",
+    aliases: Mapping[str, str] | None = None,
+    defaults: Mapping[str, object] | None = None,
+) -> None:
+    """One option per row of the settings table (all rows, or those named): its help, range
+    and check come from the row. The value lands in `args.<VARIABLE>`; without `defaults` an
+    option left out is None, so the environment (or the function's settings) decides."""
+    group = parser.add_argument_group(title)
+    chosen = SETTINGS if variables is None else [SETTING[name] for name in variables]
+    for setting in chosen:
+        names = [setting.option]
+        if aliases and setting.variable in aliases:
+            names.insert(0, aliases[setting.variable])
+        if defaults is not None:
+            default: object = defaults[setting.variable]
+            shown = f"default {default}"
+        else:
+            default = None
+            fallback = "required" if setting.required else (setting.default or "none")
+            shown = f"default: ${setting.variable}, else {fallback}"
+        group.add_argument(
+            *names,
+            dest=setting.variable,
+            metavar="VALUE",
+            type=SettingType(setting),
+            default=default,
+            help=f"{setting.help} ({setting.rule.summary}; {shown})",
+        )
+
+
+def setting_overrides(args: argparse.Namespace) -> dict[str, str | None]:
+    """The setting options of `add_setting_options`, by variable (None: not given)."""
+    return {setting.variable: getattr(args, setting.variable, None) for setting in SETTINGS}
+
+
+def queue_url(text: str) -> str:
+    """argparse type of every queue URL option: the same rule as the function's settings."""
+    problem = queue_url_problem(text)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an SQS queue URL: it {problem}")
+    return text
+
+
+class int_between:  # noqa: N801 - used like the function it replaces: type=int_between(1, 10)
+    """argparse type: an integer in [low, high]; the help shows the range."""
+
+    def __init__(self, low: int, high: int) -> None:
+        self.low, self.high = low, high
+        self.range_text = f"{low}-{high}"
+
+    def __call__(self, text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if not self.low <= value <= self.high:
+            raise argparse.ArgumentTypeError(f"must be from {self.low} to {self.high}, got {value}")
+        return value
+
+
+def _number(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+
+
+def share(text: str) -> float:
+    """argparse type: a share of the messages, from 0 to 1."""
+    if not 0 <= (value := _number(text)) <= 1:
+        raise argparse.ArgumentTypeError(f"must be from 0 to 1, got {text}")
+    return value
+
+
+def positive_number(text: str) -> float:
+    if not 0 < (value := _number(text)) < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be above 0, got {text}")
+    return value
