@@ -248,6 +248,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_worker.py
 	$(BIN)/python bench/bench_cli_start.py
 	$(BIN)/python bench/bench_signals.py
+	$(BIN)/python bench/bench_end_to_end.py
 
 # The fault-injection soak (tools/soak.py): N messages through the failure path with a chaos
 # proxy in front of moto and the replay SIGKILLed KILLS times; fails when a message is lost.
@@ -269,6 +270,7 @@ bench-smoke: $(STAMP)
 	$(BIN)/python bench/bench_worker.py --smoke
 	$(BIN)/python bench/bench_cli_start.py --smoke
 	$(BIN)/python bench/bench_signals.py --smoke
+	$(BIN)/python bench/bench_end_to_end.py --smoke
 
 # Regenerates requirements/dev.lock from a clean, throwaway venv, then requirements/demo.lock
 # (the demo extra at dev.lock's versions, resolved on the demo's Python).

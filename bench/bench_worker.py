@@ -2,10 +2,10 @@
 
 Each case starts its own SQS in a child process (`--serve`), so the emulator's CPU is not this
 process's, and holds every request `--latency-ms` (18 by default, a network round trip)
-before answering. The DLQ starts full; what the worker sends to the main queue is dropped, so
-that queue stays drained. Two emulators:
-- `fake` (the figures): SQS's JSON protocol for the calls the worker makes, each O(1), over
-  real HTTP with keep-alive, so the figures are the worker's (botocore included);
+before answering. The DLQ starts full. Two emulators:
+- `fake` (the figures): the in-memory SQS over HTTP of bench/sqs_http.py (SQS's JSON
+  protocol, keep-alive, O(1) or O(log n) per message), so the figures are the worker's
+  (botocore included);
 - `moto`: moto's server, its DLQ topped up to a shallow depth and its main queue purged every
   50 ms. moto scans its message list several times per message received or deleted, so its
   own process reaches a whole core first: that is where this drain stops scaling on moto.
@@ -23,30 +23,25 @@ Side by side in one run, with 1, 4 and 8 pollers of the local event source:
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import logging
 import os
-import socket
 import subprocess
 import sys
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import boto3
 from botocore.config import Config
+from sqs_http import REGION, FakeSqs
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
-REGION = "us-east-1"
-ACCOUNT = "123456789012"
 QUEUES = ("bench-main", "bench-dlq", "bench-operator")
 TOP_UP_DEPTH = 100
 PURGE_EVERY_SECONDS = 0.05
@@ -57,89 +52,11 @@ ATTRIBUTES = {"customer": {"DataType": "String", "StringValue": "bench"}}
 # --- the children: SQS behind a delay ---------------------------------------------------------
 
 
-class FakeSqs(ThreadingHTTPServer):
-    """SQS's JSON protocol for the calls the worker makes, every operation O(1): the DLQ is
-    filled up front, sends to the main queue are counted and dropped (it stays drained)."""
-
-    daemon_threads = True
-
-    def __init__(self, latency: float, messages: int) -> None:
-        super().__init__(("127.0.0.1", 0), _FakeSqsRequest)
-        self.endpoint_url = f"http://127.0.0.1:{self.server_port}"
-        self.latency = latency
-        self.lock = threading.Lock()
-        self.base = f"{self.endpoint_url}/{ACCOUNT}/"
-        self.visible: deque[dict[str, Any]] = deque()
-        self.in_flight: dict[str, dict[str, Any]] = {}
-        self.sent = 0
-        digest = hashlib.md5(BODY.encode()).hexdigest()
-        for n in range(messages):
-            self.visible.append(
-                {
-                    "MessageId": f"m-{n}",
-                    "MD5OfBody": digest,
-                    "Body": BODY,
-                    "Attributes": {"ApproximateReceiveCount": "1", "SentTimestamp": "0"},
-                    "MessageAttributes": ATTRIBUTES,
-                }
-            )
-
-    def answer(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
-        with self.lock:
-            if operation == "GetQueueAttributes":
-                name = request["QueueUrl"].rsplit("/", 1)[1]
-                arn = f"arn:aws:sqs:{REGION}:{ACCOUNT}:{name}"
-                return {"Attributes": {"QueueArn": arn, "ApproximateNumberOfMessages": "0"}}
-            if operation == "ReceiveMessage":
-                taken: list[dict[str, Any]] = []
-                while self.visible and len(taken) < request.get("MaxNumberOfMessages", 1):
-                    message = self.visible.popleft()
-                    handle = f"r-{message['MessageId']}"
-                    self.in_flight[handle] = message
-                    taken.append({**message, "ReceiptHandle": handle})
-                return {"Messages": taken} if taken else {}
-            if operation == "SendMessage":
-                self.sent += 1
-                return {"MessageId": f"s-{self.sent}"}
-            entries = request["Entries"]
-            if operation == "DeleteMessageBatch":
-                for entry in entries:
-                    del self.in_flight[entry["ReceiptHandle"]]
-            elif operation == "SendMessageBatch":
-                self.sent += len(entries)
-            else:
-                raise ValueError(operation)
-            return {"Successful": [{"Id": e["Id"], "MessageId": e["Id"]} for e in entries]}
-
-
-class _FakeSqsRequest(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"  # keep-alive, as botocore's pool expects
-    server: FakeSqs
-
-    def setup(self) -> None:
-        super().setup()
-        # Headers and body go out in two writes: without this, Nagle holds the second until
-        # the client's delayed ACK (40 ms), which would be measured as latency.
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    def do_POST(self) -> None:
-        request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        operation = self.headers["X-Amz-Target"].split(".", 1)[1]
-        time.sleep(self.server.latency)
-        body = json.dumps(self.server.answer(operation, request)).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/x-amz-json-1.0")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        del format, args
-
-
 def serve_fake(latency: float, messages: int) -> None:
-    server = FakeSqs(latency, messages)
-    urls = {name: server.base + name for name in QUEUES}
+    """The shared in-memory SQS over HTTP (bench/sqs_http.py), the DLQ filled up front."""
+    server = FakeSqs(latency)
+    urls = {name: server.queue(name) for name in QUEUES}
+    server.fill("bench-dlq", [BODY] * messages, ATTRIBUTES)
     print(json.dumps({"endpoint_url": server.endpoint_url, **urls}), flush=True)
     server.serve_forever()
 

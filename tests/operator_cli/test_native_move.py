@@ -4,12 +4,14 @@ no StartMessageMoveTask): the exact requests, `--wait` following ListMessageMove
 from __future__ import annotations
 
 import json
+import threading
+from collections import deque
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import boto3
 import pytest
-from botocore.stub import Stubber
+from botocore.stub import StubAssertionError, Stubber
 from dlq_replay.cli import deployment as cli_deployment
 
 from .support import ACCOUNT, REGION, assert_one_line_error, run_cli
@@ -38,6 +40,33 @@ COUNTERS = [
 ]
 
 
+class AnyOrderStubber(Stubber):
+    """A Stubber for calls made at once from several threads (the pre-flight reads): each call
+    takes the first queued response whose operation and parameters match it, so responses to
+    the same request still go out in the order they were added."""
+
+    def __init__(self, client: Any) -> None:
+        super().__init__(client)
+        self._lock = threading.Lock()
+        self._taken = threading.local()
+
+    def _assert_expected_params(self, model: Any, params: Any, context: Any, **kwargs: Any) -> None:
+        queue: deque[dict[str, Any]] = vars(self)["_queue"]  # Stubber's, in order added
+        with self._lock:
+            for entry in queue:
+                expected = entry["expected_params"]
+                if entry["operation_name"] == model.name and expected in (None, params):
+                    queue.remove(entry)
+                    self._taken.entry = entry
+                    return
+        raise StubAssertionError(
+            operation_name=model.name, reason=f"no response queued for {params!r}"
+        )
+
+    def _get_response_handler(self, model: Any, params: Any, context: Any, **kwargs: Any) -> Any:
+        return self._taken.entry["response"]
+
+
 @pytest.fixture
 def stub(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stubber]:
     """The command's SQS client, stubbed; every other client would be a test failure."""
@@ -49,13 +78,14 @@ def stub(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stubber]:
         return client
 
     monkeypatch.setattr(cli_deployment, "make_client", make_client)
-    with Stubber(client) as stubber:
+    with AnyOrderStubber(client) as stubber:
         yield stubber
         stubber.assert_no_pending_responses()
 
 
 def expect_queues(stub: Stubber, *, destination: tuple[str, str] | None = (MAIN, MAIN_ARN)) -> None:
-    """What every native redrive asks first: the source, the destination, is it a DLQ."""
+    """What every native redrive asks first, all at once: the source, the destination, is it a
+    DLQ, and the source's counters."""
     redrive = json.dumps({"deadLetterTargetArn": OPERATOR_ARN, "maxReceiveCount": 50})
     stub.add_response(
         "get_queue_attributes",

@@ -21,10 +21,12 @@ if TYPE_CHECKING:
 # leaves room for a 20 s long poll.
 INTERACTIVE_ATTEMPTS = 2
 INTERACTIVE_CONNECT_TIMEOUT = 2
-INTERACTIVE_CONFIG = Config(
-    retries={"mode": "standard", "total_max_attempts": INTERACTIVE_ATTEMPTS},
-    connect_timeout=INTERACTIVE_CONNECT_TIMEOUT,
-    read_timeout=30,
+INTERACTIVE_CONFIG = sqs_clients.LEAN_CALLS.merge(
+    Config(
+        retries={"mode": "standard", "total_max_attempts": INTERACTIVE_ATTEMPTS},
+        connect_timeout=INTERACTIVE_CONNECT_TIMEOUT,
+        read_timeout=30,
+    )
 )
 MAX_POLLERS = 64  # threads in one process (worker, demo); run more processes for more
 

@@ -33,7 +33,7 @@ from dlq_replay.cli.pacing import add_pace_options, pace_line, stop_text, until_
 from dlq_replay.cli.parsing import Subparsers, int_between, positive_number
 from dlq_replay.cli.selection import add_selection_options, selector_from
 from dlq_replay.cli.shutdown import Shutdown, hidden_until_text, interrupted, leftover_text
-from dlq_replay.ops.depth import queue_depth
+from dlq_replay.ops.preflight import preflight
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -128,12 +128,14 @@ def register(subparsers: Subparsers) -> None:
 def run_redrive(args: argparse.Namespace) -> int:
     target = resolve_target(args)
     sqs = target.sqs
-    source = ops.queue_info(sqs, target.queue(args.source, "--from"))
-    destination: ops.QueueInfo | None = None
+    source_url = target.queue(args.source, "--from")
+    destination_url = None
     if args.destination != "source":
-        destination = ops.queue_info(sqs, target.queue(args.destination, "--to"))
-        if destination.url == source.url:
+        destination_url = target.queue(args.destination, "--to")
+        if destination_url == source_url:
             raise CommandError("--from and --to name the same queue", EXIT_USAGE)
+    known = preflight(sqs, source_url, destination_url, sources=not args.client_side)
+    source, destination = known.source, known.destination
     request = ops.RedriveRequest(
         source=source,
         destination=destination,
@@ -150,19 +152,23 @@ def run_redrive(args: argparse.Namespace) -> int:
         reserve=args.reserve,
         until_failing=until_failing_from(args, target, source, destination),
     )
-    choice = ops.choose_mode(sqs, request, client_side=args.client_side)
+    choice = ops.choose_mode(
+        sqs, request, client_side=args.client_side, sources=known.dead_letter_sources
+    )
     if not args.json:
         note(f"{choice.mode.value} move: {mode_text(choice, request.source)}")
+    approximate = known.depth.visible
     if choice.mode is ops.MoveMode.NATIVE:
-        return _native_redrive(args, sqs, request)
+        return _native_redrive(args, sqs, request, approximate)
     if args.wait:
         note("--wait only applies to a native move task; a client-side move ends when done")
-    return _client_redrive(args, sqs, request)
+    return _client_redrive(args, sqs, request, approximate)
 
 
-def _native_redrive(args: argparse.Namespace, sqs: SQSClient, request: ops.RedriveRequest) -> int:
+def _native_redrive(
+    args: argparse.Namespace, sqs: SQSClient, request: ops.RedriveRequest, approximate: int
+) -> int:
     source, destination = request.source, request.destination
-    approximate = queue_depth(sqs, source.url).visible
     target = destination_name(destination)
     if request.dry_run:
         plan = {
@@ -227,8 +233,9 @@ def _native_redrive(args: argparse.Namespace, sqs: SQSClient, request: ops.Redri
     return EXIT_OK if task.succeeded else EXIT_FAILED
 
 
-def _client_redrive(args: argparse.Namespace, sqs: SQSClient, request: ops.RedriveRequest) -> int:
-    approximate = queue_depth(sqs, request.source.url).visible
+def _client_redrive(
+    args: argparse.Namespace, sqs: SQSClient, request: ops.RedriveRequest, approximate: int
+) -> int:
     total = min(approximate, request.limit) if request.limit else approximate
     verb = "looking at" if request.dry_run else "moving"
     shutdown = Shutdown()

@@ -14,7 +14,8 @@ options and printing live in `dlq_replay.cli`. Two SQS facts shape it:
 
 One module per concern: `stack` (finding a deployment), `queues`, `depth`, `draining`,
 `status`, `pause` (the event source on and off), `receiving`, `peek`, `redrive` (`clientmove`
-for its client-side move, `pacing` for its speed and `--until-failing`), `movetask`, `plan`,
+for its client-side move, `pacing` for its speed and `--until-failing`, `ending` for when it
+is done, `preflight` for what it reads first), `movetask`, `plan`,
 `archive` (the JSON Lines records of `export` and `import`), `export` (`s3archive` for its S3
 side), `importing`; the public
 names of those the CLI uses are re-exported here.

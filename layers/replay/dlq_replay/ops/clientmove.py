@@ -23,6 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from dlq_replay.core.messages import OutboundMessage
+from dlq_replay.ops.ending import Held, SourceEnd
 from dlq_replay.ops.pacing import make_pace
 from dlq_replay.ops.receiving import ReceiveBudget, receive, release, usable_budget
 from dlq_replay.ops.redrive import (
@@ -108,6 +109,7 @@ class ClientMove:
         self.seen: set[str] = set()
         self.in_hand: dict[str, str] = {}  # message id -> receipt handle, not deleted yet
         self.hidden_until: dict[str, float] = {}  # message id -> end of its hide time
+        self.taken = self.dropped = 0  # messages received, and deleted from in_hand (SourceEnd)
         self.moved = 0
         self.sent_not_deleted = 0
         self.given_back = 0
@@ -122,6 +124,7 @@ class ClientMove:
         # A wait for the pace ends at once on a stop (tests give their own sleep).
         wait = sleep or self._sleep
         self.pace = make_pace(sqs, request.rate, request.until_failing, clock, wait)
+        self.end = SourceEnd(sqs, request.source.url, request.wait_seconds, self.stop, self.held)
 
     def _sleep(self, seconds: float) -> None:
         self.stop.wait(seconds)
@@ -195,6 +198,7 @@ class ClientMove:
                 self.stop.set()
 
     def _work(self, on_progress: Callable[[RedriveTally], None] | None) -> None:
+        end = self.end.mover()
         try:
             while not self.stop.is_set():
                 with self.lock:
@@ -203,14 +207,19 @@ class ClientMove:
                         return
                     self.reserved += want
                 try:
-                    fresh = self._receive(want)
+                    fresh, received = self._receive(want, end.wait_seconds)
                     if fresh:
                         self._handle(fresh)
                 finally:
                     with self.lock:
                         self.reserved -= want
+                if not received:
+                    if end.done():  # the source is empty (ops.ending)
+                        return
+                    continue
                 if not fresh:
                     return
+                end.flowing()
                 with self.lock:
                     if self._budget_spent(fresh):
                         self.stop.set()
@@ -229,18 +238,23 @@ class ClientMove:
         handled = self.moved + self.sent_not_deleted + sum(self.failures.values())
         return min(batch_size, self.request.limit - handled - self.reserved)
 
-    def _receive(self, want: int) -> list[MessageTypeDef]:
+    def held(self) -> Held:
+        with self.lock:
+            return Held(len(self.in_hand), self.taken, self.dropped)
+
+    def _receive(self, want: int, wait_seconds: int) -> tuple[list[MessageTypeDef], int]:
         request = self.request
         batch = receive(
             self.sqs,
             request.source.url,
             want,
             visibility_timeout=request.hide_seconds,
-            wait_seconds=request.wait_seconds,
+            wait_seconds=wait_seconds,
         )
         hidden_until = self.wall() + request.hide_seconds
         fresh: list[MessageTypeDef] = []
         with self.lock:
+            self.taken += len(batch)
             for message in batch:
                 # A message seen before came back after its hide time: keep its new handle.
                 self.in_hand[message["MessageId"]] = message["ReceiptHandle"]
@@ -248,7 +262,7 @@ class ClientMove:
                 if message["MessageId"] not in self.seen:
                     self.seen.add(message["MessageId"])
                     fresh.append(message)
-        return fresh
+        return fresh, len(batch)
 
     def _handle(self, fresh: Sequence[MessageTypeDef]) -> None:
         if self.stop.is_set():
@@ -306,7 +320,7 @@ class ClientMove:
                 if message["MessageId"] not in not_deleted:
                     self.sent_not_deleted -= 1
                     self.moved += 1
-                    self.in_hand.pop(message["MessageId"], None)
+                    self.dropped += self.in_hand.pop(message["MessageId"], None) is not None
 
     def _wait_for_slot(self, count: int) -> bool:
         """Wait for the pace's slot for `count` copies; False when the run must stop."""

@@ -5,7 +5,7 @@ originals whose copy was sent; `plan_copy` makes one message's copy."""
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING
@@ -123,13 +123,22 @@ def rewrites_of(request: RedriveRequest) -> tuple[Rewrite, ...]:
     )
 
 
-def choose_mode(sqs: SQSClient, request: RedriveRequest, *, client_side: bool) -> ModeChoice:
-    """Native move where SQS offers it, else client-side; with the reason."""
+def choose_mode(
+    sqs: SQSClient,
+    request: RedriveRequest,
+    *,
+    client_side: bool,
+    sources: Sequence[str] | None = None,
+) -> ModeChoice:
+    """Native move where SQS offers it, else client-side; with the reason. `sources`: the
+    queues that dead-letter into the source, when already read (the pre-flight reads them)."""
     if client_side:
         return ModeChoice(MoveMode.CLIENT, ModeReason.ASKED)
     if request.rewrites:
         return ModeChoice(MoveMode.CLIENT, ModeReason.REWRITES, rewrites_of(request))
-    if not dead_letter_sources(sqs, request.source.url):
+    if sources is None:
+        sources = dead_letter_sources(sqs, request.source.url)
+    if not sources:
         return ModeChoice(MoveMode.CLIENT, ModeReason.NOT_A_DLQ)
     return ModeChoice(MoveMode.NATIVE, ModeReason.IS_A_DLQ)
 

@@ -1,0 +1,310 @@
+"""End to end, spawn to exit: `dlq-replay redrive` and `dlq-replay worker` as real processes
+against an in-memory SQS over HTTP (bench/sqs_http.py) that holds every request a fixed
+latency, beside a sequential receive/send/delete loop in a process of its own (the baseline).
+
+Each case fills a source queue with N messages, spawns the tool, and measures:
+- msg/s: N / (spawn to exit) for the loop and the redrive; for the worker, which runs until it
+  is told to stop, N / (spawn to the source being empty), and it gets SIGTERM at that moment;
+- to empty: spawn to the source being empty (nothing visible, in flight or delayed), as the
+  fake sees it;
+- exit after: from the source being empty (worker: from the SIGTERM) to the process's exit;
+- CPU/msg: the child's user + system CPU (os.wait4) per message;
+- log B/msg: what the process wrote (stdout + stderr) per message.
+Every case must deliver every message to the destination exactly once and leave the source
+empty (the fake keeps the books), or the benchmark stops with an error.
+
+    python bench/bench_end_to_end.py            # 1,000 and 5,000 messages, 10 and 20 ms, 3 times
+    python bench/bench_end_to_end.py --smoke    # CI: 200 messages, 10 ms, once
+    python bench/bench_end_to_end.py --before /tmp/old/layers/replay   # and an older tree:
+        git archive <rev> layers | tar -x -C /tmp/old
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from sqs_http import FakeSqs
+
+ATTRIBUTES = {
+    "dlq-replay-park-reason": {"DataType": "String", "StringValue": "max-attempts"},
+    "customer": {"DataType": "String", "StringValue": "bench"},
+}
+BODY_PADDING = "x" * 200
+SOURCE, TARGET, OPERATOR = "bench-source", "bench-target", "bench-operator"
+EXIT_PATIENCE_SECONDS = 120.0
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    rate: float
+    drain_rate: float
+    to_empty: float
+    exit_after: float
+    cpu_seconds: float
+    log_bytes: int
+
+
+def loop_main(endpoint_url: str, source: str, target: str) -> None:
+    """The baseline, in its own process: receive 10, send them, delete them; stop when a
+    receive brings nothing."""
+    import boto3
+
+    sqs = boto3.client("sqs", endpoint_url=endpoint_url, region_name="us-east-1")
+    while True:
+        batch = sqs.receive_message(
+            QueueUrl=source, MaxNumberOfMessages=10, MessageAttributeNames=["All"]
+        ).get("Messages", [])
+        if not batch:
+            return
+        sqs.send_message_batch(
+            QueueUrl=target,
+            Entries=[
+                {
+                    "Id": str(i),
+                    "MessageBody": m["Body"],
+                    "MessageAttributes": m.get("MessageAttributes", {}),
+                }
+                for i, m in enumerate(batch)
+            ],
+        )
+        sqs.delete_message_batch(
+            QueueUrl=source,
+            Entries=[
+                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(batch)
+            ],
+        )
+
+
+def command(case: str, fake: FakeSqs, pollers: int) -> list[str]:
+    source, target = fake.url(SOURCE), fake.url(TARGET)
+    if case == "loop":
+        return [sys.executable, __file__, "--loop", fake.endpoint_url, source, target]
+    cli = [sys.executable, "-m", "dlq_replay.cli.main"]
+    if case == "worker":
+        return [
+            *cli,
+            "worker",
+            "--dlq-url",
+            source,
+            "--pollers",
+            str(pollers),
+            "--endpoint-url",
+            fake.endpoint_url,
+        ]
+    return [
+        *cli,
+        "redrive",
+        "--from",
+        source,
+        "--to",
+        target,
+        "--client-side",
+        "--endpoint-url",
+        fake.endpoint_url,
+    ]
+
+
+def child_env(tree: Path | None, fake: FakeSqs) -> dict[str, str]:
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith("AWS_") and key not in {"PYTHONPATH", "LOG_LEVEL"}
+    }
+    env.update(
+        AWS_ACCESS_KEY_ID="bench",
+        AWS_SECRET_ACCESS_KEY="bench",
+        AWS_DEFAULT_REGION="us-east-1",
+        AWS_CONFIG_FILE=os.devnull,
+        AWS_SHARED_CREDENTIALS_FILE=os.devnull,
+        AWS_EC2_METADATA_DISABLED="true",
+        # The worker's settings: where replays go (the destination) and where parks go.
+        MAIN_QUEUE_URL=fake.url(TARGET),
+        OPERATOR_QUEUE_URL=fake.url(OPERATOR),
+        BACKOFF_BASE_SECONDS="1",
+        BACKOFF_CAP_SECONDS="2",
+    )
+    if tree is not None:
+        env["PYTHONPATH"] = str(tree)
+    return env
+
+
+def run_once(case: str, messages: int, latency: float, *, tree: Path | None, pollers: int) -> Run:
+    fake = FakeSqs(latency)
+    for name in (SOURCE, TARGET, OPERATOR):
+        fake.queue(name)
+    bodies = [f"message {n:06d} {BODY_PADDING}" for n in range(messages)]
+    fake.fill(SOURCE, bodies, ATTRIBUTES)
+    if not messages:
+        fake.queues[SOURCE].empty_at = time.monotonic()
+    fake.start()
+    source = fake.queues[SOURCE]
+    # `redrive-x2`: two redrives side by side on the same queues, one way past the GIL.
+    processes, tool = (2, "redrive") if case == "redrive-x2" else (1, case)
+    try:
+        with tempfile.TemporaryFile() as output:
+            started = time.monotonic()
+            children = [
+                subprocess.Popen(
+                    command(tool, fake, pollers),
+                    env=child_env(tree, fake),
+                    stdout=output,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                )
+                for _ in range(processes)
+            ]
+            ended: list[tuple[float, int, float]] = []
+
+            def reap(pid: int) -> None:
+                _, status, usage = os.wait4(pid, 0)
+                ended.append((time.monotonic(), status, usage.ru_utime + usage.ru_stime))
+
+            reapers = [threading.Thread(target=reap, args=(c.pid,), daemon=True) for c in children]
+            for reaper in reapers:
+                reaper.start()
+            stop_sent: float | None = None
+            deadline = started + EXIT_PATIENCE_SECONDS
+            while len(ended) < processes and time.monotonic() < deadline:
+                if (
+                    tool == "worker"
+                    and stop_sent is None
+                    and source.empty_at is not None
+                    and fake.calls.get("ReceiveMessage")
+                ):
+                    children[0].send_signal(signal.SIGTERM)
+                    stop_sent = time.monotonic()
+                time.sleep(0.002)
+            for reaper in reapers:
+                reaper.join(1)
+            if len(ended) < processes:
+                for child in children:
+                    child.kill()
+                raise SystemExit(f"bench_end_to_end: {case} did not exit in time")
+            output.seek(0)
+            log = output.read()
+        for _, status, _ in ended:
+            code = os.waitstatus_to_exitcode(status)
+            if code != 0 and not (messages == 0 and code == -signal.SIGTERM):
+                sys.stderr.write(log.decode(errors="replace")[-2000:])
+                raise SystemExit(f"bench_end_to_end: {case} exited with {code}")
+        check_books(fake, bodies, case)
+        empty_at = source.empty_at
+        assert empty_at is not None
+        exited = max(at for at, _, _ in ended)
+        if tool == "worker":
+            assert stop_sent is not None
+            rate_seconds, exit_after = empty_at - started, exited - stop_sent
+        else:
+            rate_seconds, exit_after = exited - started, exited - empty_at
+        first = fake.first_receive_at or empty_at
+        return Run(
+            rate=messages / rate_seconds,
+            drain_rate=messages / max(1e-9, empty_at - first),
+            to_empty=empty_at - started,
+            exit_after=exit_after,
+            cpu_seconds=sum(cpu for _, _, cpu in ended),
+            log_bytes=len(log),
+        )
+    finally:
+        fake.stop()
+
+
+def check_books(fake: FakeSqs, bodies: list[str], case: str) -> None:
+    """Every message in the destination exactly once, nothing left in the source."""
+    arrived = fake.queues[TARGET].arrived
+    if sorted(arrived) != bodies or not fake.queues[SOURCE].empty:
+        lost = len(set(bodies) - set(arrived))
+        doubled = len(arrived) - len(set(arrived))
+        raise SystemExit(
+            f"bench_end_to_end: {case} lost {lost}, doubled {doubled} and left "
+            f"{'nothing' if fake.queues[SOURCE].empty else 'messages'} in the source"
+        )
+    if fake.queues[OPERATOR].arrived:
+        raise SystemExit(f"bench_end_to_end: {case} parked messages")
+
+
+def median_run(runs: list[Run]) -> Run:
+    return Run(*(statistics.median(getattr(run, name) for run in runs) for name in Run.__slots__))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--smoke", action="store_true", help="200 messages, 10 ms, once")
+    parser.add_argument("--messages", type=int, nargs="+", default=None)
+    parser.add_argument("--latency-ms", type=float, nargs="+", default=None)
+    parser.add_argument("--repeats", type=int, default=None)
+    parser.add_argument("--pollers", type=int, default=8, help="the worker's --pollers")
+    parser.add_argument(
+        "--cases",
+        nargs="+",
+        default=["loop", "redrive", "worker"],
+        choices=["loop", "redrive", "redrive-x2", "worker"],
+        help="redrive-x2: two redrive processes side by side (default: loop redrive worker)",
+    )
+    parser.add_argument(
+        "--before",
+        type=Path,
+        help="also run the redrive and worker of another dlq_replay tree (its layers/replay)",
+    )
+    parser.add_argument("--loop", nargs=3, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.loop:
+        loop_main(*args.loop)
+        return 0
+    messages = args.messages or ([200] if args.smoke else [1_000, 5_000])
+    latencies = args.latency_ms or ([10.0] if args.smoke else [10.0, 20.0])
+    repeats = args.repeats or (1 if args.smoke else 3)
+    variants: list[tuple[str, str, Path | None]] = []
+    for case in args.cases:
+        if case != "loop" and args.before is not None:
+            variants.append((case, f"{case} (before)", args.before))
+        variants.append((case, case if case == "loop" else f"{case} (now)", None))
+    shown = " ".join(
+        ["python bench/bench_end_to_end.py", *(sys.argv[1:] if argv is None else argv)]
+    )
+    print(f"bench_end_to_end: median of {repeats}, worker --pollers {args.pollers} ({shown})")
+    print(
+        f"{'messages':>8} {'ms/req':>6}  {'case':19} {'msg/s':>6} {'vs loop':>7} "
+        f"{'drain msg/s':>11} {'to empty s':>10} {'exit after s':>12} {'CPU ms/msg':>10} "
+        f"{'(marginal)':>10} {'log B/msg':>9}"
+    )
+    for latency_ms in latencies:
+        # What start-up and shutdown cost each variant, without a message to move.
+        idle = {
+            label: run_once(case, 0, latency_ms / 1000, tree=tree, pollers=args.pollers)
+            for case, label, tree in variants
+        }
+        for count in messages:
+            results: dict[str, list[Run]] = {label: [] for _, label, _ in variants}
+            for _ in range(repeats):  # interleaved, so a busy moment hits every case alike
+                for case, label, tree in variants:
+                    results[label].append(
+                        run_once(case, count, latency_ms / 1000, tree=tree, pollers=args.pollers)
+                    )
+            loop = median_run(results["loop"]).rate if "loop" in results else None
+            for label, runs in results.items():
+                result = median_run(runs)
+                ratio = f"{result.rate / loop:6.1f}x" if loop else "     - "
+                marginal = (result.cpu_seconds - idle[label].cpu_seconds) / count * 1000
+                print(
+                    f"{count:>8} {latency_ms:>6g}  {label:19} {result.rate:>6.0f} {ratio:>7} "
+                    f"{result.drain_rate:>11.0f} {result.to_empty:>10.2f} "
+                    f"{result.exit_after:>12.2f} {result.cpu_seconds / count * 1000:>10.3f} "
+                    f"{marginal:>10.3f} {result.log_bytes / count:>9.0f}",
+                    flush=True,
+                )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
