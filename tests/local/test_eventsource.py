@@ -225,3 +225,28 @@ def test_a_poll_that_raises_is_logged_and_retried_without_ending_the_poller(
     assert source.stats.deleted == 1
     assert "poll failed; retrying" in caplog.text
     assert depth(sqs.client, queue.url) == {"visible": 0, "in_flight": 0, "delayed": 0}
+
+
+def test_what_is_under_way_is_counted_while_it_is_and_nothing_after(sqs: Sqs) -> None:
+    """The worker's shutdown says what it leaves from these counts (cli worker `left`)."""
+    queue = sqs.create_queue("under-way", {"VisibilityTimeout": "30"})
+    send_ids(sqs.client, queue.url, ["m0", "m1", "m2"])
+    seen: list[tuple[int, int]] = []
+    source: LocalEventSource
+
+    def handler(event: dict[str, Any], context: object) -> dict[str, Any]:
+        seen.append(source.stats.under_way())
+        return {"batchItemFailures": []}
+
+    polling: list[tuple[int, int]] = []
+    source = LocalEventSource(sqs.client, queue.url, handler, wait_seconds=0)
+    sqs.client.meta.events.register(
+        "before-call.sqs.ReceiveMessage", lambda **_: polling.append(source.stats.under_way())
+    )
+    received = 0
+    while received < 3:
+        received += source.poll_once()
+    assert polling[0] == (1, 0)  # a receive waiting, nothing in hand yet
+    assert sum(in_hand for _, in_hand in seen) == 3  # every message in hand while handled
+    assert all(waiting == 0 for waiting, _ in seen)
+    assert source.stats.under_way() == (0, 0)

@@ -15,7 +15,12 @@ from dlq_replay.cli.parsing import (
     queue_url,
     setting_overrides,
 )
-from dlq_replay.local.eventsource import MAX_RECEIVE_BATCH, START_UP_PATIENCE_SECONDS
+from dlq_replay.local.eventsource import (
+    DEFAULT_WAIT_SECONDS,
+    MAX_RECEIVE_BATCH,
+    START_UP_PATIENCE_SECONDS,
+    PollStats,
+)
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 MAX_WAIT_SECONDS = 20  # SQS's longest long poll
@@ -48,8 +53,10 @@ def register(subparsers: Subparsers) -> None:
     parser.add_argument(
         "--wait-seconds",
         type=int_between(0, MAX_WAIT_SECONDS),
-        default=5,
-        help="long-poll wait of each receive (SQS allows 0-20)",
+        default=DEFAULT_WAIT_SECONDS,
+        help="long-poll wait of each receive (SQS allows 0-20); above 3 a receive still "
+        "waiting when a signal comes may be abandoned, what it brings then staying hidden "
+        "until the DLQ's visibility timeout ends",
     )
     parser.add_argument(
         "--start-up-patience",
@@ -102,16 +109,28 @@ def run_worker_command(args: argparse.Namespace) -> int:
     sns = notice_client(settings, session=boto3.Session(profile_name=args.profile))
     sqs = sqs_client(args, patient=True)
     shutdown = Shutdown()
+    stats = PollStats()
 
     def left() -> str:
-        return (
-            "the batches still in hand stay hidden until the DLQ's visibility timeout ends, "
-            "then are received again (copies already written may be sent twice)"
-        )
+        polling, in_hand = stats.under_way()
+        parts = []
+        if in_hand:
+            parts.append(
+                f"{in_hand} messages in hand stay hidden until the DLQ's visibility timeout "
+                "ends, then are received again (copies already written may be sent twice)"
+            )
+        if polling:
+            parts.append(
+                f"{polling} receives were still waiting (what they bring stays hidden until the "
+                "DLQ's visibility timeout ends)"
+            )
+        return "; ".join(parts) or "no message was in hand"
 
     try:
         code = shutdown.run(
-            lambda: run_worker(sqs, settings, options, logger=logger, sns=sns, stop=shutdown.stop),
+            lambda: run_worker(
+                sqs, settings, options, logger=logger, sns=sns, stop=shutdown.stop, stats=stats
+            ),
             left,
         )
     except StartError as error:

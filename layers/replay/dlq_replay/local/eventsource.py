@@ -25,6 +25,7 @@ from dlq_replay.sqs.sending import change_visibility, delete_messages
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
+    from mypy_boto3_sqs.type_defs import MessageTypeDef
 
 Handler = Callable[[dict[str, Any], Any], Mapping[str, Any]]
 
@@ -38,6 +39,9 @@ class Gate(Protocol):
 MAX_RECEIVE_BATCH = 10
 MAX_ERROR_PAUSE_SECONDS = 30.0
 START_UP_PATIENCE_SECONDS = 300.0
+# A receive waiting when a signal comes is let finish: 3 s keeps it inside the shutdown's 4 s
+# grace (cli.shutdown), where a longer poll would be abandoned with whatever it brings hidden.
+DEFAULT_WAIT_SECONDS = 3
 
 
 @dataclass
@@ -51,7 +55,21 @@ class PollStats:
     poll_errors: int = 0
     batches: int = 0
     released: int = 0  # received after the stop: made visible again, untouched
+    # What is under way now: receives waiting for SQS, and messages received but not settled.
+    # A shutdown that cannot wait for them says so (cli worker's `left`).
+    polling: int = 0
+    in_hand: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def under_way(self) -> tuple[int, int]:
+        """(receives waiting, messages in hand), read together."""
+        with self.lock:
+            return self.polling, self.in_hand
+
+    def track(self, polling: int = 0, in_hand: int = 0) -> None:
+        with self.lock:
+            self.polling += polling
+            self.in_hand += in_hand
 
     def add(
         self, received: int, deleted: int, failed: int, delete_errors: int, *, released: int = 0
@@ -75,11 +93,12 @@ class LocalEventSource:
         handler: Handler,
         *,
         batch_size: int = MAX_RECEIVE_BATCH,
-        wait_seconds: int = 5,
+        wait_seconds: int = DEFAULT_WAIT_SECONDS,
         visibility_timeout: int | None = None,
         logger: Log | None = None,
         queue_arn: str | None = None,
         gate: Gate | None = None,
+        stats: PollStats | None = None,
     ) -> None:
         """`gate`: when given, each poller asks it before every receive and waits while it
         says no (the outage breaker open)."""
@@ -94,7 +113,7 @@ class LocalEventSource:
         self._logger: Log = logger or logging.getLogger("dlq_replay.local.eventsource")
         self.queue_arn = queue_arn or _queue_arn(sqs, queue_url)
         self.region = self.queue_arn.split(":")[3]
-        self.stats = PollStats()
+        self.stats = stats or PollStats()  # the caller's, to read what is under way
         self._gate = gate
 
     def poll_once(self, stop: threading.Event | None = None) -> int:
@@ -110,7 +129,18 @@ class LocalEventSource:
         }
         if self._visibility_timeout is not None:
             request["VisibilityTimeout"] = self._visibility_timeout
-        messages = self._sqs.receive_message(**request).get("Messages", [])
+        self.stats.track(polling=1)
+        try:
+            messages = self._sqs.receive_message(**request).get("Messages", [])
+            self.stats.track(in_hand=len(messages))
+        finally:
+            self.stats.track(polling=-1)
+        try:
+            return self._settle(messages, stop)
+        finally:
+            self.stats.track(in_hand=-len(messages))
+
+    def _settle(self, messages: list[MessageTypeDef], stop: threading.Event | None) -> int:
         if not messages:
             return 0
         if stop is not None and stop.is_set():

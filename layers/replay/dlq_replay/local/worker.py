@@ -24,8 +24,10 @@ from dlq_replay.core.queues import QueueArn, is_fifo_url
 from dlq_replay.core.settings import Settings
 from dlq_replay.local.breaker import dlq_depth, worker_breaker
 from dlq_replay.local.eventsource import (
+    DEFAULT_WAIT_SECONDS,
     START_UP_PATIENCE_SECONDS,
     LocalEventSource,
+    PollStats,
     queue_arn_when_reachable,
     run_pollers,
 )
@@ -41,7 +43,7 @@ class WorkerOptions:
     dlq_url: str
     pollers: int = 1
     batch_size: int = 10
-    wait_seconds: int = 5
+    wait_seconds: int = DEFAULT_WAIT_SECONDS
     start_up_patience: float = START_UP_PATIENCE_SECONDS
 
 
@@ -60,10 +62,12 @@ def run_worker(
     logger: Log | None = None,
     stop: threading.Event | None = None,
     sns: SnsClient | None = None,
+    stats: PollStats | None = None,
 ) -> int:
     """Run pollers on the DLQ until `stop` is set (or a signal arrives); returns the exit code.
 
-    `sns` publishes park notices; required when the settings name a topic.
+    `sns` publishes park notices; required when the settings name a topic. `stats`: the
+    pollers' running totals, given to read what is under way while the worker runs.
     """
     log = logger or logging.getLogger("dlq_replay.local.worker")
     stop = stop or threading.Event()
@@ -96,6 +100,7 @@ def run_worker(
         logger=log,
         queue_arn=queue_arn,
         gate=gate,
+        stats=stats,
     )
     log.info(
         "worker started",
