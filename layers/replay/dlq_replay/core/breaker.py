@@ -259,6 +259,11 @@ def after_batch(
         return None
     if time_left is not None and time_left < policy.retention_margin_seconds:
         return None
+    return _open(state, now, policy)
+
+
+def _open(state: BreakerState, now: float, policy: BreakerPolicy) -> BreakerState:
+    """Open (again): one more consecutive opening, the pause doubled."""
     openings = state.openings + 1
     return _change(
         state,
@@ -309,15 +314,7 @@ def on_tick(
     missing = (1.0 - policy.return_ratio) * state.probe_size
     if state.holding and depth is not None and state.baseline is not None:  # noqa: SIM102
         if depth >= state.baseline - missing:
-            openings = state.openings + 1
-            return _change(
-                state,
-                Phase.OPEN,
-                now,
-                Cause.OUTAGE,
-                openings=openings,
-                next_probe=now + policy.pause_seconds(openings),
-            )
+            return _open(state, now, policy)
     if now >= state.since + policy.window_seconds:
         return _change(state, Phase.CLOSED, now, Cause.RECOVERED, openings=0)
     return None
