@@ -154,3 +154,76 @@ def test_the_demo_without_the_breaker_says_so(capsys: pytest.CaptureFixture[str]
     code = main(["demo", "--plain", "--messages", "20", "--seed", "3", "--no-breaker"])
     assert code == 0
     assert "outage breaker: off" in capsys.readouterr().out
+
+
+DAY = 86_400
+
+
+def test_the_worker_applies_the_retention_bound_from_cloudwatch_read_once_a_minute() -> None:
+    """With under a day left for the DLQ's oldest message the worker's breaker does not open
+    (the replay parks as usual), and an open one closes; CloudWatch is asked once a minute."""
+    from datetime import UTC, datetime, timedelta
+
+    from dlq_replay.core.breaker import Cause
+    from dlq_replay.local.breaker import dlq_time_left
+
+    clock = Clock()
+    with mock_aws():
+        import boto3
+
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        cloudwatch = boto3.client("cloudwatch", region_name="us-east-1")
+        url = sqs.create_queue(QueueName="worker-dlq")["QueueUrl"]
+        retention = int(
+            sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["MessageRetentionPeriod"])[
+                "Attributes"
+            ]["MessageRetentionPeriod"]
+        )
+        reads: list[str] = []
+        cloudwatch.meta.events.register(
+            "before-call.cloudwatch.GetMetricData", lambda **_: reads.append("read")
+        )
+
+        def age(seconds: float, minutes_ago: int = 1) -> None:
+            cloudwatch.put_metric_data(
+                Namespace="AWS/SQS",
+                MetricData=[
+                    {
+                        "MetricName": "ApproximateAgeOfOldestMessage",
+                        "Dimensions": [{"Name": "QueueName", "Value": "worker-dlq"}],
+                        "Value": seconds,
+                        "Timestamp": datetime.now(UTC) - timedelta(minutes=minutes_ago),
+                    }
+                ],
+            )
+
+        age(retention - DAY - 600, minutes_ago=3)  # a day and 10 minutes left
+        left = dlq_time_left(sqs, cloudwatch, url, clock=clock)
+        breaker, _ = worker_breaker(logger=LOG, count_attribute="n", clock=clock, time_left=left)
+        assert breaker.breaker.after_batch([(clock.now, Counts(22, 20))]).phase is Phase.OPEN
+        assert reads == ["read"]
+
+        clock.now += 30  # within the minute: no new read, the old one aged by 30 s
+        assert breaker.breaker.tick().phase is Phase.OPEN
+        assert reads == ["read"]
+
+        age(retention - DAY + 60, minutes_ago=1)  # CloudWatch now says 23h59m left
+        clock.now += 40  # past the minute (before the probe): read again, closed for retention
+        closed = breaker.breaker.tick()
+        assert (closed.phase, closed.cause) == (Phase.CLOSED, Cause.RETENTION)
+        assert reads == ["read", "read"]
+
+
+def test_without_cloudwatch_the_worker_decides_without_the_bound() -> None:
+    clock = Clock()
+    with mock_aws():
+        import boto3
+
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        url = sqs.create_queue(QueueName="quiet-dlq")["QueueUrl"]
+        from dlq_replay.local.breaker import dlq_time_left
+
+        left = dlq_time_left(sqs, boto3.client("cloudwatch", region_name="us-east-1"), url)
+        assert left() is None  # no datapoint: unknown
+        breaker, _ = worker_breaker(logger=LOG, count_attribute="n", clock=clock, time_left=left)
+        assert breaker.breaker.after_batch([(clock.now, Counts(22, 20))]).phase is Phase.OPEN

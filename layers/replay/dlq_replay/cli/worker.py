@@ -87,6 +87,7 @@ def register(subparsers: Subparsers) -> None:
 def run_worker_command(args: argparse.Namespace) -> int:
     from aws_lambda_powertools import Logger
 
+    from dlq_replay.cli.deployment import make_client
     from dlq_replay.cli.errors import CommandError
     from dlq_replay.cli.shutdown import Shutdown
     from dlq_replay.local.worker import StartError, WorkerOptions, run_worker, settings_from
@@ -129,7 +130,14 @@ def run_worker_command(args: argparse.Namespace) -> int:
     try:
         code = shutdown.run(
             lambda: run_worker(
-                sqs, settings, options, logger=logger, sns=sns, stop=shutdown.stop, stats=stats
+                sqs,
+                settings,
+                options,
+                logger=logger,
+                sns=sns,
+                stop=shutdown.stop,
+                stats=stats,
+                cloudwatch=make_client(args, "cloudwatch") if settings.outage_breaker else None,
             ),
             left,
         )

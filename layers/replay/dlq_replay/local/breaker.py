@@ -12,22 +12,25 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from dlq_replay.aws_lambda.breaker import Breaker, Clock, Depth
+from dlq_replay.aws_lambda.breaker import Breaker, Clock, Depth, TimeLeft
 from dlq_replay.aws_lambda.outage import LambdaBreaker
 from dlq_replay.core.breaker import BreakerPolicy, BreakerState, Counts, Phase
 from dlq_replay.core.log import Log
 from dlq_replay.notify.sns import SnsClient
 from dlq_replay.sqs.depth import queue_depth
+from dlq_replay.sqs.queue_age import time_left
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
 # How long a paused poller sleeps between looks at the state, at most.
 GATE_POLL_SECONDS = 1.0
+# How often the worker reads the age of the DLQ's oldest message, at most (CloudWatch's period).
+TIME_LEFT_READ_SECONDS = 60.0
 
 
 class MemoryStore:
@@ -131,6 +134,41 @@ def dlq_depth(sqs: SQSClient, queue_url: str) -> Depth:
     return depth
 
 
+def dlq_time_left(
+    sqs: SQSClient, cloudwatch: Any, queue_url: str, *, clock: Clock = time.time
+) -> TimeLeft:
+    """Seconds the DLQ's oldest message has left, as the Lambda reads it (its retention from
+    SQS, its age from CloudWatch, which SQS publishes only on AWS); None when either is
+    unknown (an emulator, no cloudwatch:GetMetricData): the breaker then decides without it.
+    Read at most once a minute (the metric's period), as the Lambda's probe does: the pollers
+    of an open breaker ask every second."""
+    name = queue_url.rstrip("/").rsplit("/", 1)[-1]
+    lock = threading.Lock()
+    last: list[tuple[float, float | None]] = []  # (when read, what it said)
+
+    def read() -> float | None:
+        try:
+            retention = sqs.get_queue_attributes(
+                QueueUrl=queue_url, AttributeNames=["MessageRetentionPeriod"]
+            )["Attributes"]["MessageRetentionPeriod"]
+        except (ClientError, BotoCoreError, KeyError):
+            return None
+        return time_left(cloudwatch, name, int(retention))
+
+    def left() -> float | None:
+        now = clock()
+        with lock:
+            if last and now - last[0][0] < TIME_LEFT_READ_SECONDS:
+                read_at, value = last[0]
+                return None if value is None else value - (now - read_at)
+        value = read()
+        with lock:
+            last[:] = [(now, value)]
+        return value
+
+    return left
+
+
 def worker_breaker(
     *,
     logger: Log,
@@ -141,10 +179,12 @@ def worker_breaker(
     source: str = "",
     stats: BreakerStats | None = None,
     depth: Depth | None = None,
+    time_left: TimeLeft | None = None,
     clock: Clock = time.time,
 ) -> tuple[LambdaBreaker, BreakerGate]:
     """The worker's breaker (for `LambdaReplay`) and the gate its pollers ask; `depth` tells
-    the DLQ's depth (`dlq_depth`), for the probe to see its copies come back."""
+    the DLQ's depth (`dlq_depth`), for the probe to see its copies come back; `time_left`
+    (`dlq_time_left`) what is left of the oldest message's retention."""
     breaker = Breaker(
         MemoryStore(),
         PollerSwitch(),
@@ -155,6 +195,7 @@ def worker_breaker(
         source=source,
         clock=clock,
         depth=depth,
+        time_left=time_left,
         on_change=stats.follow if stats is not None else None,
     )
     counted = LambdaBreaker(

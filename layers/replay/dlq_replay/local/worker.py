@@ -14,7 +14,7 @@ import logging
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
@@ -22,7 +22,7 @@ from dlq_replay.aws_lambda.replay import LambdaReplay
 from dlq_replay.core.log import Log
 from dlq_replay.core.queues import QueueArn, is_fifo_url
 from dlq_replay.core.settings import Settings
-from dlq_replay.local.breaker import dlq_depth, worker_breaker
+from dlq_replay.local.breaker import dlq_depth, dlq_time_left, worker_breaker
 from dlq_replay.local.eventsource import (
     DEFAULT_WAIT_SECONDS,
     START_UP_PATIENCE_SECONDS,
@@ -63,11 +63,14 @@ def run_worker(
     stop: threading.Event | None = None,
     sns: SnsClient | None = None,
     stats: PollStats | None = None,
+    cloudwatch: Any = None,
 ) -> int:
     """Run pollers on the DLQ until `stop` is set (or a signal arrives); returns the exit code.
 
     `sns` publishes park notices; required when the settings name a topic. `stats`: the
     pollers' running totals, given to read what is under way while the worker runs.
+    `cloudwatch`: where the breaker reads the age of the DLQ's oldest message (its retention
+    bound); without it, or off AWS, the bound is not applied.
     """
     log = logger or logging.getLogger("dlq_replay.local.worker")
     stop = stop or threading.Event()
@@ -80,6 +83,9 @@ def run_worker(
             topic_arn=settings.park_notification_topic_arn,
             source=options.dlq_url,
             depth=dlq_depth(sqs, options.dlq_url),
+            time_left=(
+                dlq_time_left(sqs, cloudwatch, options.dlq_url) if cloudwatch is not None else None
+            ),
         )
     handler = LambdaReplay(Replayer(settings, sqs, logger=log, sns=sns), breaker)
     # Start-up rides out throttling and outages as polls do; a missing queue ends it.
