@@ -104,6 +104,20 @@ class LatencySqs:
                 self.visible[request["QueueUrl"]].append(message)
         return {"Successful": [{"Id": e["Id"]} for e in request["Entries"]], "Failed": []}
 
+    def get_queue_attributes(self, **request: Any) -> dict[str, Any]:
+        """The counters a client-side move reads when a receive brings nothing (ops.ending)."""
+        self._call()
+        with self.lock:
+            visible = len(self.visible[request["QueueUrl"]])
+            in_flight = len(self.in_flight) if request["QueueUrl"] == SOURCE else 0
+        return {
+            "Attributes": {
+                "ApproximateNumberOfMessages": str(visible),
+                "ApproximateNumberOfMessagesNotVisible": str(in_flight),
+                "ApproximateNumberOfMessagesDelayed": "0",
+            }
+        }
+
     def check_moved(self, count: int) -> None:
         bodies = sorted(m["Body"] for m in self.visible[TARGET])
         expected = sorted(f"order {n}" for n in range(count))
