@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import bisect
 import json
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from enum import StrEnum
@@ -120,13 +121,21 @@ def observe(
     replays of one moment, and how many of those came back, whatever the delays and the
     consumer's pace between the two.
     """
-    events: list[tuple[float, Counts]] = []
+    # One event per send time, not per record: the window then holds about one event per
+    # batch, which keeps `outage_in_window` cheap on every batch (the same counts either way).
+    # Replays and returns stay separate events (`outage_in_window` places a return by the
+    # replays before it).
+    returns: Counter[float] = Counter()
+    replays = 0
     for message, decision, written in handled:
         if is_return(message, count_attribute):
             sent = message.sent_ms
-            events.append((now if sent is None else sent / 1000.0, Counts(returns=1)))
+            returns[now if sent is None else sent / 1000.0] += 1
         if written and decision.action in (Action.REPLAY, Action.RELEASE):
-            events.append((now, Counts(replays=1)))
+            replays += 1
+    events = [(when, Counts(returns=count)) for when, count in returns.items()]
+    if replays:
+        events.append((now, Counts(replays=replays)))
     return events
 
 
@@ -146,6 +155,8 @@ def outage_in_window(
     start = now - policy.window_seconds
     slices = [Counts()] * SLICES
     kept = in_window(events, now, policy, since=since)
+    if sum(counts.returns for _, counts in kept) < policy.min_returns:
+        return None  # the common case, replays that do not come back: no stretch can show it
     replayed = sorted(sent for sent, counts in kept if counts.replays)
     for sent, counts in kept:
         # A return goes with the last replays sent before its copy (its own batch's, counted
