@@ -24,7 +24,7 @@ from dlq_replay.core.settings import Settings, SettingsError
 from dlq_replay.notify.sns import SnsClient
 from dlq_replay.sqs.breaker_store import TABLE_VARIABLE, DynamoBreakerStore, MappingSwitch
 from dlq_replay.sqs.depth import queue_depth
-from dlq_replay.sqs.queue_age import time_left
+from dlq_replay.sqs.queue_age import queue_time_left
 
 if TYPE_CHECKING:
     import boto3
@@ -155,12 +155,8 @@ def lambda_breaker(
     def dlq_time_left() -> float | None:
         """Seconds the DLQ's oldest message has left; None when unknown."""
         try:
-            arn = QueueArn.parse(switch.dlq_arn())
-            url = arn.url(settings.sqs_endpoint_url)
-            retention = sqs.get_queue_attributes(
-                QueueUrl=url, AttributeNames=["MessageRetentionPeriod"]
-            )["Attributes"]["MessageRetentionPeriod"]
-            return time_left(cloudwatch, arn.name, int(retention))
+            url = QueueArn.parse(switch.dlq_arn()).url(settings.sqs_endpoint_url)
+            return queue_time_left(sqs, cloudwatch, url)
         except Exception as error:  # unknown: decided without it
             logger.warning("DLQ retention unknown", extra={"error": f"{type(error).__name__}"})
             return None

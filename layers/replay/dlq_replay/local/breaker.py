@@ -22,7 +22,7 @@ from dlq_replay.core.breaker import BreakerPolicy, BreakerState, Counts, Phase
 from dlq_replay.core.log import Log
 from dlq_replay.notify.sns import SnsClient
 from dlq_replay.sqs.depth import queue_depth
-from dlq_replay.sqs.queue_age import time_left
+from dlq_replay.sqs.queue_age import queue_time_left
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -142,18 +142,14 @@ def dlq_time_left(
     unknown (an emulator, no cloudwatch:GetMetricData): the breaker then decides without it.
     Read at most once a minute (the metric's period), as the Lambda's probe does: the pollers
     of an open breaker ask every second."""
-    name = queue_url.rstrip("/").rsplit("/", 1)[-1]
     lock = threading.Lock()
     last: list[tuple[float, float | None]] = []  # (when read, what it said)
 
     def read() -> float | None:
         try:
-            retention = sqs.get_queue_attributes(
-                QueueUrl=queue_url, AttributeNames=["MessageRetentionPeriod"]
-            )["Attributes"]["MessageRetentionPeriod"]
+            return queue_time_left(sqs, cloudwatch, queue_url)
         except (ClientError, BotoCoreError, KeyError):
             return None
-        return time_left(cloudwatch, name, int(retention))
 
     def left() -> float | None:
         now = clock()

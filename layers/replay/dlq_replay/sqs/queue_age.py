@@ -73,3 +73,12 @@ def time_left(
     or CloudWatch could not be read)."""
     ages, _ = oldest_message_ages(cloudwatch, [queue_name], now=now)
     return seconds_until_expiry(retention_seconds, ages.get(queue_name))
+
+
+def queue_time_left(sqs: Any, cloudwatch: Any, queue_url: str) -> float | None:
+    """`time_left` of the queue at `queue_url`, its retention read from SQS (the outage
+    breaker's retention bound, in Lambda and in the worker); raises what SQS raises."""
+    retention = sqs.get_queue_attributes(
+        QueueUrl=queue_url, AttributeNames=["MessageRetentionPeriod"]
+    )["Attributes"]["MessageRetentionPeriod"]
+    return time_left(cloudwatch, queue_url.rstrip("/").rsplit("/", 1)[-1], int(retention))
