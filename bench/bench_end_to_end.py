@@ -85,11 +85,11 @@ def loop_main(endpoint_url: str, source: str, target: str) -> None:
         )
 
 
-def command(case: str, fake: FakeSqs, pollers: int) -> list[str]:
+def command(case: str, fake: FakeSqs, pollers: int, python: str) -> list[str]:
     source, target = fake.url(SOURCE), fake.url(TARGET)
     if case == "loop":
-        return [sys.executable, __file__, "--loop", fake.endpoint_url, source, target]
-    cli = [sys.executable, "-m", "dlq_replay.cli.main"]
+        return [python, __file__, "--loop", fake.endpoint_url, source, target]
+    cli = [python, "-m", "dlq_replay.cli.main"]
     if case == "worker":
         return [
             *cli,
@@ -138,7 +138,15 @@ def child_env(tree: Path | None, fake: FakeSqs) -> dict[str, str]:
     return env
 
 
-def run_once(case: str, messages: int, latency: float, *, tree: Path | None, pollers: int) -> Run:
+def run_once(
+    case: str,
+    messages: int,
+    latency: float,
+    *,
+    tree: Path | None,
+    pollers: int,
+    python: str = sys.executable,
+) -> Run:
     fake = FakeSqs(latency)
     for name in (SOURCE, TARGET, OPERATOR):
         fake.queue(name)
@@ -155,7 +163,7 @@ def run_once(case: str, messages: int, latency: float, *, tree: Path | None, pol
             started = time.monotonic()
             children = [
                 subprocess.Popen(
-                    command(tool, fake, pollers),
+                    command(tool, fake, pollers, python),
                     env=child_env(tree, fake),
                     stdout=output,
                     stderr=subprocess.STDOUT,
@@ -259,6 +267,12 @@ def main(argv: list[str] | None = None) -> int:
         type=Path,
         help="also run the redrive and worker of another dlq_replay tree (its layers/replay)",
     )
+    parser.add_argument(
+        "--python",
+        default=sys.executable,
+        help="the interpreter that runs every case, e.g. one of a venv with only the package "
+        "and its dependencies, as users install it (default: this one)",
+    )
     parser.add_argument("--loop", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.loop:
@@ -284,7 +298,9 @@ def main(argv: list[str] | None = None) -> int:
     for latency_ms in latencies:
         # What start-up and shutdown cost each variant, without a message to move.
         idle = {
-            label: run_once(case, 0, latency_ms / 1000, tree=tree, pollers=args.pollers)
+            label: run_once(
+                case, 0, latency_ms / 1000, tree=tree, pollers=args.pollers, python=args.python
+            )
             for case, label, tree in variants
         }
         for count in messages:
@@ -292,7 +308,14 @@ def main(argv: list[str] | None = None) -> int:
             for _ in range(repeats):  # interleaved, so a busy moment hits every case alike
                 for case, label, tree in variants:
                     results[label].append(
-                        run_once(case, count, latency_ms / 1000, tree=tree, pollers=args.pollers)
+                        run_once(
+                            case,
+                            count,
+                            latency_ms / 1000,
+                            tree=tree,
+                            pollers=args.pollers,
+                            python=args.python,
+                        )
                     )
             loop = median_run(results["loop"]).rate if "loop" in results else None
             for label, runs in results.items():

@@ -294,6 +294,9 @@ class _RecordingLog:
         with self._lock:
             self._lines.append(dict(kwargs.get("extra") or {}))
 
+    def debug(self, msg: str, *args: Any, **kwargs: Any) -> None:
+        self._keep(kwargs)  # a routine record's own line
+
     def info(self, msg: str, *args: Any, **kwargs: Any) -> None:
         self._keep(kwargs)
 

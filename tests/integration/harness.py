@@ -325,6 +325,9 @@ class RecordingLog:
     def __init__(self) -> None:
         self.lines: list[LogLine] = []
 
+    def debug(self, msg: str, *args: Any, **kwargs: Any) -> None:
+        self.lines.append(LogLine("debug", msg, dict(kwargs.get("extra") or {})))
+
     def info(self, msg: str, *args: Any, **kwargs: Any) -> None:
         self.lines.append(LogLine("info", msg, dict(kwargs.get("extra") or {})))
 

@@ -120,17 +120,20 @@ def test_message_body_reaches_the_logs_only_when_allowed(
     assert app.handler(event) == {"batchItemFailures": []}
 
     out = capsys.readouterr().out
-    (line,) = [entry for entry in log_lines(out) if entry.get("message_id") == message_id]
-    assert line["message"] == "record replayed"
+    # A routine record is reported on its batch's line (its own line is at DEBUG).
+    (line,) = [entry for entry in log_lines(out) if entry.get("message") == "batch outcomes"]
+    assert not [entry for entry in log_lines(out) if entry.get("message_id") == message_id]
     assert line["level"] == "INFO"
-    assert line["attempt"] == 1
+    assert line["counts"] == {"replay": 1}
     assert line["destination"] == queues.main.url
     assert line["function_name"] == "sqs-dlq-replay"  # the Lambda context was injected
+    (record,) = line["records"]
+    assert (record["message_id"], record["action"], record["attempt"]) == (message_id, "replay", 1)
     assert "attribute values are not logged either" not in out
     if log_body:
-        assert line["body"] == SECRET_BODY
+        assert record["body"] == SECRET_BODY
     else:
-        assert "body" not in line
+        assert "body" not in record
         assert "4111" not in out
         assert "secret-7f3a" not in out
 

@@ -140,7 +140,7 @@ def test_nine_attributes_and_no_count_still_replays_with_ten(
     assert received[COUNT] == {"DataType": "Number", "StringValue": "1"}
 
 
-def test_the_outcome_hook_sees_each_record_once_as_its_log_line_says(
+def test_the_outcome_hook_sees_each_record_once_as_the_log_says(
     make_replay: ReplayFactory, sqs: Sqs, queues: ReplayQueues, replay_log: RecordingLog
 ) -> None:
     event = sqs.dead_letter_event(
@@ -163,5 +163,17 @@ def test_the_outcome_hook_sees_each_record_once_as_its_log_line_says(
         (Action.PARK, ParkReason.MAX_ATTEMPTS, None),
         (Action.PARK, ParkReason.INVALID_COUNT, None),
     ]
-    logged = {line.extra["message_id"]: line.extra["outcome"] for line in replay_log.lines}
+    # At INFO: a line of its own for each parked record, one line for the routine ones.
+    info = [line for line in replay_log.lines if line.level == "info"]
+    assert [line.message for line in info] == ["record parked", "record parked", "batch outcomes"]
+    logged = {
+        entry["message_id"]: entry["action"]
+        for line in info
+        for entry in (line.extra["records"] if line.message == "batch outcomes" else [line.extra])
+    }
     assert logged == {o.message.message_id: o.decision.action.value for o in seen}
+    # The routine record's own line is there at DEBUG.
+    debug = [line for line in replay_log.lines if line.level == "debug"]
+    assert [(line.message, line.extra["message_id"]) for line in debug] == [
+        ("record replayed", seen[0].message.message_id)
+    ]

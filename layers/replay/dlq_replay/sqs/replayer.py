@@ -189,15 +189,23 @@ class Replayer:
             return None
 
     def _report(self, outcomes: Iterable[Outcome]) -> None:
-        """One structured line per record, and the batch's metrics."""
+        """A line of its own for each record an operator may have to act on (parked, not done),
+        one line for the batch's routine outcomes (replay, defer, hold, release, skip), and the
+        batch's metrics. A line costs more CPU than the rest of a record's handling in our
+        code (bench/bench_end_to_end.py), so the routine records share one; their own lines are
+        kept at DEBUG (the function's ApplicationLogLevel, the worker's --log-level)."""
         parked: Counter[str] = Counter()
+        routine: list[dict[str, Any]] = []
         for outcome in outcomes:
             decision = outcome.decision
             fields = self._fields(outcome)
             if outcome.failure is not None or decision.action is Action.FAIL:
                 self._logger.error("record not done", extra=fields)
+            elif decision.action is Action.PARK:
+                self._logger.info("record parked", extra=fields)
             else:
-                self._logger.info(f"record {_PAST[decision.action]}", extra=fields)
+                self._logger.debug(f"record {_PAST[decision.action]}", extra=fields)
+                routine.append(fields)
             if decision.clamped:
                 self._logger.warning(
                     "no attribute slot for the long-delay marker: delay clamped", extra=fields
@@ -205,6 +213,8 @@ class Replayer:
             if outcome.message.dropped_attributes:
                 self._logger.warning("attributes the copy cannot carry were dropped", extra=fields)
             self._count(outcome, parked)
+        if routine:
+            self._logger.info("batch outcomes", extra=routine_summary(routine))
         self._emit_parked(parked)
 
     def _fields(self, outcome: Outcome) -> dict[str, Any]:
@@ -270,6 +280,35 @@ class Replayer:
                 default_dimensions={**self._metrics.default_dimensions, "reason": reason},
             ):
                 pass
+
+
+# What a routine record keeps in its batch's line: enough to follow it (where it went, with
+# which count, back when); the rest is on its DEBUG line.
+_ROUTINE_KEYS = (
+    "message_id",
+    "action",
+    "attempt",
+    "delay_seconds",
+    "not_before",
+    "message_group_id",
+    "body",
+)
+
+
+def routine_summary(routine: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The fields of a batch's routine line: the count of each action, the destination when
+    every record sent somewhere went to one queue (else each names its own), and each record,
+    short. Held and skipped records send nothing and name no destination."""
+    destinations = {fields["destination"] for fields in routine} - {None}
+    shared = len(destinations) <= 1
+    keys = _ROUTINE_KEYS if shared else (*_ROUTINE_KEYS, "destination")
+    summary: dict[str, Any] = {"counts": dict(Counter(fields["action"] for fields in routine))}
+    if destinations and shared:
+        summary["destination"] = destinations.pop()
+    summary["records"] = [
+        {key: fields[key] for key in keys if fields.get(key) is not None} for fields in routine
+    ]
+    return summary
 
 
 _ONWARD = (Action.REPLAY, Action.DEFER, Action.RELEASE)
