@@ -237,9 +237,10 @@ $(DEMO_STAMP): requirements/demo.lock pyproject.toml
 
 # Benchmarks: `make bench` for the figures, `make bench-smoke` (part of `make test`, after
 # `build`: bench_cold_start measures the built artifact) so the benchmark code keeps running.
-# bench_end_to_end runs the tools as users install them: the package and its dependencies
-# (requirements/demo.lock) in a venv of their own, none of the development toolchain (through
-# aws-sam-cli it brings pyOpenSSL and awscrt, which botocore imports at start when present).
+# bench_end_to_end and bench_sqs_calls run the tools as users install them: the package and
+# its dependencies (requirements/demo.lock) in a venv of their own, none of the development
+# toolchain (through aws-sam-cli it brings pyOpenSSL and awscrt, which botocore imports at start
+# when present).
 BENCH_VENV := $(BUILD_DIR)/bench-venv
 BENCH_STAMP := $(BENCH_VENV)/.installed
 
