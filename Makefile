@@ -226,14 +226,20 @@ DEMO_ARGS ?=
 demo: $(DEMO_STAMP)
 	$(DEMO_VENV)/bin/dlq-replay demo $(DEMO_ARGS)
 
+# $(call user-venv,DIR,PYTHON): a venv with the package and its dependencies only, as users
+# install them (requirements/demo.lock: the package, its `demo` extra, pinned).
+define user-venv
+	rm -rf $(1)
+	$(2) -m venv $(1)
+	$(1)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements/demo.lock
+	$(1)/bin/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
+	touch $(1)/.installed
+endef
+
 $(DEMO_STAMP): requirements/demo.lock pyproject.toml
 	@test -n "$(DEMO_PY)" || { echo "make: Python 3.11 or newer not found (python3, python3.11-3.13): \
 	install one" >&2; exit 1; }
-	rm -rf $(DEMO_VENV)
-	$(DEMO_PY) -m venv $(DEMO_VENV)
-	$(DEMO_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements/demo.lock
-	$(DEMO_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
-	touch $@
+	$(call user-venv,$(DEMO_VENV),$(DEMO_PY))
 
 # Benchmarks: `make bench` for the figures, `make bench-smoke` (part of `make test`, after
 # `build`: bench_cold_start measures the built artifact) so the benchmark code keeps running.
@@ -246,12 +252,7 @@ BENCH_STAMP := $(BENCH_VENV)/.installed
 
 $(BENCH_STAMP): requirements/demo.lock pyproject.toml
 	$(NEED_PY)
-	rm -rf $(BENCH_VENV)
-	$(PY) -m venv $(BENCH_VENV)
-	$(BENCH_VENV)/bin/python -m pip install --quiet --disable-pip-version-check \
-		-r requirements/demo.lock
-	$(BENCH_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
-	touch $@
+	$(call user-venv,$(BENCH_VENV),$(PY))
 
 bench: $(STAMP) $(BENCH_STAMP)
 	$(MAKE) --no-print-directory build

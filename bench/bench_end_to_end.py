@@ -32,6 +32,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from sqs_http import FakeSqs
 
@@ -54,18 +55,12 @@ class Run:
     log_bytes: int
 
 
-def loop_main(endpoint_url: str, source: str, target: str) -> None:
-    """The baseline, in its own process: receive 10, send them, delete them; stop when a
-    receive brings nothing."""
-    import boto3
-
-    sqs = boto3.client("sqs", endpoint_url=endpoint_url, region_name="us-east-1")
-    while True:
-        batch = sqs.receive_message(
-            QueueUrl=source, MaxNumberOfMessages=10, MessageAttributeNames=["All"]
-        ).get("Messages", [])
-        if not batch:
-            return
+def move_batch(sqs: Any, source: str, target: str) -> int:
+    """One round of the baseline: receive up to 10, send them, delete them; how many moved."""
+    batch = sqs.receive_message(
+        QueueUrl=source, MaxNumberOfMessages=10, MessageAttributeNames=["All"]
+    ).get("Messages", [])
+    if batch:
         sqs.send_message_batch(
             QueueUrl=target,
             Entries=[
@@ -83,6 +78,16 @@ def loop_main(endpoint_url: str, source: str, target: str) -> None:
                 {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(batch)
             ],
         )
+    return len(batch)
+
+
+def loop_main(endpoint_url: str, source: str, target: str) -> None:
+    """The baseline, in its own process: batch after batch, until a receive brings nothing."""
+    import boto3
+
+    sqs = boto3.client("sqs", endpoint_url=endpoint_url, region_name="us-east-1")
+    while move_batch(sqs, source, target):
+        pass
 
 
 def command(case: str, fake: FakeSqs, pollers: int, python: str) -> list[str]:

@@ -2,9 +2,9 @@
 
 A client-side move makes three calls per 10 messages (ReceiveMessage, SendMessageBatch,
 DeleteMessageBatch), so its CPU per message is about 0.3 times a call's. This benchmark makes
-those three calls in rounds, in one thread, against the in-memory SQS over HTTP
-(bench/sqs_http.py) running in a process of its own (its CPU is not counted), and reports the
-user + system CPU per call and per message of each client:
+those three calls in rounds (bench_end_to_end's baseline loop), in one thread, against the
+in-memory SQS over HTTP (bench/sqs_http.py) running in a process of its own (its CPU is not
+counted), and reports the user + system CPU per call and per message of each client:
 
 - boto3: `boto3.client("sqs")` as it comes;
 - ours: `dlq_replay.sqs.client.sqs_client()`, the client every command and the Lambda use
@@ -32,10 +32,8 @@ import sys
 from typing import Any, cast
 from urllib.parse import urlsplit
 
-ATTRIBUTES = {
-    "dlq-replay-park-reason": {"DataType": "String", "StringValue": "max-attempts"},
-    "customer": {"DataType": "String", "StringValue": "bench"},
-}
+from bench_end_to_end import ATTRIBUTES, BODY_PADDING, move_batch
+
 SOURCE, TARGET = "calls-source", "calls-target"
 
 
@@ -46,7 +44,8 @@ def serve(rounds: int, latency: float, ready: Any) -> None:
     fake = FakeSqs(latency)
     fake.queue(SOURCE)
     fake.queue(TARGET)
-    fake.fill(SOURCE, [f"message {n:06d} {'x' * 200}" for n in range(rounds * 10)], ATTRIBUTES)
+    bodies = [f"message {n:06d} {BODY_PADDING}" for n in range(rounds * 10)]
+    fake.fill(SOURCE, bodies, ATTRIBUTES)
     ready.send((fake.endpoint_url, fake.url(SOURCE), fake.url(TARGET)))
     fake.serve_forever()
 
@@ -117,33 +116,7 @@ def measure(kind: str, rounds: int, latency: float) -> tuple[float, float]:
         sqs = make_client(kind, endpoint_url)
         sqs.get_queue_attributes(QueueUrl=source, AttributeNames=["All"])  # connect, warm up
         cpu = _cpu()
-        moved = 0
-        for _ in range(rounds):
-            batch = sqs.receive_message(
-                QueueUrl=source,
-                MaxNumberOfMessages=10,
-                MessageAttributeNames=["All"],
-                MessageSystemAttributeNames=["All"],
-                VisibilityTimeout=60,
-            )["Messages"]
-            sqs.send_message_batch(
-                QueueUrl=target,
-                Entries=[
-                    {
-                        "Id": str(i),
-                        "MessageBody": m["Body"],
-                        "MessageAttributes": m["MessageAttributes"],
-                    }
-                    for i, m in enumerate(batch)
-                ],
-            )
-            sqs.delete_message_batch(
-                QueueUrl=source,
-                Entries=[
-                    {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(batch)
-                ],
-            )
-            moved += len(batch)
+        moved = sum(move_batch(sqs, source, target) for _ in range(rounds))
         spent = _cpu() - cpu
         if moved != rounds * 10:
             raise SystemExit(f"bench_sqs_calls: moved {moved} of {rounds * 10}")

@@ -202,7 +202,7 @@ class Replayer:
             if outcome.failure is not None or decision.action is Action.FAIL:
                 self._logger.error("record not done", extra=fields)
             elif decision.action is Action.PARK:
-                self._logger.info("record parked", extra=fields)
+                self._logger.info(f"record {_PAST[decision.action]}", extra=fields)
             else:
                 self._logger.debug(f"record {_PAST[decision.action]}", extra=fields)
                 routine.append(fields)
