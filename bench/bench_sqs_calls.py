@@ -7,11 +7,11 @@ in-memory SQS over HTTP (bench/sqs_http.py) running in a process of its own (its
 counted), and reports the user + system CPU per call and per message of each client:
 
 - boto3: `boto3.client("sqs")` as it comes;
-- ours: `dlq_replay.sqs.client.sqs_client()`, the client every command and the Lambda use
-  (client-side parameter validation off, a fixed User-Agent);
-- ours, raw HTTP: the same client with botocore's HTTP layer (urllib3 and `http.client`)
-  replaced by a bare HTTP/1.1 exchange over a socket, an experiment that measures what the
-  cheapest transport would save (no TLS, no proxy, no chunked replies: nothing ships it).
+- ours, botocore HTTP: `dlq_replay.sqs.client.sqs_client(http="botocore")`, our client
+  (client-side parameter validation off, a fixed User-Agent) with botocore's HTTP layer
+  (urllib3 over `http.client`);
+- ours: `sqs_client()` as every command and the Lambda use it, its HTTP over `http.client`
+  directly (sqs/transport.py);
 
 at 0 ms and at 10 ms per request: a call that waits for the network costs more CPU than one
 that does not (caches and the processor go cold while the thread sleeps), and the commands'
@@ -27,10 +27,8 @@ import argparse
 import multiprocessing
 import os
 import resource
-import socket
 import sys
-from typing import Any, cast
-from urllib.parse import urlsplit
+from typing import Any
 
 from bench_end_to_end import ATTRIBUTES, BODY_PADDING, move_batch
 
@@ -50,48 +48,7 @@ def serve(rounds: int, latency: float, ready: Any) -> None:
     fake.serve_forever()
 
 
-class _Body:
-    def __init__(self, data: bytes) -> None:
-        self._data = data
-
-    def stream(self, **_: Any) -> Any:
-        yield self._data
-
-
-class RawHttp:
-    """The experiment: botocore's `http_session` interface over one kept-alive socket."""
-
-    def __init__(self) -> None:
-        self._socket: socket.socket | None = None
-        self._reader: Any = None
-
-    def send(self, request: Any) -> Any:
-        from botocore.awsrequest import AWSResponse
-
-        url = urlsplit(request.url)
-        if self._socket is None:
-            self._socket = socket.create_connection((url.hostname, url.port), timeout=15)
-            self._socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            self._reader = self._socket.makefile("rb")
-        body = request.body or b""
-        body = body.encode() if isinstance(body, str) else body
-        head = [f"{request.method} {url.path or '/'} HTTP/1.1", f"Host: {url.netloc}"]
-        for name, value in request.headers.items():
-            if name.lower() not in ("host", "content-length"):
-                head.append(f"{name}: {value.decode() if isinstance(value, bytes) else value}")
-        head.append(f"Content-Length: {len(body)}")
-        self._socket.sendall(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body)
-        status = int(self._reader.readline().split()[1])
-        headers: dict[str, str] = {}
-        while (line := self._reader.readline()) not in (b"\r\n", b""):
-            name, _, value = line.decode("latin-1").partition(":")
-            headers[name.strip().lower()] = value.strip()
-        data = self._reader.read(int(headers.get("content-length", 0)))
-        return AWSResponse(request.url, status, cast(Any, headers), _Body(data))
-
-    def close(self) -> None:
-        if self._socket is not None:
-            self._socket.close()
+KINDS = ("boto3", "ours, botocore HTTP", "ours")
 
 
 def make_client(kind: str, endpoint_url: str) -> Any:
@@ -100,10 +57,8 @@ def make_client(kind: str, endpoint_url: str) -> Any:
 
     if kind == "boto3":
         return boto3.client("sqs", endpoint_url=endpoint_url, region_name="us-east-1")
-    client = sqs_client(endpoint_url=endpoint_url, region_name="us-east-1")
-    if kind == "ours, raw HTTP":
-        cast(Any, client)._endpoint.http_session = RawHttp()  # the experiment only
-    return client
+    http = "botocore" if kind == "ours, botocore HTTP" else "stdlib"
+    return sqs_client(endpoint_url=endpoint_url, region_name="us-east-1", http=http)
 
 
 def measure(kind: str, rounds: int, latency: float) -> tuple[float, float]:
@@ -140,14 +95,14 @@ def main(argv: list[str] | None = None) -> int:
     rounds = args.rounds or (20 if args.smoke else 300)
     shown = " ".join(["python bench/bench_sqs_calls.py", *(sys.argv[1:] if argv is None else argv)])
     print(f"bench_sqs_calls: {rounds} rounds of receive/send/delete of 10, one thread ({shown})")
-    print(f"{'ms/req':>6}  {'client':16} {'CPU ms/call':>11} {'CPU ms/msg':>10} {'vs boto3':>8}")
+    print(f"{'ms/req':>6}  {'client':19} {'CPU ms/call':>11} {'CPU ms/msg':>10} {'vs boto3':>8}")
     for latency_ms in args.latency_ms:
         base: float | None = None
-        for kind in ("boto3", "ours", "ours, raw HTTP"):
+        for kind in KINDS:
             per_call, per_message = measure(kind, rounds, latency_ms / 1000)
             base = base or per_call
             print(
-                f"{latency_ms:>6g}  {kind:16} {per_call * 1000:>11.3f} {per_message * 1000:>10.3f} "
+                f"{latency_ms:>6g}  {kind:19} {per_call * 1000:>11.3f} {per_message * 1000:>10.3f} "
                 f"{per_call / base:>7.2f}x",
                 flush=True,
             )

@@ -57,6 +57,7 @@ LAYER_MODULES = (
     "dlq_replay/sqs/queue_age.py",
     "dlq_replay/sqs/replayer.py",
     "dlq_replay/sqs/sending.py",
+    "dlq_replay/sqs/transport.py",
 )
 CLI_ONLY_PACKAGES = ("rich", "moto", "flask")
 # Settings are read on the first invocation; these only make an import-time read harmless.

@@ -1,4 +1,7 @@
-"""The chaos proxy injects each fault as botocore sees it from SQS, and never alters a success."""
+"""The chaos proxy injects each fault as botocore sees it from SQS, and never alters a success.
+
+Each fault goes through both HTTP layers of our SQS client (sqs/transport.py's, and botocore's
+own): the same fault must surface as the same exception class from either."""
 
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ import boto3
 import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError, ConnectionClosedError, EndpointConnectionError
+from dlq_replay.sqs.client import HTTP_LAYERS, SQS_CLIENT_CONFIG, sqs_client
 
 from tools.chaos import ChaosProxy, Faults
 
@@ -19,15 +23,16 @@ if TYPE_CHECKING:
 NO_RETRIES = Config(retries={"mode": "standard", "max_attempts": 1})
 
 
-def client(endpoint: str) -> SQSClient:
-    return boto3.client(
-        "sqs",
-        endpoint_url=endpoint,
-        region_name="us-east-1",
-        aws_access_key_id="chaos",
-        aws_secret_access_key="chaos",
-        config=NO_RETRIES,
-    )
+def client(endpoint: str, http: str = "botocore") -> SQSClient:
+    session = boto3.Session(aws_access_key_id="chaos", aws_secret_access_key="chaos")
+    config = SQS_CLIENT_CONFIG.merge(NO_RETRIES)
+    return sqs_client(endpoint, "us-east-1", session=session, config=config, http=http)
+
+
+@pytest.fixture(params=HTTP_LAYERS)
+def http(request: pytest.FixtureRequest) -> str:
+    """The HTTP layer of the client through the proxy."""
+    return str(request.param)
 
 
 @pytest.fixture
@@ -36,18 +41,20 @@ def direct(moto_endpoint: str) -> SQSClient:
 
 
 @contextmanager
-def through(moto_endpoint: str, faults: Faults) -> Iterator[tuple[ChaosProxy, SQSClient]]:
+def through(
+    moto_endpoint: str, faults: Faults, http: str
+) -> Iterator[tuple[ChaosProxy, SQSClient]]:
     """A proxy with `faults` in front of moto, and a client through it; stopped on the way out."""
     proxy = ChaosProxy(moto_endpoint, faults, seed=1, max_seconds=60)
     try:
-        yield proxy, client(proxy.start())
+        yield proxy, client(proxy.start(), http)
     finally:
         proxy.stop()
 
 
-def test_successes_pass_through_unaltered(moto_endpoint: str, direct: SQSClient) -> None:
-    with through(moto_endpoint, Faults()) as (proxy, sqs):
-        url = sqs.create_queue(QueueName="calm")["QueueUrl"]
+def test_successes_pass_through_unaltered(moto_endpoint: str, http: str) -> None:
+    with through(moto_endpoint, Faults(), http) as (proxy, sqs):
+        url = sqs.create_queue(QueueName=f"calm-{http}")["QueueUrl"]
         sqs.send_message(
             QueueUrl=url,
             MessageBody="é\x01 body",
@@ -64,10 +71,13 @@ def test_successes_pass_through_unaltered(moto_endpoint: str, direct: SQSClient)
     [(Faults(throttle=1), "RequestThrottled"), (Faults(server_error=1), "InternalError")],
 )
 def test_errors_have_sqs_shape_and_do_not_reach_the_emulator(
-    moto_endpoint: str, direct: SQSClient, faults: Faults, code: str
+    moto_endpoint: str, direct: SQSClient, faults: Faults, code: str, http: str
 ) -> None:
-    url = direct.create_queue(QueueName="errors")["QueueUrl"]
-    with through(moto_endpoint, faults) as (_proxy, sqs), pytest.raises(ClientError) as raised:
+    url = direct.create_queue(QueueName=f"errors-{http}")["QueueUrl"]
+    with (
+        through(moto_endpoint, faults, http) as (_proxy, sqs),
+        pytest.raises(ClientError) as raised,
+    ):
         sqs.send_message(QueueUrl=url, MessageBody="never")
     assert raised.value.response["Error"]["Code"] == code
     assert "Messages" not in direct.receive_message(QueueUrl=url)
@@ -77,18 +87,21 @@ def test_errors_have_sqs_shape_and_do_not_reach_the_emulator(
     ("faults", "written"), [(Faults(reset_before=1), False), (Faults(reset_after=1), True)]
 )
 def test_a_reset_after_forwarding_is_the_ambiguous_failure(
-    moto_endpoint: str, direct: SQSClient, faults: Faults, written: bool
+    moto_endpoint: str, direct: SQSClient, faults: Faults, written: bool, http: str
 ) -> None:
-    url = direct.create_queue(QueueName="resets")["QueueUrl"]
-    with through(moto_endpoint, faults) as (_proxy, sqs), pytest.raises(ConnectionClosedError):
+    url = direct.create_queue(QueueName=f"resets-{http}-{written}")["QueueUrl"]
+    with (
+        through(moto_endpoint, faults, http) as (_proxy, sqs),
+        pytest.raises(ConnectionClosedError),
+    ):
         sqs.send_message(QueueUrl=url, MessageBody="maybe")
     received = direct.receive_message(QueueUrl=url).get("Messages", [])
     assert [m["Body"] for m in received] == (["maybe"] if written else [])
 
 
-def test_the_proxy_stops_itself(moto_endpoint: str) -> None:
+def test_the_proxy_stops_itself(moto_endpoint: str, http: str) -> None:
     proxy = ChaosProxy(moto_endpoint, Faults(), seed=1, max_seconds=0.2)
     endpoint = proxy.start()
     proxy._stopped.wait(5)
     with pytest.raises(EndpointConnectionError):
-        client(endpoint).list_queues()
+        client(endpoint, http).list_queues()

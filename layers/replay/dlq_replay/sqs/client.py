@@ -13,7 +13,8 @@ from botocore.config import Config
 from botocore.loaders import Loader
 
 from dlq_replay import __version__
-from dlq_replay.core.settings import SEND_CONCURRENCY_LIMIT
+from dlq_replay.core.settings import SEND_CONCURRENCY_LIMIT, SettingsError
+from dlq_replay.sqs.transport import use_stdlib_http
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -41,16 +42,30 @@ SQS_CLIENT_CONFIG = LEAN_CALLS.merge(
 )
 
 
+# Which HTTP layer the SQS client sends with: `stdlib` (sqs/transport.py, half the CPU of a
+# call) or `botocore` (urllib3, botocore's own), the way back should ours ever misbehave.
+HTTP_VARIABLE = "DLQ_REPLAY_SQS_HTTP"
+HTTP_LAYERS = ("stdlib", "botocore")
+
+
 def sqs_client(
     endpoint_url: str | None = None,
     region_name: str | None = None,
     session: boto3.Session | None = None,
     config: Config = SQS_CLIENT_CONFIG,
+    http: str | None = None,
 ) -> SQSClient:
     """The SQS client: by default the patient one (the Lambda and the worker must ride out a
-    network blip); interactive commands pass a config that fails fast."""
+    network blip); interactive commands pass a config that fails fast. `http` (default: the
+    `DLQ_REPLAY_SQS_HTTP` variable, else `stdlib`) picks its HTTP layer."""
+    layer = (http or os.environ.get(HTTP_VARIABLE) or "stdlib").strip().lower()
+    if layer not in HTTP_LAYERS:
+        raise SettingsError(HTTP_VARIABLE, layer, f"expected one of {', '.join(HTTP_LAYERS)}")
     make = session.client if session is not None else boto3.client
-    return make("sqs", endpoint_url=endpoint_url, region_name=region_name, config=config)
+    client = make("sqs", endpoint_url=endpoint_url, region_name=region_name, config=config)
+    if layer == "stdlib":
+        use_stdlib_http(client)
+    return client
 
 
 class _KnownServicesLoader(Loader):
