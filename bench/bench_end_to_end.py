@@ -301,13 +301,22 @@ def main(argv: list[str] | None = None) -> int:
         f"{'(marginal)':>10} {'log B/msg':>9}"
     )
     for latency_ms in latencies:
-        # What start-up and shutdown cost each variant, without a message to move.
-        idle = {
-            label: run_once(
-                case, 0, latency_ms / 1000, tree=tree, pollers=args.pollers, python=args.python
-            )
-            for case, label, tree in variants
-        }
+        # What start-up and shutdown cost each variant, without a message to move (a median
+        # too: one run's start-up varies by tens of ms, 0.03 ms a message at 1,000 messages).
+        idle_runs: dict[str, list[Run]] = {label: [] for _, label, _ in variants}
+        for _ in range(repeats):
+            for case, label, tree in variants:
+                idle_runs[label].append(
+                    run_once(
+                        case,
+                        0,
+                        latency_ms / 1000,
+                        tree=tree,
+                        pollers=args.pollers,
+                        python=args.python,
+                    )
+                )
+        idle = {label: median_run(runs) for label, runs in idle_runs.items()}
         for count in messages:
             results: dict[str, list[Run]] = {label: [] for _, label, _ in variants}
             for _ in range(repeats):  # interleaved, so a busy moment hits every case alike

@@ -1,14 +1,15 @@
 """SQS's HTTP exchanges over the standard library's `http.client`, in place of urllib3.
 
-A move makes three SQS calls per 10 messages, and botocore's HTTP layer (urllib3 over
-`http.client`) is about half of a call's CPU (py-spy on the redrive; bench/bench_sqs_calls.py
-measures the call alone). SQS's calls are small JSON requests and replies, so this session sends
-them over `http.client` directly and keeps what botocore's session gives them: its TLS
-verification (the CA bundle it resolved, `verify=False`), its timeouts, socket options and pool
-size, and its exception classes, which its retries read and so does the replay's rule that a
-write cut off mid-request is unconfirmed (sqs/sending.py): a failure to connect is
-`EndpointConnectionError`, `ConnectTimeoutError` or `SSLError` (nothing was sent); one after
-the request may have gone is `ReadTimeoutError` or `ConnectionClosedError` (an HTTPClientError).
+A move makes three SQS calls per 10 messages, and urllib3's part of botocore's HTTP layer
+(urllib3 over `http.client`) is a fifth to a third of a call's CPU (bench/bench_sqs_calls.py
+measures a call alone, with either layer). SQS's calls are small JSON requests and replies, so
+this session sends them over `http.client` directly and keeps what botocore's session gives
+them: its TLS verification (the CA bundle it resolved, `verify=False`), its timeouts, socket
+options and pool size, and its exception classes, which its retries read and so does the
+replay's rule that a write cut off mid-request is unconfirmed (sqs/sending.py): a failure to
+connect is `EndpointConnectionError`, `ConnectTimeoutError` or `SSLError` (nothing was sent);
+one after the request may have gone is `ReadTimeoutError` or `ConnectionClosedError` (an
+HTTPClientError).
 
 A client whose calls botocore would send through a proxy or with a client certificate keeps
 botocore's session (`use_stdlib_http` decides once, at the client's creation), and this one
@@ -80,7 +81,7 @@ class StdlibHttpSession:
     def replacing(cls, botocore_session: URLLib3Session) -> StdlibHttpSession | None:
         """Ours with `botocore_session`'s settings, or None where it would not do the same:
         a proxy (configured, or in the environment) or a client certificate."""
-        try:  # botocore's own attributes (its version is pinned): if they moved, keep its session
+        try:  # botocore's private attributes (tests pin them): if they ever move, keep its own
             settings: dict[str, Any] = vars(botocore_session)
             if settings["_proxy_config"]._proxies or getproxies() or settings["_cert_file"]:
                 return None
