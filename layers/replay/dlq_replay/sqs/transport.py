@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import http.client
 import os
-import select
 import ssl
 import threading
 from collections.abc import Iterator
@@ -38,6 +37,7 @@ from botocore.exceptions import (
     SSLError,
 )
 from botocore.httpsession import URLLib3Session, create_urllib3_context, get_cert_path
+from urllib3.util import wait_for_read
 
 SocketOption = tuple[int, int, int]
 _PoolKey = tuple[str, str, int | None]
@@ -160,7 +160,7 @@ class StdlibHttpSession:
                 if not idle:
                     return None
                 connection = idle.pop()
-            if connection.sock is not None and not _readable(connection.sock):
+            if connection.sock is not None and not wait_for_read(connection.sock, timeout=0.0):
                 return connection
             connection.close()
 
@@ -221,14 +221,6 @@ class StdlibHttpSession:
                     context.verify_mode = ssl.CERT_NONE
                 self._tls = context
             return self._tls
-
-
-def _readable(sock: Any) -> bool:
-    if hasattr(select, "poll"):
-        poller = select.poll()
-        poller.register(sock, select.POLLIN)
-        return bool(poller.poll(0))
-    return bool(select.select([sock], [], [], 0)[0])
 
 
 def use_stdlib_http(client: Any) -> None:
