@@ -10,8 +10,8 @@ counted), and reports the user + system CPU per call and per message of each cli
 - ours, botocore HTTP: `dlq_replay.sqs.client.sqs_client(http="botocore")`, our client
   (client-side parameter validation off, a fixed User-Agent) with botocore's HTTP layer
   (urllib3 over `http.client`);
-- ours: `sqs_client()` as every command and the Lambda use it, its HTTP over `http.client`
-  directly (sqs/transport.py);
+- ours: `sqs_client()` as every command and the Lambda use it, its HTTP over kept-alive
+  sockets (sqs/transport.py, framed by sqs/http11.py);
 
 at 0 ms and at 10 ms per request: a call that waits for the network costs more CPU than one
 that does not (caches and the processor go cold while the thread sleeps), and the commands'

@@ -1,4 +1,4 @@
-"""The SQS client's HTTP layer over `http.client` (sqs/transport.py): kept-alive connections,
+"""The SQS client's HTTP layer over sockets (sqs/transport.py): kept-alive connections,
 a connection the server closed meanwhile, TLS verification, and each failure reported with the
 exception class botocore's own layer raises (its retries and the unconfirmed-write rule read it).
 
@@ -87,6 +87,17 @@ class ScriptedServer:
                 if action == "hang":
                     self._stop.wait(5)
                     break
+                if action == "garbage":
+                    conn.sendall(b"SSH-2.0-OpenSSH_9.6\r\n\r\n")
+                    break
+                if action == "chunked":
+                    half = len(QUEUES) // 2
+                    conn.sendall(
+                        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                        + b"%x\r\n%s\r\n%x\r\n%s\r\n0\r\n\r\n"
+                        % (half, QUEUES[:half], len(QUEUES) - half, QUEUES[half:])
+                    )
+                    continue
                 close = "Connection: close\r\n" if action == "close-said" else ""
                 conn.sendall(
                     b"HTTP/1.1 200 OK\r\nContent-Type: application/x-amz-json-1.0\r\n"
@@ -198,6 +209,19 @@ def test_no_answer_in_time_is_a_read_timeout_the_write_unconfirmed() -> None:
 def test_a_connection_closed_unanswered_is_connection_closed() -> None:
     with serving(lambda _: "drop") as server, pytest.raises(ConnectionClosedError):
         client(f"http://127.0.0.1:{server.port}").list_queues()
+
+
+def test_a_reply_that_is_not_http_is_connection_closed_the_write_unconfirmed() -> None:
+    with serving(lambda _: "garbage") as server, pytest.raises(ConnectionClosedError):
+        client(f"http://127.0.0.1:{server.port}").list_queues()
+
+
+def test_a_chunked_reply_reaches_botocore_whole_on_a_kept_connection() -> None:
+    with serving(lambda _: "chunked") as server:
+        sqs = client(f"http://127.0.0.1:{server.port}")
+        for _ in range(2):
+            assert sqs.list_queues()["QueueUrls"] == ["http://127.0.0.1/000000000000/q"]
+    assert server.connections == 1
 
 
 def test_nobody_listening_is_an_endpoint_connection_error_nothing_written() -> None:

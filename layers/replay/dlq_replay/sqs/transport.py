@@ -1,11 +1,11 @@
-"""SQS's HTTP exchanges over the standard library's `http.client`, in place of urllib3.
+"""SQS's HTTP exchanges over the standard library's sockets, in place of urllib3.
 
-A move makes three SQS calls per 10 messages, and urllib3's part of botocore's HTTP layer
-(urllib3 over `http.client`) is a fifth to a third of a call's CPU (bench/bench_sqs_calls.py
-measures a call alone, with either layer). SQS's calls are small JSON requests and replies, so
-this session sends them over `http.client` directly and keeps what botocore's session gives
-them: its TLS verification (the CA bundle it resolved, `verify=False`), its timeouts, socket
-options and pool size, and its exception classes, which its retries read and so does the
+A move makes three SQS calls per 10 messages, and botocore's HTTP layer (urllib3 over
+`http.client`) is a third of a call's CPU (bench/bench_sqs_calls.py measures a call alone,
+with either layer). SQS's calls are small JSON requests and replies, so this session sends
+them over kept-alive sockets (sqs/http11.py frames them) and keeps what botocore's session
+gives them: its TLS verification (the CA bundle it resolved, `verify=False`), its timeouts,
+socket options and pool size, and its exception classes, which its retries read and so does the
 replay's rule that a write cut off mid-request is unconfirmed (sqs/sending.py): a failure to
 connect is `EndpointConnectionError`, `ConnectTimeoutError` or `SSLError` (nothing was sent);
 one after the request may have gone is `ReadTimeoutError` or `ConnectionClosedError` (an
@@ -19,8 +19,8 @@ hands botocore's every request it does not cover: a streamed reply or body, `Exp
 
 from __future__ import annotations
 
-import http.client
 import os
+import socket
 import ssl
 import threading
 from collections.abc import Iterator
@@ -38,8 +38,11 @@ from botocore.exceptions import (
 )
 from botocore.httpsession import URLLib3Session, create_urllib3_context, get_cert_path
 from urllib3.util import wait_for_read
+from urllib3.util.connection import create_connection
 
-SocketOption = tuple[int, int, int]
+from dlq_replay.sqs.http11 import Connection, ProtocolError, host_header
+
+SocketOption = tuple[int, int, int | bytes]
 _PoolKey = tuple[str, str, int | None]
 
 
@@ -54,8 +57,8 @@ class _Reply:
 
 
 class StdlibHttpSession:
-    """botocore's `http_session` interface (send, close) over kept-alive `http.client`
-    connections, a pool per host of at most `max_pool_connections` idle ones."""
+    """botocore's `http_session` interface (send, close) over kept-alive connections, a pool
+    per host of at most `max_pool_connections` idle ones."""
 
     def __init__(
         self,
@@ -73,7 +76,7 @@ class StdlibHttpSession:
         self._read_timeout = read_timeout
         self._max_idle = max_pool_connections
         self._socket_options = socket_options
-        self._idle: dict[_PoolKey, list[http.client.HTTPConnection]] = {}
+        self._idle: dict[_PoolKey, list[Connection]] = {}
         self._lock = threading.Lock()
         self._tls: ssl.SSLContext | None = None
 
@@ -110,6 +113,8 @@ class StdlibHttpSession:
             or "Expect" in request.headers  # 100-continue: botocore's connection handles it
         ):
             return self._fallback.send(request)
+        if isinstance(body, str):
+            body = body.encode("latin-1")  # as http.client sends a str body
         url = urlsplit(request.url)
         key = (url.scheme, url.hostname or "", url.port)
         connection = self._checkout(key) or self._connect(key, request.url)
@@ -117,16 +122,13 @@ class StdlibHttpSession:
         target = (url.path or "/") + (f"?{url.query}" if url.query else "")
         try:
             timeout = context.get("read_timeout") or self._read_timeout
-            assert connection.sock is not None
             if connection.sock.gettimeout() != timeout:  # a system call saved per request
                 connection.sock.settimeout(timeout)
-            connection.request(request.method, target, body, cast(Any, request.headers))
-            reply = connection.getresponse()
-            data = reply.read()
+            reply = connection.exchange(request.method, target, cast(Any, request.headers), body)
         except TimeoutError as error:
             connection.close()
             raise ReadTimeoutError(endpoint_url=request.url, error=error) from error
-        except (OSError, http.client.HTTPException) as error:
+        except (OSError, ProtocolError) as error:
             connection.close()
             raise ConnectionClosedError(
                 error=error, request=request, endpoint_url=request.url
@@ -134,14 +136,11 @@ class StdlibHttpSession:
         except BaseException:
             connection.close()  # in an unknown state (a signal mid-exchange): never reused
             raise
-        if reply.will_close:
-            connection.close()
-        else:
+        if reply.keep_alive:
             self._checkin(key, connection)
-        headers: dict[str, str] = {}
-        for name, value in reply.getheaders():
-            headers[name] = f"{headers[name]}, {value}" if name in headers else value
-        return AWSResponse(request.url, reply.status, cast(Any, headers), _Reply(data))
+        else:
+            connection.close()
+        return AWSResponse(request.url, reply.status, cast(Any, reply.headers), _Reply(reply.body))
 
     def close(self) -> None:
         with self._lock:
@@ -151,7 +150,7 @@ class StdlibHttpSession:
             connection.close()
         self._fallback.close()
 
-    def _checkout(self, key: _PoolKey) -> http.client.HTTPConnection | None:
+    def _checkout(self, key: _PoolKey) -> Connection | None:
         """An idle connection the server has not closed meanwhile (readable while idle means
         closed, or bytes nobody asked for: either way it is dropped, as urllib3 does)."""
         while True:
@@ -160,11 +159,11 @@ class StdlibHttpSession:
                 if not idle:
                     return None
                 connection = idle.pop()
-            if connection.sock is not None and not wait_for_read(connection.sock, timeout=0.0):
+            if not wait_for_read(connection.sock, timeout=0.0):
                 return connection
             connection.close()
 
-    def _checkin(self, key: _PoolKey, connection: http.client.HTTPConnection) -> None:
+    def _checkin(self, key: _PoolKey, connection: Connection) -> None:
         with self._lock:
             idle = self._idle.setdefault(key, [])
             if len(idle) < self._max_idle:
@@ -172,37 +171,39 @@ class StdlibHttpSession:
                 return
         connection.close()
 
-    def _connect(self, key: _PoolKey, url: str) -> http.client.HTTPConnection:
+    def _connect(self, key: _PoolKey, url: str) -> Connection:
+        """A new connection, its socket options set before connecting (as urllib3 sets them),
+        and for HTTPS the TLS handshake done, within the connect timeout."""
         scheme, host, port = key
-        connection: http.client.HTTPConnection
+        default = 443 if scheme == "https" else 80
+        tls: ssl.SSLContext | None = None
         if scheme == "https":
             try:
                 tls = self._tls_context()
             except OSError as error:  # the CA bundle unreadable, as botocore's session reports it
                 raise SSLError(endpoint_url=url, error=error) from error
-            connection = http.client.HTTPSConnection(
-                host, port, timeout=self._connect_timeout, context=tls
-            )
-        else:
-            connection = http.client.HTTPConnection(host, port, timeout=self._connect_timeout)
+        sock: socket.socket | None = None
         try:
-            connection.connect()
-            assert connection.sock is not None
-            for option in self._socket_options:
-                connection.sock.setsockopt(*option)
+            sock = create_connection(
+                (host, port or default),
+                timeout=self._connect_timeout,
+                socket_options=self._socket_options,
+            )
+            if tls is not None:
+                sock = tls.wrap_socket(sock, server_hostname=host)
         except ssl.SSLError as error:
-            connection.close()
+            _close(sock)
             raise SSLError(endpoint_url=url, error=error) from error
         except TimeoutError as error:
-            connection.close()
+            _close(sock)
             raise ConnectTimeoutError(endpoint_url=url, error=error) from error
-        except OSError as error:
-            connection.close()
+        except (OSError, ValueError) as error:  # ValueError: urllib3 refusing the host name
+            _close(sock)
             raise EndpointConnectionError(endpoint_url=url, error=error) from error
         except BaseException:
-            connection.close()
+            _close(sock)
             raise
-        return connection
+        return Connection(sock, host_header(host, port, scheme))
 
     def _tls_context(self) -> ssl.SSLContext:
         """botocore's TLS context, verifying as its session would; made at the first HTTPS
@@ -232,3 +233,8 @@ def use_stdlib_http(client: Any) -> None:
         ours = StdlibHttpSession.replacing(current)
         if ours is not None:
             endpoint.http_session = ours  # type: ignore[union-attr]
+
+
+def _close(sock: socket.socket | None) -> None:
+    if sock is not None:
+        sock.close()
