@@ -20,6 +20,7 @@ from dataclasses import dataclass
 MAX_LINE = 65536
 MAX_HEADERS = 100
 _NO_BODY_STATUSES = frozenset((204, 304))
+_BLANK_LINES = frozenset((b"\r\n", b"\n"))  # the end of a header section
 # A header name (RFC 9110's token); a value may not hold CR or LF.
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 # Methods that carry a body, so an empty one is still announced (Content-Length: 0).
@@ -33,7 +34,7 @@ class ProtocolError(Exception):
 @dataclass(frozen=True, slots=True)
 class Reply:
     status: int
-    headers: dict[str, str]  # a repeated header's values joined with ", "
+    headers: dict[str, str]  # by lowercased name; a repeated header's values joined with ", "
     body: bytes
     keep_alive: bool  # the connection can carry another exchange
 
@@ -61,22 +62,22 @@ class Connection:
     def _read_reply(self, method: str) -> Reply:
         while True:
             version, status = self._status_line()
-            headers, lowered = self._headers()
+            headers = self._headers()
             if status >= 200:
                 break
             if status == 101:  # nothing here asks to switch protocols
                 raise ProtocolError("101 Switching Protocols")
             # Any other 1xx is an interim reply; the final one follows.
-        tokens = {token.strip() for token in lowered.get("connection", "").lower().split(",")}
+        tokens = {token.strip() for token in headers.get("connection", "").lower().split(",")}
         keep_alive = version == "HTTP/1.1" and "close" not in tokens
         if method == "HEAD" or status in _NO_BODY_STATUSES:
             return Reply(status, headers, b"", keep_alive)
-        coding = lowered.get("transfer-encoding")
+        coding = headers.get("transfer-encoding")
         if coding is not None:
             if coding.lower().rsplit(",", 1)[-1].strip() == "chunked":
                 return Reply(status, headers, self._chunked(), keep_alive)
             return Reply(status, headers, self._reader.read(), False)  # to the connection's end
-        length = lowered.get("content-length")
+        length = headers.get("content-length")
         if length is None:
             return Reply(status, headers, self._reader.read(), False)
         return Reply(status, headers, self._exactly(_content_length(length)), keep_alive)
@@ -96,32 +97,28 @@ class Connection:
             raise ProtocolError(f"not an HTTP/1.x status line: {version} {rest.strip()[:40]!r}")
         return version, int(code)
 
-    def _headers(self) -> tuple[dict[str, str], dict[str, str]]:
-        """The header section: by the names as sent (for botocore) and lowercased (for the
-        framing); a repeated header's values joined with ", "."""
-        fields: list[list[str]] = []
-        while True:
-            line = self._line().decode("latin-1")
-            if line in ("\r\n", "\n"):
-                break
-            if line[0] in " \t":  # an obsolete folded line continues the one before
-                if not fields:
+    def _headers(self) -> dict[str, str]:
+        """The header section by lowercased name (botocore reads headers case-insensitively
+        and reports them lowercased), a repeated header's values joined with ", "."""
+        headers: dict[str, str] = {}
+        name = ""
+        for _ in range(MAX_HEADERS + 1):
+            line = self._line()
+            if line in _BLANK_LINES:
+                return headers
+            text = line.decode("latin-1")
+            if text[0] in " \t":  # an obsolete folded line continues the one before
+                if not name:
                     raise ProtocolError("a folded line before any header")
-                fields[-1][1] += " " + line.strip()
+                headers[name] = f"{headers[name]} {text.strip()}"
                 continue
-            name, colon, value = line.partition(":")
+            field, colon, value = text.partition(":")
+            name = field.lower()
             if not colon or not name or name != name.strip():
-                raise ProtocolError(f"not a header line: {line.strip()[:40]!r}")
-            fields.append([name, value.strip()])
-            if len(fields) > MAX_HEADERS:
-                raise ProtocolError(f"more than {MAX_HEADERS} headers")
-        lowered: dict[str, str] = {}
-        spelling: dict[str, str] = {}
-        for name, value in fields:
-            key = name.lower()
-            lowered[key] = f"{lowered[key]}, {value}" if key in lowered else value
-            spelling.setdefault(key, name)
-        return {spelling[key]: value for key, value in lowered.items()}, lowered
+                raise ProtocolError(f"not a header line: {text.strip()[:40]!r}")
+            value = value.strip()
+            headers[name] = f"{headers[name]}, {value}" if name in headers else value
+        raise ProtocolError(f"more than {MAX_HEADERS} headers")
 
     def _exactly(self, size: int) -> bytes:
         data = self._reader.read(size)
@@ -142,9 +139,9 @@ class Connection:
             if size == 0:
                 break
             parts.append(self._exactly(size))
-            if self._line() not in (b"\r\n", b"\n"):
+            if self._line() not in _BLANK_LINES:
                 raise ProtocolError("a chunk longer than its size")
-        while self._line() not in (b"\r\n", b"\n"):  # trailer fields, ignored
+        while self._line() not in _BLANK_LINES:  # trailer fields, ignored
             pass
         return b"".join(parts)
 
