@@ -1,7 +1,8 @@
 """One HTTP/1.1 exchange at a time over a kept-alive socket: what an SQS call needs, no more.
 
 `http.client` parses every reply's headers with the `email` package and wraps the socket in a
-new file object per reply: together a fifth of an SQS call's CPU (bench/bench_sqs_calls.py).
+new file object per reply. Without them an SQS call costs 19-41% less CPU than over
+botocore's urllib3 layer, against 12-22% over `http.client` (bench/bench_sqs_calls.py).
 SQS's calls are small requests answered by a status line, a few headers and a body framed by
 Content-Length or chunks, so this module writes the request in one piece and reads the reply
 with one buffered reader per connection. It frames replies as RFC 9112 section 6.3 says
