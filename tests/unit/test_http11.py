@@ -171,22 +171,20 @@ def test_a_chunked_body_is_joined_and_its_extensions_and_trailers_skipped(
     assert connection.exchange("POST", "/", {}, BODY).body == b"next"
 
 
-def test_a_body_without_a_length_runs_to_the_connections_end(
-    pair: tuple[Connection, socket.socket],
+@pytest.mark.parametrize(
+    ("reply", "body"),
+    [
+        (b"HTTP/1.1 200 OK\r\n\r\n" + BODY, BODY),  # no length at all
+        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\nraw", b"raw"),  # not chunked last
+    ],
+)
+def test_a_body_not_framed_runs_to_the_connections_end(
+    pair: tuple[Connection, socket.socket], reply: bytes, body: bytes
 ) -> None:
     connection, server = pair
-    answer(server, b"HTTP/1.1 200 OK\r\n\r\n" + BODY, then_close=True)
-    reply = connection.exchange("POST", "/", {}, BODY)
-    assert (reply.body, reply.keep_alive) == (BODY, False)
-
-
-def test_a_coding_other_than_chunked_last_also_runs_to_the_end(
-    pair: tuple[Connection, socket.socket],
-) -> None:
-    connection, server = pair
-    answer(server, b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\nraw", then_close=True)
-    reply = connection.exchange("POST", "/", {}, BODY)
-    assert (reply.body, reply.keep_alive) == (b"raw", False)
+    answer(server, reply, then_close=True)
+    read = connection.exchange("POST", "/", {}, BODY)
+    assert (read.body, read.keep_alive) == (body, False)
 
 
 @pytest.mark.parametrize(("method", "status"), [("HEAD", 200), ("POST", 204), ("POST", 304)])

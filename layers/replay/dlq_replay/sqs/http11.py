@@ -176,8 +176,12 @@ def host_header(hostname: str, port: int | None, scheme: str) -> str:
     """The Host header for a URL's parts, as botocore signs it: the port only when it is not
     the scheme's default, an IPv6 address in brackets."""
     host = f"[{hostname}]" if ":" in hostname else hostname
-    default = 443 if scheme == "https" else 80
-    return host if port is None or port == default else f"{host}:{port}"
+    return host if port is None or port == default_port(scheme) else f"{host}:{port}"
+
+
+def default_port(scheme: str) -> int:
+    """The port a URL without one connects to, and that its Host header leaves out."""
+    return 443 if scheme == "https" else 80
 
 
 def _content_length(value: str) -> int:

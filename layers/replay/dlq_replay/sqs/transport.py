@@ -40,7 +40,7 @@ from botocore.httpsession import URLLib3Session, create_urllib3_context, get_cer
 from urllib3.util import wait_for_read
 from urllib3.util.connection import create_connection
 
-from dlq_replay.sqs.http11 import Connection, ProtocolError, host_header
+from dlq_replay.sqs.http11 import Connection, ProtocolError, default_port, host_header
 
 SocketOption = tuple[int, int, int | bytes]
 _PoolKey = tuple[str, str, int | None]
@@ -175,7 +175,6 @@ class StdlibHttpSession:
         """A new connection, its socket options set before connecting (as urllib3 sets them),
         and for HTTPS the TLS handshake done, within the connect timeout."""
         scheme, host, port = key
-        default = 443 if scheme == "https" else 80
         tls: ssl.SSLContext | None = None
         if scheme == "https":
             try:
@@ -185,7 +184,7 @@ class StdlibHttpSession:
         sock: socket.socket | None = None
         try:
             sock = create_connection(
-                (host, port or default),
+                (host, port or default_port(scheme)),
                 timeout=self._connect_timeout,
                 socket_options=self._socket_options,
             )
