@@ -17,6 +17,11 @@ empty (the fake keeps the books), or the benchmark stops with an error.
     python bench/bench_end_to_end.py --smoke    # CI: 200 messages, 10 ms, once
     python bench/bench_end_to_end.py --before /tmp/old/layers/replay   # and an older tree:
         git archive <rev> layers | tar -x -C /tmp/old
+    python bench/bench_end_to_end.py --before /tmp/old/layers/replay --tree mid=/tmp/m/layers/replay
+
+Every tree's modules are compiled to bytecode first, as an install compiles them (pip does),
+so no run pays for compiling: with PYTHONDONTWRITEBYTECODE set, a source tree would otherwise
+be compiled again at every start.
 """
 
 from __future__ import annotations
@@ -249,6 +254,25 @@ def check_books(fake: FakeSqs, bodies: list[str], case: str) -> None:
         raise SystemExit(f"bench_end_to_end: {case} parked messages")
 
 
+def compile_trees(python: str, trees: list[Path | None]) -> None:
+    """Bytecode for each tree's modules (None: the `dlq_replay` that `python` imports)."""
+    where = "import dlq_replay, os; print(os.path.dirname(dlq_replay.__file__))"
+    for tree in trees:
+        folder = tree or Path(
+            subprocess.run(
+                [python, "-c", where], check=True, capture_output=True, text=True
+            ).stdout.strip()
+        )
+        subprocess.run([python, "-m", "compileall", "-q", str(folder)], check=True)
+
+
+def tree_option(value: str) -> tuple[str, Path]:
+    label, equals, path = value.partition("=")
+    if not equals or not label or not path:
+        raise argparse.ArgumentTypeError(f"expected LABEL=PATH, got {value!r}")
+    return label, Path(path)
+
+
 def median_run(runs: list[Run]) -> Run:
     return Run(*(statistics.median(getattr(run, name) for run in runs) for name in Run.__slots__))
 
@@ -273,6 +297,14 @@ def main(argv: list[str] | None = None) -> int:
         help="also run the redrive and worker of another dlq_replay tree (its layers/replay)",
     )
     parser.add_argument(
+        "--tree",
+        type=tree_option,
+        action="append",
+        default=[],
+        metavar="LABEL=PATH",
+        help="also run the redrive and worker of this tree, shown as LABEL (repeatable)",
+    )
+    parser.add_argument(
         "--python",
         default=sys.executable,
         help="the interpreter that runs every case, e.g. one of a venv with only the package "
@@ -286,11 +318,14 @@ def main(argv: list[str] | None = None) -> int:
     messages = args.messages or ([200] if args.smoke else [1_000, 5_000])
     latencies = args.latency_ms or ([10.0] if args.smoke else [10.0, 20.0])
     repeats = args.repeats or (1 if args.smoke else 3)
+    trees: list[tuple[str, Path]] = [("before", args.before)] if args.before else []
+    trees += args.tree
     variants: list[tuple[str, str, Path | None]] = []
     for case in args.cases:
-        if case != "loop" and args.before is not None:
-            variants.append((case, f"{case} (before)", args.before))
+        if case != "loop":
+            variants += [(case, f"{case} ({label})", tree) for label, tree in trees]
         variants.append((case, case if case == "loop" else f"{case} (now)", None))
+    compile_trees(args.python, [None, *(tree for _, tree in trees)])
     shown = " ".join(
         ["python bench/bench_end_to_end.py", *(sys.argv[1:] if argv is None else argv)]
     )

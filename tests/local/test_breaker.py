@@ -198,7 +198,7 @@ def test_the_worker_applies_the_retention_bound_from_cloudwatch_read_once_a_minu
             )
 
         age(retention - DAY - 600, minutes_ago=3)  # a day and 10 minutes left
-        left = dlq_time_left(sqs, cloudwatch, url, clock=clock)
+        left = dlq_time_left(sqs, lambda: cloudwatch, url, clock=clock)
         breaker, _ = worker_breaker(logger=LOG, count_attribute="n", clock=clock, time_left=left)
         assert breaker.breaker.after_batch([(clock.now, Counts(22, 20))]).phase is Phase.OPEN
         assert reads == ["read"]
@@ -223,7 +223,7 @@ def test_without_cloudwatch_the_worker_decides_without_the_bound() -> None:
         url = sqs.create_queue(QueueName="quiet-dlq")["QueueUrl"]
         from dlq_replay.local.breaker import dlq_time_left
 
-        left = dlq_time_left(sqs, boto3.client("cloudwatch", region_name="us-east-1"), url)
+        left = dlq_time_left(sqs, lambda: boto3.client("cloudwatch", region_name="us-east-1"), url)
         assert left() is None  # no datapoint: unknown
         breaker, _ = worker_breaker(logger=LOG, count_attribute="n", clock=clock, time_left=left)
         assert breaker.breaker.after_batch([(clock.now, Counts(22, 20))]).phase is Phase.OPEN

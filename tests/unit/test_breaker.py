@@ -17,6 +17,7 @@ from dlq_replay.core.breaker import (
     Phase,
     after_batch,
     by_operator,
+    in_window,
     is_return,
     observe,
     on_tick,
@@ -231,7 +232,7 @@ def test_the_controller_opens_probes_reopens_with_a_longer_pause_and_closes() ->
     clock, switch, stats = Clock(), CountingSwitch(), BreakerStats()
     depth = {"now": 500}
     breaker = Breaker(
-        MemoryStore(),
+        MemoryStore.for_policy(POLICY),
         switch,
         logger=LOG,
         clock=clock,
@@ -276,9 +277,23 @@ def test_the_controller_opens_probes_reopens_with_a_longer_pause_and_closes() ->
     assert stats.seconds_open(clock.now) == pytest.approx(120 + 240)
 
 
+def test_the_worker_store_keeps_every_count_of_the_window_in_a_bounded_number_of_buckets() -> None:
+    """A busy drain records a batch every few milliseconds; what each batch reads back must
+    not grow with the run (a list of every event did: 8 ms a batch after five minutes)."""
+    store = MemoryStore.for_policy(POLICY)
+    now = 1_000_000.0
+    for index in range(2400):  # ten minutes, four batches a second, 10 replays each
+        store.record([(now - 600 + index * 0.25, Counts(replays=10))])
+    _, window = store.read(now, POLICY)
+    assert len(window) <= POLICY.window_seconds + 1  # one-second buckets
+    kept = in_window(window, now, POLICY, since=0.0)
+    assert sum(counts.replays for _, counts in kept) == 1200 * 10  # the last five minutes'
+    assert max(when for when, _ in window) <= now
+
+
 def test_counts_from_before_a_probe_do_not_count_against_it() -> None:
     clock = Clock()
-    breaker = Breaker(MemoryStore(), PollerSwitch(), logger=LOG, clock=clock)
+    breaker = Breaker(MemoryStore.for_policy(POLICY), PollerSwitch(), logger=LOG, clock=clock)
     opened = breaker.after_batch(replays_at(clock.now, 30) + returns_at(clock.now, 30))
     assert opened.phase is Phase.OPEN
     clock.now = opened.next_probe or 0.0

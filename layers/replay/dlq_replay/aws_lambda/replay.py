@@ -18,6 +18,7 @@ from aws_lambda_powertools.utilities.batch import (
 )
 
 from dlq_replay.aws_lambda.outage import LambdaBreaker, is_probe_event, lambda_breaker
+from dlq_replay.core.attributes import is_mapping
 from dlq_replay.core.log import Log
 from dlq_replay.core.messages import InboundMessage
 from dlq_replay.core.settings import Settings
@@ -44,7 +45,7 @@ def _records(event: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     if not isinstance(records, list):
         raise MalformedEventError("not an SQS event: it has no Records list")
     for index, record in enumerate(records):
-        if not isinstance(record, Mapping):
+        if not is_mapping(record):
             raise MalformedEventError(f"not an SQS event: record {index} is not an object")
         message_id = record.get("messageId")
         if not isinstance(message_id, str) or not message_id:

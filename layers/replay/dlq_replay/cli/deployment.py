@@ -8,7 +8,6 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -18,6 +17,7 @@ from dlq_replay.cli.options import (
     INTERACTIVE_ATTEMPTS,
     INTERACTIVE_CONNECT_TIMEOUT,
     add_aws_options,
+    aws_session,
     sqs_client,
 )
 from dlq_replay.cli.output import note
@@ -48,7 +48,7 @@ def make_client(args: argparse.Namespace, service: str) -> Any:
     """
     if service == "sqs":
         return sqs_client(args)
-    session = boto3.Session(profile_name=args.profile, region_name=args.region)
+    session = aws_session(args)
     endpoint = os.environ.get(f"AWS_ENDPOINT_URL_{service.upper()}") or args.endpoint_url
     config = _OPTIONAL_CONFIG if service == "cloudwatch" else _LOOKUP_CONFIG
     return session.client(service, endpoint_url=endpoint, config=config)  # type: ignore[call-overload]

@@ -18,7 +18,6 @@ from botocore.exceptions import (
 )
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
-from dlq_replay import ops
 from dlq_replay.cli.parsing import Run
 from dlq_replay.core.settings import SettingsError
 
@@ -97,12 +96,15 @@ def file_error(error: OSError, then: str) -> str:
 
 def operator_command(run: Run) -> Run:
     """Turn the logic's refusals (OpsError) into the CLI's one-line errors."""
+    # Imported here, with the operations that raise it: importing it loads every operation
+    # (their package's names), which a command without any (the worker) need not pay for.
+    from dlq_replay.ops.errors import OpsError
 
     @functools.wraps(run)
     def wrapper(args: argparse.Namespace) -> int:
         try:
             return run(args)
-        except ops.OpsError as error:
+        except OpsError as error:
             raise CommandError(str(error), EXIT_USAGE if error.usage else EXIT_FAILED) from None
         except (ClientError, BotoCoreError) as error:
             message, code = one_line(error)

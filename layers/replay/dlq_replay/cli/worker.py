@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import argparse
 import os
+from typing import Any
 
-import boto3
-
-from dlq_replay.cli.options import MAX_POLLERS, add_aws_options, sqs_client
+from dlq_replay.cli.options import MAX_POLLERS, add_aws_options, aws_session, sqs_client
 from dlq_replay.cli.parsing import (
     Subparsers,
     add_setting_options,
@@ -87,7 +86,6 @@ def register(subparsers: Subparsers) -> None:
 def run_worker_command(args: argparse.Namespace) -> int:
     from aws_lambda_powertools import Logger
 
-    from dlq_replay.cli.deployment import make_client
     from dlq_replay.cli.errors import CommandError
     from dlq_replay.cli.shutdown import Shutdown
     from dlq_replay.local.worker import StartError, WorkerOptions, run_worker, settings_from
@@ -107,7 +105,7 @@ def run_worker_command(args: argparse.Namespace) -> int:
         start_up_patience=args.start_up_patience,
     )
     # Park notices (PARK_NOTIFICATION_TOPIC_ARN) use the same profile; the topic's region.
-    sns = notice_client(settings, session=boto3.Session(profile_name=args.profile))
+    sns = notice_client(settings, session=aws_session(args))
     sqs = sqs_client(args, patient=True)
     shutdown = Shutdown()
     stats = PollStats()
@@ -137,10 +135,19 @@ def run_worker_command(args: argparse.Namespace) -> int:
                 sns=sns,
                 stop=shutdown.stop,
                 stats=stats,
-                cloudwatch=make_client(args, "cloudwatch") if settings.outage_breaker else None,
+                cloudwatch=(lambda: _cloudwatch(args)) if settings.outage_breaker else None,
             ),
             left,
         )
     except StartError as error:
         raise CommandError(f"{error}; nothing was received") from None
     return shutdown.code if shutdown.code is not None else code
+
+
+def _cloudwatch(args: argparse.Namespace) -> Any:
+    """The CloudWatch client of the breaker's retention bound, made when first read."""
+    # Imported here: the command clients' module brings every operator operation with it,
+    # 80 ms of a start that most runs would pay for nothing.
+    from dlq_replay.cli.deployment import make_client
+
+    return make_client(args, "cloudwatch")

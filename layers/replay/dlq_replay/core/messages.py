@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from dlq_replay.core import attributes
 from dlq_replay.core.attributes import Attribute, ParsedAttributes
-from dlq_replay.core.text import printable
+from dlq_replay.core.text import printable, utf8_size
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs.type_defs import SendMessageBatchRequestEntryTypeDef
@@ -23,16 +23,20 @@ def unencodable(message: InboundMessage) -> str | None:
     """Why the message cannot be written anywhere, or None: a text SQS would take as UTF-8
     holds a lone surrogate (U+D800-U+DFFF; only hand-made events carry one, e.g. JSON with
     `"\\udcff"`), which cannot even be encoded. One line for the log, naming where."""
-    texts: list[tuple[str, str | None]] = [
+    # Every text of a well-formed record encodes, so the check runs first and the labels of the
+    # one line are made only for a text that fails (a record's texts checked per message).
+    texts: list[tuple[str | tuple[int, str, str], str | None]] = [
         ("the body", message.body),
         ("the message id", message.message_id),
         ("MessageGroupId", message.message_group_id),
         ("AWSTraceHeader", message.trace_header),
     ]
     for index, (name, value) in enumerate(message.attributes.items(), start=1):
-        label = f"message attribute {index}"
-        texts += [(f"the name of {label}", name), (f"the type of {label}", value.data_type)]
-        texts.append((f"the value of {label} ({printable(name)})", value.string_value))
+        texts += [
+            ((index, "name", name), name),
+            ((index, "type", name), value.data_type),
+            ((index, "value", name), value.string_value),
+        ]
     for where, text in texts:
         if text is None:
             continue
@@ -41,15 +45,26 @@ def unencodable(message: InboundMessage) -> str | None:
         except UnicodeEncodeError as error:
             code = ord(text[error.start])
             return (
-                f"{where} holds a lone surrogate (U+{code:04X} at character {error.start}), "
-                "which cannot be encoded as UTF-8: no copy can be written"
+                f"{_where(where)} holds a lone surrogate (U+{code:04X} at character "
+                f"{error.start}), which cannot be encoded as UTF-8: no copy can be written"
             )
     return None
 
 
+def _where(where: str | tuple[int, str, str]) -> str:
+    """Where in the message a text is, for the line of `unencodable`."""
+    if isinstance(where, str):
+        return where
+    index, part, name = where
+    label = f"message attribute {index}"
+    return (
+        f"the value of {label} ({printable(name)})" if part == "value" else f"the {part} of {label}"
+    )
+
+
 def message_size(body: str, values: Mapping[str, Attribute]) -> int:
     """Bytes SQS counts against the message size limit."""
-    return len(body.encode()) + sum(value.size(name) for name, value in values.items())
+    return utf8_size(body) + sum(value.size(name) for name, value in values.items())
 
 
 def fits_limits(body: str, values: Mapping[str, Attribute]) -> bool:
@@ -170,7 +185,7 @@ class OutboundMessage:
 
 def _mapping(value: Any) -> Mapping[str, Any]:
     """A record's system attributes; anything but an object reads as none (informational)."""
-    return value if isinstance(value, Mapping) else {}
+    return value if attributes.is_mapping(value) else {}
 
 
 def _receive_count(value: Any) -> int:

@@ -15,10 +15,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-# One character SQS refuses: the complement of its allowed set (see above).
-REFUSED_CHARACTER = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
-# A text SQS takes whole, for tests and checks: only allowed characters.
-SQS_TEXT = re.compile("[\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]*")
+# One character SQS refuses: the complement of its allowed set (see above), spelled as the
+# refused ranges (the same set; the allowed ranges negated took 8 ms to compile at import).
+REFUSED_CHARACTER = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 # What `sqs_text` writes for a refused character: the longest is six characters (`\udcff`).
 _ESCAPE = re.compile(r"\\x[0-9a-f]{2}|\\u[0-9a-f]{4}")
 _ESCAPE_MAX_CHARS = 6
@@ -55,8 +54,9 @@ def one_line(text: str) -> str:
 
 
 def utf8_size(text: str) -> int:
-    """Bytes `text` takes in UTF-8: what SQS and SNS count against their limits."""
-    return len(text.encode())
+    """Bytes `text` takes in UTF-8: what SQS and SNS count against their limits. An ASCII text
+    (most) is counted without encoding a copy of it."""
+    return len(text) if text.isascii() else len(text.encode())
 
 
 def clip(text: str, limit: int, *, size: Callable[[str], int] = len) -> str:

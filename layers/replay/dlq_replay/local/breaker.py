@@ -8,9 +8,10 @@ hand is finished as usual. The pollers' own loop is the tick.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +19,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from dlq_replay.aws_lambda.breaker import Breaker, Clock, Depth, TimeLeft
 from dlq_replay.aws_lambda.outage import LambdaBreaker
-from dlq_replay.core.breaker import BreakerPolicy, BreakerState, Counts, Phase
+from dlq_replay.core.breaker import SLICES, BreakerPolicy, BreakerState, Counts, Phase
 from dlq_replay.core.log import Log
 from dlq_replay.notify.sns import SnsClient
 from dlq_replay.sqs.depth import queue_depth
@@ -34,24 +35,47 @@ TIME_LEFT_READ_SECONDS = 60.0
 
 
 class MemoryStore:
-    """The breaker's state and window for one process (thread-safe)."""
+    """The breaker's state and window for one process (thread-safe).
 
-    def __init__(self) -> None:
+    The window is kept as counts per bucket of send time (as the Lambda's DynamoDB store keeps
+    them, finer): at most a few hundred buckets however long the worker runs, where a list of
+    every batch's events grew to tens of thousands within the five minutes of a busy drain,
+    each batch reading all of them (8 ms a batch at 50,000 events).
+    """
+
+    def __init__(self, bucket_seconds: float) -> None:
+        if not bucket_seconds > 0:
+            raise ValueError(f"bucket_seconds must be positive, got {bucket_seconds}")
         self._lock = threading.Lock()
         self._state = BreakerState()
-        self._events: list[tuple[float, Counts]] = []
+        self._width = bucket_seconds
+        self._buckets: dict[int, Counts] = {}
+
+    @classmethod
+    def for_policy(cls, policy: BreakerPolicy) -> MemoryStore:
+        """Buckets of a tenth of the rule's slices (1 s of the default five minutes)."""
+        return cls(policy.window_seconds / (SLICES * 10))
 
     def record(self, events: Sequence[tuple[float, Counts]]) -> None:
         with self._lock:
-            self._events.extend(events)
+            for when, counts in events:
+                bucket = math.floor(when / self._width)
+                self._buckets[bucket] = self._buckets.get(bucket, Counts()) + counts
 
     def read(
         self, now: float, policy: BreakerPolicy
     ) -> tuple[BreakerState, list[tuple[float, Counts]]]:
+        """The state, and the window's counts by bucket of send time, each bucket standing for
+        its last moment (now, for the one still filling), as the DynamoDB store reads them."""
+        oldest = math.floor((now - policy.window_seconds) / self._width)
+        last = self._width * 0.999
         with self._lock:
-            horizon = now - policy.window_seconds
-            self._events = [event for event in self._events if event[0] >= horizon]
-            return self._state, list(self._events)
+            for bucket in [b for b in self._buckets if b < oldest]:
+                del self._buckets[bucket]
+            return self._state, [
+                (min(now, bucket * self._width + last), counts)
+                for bucket, counts in self._buckets.items()
+            ]
 
     def load(self) -> BreakerState:
         with self._lock:
@@ -135,32 +159,35 @@ def dlq_depth(sqs: SQSClient, queue_url: str) -> Depth:
 
 
 def dlq_time_left(
-    sqs: SQSClient, cloudwatch: Any, queue_url: str, *, clock: Clock = time.time
+    sqs: SQSClient, cloudwatch: Callable[[], Any], queue_url: str, *, clock: Clock = time.time
 ) -> TimeLeft:
     """Seconds the DLQ's oldest message has left, as the Lambda reads it (its retention from
     SQS, its age from CloudWatch, which SQS publishes only on AWS); None when either is
     unknown (an emulator, no cloudwatch:GetMetricData): the breaker then decides without it.
     Read at most once a minute (the metric's period), as the Lambda's probe does: the pollers
-    of an open breaker ask every second."""
+    of an open breaker ask every second. `cloudwatch` makes the client, at the first read:
+    the rule tripping, which most runs never see, so they never pay for the client."""
     lock = threading.Lock()
     last: list[tuple[float, float | None]] = []  # (when read, what it said)
+    client: list[Any] = []
 
     def read() -> float | None:
         try:
-            return queue_time_left(sqs, cloudwatch, queue_url)
+            if not client:
+                client.append(cloudwatch())
+            return queue_time_left(sqs, client[0], queue_url)
         except (ClientError, BotoCoreError, KeyError):
             return None
 
     def left() -> float | None:
         now = clock()
-        with lock:
+        with lock:  # one read a minute, whichever poller asks first; the others wait for it
             if last and now - last[0][0] < TIME_LEFT_READ_SECONDS:
                 read_at, value = last[0]
                 return None if value is None else value - (now - read_at)
-        value = read()
-        with lock:
+            value = read()
             last[:] = [(now, value)]
-        return value
+            return value
 
     return left
 
@@ -182,7 +209,7 @@ def worker_breaker(
     the DLQ's depth (`dlq_depth`), for the probe to see its copies come back; `time_left`
     (`dlq_time_left`) what is left of the oldest message's retention."""
     breaker = Breaker(
-        MemoryStore(),
+        MemoryStore.for_policy(policy or BreakerPolicy()),
         PollerSwitch(),
         logger=logger,
         policy=policy,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -63,14 +63,15 @@ def run_worker(
     stop: threading.Event | None = None,
     sns: SnsClient | None = None,
     stats: PollStats | None = None,
-    cloudwatch: Any = None,
+    cloudwatch: Callable[[], Any] | None = None,
 ) -> int:
     """Run pollers on the DLQ until `stop` is set (or a signal arrives); returns the exit code.
 
     `sns` publishes park notices; required when the settings name a topic. `stats`: the
     pollers' running totals, given to read what is under way while the worker runs.
-    `cloudwatch`: where the breaker reads the age of the DLQ's oldest message (its retention
-    bound); without it, or off AWS, the bound is not applied.
+    `cloudwatch`: makes the client the breaker reads the age of the DLQ's oldest message from
+    (its retention bound), when it first needs it; without it, or off AWS, the bound is not
+    applied.
     """
     log = logger or logging.getLogger("dlq_replay.local.worker")
     stop = stop or threading.Event()

@@ -137,9 +137,10 @@ class Replayer:
 
     def _process_round(self, messages: Sequence[InboundMessage]) -> list[Outcome]:
         now = self._clock()
+        dlq_urls = {arn: self._dlq_url(arn) for arn in {m.queue_arn for m in messages}}
         decisions = {
             m.message_id: decide(
-                m, self._settings, dlq_url=self._dlq_url(m.queue_arn), now=now, rng=self._rng
+                m, self._settings, dlq_url=dlq_urls[m.queue_arn], now=now, rng=self._rng
             )
             for m in messages
         }
