@@ -57,7 +57,8 @@ def test_missing_queue_is_one_line_and_exit_1(emulator_endpoint: str) -> None:
     )
     assert result.returncode == 1
     line = one_error_line(result.stderr)
-    assert "queue not found" in line
+    assert "the DLQ does not exist" in line
+    assert f"{account_url}/no-such-dlq" in line
     assert "Traceback" not in result.stdout
 
 

@@ -3,6 +3,7 @@ one line (usage errors exit 2, the rest 1)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import pytest
@@ -81,3 +82,17 @@ def test_the_worker_refuses_a_fifo_main_queue_behind_a_standard_dlq(
     result = worker(capsys, queues, fifo)
 
     assert_one_line_error(result, 1, "is a FIFO queue and the DLQ is standard")  # type: ignore[arg-type]
+
+
+def test_the_worker_names_a_missing_dlq_first_when_the_main_queue_is_missing_too(
+    capsys: pytest.CaptureFixture[str], queues: Queues
+) -> None:
+    """The DLQ and the destinations are checked at once; the DLQ's error is the one shown,
+    as when the checks came one after the other."""
+    base = queues.main.rsplit("/", 1)[0]
+    missing = replace(queues, dlq=f"{base}/no-such-dlq")
+
+    result = worker(capsys, missing, f"{base}/no-such-main")
+
+    assert_one_line_error(result, 1, "no-such-dlq")  # type: ignore[arg-type]
+    assert "no-such-main" not in str(result)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -90,11 +91,7 @@ def run_worker(
         )
     handler = LambdaReplay(Replayer(settings, sqs, logger=log, sns=sns), breaker)
     # Start-up rides out throttling and outages as polls do; a missing queue ends it.
-    queue_arn = queue_arn_when_reachable(
-        sqs, options.dlq_url, stop, log, patience=options.start_up_patience
-    )
-    if queue_arn is not None:
-        check_destinations(sqs, settings, options, stop=stop, log=log)
+    queue_arn = start_checks(sqs, settings, options, stop=stop, log=log)
     if queue_arn is None or stop.is_set():
         log.info("worker stopped before it started", extra={"dlq_url": options.dlq_url})
         return 0
@@ -149,6 +146,40 @@ def destinations(settings: Settings) -> dict[str, str]:
     return found
 
 
+def start_checks(
+    sqs: SQSClient,
+    settings: Settings,
+    options: WorkerOptions,
+    *,
+    stop: threading.Event,
+    log: Log,
+) -> str | None:
+    """The DLQ's ARN (None: stopped first), with the destinations checked at the same time
+    (`check_destinations`): one round trip before the first receive, not one per queue. An
+    error of the DLQ's is raised first, as when the checks came one after the other; it also
+    ends the destinations' check, which otherwise could go on retrying for the patience."""
+    abandon = threading.Event()  # the destinations' check waits on this, not on `stop`
+    with ThreadPoolExecutor(1, thread_name_prefix="start-check") as pool:
+        checked = pool.submit(check_destinations, sqs, settings, options, stop=abandon, log=log)
+        try:
+            queue_arn = queue_arn_when_reachable(
+                sqs, options.dlq_url, stop, log, patience=options.start_up_patience
+            )
+        except ClientError as error:
+            abandon.set()
+            if _is_missing_queue(error):
+                raise StartError(f"the DLQ does not exist: {options.dlq_url}") from None
+            raise
+        except BaseException:
+            abandon.set()
+            raise
+        while queue_arn is not None and not stop.is_set() and not checked.done():
+            stop.wait(0.05)
+        abandon.set()  # stopped (or done): a check still waiting to retry gives up
+        checked.result()
+    return queue_arn
+
+
 def check_destinations(
     sqs: SQSClient,
     settings: Settings,
@@ -172,7 +203,11 @@ def check_destinations(
             ):
                 return
         except ClientError as error:
-            code = str(error.response.get("Error", {}).get("Code", ""))
-            if "NonExistentQueue" in code or code == "QueueDoesNotExist":
+            if _is_missing_queue(error):
                 raise StartError(f"the {what} does not exist: {url}") from None
             raise
+
+
+def _is_missing_queue(error: ClientError) -> bool:
+    code = str(error.response.get("Error", {}).get("Code", ""))
+    return "NonExistentQueue" in code or code == "QueueDoesNotExist"
