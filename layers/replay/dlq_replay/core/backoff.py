@@ -107,8 +107,8 @@ def keyed_random(key: str) -> KeyedRandom:
 
 class KeyedRandom:
     """`randint` from a 64-bit hash of a key: one draw per key, as a decision makes, uniform to
-    within 2^-64 per value (a `random.Random` seeded with the key drew the same way, for
-    twice the CPU of a record's decision: it fills 2.5 KB of generator state per seed)."""
+    within 2^-64 per value. (A `random.Random` seeded with the key filled 2.5 KB of generator
+    state for that one draw: a tenth of the replay's own CPU per record.)"""
 
     __slots__ = ("_value",)
 

@@ -23,8 +23,8 @@ def unencodable(message: InboundMessage) -> str | None:
     """Why the message cannot be written anywhere, or None: a text SQS would take as UTF-8
     holds a lone surrogate (U+D800-U+DFFF; only hand-made events carry one, e.g. JSON with
     `"\\udcff"`), which cannot even be encoded. One line for the log, naming where."""
-    # Every text of a well-formed record encodes, so the check runs first and the labels of the
-    # one line are made only for a text that fails (a record's texts checked per message).
+    # This runs for every record, and every text of a well-formed one encodes: the labels of
+    # the line are made only for a text that fails (`_where`).
     texts: list[tuple[str | tuple[int, str, str], str | None]] = [
         ("the body", message.body),
         ("the message id", message.message_id),

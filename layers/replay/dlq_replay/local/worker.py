@@ -154,10 +154,10 @@ def start_checks(
     stop: threading.Event,
     log: Log,
 ) -> str | None:
-    """The DLQ's ARN (None: stopped first), with the destinations checked at the same time
-    (`check_destinations`): one round trip before the first receive, not one per queue. An
-    error of the DLQ's is raised first, as when the checks came one after the other; it also
-    ends the destinations' check, which otherwise could go on retrying for the patience."""
+    """The DLQ's ARN, with the destinations checked at the same time (`check_destinations`):
+    one round trip before the first receive, not one per queue. None when `stop` is set first.
+    An error of the DLQ's is raised first, as when the checks came one after the other; it
+    also ends the destinations' check, which otherwise could go on retrying for the patience."""
     abandon = threading.Event()  # the destinations' check waits on this, not on `stop`
     with ThreadPoolExecutor(1, thread_name_prefix="start-check") as pool:
         checked = pool.submit(check_destinations, sqs, settings, options, stop=abandon, log=log)
@@ -176,6 +176,8 @@ def start_checks(
         while queue_arn is not None and not stop.is_set() and not checked.done():
             stop.wait(0.05)
         abandon.set()  # stopped (or done): a check still waiting to retry gives up
+        if queue_arn is None or stop.is_set():
+            return None  # stopped before it started, whatever the check found
         checked.result()
     return queue_arn
 
