@@ -5,6 +5,7 @@ latency, beside a sequential receive/send/delete loop in a process of its own (t
 Each case fills a source queue with N messages, spawns the tool, and measures:
 - msg/s: N / (spawn to exit) for the loop and the redrive; for the worker, which runs until it
   is told to stop, N / (spawn to the source being empty), and it gets SIGTERM at that moment;
+- 1st receive: spawn to the first receive that brought messages (start-up and pre-flight);
 - to empty: spawn to the source being empty (nothing visible, in flight or delayed), as the
   fake sees it;
 - exit after: from the source being empty (worker: from the SIGTERM) to the process's exit;
@@ -54,6 +55,7 @@ EXIT_PATIENCE_SECONDS = 120.0
 class Run:
     rate: float
     drain_rate: float
+    first_receive: float
     to_empty: float
     exit_after: float
     cpu_seconds: float
@@ -148,6 +150,31 @@ def child_env(tree: Path | None, fake: FakeSqs) -> dict[str, str]:
     return env
 
 
+class NoExitError(Exception):
+    """A tool still running EXIT_PATIENCE_SECONDS after it should have ended (killed)."""
+
+
+def run_again(case: str, *args: Any, **kwargs: Any) -> Run:
+    """`run_once`, once more should the tool not exit: an older tree's worker could miss a
+    signal that came at a bad moment (the shutdown path this tree has fixed that); said on
+    stderr, so the table never hides it."""
+    for attempt in range(3):
+        try:
+            return run_once(case, *args, **kwargs)
+        except NoExitError as error:
+            print(f"{error}; killed and run again (attempt {attempt + 2})", file=sys.stderr)
+    raise SystemExit(f"bench_end_to_end: {case} did not exit in time, three times")
+
+
+def give_up(case: str, children: list[subprocess.Popen[bytes]], output: Any) -> None:
+    """Kill a case's tools that did not exit, show the end of what they wrote, and say so."""
+    for child in children:
+        child.kill()
+    output.seek(0)
+    sys.stderr.write(output.read().decode(errors="replace")[-3000:])
+    raise NoExitError(f"bench_end_to_end: {case} did not exit in time")
+
+
 def run_once(
     case: str,
     messages: int,
@@ -205,9 +232,7 @@ def run_once(
             for reaper in reapers:
                 reaper.join(1)
             if len(ended) < processes:
-                for child in children:
-                    child.kill()
-                raise SystemExit(f"bench_end_to_end: {case} did not exit in time")
+                give_up(case, children, output)
             output.seek(0)
             log = output.read()
         for _, status, _ in ended:
@@ -231,6 +256,7 @@ def run_once(
         return Run(
             rate=messages / rate_seconds,
             drain_rate=messages / max(1e-9, empty_at - first),
+            first_receive=first - started,
             to_empty=empty_at - started,
             exit_after=exit_after,
             cpu_seconds=sum(cpu for _, _, cpu in ended),
@@ -332,7 +358,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"bench_end_to_end: median of {repeats}, worker --pollers {args.pollers} ({shown})")
     print(
         f"{'messages':>8} {'ms/req':>6}  {'case':19} {'msg/s':>6} {'vs loop':>7} "
-        f"{'drain msg/s':>11} {'to empty s':>10} {'exit after s':>12} {'CPU ms/msg':>10} "
+        f"{'drain msg/s':>11} {'1st receive s':>13} {'to empty s':>10} {'exit after s':>12} "
+        f"{'CPU ms/msg':>10} "
         f"{'(marginal)':>10} {'log B/msg':>9}"
     )
     for latency_ms in latencies:
@@ -342,7 +369,7 @@ def main(argv: list[str] | None = None) -> int:
         for _ in range(repeats):
             for case, label, tree in variants:
                 idle_runs[label].append(
-                    run_once(
+                    run_again(
                         case,
                         0,
                         latency_ms / 1000,
@@ -357,7 +384,7 @@ def main(argv: list[str] | None = None) -> int:
             for _ in range(repeats):  # interleaved, so a busy moment hits every case alike
                 for case, label, tree in variants:
                     results[label].append(
-                        run_once(
+                        run_again(
                             case,
                             count,
                             latency_ms / 1000,
@@ -373,7 +400,8 @@ def main(argv: list[str] | None = None) -> int:
                 marginal = (result.cpu_seconds - idle[label].cpu_seconds) / count * 1000
                 print(
                     f"{count:>8} {latency_ms:>6g}  {label:19} {result.rate:>6.0f} {ratio:>7} "
-                    f"{result.drain_rate:>11.0f} {result.to_empty:>10.2f} "
+                    f"{result.drain_rate:>11.0f} {result.first_receive:>13.2f} "
+                    f"{result.to_empty:>10.2f} "
                     f"{result.exit_after:>12.2f} {result.cpu_seconds / count * 1000:>10.3f} "
                     f"{marginal:>10.3f} {result.log_bytes / count:>9.0f}",
                     flush=True,
