@@ -40,7 +40,7 @@ class MemoryStore:
     The window is kept as counts per bucket of send time (as the Lambda's DynamoDB store keeps
     them, finer): a few dozen buckets however long the worker runs, where a list of every
     batch's events grew to tens of thousands within the five minutes of a busy drain, each
-    batch reading all of them back (6.6 ms a batch after five minutes; bench/bench_breaker.py).
+    batch reading all of them back (about 7 ms a batch after five minutes; bench/bench_breaker.py).
     """
 
     def __init__(self, bucket_seconds: float) -> None:
