@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
-import subprocess
 import sys
 import time
 from pathlib import Path
+
+from trees import run_in_tree, shown, trees
 
 BATCHES_PER_SECOND = 150  # 1,500 messages a second in batches of 10
 MEASURED_BATCHES = 200
@@ -54,21 +54,6 @@ def measure(seconds_of_drain: list[int]) -> list[float]:
     return results
 
 
-def run_tree(tree: Path | None, seconds: list[int]) -> list[float]:
-    """`measure` in a process of its own, importing `dlq_replay` from `tree` (None: this one)."""
-    env = dict(os.environ)
-    if tree is not None:
-        env["PYTHONPATH"] = str(tree)
-    output = subprocess.run(
-        [sys.executable, __file__, "--measure", *map(str, seconds)],
-        env=env,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    return [float(value) for value in output.split()]
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--smoke", action="store_true", help="10 s and 30 s of drain only")
@@ -79,14 +64,14 @@ def main(argv: list[str] | None = None) -> int:
         print(" ".join(f"{value:.1f}" for value in measure(args.measure)))
         return 0
     seconds = [10, 30] if args.smoke else [10, 60, 300]
-    trees: list[tuple[str, Path | None]] = [("now", None)]
-    if args.before is not None:
-        trees.insert(0, ("before", args.before))
-    shown = " ".join(["python bench/bench_breaker.py", *(sys.argv[1:] if argv is None else argv)])
-    print(f"bench_breaker: CPU of one batch's count, {BATCHES_PER_SECOND} batches/s ({shown})")
+    print(
+        f"bench_breaker: CPU of one batch's count, {BATCHES_PER_SECOND} batches/s "
+        f"({shown(__file__, argv)})"
+    )
     print(f"{'tree':8} " + " ".join(f"{f'after {s} s':>16}" for s in seconds))
-    for label, tree in trees:
-        values = run_tree(tree, seconds)
+    for label, tree in trees(args.before):
+        measured = run_in_tree(__file__, tree, ["--measure", *map(str, seconds)])
+        values = [float(value) for value in measured.stdout.split()]
         cells = [f"{v:8.1f} µs {v / values[0]:4.1f}x" for v in values]
         print(f"{label:8} " + " ".join(f"{cell:>16}" for cell in cells))
     return 0

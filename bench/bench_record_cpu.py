@@ -21,7 +21,6 @@ import logging
 import os
 import re
 import statistics
-import subprocess
 import sys
 import threading
 import time
@@ -29,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from bench_end_to_end import ATTRIBUTES, BODY_PADDING
+from trees import run_in_tree, shown, trees
 
 ENDPOINT = "http://127.0.0.1:1"
 ACCOUNT_URL = f"{ENDPOINT}/123456789012"
@@ -115,18 +115,9 @@ def measure(batches: int, repeats: int) -> list[float]:
     return results
 
 
-def in_process(tree: Path | None, arguments: list[str], wrapper: list[str]) -> str:
-    env = dict(os.environ)
-    if tree is not None:
-        env["PYTHONPATH"] = str(tree)
-    command = [*wrapper, sys.executable, __file__, *arguments]
-    done = subprocess.run(command, env=env, check=True, capture_output=True, text=True)
-    return done.stdout + done.stderr
-
-
 def cpu_per_record(tree: Path | None, batches: int, repeats: int) -> list[float]:
-    output = in_process(tree, ["--measure", str(batches), str(repeats)], [])
-    return [float(value) for value in output.split()]
+    measured = run_in_tree(__file__, tree, ["--measure", str(batches), str(repeats)])
+    return [float(value) for value in measured.stdout.split()]
 
 
 def instructions_per_record(tree: Path | None, batches: int) -> float:
@@ -134,7 +125,8 @@ def instructions_per_record(tree: Path | None, batches: int) -> float:
     wrapper = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"]
     counts = []
     for measured in (0, batches):
-        output = in_process(tree, ["--measure", str(measured), "1"], wrapper)
+        done = run_in_tree(__file__, tree, ["--measure", str(measured), "1"], wrapper)
+        output = done.stdout + done.stderr
         found = re.search(r"Collected : (\d+)", output)
         if found is None:
             raise SystemExit(f"bench_record_cpu: no count from valgrind:\n{output[-2000:]}")
@@ -154,23 +146,18 @@ def main(argv: list[str] | None = None) -> int:
     if args.measure:
         print(" ".join(f"{value:.2f}" for value in measure(*args.measure)))
         return 0
-    trees: list[tuple[str, Path | None]] = [("now", None)]
-    if args.before is not None:
-        trees.insert(0, ("before", args.before))
-    shown = " ".join(
-        ["python bench/bench_record_cpu.py", *(sys.argv[1:] if argv is None else argv)]
-    )
-    print(f"bench_record_cpu: the worker's own work per record ({shown})")
+    measured_trees = trees(args.before)
+    print(f"bench_record_cpu: the worker's own work per record ({shown(__file__, argv)})")
     if args.instructions:
-        counts = {label: instructions_per_record(tree, 100) for label, tree in trees}
+        counts = {label: instructions_per_record(tree, 100) for label, tree in measured_trees}
         first = next(iter(counts.values()))
         for label, count in counts.items():
             print(f"{label:8} {count / 1000:8.0f}k instructions per record {count / first:6.2f}x")
         return 0
     batches, repeats = (20, 1) if args.smoke else (300, 5)
-    runs: dict[str, list[float]] = {label: [] for label, _ in trees}
+    runs: dict[str, list[float]] = {label: [] for label, _ in measured_trees}
     for _ in range(1 if args.smoke else 3):  # interleaved: a busy moment hits every tree
-        for label, tree in trees:
+        for label, tree in measured_trees:
             runs[label] += cpu_per_record(tree, batches, repeats)
     first_median = statistics.median(next(iter(runs.values())))
     for label, values in runs.items():

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping
+from concurrent import futures
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -155,27 +156,20 @@ def start_checks(
     log: Log,
 ) -> str | None:
     """The DLQ's ARN, with the destinations checked at the same time (`check_destinations`):
-    one round trip before the first receive, not one per queue. None when `stop` is set first.
+    the DLQ's round trip no longer comes before theirs. None when `stop` is set first.
     An error of the DLQ's is raised first, as when the checks came one after the other; it
     also ends the destinations' check, which otherwise could go on retrying for the patience."""
     abandon = threading.Event()  # the destinations' check waits on this, not on `stop`
     with ThreadPoolExecutor(1, thread_name_prefix="start-check") as pool:
         checked = pool.submit(check_destinations, sqs, settings, options, stop=abandon, log=log)
         try:
-            queue_arn = queue_arn_when_reachable(
-                sqs, options.dlq_url, stop, log, patience=options.start_up_patience
-            )
-        except ClientError as error:
-            abandon.set()
-            if _is_missing_queue(error):
-                raise StartError(f"the DLQ does not exist: {options.dlq_url}") from None
-            raise
-        except BaseException:
-            abandon.set()
-            raise
-        while queue_arn is not None and not stop.is_set() and not checked.done():
-            stop.wait(0.05)
-        abandon.set()  # stopped (or done): a check still waiting to retry gives up
+            queue_arn = _reachable_arn(sqs, "DLQ", options.dlq_url, options, stop=stop, log=log)
+            # Done the moment the check is; `stop` looked at every 50 ms meanwhile.
+            while queue_arn is not None and not stop.is_set():
+                if not futures.wait([checked], timeout=0.05).not_done:
+                    break
+        finally:
+            abandon.set()  # the DLQ failed, or a stop came: a check waiting to retry gives up
         if queue_arn is None or stop.is_set():
             return None  # stopped before it started, whatever the check found
         checked.result()
@@ -198,18 +192,25 @@ def check_destinations(
             kind = "a FIFO queue" if is_fifo_url(url) else "a standard queue"
             dlq_kind = "FIFO" if dlq_fifo else "standard"
             raise StartError(f"the {what} {url} is {kind} and the DLQ is {dlq_kind}")
-        try:
-            if (
-                queue_arn_when_reachable(sqs, url, stop, log, patience=options.start_up_patience)
-                is None
-            ):
-                return
-        except ClientError as error:
-            if _is_missing_queue(error):
-                raise StartError(f"the {what} does not exist: {url}") from None
-            raise
+        if _reachable_arn(sqs, what, url, options, stop=stop, log=log) is None:
+            return
 
 
-def _is_missing_queue(error: ClientError) -> bool:
-    code = str(error.response.get("Error", {}).get("Code", ""))
-    return "NonExistentQueue" in code or code == "QueueDoesNotExist"
+def _reachable_arn(
+    sqs: SQSClient,
+    what: str,
+    url: str,
+    options: WorkerOptions,
+    *,
+    stop: threading.Event,
+    log: Log,
+) -> str | None:
+    """The queue's ARN once reachable (within the start-up patience); None when `stop` is set
+    first; StartError naming `what` when the queue does not exist."""
+    try:
+        return queue_arn_when_reachable(sqs, url, stop, log, patience=options.start_up_patience)
+    except ClientError as error:
+        code = str(error.response.get("Error", {}).get("Code", ""))
+        if "NonExistentQueue" in code or code == "QueueDoesNotExist":
+            raise StartError(f"the {what} does not exist: {url}") from None
+        raise
