@@ -11,11 +11,11 @@ Every sample sits between marker comments in a page::
     <!-- /sample -->
 
 NAME is one of the samples of tools/doc_scenarios.py, which seeds moto's server (on a free port
-of 127.0.0.1, reset between scenarios) and says which shell lines to run. Each line runs in
-bash, in the scenario's own temporary folder, with stderr merged into stdout as a terminal
-shows them, and its exit code appended. What varies from run to run (message ids, ages,
-timestamps, durations, the port) is normalised, so a sample changes only when a command's
-output does.
+of 127.0.0.1, one per scenario, the scenarios side by side) and says which shell lines to run.
+Each line runs in bash, in the scenario's own temporary folder, with stderr merged into stdout
+as a terminal shows them, and its exit code appended. What varies from run to run (message
+ids, ages, timestamps, durations, the port) is normalised, so a sample changes only when a
+command's output does.
 
     python tools/doc_samples.py           # rewrite the samples in place
     python tools/doc_samples.py --check   # exit 1 and name every sample that differs
@@ -25,22 +25,22 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import multiprocessing
 import os
 import re
 import subprocess
 import sys
 import tempfile
-import urllib.request
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tools.doc_scenarios import SCENARIOS, Scenario  # noqa: E402
+from tools.doc_scenarios import SCENARIOS  # noqa: E402
 
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 MARKED = re.compile(
@@ -126,12 +126,6 @@ def moto_server() -> Iterator[str]:
         server.stop()
 
 
-def _reset(endpoint: str) -> None:
-    request = urllib.request.Request(f"{endpoint}/moto-api/reset", method="POST")  # noqa: S310
-    with urllib.request.urlopen(request, timeout=10):  # noqa: S310 - the emulator's http URL
-        pass
-
-
 def command_environment(endpoint: str, extra: dict[str, str]) -> dict[str, str]:
     """What the commands see: the venv's console scripts first, demo credentials, the emulator
     and a 130-column terminal; nothing of the caller's AWS configuration."""
@@ -165,13 +159,16 @@ def run_line(line: str, workdir: Path, env: dict[str, str]) -> str:
     return f"$ {line}\n{result.stdout}[exit {result.returncode}]\n"
 
 
-def run_scenario(scenario: Scenario, endpoint: str) -> dict[str, str]:
-    """The scenario's samples, by name, as the Markdown that goes between their markers."""
-    if scenario.emulator:
-        _reset(endpoint)
+def run_scenario(index: int) -> dict[str, str]:
+    """The samples of scenario `index`, by name, as the Markdown that goes between their
+    markers; on a moto server of its own (moto keeps one state per process)."""
+    scenario = SCENARIOS[index]
     rename = _uuid_renamer()
     blocks = {}
-    with tempfile.TemporaryDirectory(prefix="doc-samples-") as folder:
+    with (
+        moto_server() if scenario.emulator else nullcontext("http://127.0.0.1:9") as endpoint,
+        tempfile.TemporaryDirectory(prefix="doc-samples-") as folder,
+    ):
         workdir = Path(folder)
         env = command_environment(endpoint, scenario.setup(endpoint, workdir))
         for sample in scenario.samples:
@@ -181,20 +178,12 @@ def run_scenario(scenario: Scenario, endpoint: str) -> dict[str, str]:
 
 
 def generate() -> dict[str, str]:
-    """Every sample; the scenarios on moto's server one after another (it has one state), the
-    others alongside them."""
+    """Every sample; the scenarios side by side, each in a process of its own."""
     blocks: dict[str, str] = {}
-    with moto_server() as endpoint, ThreadPoolExecutor(max_workers=2) as pool:
-        aside = [
-            pool.submit(run_scenario, scenario, endpoint)
-            for scenario in SCENARIOS
-            if not scenario.emulator
-        ]
-        for scenario in SCENARIOS:
-            if scenario.emulator:
-                blocks.update(run_scenario(scenario, endpoint))
-        for future in aside:
-            blocks.update(future.result())
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=len(SCENARIOS), mp_context=context) as pool:
+        for result in pool.map(run_scenario, range(len(SCENARIOS))):
+            blocks.update(result)
     return blocks
 
 
@@ -245,8 +234,8 @@ def main(argv: list[str] | None = None) -> int:
         if not args.check:
             page.write_text(new, encoding="utf-8")
     if stale:
-        verb = "differ from the commands' output" if args.check else "rewritten"
-        print(f"samples that {verb}:\n  " + "\n  ".join(stale), file=sys.stderr)
+        verb = "that differ from the commands' output" if args.check else "rewritten"
+        print(f"samples {verb}:\n  " + "\n  ".join(stale), file=sys.stderr)
         return 1 if args.check else 0
     return 0
 

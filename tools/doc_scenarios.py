@@ -1,6 +1,6 @@
 """The scenarios behind the docs' command samples (tools/doc_samples.py runs them).
 
-Each scenario seeds moto's server (reset before it) as the docs describe it, returns the
+Each scenario seeds a moto server of its own as the docs describe it, returns the
 shell variables its lines use (`$QUEUES`, `$Q`), and lists its samples in the order they run:
 later samples see what earlier ones did, as in an operator's session. Parked messages are
 sent to the operator queue with the attributes the replay gives them (count and park reason),
@@ -39,7 +39,7 @@ class Sample:
 class Scenario:
     setup: Callable[[str, Path], dict[str, str]]  # (endpoint, workdir) -> shell variables
     samples: tuple[Sample, ...]
-    emulator: bool = True  # False: runs alongside the others (it brings its own)
+    emulator: bool = True  # False: needs no moto server (the demo brings its own emulator)
 
 
 def _client(service: Any, endpoint: str) -> Any:
