@@ -31,14 +31,16 @@ import re
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+from dlq_replay.demo.emulator import emulator  # noqa: E402  (moto's whole server)
 
 from tools.doc_scenarios import SCENARIOS  # noqa: E402
 
@@ -109,23 +111,6 @@ def normalise(text: str, rename: Callable[[re.Match[str]], str]) -> str:
     return "\n".join(line.rstrip() for line in text.split("\n"))  # rich pads titles
 
 
-@contextmanager
-def moto_server() -> Iterator[str]:
-    """moto's whole server (SQS, CloudFormation, Lambda, CloudWatch, S3) on a free port."""
-    import logging
-
-    from moto.server import ThreadedMotoServer
-
-    logging.getLogger("werkzeug").setLevel(logging.CRITICAL)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    try:
-        yield f"http://{host}:{port}"
-    finally:
-        server.stop()
-
-
 def command_environment(endpoint: str, extra: dict[str, str]) -> dict[str, str]:
     """What the commands see: the venv's console scripts first, demo credentials, the emulator
     and a 130-column terminal; nothing of the caller's AWS configuration."""
@@ -166,7 +151,7 @@ def run_scenario(index: int) -> dict[str, str]:
     rename = _uuid_renamer()
     blocks = {}
     with (
-        moto_server() if scenario.emulator else nullcontext("http://127.0.0.1:9") as endpoint,
+        emulator() if scenario.emulator else nullcontext("http://127.0.0.1:9") as endpoint,
         tempfile.TemporaryDirectory(prefix="doc-samples-") as folder,
     ):
         workdir = Path(folder)
