@@ -202,16 +202,13 @@ STACK = Scenario(
     setup_stack,
     (
         Sample("status-stack", ("dlq-replay status --stack shop",)),
-        Sample("peek-operator", ("dlq-replay peek operator --stack shop",)),
+        Sample("peek-operator", ("dlq-replay peek operator --stack shop --limit 3",)),
         Sample("peek-json", ("dlq-replay peek operator --stack shop --limit 1 --body --json",)),
         Sample("peek-dlq", ("dlq-replay peek dlq --stack shop",)),
         Sample("redrive-native-dry-run", ("dlq-replay redrive --stack shop --dry-run",)),
         Sample(
             "redrive-reset",
-            (
-                "dlq-replay redrive --stack shop --filter-reason invalid-count --dry-run",
-                "dlq-replay redrive --stack shop --filter-reason invalid-count --reset-count",
-            ),
+            ("dlq-replay redrive --stack shop --filter-reason invalid-count --reset-count",),
         ),
         Sample("redrive-native-missing", ("dlq-replay redrive --stack shop",)),
         Sample("redrive-client", ("dlq-replay redrive --stack shop --client-side --rate 2",)),
@@ -305,7 +302,6 @@ SELECTION = Scenario(
             (
                 "dlq-replay peek operator $QUEUES --where tenant=acme --match 'total > `100`'"
                 " --body",
-                "dlq-replay peek operator $QUEUES --where weight=5 --filter-reason rejected",
                 "dlq-replay peek operator $QUEUES --match-text 'timeout|VAT' --newer-than 1h"
                 " --body",
             ),
@@ -331,7 +327,6 @@ SELECTION = Scenario(
             ),
         ),
         Sample("peek-refused", ("dlq-replay peek $Q/tight-main",)),
-        Sample("plan-default", ("dlq-replay plan",)),
         Sample(
             "plan-long", ("dlq-replay plan --base 60 --multiplier 4 --cap 7200 --max-attempts 6",)
         ),
