@@ -168,7 +168,7 @@ def stack_template() -> dict[str, Any]:
 
 
 def setup_stack(endpoint: str, workdir: Path) -> dict[str, str]:
-    """Stack `shop`; five orders parked after four replays, two whose count was `four`; three
+    """Stack `shop`; two orders parked with a count of `four`, five after four replays; three
     that failed five receives on the main queue, so SQS moved them to the DLQ."""
     _client("cloudformation", endpoint).create_stack(
         StackName="shop", TemplateBody=json.dumps(stack_template())
@@ -179,7 +179,7 @@ def setup_stack(endpoint: str, workdir: Path) -> dict[str, str]:
         for role in ("main", "dlq", "operator")
     }
     for order in range(4100, 4107):
-        reason, count = ("max-attempts", "4") if order < 4105 else ("invalid-count", "four")
+        reason, count = ("invalid-count", "four") if order < 4102 else ("max-attempts", "4")
         sqs.send_message(
             QueueUrl=urls["operator"],
             MessageBody=json.dumps({"order": order, "tenant": "acme"}),
