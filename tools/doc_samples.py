@@ -24,6 +24,7 @@ command's output does.
 from __future__ import annotations
 
 import argparse
+import difflib
 import itertools
 import multiprocessing
 import os
@@ -187,6 +188,14 @@ def marked_names(pages: list[Path]) -> dict[str, list[Path]]:
     return names
 
 
+def _first_lines_of_diff(old: str, new: str, most: int = 12) -> list[str]:
+    """Where a sample and the command's output part, as a unified diff, indented."""
+    lines = difflib.unified_diff(
+        old.splitlines(), new.splitlines(), "docs", "command", n=0, lineterm=""
+    )
+    return [f"    {line}" for line in itertools.islice(lines, most)]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 on a diff")
@@ -211,11 +220,12 @@ def main(argv: list[str] | None = None) -> int:
         new = rewrite(text, blocks)
         if new == text:
             continue
-        stale += [
-            f"{page.relative_to(ROOT)}: {match.group('name')}"
-            for match in MARKED.finditer(text)
-            if match.group("body") != blocks[match.group("name")]
-        ]
+        for match in MARKED.finditer(text):
+            name, old = match.group("name"), match.group("body")
+            if old != blocks[name]:
+                stale.append(f"{page.relative_to(ROOT)}: {name}")
+                if args.check:
+                    stale += _first_lines_of_diff(old, blocks[name])
         if not args.check:
             page.write_text(new, encoding="utf-8")
     if stale:
