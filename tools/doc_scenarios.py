@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import boto3
 
+from tools.standin_stack import FUNCTION_ENVIRONMENT, template
+
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
@@ -25,7 +27,7 @@ REGION = "us-east-1"
 ACCOUNT = "123456789012"
 PARK_REASON = "dlq-replay-park-reason"
 COUNT = "sqs-dlq-replay-nb"  # the default count attribute
-STACK_COUNT = "orders-replays"  # the stack's function renames it
+STACK_COUNT = FUNCTION_ENVIRONMENT["REPLAY_COUNT_ATTRIBUTE"]  # the stack renames it
 DAY = 86_400
 
 
@@ -95,83 +97,11 @@ def _variables(endpoint: str, urls: dict[str, str]) -> dict[str, str]:
 # --- the stack: `--stack shop`, seven parked messages, three in the DLQ -----------------------
 
 
-def stack_template() -> dict[str, Any]:
-    """A stand-in for the deployed template (moto does not run the SAM transform): its three
-    queues wired as in create-everything mode, a function with the settings environment, its
-    event source mapping on the DLQ, and template.yaml's output names."""
-
-    def queue(name: str, target: str | None = None, receives: int = 0) -> dict[str, Any]:
-        properties: dict[str, Any] = {"QueueName": name}
-        if target:
-            properties["RedrivePolicy"] = {
-                "deadLetterTargetArn": {"Fn::GetAtt": [target, "Arn"]},
-                "maxReceiveCount": receives,
-            }
-        return {"Type": "AWS::SQS::Queue", "Properties": properties}
-
-    environment = {
-        "MAX_ATTEMPTS": "4",
-        "BACKOFF_BASE_SECONDS": "30",
-        "BACKOFF_MULTIPLIER": "3",
-        "BACKOFF_CAP_SECONDS": "1800",
-        "JITTER": "equal",
-        "REPLAY_COUNT_ATTRIBUTE": STACK_COUNT,
-        "MAIN_QUEUE_URL": {"Ref": "MainQueue"},
-        "OPERATOR_QUEUE_URL": {"Ref": "OperatorQueue"},
-    }
-    trust = {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Effect": "Allow",
-                "Principal": {"Service": "lambda.amazonaws.com"},
-                "Action": "sts:AssumeRole",
-            }
-        ],
-    }
-    resources = {
-        "OperatorQueue": queue("shop-operator"),
-        "DeadLetterQueue": queue("shop-dlq", "OperatorQueue", 50),
-        "MainQueue": queue("shop-main", "DeadLetterQueue", 5),
-        "ReplayRole": {
-            "Type": "AWS::IAM::Role",
-            "Properties": {"AssumeRolePolicyDocument": trust},
-        },
-        "ReplayFunction": {
-            "Type": "AWS::Lambda::Function",
-            "Properties": {
-                "FunctionName": "shop-replay",
-                "Runtime": "python3.13",
-                "Handler": "app.handler",
-                "Role": {"Fn::GetAtt": ["ReplayRole", "Arn"]},
-                "Code": {"ZipFile": "def handler(event, context):\n    return {}\n"},
-                "Environment": {"Variables": environment},
-            },
-        },
-        "ReplayFunctionDeadLetterQueueEvent": {
-            "Type": "AWS::Lambda::EventSourceMapping",
-            "Properties": {
-                "FunctionName": {"Ref": "ReplayFunction"},
-                "EventSourceArn": {"Fn::GetAtt": ["DeadLetterQueue", "Arn"]},
-                "Enabled": True,
-                "BatchSize": 10,
-            },
-        },
-    }
-    ref = {"MainQueue": "Main", "DeadLetterQueue": "DeadLetter", "OperatorQueue": "Operator"}
-    outputs: dict[str, Any] = {}
-    for logical, name in ref.items():
-        outputs[f"{name}QueueUrl"] = {"Value": {"Ref": logical}}
-        outputs[f"{name}QueueArn"] = {"Value": {"Fn::GetAtt": [logical, "Arn"]}}
-    outputs["ReplayFunctionName"] = {"Value": {"Ref": "ReplayFunction"}}
-    return {"AWSTemplateFormatVersion": "2010-09-09", "Resources": resources, "Outputs": outputs}
-
-
 def setup_stack(endpoint: str, workdir: Path) -> dict[str, str]:
     """Stack `shop`; two orders parked with a count of `four`, five after four replays; three
     that failed five receives on the main queue, so SQS moved them to the DLQ."""
     _client("cloudformation", endpoint).create_stack(
-        StackName="shop", TemplateBody=json.dumps(stack_template())
+        StackName="shop", TemplateBody=json.dumps(template(prefix="shop"))
     )
     sqs = _client("sqs", endpoint)
     urls = {
