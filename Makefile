@@ -243,7 +243,7 @@ $(DEMO_STAMP): requirements/demo.lock pyproject.toml
 
 # Benchmarks: `make bench` for the figures, `make bench-smoke` (part of `make test`, after
 # `build`: bench_cold_start measures the built artifact) so the benchmark code keeps running.
-# bench_end_to_end and bench_sqs_calls run the tools as users install them: the package and
+# bench_end_to_end runs the tools as users install them: the package and
 # its dependencies (requirements/demo.lock) in a venv of their own, none of the development
 # toolchain (through aws-sam-cli it brings pyOpenSSL and awscrt, which botocore imports at start
 # when present).
@@ -267,7 +267,6 @@ bench: $(STAMP) $(BENCH_STAMP)
 	$(BIN)/python bench/bench_signals.py
 	$(BIN)/python bench/bench_breaker.py
 	$(BIN)/python bench/bench_record_cpu.py
-	$(BENCH_VENV)/bin/python bench/bench_sqs_calls.py
 	$(BIN)/python bench/bench_end_to_end.py --python $(BENCH_VENV)/bin/python
 
 # The fault-injection soak (tools/soak.py): N messages through the failure path with a chaos
@@ -292,7 +291,6 @@ bench-smoke: $(STAMP)
 	$(BIN)/python bench/bench_signals.py --smoke
 	$(BIN)/python bench/bench_breaker.py --smoke
 	$(BIN)/python bench/bench_record_cpu.py --smoke
-	$(BIN)/python bench/bench_sqs_calls.py --smoke
 	$(BIN)/python bench/bench_end_to_end.py --smoke
 
 # Regenerates requirements/dev.lock from a clean, throwaway venv, then requirements/demo.lock
