@@ -13,7 +13,7 @@ from dlq_replay.sqs.client import sqs_client
 QUEUE = "https://sqs.eu-west-1.amazonaws.com/123456789012/orders"
 
 
-class Sent(Exception):
+class SentError(Exception):
     """Raised by the hook instead of sending: the request is what the test looks at."""
 
 
@@ -30,10 +30,10 @@ def test_the_user_agent_is_botocores_and_names_the_tool() -> None:
 
     def record(request: Any, **_: Any) -> None:
         seen.append(request.headers["User-Agent"].decode())
-        raise Sent
+        raise SentError
 
     sqs.meta.events.register("before-send.sqs.GetQueueUrl", record)
-    with pytest.raises(Sent):
+    with pytest.raises(SentError):
         sqs.get_queue_url(QueueName="orders")
 
     assert seen[0].startswith("Boto3/")
