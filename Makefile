@@ -221,29 +221,32 @@ lock-localstack:
 # The README's first command: the replay on an embedded SQS emulator, no AWS account needed.
 # DEMO_ARGS passes options through, e.g. make demo DEMO_ARGS="--messages 1000 --poison-rate 0.1".
 # Its own light environment (the package and its `demo` extra, requirements/demo.lock) on any
-# Python 3.11+, so a first `make demo` does not install the whole development toolchain.
+# Python 3.11+, so a first `make demo` does not install the whole development toolchain. Not
+# compiled at install (moto's thousands of modules for every service): the demo's first run
+# compiles the few it imports.
 DEMO_ARGS ?=
 demo: $(DEMO_STAMP)
 	$(DEMO_VENV)/bin/dlq-replay demo $(DEMO_ARGS)
 
-# $(call user-venv,DIR,PYTHON): a venv with the package and its dependencies only, as users
-# install them (requirements/demo.lock: the package, its `demo` extra, pinned).
+# $(call user-venv,DIR,PYTHON[,PIP OPTIONS]): a venv with the package and its dependencies only,
+# as users install them (requirements/demo.lock: the package, its `demo` extra, pinned). One pip
+# run, and --no-deps: the lock is the whole environment, so pip has nothing to resolve.
 define user-venv
 	rm -rf $(1)
 	$(2) -m venv $(1)
-	$(1)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements/demo.lock
-	$(1)/bin/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
+	$(1)/bin/python -m pip install --quiet --disable-pip-version-check --no-deps $(3) \
+		-r requirements/demo.lock -e .
 	touch $(1)/.installed
 endef
 
 $(DEMO_STAMP): requirements/demo.lock pyproject.toml
 	@test -n "$(DEMO_PY)" || { echo "make: Python 3.11 or newer not found (python3, python3.11-3.13): \
 	install one" >&2; exit 1; }
-	$(call user-venv,$(DEMO_VENV),$(DEMO_PY))
+	$(call user-venv,$(DEMO_VENV),$(DEMO_PY),--no-compile)
 
 # Benchmarks: `make bench` for the figures, `make bench-smoke` (part of `make test`, after
 # `build`: bench_cold_start measures the built artifact) so the benchmark code keeps running.
-# bench_end_to_end and bench_sqs_calls run the tools as users install them: the package and
+# bench_end_to_end runs the tools as users install them: the package and
 # its dependencies (requirements/demo.lock) in a venv of their own, none of the development
 # toolchain (through aws-sam-cli it brings pyOpenSSL and awscrt, which botocore imports at start
 # when present).
@@ -267,7 +270,6 @@ bench: $(STAMP) $(BENCH_STAMP)
 	$(BIN)/python bench/bench_signals.py
 	$(BIN)/python bench/bench_breaker.py
 	$(BIN)/python bench/bench_record_cpu.py
-	$(BENCH_VENV)/bin/python bench/bench_sqs_calls.py
 	$(BIN)/python bench/bench_end_to_end.py --python $(BENCH_VENV)/bin/python
 
 # The fault-injection soak (tools/soak.py): N messages through the failure path with a chaos
@@ -292,7 +294,6 @@ bench-smoke: $(STAMP)
 	$(BIN)/python bench/bench_signals.py --smoke
 	$(BIN)/python bench/bench_breaker.py --smoke
 	$(BIN)/python bench/bench_record_cpu.py --smoke
-	$(BIN)/python bench/bench_sqs_calls.py --smoke
 	$(BIN)/python bench/bench_end_to_end.py --smoke
 
 # Regenerates requirements/dev.lock from a clean, throwaway venv, then requirements/demo.lock

@@ -1,6 +1,9 @@
 """End to end, spawn to exit: `dlq-replay redrive` and `dlq-replay worker` as real processes
 against an in-memory SQS over HTTP (bench/sqs_http.py) that holds every request a fixed
-latency, beside a sequential receive/send/delete loop in a process of its own (the baseline).
+latency, beside a sequential receive/send/delete loop in a process of its own (the baseline)
+and, when it is installed, lumigo-cli's `replay-sqs-dlq` (a Node CLI on the AWS SDK for
+JavaScript v2, its default 10 pollers; `npm install --prefix build/lumigo lumigo-cli`), pointed
+at the same endpoint through its SDK's configuration (bench/lumigo_endpoint.js).
 
 Each case fills a source queue with N messages, spawns the tool, and measures:
 - msg/s: N / (spawn to exit) for the loop and the redrive; for the worker, which runs until it
@@ -15,7 +18,9 @@ Every case must deliver every message to the destination exactly once and leave 
 empty (the fake keeps the books), or the benchmark stops with an error.
 
     python bench/bench_end_to_end.py            # 1,000 and 5,000 messages, 10 and 20 ms, 3 times
-    python bench/bench_end_to_end.py --smoke    # CI: 200 messages, 10 ms, once
+    python bench/bench_end_to_end.py --smoke    # CI: 200 messages, 10 ms, once (no lumigo-cli)
+    python bench/bench_end_to_end.py --cases loop redrive lumigo --messages 1000 5000 \
+        --python build/bench-venv/bin/python     # the side-by-side redrive table
     python bench/bench_end_to_end.py --before /tmp/old/layers/replay   # and an older tree:
         git archive <rev> layers | tar -x -C /tmp/old
     python bench/bench_end_to_end.py --before /tmp/old/layers/replay --tree mid=/tmp/m/layers/replay
@@ -49,6 +54,8 @@ ATTRIBUTES = {
 BODY_PADDING = "x" * 200
 SOURCE, TARGET, OPERATOR = "bench-source", "bench-target", "bench-operator"
 EXIT_PATIENCE_SECONDS = 120.0
+BENCH = Path(__file__).resolve().parent
+LUMIGO = BENCH.parent / "build" / "lumigo" / "node_modules"  # npm install --prefix build/lumigo
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +108,12 @@ def command(case: str, fake: FakeSqs, pollers: int, python: str) -> list[str]:
     source, target = fake.url(SOURCE), fake.url(TARGET)
     if case == "loop":
         return [python, __file__, "--loop", fake.endpoint_url, source, target]
+    if case == "lumigo":
+        return [
+            str(LUMIGO / ".bin" / "lumigo-cli"),
+            "replay-sqs-dlq",
+            *("--dlqQueueName", SOURCE, "--targetName", TARGET, "--region", "us-east-1"),
+        ]
     cli = [python, "-m", "dlq_replay.cli.main"]
     if case == "worker":
         return [
@@ -147,6 +160,13 @@ def child_env(tree: Path | None, fake: FakeSqs) -> dict[str, str]:
     )
     if tree is not None:
         env["PYTHONPATH"] = str(tree)
+    # lumigo-cli: its SDK's SQS endpoint, no `npm show` version check before it starts.
+    env.update(
+        NODE_OPTIONS=f"--require {BENCH / 'lumigo_endpoint.js'}",
+        BENCH_AWS_SDK=str(LUMIGO / "aws-sdk"),
+        BENCH_SQS_ENDPOINT=fake.endpoint_url,
+        SKIP_VERSION_CHECK="1",
+    )
     return env
 
 
@@ -313,9 +333,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--cases",
         nargs="+",
-        default=["loop", "redrive", "worker"],
-        choices=["loop", "redrive", "redrive-x2", "worker"],
-        help="redrive-x2: two redrive processes side by side (default: loop redrive worker)",
+        default=None,
+        choices=["loop", "redrive", "redrive-x2", "worker", "lumigo"],
+        help="redrive-x2: two redrive processes side by side; lumigo: lumigo-cli replay-sqs-dlq "
+        "(default: loop redrive worker, and lumigo when installed and not --smoke)",
     )
     parser.add_argument(
         "--before",
@@ -344,13 +365,21 @@ def main(argv: list[str] | None = None) -> int:
     messages = args.messages or ([200] if args.smoke else [1_000, 5_000])
     latencies = args.latency_ms or ([10.0] if args.smoke else [10.0, 20.0])
     repeats = args.repeats or (1 if args.smoke else 3)
+    cases = args.cases or ["loop", "redrive", "worker", *([] if args.smoke else ["lumigo"])]
+    if "lumigo" in cases and not (LUMIGO / ".bin" / "lumigo-cli").exists():
+        print(
+            f"bench_end_to_end: lumigo-cli skipped, not installed in {LUMIGO.parent} "
+            "(npm install --prefix build/lumigo lumigo-cli)",
+            file=sys.stderr,
+        )
+        cases.remove("lumigo")
     trees: list[tuple[str, Path]] = [("before", args.before)] if args.before else []
     trees += args.tree
     variants: list[tuple[str, str, Path | None]] = []
-    for case in args.cases:
-        if case != "loop":
+    for case in cases:
+        if case not in ("loop", "lumigo"):
             variants += [(case, f"{case} ({label})", tree) for label, tree in trees]
-        variants.append((case, case if case == "loop" else f"{case} (now)", None))
+        variants.append((case, case if case in ("loop", "lumigo") else f"{case} (now)", None))
     compile_trees(args.python, [None, *(tree for _, tree in trees)])
     shown = " ".join(
         ["python bench/bench_end_to_end.py", *(sys.argv[1:] if argv is None else argv)]

@@ -31,6 +31,7 @@ OPERATIONS = {
     "GetQueueAttributes": "_get_queue_attributes",
     "ListDeadLetterSourceQueues": "_list_dead_letter_source_queues",
     "GetQueueUrl": "_get_queue_url",
+    "ListQueues": "_list_queues",
     "SendMessage": "_send_message",
     "SendMessageBatch": "_send_message_batch",
     "DeleteMessageBatch": "_delete_message_batch",
@@ -205,6 +206,10 @@ class FakeSqs(ThreadingHTTPServer):
 
     def _get_queue_url(self, request: dict[str, Any]) -> dict[str, Any]:
         return {"QueueUrl": self.url(request["QueueName"])}
+
+    def _list_queues(self, request: dict[str, Any]) -> dict[str, Any]:
+        prefix = str(request.get("QueueNamePrefix", ""))
+        return {"QueueUrls": [self.url(name) for name in self.queues if name.startswith(prefix)]}
 
     def _send(self, queue: Queue, entry: dict[str, Any]) -> dict[str, Any]:
         message = self._message(entry["MessageBody"], entry.get("MessageAttributes", {}))

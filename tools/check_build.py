@@ -54,11 +54,9 @@ LAYER_MODULES = (
     "dlq_replay/sqs/breaker_store.py",
     "dlq_replay/sqs/client.py",
     "dlq_replay/sqs/depth.py",
-    "dlq_replay/sqs/http11.py",
     "dlq_replay/sqs/queue_age.py",
     "dlq_replay/sqs/replayer.py",
     "dlq_replay/sqs/sending.py",
-    "dlq_replay/sqs/transport.py",
 )
 CLI_ONLY_PACKAGES = ("rich", "moto", "flask")
 # Settings are read on the first invocation; these only make an import-time read harmless.

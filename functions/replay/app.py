@@ -13,14 +13,14 @@ from contextlib import suppress
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
+import boto3
 from aws_lambda_powertools import Logger, Metrics
 from botocore.exceptions import BotoCoreError
 from dlq_replay.aws_lambda.replay import LambdaReplay, MalformedEventError
 from dlq_replay.core.settings import SettingsError
-from dlq_replay.sqs.client import known_services_session, sqs_client
+from dlq_replay.sqs.client import sqs_client
 
 if TYPE_CHECKING:
-    import boto3
     from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
     from aws_lambda_powertools.utilities.typing import LambdaContext
     from mypy_boto3_sqs import SQSClient
@@ -31,7 +31,7 @@ metrics = Metrics(namespace="SqsDlqReplay", service="sqs-dlq-replay")
 
 @cache
 def _session() -> boto3.Session:
-    return known_services_session()
+    return boto3.Session()
 
 
 @cache

@@ -1,7 +1,7 @@
 """The chaos proxy injects each fault as botocore sees it from SQS, and never alters a success.
 
-Each fault goes through both HTTP layers of our SQS client (sqs/transport.py's, and botocore's
-own): the same fault must surface as the same exception class from either."""
+Each fault goes through our SQS client (botocore's HTTP layer): it must surface as the
+exception class botocore raises for it."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import boto3
 import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError, ConnectionClosedError, EndpointConnectionError
-from dlq_replay.sqs.client import HTTP_LAYERS, SQS_CLIENT_CONFIG, sqs_client
+from dlq_replay.sqs.client import SQS_CLIENT_CONFIG, sqs_client
 
 from tools.chaos import ChaosProxy, Faults
 
@@ -23,16 +23,10 @@ if TYPE_CHECKING:
 NO_RETRIES = Config(retries={"mode": "standard", "max_attempts": 1})
 
 
-def client(endpoint: str, http: str = "botocore") -> SQSClient:
+def client(endpoint: str) -> SQSClient:
     session = boto3.Session(aws_access_key_id="chaos", aws_secret_access_key="chaos")
     config = SQS_CLIENT_CONFIG.merge(NO_RETRIES)
-    return sqs_client(endpoint, "us-east-1", session=session, config=config, http=http)
-
-
-@pytest.fixture(params=HTTP_LAYERS)
-def http(request: pytest.FixtureRequest) -> str:
-    """The HTTP layer of the client through the proxy."""
-    return str(request.param)
+    return sqs_client(endpoint, "us-east-1", session=session, config=config)
 
 
 @pytest.fixture
@@ -41,20 +35,18 @@ def direct(moto_endpoint: str) -> SQSClient:
 
 
 @contextmanager
-def through(
-    moto_endpoint: str, faults: Faults, http: str
-) -> Iterator[tuple[ChaosProxy, SQSClient]]:
+def through(moto_endpoint: str, faults: Faults) -> Iterator[tuple[ChaosProxy, SQSClient]]:
     """A proxy with `faults` in front of moto, and a client through it; stopped on the way out."""
     proxy = ChaosProxy(moto_endpoint, faults, seed=1, max_seconds=60)
     try:
-        yield proxy, client(proxy.start(), http)
+        yield proxy, client(proxy.start())
     finally:
         proxy.stop()
 
 
-def test_successes_pass_through_unaltered(moto_endpoint: str, http: str) -> None:
-    with through(moto_endpoint, Faults(), http) as (proxy, sqs):
-        url = sqs.create_queue(QueueName=f"calm-{http}")["QueueUrl"]
+def test_successes_pass_through_unaltered(moto_endpoint: str) -> None:
+    with through(moto_endpoint, Faults()) as (proxy, sqs):
+        url = sqs.create_queue(QueueName="calm")["QueueUrl"]
         sqs.send_message(
             QueueUrl=url,
             MessageBody="é\x01 body",
@@ -71,11 +63,11 @@ def test_successes_pass_through_unaltered(moto_endpoint: str, http: str) -> None
     [(Faults(throttle=1), "RequestThrottled"), (Faults(server_error=1), "InternalError")],
 )
 def test_errors_have_sqs_shape_and_do_not_reach_the_emulator(
-    moto_endpoint: str, direct: SQSClient, faults: Faults, code: str, http: str
+    moto_endpoint: str, direct: SQSClient, faults: Faults, code: str
 ) -> None:
-    url = direct.create_queue(QueueName=f"errors-{http}")["QueueUrl"]
+    url = direct.create_queue(QueueName="errors")["QueueUrl"]
     with (
-        through(moto_endpoint, faults, http) as (_proxy, sqs),
+        through(moto_endpoint, faults) as (_proxy, sqs),
         pytest.raises(ClientError) as raised,
     ):
         sqs.send_message(QueueUrl=url, MessageBody="never")
@@ -87,11 +79,11 @@ def test_errors_have_sqs_shape_and_do_not_reach_the_emulator(
     ("faults", "written"), [(Faults(reset_before=1), False), (Faults(reset_after=1), True)]
 )
 def test_a_reset_after_forwarding_is_the_ambiguous_failure(
-    moto_endpoint: str, direct: SQSClient, faults: Faults, written: bool, http: str
+    moto_endpoint: str, direct: SQSClient, faults: Faults, written: bool
 ) -> None:
-    url = direct.create_queue(QueueName=f"resets-{http}-{written}")["QueueUrl"]
+    url = direct.create_queue(QueueName=f"resets-{written}")["QueueUrl"]
     with (
-        through(moto_endpoint, faults, http) as (_proxy, sqs),
+        through(moto_endpoint, faults) as (_proxy, sqs),
         pytest.raises(ConnectionClosedError),
     ):
         sqs.send_message(QueueUrl=url, MessageBody="maybe")
@@ -99,9 +91,9 @@ def test_a_reset_after_forwarding_is_the_ambiguous_failure(
     assert [m["Body"] for m in received] == (["maybe"] if written else [])
 
 
-def test_the_proxy_stops_itself(moto_endpoint: str, http: str) -> None:
+def test_the_proxy_stops_itself(moto_endpoint: str) -> None:
     proxy = ChaosProxy(moto_endpoint, Faults(), seed=1, max_seconds=0.2)
     endpoint = proxy.start()
     proxy._stopped.wait(5)
     with pytest.raises(EndpointConnectionError):
-        client(endpoint, http).list_queues()
+        client(endpoint).list_queues()

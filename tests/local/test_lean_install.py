@@ -80,6 +80,37 @@ def test_demo_without_moto_says_how_to_install_it_in_one_line(missing: Path) -> 
     )
 
 
+# What moto's `server` extra adds to moto[sqs] (the `demo` extra), hidden the same way: the
+# demo's emulator must serve SQS without any of it.
+SERVER_EXTRA_ONLY = (
+    "flask",
+    "flask_cors",
+    "cfnlint",
+    "docker",
+    "sympy",
+    "joserfc",
+    "jsonpath_ng",
+    "graphql",
+    "openapi_spec_validator",
+    "py_partiql_parser",
+    "aws_xray_sdk",
+    "antlr4",
+)
+
+
+@pytest.mark.slow
+def test_the_demo_runs_on_moto_sqs_alone(tmp_path: Path) -> None:
+    for name in SERVER_EXTRA_ONLY:
+        package = tmp_path / name
+        package.mkdir()
+        (package / "__init__.py").write_text(f"raise ImportError('no module named {name}')\n")
+
+    result = run(tmp_path, "demo", "--plain", "--messages", "5", "--seed", "1")
+
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+
+
 def test_install_hint_from_a_checkout(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text("[project]\n")
     package = tmp_path / "layers" / "replay" / "dlq_replay"

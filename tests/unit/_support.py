@@ -82,7 +82,7 @@ def make_settings(
         backoff=backoff or BackoffPolicy(),
         count_attribute=count_attribute,
         allowed_source_queue_arns=allowed,
-        sqs_endpoint_url=endpoint,
+        endpoint_url_sqs=endpoint,
     )
 
 

@@ -1,46 +1,41 @@
-"""The SQS client's session: botocore's loader told which services it serves, so making the
-Lambda's client skips botocore's walk over every service's directory, and nothing else
-changes."""
+"""The SQS client is botocore's, configured through its public `Config` only: botocore checks
+every request before it is sent, and the User-Agent names the tool beside the SDK."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import Any
 
 import pytest
-from botocore.exceptions import UnknownServiceError
-from dlq_replay.sqs.client import known_services_session, sqs_client
+from botocore.exceptions import ParamValidationError
+from dlq_replay import __version__
+from dlq_replay.sqs.client import sqs_client
+
+QUEUE = "https://sqs.eu-west-1.amazonaws.com/123456789012/orders"
 
 
-def test_the_loader_lists_only_the_named_services() -> None:
-    loader = known_services_session()._session.get_component("data_loader")
-
-    # SQS and SNS (notices), and the outage breaker's DynamoDB, Lambda, EventBridge, CloudWatch.
-    named = ["cloudwatch", "dynamodb", "events", "lambda", "sns", "sqs"]
-    assert loader.list_available_services("service-2") == named
-    assert loader.list_available_services("endpoint-rule-set-1") == named
+class SentError(Exception):
+    """Raised by the hook instead of sending: the request is what the test looks at."""
 
 
-def test_clients_of_the_named_services_are_made_with_their_models() -> None:
-    session = known_services_session()
+def test_a_malformed_request_is_refused_before_it_is_sent() -> None:
+    sqs = sqs_client(region_name="eu-west-1")
 
-    sqs = sqs_client(region_name="eu-west-1", session=session)
-    sns = session.client("sns", region_name="eu-west-1")
-
-    assert sqs.meta.service_model.service_name == "sqs"
-    assert sqs.meta.region_name == "eu-west-1"
-    assert "publish_batch" in dir(sns)
+    with pytest.raises(ParamValidationError, match="MaxNumberOfMessages"):
+        sqs.receive_message(QueueUrl=QUEUE, MaxNumberOfMessages="ten")  # type: ignore[arg-type]
 
 
-def test_a_service_not_named_is_refused_as_unknown() -> None:
-    with pytest.raises(UnknownServiceError):
-        known_services_session().client("s3", region_name="eu-west-1")
+def test_the_user_agent_is_botocores_and_names_the_tool() -> None:
+    sqs = sqs_client(region_name="eu-west-1")
+    seen: list[str] = []
 
+    def record(request: Any, **_: Any) -> None:
+        seen.append(request.headers["User-Agent"].decode())
+        raise SentError
 
-def test_aws_data_path_is_searched_first_as_botocore_does(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    monkeypatch.setenv("AWS_DATA_PATH", f"{tmp_path}/models:~/more")
+    sqs.meta.events.register("before-send.sqs.GetQueueUrl", record)
+    with pytest.raises(SentError):
+        sqs.get_queue_url(QueueName="orders")
 
-    loader = known_services_session()._session.get_component("data_loader")
-
-    assert loader.search_paths[:2] == [f"{tmp_path}/models", str(Path("~/more").expanduser())]
+    assert seen[0].startswith("Boto3/")
+    assert f"app/sqs-dlq-replay#{__version__}" in seen[0].split()
+    assert "ua/2.1" in seen[0]

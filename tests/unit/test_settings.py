@@ -27,7 +27,7 @@ def test_defaults() -> None:
         count_attribute="sqs-dlq-replay-nb",
         allowed_source_queue_arns=frozenset(),
         log_message_body=False,
-        sqs_endpoint_url=None,
+        endpoint_url_sqs=None,
     )
     assert type(settings.max_attempts) is int
     assert type(settings.backoff.multiplier) is float
@@ -65,7 +65,7 @@ def test_every_variable_is_parsed() -> None:
         park_notification_topic_arn=TOPIC,
         max_message_age_seconds=86_400,
         send_concurrency=32,
-        sqs_endpoint_url="http://127.0.0.1:4566",
+        endpoint_url_sqs="http://127.0.0.1:4566",
     )
 
 
@@ -112,7 +112,7 @@ def test_single_values(variable: str, value: str, expected: object) -> None:
         "REPLAY_COUNT_ATTRIBUTE": settings.count_attribute,
         "LOG_MESSAGE_BODY": settings.log_message_body,
         "MAIN_QUEUE_URL": settings.main_queue_url,
-        "AWS_ENDPOINT_URL": settings.sqs_endpoint_url,
+        "AWS_ENDPOINT_URL": settings.endpoint_url_sqs,
         "PARK_NOTIFICATION_TOPIC_ARN": settings.park_notification_topic_arn,
         "MAX_MESSAGE_AGE_SECONDS": settings.max_message_age_seconds,
         "SEND_CONCURRENCY": settings.send_concurrency,
@@ -255,7 +255,7 @@ def test_the_dataclass_defaults_are_the_tables() -> None:
 
 def test_every_field_has_its_row_and_every_row_its_field() -> None:
     rows = {setting.field for setting in SETTINGS}
-    fields = {f.name for f in dataclasses.fields(Settings)} - {"backoff", "sqs_endpoint_url"}
+    fields = {f.name for f in dataclasses.fields(Settings)} - {"backoff", "endpoint_url_sqs"}
     fields |= {f"backoff.{f.name}" for f in dataclasses.fields(BackoffPolicy)}
     assert rows == fields
 

@@ -155,7 +155,7 @@ def lambda_breaker(
     def dlq_time_left() -> float | None:
         """Seconds the DLQ's oldest message has left; None when unknown."""
         try:
-            url = QueueArn.parse(switch.dlq_arn()).url(settings.sqs_endpoint_url)
+            url = QueueArn.parse(switch.dlq_arn()).url(settings.endpoint_url_sqs)
             return queue_time_left(sqs, cloudwatch, url)
         except Exception as error:  # unknown: decided without it
             logger.warning("DLQ retention unknown", extra={"error": f"{type(error).__name__}"})
@@ -164,7 +164,7 @@ def lambda_breaker(
     def dlq_depth() -> int | None:
         """Messages in the DLQ, visible, in flight or delayed; None when unknown."""
         try:
-            url = QueueArn.parse(switch.dlq_arn()).url(settings.sqs_endpoint_url)
+            url = QueueArn.parse(switch.dlq_arn()).url(settings.endpoint_url_sqs)
             return queue_depth(sqs, url).total
         except Exception as error:  # unknown: the probe keeps receiving
             logger.warning("DLQ depth unknown", extra={"error": f"{type(error).__name__}"})

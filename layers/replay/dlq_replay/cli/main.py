@@ -11,8 +11,6 @@ what else it needs); `dlq-replay --help` and `--version` import none of them."""
 from __future__ import annotations
 
 import argparse
-import atexit
-import gc
 import importlib
 import os
 import sys
@@ -53,10 +51,6 @@ def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentPa
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    # At exit the collector would walk every object still alive (botocore's service models
-    # among them), 0.1-0.4 s after the work is done; frozen, they are freed without the walk.
-    atexit.unregister(gc.freeze)
-    atexit.register(gc.freeze)
     restore = install_default_handlers()
     try:
         return _main(argv)

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 # leaves room for a 20 s long poll.
 INTERACTIVE_ATTEMPTS = 2
 INTERACTIVE_CONNECT_TIMEOUT = 2
-INTERACTIVE_CONFIG = sqs_clients.LEAN_CALLS.merge(
+INTERACTIVE_CONFIG = sqs_clients.APP_ID.merge(
     Config(
         retries={"mode": "standard", "total_max_attempts": INTERACTIVE_ATTEMPTS},
         connect_timeout=INTERACTIVE_CONNECT_TIMEOUT,

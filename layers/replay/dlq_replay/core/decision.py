@@ -90,7 +90,7 @@ def route(message: InboundMessage, settings: Settings) -> str | None:
     """The queue a replay goes to: its allowed source queue, else the main queue, else none."""
     source = message.dead_letter_source_arn
     if source and source in settings.allowed_source_queue_arns:
-        return QueueArn.parse(source).url(settings.sqs_endpoint_url)
+        return QueueArn.parse(source).url(settings.endpoint_url_sqs)
     return settings.main_queue_url
 
 

@@ -277,7 +277,7 @@ class Settings:
     outage_breaker: bool = True
     # Where URLs built from queue ARNs point: boto3's own AWS_ENDPOINT_URL_SQS/AWS_ENDPOINT_URL
     # (an emulator or SQS-compatible broker); unset means AWS's regional endpoint.
-    sqs_endpoint_url: str | None = None
+    endpoint_url_sqs: str | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
@@ -289,7 +289,7 @@ class Settings:
             (backoff if owner == "backoff" else fields)[name] = setting.read(env)
         endpoint = env.get("AWS_ENDPOINT_URL_SQS", "").strip() or env.get("AWS_ENDPOINT_URL", "")
         return cls(
-            **fields, backoff=BackoffPolicy(**backoff), sqs_endpoint_url=endpoint.strip() or None
+            **fields, backoff=BackoffPolicy(**backoff), endpoint_url_sqs=endpoint.strip() or None
         )
 
 

@@ -1,9 +1,11 @@
 """The embedded SQS emulators (moto's server on 127.0.0.1) and the demo's three queues, wired
 as the template's create-everything mode wires them.
 
-`emulator()` is moto's whole server (every service; the end-to-end tests deploy the template
-on it). `sqs_emulator()` is the demo's: moto's SQS alone, served so that it behaves like SQS
-where moto's server does not, and fast enough for a thousand messages on a small machine:
+`emulator()` is moto's whole server (every service, `moto[server]`: the end-to-end tests deploy
+the template on it). `sqs_emulator()` is the demo's: moto's SQS alone, served by werkzeug (the
+`demo` extra is `moto[sqs]`, no Flask, no other service's dependencies), so that it behaves
+like SQS where moto's server does not, and fast enough for a thousand messages on a small
+machine:
 
 - Atomic requests. moto's SQS backend takes no lock: two concurrent receives can both move
   the same message to the DLQ, and one then fails with HTTP 500 *after* it marked its other
@@ -173,12 +175,11 @@ class SqsEmulator:
 def sqs_emulator(*, linear: bool = True) -> Iterator[SqsEmulator]:
     """moto's SQS alone on 127.0.0.1 at a free port, requests atomic, counts linear (see the
     module's docstring; `linear=False` keeps moto's own counting, the benchmark's baseline)."""
-    from moto.moto_server.werkzeug_app import MotoRequestHandler, create_backend_app
     from werkzeug.serving import make_server
 
     logging.getLogger("werkzeug").setLevel(logging.CRITICAL)
-    app = AtomicSqs(create_backend_app("sqs"))
-    server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=MotoRequestHandler)
+    app = AtomicSqs(_moto_sqs_app())
+    server = make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=server.serve_forever, name="sqs-emulator", daemon=True)
     with _moto_made_linear() if linear else nullcontext():
         thread.start()
@@ -188,6 +189,27 @@ def sqs_emulator(*, linear: bool = True) -> Iterator[SqsEmulator]:
             server.shutdown()
             server.server_close()
             thread.join()
+
+
+def _moto_sqs_app() -> WsgiApp:
+    """moto's SQS as a WSGI app with nothing but werkzeug (a dependency of moto itself): what
+    moto's server does for an SQS request, without its Flask app, which only `moto[server]`
+    brings (and with it cfn-lint, docker, sympy and the rest of every service's needs)."""
+    from botocore.exceptions import ClientError
+    from moto.core.request import Request
+    from moto.sqs.responses import SQSResponse
+    from werkzeug.wrappers import Response
+
+    def app(environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        request = Request(environ)
+        try:
+            status, headers, body = SQSResponse.dispatch(request)
+        except ClientError as error:  # as moto's server answers one
+            status, headers, body = 400, {}, error.response["Error"]["Message"]
+        answer = Response(response=body, status=status, headers=headers)
+        return answer(environ, start_response)
+
+    return app
 
 
 @contextmanager

@@ -69,7 +69,7 @@ def demo(
             operator_queue_url=queues.operator,
             max_attempts=options.max_attempts,
             backoff=backoff,
-            sqs_endpoint_url=running.endpoint_url,
+            endpoint_url_sqs=running.endpoint_url,
         )
         replay_log = _quiet_logger("dlq_replay.demo.replay")
         consumer = Consumer(

@@ -143,7 +143,7 @@ def destinations(settings: Settings) -> dict[str, str]:
     if settings.main_queue_url:
         found["main queue"] = settings.main_queue_url
     for arn in sorted(settings.allowed_source_queue_arns):
-        found[f"allowed source queue {arn}"] = QueueArn.parse(arn).url(settings.sqs_endpoint_url)
+        found[f"allowed source queue {arn}"] = QueueArn.parse(arn).url(settings.endpoint_url_sqs)
     return found
 
 

@@ -173,7 +173,7 @@ class Replayer:
         for queue_arn, queued in _by_queue(messages).items():
             refused = change_visibility(
                 self._sqs,
-                QueueArn.parse(queue_arn).url(self._settings.sqs_endpoint_url),
+                QueueArn.parse(queue_arn).url(self._settings.endpoint_url_sqs),
                 [(m.receipt_handle, decisions[m.message_id].delay) for m in queued],
             )
             for index, code in refused:
@@ -185,7 +185,7 @@ class Replayer:
     def _dlq_url(self, queue_arn: str) -> str | None:
         """The URL of the record's DLQ; None when its eventSourceARN names no queue."""
         try:
-            return QueueArn.parse(queue_arn).url(self._settings.sqs_endpoint_url)
+            return QueueArn.parse(queue_arn).url(self._settings.endpoint_url_sqs)
         except ValueError:
             return None
 
