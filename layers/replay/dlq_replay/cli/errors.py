@@ -12,6 +12,7 @@ from botocore.exceptions import (
     BotoCoreError,
     ClientError,
     HTTPClientError,
+    InvalidRegionError,
     NoCredentialsError,
     NoRegionError,
     ProfileNotFound,
@@ -46,6 +47,8 @@ def describe_error(error: Exception) -> tuple[str, int]:
         )
     if isinstance(error, NoRegionError):
         return "no AWS region: pass --region or set AWS_DEFAULT_REGION", EXIT_USAGE
+    if isinstance(error, InvalidRegionError):
+        return f"{error} (pass --region or set AWS_DEFAULT_REGION, e.g. us-east-1)", EXIT_USAGE
     if isinstance(error, ProfileNotFound):
         return str(error), EXIT_USAGE
     if isinstance(error, (BotoConnectionError, HTTPClientError)):

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 import boto3
 from botocore.config import Config
 
+from dlq_replay.cli.errors import EXIT_USAGE, CommandError
+from dlq_replay.cli.parsing import ENDPOINT_FORM, endpoint_problem, endpoint_url, region_name
 from dlq_replay.sqs import client as sqs_clients
 
 if TYPE_CHECKING:
@@ -49,16 +51,49 @@ def sqs_client(args: argparse.Namespace, *, patient: bool = False) -> SQSClient:
     for a person waiting at a prompt, patient for the long-running worker."""
     session = aws_session(args)
     config = sqs_clients.SQS_CLIENT_CONFIG if patient else INTERACTIVE_CONFIG
-    return sqs_clients.sqs_client(args.endpoint_url, session=session, config=config)
+    return sqs_clients.sqs_client(endpoint(args), session=session, config=config)
+
+
+def endpoint(args: argparse.Namespace, service: str = "sqs") -> str | None:
+    """The endpoint of `service`'s client: AWS_ENDPOINT_URL_<SERVICE> (other services than
+    SQS), else --endpoint-url, else AWS_ENDPOINT_URL_SQS, else AWS_ENDPOINT_URL, else None
+    (AWS's own). A variable's value is checked as the option's is: botocore would refuse it
+    with a ValueError deep in client creation."""
+    own = [] if service == "sqs" else [f"AWS_ENDPOINT_URL_{service.upper()}"]
+    for name in own:
+        if os.environ.get(name):
+            return _checked(name)
+    if args.endpoint_url:
+        return str(args.endpoint_url)
+    for name in ("AWS_ENDPOINT_URL_SQS", "AWS_ENDPOINT_URL"):
+        if os.environ.get(name):
+            return _checked(name)
+    return None
+
+
+def _checked(variable: str) -> str:
+    value = os.environ[variable]
+    problem = endpoint_problem(value)
+    if problem is not None:
+        raise CommandError(
+            f"{variable}={value!r} is not an endpoint URL: it {problem} (expected {ENDPOINT_FORM})",
+            EXIT_USAGE,
+        )
+    return value
 
 
 def add_aws_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("AWS")
-    group.add_argument("--region", help="AWS region (default: from the environment/profile)")
+    group.add_argument(
+        "--region",
+        type=region_name,
+        help="AWS region (default: from the environment/profile)",
+    )
     group.add_argument("--profile", help="named profile from the AWS config files")
     group.add_argument(
         "--endpoint-url",
-        default=os.environ.get("AWS_ENDPOINT_URL_SQS") or os.environ.get("AWS_ENDPOINT_URL"),
+        type=endpoint_url,
+        metavar="URL",
         help="endpoint of every service the command calls (SQS; with --stack and for status, "
         "plan, pause and resume also CloudFormation, Lambda and CloudWatch): an emulator or "
         "SQS-compatible broker; AWS_ENDPOINT_URL_<SERVICE> still wins for one service (default: "

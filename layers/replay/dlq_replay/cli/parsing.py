@@ -6,9 +6,11 @@ from this module alone."""
 from __future__ import annotations
 
 import argparse
+import re
 import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NoReturn
+from urllib.parse import urlsplit
 
 from dlq_replay.core.queues import queue_url_problem
 from dlq_replay.core.settings import SETTING, SETTINGS, Setting, SettingsError
@@ -167,3 +169,48 @@ def positive_number(text: str) -> float:
     if not 0 < (value := _number(text)) < float("inf"):
         raise argparse.ArgumentTypeError(f"must be above 0, got {text}")
     return value
+
+
+ENDPOINT_FORM = "http:// or https://, a host and an optional port, e.g. http://localhost:4566"
+# A host name as botocore accepts it (labels of letters, digits and inner hyphens), or an IP.
+_HOST = re.compile(r"^((?!-)[A-Z\d-]{1,63}(?<!-)\.)*((?!-)[A-Z\d-]{1,63}(?<!-))\.?$", re.I)
+
+
+def endpoint_problem(text: str) -> str | None:
+    """Why `text` is not an endpoint URL botocore would take (None: it is one). Checked before
+    any client is made: botocore's own refusal is a ValueError deep in client creation."""
+    try:
+        parts = urlsplit(text)
+        port = parts.port
+    except ValueError as error:
+        return f"is not a URL ({error})"
+    del port
+    if parts.scheme not in {"http", "https"}:
+        return "has no http:// or https:// in front"
+    host = parts.hostname
+    if not host or not (_HOST.match(host) or ":" in host) or any(c.isspace() for c in text):
+        return "names no valid host"
+    return None
+
+
+def endpoint_url(text: str) -> str:
+    """argparse type of --endpoint-url."""
+    problem = endpoint_problem(text)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not an endpoint URL: it {problem} (expected {ENDPOINT_FORM})"
+        )
+    return text
+
+
+# An AWS region name as botocore checks it (`us-east-1`): letters, digits, inner hyphens.
+_REGION = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?$")
+
+
+def region_name(text: str) -> str:
+    """argparse type of --region."""
+    if not _REGION.match(text):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a region name (expected letters, digits and hyphens, e.g. us-east-1)"
+        )
+    return text

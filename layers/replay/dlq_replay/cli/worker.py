@@ -6,7 +6,13 @@ import argparse
 import os
 from typing import Any
 
-from dlq_replay.cli.options import MAX_POLLERS, add_aws_options, aws_session, sqs_client
+from dlq_replay.cli.options import (
+    MAX_POLLERS,
+    add_aws_options,
+    aws_session,
+    endpoint,
+    sqs_client,
+)
 from dlq_replay.cli.parsing import (
     Subparsers,
     add_setting_options,
@@ -92,7 +98,7 @@ def run_worker_command(args: argparse.Namespace) -> int:
     from dlq_replay.notify.sns import notice_client
 
     # The endpoint also decides the URLs built from queue ARNs (shared-DLQ routing).
-    overrides = {**setting_overrides(args), "AWS_ENDPOINT_URL_SQS": args.endpoint_url}
+    overrides = {**setting_overrides(args), "AWS_ENDPOINT_URL_SQS": endpoint(args)}
     if args.no_breaker:  # the short form of --outage-breaker off
         overrides["OUTAGE_BREAKER"] = "off"
     settings = settings_from(os.environ, overrides)
