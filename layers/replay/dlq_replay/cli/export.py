@@ -34,7 +34,7 @@ from dlq_replay.cli.output import (
 )
 from dlq_replay.cli.parsing import Subparsers, int_between
 from dlq_replay.cli.selection import add_selection_options, selector_from
-from dlq_replay.cli.shutdown import Shutdown, hidden_until_text
+from dlq_replay.cli.shutdown import Shutdown, hidden_at_most_text, hidden_until_text
 from dlq_replay.ops.archive import FORMAT
 from dlq_replay.ops.depth import queue_depth
 
@@ -134,28 +134,45 @@ def run_export(args: argparse.Namespace) -> int:
             def show(result: ops.ExportResult) -> None:
                 progress.update(bar, completed=result.examined)
 
+            def report(why: str) -> None:
+                result, left = job.state.result(), job.leftover()
+                if args.json:
+                    print_json(
+                        {
+                            **_export_json(source, result, shutdown),
+                            "abandoned": why,
+                            "left": {**asdict(left), "hidden_at_most": left.at_most},
+                        }
+                    )
+                else:
+                    _print_export(result, request)
+
             result = shutdown.run(
-                lambda: job.run(show), lambda: _export_leftover(job.leftover(), request)
+                lambda: job.run(show), lambda: _export_leftover(job.leftover(), request), report
             )
     except OSError as error:
         raise CommandError(file_error(error, "nothing was deleted")) from None
     if result.stopped:
         note(result.stopped)
     if args.json:
-        print_json(
-            {
-                "queue": source.url,
-                **asdict(result),
-                "interrupted": shutdown.name or None,
-                "adds_up": result.adds_up,
-            }
-        )
+        print_json(_export_json(source, result, shutdown))
     else:
         _print_export(result, request)
     if shutdown.code is not None:
         note(_export_interrupted(result, request, shutdown))
         return shutdown.code
     return EXIT_FAILED if result.failed or result.not_deleted or result.stopped else EXIT_OK
+
+
+def _export_json(
+    source: ops.QueueInfo, result: ops.ExportResult, shutdown: Shutdown
+) -> dict[str, object]:
+    return {
+        "queue": source.url,
+        **asdict(result),
+        "interrupted": shutdown.name or None,
+        "adds_up": result.adds_up,
+    }
 
 
 def _places(request: ops.ExportRequest) -> str:
@@ -184,7 +201,10 @@ def _export_interrupted(
 
 def _export_leftover(left: ops.ExportLeftover, request: ops.ExportRequest) -> str:
     """The line when the export is abandoned mid-flight."""
-    hidden = hidden_until_text(left.hidden, left.hidden_until)
+    receives = 1 if left.receiving_up_to else 0  # one at a time
+    hidden = hidden_at_most_text(
+        left.hidden, left.hidden_until, receives, left.receiving_up_to, left.receiving_until
+    )
     if left.phase is ops.ExportPhase.RECEIVING:
         part = f" ({request.path}.part is incomplete)" if request.path is not None else ""
         return f"nothing was deleted{part}; {hidden}; {_rerun(request)}"

@@ -246,8 +246,23 @@ def _client_redrive(
         def show(tally: ops.RedriveTally) -> None:
             progress.update(bar, completed=tally.seen, total=max(total, tally.seen) or None)
 
+        def report(why: str) -> None:
+            snapshot, left = move.abandoned()
+            if args.json:
+                print_json(
+                    {
+                        **redrive_json(snapshot, request, shutdown),
+                        "abandoned": why,
+                        "left": {**asdict(left), "hidden_at_most": left.at_most},
+                    }
+                )
+            else:
+                _print_tally(snapshot, request, shutdown)
+
         tally = shutdown.run(
-            lambda: move.run(show), lambda: leftover_text(move.leftover(), "source queue")
+            lambda: move.run(show),
+            lambda: leftover_text(move.leftover(), "source queue"),
+            report,
         )
     if tally.stopped:
         note(stop_text(tally.stopped))
@@ -304,6 +319,8 @@ def _print_tally(tally: ops.RedriveTally, request: ops.RedriveRequest, shutdown:
     ]
     if tally.given_back:
         rows.append(("received, given back untouched", tally.given_back))
+    if tally.unsettled:
+        rows.append(("received, copy not confirmed sent (abandoned)", tally.unsettled))
     rows.append(("seen (received)", tally.seen))
     console.print(count_table("messages", rows))
     if tally.not_released:

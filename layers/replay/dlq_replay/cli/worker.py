@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 from typing import Any
 
 from dlq_replay.cli.options import (
@@ -38,8 +39,10 @@ def register(subparsers: Subparsers) -> None:
         description="Poll a DLQ like Lambda's event source and replay it. At start it checks "
         "that the main queue (and every allowed source queue) exists and is FIFO exactly when "
         "the DLQ is. SIGINT, SIGTERM and SIGHUP stop the polling: the batches in hand are "
-        "finished (within a few seconds, else the worker says what stays hidden) and the exit "
-        "code is 130, 143 or 129; a second signal exits at once. The outage breaker stops "
+        "finished (within a few seconds, else the worker says what stays hidden); the exit code "
+        "is then 0 after SIGTERM (a service stopped cleanly), 130 after SIGINT, 129 after "
+        "SIGHUP; a second signal, or a stop past the grace, exits at once with 128 + the "
+        "signal's number. The outage breaker stops "
         "polling while nearly every replayed copy comes back (the consumer is down), and tries "
         "again after a pause (--no-breaker: off).",
     )
@@ -147,6 +150,10 @@ def run_worker_command(args: argparse.Namespace) -> int:
         )
     except StartError as error:
         raise CommandError(f"{error}; nothing was received") from None
+    if shutdown.signum == signal.SIGTERM:
+        # A service asked to stop that stopped cleanly: systemd, Kubernetes and process
+        # supervisors read 143 as a failure. An abandoned stop exits 143 from the shutdown.
+        return code
     return shutdown.code if shutdown.code is not None else code
 
 
