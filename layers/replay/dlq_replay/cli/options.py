@@ -46,12 +46,27 @@ def aws_session(args: argparse.Namespace) -> boto3.Session:
     return session
 
 
-def sqs_client(args: argparse.Namespace, *, patient: bool = False) -> SQSClient:
+def sqs_client(
+    args: argparse.Namespace, *, patient: bool = False, config: Config | None = None
+) -> SQSClient:
     """An SQS client from the AWS CLI-style options (profile, region, endpoint): fast to fail
-    for a person waiting at a prompt, patient for the long-running worker."""
+    for a person waiting at a prompt, patient for the long-running worker (or `config`)."""
     session = aws_session(args)
-    config = sqs_clients.SQS_CLIENT_CONFIG if patient else INTERACTIVE_CONFIG
+    if config is None:
+        config = sqs_clients.SQS_CLIENT_CONFIG if patient else INTERACTIVE_CONFIG
     return sqs_clients.sqs_client(endpoint(args), session=session, config=config)
+
+
+def probe_config(patience: float) -> Config:
+    """The worker's start checks: one attempt a call, a connect timeout within the patience,
+    so the patience alone says how long start-up waits (botocore's own retries of the patient
+    client took ~20 s per call against an unreachable endpoint, whatever the patience)."""
+    return INTERACTIVE_CONFIG.merge(
+        Config(
+            retries={"mode": "standard", "total_max_attempts": 1},
+            connect_timeout=min(INTERACTIVE_CONNECT_TIMEOUT, max(1.0, patience)),
+        )
+    )
 
 
 def endpoint(args: argparse.Namespace, service: str = "sqs") -> str | None:

@@ -12,6 +12,7 @@ from dlq_replay.cli.options import (
     add_aws_options,
     aws_session,
     endpoint,
+    probe_config,
     sqs_client,
 )
 from dlq_replay.cli.parsing import (
@@ -145,11 +146,12 @@ def run_worker_command(args: argparse.Namespace) -> int:
                 stop=shutdown.stop,
                 stats=stats,
                 cloudwatch=(lambda: _cloudwatch(args)) if settings.outage_breaker else None,
+                probe=sqs_client(args, config=probe_config(args.start_up_patience)),
             ),
             left,
         )
     except StartError as error:
-        raise CommandError(f"{error}; nothing was received") from None
+        raise CommandError(f"{error}; nothing was received", 2 if error.usage else 1) from None
     if shutdown.signum == signal.SIGTERM:
         # A service asked to stop that stopped cleanly: systemd, Kubernetes and process
         # supervisors read 143 as a failure. An abandoned stop exits 143 from the shutdown.

@@ -66,14 +66,6 @@ def queue_info(sqs: SQSClient, url: str) -> QueueInfo:
     )
 
 
-def dead_letter_sources(sqs: SQSClient, url: str) -> list[str]:
-    """URLs of the queues whose RedrivePolicy names this queue as their DLQ."""
-    sources: list[str] = []
-    for page in sqs.get_paginator("list_dead_letter_source_queues").paginate(QueueUrl=url):
-        sources.extend(page.get("queueUrls", []))
-    return sources
-
-
 def source_queue_url(sqs: SQSClient, arn: str, cache: dict[str, str | None]) -> str | None:
     """The URL of the queue a DLQ message was dead-lettered from (its
     `DeadLetterQueueSourceArn`), None when it is malformed or gone; looked up once per ARN."""

@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from dlq_replay.ops.errors import OpsError
-from dlq_replay.ops.queues import QueueInfo, dead_letter_sources, queue_info
+from dlq_replay.ops.queues import QueueInfo, queue_info
 from dlq_replay.sqs.sending import MAX_BATCH_ENTRIES, change_visibility
+from dlq_replay.sqs.sources import dead_letter_sources
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient

@@ -22,8 +22,9 @@ from dlq_replay.core.messages import OutboundMessage
 from dlq_replay.core.queues import is_fifo_url
 from dlq_replay.core.settings import DEFAULT_COUNT_ATTRIBUTE
 from dlq_replay.ops.pacing import PaceReport, PaceStop, UntilFailing
-from dlq_replay.ops.queues import QueueInfo, dead_letter_sources, source_queue_url
+from dlq_replay.ops.queues import QueueInfo, source_queue_url
 from dlq_replay.ops.select import Selector
+from dlq_replay.sqs.sources import dead_letter_sources
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
