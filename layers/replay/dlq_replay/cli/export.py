@@ -50,21 +50,15 @@ def s3_uri(text: str) -> ops.S3Location:
 def register(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
         "export",
-        description=f"Receive the messages of QUEUE and write one JSON object a line "
-        f"({FORMAT}): message_id, body, every message attribute (Binary values base64, type "
-        "suffixes kept), message_group_id, message_deduplication_id, aws_trace_header, "
-        "receive_count and sent_timestamp (epoch ms). The file is written as PATH.part and "
-        "renamed to PATH once flushed and fsync'ed. An existing archive is continued, never "
-        "overwritten: its records are kept, a message it holds is not written again (with "
-        "--delete it is deleted), so an interrupted export is rerun with the same --file (or "
-        "--s3-uri) and the archive holds each message once. An S3 object is checked writable "
-        "before anything is received. "
-        "With --s3-uri the same lines are then PUT to S3 (after the local file, or alone "
-        "through a temporary file). Without --delete every message is made visible again as "
-        "soon as the archive is complete; with --delete the exported messages are deleted "
-        "only then, and nothing is deleted when writing or uploading fails. Messages not "
-        "exported (filtered out, over --limit) are given back as soon as the receiving ends. "
-        + BUDGET_HELP,
+        description=f"Receive the messages of QUEUE and write them to a JSON Lines archive "
+        f"({FORMAT}: one message a line, body and every attribute), a local file and/or an "
+        "S3 object. An existing archive is continued, never overwritten: an interrupted "
+        "export is rerun with the same --file or --s3-uri. Without --delete every message is "
+        "made visible again once the archive is complete; with --delete the exported ones "
+        "are deleted only then. "
+        + BUDGET_HELP
+        + " Details and the record format: docs/operator-commands.md#export--import-fix-"
+        "messages-by-hand.",
     )
     parser.add_argument("queue", metavar="QUEUE", help="main, dlq, operator, or a queue URL")
     parser.add_argument(

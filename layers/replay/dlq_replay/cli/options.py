@@ -117,16 +117,7 @@ def add_aws_options(parser: argparse.ArgumentParser) -> None:
 
 
 BUDGET_HELP = (
-    "Receive counts: every ReceiveMessage raises a message's receive count, and on a queue "
-    "with a RedrivePolicy (the DLQ -> operator queue safety net, the main queue -> DLQ) SQS "
-    "moves a message on the receive that would take it past maxReceiveCount. SQS shows the "
-    "count only by receiving, so the rule is a budget: a message arrives on a DLQ with the "
-    "receive count it had on its source queue (the largest maxReceiveCount of the queues "
-    "ListDeadLetterSourceQueues names), one look adds one. The command refuses to start when "
-    "even a fresh message would keep fewer than --reserve receives after the look; it stops "
-    "before its next receive as soon as a message it has seen keeps --reserve or fewer; the "
-    "first receive of a peek takes a single message (a message already at its limit cannot "
-    "be seen coming, so at most one could be touched before the rule has a sample); and "
-    "messages in flight (held by the replay for a long delay) are never received. It says "
-    "so on stderr and shows the receives left for each message."
+    "Every receive raises a message's receive count, and SQS moves a message on past its "
+    "queue's maxReceiveCount: the command keeps --reserve receives for each message, refuses "
+    "or stops before that (see docs/operator-commands.md, 'The receive-count rule')."
 )

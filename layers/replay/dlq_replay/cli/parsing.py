@@ -6,6 +6,7 @@ from this module alone."""
 from __future__ import annotations
 
 import argparse
+import math
 import re
 import textwrap
 from collections.abc import Callable, Mapping, Sequence
@@ -62,6 +63,18 @@ class CommandParser(argparse.ArgumentParser):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", CommandHelpFormatter)
         super().__init__(*args, **kwargs)
+        self.commands: Mapping[str, argparse.ArgumentParser] = {}  # the subcommands' parsers
+
+    def parse_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> argparse.Namespace:
+        """As argparse's, but an option the command does not know is reported by that
+        command's parser, so the line points at its --help, not the top-level one."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            owner = self.commands.get(getattr(parsed, "command", None) or "", self)
+            owner.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"dlq-replay: error: {message} (see: {self.prog} --help)\n")
@@ -153,9 +166,12 @@ class int_between:  # noqa: N801 - used like the function it replaces: type=int_
 
 def _number(text: str) -> float:
     try:
-        return float(text)
+        value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value):  # nan, inf, 1e309: not "below 0" nor any other range
+        raise argparse.ArgumentTypeError(f"not a finite number: {text!r}")
+    return value
 
 
 def share(text: str) -> float:
@@ -166,7 +182,7 @@ def share(text: str) -> float:
 
 
 def positive_number(text: str) -> float:
-    if not 0 < (value := _number(text)) < float("inf"):
+    if not (value := _number(text)) > 0:
         raise argparse.ArgumentTypeError(f"must be above 0, got {text}")
     return value
 

@@ -43,17 +43,13 @@ def register(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
         "redrive",
         description="Move messages from the operator queue (or the DLQ) back to the main "
-        "queue or to their source queues. Without --reset-count, --filter-reason or --limit, "
-        "and when the source is some queue's DLQ, SQS's own StartMessageMoveTask does it "
-        "(every attribute kept as is, park reason included; --wait follows it). Otherwise the "
-        "move is client-side, in batches of 10: each copy keeps the body and every attribute "
-        "byte for byte except the park reason and error (removed), dlq-replay-not-before "
-        "(removed) and "
-        "with --reset-count the replay count (removed: the message starts again at 0); FIFO "
-        "copies keep their group id and get a deduplication id derived from the original's "
-        "message id. An original is deleted only after its copy was sent, so an interrupted "
-        "run loses nothing and a rerun continues (a message whose copy was sent but whose "
-        "delete did not happen is sent again: at least once). " + BUDGET_HELP,
+        "queue or to their source queues: with SQS's own StartMessageMoveTask when the source "
+        "is a DLQ and nothing is to be rewritten (every attribute kept; --wait follows it), "
+        "else client-side in batches of 10, each copy without the park reason (with "
+        "--reset-count, without the replay count), its original deleted only once the copy "
+        "was sent: an interrupted run loses nothing, a rerun continues (at least once). "
+        + BUDGET_HELP
+        + " Details: docs/operator-commands.md#redrive.",
     )
     parser.add_argument(
         "--from",
@@ -272,7 +268,24 @@ def _client_redrive(
         _print_tally(tally, request, shutdown)
     if shutdown.code is not None:
         return shutdown.code
+    if nothing_movable(tally):
+        note(
+            f"nothing could be moved: {plural(tally.skipped, 'message')} skipped "
+            f"({_skips_text(tally)}), still in the source queue"
+        )
+        return EXIT_FAILED
     return EXIT_FAILED if tally.failed or tally.sent_not_deleted or tally.stopped else EXIT_OK
+
+
+def nothing_movable(tally: ops.RedriveTally) -> bool:
+    """Messages were there and none could be moved (`--to source` with no source on any):
+    a failure to a script, not a success with nothing to do."""
+    no_source = tally.skips.get(ops.SkipReason.NO_SOURCE, 0)
+    return no_source > 0 and tally.moved == 0 and not tally.sent_not_deleted
+
+
+def _skips_text(tally: ops.RedriveTally) -> str:
+    return ", ".join(f"{count} {reason}" for reason, count in sorted(tally.skips.items()))
 
 
 def redrive_json(

@@ -85,8 +85,8 @@ def register(subparsers: Subparsers) -> None:
     parser.add_argument(
         "--no-breaker",
         action="store_true",
-        help="no outage breaker: keep replaying (and parking) while every replayed copy comes "
-        "back (the same as --outage-breaker off)",
+        help="turn the outage breaker off (by default it is on): keep replaying (and parking) "
+        "while every replayed copy comes back; the same as --outage-breaker off",
     )
     add_setting_options(parser)
     add_aws_options(parser)
