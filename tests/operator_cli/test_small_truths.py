@@ -104,4 +104,5 @@ def test_help_says_the_receive_count_rule_once_and_points_at_the_docs(
     text = " ".join(run_cli(capsys, command, "--help").out.split())
     assert text.count("Every receive raises a message's receive count") == 1
     assert "ListDeadLetterSourceQueues" not in text
-    assert "docs/operator-commands.md, 'The receive-count rule'" in text
+    rule = "docs/operator-commands.md#the-receive-count-rule-why-peek-and-redrive-may-refuse"
+    assert rule in text

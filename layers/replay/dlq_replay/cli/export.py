@@ -55,10 +55,8 @@ def register(subparsers: Subparsers) -> None:
         "S3 object. An existing archive is continued, never overwritten: an interrupted "
         "export is rerun with the same --file or --s3-uri. Without --delete every message is "
         "made visible again once the archive is complete; with --delete the exported ones "
-        "are deleted only then. "
-        + BUDGET_HELP
-        + " Details and the record format: docs/operator-commands.md#export--import-fix-"
-        "messages-by-hand.",
+        "are deleted only then. " + BUDGET_HELP + " Details and the record format: "
+        "docs/operator-commands.md#export--import-fix-messages-by-hand.",
     )
     parser.add_argument("queue", metavar="QUEUE", help="main, dlq, operator, or a queue URL")
     parser.add_argument(

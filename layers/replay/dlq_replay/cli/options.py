@@ -119,5 +119,6 @@ def add_aws_options(parser: argparse.ArgumentParser) -> None:
 BUDGET_HELP = (
     "Every receive raises a message's receive count, and SQS moves a message on past its "
     "queue's maxReceiveCount: the command keeps --reserve receives for each message, refuses "
-    "or stops before that (see docs/operator-commands.md, 'The receive-count rule')."
+    "or stops before that (see "
+    "docs/operator-commands.md#the-receive-count-rule-why-peek-and-redrive-may-refuse)."
 )

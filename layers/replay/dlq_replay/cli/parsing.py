@@ -44,7 +44,9 @@ class CommandHelpFormatter(argparse.HelpFormatter):
         return f"{text} ({', '.join(extras)})" if extras else text
 
     def _split_lines(self, text: str, width: int) -> list[str]:
-        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
+        return textwrap.wrap(
+            " ".join(text.split()), width, break_on_hyphens=False, break_long_words=False
+        )
 
     def _fill_text(self, text: str, width: int, indent: str) -> str:
         return textwrap.fill(
@@ -53,6 +55,7 @@ class CommandHelpFormatter(argparse.HelpFormatter):
             initial_indent=indent,
             subsequent_indent=indent,
             break_on_hyphens=False,
+            break_long_words=False,  # a docs link stays whole, to copy
         )
 
 
