@@ -212,7 +212,11 @@ def hidden_at_most_text(
         return text
     if hidden <= 0:
         text = "none received is left hidden"
-    when = time.strftime("%H:%M:%S UTC", time.gmtime(receiving_until)) if receiving_until else ""
+    when = (
+        time.strftime("%H:%M:%S UTC", time.gmtime(receiving_until))
+        if receiving_until is not None
+        else "their visibility timeout ends"
+    )
     noun = "receive" if receives == 1 else "receives"
     return f"{text}; up to {up_to} more may be hidden by {receives} {noun} in flight, until {when}"
 
