@@ -49,6 +49,10 @@ class Scenario:
     slow_after_signal: float = 0.0  # each request after the signal takes this long (0: as before)
     prefix: str = "sig"
     env: dict[str, str] = field(default_factory=dict)
+    slow_lead: float = 0.0  # the proxy turns slow this long before the signal (requests held)
+    proxy: bool = True  # False: the command talks to the emulator itself (no added latency)
+    second_signal: float | None = None  # seconds after the first: the same signal again
+    concurrency: int = 2  # redrive's
 
 
 @dataclass
@@ -64,6 +68,7 @@ class Outcome:
     hidden_at_end: int = 0  # still hidden in the source after the rerun
     duplicates: int = 0  # extra copies delivered
     said: int = 0  # duplicates the first run announced (sent, original not deleted)
+    hidden_later: int = 0  # messages hidden in the source one second after the exit
 
 
 def client(endpoint: str) -> SQSClient:
@@ -154,7 +159,8 @@ class Run:
         if command == "redrive":
             return [
                 "redrive", "--from", self.source, "--to", self.destination, "--client-side",
-                "--concurrency", "2", "--hide-seconds", str(HIDE_SECONDS), "--json", *common,
+                "--concurrency", str(self.s.concurrency), "--hide-seconds", str(HIDE_SECONDS),
+                "--json", *common,
             ]  # fmt: skip
         if command == "export":
             return [
@@ -213,7 +219,7 @@ class Run:
     # -- the scenario ---------------------------------------------------------------------------
 
     def interrupted(self, exit_timeout: float = 30.0) -> Outcome:
-        self.proxy_url = self.proxy.start()
+        self.proxy_url = self.proxy.start() if self.s.proxy else self.s.endpoint
         try:
             self.setup()
             process = self.start(self.args())
@@ -227,8 +233,13 @@ class Run:
             _wait_for(self.in_flight, f"{self.s.command} at work")
             if self.s.slow_after_signal:
                 self.proxy.faults = Faults(spike=1.0, spike_seconds=self.s.slow_after_signal)
+                time.sleep(self.s.slow_lead)
             signalled = time.monotonic()
             os.kill(process.pid, self.s.signum)
+            if self.s.second_signal is not None:
+                time.sleep(self.s.second_signal)
+                if process.poll() is None:
+                    os.kill(process.pid, self.s.signum)
             try:
                 code: int | None = process.wait(timeout=exit_timeout)
             except subprocess.TimeoutExpired:
@@ -244,6 +255,9 @@ class Run:
             outcome = Outcome(code, seconds, stdout, output.get("err", ""), hidden, _json(stdout))
             if outcome.tally is not None:
                 outcome.said = int(outcome.tally.get("sent_not_deleted") or 0)
+            if self.s.command != "import":
+                time.sleep(max(0.0, 1.0 - (time.monotonic() - signalled - seconds)))
+                outcome.hidden_later = _depth(self.sqs, self.source)[1]
             return outcome
         finally:
             if self.s.slow_after_signal:

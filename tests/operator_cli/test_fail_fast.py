@@ -64,9 +64,11 @@ def test_peek_gives_up_after_two_attempts_and_names_the_endpoint(
     assert endpoint.connections == 2  # the interactive config's attempts, not the worker's 6
 
 
-def test_the_worker_keeps_the_patient_retries(
+def test_the_worker_start_up_is_bounded_by_its_patience_not_botocores_retries(
     capsys: pytest.CaptureFixture[str], endpoint: ResettingEndpoint
 ) -> None:
+    """The start checks' client does not retry by itself: with --start-up-patience 0 the DLQ
+    is asked once (the pollers' client keeps the Lambda's patient retries)."""
     queue = f"{endpoint.url}{QUEUE_PATH}"
     result = run_cli(
         capsys,
@@ -81,7 +83,8 @@ def test_the_worker_keeps_the_patient_retries(
         "0",
     )
     assert result.code == 1, result
-    assert endpoint.connections == 6  # the Lambda's standard retries: 1 + 5 retries a call
+    assert "--start-up-patience 0 s" in result.err
+    assert endpoint.connections == 1  # was 6: 1 + botocore's 5 retries, whatever the patience
 
 
 @pytest.mark.parametrize("patience", ["-1", "86401", "soon"])

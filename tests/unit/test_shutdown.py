@@ -7,7 +7,7 @@ import signal
 import threading
 
 import pytest
-from dlq_replay.cli.shutdown import Shutdown, exit_code, hidden_until_text
+from dlq_replay.cli.shutdown import Shutdown, exit_code, hidden_at_most_text, hidden_until_text
 
 
 class ExitCalledError(Exception):
@@ -91,3 +91,38 @@ def test_hidden_until_names_the_time_or_that_nothing_is_hidden() -> None:
     assert hidden_until_text(2, 0.0) == (
         "2 messages stay hidden until 00:00:00 UTC at the latest (then visible again by themselves)"
     )
+
+
+def test_an_abandoned_run_prints_its_tally_after_the_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The abandon path too gives a `--json` reader its object (it wrote 0 bytes before)."""
+    exits: list[int] = []
+
+    def exit_now(code: int) -> None:
+        exits.append(code)
+        raise ExitCalledError
+
+    shutdown = Shutdown(grace_seconds=0.3, exit_now=exit_now)
+    release = threading.Event()
+
+    def work() -> None:
+        signal_main(signal.SIGINT)
+        release.wait(10)
+
+    with pytest.raises(ExitCalledError):
+        shutdown.run(work, lambda: "left", lambda why: print(f'{{"abandoned": "{why}"}}'))
+    release.set()
+    assert exits == [130]
+    captured = capsys.readouterr()
+    assert captured.out == '{"abandoned": "SIGINT: requests still in flight after 0.3 s"}\n'
+
+
+def test_what_receives_in_flight_may_hide_is_said_as_an_upper_bound() -> None:
+    text = hidden_at_most_text(0, None, 5, 50, 0.0)
+    assert text == (
+        "none received is left hidden; up to 50 more may be hidden by 5 receives in flight, "
+        "until 00:00:00 UTC"
+    )
+    assert "no message is left hidden" not in text
+    assert hidden_at_most_text(0, None, 0, 0, None) == "no message is left hidden"

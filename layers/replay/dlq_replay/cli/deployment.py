@@ -18,6 +18,7 @@ from dlq_replay.cli.options import (
     INTERACTIVE_CONNECT_TIMEOUT,
     add_aws_options,
     aws_session,
+    endpoint,
     sqs_client,
 )
 from dlq_replay.cli.output import note
@@ -49,9 +50,8 @@ def make_client(args: argparse.Namespace, service: str) -> Any:
     if service == "sqs":
         return sqs_client(args)
     session = aws_session(args)
-    endpoint = os.environ.get(f"AWS_ENDPOINT_URL_{service.upper()}") or args.endpoint_url
     config = _OPTIONAL_CONFIG if service == "cloudwatch" else _LOOKUP_CONFIG
-    return session.client(service, endpoint_url=endpoint, config=config)  # type: ignore[call-overload]
+    return session.client(service, endpoint_url=endpoint(args, service), config=config)  # type: ignore[call-overload]
 
 
 def command_sqs(args: argparse.Namespace) -> SQSClient:

@@ -12,6 +12,7 @@ from botocore.exceptions import (
     BotoCoreError,
     ClientError,
     HTTPClientError,
+    InvalidRegionError,
     NoCredentialsError,
     NoRegionError,
     ProfileNotFound,
@@ -19,7 +20,7 @@ from botocore.exceptions import (
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
 from dlq_replay.cli.parsing import Run
-from dlq_replay.core.settings import SettingsError
+from dlq_replay.core.settings import SETTING, SettingsError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -37,7 +38,10 @@ def describe_error(error: Exception) -> tuple[str, int]:
     if isinstance(error, CommandError):
         return str(error), error.code
     if isinstance(error, SettingsError):
-        return str(error), EXIT_USAGE
+        row = SETTING.get(error.variable)
+        if row is None or row.option in str(error):
+            return str(error), EXIT_USAGE
+        return f"{error} (pass {row.option} or set {error.variable})", EXIT_USAGE
     if isinstance(error, NoCredentialsError):
         return (
             "no AWS credentials found: set AWS_PROFILE or AWS_ACCESS_KEY_ID/"
@@ -46,6 +50,8 @@ def describe_error(error: Exception) -> tuple[str, int]:
         )
     if isinstance(error, NoRegionError):
         return "no AWS region: pass --region or set AWS_DEFAULT_REGION", EXIT_USAGE
+    if isinstance(error, InvalidRegionError):
+        return f"{error} (pass --region or set AWS_DEFAULT_REGION, e.g. us-east-1)", EXIT_USAGE
     if isinstance(error, ProfileNotFound):
         return str(error), EXIT_USAGE
     if isinstance(error, (BotoConnectionError, HTTPClientError)):
@@ -98,12 +104,14 @@ def operator_command(run: Run) -> Run:
     """Turn the logic's refusals (OpsError) into the CLI's one-line errors."""
     # Imported here, with the operations that raise it: importing it loads every operation
     # (their package's names), which a command without any (the worker) need not pay for.
-    from dlq_replay.ops.errors import OpsError
+    from dlq_replay.ops.errors import OpsError, QueueNotFoundError
 
     @functools.wraps(run)
     def wrapper(args: argparse.Namespace) -> int:
         try:
             return run(args)
+        except QueueNotFoundError as error:
+            raise CommandError(str(error) + region_hint(args)) from None
         except OpsError as error:
             raise CommandError(str(error), EXIT_USAGE if error.usage else EXIT_FAILED) from None
         except (ClientError, BotoCoreError) as error:

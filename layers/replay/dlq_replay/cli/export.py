@@ -34,7 +34,7 @@ from dlq_replay.cli.output import (
 )
 from dlq_replay.cli.parsing import Subparsers, int_between
 from dlq_replay.cli.selection import add_selection_options, selector_from
-from dlq_replay.cli.shutdown import Shutdown, hidden_until_text
+from dlq_replay.cli.shutdown import Shutdown, hidden_at_most_text, hidden_until_text
 from dlq_replay.ops.archive import FORMAT
 from dlq_replay.ops.depth import queue_depth
 
@@ -50,21 +50,13 @@ def s3_uri(text: str) -> ops.S3Location:
 def register(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
         "export",
-        description=f"Receive the messages of QUEUE and write one JSON object a line "
-        f"({FORMAT}): message_id, body, every message attribute (Binary values base64, type "
-        "suffixes kept), message_group_id, message_deduplication_id, aws_trace_header, "
-        "receive_count and sent_timestamp (epoch ms). The file is written as PATH.part and "
-        "renamed to PATH once flushed and fsync'ed. An existing archive is continued, never "
-        "overwritten: its records are kept, a message it holds is not written again (with "
-        "--delete it is deleted), so an interrupted export is rerun with the same --file (or "
-        "--s3-uri) and the archive holds each message once. An S3 object is checked writable "
-        "before anything is received. "
-        "With --s3-uri the same lines are then PUT to S3 (after the local file, or alone "
-        "through a temporary file). Without --delete every message is made visible again as "
-        "soon as the archive is complete; with --delete the exported messages are deleted "
-        "only then, and nothing is deleted when writing or uploading fails. Messages not "
-        "exported (filtered out, over --limit) are given back as soon as the receiving ends. "
-        + BUDGET_HELP,
+        description=f"Receive the messages of QUEUE and write them to a JSON Lines archive "
+        f"({FORMAT}: one message a line, body and every attribute), a local file and/or an "
+        "S3 object. An existing archive is continued, never overwritten: an interrupted "
+        "export is rerun with the same --file or --s3-uri. Without --delete every message is "
+        "made visible again once the archive is complete; with --delete the exported ones "
+        "are deleted only then. " + BUDGET_HELP + " Details and the record format: "
+        "docs/operator-commands.md#export--import-fix-messages-by-hand.",
     )
     parser.add_argument("queue", metavar="QUEUE", help="main, dlq, operator, or a queue URL")
     parser.add_argument(
@@ -134,28 +126,45 @@ def run_export(args: argparse.Namespace) -> int:
             def show(result: ops.ExportResult) -> None:
                 progress.update(bar, completed=result.examined)
 
+            def report(why: str) -> None:
+                result, left = job.state.result(), job.leftover()
+                if args.json:
+                    print_json(
+                        {
+                            **_export_json(source, result, shutdown),
+                            "abandoned": why,
+                            "left": {**asdict(left), "hidden_at_most": left.at_most},
+                        }
+                    )
+                else:
+                    _print_export(result, request)
+
             result = shutdown.run(
-                lambda: job.run(show), lambda: _export_leftover(job.leftover(), request)
+                lambda: job.run(show), lambda: _export_leftover(job.leftover(), request), report
             )
     except OSError as error:
         raise CommandError(file_error(error, "nothing was deleted")) from None
     if result.stopped:
         note(result.stopped)
     if args.json:
-        print_json(
-            {
-                "queue": source.url,
-                **asdict(result),
-                "interrupted": shutdown.name or None,
-                "adds_up": result.adds_up,
-            }
-        )
+        print_json(_export_json(source, result, shutdown))
     else:
         _print_export(result, request)
     if shutdown.code is not None:
         note(_export_interrupted(result, request, shutdown))
         return shutdown.code
     return EXIT_FAILED if result.failed or result.not_deleted or result.stopped else EXIT_OK
+
+
+def _export_json(
+    source: ops.QueueInfo, result: ops.ExportResult, shutdown: Shutdown
+) -> dict[str, object]:
+    return {
+        "queue": source.url,
+        **asdict(result),
+        "interrupted": shutdown.name or None,
+        "adds_up": result.adds_up,
+    }
 
 
 def _places(request: ops.ExportRequest) -> str:
@@ -184,7 +193,10 @@ def _export_interrupted(
 
 def _export_leftover(left: ops.ExportLeftover, request: ops.ExportRequest) -> str:
     """The line when the export is abandoned mid-flight."""
-    hidden = hidden_until_text(left.hidden, left.hidden_until)
+    receives = 1 if left.receiving_up_to else 0  # one at a time
+    hidden = hidden_at_most_text(
+        left.hidden, left.hidden_until, receives, left.receiving_up_to, left.receiving_until
+    )
     if left.phase is ops.ExportPhase.RECEIVING:
         part = f" ({request.path}.part is incomplete)" if request.path is not None else ""
         return f"nothing was deleted{part}; {hidden}; {_rerun(request)}"

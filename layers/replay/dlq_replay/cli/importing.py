@@ -108,22 +108,20 @@ def run_import(args: argparse.Namespace) -> int:
                     f"{request.progress_path}{maybe}; rerun to continue"
                 )
 
-            tally = shutdown.run(lambda: importer.run(show), left)
+            def report(why: str) -> None:
+                snapshot = importer.tally()
+                if args.json:
+                    print_json({**_import_json(request, snapshot, shutdown), "abandoned": why})
+                else:
+                    _print_import(snapshot, request)
+
+            tally = shutdown.run(lambda: importer.run(show), left, report)
     except OSError as error:
         raise CommandError(file_error(error, "rerun to continue")) from None
     if tally.stopped:
         note(stop_text(tally.stopped))
     if args.json:
-        print_json(
-            {
-                "destination": destination.url if destination else "source",
-                "progress_file": str(request.progress_path),
-                **asdict(tally),
-                "stopped": stop_text(tally.stopped) if tally.stopped else None,
-                "interrupted": shutdown.name or None,
-                "adds_up": tally.adds_up,
-            }
-        )
+        print_json(_import_json(request, tally, shutdown))
     else:
         _print_import(tally, request)
     if shutdown.code is not None:
@@ -135,6 +133,19 @@ def run_import(args: argparse.Namespace) -> int:
     return EXIT_FAILED if tally.failed or tally.stopped else EXIT_OK
 
 
+def _import_json(
+    request: ops.ImportRequest, tally: ops.ImportTally, shutdown: Shutdown
+) -> dict[str, object]:
+    return {
+        "destination": request.destination.url if request.destination else "source",
+        "progress_file": str(request.progress_path),
+        **asdict(tally),
+        "stopped": stop_text(tally.stopped) if tally.stopped else None,
+        "interrupted": shutdown.name or None,
+        "adds_up": tally.adds_up,
+    }
+
+
 def _print_import(tally: ops.ImportTally, request: ops.ImportRequest) -> None:
     console = make_console()
     console.print(f"{request.path} -> {destination_name(request.destination)}")
@@ -143,6 +154,7 @@ def _print_import(tally: ops.ImportTally, request: ops.ImportRequest) -> None:
         ("skipped", tally.skipped),
         tally.skips,
         ("failed", tally.failed),
+        *([("being sent, unconfirmed (abandoned)", tally.unsettled)] if tally.unsettled else []),
         ("read", tally.read),
     ]
     console.print(count_table("records", rows))

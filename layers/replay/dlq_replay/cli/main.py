@@ -37,6 +37,7 @@ def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentPa
     subparsers = parser.add_subparsers(
         dest="command", required=True, metavar="COMMAND", parser_class=CommandParser
     )
+    parser.commands = subparsers.choices
     registry = Registry(subparsers)
     registered: set[str] = set()
     wanted = None if commands is None else {COMMANDS[name].module for name in commands}

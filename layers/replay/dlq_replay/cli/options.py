@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 import boto3
 from botocore.config import Config
 
+from dlq_replay.cli.errors import EXIT_USAGE, CommandError
+from dlq_replay.cli.parsing import ENDPOINT_FORM, endpoint_problem, endpoint_url, region_name
 from dlq_replay.sqs import client as sqs_clients
 
 if TYPE_CHECKING:
@@ -44,21 +46,69 @@ def aws_session(args: argparse.Namespace) -> boto3.Session:
     return session
 
 
-def sqs_client(args: argparse.Namespace, *, patient: bool = False) -> SQSClient:
+def sqs_client(
+    args: argparse.Namespace, *, patient: bool = False, config: Config | None = None
+) -> SQSClient:
     """An SQS client from the AWS CLI-style options (profile, region, endpoint): fast to fail
-    for a person waiting at a prompt, patient for the long-running worker."""
+    for a person waiting at a prompt, patient for the long-running worker (or `config`)."""
     session = aws_session(args)
-    config = sqs_clients.SQS_CLIENT_CONFIG if patient else INTERACTIVE_CONFIG
-    return sqs_clients.sqs_client(args.endpoint_url, session=session, config=config)
+    if config is None:
+        config = sqs_clients.SQS_CLIENT_CONFIG if patient else INTERACTIVE_CONFIG
+    return sqs_clients.sqs_client(endpoint(args), session=session, config=config)
+
+
+def probe_config(patience: float) -> Config:
+    """The worker's start checks: one attempt a call, a connect timeout within the patience,
+    so the patience alone says how long start-up waits (botocore's own retries of the patient
+    client took ~20 s per call against an unreachable endpoint, whatever the patience)."""
+    return INTERACTIVE_CONFIG.merge(
+        Config(
+            retries={"mode": "standard", "total_max_attempts": 1},
+            connect_timeout=min(INTERACTIVE_CONNECT_TIMEOUT, max(1.0, patience)),
+        )
+    )
+
+
+def endpoint(args: argparse.Namespace, service: str = "sqs") -> str | None:
+    """The endpoint of `service`'s client: AWS_ENDPOINT_URL_<SERVICE> (other services than
+    SQS), else --endpoint-url, else AWS_ENDPOINT_URL_SQS, else AWS_ENDPOINT_URL, else None
+    (AWS's own). A variable's value is checked as the option's is: botocore would refuse it
+    with a ValueError deep in client creation."""
+    own = [] if service == "sqs" else [f"AWS_ENDPOINT_URL_{service.upper()}"]
+    for name in own:
+        if os.environ.get(name):
+            return _checked(name)
+    if args.endpoint_url:
+        return str(args.endpoint_url)
+    for name in ("AWS_ENDPOINT_URL_SQS", "AWS_ENDPOINT_URL"):
+        if os.environ.get(name):
+            return _checked(name)
+    return None
+
+
+def _checked(variable: str) -> str:
+    value = os.environ[variable]
+    problem = endpoint_problem(value)
+    if problem is not None:
+        raise CommandError(
+            f"{variable}={value!r} is not an endpoint URL: it {problem} (expected {ENDPOINT_FORM})",
+            EXIT_USAGE,
+        )
+    return value
 
 
 def add_aws_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("AWS")
-    group.add_argument("--region", help="AWS region (default: from the environment/profile)")
+    group.add_argument(
+        "--region",
+        type=region_name,
+        help="AWS region (default: from the environment/profile)",
+    )
     group.add_argument("--profile", help="named profile from the AWS config files")
     group.add_argument(
         "--endpoint-url",
-        default=os.environ.get("AWS_ENDPOINT_URL_SQS") or os.environ.get("AWS_ENDPOINT_URL"),
+        type=endpoint_url,
+        metavar="URL",
         help="endpoint of every service the command calls (SQS; with --stack and for status, "
         "plan, pause and resume also CloudFormation, Lambda and CloudWatch): an emulator or "
         "SQS-compatible broker; AWS_ENDPOINT_URL_<SERVICE> still wins for one service (default: "
@@ -67,16 +117,8 @@ def add_aws_options(parser: argparse.ArgumentParser) -> None:
 
 
 BUDGET_HELP = (
-    "Receive counts: every ReceiveMessage raises a message's receive count, and on a queue "
-    "with a RedrivePolicy (the DLQ -> operator queue safety net, the main queue -> DLQ) SQS "
-    "moves a message on the receive that would take it past maxReceiveCount. SQS shows the "
-    "count only by receiving, so the rule is a budget: a message arrives on a DLQ with the "
-    "receive count it had on its source queue (the largest maxReceiveCount of the queues "
-    "ListDeadLetterSourceQueues names), one look adds one. The command refuses to start when "
-    "even a fresh message would keep fewer than --reserve receives after the look; it stops "
-    "before its next receive as soon as a message it has seen keeps --reserve or fewer; the "
-    "first receive of a peek takes a single message (a message already at its limit cannot "
-    "be seen coming, so at most one could be touched before the rule has a sample); and "
-    "messages in flight (held by the replay for a long delay) are never received. It says "
-    "so on stderr and shows the receives left for each message."
+    "Every receive raises a message's receive count, and SQS moves a message on past its "
+    "queue's maxReceiveCount: the command keeps --reserve receives for each message, refuses "
+    "or stops before that (see "
+    "docs/operator-commands.md#the-receive-count-rule-why-peek-and-redrive-may-refuse)."
 )

@@ -75,11 +75,17 @@ def until_failing_from(
         rate=args.rate or ops.DEFAULT_ADAPTIVE_RATE,
         check_seconds=args.check_seconds or DEFAULT_CHECK_SECONDS,
         threshold=args.failure_threshold or DEFAULT_FAILURE_THRESHOLD,
+        failure_seconds=ops.failure_delay(destination),
     )
     watched = policy.watched
     if not args.json:
-        delay = ops.failure_delay(destination)
-        lag = f"; a copy that fails reaches it after about {delay} s" if delay else ""
+        delay = policy.failure_seconds
+        lag = (
+            f"; a copy that fails gets there only after about {delay} s, so a shorter run "
+            "cannot see its own failures"
+            if delay
+            else ""
+        )
         note(
             f"until failing: watching {watched.name} every {policy.check_seconds:g} s, at most "
             f"{policy.rate:g} messages/s{lag}"
@@ -109,10 +115,18 @@ def _warn_if_replayed(target: Target, watched: ops.QueueInfo) -> None:
 def pace_line(report: ops.PaceReport) -> str:
     """One line for the human output."""
     name = report.watched.rsplit("/", 1)[-1]
-    return (
-        f"until failing: {report.arrivals} arrived in {name} over {report.checks} checks; "
-        f"{report.backoffs} backoffs, ending at {report.rate:g} messages/s"
+    line = (
+        f"until failing: {report.arrivals} arrived in {name} over {report.checks} checks "
+        f"({report.watched_seconds:.0f} s); {report.backoffs} backoffs, ending at "
+        f"{report.rate:g} messages/s"
     )
+    if report.too_short:
+        line += (
+            f"; the run ended before a failing copy could have reached {name} (about "
+            f"{report.failure_seconds} s): this says nothing yet about the copies, watch "
+            f"{name} with `dlq-replay status`"
+        )
+    return line
 
 
 def _watch_text(error: ops.WatchError) -> str:

@@ -6,9 +6,12 @@ from this module alone."""
 from __future__ import annotations
 
 import argparse
+import math
+import re
 import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NoReturn
+from urllib.parse import urlsplit
 
 from dlq_replay.core.queues import queue_url_problem
 from dlq_replay.core.settings import SETTING, SETTINGS, Setting, SettingsError
@@ -41,7 +44,9 @@ class CommandHelpFormatter(argparse.HelpFormatter):
         return f"{text} ({', '.join(extras)})" if extras else text
 
     def _split_lines(self, text: str, width: int) -> list[str]:
-        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
+        return textwrap.wrap(
+            " ".join(text.split()), width, break_on_hyphens=False, break_long_words=False
+        )
 
     def _fill_text(self, text: str, width: int, indent: str) -> str:
         return textwrap.fill(
@@ -50,6 +55,7 @@ class CommandHelpFormatter(argparse.HelpFormatter):
             initial_indent=indent,
             subsequent_indent=indent,
             break_on_hyphens=False,
+            break_long_words=False,  # a docs link stays whole, to copy
         )
 
 
@@ -60,6 +66,18 @@ class CommandParser(argparse.ArgumentParser):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", CommandHelpFormatter)
         super().__init__(*args, **kwargs)
+        self.commands: Mapping[str, argparse.ArgumentParser] = {}  # the subcommands' parsers
+
+    def parse_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> argparse.Namespace:
+        """As argparse's, but an option the command does not know is reported by that
+        command's parser, so the line points at its --help, not the top-level one."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            owner = self.commands.get(getattr(parsed, "command", None) or "", self)
+            owner.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"dlq-replay: error: {message} (see: {self.prog} --help)\n")
@@ -151,9 +169,12 @@ class int_between:  # noqa: N801 - used like the function it replaces: type=int_
 
 def _number(text: str) -> float:
     try:
-        return float(text)
+        value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value):  # nan, inf, 1e309: not "below 0" nor any other range
+        raise argparse.ArgumentTypeError(f"not a finite number: {text!r}")
+    return value
 
 
 def share(text: str) -> float:
@@ -164,6 +185,51 @@ def share(text: str) -> float:
 
 
 def positive_number(text: str) -> float:
-    if not 0 < (value := _number(text)) < float("inf"):
+    if not (value := _number(text)) > 0:
         raise argparse.ArgumentTypeError(f"must be above 0, got {text}")
     return value
+
+
+ENDPOINT_FORM = "http:// or https://, a host and an optional port, e.g. http://localhost:4566"
+# A host name as botocore accepts it (labels of letters, digits and inner hyphens), or an IP.
+_HOST = re.compile(r"^((?!-)[A-Z\d-]{1,63}(?<!-)\.)*((?!-)[A-Z\d-]{1,63}(?<!-))\.?$", re.I)
+
+
+def endpoint_problem(text: str) -> str | None:
+    """Why `text` is not an endpoint URL botocore would take (None: it is one). Checked before
+    any client is made: botocore's own refusal is a ValueError deep in client creation."""
+    try:
+        parts = urlsplit(text)
+        port = parts.port
+    except ValueError as error:
+        return f"is not a URL ({error})"
+    del port
+    if parts.scheme not in {"http", "https"}:
+        return "has no http:// or https:// in front"
+    host = parts.hostname
+    if not host or not (_HOST.match(host) or ":" in host) or any(c.isspace() for c in text):
+        return "names no valid host"
+    return None
+
+
+def endpoint_url(text: str) -> str:
+    """argparse type of --endpoint-url."""
+    problem = endpoint_problem(text)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not an endpoint URL: it {problem} (expected {ENDPOINT_FORM})"
+        )
+    return text
+
+
+# An AWS region name as botocore checks it (`us-east-1`): letters, digits, inner hyphens.
+_REGION = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?$")
+
+
+def region_name(text: str) -> str:
+    """argparse type of --region."""
+    if not _REGION.match(text):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a region name (expected letters, digits and hyphens, e.g. us-east-1)"
+        )
+    return text

@@ -90,7 +90,9 @@ def _print_peek(result: ops.PeekResult) -> None:
 
     console = make_console()
     if not result.messages:
-        console.print(f"{result.queue.name}: no visible messages")
+        # Messages looked at and none selected is not an empty queue.
+        seen = f"0 of {plural(result.examined, 'message')} selected" if result.examined else ""
+        console.print(f"{result.queue.name}: {seen or 'no visible messages'}")
         return
     table = Table(
         title=f"{result.queue.name}: {plural(len(result.messages), 'message')} "

@@ -24,7 +24,7 @@ from dlq_replay.cli.errors import (
 )
 from dlq_replay.cli.options import add_aws_options
 from dlq_replay.cli.output import duration, make_console, print_json
-from dlq_replay.cli.parsing import Subparsers, add_setting_options, int_between
+from dlq_replay.cli.parsing import Subparsers, add_setting_options, int_between, queue_url
 from dlq_replay.core.backoff import BackoffPolicy
 from dlq_replay.core.settings import SETTING
 from dlq_replay.ops.plan import (
@@ -71,7 +71,15 @@ def register(subparsers: Subparsers) -> None:
     parser.add_argument(
         "--fifo",
         action="store_true",
-        help="the main queue is FIFO: every delay waits in the DLQ (default: from MAIN_QUEUE_URL)",
+        help="the main queue is FIFO: every delay waits in the DLQ (default: from "
+        "--main-queue-url)",
+    )
+    parser.add_argument(
+        "--main-queue-url",
+        metavar="URL",
+        type=queue_url,
+        help="the main queue: FIFO or not by its name; its RedrivePolicy for --consumer-backoff "
+        "(default: $MAIN_QUEUE_URL, else the function's with --stack)",
     )
     parser.add_argument(
         "--stack", metavar="NAME", help="take the settings of this stack's replay function"
@@ -90,7 +98,7 @@ def register(subparsers: Subparsers) -> None:
         type=int_between(1, MAIN_MAX_RECEIVE_COUNT_LIMIT),
         help="receives on the main queue before SQS moves a message to the DLQ, "
         f"1-{MAIN_MAX_RECEIVE_COUNT_LIMIT}, with --consumer-backoff (default: the main "
-        "queue's RedrivePolicy, from MAIN_QUEUE_URL or --stack, else "
+        "queue's RedrivePolicy, from --main-queue-url or --stack, else "
         f"{DEFAULT_MAIN_MAX_RECEIVE_COUNT}, template.yaml's MainQueueMaxReceiveCount)",
     )
     add_json_option(parser)
@@ -117,7 +125,7 @@ def run_plan(args: argparse.Namespace) -> int:
         jitter=SETTING["JITTER"].read(merged),
     )
     max_attempts: int = SETTING["MAX_ATTEMPTS"].read(merged)
-    main_queue_url: str | None = SETTING["MAIN_QUEUE_URL"].read(merged)
+    main_queue_url: str | None = args.main_queue_url or SETTING["MAIN_QUEUE_URL"].read(merged)
     fifo = args.fifo or (main_queue_url or "").endswith(".fifo")
     plan = ops.backoff_plan(policy, max_attempts, fifo=fifo)
     if overrides:
@@ -177,8 +185,8 @@ def _main_max_receive_count(
     name = url.rstrip("/").rsplit("/", 1)[-1]
     try:
         info = ops.queue_info(clients.make_client(args, "sqs"), url)
-    except (ClientError, BotoCoreError) as error:
-        line, _ = describe_error(error)
+    except (ClientError, BotoCoreError, ops.OpsError) as error:
+        line = str(error) if isinstance(error, ops.OpsError) else describe_error(error)[0]
         return DEFAULT_MAIN_MAX_RECEIVE_COUNT, f"{fallback}: {name} not read: {line}"
     if info.redrive is None:
         return DEFAULT_MAIN_MAX_RECEIVE_COUNT, f"{fallback}: {name} has no RedrivePolicy"

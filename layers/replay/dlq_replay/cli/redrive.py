@@ -43,17 +43,13 @@ def register(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
         "redrive",
         description="Move messages from the operator queue (or the DLQ) back to the main "
-        "queue or to their source queues. Without --reset-count, --filter-reason or --limit, "
-        "and when the source is some queue's DLQ, SQS's own StartMessageMoveTask does it "
-        "(every attribute kept as is, park reason included; --wait follows it). Otherwise the "
-        "move is client-side, in batches of 10: each copy keeps the body and every attribute "
-        "byte for byte except the park reason and error (removed), dlq-replay-not-before "
-        "(removed) and "
-        "with --reset-count the replay count (removed: the message starts again at 0); FIFO "
-        "copies keep their group id and get a deduplication id derived from the original's "
-        "message id. An original is deleted only after its copy was sent, so an interrupted "
-        "run loses nothing and a rerun continues (a message whose copy was sent but whose "
-        "delete did not happen is sent again: at least once). " + BUDGET_HELP,
+        "queue or to their source queues: with SQS's own StartMessageMoveTask when the source "
+        "is a DLQ and nothing is to be rewritten (every attribute kept; --wait follows it), "
+        "else client-side in batches of 10, each copy without the park reason (with "
+        "--reset-count, without the replay count), its original deleted only once the copy "
+        "was sent: an interrupted run loses nothing, a rerun continues (at least once). "
+        + BUDGET_HELP
+        + " Details: docs/operator-commands.md#redrive.",
     )
     parser.add_argument(
         "--from",
@@ -246,8 +242,23 @@ def _client_redrive(
         def show(tally: ops.RedriveTally) -> None:
             progress.update(bar, completed=tally.seen, total=max(total, tally.seen) or None)
 
+        def report(why: str) -> None:
+            snapshot, left = move.abandoned()
+            if args.json:
+                print_json(
+                    {
+                        **redrive_json(snapshot, request, shutdown),
+                        "abandoned": why,
+                        "left": {**asdict(left), "hidden_at_most": left.at_most},
+                    }
+                )
+            else:
+                _print_tally(snapshot, request, shutdown)
+
         tally = shutdown.run(
-            lambda: move.run(show), lambda: leftover_text(move.leftover(), "source queue")
+            lambda: move.run(show),
+            lambda: leftover_text(move.leftover(), "source queue"),
+            report,
         )
     if tally.stopped:
         note(stop_text(tally.stopped))
@@ -257,7 +268,24 @@ def _client_redrive(
         _print_tally(tally, request, shutdown)
     if shutdown.code is not None:
         return shutdown.code
+    if nothing_movable(tally):
+        note(
+            f"nothing could be moved: {plural(tally.skipped, 'message')} skipped "
+            f"({_skips_text(tally)}), still in the source queue"
+        )
+        return EXIT_FAILED
     return EXIT_FAILED if tally.failed or tally.sent_not_deleted or tally.stopped else EXIT_OK
+
+
+def nothing_movable(tally: ops.RedriveTally) -> bool:
+    """Messages were there and none could be moved (`--to source` with no source on any):
+    a failure to a script, not a success with nothing to do."""
+    no_source = tally.skips.get(ops.SkipReason.NO_SOURCE, 0)
+    return no_source > 0 and tally.moved == 0 and not tally.sent_not_deleted
+
+
+def _skips_text(tally: ops.RedriveTally) -> str:
+    return ", ".join(f"{count} {reason}" for reason, count in sorted(tally.skips.items()))
 
 
 def redrive_json(
@@ -304,6 +332,8 @@ def _print_tally(tally: ops.RedriveTally, request: ops.RedriveRequest, shutdown:
     ]
     if tally.given_back:
         rows.append(("received, given back untouched", tally.given_back))
+    if tally.unsettled:
+        rows.append(("received, copy not confirmed sent (abandoned)", tally.unsettled))
     rows.append(("seen (received)", tally.seen))
     console.print(count_table("messages", rows))
     if tally.not_released:

@@ -12,7 +12,8 @@ confirmed sent, makes every other message it holds visible again, and returns it
 the command prints as the truth, with the signal's exit code. The main thread does no SQS call:
 should the work still run `GRACE_SECONDS` after the signal (a slow or failing endpoint), or a
 second signal arrive, it prints what is left (`left()`: what stays hidden and until when, what
-may be sent twice) and exits at once, abandoning the work's threads.
+may be sent twice), then the tally as far as it goes (`report`, on stdout: a `--json` reader
+gets its object on every exit path), and exits at once, abandoning the work's threads.
 """
 
 from __future__ import annotations
@@ -90,6 +91,7 @@ class Shutdown:
         self.grace_seconds = grace_seconds
         self._signalled_at = 0.0
         self._left: Callable[[], str] = lambda: ""
+        self._report: Callable[[str], None] | None = None
         self._exit_now = exit_now
 
     @property
@@ -125,13 +127,29 @@ class Shutdown:
             # A progress bar hides the cursor until it closes, which an exit now skips.
             sys.stderr.write("\n\x1b[?25h")
         print(f"dlq-replay: {why}: exiting now; {left}", file=sys.stderr, flush=True)
+        if self._report is not None:
+            try:
+                self._report(why)
+            except Exception as error:  # the exit must happen whatever the state
+                print(
+                    f"dlq-replay: no tally ({type(error).__name__}: {error})",
+                    file=sys.stderr,
+                    flush=True,
+                )
         sys.stdout.flush()
         self._exit_now(code)
 
-    def run(self, work: Callable[[], T], left: Callable[[], str]) -> T:
+    def run(
+        self,
+        work: Callable[[], T],
+        left: Callable[[], str],
+        report: Callable[[str], None] | None = None,
+    ) -> T:
         """`work()` in a thread with the signal handlers installed; its result, or its error
-        raised here. `left()` says what is left when the work must be abandoned."""
+        raised here. `left()` says what is left when the work must be abandoned, then
+        `report(why)` prints the tally so far."""
         self._left = left
+        self._report = report
         result: list[T] = []
         failure: list[BaseException] = []
 
@@ -184,9 +202,37 @@ def interrupted(stop: KeyboardInterrupt, message: str) -> Interrupted:
     return Interrupted(stop.signum if isinstance(stop, Interrupted) else signal.SIGINT, message)
 
 
+def hidden_at_most_text(
+    hidden: int, until: float | None, receives: int, up_to: int, receiving_until: float | None
+) -> str:
+    """What stays hidden, as an upper bound: the messages in hand (`hidden_until_text`), and
+    what receives still in flight may hide, messages the command never saw."""
+    text = hidden_until_text(hidden, until)
+    if not receives:
+        return text
+    if hidden <= 0:
+        text = "none received is left hidden"
+    when = (
+        time.strftime("%H:%M:%S UTC", time.gmtime(receiving_until))
+        if receiving_until is not None
+        else "their visibility timeout ends"
+    )
+    noun = "receive" if receives == 1 else "receives"
+    return f"{text}; up to {up_to} more may be hidden by {receives} {noun} in flight, until {when}"
+
+
 def leftover_text(left: Leftover, where: str) -> str:
-    """What an abandoned move leaves: hidden messages and until when, possible duplicates."""
-    parts = [hidden_until_text(left.hidden, left.hidden_until)]
+    """What an abandoned move leaves: hidden messages and until when (an upper bound: the
+    receives in flight included), possible duplicates."""
+    parts = [
+        hidden_at_most_text(
+            left.hidden,
+            left.hidden_until,
+            left.receives,
+            left.receiving_up_to,
+            left.receiving_until,
+        )
+    ]
     if left.sent_not_deleted:
         parts.append(
             f"sent, original not confirmed deleted: {left.sent_not_deleted} (a rerun sends again "

@@ -4,9 +4,17 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 from typing import Any
 
-from dlq_replay.cli.options import MAX_POLLERS, add_aws_options, aws_session, sqs_client
+from dlq_replay.cli.options import (
+    MAX_POLLERS,
+    add_aws_options,
+    aws_session,
+    endpoint,
+    probe_config,
+    sqs_client,
+)
 from dlq_replay.cli.parsing import (
     Subparsers,
     add_setting_options,
@@ -32,8 +40,10 @@ def register(subparsers: Subparsers) -> None:
         description="Poll a DLQ like Lambda's event source and replay it. At start it checks "
         "that the main queue (and every allowed source queue) exists and is FIFO exactly when "
         "the DLQ is. SIGINT, SIGTERM and SIGHUP stop the polling: the batches in hand are "
-        "finished (within a few seconds, else the worker says what stays hidden) and the exit "
-        "code is 130, 143 or 129; a second signal exits at once. The outage breaker stops "
+        "finished (within a few seconds, else the worker says what stays hidden); the exit code "
+        "is then 0 after SIGTERM (a service stopped cleanly), 130 after SIGINT, 129 after "
+        "SIGHUP; a second signal, or a stop past the grace, exits at once with 128 + the "
+        "signal's number. The outage breaker stops "
         "polling while nearly every replayed copy comes back (the consumer is down), and tries "
         "again after a pause (--no-breaker: off).",
     )
@@ -75,8 +85,8 @@ def register(subparsers: Subparsers) -> None:
     parser.add_argument(
         "--no-breaker",
         action="store_true",
-        help="no outage breaker: keep replaying (and parking) while every replayed copy comes "
-        "back (the same as --outage-breaker off)",
+        help="turn the outage breaker off (by default it is on): keep replaying (and parking) "
+        "while every replayed copy comes back; the same as --outage-breaker off",
     )
     add_setting_options(parser)
     add_aws_options(parser)
@@ -92,7 +102,7 @@ def run_worker_command(args: argparse.Namespace) -> int:
     from dlq_replay.notify.sns import notice_client
 
     # The endpoint also decides the URLs built from queue ARNs (shared-DLQ routing).
-    overrides = {**setting_overrides(args), "AWS_ENDPOINT_URL_SQS": args.endpoint_url}
+    overrides = {**setting_overrides(args), "AWS_ENDPOINT_URL_SQS": endpoint(args)}
     if args.no_breaker:  # the short form of --outage-breaker off
         overrides["OUTAGE_BREAKER"] = "off"
     settings = settings_from(os.environ, overrides)
@@ -136,11 +146,16 @@ def run_worker_command(args: argparse.Namespace) -> int:
                 stop=shutdown.stop,
                 stats=stats,
                 cloudwatch=(lambda: _cloudwatch(args)) if settings.outage_breaker else None,
+                probe=sqs_client(args, config=probe_config(args.start_up_patience)),
             ),
             left,
         )
     except StartError as error:
-        raise CommandError(f"{error}; nothing was received") from None
+        raise CommandError(f"{error}; nothing was received", 2 if error.usage else 1) from None
+    if shutdown.signum == signal.SIGTERM:
+        # A service asked to stop that stopped cleanly: systemd, Kubernetes and process
+        # supervisors read 143 as a failure. An abandoned stop exits 143 from the shutdown.
+        return code
     return shutdown.code if shutdown.code is not None else code
 
 

@@ -144,6 +144,7 @@ def demo(
             breaker=options.breaker,
             breaker_openings=stats.openings,
             breaker_open_seconds=round(stats.seconds_open(time.time()), 1),
+            outage_seconds=options.outage_seconds,
         )
 
 

@@ -275,3 +275,4 @@ class DemoResult:
     breaker: bool = False  # the outage breaker was on
     breaker_openings: int = 0
     breaker_open_seconds: float = 0.0
+    outage_seconds: float = 0.0  # the outage the scenario staged (0: none)

@@ -101,7 +101,15 @@ def breaker_line(result: DemoResult) -> str:
     if not result.breaker_openings:
         return "outage breaker: never opened"
     times = "once" if result.breaker_openings == 1 else f"{result.breaker_openings} times"
-    return f"outage breaker: opened {times}, open {result.breaker_open_seconds:g} s in all"
+    line = f"outage breaker: opened {times}, open {result.breaker_open_seconds:g} s in all"
+    if result.outage_seconds:
+        return f"{line}, for the staged {result.outage_seconds:g} s outage"
+    # Nothing staged an outage: the consumer only failed some messages. Opening then held
+    # the replay back for nothing, and the line must not pass for the breaker's normal work.
+    return (
+        f"{line}, with no outage staged (the consumer failed only some messages): a false "
+        "alarm that held the replay back; --no-breaker runs without it"
+    )
 
 
 def print_summary(result: DemoResult) -> None:

@@ -229,12 +229,18 @@ def queue_arn_when_reachable(
         try:
             return _queue_arn(sqs, queue_url)
         except (ClientError, BotoCoreError) as error:
-            if not can_heal(error) or clock() >= deadline:
+            left = deadline - clock()
+            if not can_heal(error) or left <= 0:
                 raise
-            pause = min(MAX_ERROR_PAUSE_SECONDS, max(1.0, pause * 2))
+            pause = min(MAX_ERROR_PAUSE_SECONDS, max(1.0, pause * 2), left)
             logger.warning(
                 "cannot read the queue yet; retrying",
-                extra={"error": f"{type(error).__name__}: {error}", "retry_in_seconds": pause},
+                extra={
+                    "queue_url": queue_url,
+                    "error": f"{type(error).__name__}: {error}",
+                    "retry_in_seconds": round(pause, 1),
+                    "gives_up_in_seconds": round(left, 1),
+                },
             )
             if stop.wait(pause):
                 return None

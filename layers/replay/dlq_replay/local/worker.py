@@ -5,7 +5,9 @@ the same `LambdaReplay` handler, fed by the local event source. Setting `stop` (
 signal handler does, `cli.shutdown`) stops the polling; every batch in hand is finished (copies
 written, successes deleted) and a batch received after the stop is made visible again at once.
 At start the worker checks that every queue it may replay to exists and matches the DLQ's
-FIFO-ness (`StartError`), before it receives anything.
+FIFO-ness (`StartError`), before it receives anything; without a main queue (and no allowed
+source queues) it takes the DLQ's one source queue (ListDeadLetterSourceQueues), or refuses
+to start, rather than park every record `unknown-source`.
 """
 
 from __future__ import annotations
@@ -15,10 +17,10 @@ import threading
 from collections.abc import Callable, Mapping
 from concurrent import futures
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from dlq_replay.aws_lambda.replay import LambdaReplay
 from dlq_replay.core.log import Log
@@ -30,11 +32,13 @@ from dlq_replay.local.eventsource import (
     START_UP_PATIENCE_SECONDS,
     LocalEventSource,
     PollStats,
+    can_heal,
     queue_arn_when_reachable,
     run_pollers,
 )
 from dlq_replay.notify.sns import SnsClient
 from dlq_replay.sqs.replayer import Replayer
+from dlq_replay.sqs.sources import dead_letter_sources
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -66,6 +70,7 @@ def run_worker(
     sns: SnsClient | None = None,
     stats: PollStats | None = None,
     cloudwatch: Callable[[], Any] | None = None,
+    probe: SQSClient | None = None,
 ) -> int:
     """Run pollers on the DLQ until `stop` is set (or a signal arrives); returns the exit code.
 
@@ -73,10 +78,18 @@ def run_worker(
     pollers' running totals, given to read what is under way while the worker runs.
     `cloudwatch`: makes the client the breaker reads the age of the DLQ's oldest message from
     (its retention bound), when it first needs it; without it, or off AWS, the bound is not
-    applied.
+    applied. `probe`: the client of the start checks, one that does not retry by itself, so
+    `options.start_up_patience` alone says how long start-up waits (default: `sqs`).
     """
     log = logger or logging.getLogger("dlq_replay.local.worker")
     stop = stop or threading.Event()
+    probe = probe or sqs
+    # Start-up rides out throttling and outages as polls do; a missing queue ends it.
+    queue_arn = start_checks(probe, settings, options, stop=stop, log=log)
+    if queue_arn is None or stop.is_set():
+        log.info("worker stopped before it started", extra={"dlq_url": options.dlq_url})
+        return 0
+    settings = with_main_queue(probe, settings, options, log)
     breaker, gate = (None, None)
     if settings.outage_breaker:  # OUTAGE_BREAKER=off or --no-breaker: none
         breaker, gate = worker_breaker(
@@ -91,11 +104,6 @@ def run_worker(
             ),
         )
     handler = LambdaReplay(Replayer(settings, sqs, logger=log, sns=sns), breaker)
-    # Start-up rides out throttling and outages as polls do; a missing queue ends it.
-    queue_arn = start_checks(sqs, settings, options, stop=stop, log=log)
-    if queue_arn is None or stop.is_set():
-        log.info("worker stopped before it started", extra={"dlq_url": options.dlq_url})
-        return 0
     source = LocalEventSource(
         sqs,
         options.dlq_url,
@@ -134,7 +142,42 @@ def run_worker(
 
 
 class StartError(Exception):
-    """A queue the worker would replay to is missing or of the wrong kind: one line."""
+    """A queue the worker would replay to is missing or of the wrong kind: one line.
+    `usage`: what to pass would fix it (exit 2)."""
+
+    def __init__(self, message: str, *, usage: bool = False) -> None:
+        super().__init__(message)
+        self.usage = usage
+
+
+def with_main_queue(
+    sqs: SQSClient, settings: Settings, options: WorkerOptions, log: Log
+) -> Settings:
+    """The settings, with the DLQ's one source queue as the main queue when none is given (nor
+    allowed source queues): without one, every record a source ARN does not route (moto and
+    some brokers set none) would be parked `unknown-source`. None or several: StartError."""
+    if settings.main_queue_url or settings.allowed_source_queue_arns:
+        return settings
+    sources = dead_letter_sources(sqs, options.dlq_url)
+    if len(sources) == 1:
+        (main,) = sources
+        log.info(
+            "no main queue given: replaying to the DLQ's only source queue",
+            extra={"main_queue_url": main, "found_by": "ListDeadLetterSourceQueues"},
+        )
+        main_settings = replace(settings, main_queue_url=main)
+        check_destinations(sqs, main_settings, options, stop=threading.Event(), log=log)
+        return main_settings
+    found = (
+        f"{len(sources)} queues use it as their DLQ ({', '.join(sources)})"
+        if sources
+        else "no queue uses it as its DLQ (ListDeadLetterSourceQueues)"
+    )
+    raise StartError(
+        f"no --main-queue-url (MAIN_QUEUE_URL) given and {found}: pass --main-queue-url URL, "
+        "the queue replays go to, or --allowed-source-queue-arns to route by source",
+        usage=True,
+    )
 
 
 def destinations(settings: Settings) -> dict[str, str]:
@@ -209,8 +252,17 @@ def _reachable_arn(
     first; StartError naming `what` when the queue does not exist."""
     try:
         return queue_arn_when_reachable(sqs, url, stop, log, patience=options.start_up_patience)
-    except ClientError as error:
-        code = str(error.response.get("Error", {}).get("Code", ""))
-        if "NonExistentQueue" in code or code == "QueueDoesNotExist":
+    except (ClientError, BotoCoreError) as error:
+        code = (
+            error.response.get("Error", {}).get("Code", "")
+            if isinstance(error, ClientError)
+            else ""
+        )
+        if "NonExistentQueue" in str(code) or code == "QueueDoesNotExist":
             raise StartError(f"the {what} does not exist: {url}") from None
+        if can_heal(error):
+            raise StartError(
+                f"gave up on the {what} {url} after --start-up-patience "
+                f"{options.start_up_patience:g} s: {error}"
+            ) from None
         raise

@@ -61,7 +61,7 @@ from dlq_replay.ops.pacing import (
 from dlq_replay.ops.pause import PauseResult, set_event_source, wait_for_state
 from dlq_replay.ops.peek import PeekedMessage, PeekRequest, PeekResult, peek
 from dlq_replay.ops.plan import AttemptPlan, BackoffPlan, backoff_plan, quantile
-from dlq_replay.ops.queues import QueueInfo, RedrivePolicy, dead_letter_sources, queue_info
+from dlq_replay.ops.queues import QueueInfo, RedrivePolicy, queue_info
 from dlq_replay.ops.receiving import (
     ReceiveBudget,
     budget_refusal,
@@ -105,6 +105,7 @@ from dlq_replay.ops.status import (
     status,
 )
 from dlq_replay.sqs.queue_age import oldest_message_ages
+from dlq_replay.sqs.sources import dead_letter_sources
 
 __all__ = [
     "DEFAULT_ADAPTIVE_RATE",

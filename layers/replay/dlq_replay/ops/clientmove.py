@@ -115,6 +115,9 @@ class ClientMove:
         self.given_back = 0
         self.in_flight = 0  # copies whose send or whose original's delete is in flight
         self.reserved = 0  # messages asked for by receives still in flight (for --limit)
+        self.receives = self.receiving_up_to = 0  # ReceiveMessage calls in flight, and asked
+        self.unsettled = 0  # received, neither sent, failed, skipped nor given back yet
+        self.deleting = self.releasing = 0  # messages whose delete / release is in flight
         self.failures: Counter[str] = Counter()
         self.skips: Counter[str] = Counter()
         self.stopped: Stop | None = None
@@ -138,6 +141,7 @@ class ClientMove:
             failed=sum(self.failures.values()),
             skipped=sum(self.skips.values()),
             given_back=self.given_back,
+            unsettled=self.unsettled,
             dry_run=self.request.dry_run,
             failures=dict(self.failures),
             skips=dict(self.skips),
@@ -154,14 +158,26 @@ class ClientMove:
 
     def leftover(self) -> Leftover:
         """What stays if the run is abandoned now (safe from any thread)."""
+        return self.abandoned()[1]
+
+    def abandoned(self) -> tuple[RedriveTally, Leftover]:
+        """The tally and what stays hidden if the run is abandoned now, from one moment
+        (safe from any thread)."""
         with self.lock:
-            held = 0 if self.released else len(self.in_hand) - self.not_released
-            return Leftover(
-                hidden=held + self.not_released,
+            # A receive answered at the end of its long poll hides what it brings from then.
+            answered_by = self.wall() + self.request.wait_seconds + self.request.hide_seconds
+            left = Leftover(
+                hidden=self.not_released if self.released else len(self.in_hand),
                 hidden_until=self._hidden_until(),
                 sent_not_deleted=self.sent_not_deleted,
                 unconfirmed=self.in_flight,
+                receives=self.receives,
+                receiving_up_to=self.receiving_up_to,
+                receiving_until=answered_by if self.receives else None,
+                deleting=self.deleting,
+                releasing=self.releasing,
             )
+            return self.tally(), left
 
     def run(self, on_progress: Callable[[RedriveTally], None] | None) -> RedriveTally:
         workers = max(1, self.request.concurrency)
@@ -183,10 +199,12 @@ class ClientMove:
             self.stop.set()
             with self.lock:
                 handles = list(self.in_hand.values())
+                self.releasing = len(handles)
             refused = release(self.sqs, self.request.source.url, handles)
             with self.lock:
                 self.not_released = refused
                 self.released = True
+                self.releasing = 0
         with self.lock:
             return self.tally()
 
@@ -244,16 +262,28 @@ class ClientMove:
 
     def _receive(self, want: int, wait_seconds: int) -> tuple[list[MessageTypeDef], int]:
         request = self.request
-        batch = receive(
-            self.sqs,
-            request.source.url,
-            want,
-            visibility_timeout=request.hide_seconds,
-            wait_seconds=wait_seconds,
-        )
+        with self.lock:
+            self.receives += 1
+            self.receiving_up_to += want
+        try:
+            batch = receive(
+                self.sqs,
+                request.source.url,
+                want,
+                visibility_timeout=request.hide_seconds,
+                wait_seconds=wait_seconds,
+            )
+        except BaseException:
+            with self.lock:
+                self.receives -= 1
+                self.receiving_up_to -= want
+            raise
         hidden_until = self.wall() + request.hide_seconds
         fresh: list[MessageTypeDef] = []
         with self.lock:
+            # In the same moment the receive stops counting as in flight: no gap, no overlap.
+            self.receives -= 1
+            self.receiving_up_to -= want
             self.taken += len(batch)
             for message in batch:
                 # A message seen before came back after its hide time: keep its new handle.
@@ -262,6 +292,7 @@ class ClientMove:
                 if message["MessageId"] not in self.seen:
                     self.seen.add(message["MessageId"])
                     fresh.append(message)
+            self.unsettled += len(fresh)
         return fresh, len(batch)
 
     def _handle(self, fresh: Sequence[MessageTypeDef]) -> None:
@@ -285,6 +316,7 @@ class ClientMove:
                     self.moved += 1
                 else:
                     copies.append((message, outcome))
+            self.unsettled -= len(planned) - len(copies)
         if copies:
             self._move(copies)
 
@@ -292,6 +324,7 @@ class ClientMove:
         """Received, not sent: counted as given back (released with the rest at the end)."""
         with self.lock:
             self.given_back += count
+            self.unsettled -= count
 
     def _move(self, copies: Sequence[tuple[MessageTypeDef, OutboundMessage]]) -> None:
         if not self._wait_for_slot(len(copies)):
@@ -307,13 +340,19 @@ class ClientMove:
         sent = [message for message, _ in copies if message["MessageId"] not in failed]
         with self.lock:
             self._count_failures(failed.values())
+            self.unsettled -= len(copies)
             if self.request.keep:
                 # Copy mode: the originals stay in hand and are made visible again at the end.
                 self.moved += len(sent)
                 return
             # Sent, original not deleted yet: counted so until the delete is confirmed.
             self.sent_not_deleted += len(sent)
-        not_deleted = set(delete_messages(self.sqs, self.request.source.url, sent))
+            self.deleting += len(sent)
+        try:
+            not_deleted = set(delete_messages(self.sqs, self.request.source.url, sent))
+        finally:
+            with self.lock:
+                self.deleting -= len(sent)
         self.pace.deleted(self.request.source.url, len(sent) - len(not_deleted))
         with self.lock:
             for message in sent:

@@ -100,6 +100,14 @@ class ExportLeftover:
     hidden_until: float | None
     deleted: int  # confirmed deleted: these exist only in the archive
     archived: int  # records in the archive (this run's and an earlier run's)
+    receiving_up_to: int = 0  # asked for by a receive in flight: hidden too if SQS answers
+    receiving_until: float | None = None  # epoch seconds: when those come back at the latest
+    settling: int = 0  # of `hidden`: a delete or a change back to visible of theirs in flight
+
+    @property
+    def at_most(self) -> int:
+        """The most messages that can stay hidden."""
+        return self.hidden + self.receiving_up_to
 
 
 def export(
@@ -189,13 +197,20 @@ class Export:
         return run.result()
 
     def leftover(self) -> ExportLeftover:
-        run = self.state
+        run, receiving = self.state, self.receiving
+        # Read before the handles: a receive that ends meanwhile is then counted twice, never
+        # missed (an upper bound); a release in flight still counts the messages it names.
+        asked, releasing = receiving.receiving_up_to, receiving.releasing
+        answered_by = time.time() + receiving.wait_seconds + receiving.hide_seconds
         return ExportLeftover(
             phase=self.phase,
-            hidden=len(self.receiving.handles),
-            hidden_until=self.receiving.hidden_until,
+            hidden=len(receiving.handles) + releasing,
+            hidden_until=receiving.hidden_until,
             deleted=run.deleted,
             archived=len(run.exported) + len(run.archived),
+            receiving_up_to=asked,
+            receiving_until=answered_by if asked else None,
+            settling=releasing + run.deleting,
         )
 
 
@@ -236,6 +251,7 @@ class _Run:
         self.failures: Counter[str] = Counter()
         self.deleted = 0
         self.not_deleted = 0
+        self.deleting = 0  # in a delete request in flight
         self.not_released = 0
         self.bytes = 0
 
@@ -271,7 +287,11 @@ class _Run:
         ]
         for start in range(0, len(in_hand), MAX_BATCH_ENTRIES):
             batch = in_hand[start : start + MAX_BATCH_ENTRIES]
-            refused = set(delete_messages(self.receiving.sqs, self.receiving.url, batch))
+            self.deleting = len(batch)
+            try:
+                refused = set(delete_messages(self.receiving.sqs, self.receiving.url, batch))
+            finally:
+                self.deleting = 0
             done = [m["MessageId"] for m in batch if m["MessageId"] not in refused]
             self.receiving.forget(done)
             self.deleted += len(done)

@@ -57,7 +57,8 @@ class ImportFailure:
 
 @dataclass(frozen=True, slots=True)
 class ImportTally:
-    """What an import did; `sent + skipped + failed == read` once it has finished."""
+    """What an import did; `sent + skipped + failed + unsettled == read` always holds, and
+    `unsettled` (read, being sent: the tally of a run abandoned mid-send) is 0 once it ends."""
 
     read: int = 0
     sent: int = 0
@@ -68,10 +69,11 @@ class ImportTally:
     stopped: PaceStop | None = None  # why --until-failing stopped it (a rerun continues)
     interrupted: bool = False  # the stop token ended it (a rerun continues)
     pace: PaceReport | None = None
+    unsettled: int = 0
 
     @property
     def adds_up(self) -> bool:
-        return self.sent + self.skipped + self.failed == self.read
+        return self.sent + self.skipped + self.failed + self.unsettled == self.read
 
 
 def progress_path(path: Path) -> Path:
@@ -229,6 +231,7 @@ class Importer:
             stopped=self.stopped,
             interrupted=self.interrupted,
             pace=self.pace.report(),
+            unsettled=len(self.pending),
         )
 
 

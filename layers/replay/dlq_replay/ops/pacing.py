@@ -110,6 +110,7 @@ class UntilFailing:
     check_seconds: float = 10.0
     threshold: int = 1  # arrivals within one check that count as failing
     stop_after: int = 3  # failing checks in a row that stop the run
+    failure_seconds: int | None = None  # about how long a failing copy takes to get there
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +152,14 @@ class PaceReport:
     arrivals: int  # messages that arrived in the watched DLQ while the run went on
     rate: float  # the rate at the end
     backoffs: int  # checks that halved the rate
+    watched_seconds: float = 0.0  # from the start of the run to the report
+    failure_seconds: int | None = None  # about how long a failing copy takes to arrive
+
+    @property
+    def too_short(self) -> bool:
+        """The run ended before a failing copy of it could have reached the DLQ: its count of
+        arrivals says nothing about the copies' fate yet."""
+        return self.failure_seconds is not None and self.watched_seconds < self.failure_seconds
 
 
 class AdaptiveRate:
@@ -174,7 +183,7 @@ class AdaptiveRate:
         self.lock = threading.Lock()
         self.rate = policy.rate
         self.next_slot = clock()
-        self.last_check = self.next_slot
+        self.last_check = self.started = self.next_slot
         self.baseline = population()
         self.seen = self.baseline
         self.checks = 0
@@ -222,6 +231,8 @@ class AdaptiveRate:
                 arrivals=max(0, self.seen - self.baseline),
                 rate=self.rate,
                 backoffs=self.backoffs,
+                watched_seconds=self.clock() - self.started,
+                failure_seconds=self.policy.failure_seconds,
             )
 
     def _check(self, now: float) -> None:

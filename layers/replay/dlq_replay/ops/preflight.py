@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
 from dlq_replay.ops.depth import QueueDepth, queue_depth
-from dlq_replay.ops.queues import QueueInfo, dead_letter_sources, queue_info
+from dlq_replay.ops.queues import QueueInfo, queue_info
+from dlq_replay.sqs.sources import dead_letter_sources
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from dlq_replay.core.queues import QueueArn, is_fifo_url
+from dlq_replay.ops.errors import QueueNotFoundError
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -41,17 +42,28 @@ class QueueInfo:
 
 
 def queue_info(sqs: SQSClient, url: str) -> QueueInfo:
-    """A queue's identity and the settings the operator tools care about."""
-    found = sqs.get_queue_attributes(
-        QueueUrl=url,
-        AttributeNames=[
-            "QueueArn",
-            "FifoQueue",
-            "VisibilityTimeout",
-            "RedrivePolicy",
-            "MessageRetentionPeriod",
-        ],
-    )["Attributes"]
+    """A queue's identity and the settings the operator tools care about; QueueNotFoundError
+    naming the URL (SQS's own error does not)."""
+    from botocore.exceptions import ClientError
+
+    try:
+        found = sqs.get_queue_attributes(
+            QueueUrl=url,
+            AttributeNames=[
+                "QueueArn",
+                "FifoQueue",
+                "VisibilityTimeout",
+                "RedrivePolicy",
+                "MessageRetentionPeriod",
+            ],
+        )["Attributes"]
+    except ClientError as error:
+        info = error.response.get("Error", {})
+        code = str(info.get("Code", ""))
+        if "NonExistentQueue" in code or code == "QueueDoesNotExist":
+            message = str(info.get("Message", code))
+            raise QueueNotFoundError(url, error.operation_name, message) from None
+        raise
     redrive: RedrivePolicy | None = None
     if found.get("RedrivePolicy"):
         policy = json.loads(found["RedrivePolicy"])
@@ -64,14 +76,6 @@ def queue_info(sqs: SQSClient, url: str) -> QueueInfo:
         redrive=redrive,
         retention_seconds=int(found.get("MessageRetentionPeriod", DEFAULT_RETENTION_SECONDS)),
     )
-
-
-def dead_letter_sources(sqs: SQSClient, url: str) -> list[str]:
-    """URLs of the queues whose RedrivePolicy names this queue as their DLQ."""
-    sources: list[str] = []
-    for page in sqs.get_paginator("list_dead_letter_source_queues").paginate(QueueUrl=url):
-        sources.extend(page.get("queueUrls", []))
-    return sources
 
 
 def source_queue_url(sqs: SQSClient, arn: str, cache: dict[str, str | None]) -> str | None:

@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from dlq_replay.ops.errors import OpsError
-from dlq_replay.ops.queues import QueueInfo, dead_letter_sources, queue_info
+from dlq_replay.ops.queues import QueueInfo, queue_info
 from dlq_replay.sqs.sending import MAX_BATCH_ENTRIES, change_visibility
+from dlq_replay.sqs.sources import dead_letter_sources
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -147,6 +148,10 @@ class Receiving:
     stopped: str | None = None
     stop: threading.Event | None = None  # a stop token: no receive once it is set
     hidden_until: float | None = None  # epoch seconds: the latest receive's hide time ends
+    # In flight, for what an abandoned run leaves hidden: the messages a receive asked for,
+    # and those a release is making visible (no longer in `handles`, maybe still hidden).
+    receiving_up_to: int = 0
+    releasing: int = 0
 
     def batches(
         self, limit: int | None, select: Callable[[MessageTypeDef], bool]
@@ -158,18 +163,24 @@ class Receiving:
             want = MAX_BATCH_ENTRIES if limit is None else limit - taken
             if self.budget is not None and not self.handles:
                 want = 1
-            batch = receive(
-                self.sqs,
-                self.url,
-                want,
-                visibility_timeout=self.hide_seconds,
-                wait_seconds=self.wait_seconds,
-            )
+            self.receiving_up_to = want
+            try:
+                batch = receive(
+                    self.sqs,
+                    self.url,
+                    want,
+                    visibility_timeout=self.hide_seconds,
+                    wait_seconds=self.wait_seconds,
+                )
+            except BaseException:
+                self.receiving_up_to = 0
+                raise
             if batch:
                 self.hidden_until = time.time() + self.hide_seconds
             fresh = [m for m in batch if m["MessageId"] not in self.handles]
             for message in batch:
                 self.handles[message["MessageId"]] = message["ReceiptHandle"]
+            self.receiving_up_to = 0  # only now: in hand, so never missed by `leftover`
             chosen = [m for m in fresh if select(m)]
             taken += len(chosen)
             if chosen:
@@ -189,5 +200,9 @@ class Receiving:
         """Make these messages (None: every one still in hand) visible again at once; returns
         how many SQS refused (they come back when `hide_seconds` ends)."""
         chosen = list(self.handles) if message_ids is None else list(message_ids)
+        self.releasing = len([m for m in chosen if m in self.handles])
         handles = [self.handles.pop(m) for m in chosen if m in self.handles]
-        return release(self.sqs, self.url, handles)
+        try:
+            return release(self.sqs, self.url, handles)
+        finally:
+            self.releasing = 0

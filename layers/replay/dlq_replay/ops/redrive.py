@@ -22,8 +22,9 @@ from dlq_replay.core.messages import OutboundMessage
 from dlq_replay.core.queues import is_fifo_url
 from dlq_replay.core.settings import DEFAULT_COUNT_ATTRIBUTE
 from dlq_replay.ops.pacing import PaceReport, PaceStop, UntilFailing
-from dlq_replay.ops.queues import QueueInfo, dead_letter_sources, source_queue_url
+from dlq_replay.ops.queues import QueueInfo, source_queue_url
 from dlq_replay.ops.select import Selector
+from dlq_replay.sqs.sources import dead_letter_sources
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -159,12 +160,14 @@ Stop = BudgetStop | PaceStop
 @dataclass(frozen=True, slots=True)
 class RedriveTally:
     """What a client-side move confirmed; `moved + sent_not_deleted + failed + skipped +
-    given_back == seen` always holds, `seen` being the messages received.
+    given_back + unsettled == seen` always holds, `seen` being the messages received.
 
     `moved`: copy sent and original deleted (in a dry run: would have been moved, and nothing
     moves; with `keep`: the copies sent, the originals stay). `sent_not_deleted`: the copy was
     sent and the original is still in the source queue, so a rerun sends it again.
     `given_back`: received, then made visible again untouched (the run stopped first).
+    `unsettled`: received and neither sent, failed, skipped nor given back yet (its copy being
+    planned or sent): 0 once a run has ended, more in a snapshot of an abandoned run.
     """
 
     seen: int = 0
@@ -173,6 +176,7 @@ class RedriveTally:
     failed: int = 0
     skipped: int = 0
     given_back: int = 0
+    unsettled: int = 0
     dry_run: bool = False
     failures: Mapping[str, int] = field(default_factory=dict)
     skips: Mapping[str, int] = field(default_factory=dict)
@@ -185,17 +189,32 @@ class RedriveTally:
     @property
     def adds_up(self) -> bool:
         handled = self.moved + self.sent_not_deleted + self.failed + self.skipped
-        return handled + self.given_back == self.seen
+        return handled + self.given_back + self.unsettled == self.seen
 
 
 @dataclass(frozen=True, slots=True)
 class Leftover:
-    """What a run abandoned mid-flight leaves behind, as far as it knows."""
+    """What a run abandoned mid-flight leaves behind, as far as it knows: an upper bound of
+    what stays hidden (`hidden + receiving_up_to`), never below it.
+
+    Receives still in flight hide messages the run never saw, up to what they asked for;
+    deletes and visibility changes in flight may still take effect, so the messages they name
+    are counted hidden (`deleting`, `releasing` say how many of `hidden` that is)."""
 
     hidden: int  # received and not deleted: hidden until `hidden_until`
     hidden_until: float | None  # epoch seconds
     sent_not_deleted: int  # copies confirmed sent whose original is still there
     unconfirmed: int  # copies whose send (or original whose delete) was in flight
+    receives: int = 0  # ReceiveMessage calls in flight
+    receiving_up_to: int = 0  # the messages they asked for: hidden too if SQS answers them
+    receiving_until: float | None = None  # epoch seconds: when those come back at the latest
+    deleting: int = 0  # of `hidden`: a delete of theirs is in flight
+    releasing: int = 0  # of `hidden`: a change back to visible of theirs is in flight
+
+    @property
+    def at_most(self) -> int:
+        """The most messages that can stay hidden."""
+        return self.hidden + self.receiving_up_to
 
 
 def plan_copy(
