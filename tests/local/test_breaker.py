@@ -9,12 +9,12 @@ import threading
 from typing import Any
 
 import pytest
+from dlq_replay.breaker.rule import Counts, Phase
+from dlq_replay.breaker.worker import BreakerGate, worker_breaker
 from dlq_replay.cli.main import main
-from dlq_replay.core.breaker import Counts, Phase
 from dlq_replay.demo.run import demo
 from dlq_replay.demo.scenario import DemoOptions
 from dlq_replay.demo.view import breaker_line
-from dlq_replay.local.breaker import BreakerGate, worker_breaker
 from dlq_replay.local.eventsource import LocalEventSource
 from dlq_replay.local.worker import settings_from
 from moto import mock_aws
@@ -164,8 +164,8 @@ def test_the_worker_applies_the_retention_bound_from_cloudwatch_read_once_a_minu
     (the replay parks as usual), and an open one closes; CloudWatch is asked once a minute."""
     from datetime import UTC, datetime, timedelta
 
-    from dlq_replay.core.breaker import Cause
-    from dlq_replay.local.breaker import dlq_time_left
+    from dlq_replay.breaker.rule import Cause
+    from dlq_replay.breaker.worker import dlq_time_left
 
     clock = Clock()
     with mock_aws():
@@ -221,7 +221,7 @@ def test_without_cloudwatch_the_worker_decides_without_the_bound() -> None:
 
         sqs = boto3.client("sqs", region_name="us-east-1")
         url = sqs.create_queue(QueueName="quiet-dlq")["QueueUrl"]
-        from dlq_replay.local.breaker import dlq_time_left
+        from dlq_replay.breaker.worker import dlq_time_left
 
         left = dlq_time_left(sqs, lambda: boto3.client("cloudwatch", region_name="us-east-1"), url)
         assert left() is None  # no datapoint: unknown

@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING, Any
 import boto3
 import pytest
 from dlq_replay import ops
-from dlq_replay.aws_lambda.outage import LambdaBreaker, lambda_breaker
 from dlq_replay.aws_lambda.replay import LambdaReplay
-from dlq_replay.core.breaker import Cause, Counts, Phase
+from dlq_replay.breaker.dynamo import DynamoBreakerStore
+from dlq_replay.breaker.function import LambdaBreaker, lambda_breaker
+from dlq_replay.breaker.rule import Cause, Counts, Phase
 from dlq_replay.core.settings import Settings
 from dlq_replay.local.records import lambda_event
-from dlq_replay.sqs.breaker_store import DynamoBreakerStore
 from dlq_replay.sqs.replayer import Replayer
 
 from .stack import deploy

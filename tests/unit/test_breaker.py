@@ -1,4 +1,4 @@
-"""The outage breaker's rule and states (core/breaker.py), and its controller over the
+"""The outage breaker's rule and states (breaker/rule.py), and its controller over the
 in-memory store the worker uses, on an injected clock."""
 
 from __future__ import annotations
@@ -6,10 +6,8 @@ from __future__ import annotations
 import logging
 
 import pytest
-from dlq_replay.aws_lambda.breaker import Breaker
-from dlq_replay.core import attributes
-from dlq_replay.core.attributes import NOT_BEFORE_ATTRIBUTE
-from dlq_replay.core.breaker import (
+from dlq_replay.breaker.controller import Breaker
+from dlq_replay.breaker.rule import (
     BreakerPolicy,
     BreakerState,
     Cause,
@@ -24,9 +22,11 @@ from dlq_replay.core.breaker import (
     outage_in_window,
     probe_sent,
 )
+from dlq_replay.breaker.worker import BreakerStats, MemoryStore, PollerSwitch
+from dlq_replay.core import attributes
+from dlq_replay.core.attributes import NOT_BEFORE_ATTRIBUTE
 from dlq_replay.core.decision import Action, Decision
 from dlq_replay.core.messages import InboundMessage
-from dlq_replay.local.breaker import BreakerStats, MemoryStore, PollerSwitch
 
 POLICY = BreakerPolicy()
 COUNT = "sqs-dlq-replay-nb"

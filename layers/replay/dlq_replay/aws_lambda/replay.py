@@ -17,7 +17,7 @@ from aws_lambda_powertools.utilities.batch import (
     process_partial_response,
 )
 
-from dlq_replay.aws_lambda.outage import LambdaBreaker, is_probe_event, lambda_breaker
+from dlq_replay.breaker.function import LambdaBreaker, is_probe_event, lambda_breaker
 from dlq_replay.core.attributes import is_mapping
 from dlq_replay.core.log import Log
 from dlq_replay.core.messages import InboundMessage

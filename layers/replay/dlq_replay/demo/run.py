@@ -14,6 +14,7 @@ from contextlib import AbstractContextManager
 from dataclasses import replace
 
 from dlq_replay.aws_lambda.replay import LambdaReplay
+from dlq_replay.breaker.worker import BreakerStats, dlq_depth, worker_breaker
 from dlq_replay.consumer import ConsumerSettings
 from dlq_replay.core.backoff import BackoffPolicy, Jitter
 from dlq_replay.core.decision import Action
@@ -34,7 +35,6 @@ from dlq_replay.demo.scenario import (
     watch_depths,
 )
 from dlq_replay.demo.view import print_summary, render
-from dlq_replay.local.breaker import BreakerStats, dlq_depth, worker_breaker
 from dlq_replay.local.eventsource import LocalEventSource, run_pollers
 from dlq_replay.sqs.replayer import Replayer
 

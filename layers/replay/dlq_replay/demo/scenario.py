@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from dlq_replay.breaker.rule import BreakerPolicy
 from dlq_replay.consumer import (
     ConsumerSettings,
     FailureOptions,
@@ -23,7 +24,6 @@ from dlq_replay.consumer import (
     settle_failure,
 )
 from dlq_replay.core.attributes import PARK_REASON_ATTRIBUTE
-from dlq_replay.core.breaker import BreakerPolicy
 from dlq_replay.core.decision import Action
 from dlq_replay.demo.emulator import (
     DLQ_VISIBILITY_TIMEOUT,

@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from dlq_replay.aws_lambda.replay import LambdaReplay
+from dlq_replay.breaker.worker import dlq_depth, dlq_time_left, worker_breaker
 from dlq_replay.core.log import Log
 from dlq_replay.core.queues import QueueArn, is_fifo_url
 from dlq_replay.core.settings import Settings
-from dlq_replay.local.breaker import dlq_depth, dlq_time_left, worker_breaker
 from dlq_replay.local.eventsource import (
     DEFAULT_WAIT_SECONDS,
     START_UP_PATIENCE_SECONDS,

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from dlq_replay.core.breaker import BreakerState, Cause, by_operator
+from dlq_replay.breaker.dynamo import TABLE_VARIABLE, DynamoBreakerStore
+from dlq_replay.breaker.rule import BreakerState, Cause, by_operator
 from dlq_replay.ops.stack import function_environment
-from dlq_replay.sqs.breaker_store import TABLE_VARIABLE, DynamoBreakerStore
 
 if TYPE_CHECKING:
     from mypy_boto3_lambda import LambdaClient

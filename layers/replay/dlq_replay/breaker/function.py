@@ -13,16 +13,17 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from aws_lambda_powertools.metrics import MetricUnit
 
-from dlq_replay.aws_lambda.breaker import Breaker, Clock
-from dlq_replay.core.breaker import BreakerState, Phase, observe
+from dlq_replay.breaker.controller import Breaker, Clock
+from dlq_replay.breaker.dynamo import TABLE_VARIABLE, DynamoBreakerStore
+from dlq_replay.breaker.rule import BreakerState, Phase, observe
+from dlq_replay.breaker.switch import MappingSwitch, ProbeRule
 from dlq_replay.core.queues import QueueArn
 from dlq_replay.core.settings import Settings, SettingsError
 from dlq_replay.notify.sns import SnsClient
-from dlq_replay.sqs.breaker_store import TABLE_VARIABLE, DynamoBreakerStore, MappingSwitch
 from dlq_replay.sqs.depth import queue_depth
 from dlq_replay.sqs.queue_age import queue_time_left
 
@@ -42,20 +43,6 @@ def is_probe_event(event: object) -> bool:
         and event.get("source") == "aws.events"
         and event.get("detail-type") == "Scheduled Event"
     )
-
-
-class ProbeRule:
-    """The EventBridge rule that ticks the breaker; on only while it is open or half-open."""
-
-    def __init__(self, events: Any, name: str) -> None:
-        self._events = events
-        self.name = name
-
-    def follow(self, state: BreakerState) -> None:
-        if state.phase is Phase.OPEN:
-            self._events.enable_rule(Name=self.name)
-        elif state.phase is Phase.CLOSED:
-            self._events.disable_rule(Name=self.name)
 
 
 class LambdaBreaker:

@@ -9,7 +9,7 @@ failures does not). Open, nothing is received; after a pause (doubling on each c
 opening, capped) it probes (half-open): a window without the signal closes it.
 
 Everything here is a value: the clock is an argument, the stores and switches live with the
-callers (`aws_lambda.breaker`, `sqs.breaker_store`, `local.worker`).
+callers (`breaker.controller`, `breaker.dynamo`, `breaker.worker`).
 """
 
 from __future__ import annotations

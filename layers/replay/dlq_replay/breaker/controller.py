@@ -1,4 +1,4 @@
-"""The outage breaker at work: the rule of `core.breaker` over a store and a switch.
+"""The outage breaker at work: the rule of `breaker.rule` over a store and a switch.
 
 The same controller runs in Lambda (a DynamoDB store, the event source mapping as the switch,
 an EventBridge rule that ticks while the breaker is not closed) and in the worker (a store in
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from aws_lambda_powertools.metrics import MetricUnit
 
-from dlq_replay.core.breaker import (
+from dlq_replay.breaker.rule import (
     BreakerPolicy,
     BreakerState,
     Cause,
@@ -46,7 +46,7 @@ Depth = Callable[[], "int | None"]
 
 
 class BreakerStore(Protocol):
-    """Where the state and the window live (`sqs.breaker_store`, `local.worker`)."""
+    """Where the state and the window live (`breaker.dynamo`, `breaker.worker`)."""
 
     def record(self, events: Sequence[tuple[float, Counts]]) -> None: ...
     def read(
@@ -99,7 +99,7 @@ class Breaker:
         self._on_change = on_change
 
     def after_batch(self, events: Sequence[tuple[float, Counts]]) -> BreakerState:
-        """Add a batch's replays and returns (`core.breaker.observe`) to the window; open when
+        """Add a batch's replays and returns (`breaker.rule.observe`) to the window; open when
         the window now shows the outage signal."""
         now = self._clock()
         horizon = now - self.policy.window_seconds

@@ -1,6 +1,6 @@
 """The outage breaker in the worker: its state in memory, its switch the pollers themselves.
 
-The worker's breaker is the Lambda one (`aws_lambda.breaker`, the same rule and states) with
+The worker's breaker is the Lambda one (`breaker.controller`, the same rule and states) with
 a store in memory shared by the pollers, and no event source mapping to pull: open, each
 poller stops receiving before its next ReceiveMessage and waits for the probe; a batch in
 hand is finished as usual. The pollers' own loop is the tick.
@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from dlq_replay.aws_lambda.breaker import Breaker, Clock, Depth, TimeLeft
-from dlq_replay.aws_lambda.outage import LambdaBreaker
-from dlq_replay.core.breaker import SLICES, BreakerPolicy, BreakerState, Counts, Phase
+from dlq_replay.breaker.controller import Breaker, Clock, Depth, TimeLeft
+from dlq_replay.breaker.function import LambdaBreaker
+from dlq_replay.breaker.rule import SLICES, BreakerPolicy, BreakerState, Counts, Phase
 from dlq_replay.core.log import Log
 from dlq_replay.notify.sns import SnsClient
 from dlq_replay.sqs.depth import queue_depth
