@@ -9,7 +9,8 @@ import threading
 from typing import Any
 
 import pytest
-from dlq_replay.breaker.rule import Counts, Phase
+from dlq_replay.breaker.rule import Counts
+from dlq_replay.breaker.state import Phase
 from dlq_replay.breaker.worker import BreakerGate, worker_breaker
 from dlq_replay.cli.main import main
 from dlq_replay.demo.run import demo
@@ -164,8 +165,8 @@ def test_the_worker_applies_the_retention_bound_from_cloudwatch_read_once_a_minu
     (the replay parks as usual), and an open one closes; CloudWatch is asked once a minute."""
     from datetime import UTC, datetime, timedelta
 
-    from dlq_replay.breaker.rule import Cause
-    from dlq_replay.breaker.worker import dlq_time_left
+    from dlq_replay.breaker.evidence import dlq_time_left
+    from dlq_replay.breaker.state import Cause
 
     clock = Clock()
     with mock_aws():
@@ -221,7 +222,7 @@ def test_without_cloudwatch_the_worker_decides_without_the_bound() -> None:
 
         sqs = boto3.client("sqs", region_name="us-east-1")
         url = sqs.create_queue(QueueName="quiet-dlq")["QueueUrl"]
-        from dlq_replay.breaker.worker import dlq_time_left
+        from dlq_replay.breaker.evidence import dlq_time_left
 
         left = dlq_time_left(sqs, lambda: boto3.client("cloudwatch", region_name="us-east-1"), url)
         assert left() is None  # no datapoint: unknown

@@ -10,16 +10,19 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from botocore.exceptions import ClientError
 
-from dlq_replay.breaker.rule import BreakerPolicy, BreakerState, Counts
+from dlq_replay.breaker.rule import BreakerPolicy, Counts
+from dlq_replay.breaker.state import BreakerState
 
 PARTITION = "breaker"
 STATE_KEY = "x#state"
-BUCKET_SECONDS = 30
+# Buckets of 5 s: a window fitted to a fast queue (tens of seconds) still has several, and the
+# default five minutes reads 60 small items in one Query.
+BUCKET_SECONDS = 5
 BUCKET_TTL_SECONDS = 86_400
 TABLE_VARIABLE = "OUTAGE_BREAKER_TABLE"  # the function's variable naming the table
 
@@ -31,9 +34,18 @@ def _bucket_key(bucket: int) -> str:
 class DynamoBreakerStore:
     """The breaker's state and window in DynamoDB (`breaker.rule` decides on them)."""
 
-    def __init__(self, dynamodb: Any, table: str) -> None:
-        self._db = dynamodb
+    def __init__(self, dynamodb: Callable[[], Any], table: str) -> None:
+        """`dynamodb` makes the client (or returns one): called at the first request, so a
+        replay that never records makes none."""
+        self._make = dynamodb
+        self._client: Any = None
         self._table = table
+
+    @property
+    def _db(self) -> Any:
+        if self._client is None:
+            self._client = self._make()
+        return self._client
 
     def record(self, events: Sequence[tuple[float, Counts]]) -> None:
         """Add one batch's replays and returns to the counters of their send times (one
@@ -47,11 +59,12 @@ class DynamoBreakerStore:
             self._db.update_item(
                 TableName=self._table,
                 Key={"pk": {"S": PARTITION}, "sk": {"S": _bucket_key(bucket)}},
-                UpdateExpression="ADD replays :r, #ret :t SET expires_at = :e",
+                UpdateExpression="ADD replays :r, #ret :t, sent :s SET expires_at = :e",
                 ExpressionAttributeNames={"#ret": "returns"},
                 ExpressionAttributeValues={
                     ":r": {"N": str(counts.replays)},
                     ":t": {"N": str(counts.returns)},
+                    ":s": {"N": str(counts.sent)},
                     ":e": {"N": str(bucket * BUCKET_SECONDS + BUCKET_TTL_SECONDS)},
                 },
             )
@@ -73,6 +86,7 @@ class DynamoBreakerStore:
                 counts = Counts(
                     int(item.get("replays", {}).get("N", "0")),
                     int(item.get("returns", {}).get("N", "0")),
+                    int(item.get("sent", {}).get("N", "0")),
                 )
                 raw_buckets.append((int(key[2:]), counts))
         # A bucket stands for its last moment (now, for the one still filling): the probe's

@@ -4,9 +4,10 @@ one `dlq-replay pause` turns off), and the EventBridge rule that probes while it
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from dlq_replay.breaker.rule import BreakerState, Phase
+from dlq_replay.breaker.state import BreakerState, Phase
 
 if TYPE_CHECKING:
     from mypy_boto3_lambda import LambdaClient
@@ -15,15 +16,16 @@ if TYPE_CHECKING:
 class ProbeRule:
     """The EventBridge rule that ticks the breaker; on only while it is open or half-open."""
 
-    def __init__(self, events: Any, name: str) -> None:
+    def __init__(self, events: Callable[[], Any], name: str) -> None:
+        """`events` makes the EventBridge client, at the first opening."""
         self._events = events
         self.name = name
 
     def follow(self, state: BreakerState) -> None:
         if state.phase is Phase.OPEN:
-            self._events.enable_rule(Name=self.name)
+            self._events().enable_rule(Name=self.name)
         elif state.phase is Phase.CLOSED:
-            self._events.disable_rule(Name=self.name)
+            self._events().disable_rule(Name=self.name)
 
 
 class MappingSwitch:
@@ -34,8 +36,11 @@ class MappingSwitch:
     function may update exactly that mapping.
     """
 
-    def __init__(self, lam: LambdaClient, function_name: str, dlq_arn: str | None = None) -> None:
-        self._lam = lam
+    def __init__(
+        self, lam: Callable[[], LambdaClient], function_name: str, dlq_arn: str | None = None
+    ) -> None:
+        """`lam` makes the Lambda client, at the first look at the mapping."""
+        self._make_lam = lam
         self._function = function_name
         self._dlq_arn = dlq_arn
         self._uuid: str | None = None
@@ -45,11 +50,11 @@ class MappingSwitch:
         the DLQ is not known, as in a probe)."""
         if self._uuid is None:
             listed = (
-                self._lam.list_event_source_mappings(
+                self._make_lam().list_event_source_mappings(
                     FunctionName=self._function, EventSourceArn=self._dlq_arn
                 )
                 if self._dlq_arn
-                else self._lam.list_event_source_mappings(FunctionName=self._function)
+                else self._make_lam().list_event_source_mappings(FunctionName=self._function)
             )
             mappings = [
                 m
@@ -67,13 +72,13 @@ class MappingSwitch:
         return str(self._dlq_arn)
 
     def state(self) -> str:
-        return str(self._lam.get_event_source_mapping(UUID=self.uuid()).get("State", ""))
+        return str(self._make_lam().get_event_source_mapping(UUID=self.uuid()).get("State", ""))
 
     def pause(self) -> None:
-        self._lam.update_event_source_mapping(UUID=self.uuid(), Enabled=False)
+        self._make_lam().update_event_source_mapping(UUID=self.uuid(), Enabled=False)
 
     def resume(self) -> None:
-        self._lam.update_event_source_mapping(UUID=self.uuid(), Enabled=True)
+        self._make_lam().update_event_source_mapping(UUID=self.uuid(), Enabled=True)
 
     def resumed_by_someone_else(self) -> bool:
         """While open the mapping stays off; on (or turning on) means an operator, the console

@@ -8,7 +8,7 @@ from dataclasses import asdict
 from typing import Any
 
 from dlq_replay import ops
-from dlq_replay.breaker.rule import Phase
+from dlq_replay.breaker.state import Phase
 
 # `clients.make_client` is looked up at call time: the tests hand the command emulator clients.
 from dlq_replay.cli import deployment as clients

@@ -14,7 +14,9 @@ from contextlib import AbstractContextManager
 from dataclasses import replace
 
 from dlq_replay.aws_lambda.replay import LambdaReplay
-from dlq_replay.breaker.worker import BreakerStats, dlq_depth, worker_breaker
+from dlq_replay.breaker.evidence import dlq_depth, main_queue_timing
+from dlq_replay.breaker.function import longest_delay
+from dlq_replay.breaker.worker import BreakerStats, worker_breaker
 from dlq_replay.consumer import ConsumerSettings
 from dlq_replay.core.backoff import BackoffPolicy, Jitter
 from dlq_replay.core.decision import Action
@@ -87,6 +89,8 @@ def demo(
                 count_attribute=settings.count_attribute,
                 stats=stats,
                 depth=dlq_depth(sqs, queues.dlq),
+                timing=lambda: main_queue_timing(sqs, queues.main),
+                delay_seconds=longest_delay(settings),
             )
         replayer = Replayer(
             settings, sqs, logger=replay_log, rng=rng, on_outcome=OutcomeCounter(tally)

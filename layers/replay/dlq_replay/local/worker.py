@@ -21,7 +21,14 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from dlq_replay.aws_lambda.replay import LambdaReplay
-from dlq_replay.breaker.worker import dlq_depth, dlq_time_left, worker_breaker
+from dlq_replay.breaker.evidence import (
+    consumer_deleting,
+    dlq_depth,
+    dlq_time_left,
+    main_queue_timing,
+)
+from dlq_replay.breaker.function import longest_delay
+from dlq_replay.breaker.worker import worker_breaker
 from dlq_replay.core.log import Log
 from dlq_replay.core.queues import QueueArn, is_fifo_url
 from dlq_replay.core.settings import Settings
@@ -79,6 +86,7 @@ def run_worker(
     stop = stop or threading.Event()
     breaker, gate = (None, None)
     if settings.outage_breaker:  # OUTAGE_BREAKER=off or --no-breaker: none
+        main = settings.main_queue_url
         breaker, gate = worker_breaker(
             logger=log,
             count_attribute=settings.count_attribute,
@@ -88,6 +96,11 @@ def run_worker(
             depth=dlq_depth(sqs, options.dlq_url),
             time_left=(
                 dlq_time_left(sqs, cloudwatch, options.dlq_url) if cloudwatch is not None else None
+            ),
+            timing=(lambda: main_queue_timing(sqs, main)) if main else None,
+            delay_seconds=longest_delay(settings),
+            deleting=(
+                consumer_deleting(cloudwatch, main) if cloudwatch is not None and main else None
             ),
         )
     handler = LambdaReplay(Replayer(settings, sqs, logger=log, sns=sns), breaker)
