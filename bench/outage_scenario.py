@@ -227,7 +227,7 @@ def run_case(case: Case) -> Result:
         consuming.join()
         log.thread.join(timeout=5)
         left = [*emulator.bodies(main), *emulator.bodies(dlq)]
-        account(result, consumer, ids, emulator.bodies(operator), left)
+        account(result, consumer.deliveries, ids, emulator.bodies(operator), left)
         if consumer.last_consumed is not None:
             result.recovery_to_last = round(max(0.0, consumer.last_consumed - recovery), 1)
     result.breaker_events = log.events
@@ -248,7 +248,7 @@ def stop_worker(worker: subprocess.Popen[str]) -> None:
 
 def account(
     result: Result,
-    consumer: Consumer,
+    deliveries: Counter[str],
     ids: Sequence[str],
     operator_bodies: Sequence[str],
     left_bodies: Sequence[str],
@@ -256,8 +256,8 @@ def account(
     """Consumed, parked, left, lost and duplicates, by the id in every body."""
     parked = Counter(id_of(body) for body in operator_bodies)
     left = Counter(id_of(body) for body in left_bodies)
-    seen = consumer.deliveries + parked + left
-    result.consumed = len(consumer.deliveries)
+    seen = deliveries + parked + left
+    result.consumed = len(deliveries)
     result.parked = len(parked)
     result.left = len(left)
     result.lost = sum(1 for message_id in ids if message_id not in seen)
