@@ -266,6 +266,7 @@ bench: $(STAMP) $(BENCH_STAMP)
 	$(BIN)/python bench/bench_cli_start.py
 	$(BIN)/python bench/bench_signals.py
 	$(BIN)/python bench/bench_breaker.py
+	$(BIN)/python bench/bench_outage.py
 	$(BIN)/python bench/bench_record_cpu.py
 	$(BENCH_VENV)/bin/python bench/bench_sqs_calls.py
 	$(BIN)/python bench/bench_end_to_end.py --python $(BENCH_VENV)/bin/python
@@ -291,6 +292,7 @@ bench-smoke: $(STAMP)
 	$(BIN)/python bench/bench_cli_start.py --smoke
 	$(BIN)/python bench/bench_signals.py --smoke
 	$(BIN)/python bench/bench_breaker.py --smoke
+	$(BIN)/python bench/bench_outage.py --smoke
 	$(BIN)/python bench/bench_record_cpu.py --smoke
 	$(BIN)/python bench/bench_sqs_calls.py --smoke
 	$(BIN)/python bench/bench_end_to_end.py --smoke
