@@ -36,8 +36,7 @@ def test_account_finds_lost_and_duplicated_ids() -> None:
 def test_consumer_fails_everything_in_the_outage_then_all_but_poison(
     setup_client: SQSClient,
 ) -> None:
-    visible_again_at_once = {"VisibilityTimeout": "0"}
-    queue = setup_client.create_queue(QueueName="bench-main", Attributes=visible_again_at_once)
+    queue = setup_client.create_queue(QueueName="bench-main", Attributes={"VisibilityTimeout": "0"})
     url = queue["QueueUrl"]
     ids = [f"m{n}" for n in range(4)]
     for message_id in ids:

@@ -228,3 +228,45 @@ def test_without_cloudwatch_the_worker_decides_without_the_bound() -> None:
         assert left() is None  # no datapoint: unknown
         breaker, _ = worker_breaker(logger=LOG, count_attribute="n", clock=clock, time_left=left)
         assert breaker.breaker.after_batch([(clock.now, Counts(22, 20))]).phase is Phase.OPEN
+
+
+def test_the_queues_total_falls_only_by_what_the_consumer_deletes() -> None:
+    """The worker's veto off AWS: moving messages between the main queue, the DLQ and the
+    operator queue (replays, failures, parks) leaves the total; deleting lowers it."""
+    with mock_aws():
+        import boto3
+        from dlq_replay.breaker.evidence import QueueTotals
+
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        urls = [sqs.create_queue(QueueName=name)["QueueUrl"] for name in ("main", "dlq", "op")]
+        main, dlq, _ = urls
+        for n in range(30):
+            sqs.send_message(QueueUrl=dlq, MessageBody=f"m{n}")
+        clock = Clock()
+        totals = QueueTotals(sqs, urls, clock=clock)
+        assert totals.deleting(clock.now - 1, 5) is None  # no sample from before then
+        start = clock.now
+        totals.sample()
+        clock.now += 1
+        totals.sample()  # within two seconds of the last: not read
+        # Replays: from the DLQ to the main queue. The total stays 30.
+        for message in _receive(sqs, dlq, 20):
+            sqs.send_message(QueueUrl=main, MessageBody=message["Body"])
+            sqs.delete_message(QueueUrl=dlq, ReceiptHandle=message["ReceiptHandle"])
+        clock.now += 2
+        assert totals.deleting(start, 5) is False
+        # The consumer deletes 6 of them: the total fell by 6.
+        for message in _receive(sqs, main, 6):
+            sqs.delete_message(QueueUrl=main, ReceiptHandle=message["ReceiptHandle"])
+        clock.now += 2
+        assert totals.deleting(start, 5) is True
+        assert totals.deleting(start, 7) is False
+
+
+def _receive(sqs: Any, url: str, count: int) -> list[dict[str, Any]]:
+    got: list[dict[str, Any]] = []
+    while len(got) < count:
+        got += sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=min(10, count - len(got)))[
+            "Messages"
+        ]
+    return got

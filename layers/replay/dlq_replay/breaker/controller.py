@@ -176,7 +176,11 @@ class Breaker:
             return self._hold_probe(state, window, now)
         counts = signal.counts
         if self._deleting is not None and state.phase is Phase.CLOSED:
-            enough = math.ceil((1.0 - policy.return_ratio) * counts.replays)
+            # A handful is the noise of copies in transit; a tenth of the replays is a consumer
+            # that works.
+            enough = max(
+                policy.min_returns, math.ceil((1.0 - policy.return_ratio) * counts.replays)
+            )
             if self._deleting(signal.start, enough):  # read only when the rule trips
                 self._logger.info(
                     "first replays came back, but the main queue's consumer deletes messages: "

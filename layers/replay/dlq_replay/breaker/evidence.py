@@ -1,7 +1,8 @@
 """What the breaker reads off AWS, each read only when the rule needs it: the main queue's
-redelivery timing (SQS), whether the main queue's consumer deletes messages (CloudWatch), and
-the DLQ's depth and retention left. Every read answers None when it cannot say: the breaker
-then decides without it (the constants' timing, no veto, no retention bound).
+redelivery timing (SQS), whether the main queue's consumer deletes messages (CloudWatch in
+Lambda, the queues' totals in the worker), and the DLQ's depth and retention left. Every read
+answers None when it cannot say: the breaker then decides without it (the constants' timing,
+no veto, no retention bound).
 """
 
 from __future__ import annotations
@@ -10,13 +11,14 @@ import json
 import math
 import threading
 import time
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from dlq_replay.breaker.rule import QueueTiming
+from dlq_replay.breaker.rule import WINDOW_SECONDS, QueueTiming
 from dlq_replay.sqs.depth import queue_depth
 from dlq_replay.sqs.queue_age import queue_time_left
 
@@ -26,6 +28,7 @@ if TYPE_CHECKING:
 Clock = Callable[[], float]
 # How often a value CloudWatch publishes each minute is read again, at most.
 METRIC_READ_SECONDS = 60.0
+SAMPLE_SECONDS = 2.0  # the worker's queue totals: one sample every two seconds at most
 _UNREADABLE = (ClientError, BotoCoreError, KeyError, ValueError, TypeError, LookupError)
 QueueUrl = str | Callable[[], str]  # a URL, or how to find it (Lambda: from its mapping)
 
@@ -94,6 +97,59 @@ def consumer_deleting(
         return sum(values) >= max(1, enough) if values else None
 
     return deleting
+
+
+class QueueTotals:
+    """What the worker sees of the main queue's consumer off AWS: the messages in the main
+    queue, the DLQ and the operator queue together, sampled as the pollers go.
+
+    Replaying, failing and parking only move a message between these queues; only the
+    consumer's deletions take one out (and a producer's sends add one). So the total's fall
+    between two moments is at least what the consumer deleted meanwhile: during an outage it
+    does not fall; with bad messages among good ones it falls by the good ones.
+    """
+
+    def __init__(
+        self,
+        sqs: SQSClient,
+        queue_urls: Sequence[str],
+        *,
+        clock: Clock = time.time,
+        every: float = SAMPLE_SECONDS,
+        keep: float = WINDOW_SECONDS,
+    ) -> None:
+        self._sqs = sqs
+        self._urls = tuple(queue_urls)
+        self._clock = clock
+        self._every = every
+        self._keep = keep
+        self._lock = threading.Lock()
+        self._samples: deque[tuple[float, int]] = deque()
+
+    def sample(self) -> None:
+        """Read the total when the last sample is older than `every` (the pollers call this
+        before each receive); an unreadable total is no sample."""
+        now = self._clock()
+        with self._lock:
+            if self._samples and now - self._samples[-1][0] < self._every:
+                return
+            try:
+                total = sum(queue_depth(self._sqs, url).total for url in self._urls)
+            except _UNREADABLE:
+                return
+            self._samples.append((now, total))
+            while self._samples and self._samples[0][0] < now - self._keep:
+                self._samples.popleft()
+
+    def deleting(self, start: float, enough: int) -> bool | None:
+        """Whether the total fell by at least `enough` since `start` (the last sample taken
+        by then); None without a sample from before `start`."""
+        self.sample()
+        with self._lock:
+            before = [total for when, total in self._samples if when <= start]
+            if not before or not self._samples:
+                return None
+            return before[-1] - self._samples[-1][1] >= max(1, enough)
 
 
 def dlq_depth(sqs: SQSClient, queue_url: QueueUrl) -> Callable[[], int | None]:

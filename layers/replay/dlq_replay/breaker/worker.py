@@ -11,10 +11,11 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from dlq_replay.breaker.controller import Breaker, Clock, Deleting, Depth, TimeLeft, Timing
+from dlq_replay.breaker.controller import Breaker, Clock, Depth, TimeLeft, Timing
+from dlq_replay.breaker.evidence import QueueTotals
 from dlq_replay.breaker.function import LambdaBreaker
 from dlq_replay.breaker.rule import MIN_WINDOW_SECONDS, SLICES, BreakerPolicy, Counts
 from dlq_replay.breaker.state import BreakerState, Phase
@@ -125,12 +126,22 @@ class BreakerStats:
 class BreakerGate:
     """What a poller asks before each receive: receive now, or wait for the probe."""
 
-    def __init__(self, breaker: LambdaBreaker, *, clock: Clock = time.time) -> None:
+    def __init__(
+        self,
+        breaker: LambdaBreaker,
+        *,
+        clock: Clock = time.time,
+        sample: Callable[[], None] | None = None,
+    ) -> None:
+        """`sample`: called before each receive (the queues' totals, `QueueTotals.sample`)."""
         self.breaker = breaker
         self._clock = clock
+        self._sample = sample
 
     def wait_until_receiving(self, stop: threading.Event) -> bool:
         """True when the poller may receive; False when `stop` was set while it waited."""
+        if self._sample is not None:
+            self._sample()
         while not stop.is_set():
             state = self.breaker.tick()
             if state is None or state.receiving:
@@ -153,13 +164,14 @@ def worker_breaker(
     time_left: TimeLeft | None = None,
     timing: Timing | None = None,
     delay_seconds: float = 0.0,
-    deleting: Deleting | None = None,
+    totals: QueueTotals | None = None,
     clock: Clock = time.time,
 ) -> tuple[LambdaBreaker, BreakerGate]:
     """The worker's breaker (for `LambdaReplay`) and the gate its pollers ask; `depth` tells
     the DLQ's depth (`evidence.dlq_depth`), for the probe to see its copies come back;
     `time_left` (`evidence.dlq_time_left`) what is left of the oldest message's retention;
-    `timing`, `delay_seconds` and `deleting` as `Breaker` takes them (`evidence`)."""
+    `timing` and `delay_seconds` as `Breaker` takes them; `totals` the queues' totals, whose
+    fall vetoes an opening (the consumer deletes: bad messages, not an outage)."""
     breaker = Breaker(
         MemoryStore.for_policy(policy or BreakerPolicy(), timing is not None),
         PollerSwitch(),
@@ -173,10 +185,11 @@ def worker_breaker(
         time_left=time_left,
         timing=timing,
         delay_seconds=delay_seconds,
-        deleting=deleting,
+        deleting=totals.deleting if totals is not None else None,
         on_change=stats.follow if stats is not None else None,
     )
     counted = LambdaBreaker(
         breaker, None, count_attribute=count_attribute, logger=logger, clock=clock
     )
-    return counted, BreakerGate(counted, clock=clock)
+    sample = totals.sample if totals is not None else None
+    return counted, BreakerGate(counted, clock=clock, sample=sample)

@@ -14,7 +14,7 @@ from contextlib import AbstractContextManager
 from dataclasses import replace
 
 from dlq_replay.aws_lambda.replay import LambdaReplay
-from dlq_replay.breaker.evidence import dlq_depth, main_queue_timing
+from dlq_replay.breaker.evidence import QueueTotals, dlq_depth, main_queue_timing
 from dlq_replay.breaker.function import longest_delay
 from dlq_replay.breaker.worker import BreakerStats, worker_breaker
 from dlq_replay.consumer import ConsumerSettings
@@ -90,6 +90,7 @@ def demo(
                 stats=stats,
                 depth=dlq_depth(sqs, queues.dlq),
                 timing=lambda: main_queue_timing(sqs, queues.main),
+                totals=QueueTotals(sqs, [queues.main, queues.dlq, queues.operator]),
                 delay_seconds=longest_delay(settings),
             )
         replayer = Replayer(

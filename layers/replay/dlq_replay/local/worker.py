@@ -22,7 +22,7 @@ from botocore.exceptions import ClientError
 
 from dlq_replay.aws_lambda.replay import LambdaReplay
 from dlq_replay.breaker.evidence import (
-    consumer_deleting,
+    QueueTotals,
     dlq_depth,
     dlq_time_left,
     main_queue_timing,
@@ -99,8 +99,8 @@ def run_worker(
             ),
             timing=(lambda: main_queue_timing(sqs, main)) if main else None,
             delay_seconds=longest_delay(settings),
-            deleting=(
-                consumer_deleting(cloudwatch, main) if cloudwatch is not None and main else None
+            totals=QueueTotals(
+                sqs, [url for url in (main, options.dlq_url, settings.operator_queue_url) if url]
             ),
         )
     handler = LambdaReplay(Replayer(settings, sqs, logger=log, sns=sns), breaker)
