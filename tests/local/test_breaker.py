@@ -270,3 +270,44 @@ def _receive(sqs: Any, url: str, count: int) -> list[dict[str, Any]]:
             "Messages"
         ]
     return got
+
+
+def test_lambda_reads_the_main_queues_deletions_from_cloudwatch_since_the_stretch() -> None:
+    """Lambda's veto: NumberOfMessagesDeleted of the main queue over the whole minutes since
+    the stretch began; None without a datapoint (CloudWatch is minutes late) or a minute."""
+    from datetime import UTC, datetime
+
+    with mock_aws():
+        import boto3
+        from dlq_replay.breaker.evidence import consumer_deleting
+
+        cloudwatch = boto3.client("cloudwatch", region_name="us-east-1")
+        made: list[int] = []
+
+        def make() -> Any:
+            made.append(1)
+            return cloudwatch
+
+        start = (datetime.now(UTC).timestamp() // 60) * 60 - 600  # ten minutes ago, whole
+        clock = Clock()
+        clock.now = start + 30
+        deleting = consumer_deleting(make, "https://sqs/123/orders", clock=clock)
+        assert deleting(start, 20) is None  # not a whole minute yet: not even asked
+        assert made == []
+        clock.now = start + 300
+        assert deleting(start, 20) is None  # no datapoint
+        for minute, deleted in ((-1, 500.0), (1, 15.0), (2, 10.0)):  # one before the stretch
+            cloudwatch.put_metric_data(
+                Namespace="AWS/SQS",
+                MetricData=[
+                    {
+                        "MetricName": "NumberOfMessagesDeleted",
+                        "Dimensions": [{"Name": "QueueName", "Value": "orders"}],
+                        "Timestamp": datetime.fromtimestamp(start + 60 * minute + 1, UTC),
+                        "Value": deleted,
+                    }
+                ],
+            )
+        assert deleting(start, 20) is True  # 25 since the stretch
+        assert deleting(start, 30) is False  # the 500 from before it do not count
+        assert made == [1]  # one client, made at the first read
