@@ -430,7 +430,7 @@ def test_the_main_queues_consumer_deleting_vetoes_an_opening() -> None:
 
     events = replays_at(clock.now, 30) + returns_at(clock.now, 30)
     assert breaker().after_batch(events).phase is Phase.CLOSED  # bad messages, not an outage
-    assert asked == [(asked[0][0], 3)]  # 10 % of the 30 first replays
+    assert asked == [(asked[0][0], 20)]  # MIN_RETURNS: more than a tenth of 30 replays
     for unknown_or_not in (None, False):
         answer["now"] = unknown_or_not
         assert breaker().after_batch(events).phase is Phase.OPEN
