@@ -311,3 +311,23 @@ def test_lambda_reads_the_main_queues_deletions_from_cloudwatch_since_the_stretc
         assert deleting(start, 20) is True  # 25 since the stretch
         assert deleting(start, 30) is False  # the 500 from before it do not count
         assert made == [1]  # one client, made at the first read
+
+
+def test_the_main_queues_timing_is_read_from_its_attributes_or_is_unknown() -> None:
+    with mock_aws():
+        import boto3
+        from dlq_replay.breaker.evidence import main_queue_timing
+        from dlq_replay.breaker.rule import QueueTiming
+
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        dlq = sqs.create_queue(QueueName="dlq")["QueueUrl"]
+        arn = sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=["QueueArn"])["Attributes"][
+            "QueueArn"
+        ]
+        redrive = f'{{"deadLetterTargetArn": "{arn}", "maxReceiveCount": "4"}}'
+        main = sqs.create_queue(
+            QueueName="main", Attributes={"VisibilityTimeout": "7", "RedrivePolicy": redrive}
+        )["QueueUrl"]
+        assert main_queue_timing(sqs, main) == QueueTiming(7.0, 4)
+        assert main_queue_timing(sqs, dlq) is None  # no redrive: its failures reach no DLQ
+        assert main_queue_timing(sqs, main.replace("main", "gone")) is None
