@@ -262,6 +262,7 @@ bench: $(STAMP) $(BENCH_STAMP)
 	$(BIN)/python bench/bench_redrive.py
 	$(BIN)/python bench/bench_batch_send.py
 	$(BIN)/python bench/bench_cold_start.py
+	$(BIN)/python bench/bench_cold_start.py --source
 	$(BIN)/python bench/bench_worker.py
 	$(BIN)/python bench/bench_cli_start.py
 	$(BIN)/python bench/bench_signals.py
@@ -288,6 +289,7 @@ bench-smoke: $(STAMP)
 	$(BIN)/python bench/bench_redrive.py --smoke
 	$(BIN)/python bench/bench_batch_send.py --smoke
 	$(BIN)/python bench/bench_cold_start.py --smoke
+	$(BIN)/python bench/bench_cold_start.py --source --smoke
 	$(BIN)/python bench/bench_worker.py --smoke
 	$(BIN)/python bench/bench_cli_start.py --smoke
 	$(BIN)/python bench/bench_signals.py --smoke
