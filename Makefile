@@ -265,10 +265,12 @@ bench: $(STAMP) $(BENCH_STAMP)
 	$(BIN)/python bench/bench_redrive.py
 	$(BIN)/python bench/bench_batch_send.py
 	$(BIN)/python bench/bench_cold_start.py
+	$(BIN)/python bench/bench_cold_start.py --source
 	$(BIN)/python bench/bench_worker.py
 	$(BIN)/python bench/bench_cli_start.py
 	$(BIN)/python bench/bench_signals.py
 	$(BIN)/python bench/bench_breaker.py
+	$(BIN)/python bench/bench_outage.py
 	$(BIN)/python bench/bench_record_cpu.py
 	$(BIN)/python bench/bench_end_to_end.py --python $(BENCH_VENV)/bin/python
 
@@ -289,10 +291,12 @@ bench-smoke: $(STAMP)
 	$(BIN)/python bench/bench_redrive.py --smoke
 	$(BIN)/python bench/bench_batch_send.py --smoke
 	$(BIN)/python bench/bench_cold_start.py --smoke
+	$(BIN)/python bench/bench_cold_start.py --source --smoke
 	$(BIN)/python bench/bench_worker.py --smoke
 	$(BIN)/python bench/bench_cli_start.py --smoke
 	$(BIN)/python bench/bench_signals.py --smoke
 	$(BIN)/python bench/bench_breaker.py --smoke
+	$(BIN)/python bench/bench_outage.py --smoke
 	$(BIN)/python bench/bench_record_cpu.py --smoke
 	$(BIN)/python bench/bench_end_to_end.py --smoke
 

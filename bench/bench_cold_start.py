@@ -10,6 +10,8 @@ well-known sample's shape (the baseline) and our layer without its .pyc files.
 
     make build && python bench/bench_cold_start.py           # 15 processes a case
     python bench/bench_cold_start.py --smoke                   # CI: 3 a case
+    python bench/bench_cold_start.py --source [--before /tmp/old/layers/replay]
+                    # no build: the outage breaker off and on, this tree (and an older one)
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ ENV = {
 # botocore's HTTP boundary (a `before-send` handler every botocore session registers, as moto
 # does), so the invocations run all of our code and botocore's, with no network.
 PROBE = """
-import json, sys, time
+import json, resource, sys, time
 started = time.perf_counter()
 import boto3
 boto3_done = time.perf_counter()
@@ -60,6 +62,22 @@ def sqs_answers(request, **kwargs):
 
 botocore.handlers.BUILTIN_HANDLERS.append(("before-send.sqs.SendMessageBatch", sqs_answers))
 
+def json_answer(payload):
+    def answer(request, **kwargs):
+        return AWSResponse(request.url, 200, {"Content-Type": "application/x-amz-json-1.0"},
+                           Body(json.dumps(payload).encode()))
+    return answer
+
+# The outage breaker's requests of a batch with it closed (its table; the main queue's timing).
+for event, payload in (
+    ("before-send.dynamodb.UpdateItem", {}),
+    ("before-send.dynamodb.Query", {"Items": []}),
+    ("before-send.dynamodb.GetItem", {}),
+    ("before-send.sqs.GetQueueAttributes", {"Attributes": {"VisibilityTimeout": "30",
+        "RedrivePolicy": json.dumps({"maxReceiveCount": 3, "deadLetterTargetArn": "x"})}}),
+):
+    botocore.handlers.BUILTIN_HANDLERS.append((event, json_answer(payload)))
+
 class Context:
     function_name = "sqs-dlq-replay"
     function_version = "$LATEST"
@@ -76,10 +94,13 @@ def event(n):
     } for i in range(n)]}
 
 sys.path[:0] = [sys.argv[1], sys.argv[2]]
+rss_boto3 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 import app
 app_done = time.perf_counter()
+rss_app = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 app.handler(event(10), Context())
 first_done = time.perf_counter()
+rss_first = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 warm = []
 for _ in range(5):
     again = time.perf_counter()
@@ -90,6 +111,8 @@ print(json.dumps({
     "app": (app_done - boto3_done) * 1000,
     "first": (first_done - app_done) * 1000,
     "warm": sorted(warm)[2] * 1000,
+    "rss_app": (rss_app - rss_boto3) / 1024,
+    "rss_first": (rss_first - rss_app) / 1024,
     "origin": app.__file__,
     "dlq_replay": getattr(sys.modules.get("dlq_replay"), "__file__", None),
 }))
@@ -123,10 +146,11 @@ class Case:
     name: str
     function: Path
     layer: Path
+    env: tuple[tuple[str, str], ...] = ()
 
 
 def sample(case: Case) -> dict[str, float]:
-    env = {**os.environ, **ENV}
+    env = {**os.environ, **ENV, **dict(case.env)}
     env.pop("PYTHONPATH", None)
     probe = PROBE.replace("sys.path[:0]", SAMPLE_ANSWER + "sys.path[:0]", 1)
     found = subprocess.run(
@@ -142,7 +166,8 @@ def sample(case: Case) -> dict[str, float]:
         raise SystemExit(f"app came from {result['origin']}, not from {case.function}")
     if result["dlq_replay"] and not str(result["dlq_replay"]).startswith(str(case.layer)):
         raise SystemExit(f"dlq_replay came from {result['dlq_replay']}, not from {case.layer}")
-    return {key: float(result[key]) for key in ("boto3", "app", "first", "warm")}
+    keys = ("boto3", "app", "first", "warm", "rss_app", "rss_first")
+    return {key: float(result[key]) for key in keys}
 
 
 def cases(build: Path, scratch: Path) -> list[Case]:
@@ -163,11 +188,47 @@ def cases(build: Path, scratch: Path) -> list[Case]:
     ]
 
 
+# The outage breaker on (its default), as the template deploys it: a table and a function name.
+BREAKER_ON = (
+    ("OUTAGE_BREAKER", "on"),
+    ("OUTAGE_BREAKER_TABLE", "bench-breaker"),
+    ("AWS_LAMBDA_FUNCTION_NAME", "sqs-dlq-replay"),
+)
+BREAKER_OFF = (("OUTAGE_BREAKER", "off"),)
+
+
+def source_cases(before: Path | None) -> list[Case]:
+    """The source trees (no build): each with the breaker off (the baseline) and on, an older
+    tree's first (`git archive <rev> layers | tar -x -C /tmp/old`, `--before
+    /tmp/old/layers/replay`). Powertools and boto3 come from this environment."""
+    function = ROOT / "functions" / "replay"
+    trees = [("now", ROOT / "layers" / "replay")]
+    if before is not None:
+        trees.insert(0, ("before", before))
+    return [
+        Case(f"{label}, breaker {state}", function, layer, env)
+        for label, layer in trees
+        for state, env in (("off", BREAKER_OFF), ("on", BREAKER_ON))
+    ]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--smoke", action="store_true", help="3 processes a case, for CI")
     parser.add_argument("--build-dir", type=Path, default=BUILD)
+    parser.add_argument(
+        "--source",
+        action="store_true",
+        help="the source trees, no build: the outage breaker off and on (import, peak RSS)",
+    )
+    parser.add_argument("--before", type=Path, help="with --source: an older layers/replay")
     args = parser.parse_args(argv)
+    if args.before is not None and not args.source:
+        parser.error("--before needs --source")
+    if args.before is not None and not (args.before / "dlq_replay").is_dir():
+        parser.error(f"--before {args.before}: no dlq_replay package there")
+    if args.source:
+        return source_main(args.smoke, args.before)
     if not (args.build_dir / "ReplayLayer" / "python").is_dir():
         print(f"bench_cold_start: no build in {args.build_dir}: run `make build`", file=sys.stderr)
         return 1
@@ -197,6 +258,40 @@ def main(argv: list[str] | None = None) -> int:
         f"ours as built: import app {ours['app']:.1f} ms over boto3 (target <= 60), the first "
         f"call's own work (first call - warm call) {ours['own']:.1f} ms (target <= 15)"
     )
+    return 0
+
+
+def source_main(smoke: bool, before: Path | None) -> int:
+    """The breaker's weight on a cold start: import and the first call's time and peak RSS
+    growth, breaker on against off in the same tree and run."""
+    runs = 3 if smoke else 9
+    command = "python bench/bench_cold_start.py --source" + (" --smoke" if smoke else "")
+    command += f" --before {before}" if before else ""
+    print(
+        f"bench_cold_start: least of {runs} fresh processes each, 10 records an event ({command})"
+    )
+    print(f"{'case':22} {'import app':>11} {'1st call':>9} {'RSS import':>11} {'RSS 1st call':>13}")
+    medians: dict[str, dict[str, float]] = {}
+    for case in source_cases(before):
+        sample(case)  # warm the file cache
+        samples = [sample(case) for _ in range(runs)]
+        # The least of each: a machine shared with other work only ever adds to a time.
+        m = {k: min(s[k] for s in samples) for k in samples[0]}
+        medians[case.name] = m
+        print(
+            f"{case.name:22} {m['app']:8.1f} ms {m['first']:6.1f} ms {m['rss_app']:7.1f} MiB "
+            f"{m['rss_first']:9.1f} MiB"
+        )
+    for label in ("before", "now"):
+        off, on = medians.get(f"{label}, breaker off"), medians.get(f"{label}, breaker on")
+        if off is None or on is None:
+            continue
+        grown = on["rss_app"] + on["rss_first"] - off["rss_app"] - off["rss_first"]
+        print(
+            f"{label}: breaker on / off: import {on['app'] / off['app']:.2f}x "
+            f"(+{on['app'] - off['app']:.1f} ms), first call {on['first'] / off['first']:.2f}x, "
+            f"peak RSS of import + first call {grown:+.1f} MiB"
+        )
     return 0
 
 

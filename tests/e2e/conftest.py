@@ -1,10 +1,11 @@
 """The deployed stack of the end-to-end test: template.yaml, transformed by the SAM translator,
 created in create-everything mode in moto's CloudFormation, on moto's server (127.0.0.1).
 
-The stack is deployed once per module with fast replay settings. What the checks need of it
-(outputs, the function's configuration, its event source mappings) is read right after the
-deployment; then moto's own event source mappings are paused, because the worker, not moto,
-stands in for Lambda on the DLQ (see tools/moto_stack.pause_event_source_mappings).
+The stack is deployed once per session (moto's backends belong to the process, whichever
+server answers) with fast replay settings. What the checks need of it (outputs, the function's
+configuration, its event source mappings) is read right after the deployment; then moto's own
+event source mappings are paused, because the worker, not moto, stands in for Lambda on the
+DLQ (see tools/moto_stack.pause_event_source_mappings).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from tools.moto_stack import deploy_stack, pause_event_source_mappings  # noqa: 
 from .deployment import PARAMETERS, REGION, STACK_NAME, Deployment  # noqa: E402
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def deployment() -> Iterator[Deployment]:
     with emulator() as endpoint_url:
         session = boto3.Session(

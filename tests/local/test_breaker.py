@@ -9,12 +9,13 @@ import threading
 from typing import Any
 
 import pytest
+from dlq_replay.breaker.rule import Counts
+from dlq_replay.breaker.state import Phase
+from dlq_replay.breaker.worker import BreakerGate, worker_breaker
 from dlq_replay.cli.main import main
-from dlq_replay.core.breaker import Counts, Phase
 from dlq_replay.demo.run import demo
 from dlq_replay.demo.scenario import DemoOptions
 from dlq_replay.demo.view import breaker_line
-from dlq_replay.local.breaker import BreakerGate, worker_breaker
 from dlq_replay.local.eventsource import LocalEventSource
 from dlq_replay.local.worker import settings_from
 from moto import mock_aws
@@ -164,8 +165,8 @@ def test_the_worker_applies_the_retention_bound_from_cloudwatch_read_once_a_minu
     (the replay parks as usual), and an open one closes; CloudWatch is asked once a minute."""
     from datetime import UTC, datetime, timedelta
 
-    from dlq_replay.core.breaker import Cause
-    from dlq_replay.local.breaker import dlq_time_left
+    from dlq_replay.breaker.evidence import dlq_time_left
+    from dlq_replay.breaker.state import Cause
 
     clock = Clock()
     with mock_aws():
@@ -221,9 +222,112 @@ def test_without_cloudwatch_the_worker_decides_without_the_bound() -> None:
 
         sqs = boto3.client("sqs", region_name="us-east-1")
         url = sqs.create_queue(QueueName="quiet-dlq")["QueueUrl"]
-        from dlq_replay.local.breaker import dlq_time_left
+        from dlq_replay.breaker.evidence import dlq_time_left
 
         left = dlq_time_left(sqs, lambda: boto3.client("cloudwatch", region_name="us-east-1"), url)
         assert left() is None  # no datapoint: unknown
         breaker, _ = worker_breaker(logger=LOG, count_attribute="n", clock=clock, time_left=left)
         assert breaker.breaker.after_batch([(clock.now, Counts(22, 20))]).phase is Phase.OPEN
+
+
+def test_the_queues_total_falls_only_by_what_the_consumer_deletes() -> None:
+    """The worker's veto off AWS: moving messages between the main queue, the DLQ and the
+    operator queue (replays, failures, parks) leaves the total; deleting lowers it."""
+    with mock_aws():
+        import boto3
+        from dlq_replay.breaker.evidence import QueueTotals
+
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        urls = [sqs.create_queue(QueueName=name)["QueueUrl"] for name in ("main", "dlq", "op")]
+        main, dlq, _ = urls
+        for n in range(30):
+            sqs.send_message(QueueUrl=dlq, MessageBody=f"m{n}")
+        clock = Clock()
+        totals = QueueTotals(sqs, urls, clock=clock)
+        assert totals.deleting(clock.now - 1, 5) is None  # no sample from before then
+        start = clock.now
+        totals.sample()
+        clock.now += 1
+        totals.sample()  # within two seconds of the last: not read
+        # Replays: from the DLQ to the main queue. The total stays 30.
+        for message in _receive(sqs, dlq, 20):
+            sqs.send_message(QueueUrl=main, MessageBody=message["Body"])
+            sqs.delete_message(QueueUrl=dlq, ReceiptHandle=message["ReceiptHandle"])
+        clock.now += 2
+        assert totals.deleting(start, 5) is False
+        # The consumer deletes 6 of them: the total fell by 6.
+        for message in _receive(sqs, main, 6):
+            sqs.delete_message(QueueUrl=main, ReceiptHandle=message["ReceiptHandle"])
+        clock.now += 2
+        assert totals.deleting(start, 5) is True
+        assert totals.deleting(start, 7) is False
+
+
+def _receive(sqs: Any, url: str, count: int) -> list[dict[str, Any]]:
+    got: list[dict[str, Any]] = []
+    while len(got) < count:
+        got += sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=min(10, count - len(got)))[
+            "Messages"
+        ]
+    return got
+
+
+def test_lambda_reads_the_main_queues_deletions_from_cloudwatch_since_the_stretch() -> None:
+    """Lambda's veto: NumberOfMessagesDeleted of the main queue over the whole minutes since
+    the stretch began; None without a datapoint (CloudWatch is minutes late) or a minute."""
+    from datetime import UTC, datetime
+
+    with mock_aws():
+        import boto3
+        from dlq_replay.breaker.evidence import consumer_deleting
+
+        cloudwatch = boto3.client("cloudwatch", region_name="us-east-1")
+        made: list[int] = []
+
+        def make() -> Any:
+            made.append(1)
+            return cloudwatch
+
+        start = (datetime.now(UTC).timestamp() // 60) * 60 - 600  # ten minutes ago, whole
+        clock = Clock()
+        clock.now = start + 30
+        deleting = consumer_deleting(make, "https://sqs/123/orders", clock=clock)
+        assert deleting(start, 20) is None  # not a whole minute yet: not even asked
+        assert made == []
+        clock.now = start + 300
+        assert deleting(start, 20) is None  # no datapoint
+        for minute, deleted in ((-1, 500.0), (1, 15.0), (2, 10.0)):  # one before the stretch
+            cloudwatch.put_metric_data(
+                Namespace="AWS/SQS",
+                MetricData=[
+                    {
+                        "MetricName": "NumberOfMessagesDeleted",
+                        "Dimensions": [{"Name": "QueueName", "Value": "orders"}],
+                        "Timestamp": datetime.fromtimestamp(start + 60 * minute + 1, UTC),
+                        "Value": deleted,
+                    }
+                ],
+            )
+        assert deleting(start, 20) is True  # 25 since the stretch
+        assert deleting(start, 30) is False  # the 500 from before it do not count
+        assert made == [1]  # one client, made at the first read
+
+
+def test_the_main_queues_timing_is_read_from_its_attributes_or_is_unknown() -> None:
+    with mock_aws():
+        import boto3
+        from dlq_replay.breaker.evidence import main_queue_timing
+        from dlq_replay.breaker.rule import QueueTiming
+
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        dlq = sqs.create_queue(QueueName="dlq")["QueueUrl"]
+        arn = sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=["QueueArn"])["Attributes"][
+            "QueueArn"
+        ]
+        redrive = f'{{"deadLetterTargetArn": "{arn}", "maxReceiveCount": "4"}}'
+        main = sqs.create_queue(
+            QueueName="main", Attributes={"VisibilityTimeout": "7", "RedrivePolicy": redrive}
+        )["QueueUrl"]
+        assert main_queue_timing(sqs, main) == QueueTiming(7.0, 4)
+        assert main_queue_timing(sqs, dlq) is None  # no redrive: its failures reach no DLQ
+        assert main_queue_timing(sqs, main.replace("main", "gone")) is None

@@ -12,13 +12,14 @@ from typing import TYPE_CHECKING, Any
 import boto3
 import pytest
 from dlq_replay import ops
-from dlq_replay.aws_lambda.outage import LambdaBreaker, lambda_breaker
 from dlq_replay.aws_lambda.replay import LambdaReplay
-from dlq_replay.core.breaker import Cause, Counts, Phase
+from dlq_replay.breaker.dynamo import DynamoBreakerStore
+from dlq_replay.breaker.function import LambdaBreaker, lambda_breaker
+from dlq_replay.breaker.rule import Counts
+from dlq_replay.breaker.state import Cause, Phase
 from dlq_replay.core.settings import Settings
 from dlq_replay.local.records import lambda_event
-from dlq_replay.sqs.breaker_store import DynamoBreakerStore
-from dlq_replay.sqs.replayer import Replayer
+from dlq_replay.sqs.replayer import Outcome, Replayer
 
 from .stack import deploy
 from .support import REGION, run_cli
@@ -27,7 +28,10 @@ if TYPE_CHECKING:
     from mypy_boto3_cloudformation import CloudFormationClient
     from mypy_boto3_lambda import LambdaClient
     from mypy_boto3_sqs import SQSClient
-    from mypy_boto3_sqs.type_defs import SendMessageBatchRequestEntryTypeDef
+    from mypy_boto3_sqs.type_defs import (
+        MessageAttributeValueTypeDef,
+        SendMessageBatchRequestEntryTypeDef,
+    )
 
 pytestmark = pytest.mark.moto_only(reason="Lambda event source mappings and DynamoDB in moto")
 
@@ -55,7 +59,7 @@ class Deployed:
         self.sqs: SQSClient = boto3.client("sqs")
         self.events: Any = boto3.client("events")
         self.dynamodb: Any = boto3.client("dynamodb")
-        self.store = DynamoBreakerStore(self.dynamodb, TABLE)
+        self.store = DynamoBreakerStore(lambda: self.dynamodb, TABLE)
 
     @property
     def dlq(self) -> str:
@@ -159,7 +163,7 @@ def test_it_opens_probes_reopens_and_closes_through_the_event_source_mapping(
     assert deployed.mapping() == "Enabled"
 
     # The probe's 40 replays are sent: receiving stops until they show.
-    holding = breaker.breaker.after_batch([(clock.now, Counts(replays=40))])
+    holding = breaker.breaker.after_batch([(clock.now, Counts(replays=40, sent=40))])
     assert holding.holding
     assert deployed.mapping() == "Disabled"
     clock.now += 60
@@ -171,7 +175,7 @@ def test_it_opens_probes_reopens_and_closes_through_the_event_source_mapping(
     clock.now += 240
     assert breaker.tick() is not None
     assert deployed.mapping() == "Enabled"
-    breaker.breaker.after_batch([(clock.now, Counts(replays=40))])
+    breaker.breaker.after_batch([(clock.now, Counts(replays=40, sent=40))])
     deployed.take_from_dlq(40)  # the consumer is back: the copies stay away
     clock.now += 299
     assert deployed.mapping() == "Disabled"
@@ -329,34 +333,52 @@ def test_status_shows_the_state_the_next_probe_and_what_waits(
 def test_the_handler_counts_each_batch_and_answers_the_probe(deployed: Deployed) -> None:
     clock = Clock()
     settings = Settings.from_env(deployed.env)
-    replay = LambdaReplay(Replayer(settings, deployed.sqs, logger=LOG), deployed.breaker(clock))
-    sent = deployed.sqs.send_message_batch(
-        QueueUrl=deployed.dlq,
-        Entries=[
-            {
-                "Id": str(i),
-                "MessageBody": "{}",
-                "MessageAttributes": {"orders-replays": {"DataType": "Number", "StringValue": "1"}},
-            }
-            for i in range(10)
-        ],
-    )
-    assert len(sent["Successful"]) == 10
+    outcomes: list[Outcome] = []
+    replayer = Replayer(settings, deployed.sqs, logger=LOG, on_outcome=outcomes.append)
+    replay = LambdaReplay(replayer, deployed.breaker(clock))
     state = None
-    for _ in range(3):  # the same ten returns, three times: 30 returns of 30 replays
-        messages = deployed.sqs.receive_message(
-            QueueUrl=deployed.dlq,
-            MaxNumberOfMessages=10,
-            MessageAttributeNames=["All"],
-            MessageSystemAttributeNames=["All"],
-            VisibilityTimeout=0,
-        )["Messages"]
-        answer = replay(lambda_event(messages, deployed.outputs["DeadLetterQueueArn"], REGION))
-        assert answer == {"batchItemFailures": []}
-        state = deployed.store.load()
+    # 30 first replays (first arrivals in the DLQ), then 30 copies sent now back with count 1:
+    # all of the first replays came back.
+    for count in (None, "1"):
+        for _ in range(3):
+            entries: list[SendMessageBatchRequestEntryTypeDef] = [
+                {"Id": str(i), "MessageBody": "{}"} for i in range(10)
+            ]
+            for entry in entries if count else []:
+                entry["MessageAttributes"] = {
+                    "orders-replays": {"DataType": "Number", "StringValue": count or ""}
+                }
+            sent = deployed.sqs.send_message_batch(QueueUrl=deployed.dlq, Entries=entries)
+            assert len(sent["Successful"]) == 10
+            messages = deployed.sqs.receive_message(
+                QueueUrl=deployed.dlq,
+                MaxNumberOfMessages=10,
+                MessageAttributeNames=["All"],
+                MessageSystemAttributeNames=["All"],
+            )["Messages"]
+            event = lambda_event(messages, deployed.outputs["DeadLetterQueueArn"], REGION)
+            assert replay(event) == {"batchItemFailures": []}
+            state = deployed.store.load()
+            assert state.phase is Phase.CLOSED or count
     assert state is not None
     assert state.phase is Phase.OPEN
     assert deployed.mapping() == "Disabled"
+
+    # A batch still on its way: a copy sent inside the outage on its last attempt (4 of 4) is
+    # given that attempt back and replayed, not parked.
+    attempt: dict[str, MessageAttributeValueTypeDef] = {
+        "orders-replays": {"DataType": "Number", "StringValue": "4"}
+    }
+    deployed.sqs.send_message(QueueUrl=deployed.dlq, MessageBody="last", MessageAttributes=attempt)
+    messages = deployed.sqs.receive_message(
+        QueueUrl=deployed.dlq, MessageAttributeNames=["All"], MessageSystemAttributeNames=["All"]
+    )["Messages"]
+    assert replay(lambda_event(messages, deployed.outputs["DeadLetterQueueArn"], REGION)) == {
+        "batchItemFailures": []
+    }
+    last = outcomes[-1]
+    assert (last.message.body, last.decision.action, last.decision.attempt) == ("last", "replay", 4)
+    assert last.failure is None
 
     clock.now += 120
     probe = {"source": "aws.events", "detail-type": "Scheduled Event", "resources": [RULE]}

@@ -114,6 +114,10 @@ def test_the_function_may_switch_exactly_its_own_event_source(cfn: dict[str, Any
     ]
     assert statements["SwitchTheProbe"]["Resource"] == "{GetAtt:OutageBreakerProbe.Arn}"
     assert statements["SwitchTheProbe"]["Action"] == ["events:EnableRule", "events:DisableRule"]
+    # The main queue's timing, read on that queue only.
+    timing = statements["ReadTheMainQueuesTiming"]
+    assert timing["Action"] == "sqs:GetQueueAttributes"
+    assert timing["Resource"] == f"arn:aws:sqs:{REGION}:{ACCOUNT}:teststack-main"
     # "*" only for the two read actions that take no resource.
     wildcard = {s["Action"] for s in statements.values() if s["Resource"] == "*"}
     assert wildcard == {"lambda:ListEventSourceMappings", "cloudwatch:GetMetricData"}

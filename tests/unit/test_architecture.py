@@ -14,14 +14,15 @@ RANK = {
     "core": 0,  # pure: settings, backoff, attributes, messages, queue identities, the decision
     "notify": 1,  # SNS I/O: the park notices
     "sqs": 2,  # SQS I/O and the replayer
-    "aws_lambda": 3,  # the Powertools batch wiring
-    "consumer": 3,  # what a consumer of the main queue imports
-    "ops": 3,  # the operator's SQS work
-    "local": 4,  # event source and worker
-    "demo": 5,
-    "cli": 6,
+    "breaker": 3,  # the outage breaker: rule, controller, stores, switch
+    "aws_lambda": 4,  # the Powertools batch wiring
+    "consumer": 4,  # what a consumer of the main queue imports
+    "ops": 4,  # the operator's SQS work
+    "local": 5,  # event source and worker
+    "demo": 6,
+    "cli": 7,
 }
-LAMBDA_SIDE = ("core", "notify", "sqs", "aws_lambda", "consumer")
+LAMBDA_SIDE = ("core", "notify", "sqs", "breaker", "aws_lambda", "consumer")
 MAX_MODULE_LINES = 400
 
 

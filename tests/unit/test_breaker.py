@@ -1,4 +1,4 @@
-"""The outage breaker's rule and states (core/breaker.py), and its controller over the
+"""The outage breaker's rule and states (breaker/rule.py), and its controller over the
 in-memory store the worker uses, on an injected clock."""
 
 from __future__ import annotations
@@ -6,27 +6,33 @@ from __future__ import annotations
 import logging
 
 import pytest
-from dlq_replay.aws_lambda.breaker import Breaker
-from dlq_replay.core import attributes
-from dlq_replay.core.attributes import NOT_BEFORE_ATTRIBUTE
-from dlq_replay.core.breaker import (
+from dlq_replay.breaker.controller import TIMING_READ_SECONDS, Breaker
+from dlq_replay.breaker.rule import (
     BreakerPolicy,
-    BreakerState,
-    Cause,
     Counts,
-    Phase,
-    after_batch,
-    by_operator,
+    QueueTiming,
+    Signal,
     in_window,
     is_return,
     observe,
-    on_tick,
     outage_in_window,
+)
+from dlq_replay.breaker.state import (
+    KEPT_OUTAGES,
+    BreakerState,
+    Cause,
+    Phase,
+    after_batch,
+    by_operator,
+    give_back,
+    on_tick,
     probe_sent,
 )
+from dlq_replay.breaker.worker import BreakerStats, MemoryStore, PollerSwitch
+from dlq_replay.core import attributes
+from dlq_replay.core.attributes import NOT_BEFORE_ATTRIBUTE
 from dlq_replay.core.decision import Action, Decision
 from dlq_replay.core.messages import InboundMessage
-from dlq_replay.local.breaker import BreakerStats, MemoryStore, PollerSwitch
 
 POLICY = BreakerPolicy()
 COUNT = "sqs-dlq-replay-nb"
@@ -97,16 +103,16 @@ def test_a_batch_counts_written_replays_now_and_returns_when_their_copy_was_sent
         (message("1"), replay, False),  # a return (no SentTimestamp) whose copy was not written
     ]
     events = sorted(observe(handled, COUNT, 100.0), key=lambda e: (e[0], e[1].returns))
+    # Only first replays (count 1) and their returns are evidence; every copy sent is `sent`.
     assert events == [
-        (80.0, Counts(returns=1)),
         (90.5, Counts(returns=1)),
-        (100.0, Counts(replays=3)),  # one event per send time: the window stays small
+        (100.0, Counts(replays=1, sent=3)),  # one event per send time: the window stays small
         (100.0, Counts(returns=1)),
     ]
 
 
 def replays_at(t: float, n: int) -> list[tuple[float, Counts]]:
-    return [(t, Counts(replays=n))]
+    return [(t, Counts(replays=n, sent=n))]
 
 
 def returns_at(t: float, n: int) -> list[tuple[float, Counts]]:
@@ -118,7 +124,7 @@ def test_the_signal_shows_once_the_earliest_replays_are_back_not_after_the_later
     # sent later not yet.
     events = replays_at(0, 50) + returns_at(0, 2) + replays_at(30, 22) + returns_at(30, 20)
     events += replays_at(60, 78) + replays_at(90, 100)
-    assert outage_in_window(events, 100.0, POLICY, since=0.0) == Counts(22, 20)
+    assert outage_in_window(events, 100.0, POLICY, since=0.0) == Signal(30.0, Counts(22, 20, 22))
     # The same returns spread over replays that mostly succeeded: no signal.
     spread = replays_at(30, 100) + replays_at(90, 100) + returns_at(30, 20)
     assert outage_in_window(spread, 100.0, POLICY, since=0.0) is None
@@ -132,11 +138,13 @@ def test_the_window_and_the_last_change_bound_the_signal() -> None:
 
 
 def test_opening_records_when_the_probe_comes_and_counts_consecutive_openings() -> None:
-    opened = after_batch(BreakerState(), Counts(20, 20), 1000.0, POLICY)
+    opened = after_batch(BreakerState(), Signal(990.0, Counts(20, 20)), 1000.0, POLICY)
     assert opened is not None
     assert (opened.phase, opened.cause, opened.openings) == (Phase.OPEN, Cause.OUTAGE, 1)
     assert opened.next_probe == 1120.0
-    assert after_batch(opened, Counts(50, 50), 1001.0, POLICY) is None  # already open
+    assert (
+        after_batch(opened, Signal(990.0, Counts(50, 50)), 1001.0, POLICY) is None
+    )  # already open
     assert after_batch(BreakerState(), None, 1001.0, POLICY) is None  # no signal
 
     assert on_tick(opened, 1119.9, POLICY, depth=500) is None
@@ -144,7 +152,7 @@ def test_opening_records_when_the_probe_comes_and_counts_consecutive_openings() 
     assert probing is not None
     assert (probing.phase, probing.baseline, probing.holding) == (Phase.HALF_OPEN, 500, False)
 
-    again = after_batch(probing, Counts(20, 20), 1130.0, POLICY)
+    again = after_batch(probing, Signal(1120.0, Counts(20, 20)), 1130.0, POLICY)
     assert again is not None
     assert again.openings == 2
     assert again.next_probe == 1130.0 + 240
@@ -190,8 +198,14 @@ def test_under_a_day_of_retention_left_it_closes_and_does_not_open() -> None:
     assert closed is not None
     assert (closed.phase, closed.cause) == (Phase.CLOSED, Cause.RETENTION)
     assert on_tick(opened, 5.0, POLICY, time_left=day) is None  # exactly a day: still waits
-    assert after_batch(BreakerState(), Counts(30, 30), 5.0, POLICY, time_left=day - 1) is None
-    assert after_batch(BreakerState(), Counts(30, 30), 5.0, POLICY, time_left=None) is not None
+    assert (
+        after_batch(BreakerState(), Signal(0.0, Counts(30, 30)), 5.0, POLICY, time_left=day - 1)
+        is None
+    )
+    assert (
+        after_batch(BreakerState(), Signal(0.0, Counts(30, 30)), 5.0, POLICY, time_left=None)
+        is not None
+    )
 
 
 def test_an_operator_closes_an_open_breaker_and_leaves_a_closed_one_alone() -> None:
@@ -300,3 +314,144 @@ def test_counts_from_before_a_probe_do_not_count_against_it() -> None:
     breaker.tick()
     # The 30 returns before the probe are within five minutes, but not since the probe.
     assert breaker.after_batch(replays_at(clock.now, 5)).phase is Phase.HALF_OPEN
+
+
+def test_only_first_replays_are_evidence_so_the_poison_left_at_a_drains_end_never_trips_it() -> (
+    None
+):
+    # The tail of a drain with 10 % poison: only the poison is left, and all of it comes back
+    # with counts of 2 and more, replayed again: not a consumer failing as a whole.
+    handled = [
+        (message(str(2 + i % 3), sent=90.0), Decision(Action.REPLAY, "q", 3 + i % 3), True)
+        for i in range(60)
+    ]
+    events = observe(handled, COUNT, 100.0)
+    assert events == [(100.0, Counts(replays=0, sent=60))]
+    assert outage_in_window(events * 5, 100.0, POLICY, since=0.0) is None
+    # The same batch on first replays is the outage signal.
+    first = [(message("1", sent=90.0), Decision(Action.REPLAY, "q", 1), True)] * 30
+    assert outage_in_window(observe(first, COUNT, 100.0), 100.0, POLICY, since=0.0) is not None
+
+
+def test_the_timing_follows_the_main_queue_within_the_constants() -> None:
+    fast = POLICY.for_queue(QueueTiming(visibility_seconds=2, max_receive_count=2), 8.0)
+    # One cycle: 2 s x 2 receives + 8 s of delay + 5 s of slack = 17 s.
+    assert (fast.window_seconds, fast.first_pause_seconds) == (34.0, 17.0)
+    assert (fast.probe_wait_seconds, fast.max_pause_seconds) == (25.5, 170.0)
+    assert (fast.min_returns, fast.return_ratio) == (POLICY.min_returns, POLICY.return_ratio)
+    assert POLICY.for_queue(None, 8.0) == POLICY  # unreadable: the constants
+    slow = POLICY.for_queue(QueueTiming(visibility_seconds=30, max_receive_count=5), 900.0)
+    assert slow.window_seconds == POLICY.window_seconds
+    assert slow.first_pause_seconds == POLICY.first_pause_seconds
+    tiny = POLICY.for_queue(QueueTiming(visibility_seconds=0, max_receive_count=1), 0.0)
+    assert (tiny.window_seconds, tiny.first_pause_seconds) == (20.0, 5.0)  # the floors
+
+
+def test_an_outage_is_known_from_its_stretch_until_the_probe_that_found_the_consumer_back() -> None:
+    opened = after_batch(BreakerState(), Signal(990.0, Counts(20, 20)), 1000.0, POLICY)
+    assert opened is not None
+    assert opened.outages == ((990.0, None),)
+    assert opened.in_outage(990.0)
+    assert opened.in_outage(5000.0)
+    assert not opened.in_outage(989.0)
+    probing = on_tick(opened, 1120.0, POLICY, depth=10)
+    assert probing is not None
+    reopened = after_batch(probing, Signal(1120.0, Counts(20, 20)), 1130.0, POLICY)
+    assert reopened is not None
+    assert reopened.outages == ((990.0, None),)  # the same outage goes on
+    probing = on_tick(reopened, 1400.0, POLICY, depth=10)
+    assert probing is not None
+    closed = on_tick(probing, 1700.0, POLICY, depth=10)
+    assert closed is not None
+    assert closed.cause is Cause.RECOVERED
+    assert closed.outages == ((990.0, 1400.0),)  # until the probe that found it back
+    assert BreakerState.from_item(closed.to_item()) == closed
+    by_hand = by_operator(reopened, 1200.0, Cause.OPERATOR_RESUME)
+    assert by_hand is not None
+    assert by_hand.outages == ((990.0, 1200.0),)
+    state = closed
+    for n in range(6):
+        start = 2000.0 + 1000 * n
+        state = after_batch(state, Signal(start, Counts(20, 20)), start + 1, POLICY) or state
+        state = by_operator(state, start + 2, Cause.OPERATOR_RESUME) or state
+    assert len(state.outages) == KEPT_OUTAGES
+    assert state.outages[-1] == (7000.0, 7002.0)
+
+
+def test_a_return_sent_inside_a_known_outage_keeps_the_count_it_had() -> None:
+    state = BreakerState(Phase.OPEN, since=1000.0, outages=((100.0, 200.0), (900.0, None)))
+    batch = [
+        message("2", sent=150.0),  # in the first outage: given back
+        message("1", sent=950.0),  # in the one going on: given back
+        message("3", sent=250.0),  # between the two: spent
+        message("2"),  # no SentTimestamp: no evidence, spent
+        message("2", waiting=True, sent=150.0),  # waiting in the DLQ: no return
+        message("0", sent=150.0),  # a first arrival: nothing to give back
+    ]
+    decided, given = give_back(state, batch, COUNT)
+    assert given == 2
+    counts = [attributes.parse_count(m.attributes.get(COUNT)) for m in decided]
+    assert counts == [1, 0, 3, 2, 2, 0]
+    assert give_back(BreakerState(), batch, COUNT) == (batch, 0)
+
+
+def test_the_controller_gives_attempts_back_and_reads_the_state_only_for_returns() -> None:
+    clock = Clock()
+    reads: list[int] = []
+
+    class CountingStore(MemoryStore):
+        def load(self) -> BreakerState:
+            reads.append(1)
+            return super().load()
+
+    breaker = Breaker(CountingStore(5.0), PollerSwitch(), logger=LOG, clock=clock)
+    start = clock.now
+    assert breaker.give_back([message("0"), message(None)], COUNT) == [message("0"), message(None)]
+    assert reads == []  # no return in the batch: the state is not read
+    opened = breaker.after_batch(replays_at(start, 30) + returns_at(start, 30))
+    assert opened.phase is Phase.OPEN
+    (given,) = breaker.give_back([message("3", sent=start + 1)], COUNT)
+    assert attributes.parse_count(given.attributes[COUNT]) == 2
+    assert reads == [1]
+
+
+def test_the_main_queues_consumer_deleting_vetoes_an_opening() -> None:
+    clock = Clock()
+    asked: list[tuple[float, int]] = []
+    answer: dict[str, bool | None] = {"now": True}
+
+    def deleting(since: float, enough: int) -> bool | None:
+        asked.append((since, enough))
+        return answer["now"]
+
+    def breaker() -> Breaker:
+        store = MemoryStore(5.0)
+        return Breaker(store, PollerSwitch(), logger=LOG, clock=clock, deleting=deleting)
+
+    events = replays_at(clock.now, 30) + returns_at(clock.now, 30)
+    assert breaker().after_batch(events).phase is Phase.CLOSED  # bad messages, not an outage
+    assert asked == [(asked[0][0], 20)]  # MIN_RETURNS: more than a tenth of 30 replays
+    for unknown_or_not in (None, False):
+        answer["now"] = unknown_or_not
+        assert breaker().after_batch(events).phase is Phase.OPEN
+
+
+def test_the_controller_reads_the_main_queues_timing_once_and_again_after_a_while() -> None:
+    clock = Clock()
+    timings = [QueueTiming(2, 2), QueueTiming(5, 2)]
+    reads: list[QueueTiming] = []
+
+    def timing() -> QueueTiming:
+        reads.append(timings[min(len(reads), 1)])
+        return reads[-1]
+
+    breaker = Breaker(
+        MemoryStore(1.0), PollerSwitch(), logger=LOG, clock=clock, timing=timing, delay_seconds=8
+    )
+    assert breaker.policy.window_seconds == 34.0
+    clock.now += TIMING_READ_SECONDS - 1
+    assert breaker.policy.window_seconds == 34.0
+    assert len(reads) == 1
+    clock.now += 1
+    assert breaker.policy.window_seconds == 46.0  # 5 x 2 + 8 + 5 = 23 s a cycle
+    assert len(reads) == 2

@@ -17,7 +17,7 @@ from aws_lambda_powertools.utilities.batch import (
     process_partial_response,
 )
 
-from dlq_replay.aws_lambda.outage import LambdaBreaker, is_probe_event, lambda_breaker
+from dlq_replay.breaker.function import LambdaBreaker, is_probe_event, lambda_breaker
 from dlq_replay.core.attributes import is_mapping
 from dlq_replay.core.log import Log
 from dlq_replay.core.messages import InboundMessage
@@ -95,12 +95,13 @@ class LambdaReplay:
         records = _records(event)
         if not records:  # nothing to answer for (Powertools refuses an empty batch)
             return {"batchItemFailures": []}
-        sent_at = self.breaker.now() if self.breaker is not None else 0.0
-        outcomes = self._replayer.process(
-            [InboundMessage.from_lambda_record(record) for record in records]
-        )
-        if self.breaker is not None:
-            self.breaker.after_batch(outcomes.values(), sent_at)
+        received = [InboundMessage.from_lambda_record(record) for record in records]
+        if self.breaker is None:
+            outcomes = self._replayer.process(received)
+        else:
+            sent_at = self.breaker.now()
+            outcomes = self._replayer.process(self.breaker.give_back(received))
+            self.breaker.after_batch(outcomes.values(), sent_at, received)
         processor: BatchProcessor
         if any(str(r.get("eventSourceARN", "")).endswith(".fifo") for r in records):
             processor = SqsFifoPartialProcessor(skip_group_on_error=True)

@@ -8,6 +8,7 @@ from dataclasses import asdict
 from typing import Any
 
 from dlq_replay import ops
+from dlq_replay.breaker.state import Phase
 
 # `clients.make_client` is looked up at call time: the tests hand the command emulator clients.
 from dlq_replay.cli import deployment as clients
@@ -15,7 +16,6 @@ from dlq_replay.cli.deployment import add_operator_options, resolve_target
 from dlq_replay.cli.errors import EXIT_OK, operator_command
 from dlq_replay.cli.output import duration, make_console, print_json
 from dlq_replay.cli.parsing import Subparsers
-from dlq_replay.core.breaker import Phase
 
 
 def register(subparsers: Subparsers) -> None:

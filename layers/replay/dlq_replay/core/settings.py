@@ -272,8 +272,8 @@ class Settings:
     max_message_age_seconds: int = 0
     # SendMessageBatch requests in flight at once for one batch (sqs/sending.py).
     send_concurrency: int = DEFAULT_SEND_CONCURRENCY
-    # The outage breaker (core/breaker.py). In Lambda it also needs its state table and probe
-    # rule (aws_lambda/outage.py reads their variables); the worker keeps its state in memory.
+    # The outage breaker (breaker/rule.py). In Lambda it also needs its state table and probe
+    # rule (breaker/function.py reads their variables); the worker keeps its state in memory.
     outage_breaker: bool = True
     # Where URLs built from queue ARNs point: boto3's own AWS_ENDPOINT_URL_SQS/AWS_ENDPOINT_URL
     # (an emulator or SQS-compatible broker); unset means AWS's regional endpoint.

@@ -14,6 +14,9 @@ from contextlib import AbstractContextManager
 from dataclasses import replace
 
 from dlq_replay.aws_lambda.replay import LambdaReplay
+from dlq_replay.breaker.evidence import QueueTotals, dlq_depth, main_queue_timing
+from dlq_replay.breaker.function import longest_delay
+from dlq_replay.breaker.worker import BreakerStats, worker_breaker
 from dlq_replay.consumer import ConsumerSettings
 from dlq_replay.core.backoff import BackoffPolicy, Jitter
 from dlq_replay.core.decision import Action
@@ -34,7 +37,6 @@ from dlq_replay.demo.scenario import (
     watch_depths,
 )
 from dlq_replay.demo.view import print_summary, render
-from dlq_replay.local.breaker import BreakerStats, dlq_depth, worker_breaker
 from dlq_replay.local.eventsource import LocalEventSource, run_pollers
 from dlq_replay.sqs.replayer import Replayer
 
@@ -87,6 +89,9 @@ def demo(
                 count_attribute=settings.count_attribute,
                 stats=stats,
                 depth=dlq_depth(sqs, queues.dlq),
+                timing=lambda: main_queue_timing(sqs, queues.main),
+                totals=QueueTotals(sqs, [queues.main, queues.dlq, queues.operator]),
+                delay_seconds=longest_delay(settings),
             )
         replayer = Replayer(
             settings, sqs, logger=replay_log, rng=rng, on_outcome=OutcomeCounter(tally)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from dlq_replay.breaker.rule import BreakerPolicy
 from dlq_replay.consumer import (
     ConsumerSettings,
     FailureOptions,
@@ -23,7 +24,6 @@ from dlq_replay.consumer import (
     settle_failure,
 )
 from dlq_replay.core.attributes import PARK_REASON_ATTRIBUTE
-from dlq_replay.core.breaker import BreakerPolicy
 from dlq_replay.core.decision import Action
 from dlq_replay.demo.emulator import (
     DLQ_VISIBILITY_TIMEOUT,
@@ -60,9 +60,10 @@ class DemoOptions:
     breaker: bool = True  # the outage breaker (--no-breaker: off)
 
 
-# The breaker's rule on the demo's time scale: its backoff is 1-4 s where Lambda's is
-# 60-900 s, so the window (30 s), the pauses (5 s, doubling, at most 20 s) shrink to match;
-# the thresholds (20 returns, 90 % of the replays, probes of 40) are the real ones.
+# The breaker's bounds on the demo's time scale: its backoff is 1-4 s where Lambda's is
+# 60-900 s, so the window (30 s), the pauses (5 s, doubling, at most 20 s) shrink to match
+# (the main queue's timing may shorten them further); the thresholds (20 returns, 90 % of the
+# replays, probes of 40) are the real ones.
 DEMO_BREAKER_POLICY = BreakerPolicy(
     window_seconds=30.0, first_pause_seconds=5.0, max_pause_seconds=20.0
 )

@@ -23,10 +23,17 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from dlq_replay.aws_lambda.replay import LambdaReplay
+from dlq_replay.breaker.evidence import (
+    QueueTotals,
+    dlq_depth,
+    dlq_time_left,
+    main_queue_timing,
+)
+from dlq_replay.breaker.function import longest_delay
+from dlq_replay.breaker.worker import worker_breaker
 from dlq_replay.core.log import Log
 from dlq_replay.core.queues import QueueArn, is_fifo_url
 from dlq_replay.core.settings import Settings
-from dlq_replay.local.breaker import dlq_depth, dlq_time_left, worker_breaker
 from dlq_replay.local.eventsource import (
     DEFAULT_WAIT_SECONDS,
     START_UP_PATIENCE_SECONDS,
@@ -92,6 +99,7 @@ def run_worker(
     settings = with_main_queue(probe, settings, options, log)
     breaker, gate = (None, None)
     if settings.outage_breaker:  # OUTAGE_BREAKER=off or --no-breaker: none
+        main = settings.main_queue_url
         breaker, gate = worker_breaker(
             logger=log,
             count_attribute=settings.count_attribute,
@@ -101,6 +109,11 @@ def run_worker(
             depth=dlq_depth(sqs, options.dlq_url),
             time_left=(
                 dlq_time_left(sqs, cloudwatch, options.dlq_url) if cloudwatch is not None else None
+            ),
+            timing=(lambda: main_queue_timing(sqs, main)) if main else None,
+            delay_seconds=longest_delay(settings),
+            totals=QueueTotals(
+                sqs, [url for url in (main, options.dlq_url, settings.operator_queue_url) if url]
             ),
         )
     handler = LambdaReplay(Replayer(settings, sqs, logger=log, sns=sns), breaker)

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from dlq_replay.core.breaker import BreakerState, Cause, by_operator
+from dlq_replay.breaker.dynamo import TABLE_VARIABLE, DynamoBreakerStore
+from dlq_replay.breaker.state import BreakerState, Cause, by_operator
 from dlq_replay.ops.stack import function_environment
-from dlq_replay.sqs.breaker_store import TABLE_VARIABLE, DynamoBreakerStore
 
 if TYPE_CHECKING:
     from mypy_boto3_lambda import LambdaClient
@@ -49,7 +49,7 @@ def breaker_status(lam: LambdaClient, dynamodb: Any, function_name: str) -> Brea
         table = breaker_table(lam, function_name)
         if table is None:
             return BreakerStatus(None)
-        return BreakerStatus(table, DynamoBreakerStore(dynamodb, table).load())
+        return BreakerStatus(table, DynamoBreakerStore(lambda: dynamodb, table).load())
     except (ClientError, BotoCoreError) as error:
         return BreakerStatus("?", note=f"outage breaker unreadable: {_reason(error)}")
 
@@ -62,7 +62,7 @@ def operator_took_over(
     table = breaker_table(lam, function_name)
     if table is None:
         return None
-    store = DynamoBreakerStore(dynamodb, table)
+    store = DynamoBreakerStore(lambda: dynamodb, table)
     state = store.load()
     cause = Cause.OPERATOR_PAUSE if paused else Cause.OPERATOR_RESUME
     closed = by_operator(state, time.time() if now is None else now, cause)

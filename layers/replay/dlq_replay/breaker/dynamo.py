@@ -1,33 +1,28 @@
-"""Where Lambda's outage breaker keeps its state, and the switch it pulls.
-
-State: one small DynamoDB table (on-demand, so it costs nothing while the DLQ is empty), one
-partition `breaker`: the state item (`x#state`, the state as JSON plus a version every write
-is conditioned on) and one counter item per minute of the window (`w#<minute>`, replays and
-returns added atomically, expiring after a day). One Query reads the window and the state
-together: the window items sort before the state item. Every invocation and `dlq-replay
-status` see the same state, and a cold start loses nothing.
-
-Switch: the replay function's own event source mapping on the DLQ, the one `dlq-replay
-pause` turns off.
+"""Where Lambda's outage breaker keeps its state: one small DynamoDB table (on-demand, so it
+costs nothing while the DLQ is empty), one partition `breaker`: the state item (`x#state`, the
+state as JSON plus a version every write is conditioned on) and one counter item per bucket of
+the window (`w#<bucket>`, replays and returns added atomically, expiring after a day). One
+Query reads the window and the state together: the window items sort before the state item.
+Every invocation and `dlq-replay status` see the same state, and a cold start loses nothing.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from botocore.exceptions import ClientError
 
-from dlq_replay.core.breaker import BreakerPolicy, BreakerState, Counts
-
-if TYPE_CHECKING:
-    from mypy_boto3_lambda import LambdaClient
+from dlq_replay.breaker.rule import BreakerPolicy, Counts
+from dlq_replay.breaker.state import BreakerState
 
 PARTITION = "breaker"
 STATE_KEY = "x#state"
-BUCKET_SECONDS = 30
+# Buckets of 5 s: a window fitted to a fast queue (tens of seconds) still has several, and the
+# default five minutes reads 60 small items in one Query.
+BUCKET_SECONDS = 5
 BUCKET_TTL_SECONDS = 86_400
 TABLE_VARIABLE = "OUTAGE_BREAKER_TABLE"  # the function's variable naming the table
 
@@ -37,11 +32,20 @@ def _bucket_key(bucket: int) -> str:
 
 
 class DynamoBreakerStore:
-    """The breaker's state and window in DynamoDB (`core.breaker` decides on them)."""
+    """The breaker's state and window in DynamoDB (`breaker.rule` decides on them)."""
 
-    def __init__(self, dynamodb: Any, table: str) -> None:
-        self._db = dynamodb
+    def __init__(self, dynamodb: Callable[[], Any], table: str) -> None:
+        """`dynamodb` makes the client (or returns one): called at the first request, so a
+        replay that never records makes none."""
+        self._make = dynamodb
+        self._client: Any = None
         self._table = table
+
+    @property
+    def _db(self) -> Any:
+        if self._client is None:
+            self._client = self._make()
+        return self._client
 
     def record(self, events: Sequence[tuple[float, Counts]]) -> None:
         """Add one batch's replays and returns to the counters of their send times (one
@@ -55,11 +59,12 @@ class DynamoBreakerStore:
             self._db.update_item(
                 TableName=self._table,
                 Key={"pk": {"S": PARTITION}, "sk": {"S": _bucket_key(bucket)}},
-                UpdateExpression="ADD replays :r, #ret :t SET expires_at = :e",
+                UpdateExpression="ADD replays :r, #ret :t, sent :s SET expires_at = :e",
                 ExpressionAttributeNames={"#ret": "returns"},
                 ExpressionAttributeValues={
                     ":r": {"N": str(counts.replays)},
                     ":t": {"N": str(counts.returns)},
+                    ":s": {"N": str(counts.sent)},
                     ":e": {"N": str(bucket * BUCKET_SECONDS + BUCKET_TTL_SECONDS)},
                 },
             )
@@ -81,6 +86,7 @@ class DynamoBreakerStore:
                 counts = Counts(
                     int(item.get("replays", {}).get("N", "0")),
                     int(item.get("returns", {}).get("N", "0")),
+                    int(item.get("sent", {}).get("N", "0")),
                 )
                 raw_buckets.append((int(key[2:]), counts))
         # A bucket stands for its last moment (now, for the one still filling): the probe's
@@ -136,58 +142,3 @@ class DynamoBreakerStore:
             if not last:
                 return items
             request["ExclusiveStartKey"] = last
-
-
-class MappingSwitch:
-    """The replay function's event source mapping on the DLQ: off to open, on to probe.
-
-    The mapping is found by listing the function's mappings on the DLQ (its UUID is not known
-    to the function: the template cannot hand it over without a dependency cycle); the
-    function may update exactly that mapping.
-    """
-
-    def __init__(self, lam: LambdaClient, function_name: str, dlq_arn: str | None = None) -> None:
-        self._lam = lam
-        self._function = function_name
-        self._dlq_arn = dlq_arn
-        self._uuid: str | None = None
-
-    def uuid(self) -> str:
-        """The mapping's UUID: the function's mapping on the DLQ (its only SQS mapping when
-        the DLQ is not known, as in a probe)."""
-        if self._uuid is None:
-            listed = (
-                self._lam.list_event_source_mappings(
-                    FunctionName=self._function, EventSourceArn=self._dlq_arn
-                )
-                if self._dlq_arn
-                else self._lam.list_event_source_mappings(FunctionName=self._function)
-            )
-            mappings = [
-                m
-                for m in listed.get("EventSourceMappings", [])
-                if ":sqs:" in str(m.get("EventSourceArn", ""))
-            ]
-            if not mappings:
-                raise LookupError(f"{self._function} has no event source mapping on the DLQ")
-            self._uuid = str(mappings[0]["UUID"])
-            self._dlq_arn = str(mappings[0]["EventSourceArn"])
-        return self._uuid
-
-    def dlq_arn(self) -> str:
-        self.uuid()
-        return str(self._dlq_arn)
-
-    def state(self) -> str:
-        return str(self._lam.get_event_source_mapping(UUID=self.uuid()).get("State", ""))
-
-    def pause(self) -> None:
-        self._lam.update_event_source_mapping(UUID=self.uuid(), Enabled=False)
-
-    def resume(self) -> None:
-        self._lam.update_event_source_mapping(UUID=self.uuid(), Enabled=True)
-
-    def resumed_by_someone_else(self) -> bool:
-        """While open the mapping stays off; on (or turning on) means an operator, the console
-        or a stack update turned it on: the breaker then steps aside."""
-        return self.state() in ("Enabled", "Enabling")

@@ -10,21 +10,30 @@ replay something.
 
 from __future__ import annotations
 
+import functools
 import re
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 
-from dlq_replay.aws_lambda.breaker import Breaker, Clock
-from dlq_replay.core.breaker import BreakerState, Phase, observe
+from dlq_replay.breaker.controller import Breaker, Clock
+from dlq_replay.breaker.dynamo import TABLE_VARIABLE, DynamoBreakerStore
+from dlq_replay.breaker.evidence import (
+    consumer_deleting,
+    dlq_depth,
+    dlq_time_left,
+    main_queue_timing,
+)
+from dlq_replay.breaker.rule import observe
+from dlq_replay.breaker.state import BreakerState, Phase
+from dlq_replay.breaker.switch import MappingSwitch, ProbeRule
+from dlq_replay.core.backoff import MAX_SQS_DELAY_SECONDS
+from dlq_replay.core.messages import InboundMessage
 from dlq_replay.core.queues import QueueArn
 from dlq_replay.core.settings import Settings, SettingsError
 from dlq_replay.notify.sns import SnsClient
-from dlq_replay.sqs.breaker_store import TABLE_VARIABLE, DynamoBreakerStore, MappingSwitch
-from dlq_replay.sqs.depth import queue_depth
-from dlq_replay.sqs.queue_age import queue_time_left
 
 if TYPE_CHECKING:
     import boto3
@@ -42,20 +51,6 @@ def is_probe_event(event: object) -> bool:
         and event.get("source") == "aws.events"
         and event.get("detail-type") == "Scheduled Event"
     )
-
-
-class ProbeRule:
-    """The EventBridge rule that ticks the breaker; on only while it is open or half-open."""
-
-    def __init__(self, events: Any, name: str) -> None:
-        self._events = events
-        self.name = name
-
-    def follow(self, state: BreakerState) -> None:
-        if state.phase is Phase.OPEN:
-            self._events.enable_rule(Name=self.name)
-        elif state.phase is Phase.CLOSED:
-            self._events.disable_rule(Name=self.name)
 
 
 class LambdaBreaker:
@@ -83,10 +78,31 @@ class LambdaBreaker:
     def now(self) -> float:
         return self._clock()
 
-    def after_batch(self, outcomes: Iterable[Outcome], sent_at: float) -> None:
+    def give_back(self, messages: Sequence[InboundMessage]) -> list[InboundMessage]:
+        """The batch as the replay decides it, the attempts spent into a known outage given
+        back; the batch as it came when the state cannot be read."""
+        try:
+            return self.breaker.give_back(messages, self._count_attribute)
+        except Exception as error:  # a safeguard must not fail the batch
+            self._logger.error(
+                "outage breaker not read", extra={"error": f"{type(error).__name__}: {error}"}
+            )
+            return list(messages)
+
+    def after_batch(
+        self,
+        outcomes: Iterable[Outcome],
+        sent_at: float,
+        received: Sequence[InboundMessage] = (),
+    ) -> None:
         """Count a batch whose copies were sent from `sent_at` on (`now()` before the batch:
-        a copy is never counted later than a return of it could say it was sent)."""
-        handled = ((o.message, o.decision, o.failure is None) for o in outcomes)
+        a copy is never counted later than a return of it could say it was sent). `received`:
+        the records as they came (before `give_back`), by which returns are counted."""
+        came = {message.message_id: message for message in received}
+        handled = (
+            (came.get(o.message.message_id, o.message), o.decision, o.failure is None)
+            for o in outcomes
+        )
         try:
             self.breaker.after_batch(observe(handled, self._count_attribute, sent_at))
         except Exception as error:  # a safeguard must not fail the batch
@@ -135,51 +151,51 @@ def lambda_breaker(
     sns: SnsClient | None,
     clock: Clock = time.time,
 ) -> LambdaBreaker | None:
-    """The breaker when OUTAGE_BREAKER is on and the template gave it a table; else None."""
+    """The breaker when OUTAGE_BREAKER is on and the template gave it a table; else None.
+
+    Its clients are made when first needed: DynamoDB at the first batch that records or has
+    returns, Lambda, EventBridge and CloudWatch only when the rule trips or the probe ticks. A
+    cold start with the breaker closed makes none of them up front."""
     function_name = env.get("AWS_LAMBDA_FUNCTION_NAME", "")
     table = _name(
         env, TABLE_VARIABLE, _TABLE_NAME, "a DynamoDB table name (3-255 of A-Z a-z 0-9 _ - .)"
     )
     if not (settings.outage_breaker and table and function_name):
         return None
-    import boto3 as _boto3
-
-    make = session.client if session is not None else _boto3.client
-    switch = MappingSwitch(make("lambda"), function_name)
     rule_name = _name(
         env, RULE_VARIABLE, _RULE_NAME, "an EventBridge rule name (1-64 of A-Z a-z 0-9 _ - .)"
     )
-    rule = ProbeRule(make("events"), rule_name) if rule_name else None
-    cloudwatch = make("cloudwatch")
 
-    def dlq_time_left() -> float | None:
-        """Seconds the DLQ's oldest message has left; None when unknown."""
-        try:
-            url = QueueArn.parse(switch.dlq_arn()).url(settings.endpoint_url_sqs)
-            return queue_time_left(sqs, cloudwatch, url)
-        except Exception as error:  # unknown: decided without it
-            logger.warning("DLQ retention unknown", extra={"error": f"{type(error).__name__}"})
-            return None
+    @functools.cache
+    def client(service: str) -> Any:
+        if session is not None:
+            return session.client(service)  # type: ignore[call-overload]
+        import boto3 as _boto3
 
-    def dlq_depth() -> int | None:
-        """Messages in the DLQ, visible, in flight or delayed; None when unknown."""
-        try:
-            url = QueueArn.parse(switch.dlq_arn()).url(settings.endpoint_url_sqs)
-            return queue_depth(sqs, url).total
-        except Exception as error:  # unknown: the probe keeps receiving
-            logger.warning("DLQ depth unknown", extra={"error": f"{type(error).__name__}"})
-            return None
+        return _boto3.client(service)  # type: ignore[call-overload]
 
+    switch = MappingSwitch(lambda: client("lambda"), function_name)
+    rule = ProbeRule(lambda: client("events"), rule_name) if rule_name else None
+
+    def dlq_url() -> str:
+        return QueueArn.parse(switch.dlq_arn()).url(settings.endpoint_url_sqs)
+
+    main = settings.main_queue_url
     breaker = Breaker(
-        DynamoBreakerStore(make("dynamodb"), table),
+        DynamoBreakerStore(lambda: client("dynamodb"), table),
         switch,
         logger=logger,
         metrics=metrics,
         sns=sns,
         topic_arn=settings.park_notification_topic_arn,
         source=function_name,
-        time_left=dlq_time_left,
-        depth=dlq_depth,
+        time_left=dlq_time_left(sqs, lambda: client("cloudwatch"), dlq_url, clock=clock, every=0.0),
+        depth=dlq_depth(sqs, dlq_url),
+        timing=(lambda: main_queue_timing(sqs, main)) if main else None,
+        delay_seconds=longest_delay(settings),
+        deleting=consumer_deleting(lambda: client("cloudwatch"), main, clock=clock)
+        if main
+        else None,
         clock=clock,
         on_change=rule.follow if rule is not None else None,
     )
@@ -191,3 +207,9 @@ def lambda_breaker(
         metrics=metrics,
         clock=clock,
     )
+
+
+def longest_delay(settings: Settings) -> float:
+    """The longest delay a replay is sent to its queue with: the backoff's cap, at most what
+    SQS takes (a longer wait is spent in the DLQ, before the copy is sent)."""
+    return float(min(settings.backoff.cap_seconds, MAX_SQS_DELAY_SECONDS))

@@ -1,4 +1,4 @@
-"""The outage breaker at work: the rule of `core.breaker` over a store and a switch.
+"""The outage breaker at work: the rule of `breaker.rule` over a store and a switch.
 
 The same controller runs in Lambda (a DynamoDB store, the event source mapping as the switch,
 an EventBridge rule that ticks while the breaker is not closed) and in the worker (a store in
@@ -13,25 +13,32 @@ would raise their DLQ receive count towards the safety net on every opening.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from aws_lambda_powertools.metrics import MetricUnit
 
-from dlq_replay.core.breaker import (
+from dlq_replay.breaker.rule import (
     BreakerPolicy,
+    Counts,
+    QueueTiming,
+    outage_in_window,
+    return_count,
+)
+from dlq_replay.breaker.state import (
     BreakerState,
     Cause,
-    Counts,
     Phase,
     after_batch,
     breaker_notice_text,
     by_operator,
+    give_back,
     on_tick,
-    outage_in_window,
     probe_sent,
 )
+from dlq_replay.core.messages import InboundMessage
 from dlq_replay.core.notices import ParkNotice
 from dlq_replay.notify.sns import SnsClient, publish_notices
 
@@ -43,10 +50,14 @@ if TYPE_CHECKING:
 Clock = Callable[[], float]
 TimeLeft = Callable[[], "float | None"]
 Depth = Callable[[], "int | None"]
+Timing = Callable[[], "QueueTiming | None"]
+Deleting = Callable[[float, int], "bool | None"]  # (since, how many) -> the consumer deletes?
+# The main queue's timing is read again this often at most (a change applies from then on).
+TIMING_READ_SECONDS = 300.0
 
 
 class BreakerStore(Protocol):
-    """Where the state and the window live (`sqs.breaker_store`, `local.worker`)."""
+    """Where the state and the window live (`breaker.dynamo`, `breaker.worker`)."""
 
     def record(self, events: Sequence[tuple[float, Counts]]) -> None: ...
     def read(
@@ -82,11 +93,23 @@ class Breaker:
         source: str = "",
         time_left: TimeLeft | None = None,
         depth: Depth | None = None,
+        timing: Timing | None = None,
+        delay_seconds: float = 0.0,
+        deleting: Deleting | None = None,
         clock: Clock = time.time,
         on_change: Callable[[BreakerState], None] | None = None,
     ) -> None:
+        """`policy`: the rule's constants, the timing ones as bounds; `timing` reads the main
+        queue's redelivery (at the first batch, again every TIMING_READ_SECONDS), the window
+        and pauses then follow it (`BreakerPolicy.for_queue`, `delay_seconds` the longest delay
+        a replay is sent with); `deleting` says whether the main queue's consumer deletes
+        messages (a veto on opening: the returns are then bad messages, not an outage)."""
         self.store = store
-        self.policy = policy or BreakerPolicy()
+        self._bounds = policy or BreakerPolicy()
+        self._policy: tuple[float, BreakerPolicy] | None = None
+        self._timing = timing
+        self._delay = delay_seconds
+        self._deleting = deleting
         self._switch = switch
         self._logger = logger
         self._metrics = metrics
@@ -98,27 +121,80 @@ class Breaker:
         self._clock = clock
         self._on_change = on_change
 
-    def after_batch(self, events: Sequence[tuple[float, Counts]]) -> BreakerState:
-        """Add a batch's replays and returns (`core.breaker.observe`) to the window; open when
-        the window now shows the outage signal."""
+    @property
+    def policy(self) -> BreakerPolicy:
+        """The rule's policy, its timing from the main queue when it can be read."""
+        if self._timing is None:
+            return self._bounds
         now = self._clock()
-        horizon = now - self.policy.window_seconds
+        if self._policy is None or now - self._policy[0] >= TIMING_READ_SECONDS:
+            fitted = self._bounds.for_queue(self._timing(), self._delay)
+            if self._policy is None or fitted != self._policy[1]:
+                self._logger.info(
+                    "outage breaker timing",
+                    extra={
+                        "window": fitted.window_seconds,
+                        "first_pause": fitted.first_pause_seconds,
+                        "probe_wait": fitted.probe_wait_seconds,
+                    },
+                )
+            self._policy = (now, fitted)
+        return self._policy[1]
+
+    def give_back(
+        self, messages: Sequence[InboundMessage], count_attribute: str
+    ) -> list[InboundMessage]:
+        """The batch as the replay decides it: returns whose copies were sent inside a known
+        outage keep their count (`state.give_back`). The state is read only for a batch with
+        returns."""
+        if not any(m.sent_ms is not None and return_count(m, count_attribute) for m in messages):
+            return list(messages)
+        decided, given = give_back(self.store.load(), messages, count_attribute)
+        if given:
+            self._logger.info(
+                "attempts given back: sent into a known outage", extra={"given_back": given}
+            )
+            if self._metrics is not None:
+                self._metrics.add_metric("AttemptsGivenBack", MetricUnit.Count, given)
+        return decided
+
+    def after_batch(self, events: Sequence[tuple[float, Counts]]) -> BreakerState:
+        """Add a batch's replays and returns (`breaker.rule.observe`) to the window; open when
+        the window now shows the outage signal and the main queue's consumer is not seen
+        deleting."""
+        now = self._clock()
+        policy = self.policy
+        horizon = now - policy.window_seconds
         recent = [event for event in events if event[0] >= horizon]  # older never count
         if recent:
             self.store.record(recent)
-        state, window = self.store.read(now, self.policy)
+        state, window = self.store.read(now, policy)
         if state.phase is Phase.OPEN:
             return state
-        signal = outage_in_window(window, now, self.policy, since=state.since)
+        signal = outage_in_window(window, now, policy, since=state.since)
         if signal is None:
             return self._hold_probe(state, window, now)
+        counts = signal.counts
+        if self._deleting is not None and state.phase is Phase.CLOSED:
+            # A handful is the noise of copies in transit; a tenth of the replays is a consumer
+            # that works.
+            enough = max(
+                policy.min_returns, math.ceil((1.0 - policy.return_ratio) * counts.replays)
+            )
+            if self._deleting(signal.start, enough):  # read only when the rule trips
+                self._logger.info(
+                    "first replays came back, but the main queue's consumer deletes messages: "
+                    "bad messages, not an outage; the breaker stays closed",
+                    extra={"replays": counts.replays, "returns": counts.returns},
+                )
+                return state
         time_left = self._time_left()  # read only when the rule trips: a CloudWatch call
-        opened = after_batch(state, signal, now, self.policy, time_left=time_left)
+        opened = after_batch(state, signal, now, policy, time_left=time_left)
         if opened is None:
             self._logger.warning(
                 "outage signal, but the DLQ's oldest message expires within a day: the breaker "
                 "stays closed and the replay parks as usual",
-                extra={"replays": signal.replays, "returns": signal.returns, "left": time_left},
+                extra={"replays": counts.replays, "returns": counts.returns, "left": time_left},
             )
             return state
         if not self.store.save(opened, state.version):
@@ -130,7 +206,7 @@ class Breaker:
                 "outage breaker could not pause the event source; the probe retries at its time",
                 extra={"error": f"{type(error).__name__}: {error}"},
             )
-        self._signal(opened, signal)
+        self._signal(opened, counts)
         return opened
 
     def _hold_probe(

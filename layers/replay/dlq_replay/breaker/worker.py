@@ -1,6 +1,6 @@
 """The outage breaker in the worker: its state in memory, its switch the pollers themselves.
 
-The worker's breaker is the Lambda one (`aws_lambda.breaker`, the same rule and states) with
+The worker's breaker is the Lambda one (`breaker.controller`, the same rule and states) with
 a store in memory shared by the pollers, and no event source mapping to pull: open, each
 poller stops receiving before its next ReceiveMessage and waits for the probe; a batch in
 hand is finished as usual. The pollers' own loop is the tick.
@@ -13,25 +13,17 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-
-from dlq_replay.aws_lambda.breaker import Breaker, Clock, Depth, TimeLeft
-from dlq_replay.aws_lambda.outage import LambdaBreaker
-from dlq_replay.core.breaker import SLICES, BreakerPolicy, BreakerState, Counts, Phase
+from dlq_replay.breaker.controller import Breaker, Clock, Depth, TimeLeft, Timing
+from dlq_replay.breaker.evidence import QueueTotals
+from dlq_replay.breaker.function import LambdaBreaker
+from dlq_replay.breaker.rule import MIN_WINDOW_SECONDS, SLICES, BreakerPolicy, Counts
+from dlq_replay.breaker.state import BreakerState, Phase
 from dlq_replay.core.log import Log
 from dlq_replay.notify.sns import SnsClient
-from dlq_replay.sqs.depth import queue_depth
-from dlq_replay.sqs.queue_age import queue_time_left
-
-if TYPE_CHECKING:
-    from mypy_boto3_sqs import SQSClient
 
 # How long a paused poller sleeps between looks at the state, at most.
 GATE_POLL_SECONDS = 1.0
-# How often the worker reads the age of the DLQ's oldest message, at most (CloudWatch's period).
-TIME_LEFT_READ_SECONDS = 60.0
 
 
 class MemoryStore:
@@ -52,9 +44,12 @@ class MemoryStore:
         self._buckets: dict[int, Counts] = {}
 
     @classmethod
-    def for_policy(cls, policy: BreakerPolicy) -> MemoryStore:
-        """Buckets of half the rule's slices (5 s of the default five minutes; the Lambda's
-        store keeps 30 s ones): 60 to read back per batch, 25 µs where 1 s ones took 120."""
+    def for_policy(cls, policy: BreakerPolicy, timing: bool = False) -> MemoryStore:
+        """Buckets of half the rule's slices (5 s of the default five minutes: 60 to read back
+        per batch, 25 µs where 1 s ones took 120); with a `timing` from the main queue, whose
+        window may be a few tens of seconds, buckets of the smallest window's slices."""
+        if timing:
+            return cls(MIN_WINDOW_SECONDS / SLICES)
         return cls(policy.window_seconds / (SLICES * 2))
 
     def record(self, events: Sequence[tuple[float, Counts]]) -> None:
@@ -131,12 +126,22 @@ class BreakerStats:
 class BreakerGate:
     """What a poller asks before each receive: receive now, or wait for the probe."""
 
-    def __init__(self, breaker: LambdaBreaker, *, clock: Clock = time.time) -> None:
+    def __init__(
+        self,
+        breaker: LambdaBreaker,
+        *,
+        clock: Clock = time.time,
+        sample: Callable[[], None] | None = None,
+    ) -> None:
+        """`sample`: called before each receive (the queues' totals, `QueueTotals.sample`)."""
         self.breaker = breaker
         self._clock = clock
+        self._sample = sample
 
     def wait_until_receiving(self, stop: threading.Event) -> bool:
         """True when the poller may receive; False when `stop` was set while it waited."""
+        if self._sample is not None:
+            self._sample()
         while not stop.is_set():
             state = self.breaker.tick()
             if state is None or state.receiving:
@@ -144,53 +149,6 @@ class BreakerGate:
             left = (state.next_probe or 0.0) - self._clock()
             stop.wait(min(GATE_POLL_SECONDS, max(0.05, left)))
         return False
-
-
-def dlq_depth(sqs: SQSClient, queue_url: str) -> Depth:
-    """The DLQ's depth (visible, in flight, delayed) as the breaker asks for it; None when
-    SQS could not say (the probe then keeps receiving)."""
-
-    def depth() -> int | None:
-        try:
-            return queue_depth(sqs, queue_url).total
-        except (ClientError, BotoCoreError):
-            return None
-
-    return depth
-
-
-def dlq_time_left(
-    sqs: SQSClient, cloudwatch: Callable[[], Any], queue_url: str, *, clock: Clock = time.time
-) -> TimeLeft:
-    """Seconds the DLQ's oldest message has left, as the Lambda reads it (its retention from
-    SQS, its age from CloudWatch, which SQS publishes only on AWS); None when either is
-    unknown (an emulator, no cloudwatch:GetMetricData): the breaker then decides without it.
-    Read at most once a minute (the metric's period), as the Lambda's probe does: the pollers
-    of an open breaker ask every second. `cloudwatch` makes the client, at the first read:
-    the rule tripping, which most runs never see, so they never pay for the client."""
-    lock = threading.Lock()
-    last: list[tuple[float, float | None]] = []  # (when read, what it said)
-    client: list[Any] = []
-
-    def read() -> float | None:
-        try:
-            if not client:
-                client.append(cloudwatch())
-            return queue_time_left(sqs, client[0], queue_url)
-        except (ClientError, BotoCoreError, KeyError):
-            return None
-
-    def left() -> float | None:
-        now = clock()
-        with lock:  # one read a minute, whichever poller asks first; the others wait for it
-            if last and now - last[0][0] < TIME_LEFT_READ_SECONDS:
-                read_at, value = last[0]
-                return None if value is None else value - (now - read_at)
-            value = read()
-            last[:] = [(now, value)]
-            return value
-
-    return left
 
 
 def worker_breaker(
@@ -204,13 +162,18 @@ def worker_breaker(
     stats: BreakerStats | None = None,
     depth: Depth | None = None,
     time_left: TimeLeft | None = None,
+    timing: Timing | None = None,
+    delay_seconds: float = 0.0,
+    totals: QueueTotals | None = None,
     clock: Clock = time.time,
 ) -> tuple[LambdaBreaker, BreakerGate]:
     """The worker's breaker (for `LambdaReplay`) and the gate its pollers ask; `depth` tells
-    the DLQ's depth (`dlq_depth`), for the probe to see its copies come back; `time_left`
-    (`dlq_time_left`) what is left of the oldest message's retention."""
+    the DLQ's depth (`evidence.dlq_depth`), for the probe to see its copies come back;
+    `time_left` (`evidence.dlq_time_left`) what is left of the oldest message's retention;
+    `timing` and `delay_seconds` as `Breaker` takes them; `totals` the queues' totals, whose
+    fall vetoes an opening (the consumer deletes: bad messages, not an outage)."""
     breaker = Breaker(
-        MemoryStore.for_policy(policy or BreakerPolicy()),
+        MemoryStore.for_policy(policy or BreakerPolicy(), timing is not None),
         PollerSwitch(),
         logger=logger,
         policy=policy,
@@ -220,9 +183,13 @@ def worker_breaker(
         clock=clock,
         depth=depth,
         time_left=time_left,
+        timing=timing,
+        delay_seconds=delay_seconds,
+        deleting=totals.deleting if totals is not None else None,
         on_change=stats.follow if stats is not None else None,
     )
     counted = LambdaBreaker(
         breaker, None, count_attribute=count_attribute, logger=logger, clock=clock
     )
-    return counted, BreakerGate(counted, clock=clock)
+    sample = totals.sample if totals is not None else None
+    return counted, BreakerGate(counted, clock=clock, sample=sample)

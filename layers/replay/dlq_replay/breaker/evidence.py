@@ -1,0 +1,203 @@
+"""What the breaker reads off AWS, each read only when the rule needs it: the main queue's
+redelivery timing (SQS), whether the main queue's consumer deletes messages (CloudWatch in
+Lambda, the queues' totals in the worker), and the DLQ's depth and retention left. Every read
+answers None when it cannot say: the breaker then decides without it (the constants' timing,
+no veto, no retention bound).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from dlq_replay.breaker.rule import WINDOW_SECONDS, QueueTiming
+from dlq_replay.sqs.depth import queue_depth
+from dlq_replay.sqs.queue_age import queue_time_left
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+
+Clock = Callable[[], float]
+# How often a value CloudWatch publishes each minute is read again, at most.
+METRIC_READ_SECONDS = 60.0
+SAMPLE_SECONDS = 2.0  # the worker's queue totals: one sample every two seconds at most
+_UNREADABLE = (ClientError, BotoCoreError, KeyError, ValueError, TypeError, LookupError)
+QueueUrl = str | Callable[[], str]  # a URL, or how to find it (Lambda: from its mapping)
+
+
+def _url(queue_url: QueueUrl) -> str:
+    return queue_url if isinstance(queue_url, str) else queue_url()
+
+
+def main_queue_timing(sqs: SQSClient, queue_url: str) -> QueueTiming | None:
+    """The main queue's visibility timeout and `maxReceiveCount` (GetQueueAttributes); None
+    when it cannot be read or has no redrive policy (its failures never reach a DLQ)."""
+    try:
+        found = sqs.get_queue_attributes(
+            QueueUrl=queue_url, AttributeNames=["VisibilityTimeout", "RedrivePolicy"]
+        )["Attributes"]
+        redrive = json.loads(found.get("RedrivePolicy") or "{}")
+        receives = int(redrive.get("maxReceiveCount", 0))
+        visibility = float(found["VisibilityTimeout"])
+    except _UNREADABLE:
+        return None
+    if receives < 1 or visibility < 0:
+        return None
+    return QueueTiming(visibility, receives)
+
+
+def consumer_deleting(
+    cloudwatch: Callable[[], Any], queue_url: str, *, clock: Clock = time.time
+) -> Callable[[float, int], bool | None]:
+    """Whether the main queue's consumer deleted messages since a moment: its
+    NumberOfMessagesDeleted (CloudWatch, one-minute sums) over the whole minutes since `start`,
+    at least `enough` of them. None when CloudWatch has no datapoint there (it publishes
+    minutes late, and never off AWS) or cannot be read. `cloudwatch` makes the client at
+    the first read."""
+    name = queue_url.rstrip("/").rsplit("/", 1)[-1]
+    client: list[Any] = []
+
+    def deleting(start: float, enough: int) -> bool | None:
+        first = math.ceil(start / 60.0) * 60.0  # whole minutes only: none from before `start`
+        now = clock()
+        if now - first < 60.0:
+            return None
+        try:
+            if not client:
+                client.append(cloudwatch())
+            response = client[0].get_metric_data(
+                MetricDataQueries=[
+                    {
+                        "Id": "deleted",
+                        "MetricStat": {
+                            "Metric": {
+                                "Namespace": "AWS/SQS",
+                                "MetricName": "NumberOfMessagesDeleted",
+                                "Dimensions": [{"Name": "QueueName", "Value": name}],
+                            },
+                            "Period": 60,
+                            "Stat": "Sum",
+                        },
+                    }
+                ],
+                StartTime=datetime.fromtimestamp(first, UTC),
+                EndTime=datetime.fromtimestamp(now, UTC),
+            )
+            values = [float(v) for r in response.get("MetricDataResults", []) for v in r["Values"]]
+        except _UNREADABLE:
+            return None
+        return sum(values) >= max(1, enough) if values else None
+
+    return deleting
+
+
+class QueueTotals:
+    """What the worker sees of the main queue's consumer off AWS: the messages in the main
+    queue, the DLQ and the operator queue together, sampled as the pollers go.
+
+    Replaying, failing and parking only move a message between these queues; only the
+    consumer's deletions take one out (and a producer's sends add one). So the total's fall
+    between two moments is at least what the consumer deleted meanwhile: during an outage it
+    does not fall; with bad messages among good ones it falls by the good ones.
+    """
+
+    def __init__(
+        self,
+        sqs: SQSClient,
+        queue_urls: Sequence[str],
+        *,
+        clock: Clock = time.time,
+        every: float = SAMPLE_SECONDS,
+        keep: float = WINDOW_SECONDS,
+    ) -> None:
+        self._sqs = sqs
+        self._urls = tuple(queue_urls)
+        self._clock = clock
+        self._every = every
+        self._keep = keep
+        self._lock = threading.Lock()
+        self._samples: deque[tuple[float, int]] = deque()
+
+    def sample(self) -> None:
+        """Read the total when the last sample is older than `every` (the pollers call this
+        before each receive); an unreadable total is no sample."""
+        now = self._clock()
+        with self._lock:
+            if self._samples and now - self._samples[-1][0] < self._every:
+                return
+            try:
+                total = sum(queue_depth(self._sqs, url).total for url in self._urls)
+            except _UNREADABLE:
+                return
+            self._samples.append((now, total))
+            while self._samples and self._samples[0][0] < now - self._keep:
+                self._samples.popleft()
+
+    def deleting(self, start: float, enough: int) -> bool | None:
+        """Whether the total fell by at least `enough` since `start` (the last sample taken
+        by then); None without a sample from before `start`."""
+        self.sample()
+        with self._lock:
+            before = [total for when, total in self._samples if when <= start]
+            if not before or not self._samples:
+                return None
+            return before[-1] - self._samples[-1][1] >= max(1, enough)
+
+
+def dlq_depth(sqs: SQSClient, queue_url: QueueUrl) -> Callable[[], int | None]:
+    """The DLQ's depth (visible, in flight, delayed) as the probe watches it; None when SQS
+    could not say (the probe then keeps receiving)."""
+
+    def depth() -> int | None:
+        try:
+            return queue_depth(sqs, _url(queue_url)).total
+        except _UNREADABLE:
+            return None
+
+    return depth
+
+
+def dlq_time_left(
+    sqs: SQSClient,
+    cloudwatch: Callable[[], Any],
+    queue_url: QueueUrl,
+    *,
+    clock: Clock = time.time,
+    every: float = METRIC_READ_SECONDS,
+) -> Callable[[], float | None]:
+    """Seconds the DLQ's oldest message has left: its retention from SQS, its age from
+    CloudWatch (which SQS publishes only on AWS); None when either is unknown. Read at most
+    once `every` seconds (the metric's period: the worker's pollers ask every second while
+    open; Lambda's probe ticks once a minute), whichever caller asks first; `cloudwatch`
+    makes the client at the first read: the rule tripping, which most runs never see."""
+    lock = threading.Lock()
+    last: list[tuple[float, float | None]] = []  # (when read, what it said)
+    client: list[Any] = []
+
+    def read() -> float | None:
+        try:
+            if not client:
+                client.append(cloudwatch())
+            return queue_time_left(sqs, client[0], _url(queue_url))
+        except _UNREADABLE:
+            return None
+
+    def left() -> float | None:
+        now = clock()
+        with lock:
+            if last and now - last[0][0] < every:
+                read_at, value = last[0]
+                return None if value is None else value - (now - read_at)
+            value = read()
+            last[:] = [(now, value)]
+            return value
+
+    return left

@@ -1,0 +1,268 @@
+"""The outage breaker's states (pure): closed, open, half-open, how a signal, a tick or an
+operator moves between them, and the known outages whose attempts are given back.
+
+Open, nothing is received; after a pause (doubling on each consecutive opening, capped) it
+probes (half-open): a probe's wait without the copies coming back closes it. While open or
+half-open the outage is *known* from the start of the stretch that showed it; closing ends it
+(a recovery at the moment the successful probe began). A return whose copy was sent inside a
+known outage keeps the count it had (`give_back`): a message is parked only for failures while
+the consumer worked.
+
+Everything here is a value: the clock is an argument, the stores and switches live with the
+callers (`breaker.controller`, `breaker.dynamo`, `breaker.worker`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from enum import StrEnum
+
+from dlq_replay.breaker.rule import BreakerPolicy, Counts, Signal, in_window, return_count
+from dlq_replay.core import attributes
+from dlq_replay.core.messages import InboundMessage
+
+KEPT_OUTAGES = 4  # the known outages a state remembers (the latest); older ones are over
+
+
+class Phase(StrEnum):
+    CLOSED = "closed"  # replaying as usual
+    OPEN = "open"  # the replay receives nothing until `next_probe`
+    HALF_OPEN = "half-open"  # receiving again; a probe's wait without the signal closes it
+
+
+class Cause(StrEnum):
+    """Why the breaker last changed (recorded with the state, shown by `status`)."""
+
+    OUTAGE = "outage"  # the rule tripped: opened
+    PROBE = "probe"  # the pause is over: half-open
+    RECOVERED = "recovered"  # a probe's wait without the signal: closed
+    RETENTION = "retention"  # the DLQ's oldest message has under a day left: closed
+    OPERATOR_RESUME = "operator-resume"  # `dlq-replay resume`: closed
+    OPERATOR_PAUSE = "operator-pause"  # `dlq-replay pause`: closed, the operator's pause stands
+    TAKEN_OVER = "taken-over"  # someone else changed the event source while open: closed
+
+
+Outage = tuple[float, float | None]  # (from, until); until None: still going on
+
+
+@dataclass(frozen=True, slots=True)
+class BreakerState:
+    """What every invocation, the probe and `status` read; `since` also starts the window
+    (counts from before the last change do not count)."""
+
+    phase: Phase = Phase.CLOSED
+    since: float = 0.0
+    next_probe: float | None = None  # open: when the probe receives again
+    openings: int = 0  # consecutive openings (0 once closed)
+    cause: Cause | None = None
+    holding: bool = False  # half-open, the probe's replays sent: waiting for their outcome
+    baseline: int | None = None  # half-open: the DLQ's depth when the probe began
+    probe_size: int = 0  # holding: the replays the probe made
+    version: int = 0  # bumped on every change; a store writes only over the version it read
+    outages: tuple[Outage, ...] = ()  # the known outages, oldest first
+
+    @property
+    def receiving(self) -> bool:
+        return self.phase is not Phase.OPEN and not self.holding
+
+    def in_outage(self, sent: float) -> bool:
+        """Whether a copy sent at `sent` was sent inside a known outage."""
+        return any(start <= sent and (end is None or sent <= end) for start, end in self.outages)
+
+    def to_item(self) -> dict[str, object]:
+        return {
+            "phase": self.phase.value,
+            "since": self.since,
+            "next_probe": self.next_probe,
+            "openings": self.openings,
+            "cause": self.cause.value if self.cause else None,
+            "holding": self.holding,
+            "baseline": self.baseline,
+            "probe_size": self.probe_size,
+            "version": self.version,
+            "outages": [list(outage) for outage in self.outages],
+        }
+
+    @classmethod
+    def from_item(cls, item: dict[str, object]) -> BreakerState:
+        """From `to_item`'s shape (numbers may come back as Decimal or str)."""
+        probe = item.get("next_probe")
+        cause = item.get("cause")
+        outages = item.get("outages")
+        return cls(
+            phase=Phase(str(item.get("phase", Phase.CLOSED.value))),
+            since=float(str(item.get("since", 0))),
+            next_probe=None if probe in (None, "") else float(str(probe)),
+            openings=int(str(item.get("openings", 0))),
+            cause=Cause(str(cause)) if cause else None,
+            holding=bool(item.get("holding", False)),
+            baseline=None if item.get("baseline") is None else int(str(item["baseline"])),
+            probe_size=int(str(item.get("probe_size", 0))),
+            version=int(str(item.get("version", 0))),
+            outages=tuple(
+                (float(str(start)), None if end is None else float(str(end)))
+                for start, end in (outages if isinstance(outages, list) else [])
+            ),
+        )
+
+
+def give_back(
+    state: BreakerState, messages: Sequence[InboundMessage], count_attribute: str
+) -> tuple[list[InboundMessage], int]:
+    """The records as the replay decides them: a return whose copy was sent inside a known
+    outage (SQS's SentTimestamp of the copy) with its count one lower, the attempt it spent
+    given back. How many were given back."""
+    if not state.outages:
+        return list(messages), 0
+    given = 0
+    out: list[InboundMessage] = []
+    for message in messages:
+        count = return_count(message, count_attribute)
+        if count and message.sent_ms is not None and state.in_outage(message.sent_ms / 1000.0):
+            values = {**message.attributes, count_attribute: attributes.number(count - 1)}
+            out.append(replace(message, attributes=values))
+            given += 1
+        else:
+            out.append(message)
+    return out, given
+
+
+def _ended(outages: tuple[Outage, ...], at: float) -> tuple[Outage, ...]:
+    return tuple((start, at if end is None else end) for start, end in outages)
+
+
+def _change(
+    state: BreakerState,
+    phase: Phase,
+    now: float,
+    cause: Cause,
+    *,
+    openings: int | None = None,
+    next_probe: float | None = None,
+    baseline: int | None = None,
+) -> BreakerState:
+    outages = state.outages
+    if phase is Phase.CLOSED:  # a recovery dates from the probe that found it, else now
+        outages = _ended(outages, state.since if cause is Cause.RECOVERED else now)
+    return replace(
+        state,
+        phase=phase,
+        since=now,
+        cause=cause,
+        next_probe=next_probe,
+        openings=state.openings if openings is None else openings,
+        holding=False,
+        baseline=baseline,
+        probe_size=0,
+        version=state.version + 1,
+        outages=outages,
+    )
+
+
+def after_batch(
+    state: BreakerState,
+    signal: Signal | None,
+    now: float,
+    policy: BreakerPolicy,
+    *,
+    time_left: float | None = None,
+) -> BreakerState | None:
+    """Open on the outage signal (`outage_in_window`) when closed or half-open, unless the
+    DLQ's oldest message has less than the retention margin left (`time_left`, None: unknown)."""
+    if state.phase is Phase.OPEN or signal is None:
+        return None
+    if time_left is not None and time_left < policy.retention_margin_seconds:
+        return None
+    return _open(state, now, policy, signal.start)
+
+
+def _open(state: BreakerState, now: float, policy: BreakerPolicy, start: float) -> BreakerState:
+    """Open (again): one more consecutive opening, the pause doubled; the outage known from
+    `start` (a reopening continues the outage already known)."""
+    openings = state.openings + 1
+    outages = state.outages
+    if not outages or outages[-1][1] is not None:
+        outages = (*outages, (min(start, now), None))[-KEPT_OUTAGES:]
+    opened = _change(
+        state,
+        Phase.OPEN,
+        now,
+        Cause.OUTAGE,
+        openings=openings,
+        next_probe=now + policy.pause_seconds(openings),
+    )
+    return replace(opened, outages=outages)
+
+
+def probe_sent(
+    state: BreakerState,
+    events: Iterable[tuple[float, Counts]],
+    now: float,
+    policy: BreakerPolicy,
+) -> BreakerState | None:
+    """Half-open and PROBE_REPLAYS replayed since: stop receiving and watch the DLQ's depth
+    (without a depth from before the probe, the probe keeps receiving)."""
+    if state.phase is not Phase.HALF_OPEN or state.holding or state.baseline is None:
+        return None
+    sent = sum(c.sent for _, c in in_window(events, now, policy, since=state.since))
+    if sent < policy.probe_replays:
+        return None
+    return replace(state, holding=True, probe_size=sent, version=state.version + 1)
+
+
+def on_tick(
+    state: BreakerState,
+    now: float,
+    policy: BreakerPolicy,
+    *,
+    time_left: float | None = None,
+    depth: int | None = None,
+) -> BreakerState | None:
+    """The unattended step: open with too little retention left → closed; open and the pause
+    over → half-open (remembering the DLQ's `depth`); holding a probe whose copies are back
+    (the depth within 1 - RETURN_RATIO of the probe of where it began) → open again;
+    half-open for the probe's wait without reopening → closed (pause reset)."""
+    if state.phase is Phase.OPEN:
+        if time_left is not None and time_left < policy.retention_margin_seconds:
+            return _change(state, Phase.CLOSED, now, Cause.RETENTION, openings=0)
+        if state.next_probe is not None and now >= state.next_probe:
+            return _change(state, Phase.HALF_OPEN, now, Cause.PROBE, baseline=depth)
+        return None
+    if state.phase is not Phase.HALF_OPEN:
+        return None
+    missing = (1.0 - policy.return_ratio) * state.probe_size
+    if state.holding and depth is not None and state.baseline is not None:  # noqa: SIM102
+        if depth >= state.baseline - missing:
+            return _open(state, now, policy, now)
+    if now >= state.since + policy.probe_wait_seconds:
+        return _change(state, Phase.CLOSED, now, Cause.RECOVERED, openings=0)
+    return None
+
+
+def by_operator(state: BreakerState, now: float, cause: Cause) -> BreakerState | None:
+    """An operator's pause or resume (or anyone's change of the event source) closes the
+    breaker: it then never turns the event source back on by itself."""
+    if state.phase is Phase.CLOSED:
+        return None
+    return _change(state, Phase.CLOSED, now, cause, openings=0)
+
+
+def breaker_notice_fields(
+    state: BreakerState, *, source: str, waiting: int | None
+) -> dict[str, object]:
+    """A notice's content on open and close: what changed, why, and when it probes."""
+    return {
+        "event": f"breaker-{state.phase.value}",
+        "source": source,
+        "cause": state.cause.value if state.cause else None,
+        "since": state.since,
+        "next_probe": state.next_probe,
+        "openings": state.openings,
+        "waiting": waiting,
+    }
+
+
+def breaker_notice_text(state: BreakerState, *, source: str, waiting: int | None) -> str:
+    return json.dumps(breaker_notice_fields(state, source=source, waiting=waiting), sort_keys=True)
