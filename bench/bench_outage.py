@@ -15,7 +15,8 @@ about as long as its slowest run (at most outage + `--give-up-seconds`). Per run
 of sent), lost (sent and found nowhere: not consumed, parked or left in a queue), duplicates
 (ids found more than once), left in the queues when the run gave up, breaker openings (the
 worker's log lines) and the time from the consumer's recovery to the last message consumed
-(from the start, with no outage). Exit status 1 when a message is lost or a run fails.
+(from the start, with no outage); below the table, the breaker's changes and the consumed
+copies by the replay count they carried. Exit status 1 when a message is lost or a run fails.
 
     python bench/bench_outage.py                 # the four cases, 8 runs at once (about 10 min)
     python bench/bench_outage.py --cases 1 3     # some of them
@@ -133,6 +134,16 @@ def timeline(name: str, result: Result) -> str:
     return f"- case {name}, breaker on: {events or 'never opened'}"
 
 
+def replays(name: str, result: Result) -> str:
+    """How many attempts the consumed copies had spent: the evidence of a give-back."""
+    counts = result.replays_of_consumed
+    breaker = "on" if result.case.breaker else "off"
+    shown = "/".join(counts) or "-"
+    return f"- case {name}, breaker {breaker}: consumed after {shown} replays: " + (
+        "/".join(str(n) for n in counts.values()) or "-"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.run:
@@ -155,6 +166,9 @@ def main(argv: list[str] | None = None) -> int:
     for (name, _), result in zip(runs, results, strict=True):
         if result.case.breaker:
             print(timeline(name, result))
+    print()
+    for (name, _), result in zip(runs, results, strict=True):
+        print(replays(name, result))
     print(f"\nwall time {time.monotonic() - started:.0f} s")
     failed = False
     for (name, _), result in zip(runs, results, strict=True):

@@ -5,7 +5,8 @@ the queue's visibility timeout ends and, after `maxReceiveCount` receives, goes 
 a real consumer's failures do. Until `recovery` it fails every message (the outage); from then
 on it deletes what it receives, except the poison messages (always failed) and a random share
 of the rest (`failure_rate`, drawn per message received). Every delete is counted by the id in
-the message's body, so the harness can tell consumed, consumed twice and lost apart.
+the message's body, so the harness can tell consumed, consumed twice and lost apart, and by the
+replay count the copy carried (how many of its attempts the replay had spent).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from dlq_replay.consumer import replay_attempt
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -46,7 +49,8 @@ class Behaviour:
 
 
 class Consumer:
-    """Receives from the main queue until stopped; `deliveries` counts each id deleted."""
+    """Receives from the main queue until stopped; `deliveries` counts each id deleted,
+    `replays` the deleted copies by their replay count."""
 
     def __init__(
         self,
@@ -62,6 +66,7 @@ class Consumer:
         self._clock = clock
         self._random = random.Random(behaviour.seed)
         self.deliveries: Counter[str] = Counter()
+        self.replays: Counter[int] = Counter()
         self.received = 0
         self.last_consumed: float | None = None
 
@@ -71,22 +76,28 @@ class Consumer:
 
     def poll_once(self) -> None:
         messages = self._sqs.receive_message(
-            QueueUrl=self._url, MaxNumberOfMessages=10, WaitTimeSeconds=WAIT_SECONDS
+            QueueUrl=self._url,
+            MaxNumberOfMessages=10,
+            WaitTimeSeconds=WAIT_SECONDS,
+            MessageAttributeNames=["All"],
+            MessageSystemAttributeNames=["ApproximateReceiveCount"],
         ).get("Messages", [])
         self.received += len(messages)
         now = self._clock()
-        ids: dict[str, str] = {}
+        ids: dict[str, tuple[str, int]] = {}
         entries: list[DeleteMessageBatchRequestEntryTypeDef] = []
         for index, message in enumerate(messages):
             message_id = id_of(message["Body"])
             if not self._fails(message_id, now):
-                ids[str(index)] = message_id
+                ids[str(index)] = (message_id, replay_attempt(message))
                 entries.append({"Id": str(index), "ReceiptHandle": message["ReceiptHandle"]})
         if not entries:
             return
         response = self._sqs.delete_message_batch(QueueUrl=self._url, Entries=entries)
         for deleted in response.get("Successful", []):
-            self.deliveries[ids[deleted["Id"]]] += 1
+            message_id, replays = ids[deleted["Id"]]
+            self.deliveries[message_id] += 1
+            self.replays[replays] += 1
             self.last_consumed = self._clock()
 
     def _fails(self, message_id: str, now: float) -> bool:

@@ -84,6 +84,7 @@ class Result:
     finished: bool = False  # main queue and DLQ emptied before giving up
     wall_seconds: float = 0.0
     breaker_events: list[tuple[float, str]] = field(default_factory=list)
+    replays_of_consumed: dict[str, int] = field(default_factory=dict)  # replay count -> copies
     error: str | None = None
 
     def to_json(self) -> str:
@@ -230,6 +231,7 @@ def run_case(case: Case) -> Result:
         account(result, consumer.deliveries, ids, emulator.bodies(operator), left)
         if consumer.last_consumed is not None:
             result.recovery_to_last = round(max(0.0, consumer.last_consumed - recovery), 1)
+    result.replays_of_consumed = {str(n): consumer.replays[n] for n in sorted(consumer.replays)}
     result.breaker_events = log.events
     result.openings = sum(1 for _, phase in log.events if phase == "open")
     result.wall_seconds = round(time.monotonic() - started, 1)

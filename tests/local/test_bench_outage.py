@@ -12,6 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT / "bench") not in sys.path:
     sys.path.insert(0, str(ROOT / "bench"))
 
+from dlq_replay.core.settings import DEFAULT_COUNT_ATTRIBUTE  # noqa: E402
 from outage_consumer import Behaviour, Consumer, body_of  # noqa: E402
 from outage_scenario import Case, Result, account  # noqa: E402
 
@@ -36,11 +37,16 @@ def test_account_finds_lost_and_duplicated_ids() -> None:
 def test_consumer_fails_everything_in_the_outage_then_all_but_poison(
     setup_client: SQSClient,
 ) -> None:
+    # Visible again at once: each poll sees every message not deleted.
     queue = setup_client.create_queue(QueueName="bench-main", Attributes={"VisibilityTimeout": "0"})
     url = queue["QueueUrl"]
-    ids = [f"m{n}" for n in range(4)]
-    for message_id in ids:
+    for message_id in ("m0", "m1", "m3"):
         setup_client.send_message(QueueUrl=url, MessageBody=body_of(message_id))
+    setup_client.send_message(  # a copy the replay sent back twice
+        QueueUrl=url,
+        MessageBody=body_of("m2"),
+        MessageAttributes={DEFAULT_COUNT_ATTRIBUTE: {"DataType": "Number", "StringValue": "2"}},
+    )
     now = [0.0]
     consumer = Consumer(
         setup_client, url, Behaviour(recovery=10.0, poison=frozenset({"m3"})), clock=lambda: now[0]
@@ -54,6 +60,7 @@ def test_consumer_fails_everything_in_the_outage_then_all_but_poison(
         consumer.poll_once()
     assert consumer.deliveries == Counter({"m0": 1, "m1": 1, "m2": 1})  # m3 is poison
     assert consumer.last_consumed == 10.0
+    assert consumer.replays == Counter({0: 2, 2: 1})  # by the count each copy carried
 
 
 def test_consumer_fails_its_failure_rate(setup_client: SQSClient) -> None:
