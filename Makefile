@@ -219,10 +219,11 @@ $(LOCALSTACK_STAMP): requirements/localstack.lock
 
 # Starts LocalStack on a free port of 127.0.0.1, runs the `emulator` tests against it, stops it
 # by its pid whatever happens (tools/localstack.py). Fails if LocalStack does not come up or no
-# test ran.
+# test ran. The tests run in parallel too: each has a LocalStack account of its own.
 test-localstack: $(STAMP) $(LOCALSTACK_STAMP)
 	$(BIN)/python tools/localstack.py --python $(LOCALSTACK_VENV)/bin/python -- \
-		$(BIN)/pytest -m emulator --emulator=localstack $(LOCALSTACK_TESTS)
+		$(BIN)/pytest --numprocesses $(PYTEST_WORKERS) -m emulator --emulator=localstack \
+		$(LOCALSTACK_TESTS)
 
 lock-localstack:
 	$(NEED_PY)
