@@ -1,7 +1,8 @@
 # The one gate: `make test` (what .ci/run calls) installs the pinned toolchain into .venv, then
-# runs lint, template validation, `sam build` with an import check of what it built, and
-# pytest, in that order, stopping at the first failure. Every tool comes from
-# requirements/dev.lock: nothing installed by hand is relied on.
+# runs lint, template validation, checkov and `sam build` with an import check of what it built
+# (side by side), then pytest (in parallel processes), then the benchmark smoke, stopping at
+# the first failure. Every tool comes from requirements/dev.lock: nothing installed by hand is
+# relied on.
 
 SHELL := bash
 .SHELLFLAGS := -euo pipefail -c
@@ -38,10 +39,23 @@ export SAM_CLI_DISABLE_VERSION_CHECK := 1
 BUILD_DIR := build
 TRANSFORMED := $(BUILD_DIR)/transformed.json
 
+# `sam build` is redone only when something it reads changed: the tests that need the built
+# artifact (tests/release runs `make publish`) use the build `make test` made before pytest.
+BUILT := .aws-sam/build/.built
+BUILD_INPUTS := template.yaml samconfig.toml tools/check_build.py $(shell find functions/replay \
+	layers/replay -type f ! -path '*/__pycache__/*' ! -path '*.egg-info/*' 2>/dev/null)
+
+# pytest's worker processes (pytest-xdist) in `make test` and `make pytest`: more than the cores,
+# because many tests wait in real time (delays, visibility timeouts) rather than compute.
+# PYTEST_WORKERS=0 runs the suite in one process.
+PYTEST_WORKERS ?= 4
+# The steps of `make test` before pytest that can run side by side (none needs another's output).
+CHECK_JOBS ?= 4
+
 # Top-level development requirements; `make lock` resolves them, with the project's own
 # dependencies and its `demo` extra, into requirements/dev.lock.
-LOCK_REQUIREMENTS := aws-sam-cli aws-sam-translator cfn-lint 'moto[server]' ruff mypy pytest hypothesis \
-	'boto3-stubs[sqs]'
+LOCK_REQUIREMENTS := aws-sam-cli aws-sam-translator cfn-lint 'moto[server]' ruff mypy pytest \
+	pytest-xdist hypothesis 'boto3-stubs[sqs]'
 
 # LocalStack, the second emulator (`make test-localstack`): its own venv under build/, from
 # requirements/localstack.lock (`make lock-localstack` regenerates it from localstack.txt).
@@ -94,20 +108,27 @@ lint: $(STAMP)
 #   SQSPollerPolicy lists sqs:ChangeMessageVisibilityBatch and sqs:DeleteMessageBatch, which
 #   IAM does not know (the single-message actions authorise the batch APIs). template.yaml
 #   and the example are linted with every rule.
-validate: $(STAMP)
+validate: $(STAMP) $(TRANSFORMED)
 	$(BIN)/sam validate --lint --template-file template.yaml
 	$(BIN)/sam validate --config-env translate --template-file template.yaml \
 		--region $(AWS_DEFAULT_REGION)
 	$(BIN)/cfn-lint -- template.yaml
-	mkdir -p $(BUILD_DIR)
-	$(BIN)/python tools/transform_template.py template.yaml -o $(TRANSFORMED)
 	$(BIN)/cfn-lint --ignore-checks W3037 -- $(TRANSFORMED)
 	$(BIN)/cfn-lint -- examples/nested-app.yaml release/bucket.yaml
 
+# The SAM transform's output, which `validate` and `checkov` both check.
+$(TRANSFORMED): template.yaml tools/transform_template.py $(STAMP)
+	mkdir -p $(BUILD_DIR)
+	$(BIN)/python tools/transform_template.py template.yaml -o $@
+
 # No container: the python3.13 builder runs the python3.13 that PY found (first on PATH).
-build: $(STAMP)
+build: $(BUILT)
+
+$(BUILT): $(STAMP) $(BUILD_INPUTS)
+	rm -f $@
 	$(BIN)/sam build --template-file template.yaml
 	$(BIN)/python tools/check_build.py
+	touch $@
 
 # The packaged template is checked as SAR and CloudFormation will read it: cfn-lint, and the
 # SAM translator on its s3:// artifacts.
@@ -148,22 +169,19 @@ template: $(STAMP)
 	$(BIN)/pytest tests/template
 
 pytest: $(STAMP)
-	$(BIN)/pytest
+	$(BIN)/pytest --numprocesses $(PYTEST_WORKERS)
 
+# Each step's output is printed whole when it ends (--output-sync); a failure stops the gate
+# once the steps already running have ended.
 test: $(STAMP)
-	$(MAKE) --no-print-directory lint
-	$(MAKE) --no-print-directory validate
-	$(MAKE) --no-print-directory checkov
-	$(MAKE) --no-print-directory build
+	$(MAKE) --no-print-directory --jobs $(CHECK_JOBS) --output-sync=target lint validate checkov build
 	$(MAKE) --no-print-directory pytest
 	$(MAKE) --no-print-directory bench-smoke
 
 # Security checks of the template as written, as CloudFormation deploys it (after the SAM
 # transform, which `validate` writes) and of the nested example. Every skip is in the template,
 # next to the resource, with its reason. --skip-download: no call to Bridgecrew's platform.
-checkov: $(STAMP) $(CHECKOV_STAMP)
-	mkdir -p $(BUILD_DIR)
-	$(BIN)/python tools/transform_template.py template.yaml -o $(TRANSFORMED)
+checkov: $(STAMP) $(CHECKOV_STAMP) $(TRANSFORMED)
 	for template in template.yaml $(TRANSFORMED) examples/nested-app.yaml release/bucket.yaml; do \
 	  $(CHECKOV_VENV)/bin/checkov --skip-download --quiet --compact --framework cloudformation \
 	    -f "$$template" || exit 1; \
@@ -201,10 +219,11 @@ $(LOCALSTACK_STAMP): requirements/localstack.lock
 
 # Starts LocalStack on a free port of 127.0.0.1, runs the `emulator` tests against it, stops it
 # by its pid whatever happens (tools/localstack.py). Fails if LocalStack does not come up or no
-# test ran.
+# test ran. The tests run in parallel too: each has a LocalStack account of its own.
 test-localstack: $(STAMP) $(LOCALSTACK_STAMP)
 	$(BIN)/python tools/localstack.py --python $(LOCALSTACK_VENV)/bin/python -- \
-		$(BIN)/pytest -m emulator --emulator=localstack $(LOCALSTACK_TESTS)
+		$(BIN)/pytest --numprocesses $(PYTEST_WORKERS) -m emulator --emulator=localstack \
+		$(LOCALSTACK_TESTS)
 
 lock-localstack:
 	$(NEED_PY)

@@ -8,6 +8,8 @@ Everything else uses the in-process moto of `tests/conftest.py` (`aws`, `sqs`, `
 
 from __future__ import annotations
 
+import fcntl
+import os
 import sys
 import threading
 import time
@@ -39,19 +41,28 @@ def fresh_backends() -> None:
 
 
 @pytest.fixture
-def emulator_endpoint(fresh_backends: None, emulator: Emulator) -> Iterator[str]:
+def emulator_endpoint(
+    fresh_backends: None, emulator: Emulator, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
     """A moto server with no queues on a free port of 127.0.0.1; its endpoint URL. On LocalStack,
-    LocalStack itself: the demo's client uses its default account, emptied before and after."""
+    LocalStack itself: the demo's client uses its default account, emptied before and after, and
+    held by one test at a time (a file lock the pytest-xdist workers of this run share)."""
     if emulator.endpoint_url is None:
         with demo.emulator() as endpoint_url:
             yield endpoint_url
         return
     client = demo.emulator_client(emulator.endpoint_url)
-    delete_queues(client)
-    try:
-        yield emulator.endpoint_url
-    finally:
+    run_folder = tmp_path_factory.getbasetemp()
+    if "PYTEST_XDIST_WORKER" in os.environ:  # each worker's folder is inside the run's
+        run_folder = run_folder.parent
+    lock_path = run_folder / "localstack-default-account.lock"
+    with lock_path.open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file is closed
         delete_queues(client)
+        try:
+            yield emulator.endpoint_url
+        finally:
+            delete_queues(client)
 
 
 @pytest.fixture

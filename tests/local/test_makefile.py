@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -65,3 +66,38 @@ def test_any_python313_on_path_is_found_without_pyenv_version(tmp_path: Path) ->
     assert f"PY={bin_dir}/python3.13" in result.stdout
     assert "DEMO=" in result.stdout
     assert "DEMO= " not in result.stdout  # a 3.11+ Python for the demo
+
+
+def test_sam_build_runs_again_only_when_what_it_reads_changed(tmp_path: Path) -> None:
+    """`make test` builds before pytest, and tests/release's `make publish` reuses that build:
+    `make build` calls `sam build` (and the import check) only when an input is newer."""
+    calls = tmp_path / "calls"
+    bin_dir = tmp_path / ".venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    for tool, effect in (("sam", "mkdir -p .aws-sam/build"), ("python", "true")):
+        script = bin_dir / tool
+        script.write_text(f'#!/bin/sh\necho {tool} "$@" >> {calls}\n{effect}\n')
+        script.chmod(0o755)
+    layer_module = tmp_path / "layers" / "replay" / "dlq_replay" / "core" / "backoff.py"
+    for name in (
+        "template.yaml",
+        "samconfig.toml",
+        "tools/check_build.py",
+        "functions/replay/app.py",
+    ):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).touch()
+    layer_module.parent.mkdir(parents=True)
+    layer_module.touch()
+
+    def build() -> list[str]:
+        # -o: the fake toolchain counts as installed whatever the lock files' times.
+        result = make(tmp_path, "-o", ".venv/.installed", "build", path="/usr/bin:/bin")
+        assert result.returncode == 0, result.stdout + result.stderr
+        return calls.read_text().splitlines()
+
+    assert build() == ["sam build --template-file template.yaml", "python tools/check_build.py"]
+    assert len(build()) == 2  # nothing changed: no second build
+    later = time.time() + 5
+    os.utime(layer_module, (later, later))
+    assert len(build()) == 4

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import io
 import os
 import subprocess
@@ -28,12 +29,15 @@ from .fake_sar import ENDPOINT_VARIABLE, Answer, Request, fake_sar
 
 BUCKET = "sqs-dlq-replay-releases"
 APPLICATION_ID = "arn:aws:serverlessrepo:us-east-1:123456789012:applications/sqs-dlq-replay"
-PACKAGED = ROOT / "build" / "sar" / "packaged.yaml"
+# `make publish` reuses the repository's `.aws-sam/build` (made by `make build` before pytest in
+# `make test`) or makes it; two pytest-xdist workers must not build it at the same time.
+BUILD_LOCK = ROOT / "build" / "sam-build.lock"
 
 
 @dataclass(frozen=True)
 class Published:
     run: subprocess.CompletedProcess[str]
+    sar_dir: Path  # what `make package` wrote (SAR_DIR)
     packaged: dict[str, Any]
     objects: dict[str, bytes]  # s3:// URL -> the object's bytes
     requests: list[Request]
@@ -45,10 +49,22 @@ def new_application(request: Request) -> Answer:
     return Answer(400, {"message": "unexpected"}, error="BadRequestException")
 
 
-def make(*targets: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+def make(*targets: str, sar_dir: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
     return subprocess.run(
-        ["make", "--no-print-directory", "-C", str(ROOT), *targets, f"S3_BUCKET={BUCKET}"],
+        [
+            "make",
+            "--no-print-directory",
+            "-C",
+            str(ROOT),
+            # The toolchain these tests run on is not reinstalled under them (the lock may
+            # have changed since it was installed).
+            "-o",
+            ".venv/.installed",
+            *targets,
+            f"S3_BUCKET={BUCKET}",
+            f"SAR_DIR={sar_dir}",
+        ],
         env={**clean, **env},
         capture_output=True,
         text=True,
@@ -58,7 +74,8 @@ def make(*targets: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]
 
 
 @pytest.fixture(scope="module")
-def published() -> Iterator[Published]:
+def published(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Published]:
+    sar_dir = tmp_path_factory.mktemp("sar")
     with emulator() as s3_endpoint, fake_sar(new_application) as (sar_endpoint, requests):
         s3 = boto3.client(
             "s3",
@@ -75,13 +92,17 @@ def published() -> Iterator[Published]:
             "AWS_ENDPOINT_URL_S3": s3_endpoint,
             ENDPOINT_VARIABLE: sar_endpoint,
         }
-        run = make("publish", env=env)
+        BUILD_LOCK.parent.mkdir(exist_ok=True)
+        with BUILD_LOCK.open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file is closed
+            run = make("publish", sar_dir=sar_dir, env=env)
         assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
         objects = {}
         for item in s3.list_objects_v2(Bucket=BUCKET).get("Contents", []):
             body = s3.get_object(Bucket=BUCKET, Key=item["Key"])["Body"].read()
             objects[f"s3://{BUCKET}/{item['Key']}"] = body
-        yield Published(run, yaml_parse(PACKAGED.read_text()), objects, requests)
+        packaged = yaml_parse((sar_dir / "packaged.yaml").read_text())
+        yield Published(run, sar_dir, packaged, objects, requests)
 
 
 def _unzipped(data: bytes) -> dict[str, bytes]:
@@ -110,7 +131,7 @@ def test_license_and_readme_are_uploaded_and_the_metadata_is_the_release(
     application = published.packaged["Metadata"][APPLICATION]
     assert published.objects[application["LicenseUrl"]] == (ROOT / "LICENSE").read_bytes()
     readme = published.objects[application["ReadmeUrl"]].decode()
-    assert readme == (ROOT / "build" / "sar" / "README-SAR.md").read_text()
+    assert readme == (published.sar_dir / "README-SAR.md").read_text()
     assert readme.startswith("# sqs-dlq-replay")
     assert application["SemanticVersion"] == dlq_replay.__version__
     assert application["SourceCodeUrl"].endswith(f"/tree/v{dlq_replay.__version__}")
@@ -118,13 +139,13 @@ def test_license_and_readme_are_uploaded_and_the_metadata_is_the_release(
 
 def test_the_packaged_template_passes_cfn_lint_and_the_translator(published: Published) -> None:
     lint = subprocess.run(
-        [str(ROOT / ".venv" / "bin" / "cfn-lint"), "--", str(PACKAGED)],
+        [str(ROOT / ".venv" / "bin" / "cfn-lint"), "--", str(published.sar_dir / "packaged.yaml")],
         capture_output=True,
         text=True,
         check=False,
     )
     assert lint.returncode == 0, lint.stdout
-    cfn = transform_template(PACKAGED, region="us-east-1")
+    cfn = transform_template(published.sar_dir / "packaged.yaml", region="us-east-1")
     code = cfn["Resources"]["ReplayFunction"]["Properties"]["Code"]
     assert code["S3Bucket"] == BUCKET
 
