@@ -31,8 +31,10 @@ LAYER_MODULES = (
     "dlq_replay/breaker/__init__.py",
     "dlq_replay/breaker/controller.py",
     "dlq_replay/breaker/dynamo.py",
+    "dlq_replay/breaker/evidence.py",
     "dlq_replay/breaker/function.py",
     "dlq_replay/breaker/rule.py",
+    "dlq_replay/breaker/state.py",
     "dlq_replay/breaker/switch.py",
     "dlq_replay/breaker/worker.py",
     "dlq_replay/consumer/__init__.py",
@@ -60,6 +62,7 @@ LAYER_MODULES = (
     "dlq_replay/sqs/queue_age.py",
     "dlq_replay/sqs/replayer.py",
     "dlq_replay/sqs/sending.py",
+    "dlq_replay/sqs/sources.py",
 )
 CLI_ONLY_PACKAGES = ("rich", "moto", "flask")
 # Settings are read on the first invocation; these only make an import-time read harmless.
