@@ -535,7 +535,8 @@ def test_layer_is_built_by_its_makefile_for_python313_arm64(
     assert "build-ReplayLayer:" in makefile
     assert "--platform manylinux2014_aarch64" in makefile
     assert "--python-version 3.13" in makefile
-    assert re.search(r"(?m)^LAMBDA_PACKAGES := core notify sqs aws_lambda consumer$", makefile)
+    packages = r"(?m)^LAMBDA_PACKAGES := core notify sqs breaker aws_lambda consumer$"
+    assert re.search(packages, makefile)
 
 
 def test_layer_ships_powertools(root: Path) -> None:

@@ -4,6 +4,8 @@ thread, the work in its own thread, the exit replaced by a recorder."""
 from __future__ import annotations
 
 import signal
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -126,3 +128,34 @@ def test_what_receives_in_flight_may_hide_is_said_as_an_upper_bound() -> None:
     )
     assert "no message is left hidden" not in text
     assert hidden_at_most_text(0, None, 0, 0, None) == "no message is left hidden"
+
+
+LATE_SIGNAL = """
+import os, signal, sys, time
+from dlq_replay.cli.main import main
+sys.argv = ["dlq-replay", "plan", "--json"]
+code = main()
+print("after the command", flush=False)
+os.kill(os.getpid(), signal.{signame})
+time.sleep(10)
+sys.exit(99)  # not reached: the signal ends the process with the command's code
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_after_the_command_finished_keeps_its_exit_code_and_output(
+    signum: signal.Signals,
+) -> None:
+    """A second Ctrl-C that lands as a finished command exits was a traceback (SIGINT) or a
+    death by signal (SIGTERM, SIGHUP); it now ends the process with the command's own code,
+    what it printed flushed."""
+    done = subprocess.run(
+        [sys.executable, "-c", LATE_SIGNAL.format(signame=signum.name)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    assert done.stdout.rstrip().endswith("after the command")

@@ -19,7 +19,7 @@ from collections.abc import Callable, Collection, Sequence
 from dlq_replay import __version__
 from dlq_replay.cli.commands import COMMANDS, Registry
 from dlq_replay.cli.parsing import CommandParser
-from dlq_replay.cli.shutdown import Interrupted, install_default_handlers
+from dlq_replay.cli.shutdown import Interrupted, exit_with_on_signal, install_default_handlers
 
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a command cut off by `head`
 EXIT_INTERRUPTED = 130  # SIGINT: a KeyboardInterrupt that is not an `Interrupted`
@@ -52,15 +52,27 @@ def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentPa
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The `dlq-replay` command. Called with `argv` (tests, in process) it hands the signal
+    handlers back; called as the process's own command (`argv` None) it keeps its exit code
+    whatever signal comes while the interpreter shuts down: a second Ctrl-C that arrives just as
+    a finished command printed its tally must become neither a traceback nor a death by signal."""
     restore = install_default_handlers()
+    code = EXIT_INTERRUPTED
     try:
-        return _main(argv)
+        code = _main(argv)
     except KeyboardInterrupt as stop:
         # One line: a command that has more to say raises KeyboardInterrupt with it.
         print(f"dlq-replay: {stop.args[0] if stop.args else 'interrupted'}", file=sys.stderr)
-        return stop.code if isinstance(stop, Interrupted) else EXIT_INTERRUPTED
+        code = stop.code if isinstance(stop, Interrupted) else EXIT_INTERRUPTED
+    except SystemExit as done:  # the parser's exit 2, --help's 0
+        code = done.code if isinstance(done.code, int) else int(done.code is not None)
+        raise
     finally:
-        restore()
+        if argv is None:
+            exit_with_on_signal(code)
+        else:
+            restore()
+    return code
 
 
 def _main(argv: Sequence[str] | None) -> int:

@@ -18,6 +18,7 @@ gets its object on every exit path), and exits at once, abandoning the work's th
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -75,6 +76,24 @@ def install_default_handlers() -> Callable[[], None]:
             signal.signal(sig, handler)
 
     return restore
+
+
+def exit_with_on_signal(code: int) -> None:
+    """From now on SIGINT, SIGTERM and SIGHUP end the process at once with `code`, the exit
+    code of a command that has finished: what it printed is flushed, and the signal changes
+    neither the outcome it reported nor its exit status."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def finish(signum: int, frame: FrameType | None) -> None:
+        del signum, frame
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):  # a closed pipe, a write it interrupted
+                stream.flush()
+        os._exit(code)
+
+    for sig in SIGNALS:
+        signal.signal(sig, finish)
 
 
 class Shutdown:
