@@ -10,9 +10,11 @@ The helpers behind these fixtures (queues, the real redrive, draining, request r
 from __future__ import annotations
 
 import importlib
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import boto3
 import pytest
@@ -154,3 +156,47 @@ def app(monkeypatch: pytest.MonkeyPatch, aws: None) -> Iterator[AppHandle]:
     handle.reset()
     yield handle
     handle.reset()
+
+
+@pytest.fixture
+def atomic_receive(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make moto's receives, deletes and visibility changes atomic, as SQS's are: moto 5 takes
+    no lock in `SQSBackend`, so two threads polling one queue can both take the same visible
+    message (a duplicate SQS itself would not produce), and a receive iterating a queue's
+    in-flight set can meet a delete changing it ("Set changed size during iteration"). They
+    are serialised; long polling waits outside the lock, so pollers still overlap."""
+    from moto.sqs.models import SQSBackend
+
+    lock = threading.RLock()  # the batch calls take it again through the single ones
+    receive = SQSBackend.receive_message
+
+    def receive_message(
+        self: Any,
+        queue_name: str,
+        count: int,
+        wait_seconds_timeout: int,
+        visibility_timeout: int,
+        message_attribute_names: list[str] | None = None,
+    ) -> Any:
+        deadline = time.monotonic() + (wait_seconds_timeout or 0)
+        while True:
+            with lock:
+                found = receive(
+                    self, queue_name, count, 0, visibility_timeout, message_attribute_names
+                )
+            if found or time.monotonic() >= deadline:
+                return found
+            time.sleep(0.05)
+
+    def serialised(name: str) -> None:
+        original = getattr(SQSBackend, name)
+
+        def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+            with lock:
+                return original(self, *args, **kwargs)
+
+        monkeypatch.setattr(SQSBackend, name, call)
+
+    monkeypatch.setattr(SQSBackend, "receive_message", receive_message)
+    for name in ("delete_message", "change_message_visibility"):
+        serialised(name)

@@ -2,8 +2,8 @@
 127.0.0.1, or LocalStack with `--emulator=localstack`), for what must cross a real HTTP endpoint
 or a process boundary.
 
-Everything else uses the in-process moto of `tests/conftest.py` (`aws`, `sqs`, `setup_client`);
-`atomic_receive` gives tests with several pollers on one queue SQS's one-receiver-per-message.
+Everything else uses the in-process moto of `tests/conftest.py` (`aws`, `sqs`, `setup_client`),
+whose `atomic_receive` gives tests with several pollers on one queue SQS's atomic receives.
 """
 
 from __future__ import annotations
@@ -11,11 +11,9 @@ from __future__ import annotations
 import fcntl
 import os
 import sys
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 from dlq_replay.demo import emulator as demo
@@ -25,7 +23,6 @@ from moto import mock_aws
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
-Receive = Any  # moto's SQSBackend.receive_message (moto is untyped here)
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # tools/ (the interruption harness)
     sys.path.insert(0, str(ROOT))
@@ -69,35 +66,3 @@ def emulator_endpoint(
 def emulator_sqs(emulator_endpoint: str) -> SQSClient:
     """The test's own client on the emulator."""
     return demo.emulator_client(emulator_endpoint)
-
-
-@pytest.fixture
-def atomic_receive(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Make moto's ReceiveMessage atomic, as SQS's is: moto 5 takes no lock in
-    `SQSBackend.receive_message`, so two threads polling one queue can both take the same
-    visible message (a duplicate SQS itself would not produce for an in-flight message).
-    Receives are serialised; long polling waits outside the lock, so pollers still overlap."""
-    from moto.sqs.models import SQSBackend
-
-    original: Receive = SQSBackend.receive_message
-    lock = threading.Lock()
-
-    def receive_message(
-        self: Any,
-        queue_name: str,
-        count: int,
-        wait_seconds_timeout: int,
-        visibility_timeout: int,
-        message_attribute_names: list[str] | None = None,
-    ) -> Any:
-        deadline = time.monotonic() + (wait_seconds_timeout or 0)
-        while True:
-            with lock:
-                found = original(
-                    self, queue_name, count, 0, visibility_timeout, message_attribute_names
-                )
-            if found or time.monotonic() >= deadline:
-                return found
-            time.sleep(0.05)
-
-    monkeypatch.setattr(SQSBackend, "receive_message", receive_message)

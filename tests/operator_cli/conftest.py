@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from dlq_replay.cli import deployment as cli_deployment
-from local.conftest import atomic_receive
 
 from .support import Queues, make_queues
 
@@ -16,9 +15,6 @@ if TYPE_CHECKING:
     import argparse
 
     from mypy_boto3_sqs import SQSClient
-
-
-__all__ = ["atomic_receive"]  # SQS's one receiver per message, for concurrent moves
 
 
 @pytest.fixture

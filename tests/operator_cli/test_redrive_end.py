@@ -55,6 +55,7 @@ def test_a_redrive_waits_for_delayed_messages_and_moves_them(
     assert depth(sqs, queues.operator) == (0, 0)
 
 
+@pytest.mark.usefixtures("atomic_receive")
 @pytest.mark.parametrize("wait", WAITS, ids=["short-polls", "long-polls"])
 def test_a_redrive_waits_for_messages_another_consumer_holds_and_moves_them(
     capsys: pytest.CaptureFixture[str],
