@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 
 import pytest
 from dlq_replay.cli.shutdown import Shutdown, exit_code, hidden_at_most_text, hidden_until_text
@@ -38,15 +39,21 @@ def test_the_work_sees_the_stop_and_its_result_is_the_truth(
     assert f"{signal.Signals(signum).name}: stopping" in capsys.readouterr().err
 
 
-def test_work_still_running_after_the_grace_is_abandoned_with_what_is_left(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
+def recorded_exits() -> tuple[list[int], Callable[[int], None]]:
+    """An `exit_now` that records its code and stops the run, as `os._exit` would."""
     exits: list[int] = []
 
     def exit_now(code: int) -> None:
         exits.append(code)
         raise ExitCalledError
 
+    return exits, exit_now
+
+
+def test_work_still_running_after_the_grace_is_abandoned_with_what_is_left(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    exits, exit_now = recorded_exits()
     shutdown = Shutdown(grace_seconds=0.3, exit_now=exit_now)
     release = threading.Event()
 
@@ -66,12 +73,7 @@ def test_work_still_running_after_the_grace_is_abandoned_with_what_is_left(
 def test_a_second_signal_exits_at_once_with_its_own_code(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    exits: list[int] = []
-
-    def exit_now(code: int) -> None:
-        exits.append(code)
-        raise ExitCalledError
-
+    exits, exit_now = recorded_exits()
     shutdown = Shutdown(grace_seconds=30, exit_now=exit_now)
     release = threading.Event()
 
@@ -99,12 +101,7 @@ def test_an_abandoned_run_prints_its_tally_after_the_line(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """The abandon path too gives a `--json` reader its object (it wrote 0 bytes before)."""
-    exits: list[int] = []
-
-    def exit_now(code: int) -> None:
-        exits.append(code)
-        raise ExitCalledError
-
+    exits, exit_now = recorded_exits()
     shutdown = Shutdown(grace_seconds=0.3, exit_now=exit_now)
     release = threading.Event()
 
