@@ -67,7 +67,7 @@ LAYER_MODULES = (
     "dlq_replay/targets/clients.py",
     "dlq_replay/targets/deliverer.py",
     "dlq_replay/targets/delivery.py",
-    "dlq_replay/targets/rules.py",
+    "dlq_replay/targets/groups.py",
     "dlq_replay/targets/services.py",
 )
 CLI_ONLY_PACKAGES = ("rich", "moto", "flask")

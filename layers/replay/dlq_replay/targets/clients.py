@@ -59,8 +59,8 @@ class TargetArn:
 
 
 class TargetClients:
-    """Makes, and keeps, one boto3 client per (service, region), from `session` (a new
-    session when None: botocore's default one is not shared with other threads' work)."""
+    """Makes, and keeps, one boto3 client per (service, region), from `session` (a session of
+    its own when None, with boto3's usual credentials and settings)."""
 
     def __init__(
         self, session: boto3.Session | None = None, *, config: Config | None = None

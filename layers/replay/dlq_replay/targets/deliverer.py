@@ -18,7 +18,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from dlq_replay.targets.clients import TargetArn, TargetClients
 from dlq_replay.targets.delivery import Delivery, Outcome, Refused
-from dlq_replay.targets.rules import GroupIds
+from dlq_replay.targets.groups import GroupIds
 from dlq_replay.targets.services import sender
 
 

@@ -1,12 +1,13 @@
 """One delivery by the target's service, each the call that service's own delivery makes.
 
 - Lambda function: `Invoke` with `InvocationType=Event` (asynchronous, as EventBridge and
-  Lambda's own retries invoke), the payload's bytes unchanged; the answer's request id is the
-  one a later failure of this invocation carries back to the DLQ.
+  every asynchronous caller invoke), the payload's bytes unchanged; the answer's request id is
+  the one a later failure of this invocation carries back to the DLQ.
 - SQS queue: `SendMessage` of the payload; a FIFO queue gets the group id the rule's target is
   configured with and the delivery's deduplication id.
-- SNS topic: `Publish` of the payload. EventBridge's target API has no group id for a FIFO
-  topic, so a FIFO topic is refused (`MissingGroupId`) rather than sent with a made-up group.
+- SNS topic: `Publish` of the payload. A rule's target, as `ListTargetsByRule` describes it
+  (botocore 1.43), configures no group id for a FIFO topic, so a FIFO topic is refused
+  (`MissingGroupId`) rather than sent with a made-up group.
 - Step Functions state machine: `StartExecution` with the payload as the input.
 - Event bus: `PutEvents` of the event the payload holds (its source, detail-type, detail,
   resources and time; EventBridge gives it a new id). A payload that is not a whole event
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from dlq_replay.core.queues import QueueArn
 from dlq_replay.targets.clients import TargetArn, TargetClients
 from dlq_replay.targets.delivery import Delivered, Delivery, Outcome, Refused
-from dlq_replay.targets.rules import GroupIds
+from dlq_replay.targets.groups import GroupIds
 
 if TYPE_CHECKING:
     from mypy_boto3_events.type_defs import PutEventsRequestEntryTypeDef
