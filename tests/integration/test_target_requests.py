@@ -138,6 +138,32 @@ def test_the_rule_of_a_partner_bus_is_looked_up_on_that_bus(clients: TargetClien
     assert outcomes == {"r-1": Delivered("r-1", None)}
 
 
+def test_a_rules_failed_read_refuses_its_batch_once_and_the_next_batch_reads_again(
+    clients: TargetClients,
+) -> None:
+    queue = "arn:aws:sqs:us-east-1:123456789012:orders.fifo"
+    rule = "arn:aws:events:us-east-1:123456789012:rule/nightly"
+    deliverer = Deliverer(clients, concurrency=4)
+    with Stubber(clients.events(REGION)) as events, Stubber(clients.sqs(REGION)) as sqs:
+        # One stubbed answer: a second read in the same batch would find none.
+        events.add_client_error("list_targets_by_rule", "ThrottlingException", "Rate exceeded")
+
+        first = deliverer.deliver([Delivery(f"r-{i}", queue, PAYLOAD, rule, "d") for i in range(3)])
+
+        events.add_response(
+            "list_targets_by_rule",
+            {"Targets": [{"Id": "q", "Arn": queue, "SqsParameters": {"MessageGroupId": "g"}}]},
+        )
+        sqs.add_response("send_message", {"MessageId": "m-1"})
+        second = deliverer.deliver([Delivery("r-0", queue, PAYLOAD, rule, "d")])
+
+        events.assert_no_pending_responses()
+    assert first == {
+        f"r-{i}": Refused(f"r-{i}", "ThrottlingException", "Rate exceeded") for i in range(3)
+    }
+    assert second == {"r-0": Delivered("r-0", None)}
+
+
 BUS = "arn:aws:events:us-east-1:123456789012:event-bus/shop"
 EVENT = {
     "version": "0",

@@ -17,14 +17,15 @@ from concurrent.futures import ThreadPoolExecutor
 from botocore.exceptions import BotoCoreError, ClientError
 
 from dlq_replay.targets.clients import TargetArn, TargetClients
-from dlq_replay.targets.delivery import Delivery, Outcome, Refused
-from dlq_replay.targets.groups import GroupIds
+from dlq_replay.targets.delivery import Delivery, Outcome, Refused, service_error
+from dlq_replay.targets.groups import GroupIds, GroupLookupError
 from dlq_replay.targets.services import sender
 
 
 class Deliverer:
     """Sends each `Delivery` by its target's service (`services`), with clients from
-    `clients`; keeps the FIFO group ids it read per rule for its own lifetime."""
+    `clients`; keeps the FIFO group ids it read per rule for its own lifetime (a failed read
+    for the rest of one `deliver`)."""
 
     def __init__(self, clients: TargetClients, *, concurrency: int = 8) -> None:
         if concurrency < 1:
@@ -35,6 +36,7 @@ class Deliverer:
 
     def deliver(self, deliveries: Sequence[Delivery]) -> dict[str, Outcome]:
         """Deliver them all; the result maps each record id to what came of it."""
+        self._groups.forget_failures()
         tasks = _in_order_per_fifo_target(deliveries)
         outcomes: dict[str, Outcome] = {}
         workers = min(self._concurrency, len(tasks))
@@ -61,16 +63,10 @@ class Deliverer:
                     f"no delivery to {arn.service} targets: {delivery.target_arn}",
                 )
             return send(self._clients, self._groups, delivery, arn)
-        except ClientError as error:
-            info = error.response.get("Error", {})
-            return Refused(
-                delivery.record_id,
-                str(info.get("Code") or "ClientError"),
-                str(info.get("Message") or error),
-            )
-        except BotoCoreError as error:
-            # Not connected, timed out, or a parameter botocore refused before sending.
-            return Refused(delivery.record_id, type(error).__name__, str(error))
+        except (ClientError, BotoCoreError) as error:
+            return Refused(delivery.record_id, *service_error(error))
+        except GroupLookupError as error:
+            return Refused(delivery.record_id, error.code, error.message)
         except ValueError as error:
             # A malformed target or rule ARN (a forged record that still passed the checks).
             return Refused(delivery.record_id, "InvalidTarget", str(error))
