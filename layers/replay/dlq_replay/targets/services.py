@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from dlq_replay.core.kinds import TargetService, target_service
 from dlq_replay.core.queues import QueueArn
@@ -32,6 +32,7 @@ from dlq_replay.targets.groups import GroupIds
 
 if TYPE_CHECKING:
     from mypy_boto3_events.type_defs import PutEventsRequestEntryTypeDef
+    from mypy_boto3_sqs.type_defs import SendMessageRequestTypeDef
 
 Send = Callable[[TargetClients, GroupIds, Delivery, TargetArn], Outcome]
 
@@ -53,7 +54,7 @@ def send_to_queue(
     queue = QueueArn.parse(delivery.target_arn)
     sqs = clients.sqs(arn.region)
     # The URL on the client's own endpoint: AWS's, or an emulator's from AWS_ENDPOINT_URL.
-    request: dict[str, Any] = {
+    request: SendMessageRequestTypeDef = {
         "QueueUrl": queue.url(sqs.meta.endpoint_url),
         "MessageBody": delivery.payload,
     }
