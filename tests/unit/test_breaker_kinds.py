@@ -31,6 +31,7 @@ POLICY = BreakerPolicy()
 LOG = logging.getLogger("test.breaker")
 # Lambda writes its DLQ record after its own retries: minutes after our Invoke.
 LAMBDA_RETRIES_SECONDS = 180.0
+TARGET = "arn:aws:lambda:us-east-1:123456789012:function:f"
 
 
 def lambda_record(
@@ -70,19 +71,27 @@ def test_a_record_is_a_return_when_the_ledger_knows_its_invocation() -> None:
     assert not is_return(lambda_record("m1", sent=1180.0, count=1, waiting=True), COUNT, known)
 
 
+def waits(attempt: int) -> Decision:
+    """What follows a refused delivery: a copy waiting in the DLQ for `attempt`."""
+    return Decision(Action.DEFER, "dlq", attempt, not_before=2_000_000_000)
+
+
 def test_a_batch_counts_ledger_returns_at_their_invocation_and_refusals_now() -> None:
-    first = Decision(Action.RELEASE, "arn:aws:lambda:us-east-1:123456789012:function:f", 1)
-    later = Decision(Action.RELEASE, first.destination, 3)
+    first = Decision(Action.RELEASE, TARGET, 1)
+    later = Decision(Action.RELEASE, TARGET, 3)
     handled = [
         (lambda_record("back", sent=1180.0), later, True),  # returned from attempt 1
         (lambda_record("again", sent=1180.0), later, True),  # returned from attempt 2
-        (lambda_record("refused", sent=900.0, count=0), first, True),  # refused at once
+        (lambda_record("refused", sent=900.0, count=0), waits(2), True),  # 1 refused at once
         (lambda_record("accepted", sent=900.0, count=0), first, True),
-        (lambda_record("refused-later", sent=900.0, count=2), later, True),
+        (lambda_record("refused-later", sent=900.0, count=2), waits(4), True),  # 3 refused
+        (lambda_record("deferred", sent=900.0, count=0), waits(1), True),  # no delivery yet
     ]
     known = {"back": Invocation(1, 1000.0), "again": Invocation(2, 1000.0)}
 
-    events = observe(handled, COUNT, 1200.0, known=known, refused={"refused", "refused-later"})
+    events = observe(
+        handled, COUNT, 1200.0, known=known, refused={"refused": 1, "refused-later": 3}
+    )
 
     assert sorted(events, key=lambda e: (e[0], e[1].returns)) == [
         (1000.0, Counts(returns=1)),  # not at 1180: when Lambda wrote it
@@ -96,8 +105,8 @@ def test_returns_of_invocations_made_before_the_last_change_are_not_its_evidence
     before the probe say nothing of the probe. Counted at their invocation they stay out of
     the window; counted when Lambda wrote them they would reopen the breaker."""
     since = 10_000.0
-    first = Decision(Action.RELEASE, "arn:aws:lambda:us-east-1:123456789012:function:f", 1)
-    again = Decision(Action.RELEASE, first.destination, 2)
+    first = Decision(Action.RELEASE, TARGET, 1)
+    again = Decision(Action.RELEASE, TARGET, 2)
     now = since + 60
     probe = [(lambda_record(f"probe-{n}", sent=now - 5, count=0), first, True) for n in range(30)]
     back = [(lambda_record(f"back-{n}", sent=now - 1), again, True) for n in range(30)]
@@ -148,27 +157,25 @@ def test_the_controller_reads_the_state_for_a_batch_with_ledger_returns_only() -
 def test_the_lambda_adapters_breaker_opens_on_ledger_returns_and_refusals() -> None:
     """What the adapter passes after a batch (`known`, `refused`) reaches the rule: a Lambda
     target that refuses every first delivery, or whose invocations all come back, opens it."""
-    target = "arn:aws:lambda:us-east-1:123456789012:function:f"
     now = 10_000.0
-    first = [
-        Outcome(
-            lambda_record(f"new-{n}", sent=now - 5, count=0), Decision(Action.RELEASE, target, 1)
-        )
-        for n in range(30)
-    ]
-    ids = {o.message.message_id for o in first}
+    records = [lambda_record(f"new-{n}", sent=now - 5, count=0) for n in range(30)]
 
     def after_first(refused: set[str]) -> Phase:
+        outcomes = [
+            Outcome(m, waits(2) if m.message_id in refused else Decision(Action.RELEASE, TARGET, 1))
+            for m in records
+        ]
         breaker, _ = worker_breaker(logger=LOG, count_attribute=COUNT, clock=lambda: now)
-        breaker.after_batch(first, now, [o.message for o in first], refused=refused)
+        breaker.after_batch(outcomes, now, records, refused=dict.fromkeys(refused, 1))
         return breaker.breaker.store.load().phase
 
     assert after_first(set()) is Phase.CLOSED
     assert after_first({"new-0", "new-1"}) is Phase.CLOSED  # a few refusals are no outage
-    assert after_first(ids) is Phase.OPEN
+    assert after_first({m.message_id for m in records}) is Phase.OPEN
+    first = [Outcome(m, Decision(Action.RELEASE, TARGET, 1)) for m in records]
 
     back = [
-        Outcome(lambda_record(f"back-{n}", sent=now - 1), Decision(Action.RELEASE, target, 2))
+        Outcome(lambda_record(f"back-{n}", sent=now - 1), Decision(Action.RELEASE, TARGET, 2))
         for n in range(30)
     ]
 

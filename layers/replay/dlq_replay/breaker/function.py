@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import re
 import time
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.metrics import MetricUnit
@@ -26,7 +26,7 @@ from dlq_replay.breaker.evidence import (
     dlq_time_left,
     main_queue_timing,
 )
-from dlq_replay.breaker.rule import NOTHING_KNOWN, Known, observe
+from dlq_replay.breaker.rule import NOTHING_KNOWN, NOTHING_REFUSED, Known, observe
 from dlq_replay.breaker.state import BreakerState, Phase
 from dlq_replay.breaker.switch import MappingSwitch, ProbeRule
 from dlq_replay.core.backoff import MAX_SQS_DELAY_SECONDS
@@ -100,13 +100,13 @@ class LambdaBreaker:
         received: Sequence[InboundMessage] = (),
         *,
         known: Known = NOTHING_KNOWN,
-        refused: Collection[str] = (),
+        refused: Mapping[str, int] = NOTHING_REFUSED,
     ) -> None:
         """Count a batch whose copies were sent from `sent_at` on (`now()` before the batch:
         a copy is never counted later than a return of it could say it was sent). `received`:
         the records as they came (before `give_back`), by which returns are counted; `known`
-        as `give_back` takes it; `refused`: the message ids whose delivery the target refused
-        (`rule.observe`)."""
+        as `give_back` takes it; `refused`: message id -> the attempt whose delivery the target
+        refused (`rule.observe`)."""
         came = {message.message_id: message for message in received}
         handled = (
             (came.get(o.message.message_id, o.message), o.decision, o.failure is None)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import bisect
 from collections import Counter
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING
@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 # invocation ledger's count, and when the invocation was made: the send time of its copy).
 Known = Mapping[str, "Invocation"]
 NOTHING_KNOWN: Known = MappingProxyType({})
+NOTHING_REFUSED: Mapping[str, int] = MappingProxyType({})
 
 # The rule's constants (docs/design.md, "Outages"); the timing ones are upper bounds.
 WINDOW_SECONDS = 300.0  # five minutes: three default attempts (60 + 120 + 240 s) fit in it
@@ -190,14 +191,15 @@ def observe(
     now: float,
     *,
     known: Known = NOTHING_KNOWN,
-    refused: Collection[str] = (),
+    refused: Mapping[str, int] = NOTHING_REFUSED,
 ) -> list[tuple[float, Counts]]:
     """One batch's replays and returns, each at its *send time*: a replay now, a return at
     the time its copy was sent (SQS's SentTimestamp, which a copy keeps when SQS dead-letters
     it; the invocation's time for a return `known` tells; its arrival when neither). Input:
-    (message as received, decision, copy written or delivery made); `refused`: the message
-    ids whose delivery the target refused in this batch, each a return now when it was a
-    first replay (a replay, counted from its decision like any other, that came back at once).
+    (message as received, decision, copy written); `refused`: message id -> the attempt
+    whose delivery the target refused in this batch (the decision is then what follows the
+    refusal: a waiting copy or a park): a copy sent, and when it was the first attempt a first
+    replay and its return, both now.
 
     Counting a return against the moment its replay was sent compares like with like: the
     replays of one moment, and how many of those came back, whatever the delays and the
@@ -211,12 +213,15 @@ def observe(
         found = returned(message, count_attribute, known)
         if found is not None and found[0] == 1:
             returns[now if found[1] is None else found[1]] += 1
-        if written and decision.action in (Action.REPLAY, Action.RELEASE):
+        attempt = refused.get(message.message_id)
+        if attempt is not None:  # delivered, and back at once
             sent += 1
-            first = decision.attempt == 1
-            replays += first
-            if first and message.message_id in refused:
+            if attempt == 1:
+                replays += 1
                 returns[now] += 1
+        elif written and decision.action in (Action.REPLAY, Action.RELEASE):
+            sent += 1
+            replays += decision.attempt == 1
     events = [(when, Counts(returns=count)) for when, count in returns.items()]
     if sent:
         events.append((now, Counts(replays=replays, sent=sent)))
