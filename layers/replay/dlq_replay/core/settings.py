@@ -21,6 +21,7 @@ from dlq_replay.core.queues import queue_url_problem
 from dlq_replay.core.rules import (
     ATTRIBUTE_NAME_PARAMETER_PATTERN,
     SNS_TOPIC_ARN_PATTERN,
+    TARGET_ARN_PARAMETER_PATTERN,
     TOPIC_ARN_PARAMETER_PATTERN,
     Rule,
     Setting,
@@ -32,6 +33,7 @@ from dlq_replay.core.rules import (
     integer_rule,
     number_at_least,
     queue_url,
+    target_arn_list,
     topic_arn,
 )
 
@@ -60,6 +62,7 @@ MAX_ATTEMPTS_LIMIT = 100
 # SQS keeps a message at most 14 days, so an older first failure cannot be seen anyway.
 MAX_MESSAGE_AGE_LIMIT = 1_209_600
 _JITTERS = [j.value for j in Jitter]
+_DLQ_KINDS = ("sqs", "lambda", "eventbridge", "any")
 _QUEUE_URL = Rule(
     queue_url, "the URL of an SQS queue", "an SQS queue URL", {"Type": "String"}, explains=True
 )
@@ -73,6 +76,13 @@ _QUEUE_ARN_PARAMETER = {
     "Default": "",
     "AllowedPattern": QUEUE_ARN_PARAMETER_PATTERN,
 }
+
+
+def _dlq_kind(text: str) -> str:
+    if text not in _DLQ_KINDS:
+        raise ValueError(text)
+    return text
+
 
 # The settings table: one row per variable of the function's environment, in the order they
 # are checked. The environment parser, the CLI options of worker, plan and demo and a test of
@@ -247,6 +257,36 @@ SETTINGS: tuple[Setting[Any], ...] = (
         "template sets)",
         "OutageBreaker",
     ),
+    Setting(
+        "DLQ_KIND",
+        "dlq_kind",
+        Rule(
+            _dlq_kind,
+            f"one of {', '.join(_DLQ_KINDS)}",
+            f"{', '.join(_DLQ_KINDS[:-1])} or {_DLQ_KINDS[-1]}",
+            choices(*_DLQ_KINDS),
+        ),
+        "sqs",
+        "which records the DLQ holds: sqs, lambda (asynchronous invocations and OnFailure "
+        "destinations), eventbridge (rule targets) or any; another kind is parked "
+        "unexpected-kind",
+        "DeadLetterQueueKind",
+    ),
+    Setting(
+        "REPLAY_TARGET_ARNS",
+        "replay_target_arns",
+        Rule(
+            target_arn_list,
+            "a comma-separated list of ARNs of Lambda functions (optionally with a version or "
+            "alias), SQS queues, SNS topics, Step Functions state machines or event buses",
+            "comma list of target ARNs",
+            {"Type": "CommaDelimitedList", "AllowedPattern": TARGET_ARN_PARAMETER_PATTERN},
+        ),
+        "",
+        "the only ARNs lambda and eventbridge records may be delivered to (an unqualified "
+        "function ARN allows its versions and aliases)",
+        "ReplayTargetArns",
+    ),
 )
 SETTING: Mapping[str, Setting[Any]] = {setting.variable: setting for setting in SETTINGS}
 
@@ -275,6 +315,10 @@ class Settings:
     # The outage breaker (breaker/rule.py). In Lambda it also needs its state table and probe
     # rule (breaker/function.py reads their variables); the worker keeps its state in memory.
     outage_breaker: bool = True
+    # Which record kinds the DLQ holds (sqs, lambda, eventbridge, any) and the only ARNs the
+    # serverless kinds may be delivered to.
+    dlq_kind: str = "sqs"
+    replay_target_arns: frozenset[str] = frozenset()
     # Where URLs built from queue ARNs point: boto3's own AWS_ENDPOINT_URL_SQS/AWS_ENDPOINT_URL
     # (an emulator or SQS-compatible broker); unset means AWS's regional endpoint.
     endpoint_url_sqs: str | None = None
