@@ -4,6 +4,7 @@ for exactly the listed targets."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -312,3 +313,28 @@ def test_a_fifo_queue_target_reads_the_rules_of_this_account_and_region(
     assert "events:ListTargetsByRule" not in target_statements(
         Stack(cfn, kind("lambda", FIFO_QUEUE, FUNCTION))
     )
+
+
+def test_a_dozen_targets_fit_in_iams_limit_on_a_roles_inline_policies(cfn: dict[str, Any]) -> None:
+    """deploying.md says a dozen ARNs fit: IAM allows a role 10,240 characters of inline
+    policies in all (white space not counted), and the list is repeated per action."""
+    services = [FUNCTION, QUEUE, TOPIC, STATE_MACHINE, BUS]
+    targets = [f"{services[i % 5]}-{i:02d}" for i in range(12)]
+    stack = Stack(
+        cfn,
+        kind(
+            "any",
+            *targets,
+            QueueKmsKeyArn=f"arn:aws:kms:{REGION}:{ACCOUNT}:key/1234abcd-12ab-34cd-56ef-1234567890ab",
+            ParkNotificationTopicArn=f"{TOPIC}-notices",
+            AllowedSourceQueueArns=f"{QUEUE}-a,{QUEUE}-b",
+        ),
+    )
+    resources = stack.resources()
+    documents = [
+        p["PolicyDocument"] for p in resources["ReplayFunctionRole"]["Properties"]["Policies"]
+    ]
+    documents.append(resources["OutageBreakerPolicy"]["Properties"]["PolicyDocument"])
+    size = sum(len(json.dumps(d, separators=(",", ":"))) for d in documents)
+    # Resources left symbolic here ({GetAtt:...}) are shorter than their ARNs: keep 1,000 spare.
+    assert size < 10_240 - 1_000, size
