@@ -48,6 +48,11 @@ class ParkReason(StrEnum):
     UNKNOWN_SOURCE = "unknown-source"
     REJECTED = "rejected"
     MAX_AGE = "max-age"
+    # The serverless kinds (core/delivery.py):
+    UNSUPPORTED_TARGET = "unsupported-target"
+    TARGET_NOT_ALLOWED = "target-not-allowed"
+    UNEXPECTED_KIND = "unexpected-kind"
+    UNKNOWN_TARGET = "unknown-target"
 
 
 class Action(StrEnum):
@@ -74,6 +79,8 @@ class Decision:
     problem: str | None = None  # why a FAIL: one line for the log
     # Epoch seconds the written copy carries as its first failure (max-age policy on only).
     first_failure: int | None = None
+    # The service's error a parked delivery carries in `dlq-replay-error` (core/delivery.py).
+    error: str | None = None
 
     @property
     def clamped(self) -> bool:

@@ -31,19 +31,6 @@ TOPIC_ARN_PARAMETER_PATTERN = (
     r"^$|^arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:"
     r"([A-Za-z0-9_-]{1,251}\.fifo|[A-Za-z0-9_-]{1,256})$"
 )
-# template.yaml's pattern of one ReplayTargetArns entry, blank allowed: a Lambda function
-# (optionally with a version or alias), an SQS queue, an SNS topic, a Step Functions state
-# machine or an event bus. The same pattern checks REPLAY_TARGET_ARNS (target_arn_list).
-TARGET_ARN_PARAMETER_PATTERN = (
-    r"^$|^arn:aws[a-z-]*:("
-    r"lambda:[a-z0-9-]+:[0-9]{12}:function:[A-Za-z0-9_-]{1,64}(:(\$LATEST|[A-Za-z0-9_-]{1,128}))?"
-    r"|sqs:[a-z0-9-]+:[0-9]{12}:([A-Za-z0-9_-]{1,80}|[A-Za-z0-9_-]{1,75}\.fifo)"
-    r"|sns:[a-z0-9-]+:[0-9]{12}:([A-Za-z0-9_-]{1,251}\.fifo|[A-Za-z0-9_-]{1,256})"
-    r"|states:[a-z0-9-]+:[0-9]{12}:stateMachine:[A-Za-z0-9_-]{1,80}"
-    r"|events:[a-z0-9-]+:[0-9]{12}:event-bus/[A-Za-z0-9._/-]{1,256}"
-    r")$"
-)
-_TARGET_ARN = re.compile(TARGET_ARN_PARAMETER_PATTERN)
 _TRUE = {"true", "1", "yes"}
 _FALSE = {"false", "0", "no", ""}
 
@@ -96,13 +83,6 @@ def attribute_name(text: str) -> str:
 def arn_list(text: str) -> frozenset[str]:
     arns = frozenset(part.strip() for part in text.split(",") if part.strip())
     if any(not QUEUE_ARN_PATTERN.fullmatch(arn) for arn in arns):
-        raise ValueError(text)
-    return arns
-
-
-def target_arn_list(text: str) -> frozenset[str]:
-    arns = frozenset(part.strip() for part in text.split(",") if part.strip())
-    if any(not _TARGET_ARN.fullmatch(arn) for arn in arns):
         raise ValueError(text)
     return arns
 

@@ -17,11 +17,11 @@ from typing import Any
 
 from dlq_replay.core.attributes import INTERNAL_ATTRIBUTE_PREFIX
 from dlq_replay.core.backoff import MAX_VISIBILITY_TIMEOUT_SECONDS, BackoffPolicy, Jitter
+from dlq_replay.core.kinds import KIND_CHOICES, RecordKind, is_target_arn
 from dlq_replay.core.queues import queue_url_problem
 from dlq_replay.core.rules import (
     ATTRIBUTE_NAME_PARAMETER_PATTERN,
     SNS_TOPIC_ARN_PATTERN,
-    TARGET_ARN_PARAMETER_PATTERN,
     TOPIC_ARN_PARAMETER_PATTERN,
     Rule,
     Setting,
@@ -33,7 +33,6 @@ from dlq_replay.core.rules import (
     integer_rule,
     number_at_least,
     queue_url,
-    target_arn_list,
     topic_arn,
 )
 
@@ -62,7 +61,6 @@ MAX_ATTEMPTS_LIMIT = 100
 # SQS keeps a message at most 14 days, so an older first failure cannot be seen anyway.
 MAX_MESSAGE_AGE_LIMIT = 1_209_600
 _JITTERS = [j.value for j in Jitter]
-_DLQ_KINDS = ("sqs", "lambda", "eventbridge", "any")
 _QUEUE_URL = Rule(
     queue_url, "the URL of an SQS queue", "an SQS queue URL", {"Type": "String"}, explains=True
 )
@@ -77,11 +75,27 @@ _QUEUE_ARN_PARAMETER = {
     "AllowedPattern": QUEUE_ARN_PARAMETER_PATTERN,
 }
 
+# template.yaml's pattern of one ReplayTargetArns entry (blank allowed): the ARN shapes of
+# core/kinds.py's target_service.
+TARGET_ARN_PARAMETER_PATTERN = (
+    r"^$|^arn:aws[a-z-]*:(lambda:[a-z0-9-]+:[0-9]{12}:function:[A-Za-z0-9_-]{1,64}"
+    r"(:(\$LATEST|[A-Za-z0-9_-]{1,128}))?|(sqs|sns):[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_.-]{1,256}"
+    r"|states:[a-z0-9-]+:[0-9]{12}:stateMachine:[A-Za-z0-9_-]{1,80}"
+    r"|events:[a-z0-9-]+:[0-9]{12}:event-bus/[A-Za-z0-9/_.-]{1,256})$"
+)
+
 
 def _dlq_kind(text: str) -> str:
-    if text not in _DLQ_KINDS:
+    if text not in KIND_CHOICES:
         raise ValueError(text)
     return text
+
+
+def _target_arns(text: str) -> frozenset[str]:
+    arns = frozenset(part.strip() for part in text.split(",") if part.strip())
+    if any(not is_target_arn(arn) for arn in arns):
+        raise ValueError(text)
+    return arns
 
 
 # The settings table: one row per variable of the function's environment, in the order they
@@ -262,29 +276,30 @@ SETTINGS: tuple[Setting[Any], ...] = (
         "dlq_kind",
         Rule(
             _dlq_kind,
-            f"one of {', '.join(_DLQ_KINDS)}",
-            f"{', '.join(_DLQ_KINDS[:-1])} or {_DLQ_KINDS[-1]}",
-            choices(*_DLQ_KINDS),
+            f"one of {', '.join(KIND_CHOICES)}",
+            " | ".join(KIND_CHOICES),
+            choices(*KIND_CHOICES),
         ),
         "sqs",
-        "which records the DLQ holds: sqs, lambda (asynchronous invocations and OnFailure "
-        "destinations), eventbridge (rule targets) or any; another kind is parked "
-        "unexpected-kind",
+        "which DLQ records the replay accepts: sqs, lambda (a function's asynchronous-"
+        "invocation DLQ and OnFailure destination), eventbridge (a rule target's DLQ) or any; "
+        "a record of another kind is parked unexpected-kind",
         "DeadLetterQueueKind",
     ),
     Setting(
         "REPLAY_TARGET_ARNS",
         "replay_target_arns",
         Rule(
-            target_arn_list,
-            "a comma-separated list of ARNs of Lambda functions (optionally with a version or "
-            "alias), SQS queues, SNS topics, Step Functions state machines or event buses",
+            _target_arns,
+            "a comma-separated list of ARNs of Lambda functions, SQS queues, SNS topics, Step "
+            "Functions state machines or EventBridge event buses",
             "comma list of target ARNs",
             {"Type": "CommaDelimitedList", "AllowedPattern": TARGET_ARN_PARAMETER_PATTERN},
         ),
         "",
-        "the only ARNs lambda and eventbridge records may be delivered to (an unqualified "
-        "function ARN allows its versions and aliases)",
+        "the only targets a record of a serverless kind is delivered to (an unqualified "
+        "function ARN allows its versions and aliases); another target is parked "
+        "target-not-allowed",
         "ReplayTargetArns",
     ),
 )
@@ -315,13 +330,17 @@ class Settings:
     # The outage breaker (breaker/rule.py). In Lambda it also needs its state table and probe
     # rule (breaker/function.py reads their variables); the worker keeps its state in memory.
     outage_breaker: bool = True
-    # Which record kinds the DLQ holds (sqs, lambda, eventbridge, any) and the only ARNs the
-    # serverless kinds may be delivered to.
+    # Which kinds of record are accepted (core/kinds.py's KIND_CHOICES), and the only ARNs a
+    # record of a serverless kind may be delivered to.
     dlq_kind: str = "sqs"
     replay_target_arns: frozenset[str] = frozenset()
     # Where URLs built from queue ARNs point: boto3's own AWS_ENDPOINT_URL_SQS/AWS_ENDPOINT_URL
     # (an emulator or SQS-compatible broker); unset means AWS's regional endpoint.
     endpoint_url_sqs: str | None = None
+
+    @property
+    def accepted_kinds(self) -> frozenset[RecordKind]:
+        return KIND_CHOICES[self.dlq_kind]
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
