@@ -32,7 +32,8 @@ from dlq_replay.breaker.switch import MappingSwitch, ProbeRule
 from dlq_replay.core.backoff import MAX_SQS_DELAY_SECONDS
 from dlq_replay.core.messages import InboundMessage
 from dlq_replay.core.queues import QueueArn
-from dlq_replay.core.settings import Settings, SettingsError
+from dlq_replay.core.rules import TABLE_NAME_PATTERN, TABLE_NAME_RULE, resource_name
+from dlq_replay.core.settings import Settings
 from dlq_replay.notify.sns import SnsClient
 
 if TYPE_CHECKING:
@@ -126,18 +127,8 @@ class LambdaBreaker:
         return state
 
 
-_TABLE_NAME = re.compile(r"[A-Za-z0-9_.\-]{3,255}")
 _RULE_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
 RULE_VARIABLE = "OUTAGE_BREAKER_RULE"  # the probe rule's name (the template sets it)
-
-
-def _name(env: Mapping[str, str], variable: str, pattern: re.Pattern[str], rule: str) -> str | None:
-    """A resource name from the function's environment: blank is none, a bad one refused."""
-    raw = env.get(variable)
-    text = (raw or "").strip()
-    if text and not pattern.fullmatch(text):
-        raise SettingsError(variable, raw, f"must be empty, or {rule}")
-    return text or None
 
 
 def lambda_breaker(
@@ -157,12 +148,10 @@ def lambda_breaker(
     returns, Lambda, EventBridge and CloudWatch only when the rule trips or the probe ticks. A
     cold start with the breaker closed makes none of them up front."""
     function_name = env.get("AWS_LAMBDA_FUNCTION_NAME", "")
-    table = _name(
-        env, TABLE_VARIABLE, _TABLE_NAME, "a DynamoDB table name (3-255 of A-Z a-z 0-9 _ - .)"
-    )
+    table = resource_name(env, TABLE_VARIABLE, TABLE_NAME_PATTERN, TABLE_NAME_RULE)
     if not (settings.outage_breaker and table and function_name):
         return None
-    rule_name = _name(
+    rule_name = resource_name(
         env, RULE_VARIABLE, _RULE_NAME, "an EventBridge rule name (1-64 of A-Z a-z 0-9 _ - .)"
     )
 
