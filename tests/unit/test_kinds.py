@@ -192,7 +192,8 @@ def test_every_delay_is_a_wait_in_the_dlq() -> None:
     copy = build_kind_copy(
         eventbridge(), recognise(eventbridge(), frozenset()), decision, settings()
     )
-    assert copy.queue_url == DLQ and copy.body == EVENT
+    assert copy.queue_url == DLQ
+    assert copy.body == EVENT
     assert copy.attributes[KIND_ATTRIBUTE].string_value == "eventbridge"
     assert copy.attributes[TARGET_ATTRIBUTE].string_value == TARGET_QUEUE
     assert copy.attributes["RULE_ARN"].string_value == RULE  # the service's own stay
@@ -270,4 +271,5 @@ def test_the_target_marker_is_the_first_to_go_at_ten_attributes() -> None:
     decision = decide(full, s)
     copy = build_kind_copy(full, recognise(full, s.replay_target_arns), decision, s)
     assert len(copy.attributes) == 10
-    assert KIND_ATTRIBUTE in copy.attributes and TARGET_ATTRIBUTE not in copy.attributes
+    assert KIND_ATTRIBUTE in copy.attributes
+    assert TARGET_ATTRIBUTE not in copy.attributes
