@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from dlq_replay.core.kinds import RecordKind, recognise
 from dlq_replay.core.messages import InboundMessage
-from dlq_replay.demo.emulator import emulator_client, emulator_session, sqs_emulator
+from dlq_replay.demo.emulator import emulator_client, endpoint_session, sqs_emulator
 from dlq_replay.demo.eventbridge import Fate, create_wiring, publish
 
 if TYPE_CHECKING:
@@ -55,9 +55,9 @@ def test_staged_records_are_eventbridges_and_the_bus_delivers_the_rest() -> None
         "e4": Fate.FORGED,
         "e5": Fate.DELIVERED,
     }
-    with sqs_emulator() as running:
+    with sqs_emulator() as running, endpoint_session(running.endpoint_url) as session:
         sqs = emulator_client(running.endpoint_url)
-        events = emulator_session().client("events", endpoint_url=running.endpoint_url)
+        events = session.client("events")
         wiring = create_wiring(sqs, events)
 
         staged = publish(sqs, events, wiring, plan)
