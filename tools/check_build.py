@@ -46,7 +46,9 @@ LAYER_MODULES = (
     "dlq_replay/core/attributes.py",
     "dlq_replay/core/backoff.py",
     "dlq_replay/core/decision.py",
+    "dlq_replay/core/delivery.py",
     "dlq_replay/core/failure.py",
+    "dlq_replay/core/kinds.py",
     "dlq_replay/core/log.py",
     "dlq_replay/core/messages.py",
     "dlq_replay/core/notices.py",
@@ -64,6 +66,11 @@ LAYER_MODULES = (
     "dlq_replay/sqs/sending.py",
     "dlq_replay/sqs/sources.py",
     "dlq_replay/targets/__init__.py",
+    "dlq_replay/targets/clients.py",
+    "dlq_replay/targets/deliverer.py",
+    "dlq_replay/targets/delivery.py",
+    "dlq_replay/targets/groups.py",
+    "dlq_replay/targets/services.py",
     "dlq_replay/targets/ledger.py",
 )
 CLI_ONLY_PACKAGES = ("rich", "moto", "flask")

@@ -6,7 +6,7 @@ Stubber where DynamoDB leaves keys or items unprocessed or refuses; and the work
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -194,8 +194,16 @@ def get(request_ids: list[str]) -> dict[str, Any]:
     }
 
 
-def found(request_id: str, count: int) -> dict[str, Any]:
-    return {**key(request_id), "count": {"N": str(count)}}
+def answer_get(
+    stub: Stubber, asked: list[str], found: dict[str, int], left: Sequence[str] = ()
+) -> None:
+    """One BatchGetItem of `asked` answered with `found`, `left` unprocessed."""
+    items = [{**key(r), "count": {"N": str(count)}} for r, count in found.items()]
+    stub.add_response(
+        "batch_get_item",
+        {"Responses": {TABLE: items}, "UnprocessedKeys": get(list(left)) if left else {}},
+        {"RequestItems": get(asked)},
+    )
 
 
 def put(request_id: str, count: int) -> dict[str, Any]:
@@ -213,16 +221,8 @@ def test_unprocessed_keys_are_asked_again(
     stubbed: tuple[DynamoLedger, Stubber, list[float]],
 ) -> None:
     ledger, stub, slept = stubbed
-    stub.add_response(
-        "batch_get_item",
-        {"Responses": {TABLE: [found("a", 1)]}, "UnprocessedKeys": get(["b"])},
-        {"RequestItems": get(["a", "b"])},
-    )
-    stub.add_response(
-        "batch_get_item",
-        {"Responses": {TABLE: [found("b", 3)]}, "UnprocessedKeys": {}},
-        {"RequestItems": get(["b"])},
-    )
+    answer_get(stub, ["a", "b"], {"a": 1}, ["b"])
+    answer_get(stub, ["b"], {"b": 3})
 
     assert ledger.counts(["b", "a"]) == {"a": 1, "b": 3}
     assert slept == [0.05]
@@ -232,17 +232,9 @@ def test_keys_still_unprocessed_after_the_last_request_are_an_error(
     stubbed: tuple[DynamoLedger, Stubber, list[float]],
 ) -> None:
     ledger, stub, slept = stubbed
-    stub.add_response(
-        "batch_get_item",
-        {"Responses": {TABLE: [found("a", 1)]}, "UnprocessedKeys": get(["b"])},
-        {"RequestItems": get(["a", "b"])},
-    )
+    answer_get(stub, ["a", "b"], {"a": 1}, ["b"])
     for _ in range(MAX_REQUESTS - 1):
-        stub.add_response(
-            "batch_get_item",
-            {"Responses": {TABLE: []}, "UnprocessedKeys": get(["b"])},
-            {"RequestItems": get(["b"])},
-        )
+        answer_get(stub, ["b"], {}, ["b"])
 
     with pytest.raises(LedgerError) as raised:
         ledger.counts(["a", "b"])

@@ -26,7 +26,7 @@ from dlq_replay.breaker.evidence import (
     dlq_time_left,
     main_queue_timing,
 )
-from dlq_replay.breaker.rule import observe
+from dlq_replay.breaker.rule import NOTHING_KNOWN, NOTHING_REFUSED, Known, observe
 from dlq_replay.breaker.state import BreakerState, Phase
 from dlq_replay.breaker.switch import MappingSwitch, ProbeRule
 from dlq_replay.core.backoff import MAX_SQS_DELAY_SECONDS
@@ -79,11 +79,14 @@ class LambdaBreaker:
     def now(self) -> float:
         return self._clock()
 
-    def give_back(self, messages: Sequence[InboundMessage]) -> list[InboundMessage]:
+    def give_back(
+        self, messages: Sequence[InboundMessage], known: Known = NOTHING_KNOWN
+    ) -> list[InboundMessage]:
         """The batch as the replay decides it, the attempts spent into a known outage given
-        back; the batch as it came when the state cannot be read."""
+        back; the batch as it came when the state cannot be read. `known`: message id -> the
+        invocation a record without the count attribute returns from (the ledger's)."""
         try:
-            return self.breaker.give_back(messages, self._count_attribute)
+            return self.breaker.give_back(messages, self._count_attribute, known)
         except Exception as error:  # a safeguard must not fail the batch
             self._logger.error(
                 "outage breaker not read", extra={"error": f"{type(error).__name__}: {error}"}
@@ -95,17 +98,23 @@ class LambdaBreaker:
         outcomes: Iterable[Outcome],
         sent_at: float,
         received: Sequence[InboundMessage] = (),
+        *,
+        known: Known = NOTHING_KNOWN,
+        refused: Mapping[str, int] = NOTHING_REFUSED,
     ) -> None:
         """Count a batch whose copies were sent from `sent_at` on (`now()` before the batch:
         a copy is never counted later than a return of it could say it was sent). `received`:
-        the records as they came (before `give_back`), by which returns are counted."""
+        the records as they came (before `give_back`), by which returns are counted; `known`
+        as `give_back` takes it; `refused`: message id -> the attempt whose delivery the target
+        refused (`rule.observe`)."""
         came = {message.message_id: message for message in received}
         handled = (
             (came.get(o.message.message_id, o.message), o.decision, o.failure is None)
             for o in outcomes
         )
         try:
-            self.breaker.after_batch(observe(handled, self._count_attribute, sent_at))
+            events = observe(handled, self._count_attribute, sent_at, known=known, refused=refused)
+            self.breaker.after_batch(events)
         except Exception as error:  # a safeguard must not fail the batch
             self._logger.error(
                 "outage breaker not updated", extra={"error": f"{type(error).__name__}: {error}"}
