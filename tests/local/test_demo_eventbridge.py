@@ -5,13 +5,18 @@ target's DLQ replayed until every event is delivered or parked, none lost."""
 from __future__ import annotations
 
 import json
+import random
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from dlq_replay.cli.main import main
 from dlq_replay.core.kinds import RecordKind, recognise
 from dlq_replay.core.messages import InboundMessage
 from dlq_replay.demo.emulator import emulator_client, endpoint_session, sqs_emulator
-from dlq_replay.demo.eventbridge import Fate, create_wiring, publish
+from dlq_replay.demo.eventbridge import Fate, create_wiring, plan_events, publish
+from dlq_replay.demo.eventbridge_run import EventBridgeResult, eventbridge_demo, summary
+from dlq_replay.demo.scenario import DemoOptions
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -93,3 +98,78 @@ def test_staged_records_are_eventbridges_and_the_bus_delivers_the_rest() -> None
         assert recognised.kind is RecordKind.EVENTBRIDGE
         assert recognised.rule_arn == wiring.rule_arn
         assert recognised.payload == message["Body"]
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("fresh_backends")
+def test_the_eventbridge_demo_delivers_or_parks_every_event_none_lost() -> None:
+    options = DemoOptions(
+        messages=40,
+        seed=3,
+        failure_rate=0.4,
+        poison_rate=0.1,
+        invalid_rate=0.1,
+        cap_seconds=2,
+        live=False,
+        timeout_seconds=90,
+    )
+    fates = Counter(plan_events(options, random.Random(options.seed)).values())
+    assert all(fates[fate] > 0 for fate in (Fate.FAILED, Fate.RETIRED, Fate.FORGED)), fates
+
+    result = eventbridge_demo(options)
+
+    assert result.completed, result
+    assert (result.sent, result.lost, result.not_yet_done) == (40, 0, 0), result
+    assert result.delivered + result.parked == result.sent
+    # Every failed delivery was delivered by the replay; the retired target's records were
+    # refused up to the attempt limit, the forged ones parked without a call.
+    assert result.by_eventbridge == fates[Fate.DELIVERED]
+    assert result.delivered == fates[Fate.DELIVERED] + fates[Fate.FAILED]
+    assert result.staged == result.sent - fates[Fate.DELIVERED]
+    assert result.parked_by_reason == {
+        "max-attempts": fates[Fate.RETIRED],
+        "target-not-allowed": fates[Fate.FORGED],
+    }
+
+
+def test_the_summary_accounts_like_the_sqs_demos() -> None:
+    result = EventBridgeResult(
+        sent=100,
+        delivered=93,
+        by_eventbridge=60,
+        parked=7,
+        not_yet_done=0,
+        lost=0,
+        parked_by_reason={"target-not-allowed": 2, "max-attempts": 5},
+        staged=40,
+        seconds=9.5,
+        completed=True,
+    )
+
+    assert summary(result).splitlines() == [
+        "eventbridge demo complete in 9.5 s: sent 100, delivered 93, parked 7 "
+        "(max-attempts=5, target-not-allowed=2), not yet done 0, lost 0",
+        "delivered by EventBridge 60, by the replay 33; the demo staged 40 DLQ records "
+        "(moto writes none)",
+    ]
+
+
+@pytest.mark.parametrize("option", ["--consumer-backoff", "--no-breaker", "--outage-seconds=5"])
+def test_options_of_the_sqs_demo_are_refused_with_eventbridge_in_one_line(
+    option: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["demo", "--kind", "eventbridge", option])
+
+    captured = capsys.readouterr()
+    assert code == 2
+    (line,) = captured.err.splitlines()
+    name = option.split("=", maxsplit=1)[0]
+    assert line.startswith(f"dlq-replay: error: {name} is for the sqs demo")
+
+
+def test_an_unknown_kind_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["demo", "--kind", "lambda"])
+    assert exit_.value.code == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("dlq-replay: error: argument --kind: invalid choice: 'lambda'")
