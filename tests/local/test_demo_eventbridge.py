@@ -13,7 +13,7 @@ import pytest
 from dlq_replay.cli.main import main
 from dlq_replay.core.kinds import RecordKind, recognise
 from dlq_replay.core.messages import InboundMessage
-from dlq_replay.demo.emulator import emulator_client, endpoint_session, sqs_emulator
+from dlq_replay.demo.emulator import EmulatorSession, emulator_client, sqs_emulator
 from dlq_replay.demo.eventbridge import Fate, create_wiring, plan_events, publish
 from dlq_replay.demo.eventbridge_run import EventBridgeResult, eventbridge_demo, summary
 from dlq_replay.demo.scenario import DemoOptions
@@ -60,7 +60,8 @@ def test_staged_records_are_eventbridges_and_the_bus_delivers_the_rest() -> None
         "e4": Fate.FORGED,
         "e5": Fate.DELIVERED,
     }
-    with sqs_emulator() as running, endpoint_session(running.endpoint_url) as session:
+    with sqs_emulator() as running:
+        session = EmulatorSession(running.endpoint_url)
         sqs = emulator_client(running.endpoint_url)
         events = session.client("events")
         wiring = create_wiring(sqs, events)
@@ -102,7 +103,13 @@ def test_staged_records_are_eventbridges_and_the_bus_delivers_the_rest() -> None
 
 @pytest.mark.slow
 @pytest.mark.usefixtures("fresh_backends")
-def test_the_eventbridge_demo_delivers_or_parks_every_event_none_lost() -> None:
+def test_the_eventbridge_demo_delivers_or_parks_every_event_none_lost(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The replay's target clients go to the emulator even where the user's environment names
+    # another endpoint.
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
+    monkeypatch.setenv("AWS_ENDPOINT_URL_SQS", "http://127.0.0.1:9")
     options = DemoOptions(
         messages=40,
         seed=3,

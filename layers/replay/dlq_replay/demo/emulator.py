@@ -26,14 +26,11 @@ from __future__ import annotations
 import io
 import json
 import logging
-import os
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import boto3
@@ -268,27 +265,22 @@ def _moto_made_linear() -> Iterator[None]:
             setattr(owner, name, original)
 
 
-@contextmanager
-def endpoint_session(endpoint_url: str) -> Iterator[boto3.Session]:
-    """A session every client of which goes to the emulator, whoever makes the client (the
-    replay's target clients make their own, on boto3's endpoint): `endpoint_url` in a shared
-    config file of its own, the setting a user would put in ~/.aws/config, so nothing of the
-    process's environment or the user's files changes."""
-    import botocore.session
+class EmulatorSession(boto3.Session):
+    """A session every client of which goes to the emulator, whoever makes it (the replay's
+    target clients make their own from a session): `client()` passes the emulator's endpoint,
+    which wins over AWS_ENDPOINT_URL and the user's config, as `emulator_client`'s does."""
 
-    with tempfile.TemporaryDirectory(prefix="dlq-replay-demo-") as folder:
-        config = Path(folder) / "config"
-        config.write_text(f"[default]\nendpoint_url = {endpoint_url}\nregion = {REGION}\n")
-        core = botocore.session.Session()
-        core.set_config_variable("config_file", str(config))
-        core.set_config_variable("credentials_file", os.devnull)
-        core.set_config_variable("profile", "default")
-        yield boto3.Session(
+    def __init__(self, endpoint_url: str) -> None:
+        super().__init__(
             aws_access_key_id="demo",
             aws_secret_access_key="demo",  # noqa: S106 - the emulator accepts any key
             region_name=REGION,
-            botocore_session=core,
         )
+        self.endpoint_url = endpoint_url
+
+    def client(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("endpoint_url", self.endpoint_url)
+        return super().client(*args, **kwargs)
 
 
 def emulator_client(endpoint_url: str) -> SQSClient:

@@ -16,9 +16,9 @@ from dlq_replay.aws_lambda.replay import LambdaReplay
 from dlq_replay.core.backoff import BackoffPolicy, Jitter
 from dlq_replay.core.settings import Settings
 from dlq_replay.demo.emulator import (
+    EmulatorSession,
     SqsEmulator,
     emulator_client,
-    endpoint_session,
     sqs_emulator,
 )
 from dlq_replay.demo.eventbridge import (
@@ -104,7 +104,8 @@ def eventbridge_demo(
     tally = Tally()
     timeout = settle_timeout(options)
     started = time.monotonic()
-    with serve() as running, endpoint_session(running.endpoint_url) as session:
+    with serve() as running:
+        session = EmulatorSession(running.endpoint_url)
         sqs = emulator_client(running.endpoint_url)
         events = session.client("events")
         wiring = create_wiring(sqs, events)
