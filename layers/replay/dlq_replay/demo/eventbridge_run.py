@@ -100,6 +100,8 @@ def eventbridge_demo(
     options: DemoOptions,
     serve: Callable[[], AbstractContextManager[SqsEmulator]] = sqs_emulator,
 ) -> EventBridgeResult:
+    """Run it on the emulator `serve` starts; the rates of `options` choose each event's fate
+    (demo/eventbridge.py's `plan_events`)."""
     rng = random.Random(options.seed)  # noqa: S311 - demo data, not cryptography
     tally = Tally()
     timeout = settle_timeout(options)
