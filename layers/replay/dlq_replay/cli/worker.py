@@ -32,6 +32,9 @@ from dlq_replay.local.eventsource import (
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 MAX_WAIT_SECONDS = 20  # SQS's longest long poll
 MAX_START_UP_PATIENCE = 86_400
+# The worker's names of the settings of every serverless kind: `--kind eventbridge`,
+# `--target-arn ARN` (repeated, or a comma list); the table's own names work too.
+WORKER_OPTIONS = {"DLQ_KIND": "--kind", "REPLAY_TARGET_ARNS": "--target-arn"}
 
 
 def register(subparsers: Subparsers) -> None:
@@ -39,12 +42,16 @@ def register(subparsers: Subparsers) -> None:
         "worker",
         description="Poll a DLQ like Lambda's event source and replay it. At start it checks "
         "that the main queue (and every allowed source queue) exists and is FIFO exactly when "
-        "the DLQ is. SIGINT, SIGTERM and SIGHUP stop the polling: the batches in hand are "
-        "finished (within a few seconds, else the worker says what stays hidden); the exit code "
-        "is then 0 after SIGTERM (a service stopped cleanly), 130 after SIGINT, 129 after "
-        "SIGHUP; a second signal, or a stop past the grace, exits at once with 128 + the "
-        "signal's number. The outage breaker stops "
-        "polling while nearly every replayed copy comes back (the consumer is down), and tries "
+        "the DLQ is. With --kind lambda, eventbridge or any it also replays the records a "
+        "Lambda function (its asynchronous-invocation DLQ or OnFailure destination) or an "
+        "EventBridge rule target wrote, each delivered to its target, and only to one that "
+        "--target-arn names (a record of another kind or target is parked). SIGINT, SIGTERM "
+        "and SIGHUP stop the polling: the batches in hand are finished (within a few "
+        "seconds, else the worker says what stays hidden); the exit code is then 0 after "
+        "SIGTERM (a service stopped cleanly), 130 after SIGINT, 129 after SIGHUP; a second "
+        "signal, or a stop past the grace, exits at once with 128 + the signal's number. The "
+        "outage breaker stops polling while nearly every replayed copy comes back (the "
+        "consumer is down), and tries "
         "again after a pause (--no-breaker: off).",
     )
     parser.add_argument(
@@ -88,7 +95,7 @@ def register(subparsers: Subparsers) -> None:
         help="turn the outage breaker off (by default it is on): keep replaying (and parking) "
         "while every replayed copy comes back; the same as --outage-breaker off",
     )
-    add_setting_options(parser)
+    add_setting_options(parser, aliases=WORKER_OPTIONS, repeatable=("REPLAY_TARGET_ARNS",))
     add_aws_options(parser)
     parser.set_defaults(run=run_worker_command)
 

@@ -31,6 +31,7 @@ from dlq_replay.breaker.evidence import (
 )
 from dlq_replay.breaker.function import longest_delay
 from dlq_replay.breaker.worker import worker_breaker
+from dlq_replay.core.kinds import RecordKind
 from dlq_replay.core.log import Log
 from dlq_replay.core.queues import QueueArn, is_fifo_url
 from dlq_replay.core.settings import Settings
@@ -168,8 +169,12 @@ def with_main_queue(
 ) -> Settings:
     """The settings, with the DLQ's one source queue as the main queue when none is given (nor
     allowed source queues): without one, every record a source ARN does not route (moto and
-    some brokers set none) would be parked `unknown-source`. None or several: StartError."""
+    some brokers set none) would be parked `unknown-source`. None or several: StartError.
+    A worker that takes no SQS records (DLQ_KIND lambda or eventbridge) needs no main queue:
+    its records go to their targets."""
     if settings.main_queue_url or settings.allowed_source_queue_arns:
+        return settings
+    if RecordKind.SQS not in settings.accepted_kinds:
         return settings
     sources = dead_letter_sources(sqs, options.dlq_url)
     if len(sources) == 1:
