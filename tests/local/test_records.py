@@ -177,7 +177,16 @@ def test_round_trip_through_inbound_message_is_byte_exact(sqs: Sqs, queues: Repl
 
 
 def sample_files() -> list[str]:
-    return ["dlq-standard.json", "dlq-binary-attributes.json", "dlq-fifo.json"]
+    return [
+        "dlq-standard.json",
+        "dlq-binary-attributes.json",
+        "dlq-fifo.json",
+        # What Lambda and EventBridge write to a DLQ (sent there, not dead-lettered; same shape).
+        "dlq-lambda.json",
+        "dlq-lambda-destination.json",
+        "dlq-eventbridge.json",
+        "dlq-eventbridge-fifo.json",
+    ]
 
 
 @pytest.mark.parametrize("name", sample_files())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 from typing import Any
 
 import pytest
@@ -32,7 +33,13 @@ def test_every_expected_event_file_exists() -> None:
         "dlq-at-attempt-limit.json",
         "dlq-bad-count.json",
         "dlq-binary-attributes.json",
+        "dlq-eventbridge-fifo.json",
+        "dlq-eventbridge-lambda.json",
+        "dlq-eventbridge-unsupported.json",
+        "dlq-eventbridge.json",
         "dlq-fifo.json",
+        "dlq-lambda-destination.json",
+        "dlq-lambda.json",
         "dlq-standard.json",
         "dlq-waiting.json",
     ]
@@ -94,6 +101,81 @@ def test_waiting_event() -> None:
     assert waiting.attributes["dlq-replay-not-before"] == Attribute("Number", "4102444800")
     assert waiting.attributes["sqs-dlq-replay-nb"] == Attribute("Number", "2")
     assert waiting.receive_count == 3
+
+
+def string(message: InboundMessage, name: str) -> str:
+    value = message.attributes[name].string_value
+    assert value is not None, name
+    return value
+
+
+def test_lambda_dlq_events_carry_what_lambda_documents() -> None:
+    """A function's async DLQ: the event unchanged, RequestID/ErrorCode/ErrorMessage typed as
+    Lambda's docs say (invocation-async-retain-records.html#invocation-dlq)."""
+    for message in event_messages("dlq-lambda.json"):
+        assert set(message.attributes) == {"RequestID", "ErrorCode", "ErrorMessage"}
+        assert message.attributes["RequestID"].data_type == "String"
+        assert message.attributes["ErrorCode"] == Attribute("Number", "200")
+        assert message.attributes["ErrorMessage"].data_type == "String"
+        assert len(string(message, "ErrorMessage").encode()) <= 1024
+        assert json.loads(message.body)["orderId"]
+        assert message.dead_letter_source_arn is None  # Lambda sent it, not an SQS redrive
+
+
+def test_destination_events_are_invocation_records() -> None:
+    """An OnFailure destination's message: the invocation record as the body, no attributes."""
+    for message in event_messages("dlq-lambda-destination.json"):
+        assert message.attributes == {}
+        invocation = json.loads(message.body)
+        assert set(invocation) == {
+            "version",
+            "timestamp",
+            "requestContext",
+            "requestPayload",
+            "responseContext",
+            "responsePayload",
+        }
+        context = invocation["requestContext"]
+        assert set(context) == {"requestId", "functionArn", "condition", "approximateInvokeCount"}
+        assert context["functionArn"].startswith("arn:aws:lambda:us-east-1:123456789012:function:")
+        assert context["condition"] == "RetriesExhausted"
+        assert invocation["responsePayload"]["requestId"] == context["requestId"]
+
+
+EVENTBRIDGE_ATTRIBUTES = {
+    "RULE_ARN",
+    "TARGET_ARN",
+    "ERROR_CODE",
+    "ERROR_MESSAGE",
+    "EXHAUSTED_RETRY_CONDITION",
+    "RETRY_ATTEMPTS",
+}
+
+
+@pytest.mark.parametrize(
+    ("name", "target_prefix"),
+    [
+        ("dlq-eventbridge.json", "arn:aws:sqs:"),
+        ("dlq-eventbridge-lambda.json", "arn:aws:lambda:"),
+        ("dlq-eventbridge-fifo.json", "arn:aws:sqs:"),
+        ("dlq-eventbridge-unsupported.json", "arn:aws:kinesis:"),
+    ],
+)
+def test_eventbridge_dlq_events_carry_the_six_attributes(name: str, target_prefix: str) -> None:
+    """A rule target's DLQ (eb-rule-dlq.html): the event as the body, six attributes; the DLQ
+    is a standard queue, so a FIFO target's record carries no group id."""
+    for message in event_messages(name):
+        assert set(message.attributes) == EVENTBRIDGE_ATTRIBUTES
+        assert {value.data_type for value in message.attributes.values()} == {"String"}
+        assert string(message, "RULE_ARN").startswith("arn:aws:events:us-east-1:123456789012:rule/")
+        assert string(message, "TARGET_ARN").startswith(target_prefix)
+        condition = string(message, "EXHAUSTED_RETRY_CONDITION")
+        assert condition in {"MaximumRetryAttempts", "MaximumEventAgeInSeconds"}
+        assert int(string(message, "RETRY_ATTEMPTS")) in range(186)
+        event = json.loads(message.body)
+        assert {"version", "id", "detail-type", "source", "time", "detail"} <= set(event)
+        assert message.message_group_id is None
+        assert message.queue_arn == DLQ_ARN
 
 
 def test_list_attributes_are_reported_as_dropped() -> None:

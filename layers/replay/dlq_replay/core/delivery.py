@@ -213,19 +213,34 @@ def error_text(text: str) -> str:
 def build_kind_copy(
     message: InboundMessage, recognised: Recognised, decision: Decision, settings: Settings
 ) -> OutboundMessage:
-    """The copy a DEFER or PARK writes: `build_copy`'s, marked with the kind, then (where a
-    slot is free) the error of a park and the target. The service's own attributes stay."""
+    """The copy a DEFER or PARK writes: `build_copy`'s, then where a slot is free, in this
+    order: a parked count the record did not carry, the kind, the error of a park and the
+    target. The service's own attributes stay."""
     copy = build_copy(message, decision, settings)
     marked: dict[str, Attribute] = dict(copy.attributes)
-    extras: list[tuple[str, str | None]] = [
-        (KIND_ATTRIBUTE, recognised.kind.value),
-        (PARK_ERROR_ATTRIBUTE, decision.error if decision.action is Action.PARK else None),
-        (TARGET_ATTRIBUTE, recognised.target_arn),
+    parked = decision.action is Action.PARK
+    extras: list[tuple[str, Attribute | None]] = [
+        # A count read from the ledger is on no attribute yet: the parked copy shows it.
+        (
+            settings.count_attribute,
+            attributes.number(decision.attempt)
+            if parked and decision.attempt is not None and settings.count_attribute not in marked
+            else None,
+        ),
+        (KIND_ATTRIBUTE, attributes.string(recognised.kind.value)),
+        (
+            PARK_ERROR_ATTRIBUTE,
+            attributes.string(decision.error) if parked and decision.error else None,
+        ),
+        (
+            TARGET_ATTRIBUTE,
+            attributes.string(recognised.target_arn) if recognised.target_arn else None,
+        ),
     ]
     for name, value in extras:
-        if not value:
+        if value is None:
             continue
-        with_extra = {**marked, name: attributes.string(value)}
+        with_extra = {**marked, name: value}
         if fits_limits(message.body, with_extra):
             marked = with_extra
     return OutboundMessage(
