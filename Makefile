@@ -55,7 +55,7 @@ CHECK_JOBS ?= 4
 # Top-level development requirements; `make lock` resolves them, with the project's own
 # dependencies and its `demo` extra, into requirements/dev.lock.
 LOCK_REQUIREMENTS := aws-sam-cli aws-sam-translator cfn-lint 'moto[server]' ruff mypy pytest \
-	pytest-xdist hypothesis 'boto3-stubs[sqs]'
+	pytest-xdist hypothesis 'boto3-stubs[sqs,sns,lambda,stepfunctions,events]'
 
 # LocalStack, the second emulator (`make test-localstack`): its own venv under build/, from
 # requirements/localstack.lock (`make lock-localstack` regenerates it from localstack.txt).

@@ -63,6 +63,12 @@ LAYER_MODULES = (
     "dlq_replay/sqs/replayer.py",
     "dlq_replay/sqs/sending.py",
     "dlq_replay/sqs/sources.py",
+    "dlq_replay/targets/__init__.py",
+    "dlq_replay/targets/clients.py",
+    "dlq_replay/targets/deliverer.py",
+    "dlq_replay/targets/delivery.py",
+    "dlq_replay/targets/groups.py",
+    "dlq_replay/targets/services.py",
 )
 CLI_ONLY_PACKAGES = ("rich", "moto", "flask")
 # Settings are read on the first invocation; these only make an import-time read harmless.

@@ -13,6 +13,7 @@ PACKAGE_DIR = Path(__file__).resolve().parents[2] / "layers" / "replay" / "dlq_r
 RANK = {
     "core": 0,  # pure: settings, backoff, attributes, messages, queue identities, the decision
     "notify": 1,  # SNS I/O: the park notices
+    "targets": 1,  # delivery to a serverless DLQ record's target (Lambda, SQS, SNS, ...)
     "sqs": 2,  # SQS I/O and the replayer
     "breaker": 3,  # the outage breaker: rule, controller, stores, switch
     "aws_lambda": 4,  # the Powertools batch wiring
@@ -22,7 +23,7 @@ RANK = {
     "demo": 6,
     "cli": 7,
 }
-LAMBDA_SIDE = ("core", "notify", "sqs", "breaker", "aws_lambda", "consumer")
+LAMBDA_SIDE = ("core", "notify", "targets", "sqs", "breaker", "aws_lambda", "consumer")
 MAX_MODULE_LINES = 400
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol, Unpack
 
 import boto3
 from botocore.config import Config
@@ -18,6 +18,12 @@ from dlq_replay.core.notices import ParkNotice
 from dlq_replay.core.settings import SNS_TOPIC_ARN_PATTERN
 
 if TYPE_CHECKING:
+    from mypy_boto3_sns.type_defs import (
+        PublishBatchInputTypeDef,
+        PublishBatchRequestEntryTypeDef,
+        PublishBatchResponseTypeDef,
+    )
+
     from dlq_replay.core.settings import Settings
 
 # PublishBatch limits: 10 entries and 256 KiB of payload per request.
@@ -33,7 +39,9 @@ SNS_CLIENT_CONFIG = Config(
 class SnsClient(Protocol):
     """The one SNS call the notices make (boto3's SNS client fits)."""
 
-    def publish_batch(self, **kwargs: Any) -> Any: ...
+    def publish_batch(
+        self, **kwargs: Unpack[PublishBatchInputTypeDef]
+    ) -> PublishBatchResponseTypeDef: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,8 +117,8 @@ def _requests(notices: Sequence[ParkNotice]) -> Iterator[list[ParkNotice]]:
         yield request
 
 
-def _entry(entry_id: str, notice: ParkNotice, fifo: bool) -> dict[str, Any]:
-    entry: dict[str, Any] = {
+def _entry(entry_id: str, notice: ParkNotice, fifo: bool) -> PublishBatchRequestEntryTypeDef:
+    entry: PublishBatchRequestEntryTypeDef = {
         "Id": entry_id,
         "Message": notice.message,
         "Subject": notice.subject,

@@ -1,0 +1,107 @@
+"""The clients a delivery uses: one per service and region, made when first needed.
+
+A target's region is its ARN's, whatever the function's own region: a rule's target, or a
+function named in `ReplayTargetArns`, may live elsewhere. The endpoint is boto3's choice
+(`AWS_ENDPOINT_URL`, `AWS_ENDPOINT_URL_<SERVICE>` for an emulator), so the code is the same
+against AWS and against an emulator.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+import boto3
+from botocore.config import Config
+
+from dlq_replay import __version__
+from dlq_replay.core.settings import SEND_CONCURRENCY_LIMIT
+
+if TYPE_CHECKING:
+    from mypy_boto3_events import EventBridgeClient
+    from mypy_boto3_lambda import LambdaClient
+    from mypy_boto3_sns import SNSClient
+    from mypy_boto3_sqs import SQSClient
+    from mypy_boto3_stepfunctions import SFNClient
+
+_Client = TypeVar("_Client")
+
+# As the SQS client's (sqs/client.py, which this layer may not import): the tool named in the
+# User-Agent, standard retries (throttling and 5xx, with backoff), timeouts that keep one slow
+# call from eating the function's whole timeout, and a connection for each concurrent delivery.
+TARGET_CLIENT_CONFIG = Config(
+    user_agent_extra=f"app/sqs-dlq-replay#{__version__}",
+    retries={"mode": "standard", "max_attempts": 5},
+    connect_timeout=5,
+    read_timeout=15,
+    max_pool_connections=SEND_CONCURRENCY_LIMIT,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class TargetArn:
+    """An ARN's parts: `arn:partition:service:region:account:resource`."""
+
+    partition: str
+    service: str
+    region: str
+    account: str
+    resource: str
+
+    @classmethod
+    def parse(cls, arn: str) -> TargetArn:
+        parts = arn.split(":", 5)
+        if len(parts) != 6 or parts[0] != "arn" or not all(parts[1:4]) or not parts[5]:
+            raise ValueError(f"not an ARN with a region: {arn!r}")
+        return cls(*parts[1:])
+
+
+class TargetClients:
+    """Makes, and keeps, one boto3 client per (service, region), from `session` (a session of
+    its own when None, with boto3's usual credentials and settings)."""
+
+    def __init__(
+        self, session: boto3.Session | None = None, *, config: Config | None = None
+    ) -> None:
+        self._session = session
+        self._config = config or TARGET_CLIENT_CONFIG
+        self._clients: dict[tuple[str, str], Any] = {}
+        # Making a client from a session is not thread-safe; deliveries run on a pool.
+        self._lock = threading.Lock()
+
+    def lambda_client(self, region: str) -> LambdaClient:
+        return self._cached(
+            "lambda", region, lambda s: s.client("lambda", region, config=self._config)
+        )
+
+    def sqs(self, region: str) -> SQSClient:
+        return self._cached("sqs", region, lambda s: s.client("sqs", region, config=self._config))
+
+    def sns(self, region: str) -> SNSClient:
+        return self._cached("sns", region, lambda s: s.client("sns", region, config=self._config))
+
+    def stepfunctions(self, region: str) -> SFNClient:
+        return self._cached(
+            "stepfunctions",
+            region,
+            lambda s: s.client("stepfunctions", region, config=self._config),
+        )
+
+    def events(self, region: str) -> EventBridgeClient:
+        return self._cached(
+            "events", region, lambda s: s.client("events", region, config=self._config)
+        )
+
+    def _cached(
+        self, service: str, region: str, make: Callable[[boto3.Session], _Client]
+    ) -> _Client:
+        with self._lock:
+            client = self._clients.get((service, region))
+            if client is None:
+                if self._session is None:
+                    self._session = boto3.Session()
+                client = make(self._session)
+                self._clients[(service, region)] = client
+            return cast("_Client", client)

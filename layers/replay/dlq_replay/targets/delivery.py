@@ -1,0 +1,60 @@
+"""What is delivered and what came of it: the vocabulary between the replay and `Deliverer`.
+
+Plain values, so the replay decides what a refusal means (a new waiting copy, or a park) and
+the delivery only reports what the target's service said.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """One record to deliver: `payload` goes to `target_arn` as the target's service takes it.
+
+    `rule_arn` (an EventBridge record's RULE_ARN) names the rule whose target configures a FIFO
+    queue's message group id; `dedup_id` is a FIFO queue's deduplication id, the same for the
+    same record and attempt, so a send repeated after a lost answer is not delivered twice.
+    """
+
+    record_id: str
+    target_arn: str
+    payload: str
+    rule_arn: str | None = None
+    dedup_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Delivered:
+    """The target's service accepted the record. `request_id`: the request id Lambda gave the
+    invocation (a later failure of it comes back to the DLQ with that id); None elsewhere."""
+
+    record_id: str
+    request_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """The target's service refused the record, or it could not be sent: the service's error
+    code and message (throttled, missing, denied, invalid), or the delivery's own reason
+    (`NotAnEvent`, `MissingGroupId`, `UnsupportedTarget`)."""
+
+    record_id: str
+    code: str
+    message: str
+
+
+Outcome = Delivered | Refused
+
+
+def service_error(error: ClientError | BotoCoreError) -> tuple[str, str]:
+    """The code and message a refusal reports for a botocore error: the service's own for an
+    answer it gave; the exception's class and text for one that never came (not connected,
+    timed out, a parameter botocore refused before sending)."""
+    if isinstance(error, ClientError):
+        info = error.response.get("Error", {})
+        return str(info.get("Code") or "ClientError"), str(info.get("Message") or error)
+    return type(error).__name__, str(error)

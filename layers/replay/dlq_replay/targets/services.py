@@ -1,0 +1,152 @@
+"""One delivery by the target's service, each the call that service's own delivery makes.
+
+- Lambda function: `Invoke` with `InvocationType=Event` (asynchronous, as EventBridge and
+  every asynchronous caller invoke), the payload's bytes unchanged; the answer's request id is
+  the one a later failure of this invocation carries back to the DLQ.
+- SQS queue: `SendMessage` of the payload; a FIFO queue gets the group id the rule's target is
+  configured with and the delivery's deduplication id.
+- SNS topic: `Publish` of the payload. A rule's target, as `ListTargetsByRule` describes it
+  (botocore 1.43), configures no group id for a FIFO topic, so a FIFO topic is refused
+  (`MissingGroupId`) rather than sent with a made-up group.
+- Step Functions state machine: `StartExecution` with the payload as the input.
+- Event bus: `PutEvents` of the event the payload holds (its source, detail-type, detail,
+  resources and time; EventBridge gives it a new id). A payload that is not a whole event
+  (an input transformer's output, say) is refused (`NotAnEvent`).
+
+Errors of the service's API are raised (the caller turns them into a refusal); what this
+module itself refuses is returned as `Refused`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from dlq_replay.core.queues import QueueArn
+from dlq_replay.targets.clients import TargetArn, TargetClients
+from dlq_replay.targets.delivery import Delivered, Delivery, Outcome, Refused
+from dlq_replay.targets.groups import GroupIds
+
+if TYPE_CHECKING:
+    from mypy_boto3_events.type_defs import PutEventsRequestEntryTypeDef
+
+Send = Callable[[TargetClients, GroupIds, Delivery, TargetArn], Outcome]
+
+
+def invoke_function(
+    clients: TargetClients, groups: GroupIds, delivery: Delivery, arn: TargetArn
+) -> Outcome:
+    response = clients.lambda_client(arn.region).invoke(
+        FunctionName=delivery.target_arn,
+        InvocationType="Event",
+        Payload=delivery.payload.encode("utf-8"),
+    )
+    return Delivered(delivery.record_id, response["ResponseMetadata"]["RequestId"])
+
+
+def send_to_queue(
+    clients: TargetClients, groups: GroupIds, delivery: Delivery, arn: TargetArn
+) -> Outcome:
+    queue = QueueArn.parse(delivery.target_arn)
+    sqs = clients.sqs(arn.region)
+    # The URL on the client's own endpoint: AWS's, or an emulator's from AWS_ENDPOINT_URL.
+    request: dict[str, Any] = {
+        "QueueUrl": queue.url(sqs.meta.endpoint_url),
+        "MessageBody": delivery.payload,
+    }
+    if queue.is_fifo:
+        if delivery.rule_arn is None:
+            return _no_group(delivery, "the record names no rule to read it from")
+        group = groups.group_id(delivery.rule_arn, delivery.target_arn)
+        if group is None:
+            return _no_group(delivery, f"rule {delivery.rule_arn} has no group id for the target")
+        request["MessageGroupId"] = group
+        if delivery.dedup_id is not None:
+            request["MessageDeduplicationId"] = delivery.dedup_id
+    sqs.send_message(**request)
+    return Delivered(delivery.record_id, None)
+
+
+def publish_to_topic(
+    clients: TargetClients, groups: GroupIds, delivery: Delivery, arn: TargetArn
+) -> Outcome:
+    if arn.resource.endswith(".fifo"):
+        return _no_group(delivery, "an EventBridge target names no group id for a FIFO topic")
+    clients.sns(arn.region).publish(TopicArn=delivery.target_arn, Message=delivery.payload)
+    return Delivered(delivery.record_id, None)
+
+
+def start_execution(
+    clients: TargetClients, groups: GroupIds, delivery: Delivery, arn: TargetArn
+) -> Outcome:
+    clients.stepfunctions(arn.region).start_execution(
+        stateMachineArn=delivery.target_arn, input=delivery.payload
+    )
+    return Delivered(delivery.record_id, None)
+
+
+def put_event(
+    clients: TargetClients, groups: GroupIds, delivery: Delivery, arn: TargetArn
+) -> Outcome:
+    entry = event_entry(delivery.payload, delivery.target_arn)
+    if isinstance(entry, str):
+        return Refused(delivery.record_id, "NotAnEvent", entry)
+    response = clients.events(arn.region).put_events(Entries=[entry])
+    if response.get("FailedEntryCount", 0):
+        failed = response["Entries"][0]
+        return Refused(
+            delivery.record_id,
+            failed.get("ErrorCode", "FailedEntry"),
+            failed.get("ErrorMessage", "PutEvents did not accept the event"),
+        )
+    return Delivered(delivery.record_id, None)
+
+
+def event_entry(payload: str, bus_arn: str) -> PutEventsRequestEntryTypeDef | str:
+    """The `PutEvents` entry of the EventBridge event in `payload`, to the bus `bus_arn`; or
+    why the payload is not a whole event."""
+    try:
+        event = json.loads(payload)
+    except ValueError:
+        return "the payload is not JSON"
+    if not isinstance(event, dict):
+        return "the payload is not a JSON object"
+    source, detail_type, detail = event.get("source"), event.get("detail-type"), event.get("detail")
+    if not isinstance(source, str) or not isinstance(detail_type, str):
+        return "the payload has no source or detail-type"
+    if not isinstance(detail, dict):
+        return "the payload's detail is not a JSON object"
+    resources = event.get("resources", [])
+    if not isinstance(resources, list) or not all(isinstance(r, str) for r in resources):
+        return "the payload's resources are not a list of ARNs"
+    entry: PutEventsRequestEntryTypeDef = {
+        "Source": source,
+        "DetailType": detail_type,
+        "Detail": json.dumps(detail, ensure_ascii=False, separators=(",", ":")),
+        "Resources": resources,
+        "EventBusName": bus_arn,
+    }
+    if "time" in event:
+        try:
+            entry["Time"] = datetime.fromisoformat(event["time"])
+        except (TypeError, ValueError):
+            return "the payload's time is not an ISO 8601 time"
+    return entry
+
+
+def _no_group(delivery: Delivery, why: str) -> Refused:
+    return Refused(delivery.record_id, "MissingGroupId", f"FIFO target without a group id: {why}")
+
+
+def sender(arn: TargetArn) -> Send | None:
+    """How a target of this ARN is delivered to; None for a service (or a resource of it)
+    that no DLQ record is delivered to."""
+    if arn.service == "lambda" and arn.resource.startswith("function:"):
+        return invoke_function
+    if arn.service == "states" and arn.resource.startswith("stateMachine:"):
+        return start_execution
+    if arn.service == "events" and arn.resource.startswith("event-bus/"):
+        return put_event
+    return {"sqs": send_to_queue, "sns": publish_to_topic}.get(arn.service)
