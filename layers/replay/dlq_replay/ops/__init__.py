@@ -75,6 +75,7 @@ from dlq_replay.ops.receiving import (
 from dlq_replay.ops.redrive import (
     DEFAULT_CONCURRENCY,
     MAX_CONCURRENCY,
+    NOT_ROUTED,
     BudgetStop,
     FailReason,
     Leftover,
@@ -115,6 +116,7 @@ __all__ = [
     "DEFAULT_CONCURRENCY",
     "MAX_CONCURRENCY",
     "MAX_MOVE_RATE",
+    "NOT_ROUTED",
     "NO_REASON",
     "QUEUE_ROLES",
     "STACK_OUTPUTS",
