@@ -283,6 +283,7 @@ bench: $(STAMP) $(BENCH_STAMP)
 	$(BIN)/python bench/bench_consumer.py
 	$(BIN)/python bench/bench_redrive.py
 	$(BIN)/python bench/bench_batch_send.py
+	$(BIN)/python bench/bench_deliver.py
 	$(BIN)/python bench/bench_cold_start.py
 	$(BIN)/python bench/bench_cold_start.py --source
 	$(BIN)/python bench/bench_worker.py
@@ -318,6 +319,7 @@ bench-smoke-computing: $(STAMP)
 	$(BIN)/python bench/bench_consumer.py --smoke
 	$(BIN)/python bench/bench_redrive.py --smoke
 	$(BIN)/python bench/bench_batch_send.py --smoke
+	$(BIN)/python bench/bench_deliver.py --smoke
 	$(BIN)/python bench/bench_cold_start.py --smoke
 	$(BIN)/python bench/bench_cold_start.py --source --smoke
 	$(BIN)/python bench/bench_worker.py --smoke

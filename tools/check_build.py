@@ -46,7 +46,9 @@ LAYER_MODULES = (
     "dlq_replay/core/attributes.py",
     "dlq_replay/core/backoff.py",
     "dlq_replay/core/decision.py",
+    "dlq_replay/core/delivery.py",
     "dlq_replay/core/failure.py",
+    "dlq_replay/core/kinds.py",
     "dlq_replay/core/log.py",
     "dlq_replay/core/messages.py",
     "dlq_replay/core/notices.py",
@@ -69,6 +71,7 @@ LAYER_MODULES = (
     "dlq_replay/targets/delivery.py",
     "dlq_replay/targets/groups.py",
     "dlq_replay/targets/services.py",
+    "dlq_replay/targets/ledger.py",
 )
 CLI_ONLY_PACKAGES = ("rich", "moto", "flask")
 # Settings are read on the first invocation; these only make an import-time read harmless.

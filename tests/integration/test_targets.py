@@ -10,6 +10,7 @@ import threading
 import time
 import zipfile
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import boto3
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs.literals import QueueAttributeNameType
     from mypy_boto3_sqs.type_defs import MessageTypeDef
 
+EVENTS = Path(__file__).resolve().parents[2] / "events"
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
 # White space, escapes and characters outside ASCII: what arrives must be these very bytes.
@@ -107,6 +109,38 @@ def test_a_fifo_queue_gets_the_rules_group_id_read_once(clients: TargetClients) 
     assert {m["Attributes"]["MessageGroupId"] for m in messages} == {"orders-group"}
     assert [m["Attributes"]["MessageDeduplicationId"] for m in messages] == ["d-0", "d-1", "d-2"]
     assert reads == ["read"]
+
+
+def test_documented_fifo_records_reach_the_queue_in_order_in_their_rules_group(
+    clients: TargetClients,
+) -> None:
+    records = json.loads((EVENTS / "dlq-eventbridge-fifo.json").read_text(encoding="utf-8"))
+    deliveries = [
+        Delivery(
+            record["messageId"],
+            record["messageAttributes"]["TARGET_ARN"]["stringValue"],
+            record["body"],
+            record["messageAttributes"]["RULE_ARN"]["stringValue"],
+            dedup_id=f"{record['messageId']}-1",
+        )
+        for record in records["Records"]
+    ]
+    url, arn = make_queue("orders.fifo", fifo=True)
+    assert {d.target_arn for d in deliveries} == {arn}
+    # The rule the records name, on the default bus, with the FIFO queue as its target.
+    events = boto3.client("events", region_name=REGION)
+    events.put_rule(Name="order-steps", EventPattern='{"source": ["com.example.orders"]}')
+    events.put_targets(
+        Rule="order-steps",
+        Targets=[{"Id": "steps", "Arn": arn, "SqsParameters": {"MessageGroupId": "order-steps"}}],
+    )
+
+    outcomes = Deliverer(clients).deliver(deliveries)
+
+    assert outcomes == {d.record_id: Delivered(d.record_id, None) for d in deliveries}
+    messages = received(url)
+    assert [m["Body"] for m in messages] == [d.payload for d in deliveries]
+    assert {m["Attributes"]["MessageGroupId"] for m in messages} == {"order-steps"}
 
 
 @pytest.mark.parametrize("rule_names_it", [False, None])

@@ -13,7 +13,7 @@ PACKAGE_DIR = Path(__file__).resolve().parents[2] / "layers" / "replay" / "dlq_r
 RANK = {
     "core": 0,  # pure: settings, backoff, attributes, messages, queue identities, the decision
     "notify": 1,  # SNS I/O: the park notices
-    "targets": 1,  # delivery to a serverless DLQ record's target (Lambda, SQS, SNS, ...)
+    "targets": 1,  # delivery to a record's target, the request-id ledger
     "sqs": 2,  # SQS I/O and the replayer
     "breaker": 3,  # the outage breaker: rule, controller, stores, switch
     "aws_lambda": 4,  # the Powertools batch wiring

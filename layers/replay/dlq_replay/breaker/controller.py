@@ -21,11 +21,13 @@ from typing import TYPE_CHECKING, Protocol
 from aws_lambda_powertools.metrics import MetricUnit
 
 from dlq_replay.breaker.rule import (
+    NOTHING_KNOWN,
     BreakerPolicy,
     Counts,
+    Known,
     QueueTiming,
     outage_in_window,
-    return_count,
+    returned,
 )
 from dlq_replay.breaker.state import (
     BreakerState,
@@ -142,14 +144,18 @@ class Breaker:
         return self._policy[1]
 
     def give_back(
-        self, messages: Sequence[InboundMessage], count_attribute: str
+        self,
+        messages: Sequence[InboundMessage],
+        count_attribute: str,
+        known: Known = NOTHING_KNOWN,
     ) -> list[InboundMessage]:
         """The batch as the replay decides it: returns whose copies were sent inside a known
-        outage keep their count (`state.give_back`). The state is read only for a batch with
-        returns."""
-        if not any(m.sent_ms is not None and return_count(m, count_attribute) for m in messages):
+        outage keep their count (`state.give_back`; `known`: the counts and times of returns
+        without the count attribute). The state is read only for a batch with returns."""
+        found = (returned(m, count_attribute, known) for m in messages)
+        if not any(f is not None and f[1] is not None for f in found):
             return list(messages)
-        decided, given = give_back(self.store.load(), messages, count_attribute)
+        decided, given = give_back(self.store.load(), messages, count_attribute, known)
         if given:
             self._logger.info(
                 "attempts given back: sent into a known outage", extra={"given_back": given}

@@ -26,13 +26,14 @@ from dlq_replay.breaker.evidence import (
     dlq_time_left,
     main_queue_timing,
 )
-from dlq_replay.breaker.rule import observe
+from dlq_replay.breaker.rule import NOTHING_KNOWN, NOTHING_REFUSED, Known, observe
 from dlq_replay.breaker.state import BreakerState, Phase
 from dlq_replay.breaker.switch import MappingSwitch, ProbeRule
 from dlq_replay.core.backoff import MAX_SQS_DELAY_SECONDS
 from dlq_replay.core.messages import InboundMessage
 from dlq_replay.core.queues import QueueArn
-from dlq_replay.core.settings import Settings, SettingsError
+from dlq_replay.core.rules import TABLE_NAME_PATTERN, TABLE_NAME_RULE, resource_name
+from dlq_replay.core.settings import Settings
 from dlq_replay.notify.sns import SnsClient
 
 if TYPE_CHECKING:
@@ -78,11 +79,14 @@ class LambdaBreaker:
     def now(self) -> float:
         return self._clock()
 
-    def give_back(self, messages: Sequence[InboundMessage]) -> list[InboundMessage]:
+    def give_back(
+        self, messages: Sequence[InboundMessage], known: Known = NOTHING_KNOWN
+    ) -> list[InboundMessage]:
         """The batch as the replay decides it, the attempts spent into a known outage given
-        back; the batch as it came when the state cannot be read."""
+        back; the batch as it came when the state cannot be read. `known`: message id -> the
+        invocation a record without the count attribute returns from (the ledger's)."""
         try:
-            return self.breaker.give_back(messages, self._count_attribute)
+            return self.breaker.give_back(messages, self._count_attribute, known)
         except Exception as error:  # a safeguard must not fail the batch
             self._logger.error(
                 "outage breaker not read", extra={"error": f"{type(error).__name__}: {error}"}
@@ -94,17 +98,23 @@ class LambdaBreaker:
         outcomes: Iterable[Outcome],
         sent_at: float,
         received: Sequence[InboundMessage] = (),
+        *,
+        known: Known = NOTHING_KNOWN,
+        refused: Mapping[str, int] = NOTHING_REFUSED,
     ) -> None:
         """Count a batch whose copies were sent from `sent_at` on (`now()` before the batch:
         a copy is never counted later than a return of it could say it was sent). `received`:
-        the records as they came (before `give_back`), by which returns are counted."""
+        the records as they came (before `give_back`), by which returns are counted; `known`
+        as `give_back` takes it; `refused`: message id -> the attempt whose delivery the target
+        refused (`rule.observe`)."""
         came = {message.message_id: message for message in received}
         handled = (
             (came.get(o.message.message_id, o.message), o.decision, o.failure is None)
             for o in outcomes
         )
         try:
-            self.breaker.after_batch(observe(handled, self._count_attribute, sent_at))
+            events = observe(handled, self._count_attribute, sent_at, known=known, refused=refused)
+            self.breaker.after_batch(events)
         except Exception as error:  # a safeguard must not fail the batch
             self._logger.error(
                 "outage breaker not updated", extra={"error": f"{type(error).__name__}: {error}"}
@@ -126,18 +136,8 @@ class LambdaBreaker:
         return state
 
 
-_TABLE_NAME = re.compile(r"[A-Za-z0-9_.\-]{3,255}")
 _RULE_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
 RULE_VARIABLE = "OUTAGE_BREAKER_RULE"  # the probe rule's name (the template sets it)
-
-
-def _name(env: Mapping[str, str], variable: str, pattern: re.Pattern[str], rule: str) -> str | None:
-    """A resource name from the function's environment: blank is none, a bad one refused."""
-    raw = env.get(variable)
-    text = (raw or "").strip()
-    if text and not pattern.fullmatch(text):
-        raise SettingsError(variable, raw, f"must be empty, or {rule}")
-    return text or None
 
 
 def lambda_breaker(
@@ -157,12 +157,10 @@ def lambda_breaker(
     returns, Lambda, EventBridge and CloudWatch only when the rule trips or the probe ticks. A
     cold start with the breaker closed makes none of them up front."""
     function_name = env.get("AWS_LAMBDA_FUNCTION_NAME", "")
-    table = _name(
-        env, TABLE_VARIABLE, _TABLE_NAME, "a DynamoDB table name (3-255 of A-Z a-z 0-9 _ - .)"
-    )
+    table = resource_name(env, TABLE_VARIABLE, TABLE_NAME_PATTERN, TABLE_NAME_RULE)
     if not (settings.outage_breaker and table and function_name):
         return None
-    rule_name = _name(
+    rule_name = resource_name(
         env, RULE_VARIABLE, _RULE_NAME, "an EventBridge rule name (1-64 of A-Z a-z 0-9 _ - .)"
     )
 

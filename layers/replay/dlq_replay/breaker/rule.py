@@ -3,7 +3,10 @@ timing it is read on.
 
 Per-message backoff assumes failures are independent. In an outage every replayed copy comes
 back: a *return* is a record that arrives in the DLQ with a count of at least 1 (a replayed
-copy dead-lettered again; a copy waiting in the DLQ for its time is not one).
+copy dead-lettered again; a copy waiting in the DLQ for its time is not one). A record without
+the count attribute can be a return too: one Lambda wrote for an invocation the replay made,
+whose count and time the replay knows from its invocation ledger (`Known`); and a delivery
+the target refused at once is a return the moment it is refused (`observe`'s `refused`).
 
 Only a message's first replay is evidence (`Counts.replays`/`returns`): a copy sent with count
 1 and coming back failed in the consumer for the first time since it reached the DLQ. A copy
@@ -23,13 +26,24 @@ from __future__ import annotations
 
 import bisect
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
+from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from dlq_replay.core import attributes
 from dlq_replay.core.attributes import NOT_BEFORE_ATTRIBUTE
 from dlq_replay.core.decision import Action, Decision
 from dlq_replay.core.messages import InboundMessage
+
+if TYPE_CHECKING:
+    from dlq_replay.targets.ledger import Invocation
+
+# Message id -> the invocation a record without the count attribute returns from (the
+# invocation ledger's count, and when the invocation was made: the send time of its copy).
+Known = Mapping[str, "Invocation"]
+NOTHING_KNOWN: Known = MappingProxyType({})
+NOTHING_REFUSED: Mapping[str, int] = MappingProxyType({})
 
 # The rule's constants (docs/design.md, "Outages"); the timing ones are upper bounds.
 WINDOW_SECONDS = 300.0  # five minutes: three default attempts (60 + 120 + 240 s) fit in it
@@ -138,27 +152,54 @@ class Signal:
     counts: Counts
 
 
-def is_return(message: InboundMessage, count_attribute: str) -> bool:
+def is_return(message: InboundMessage, count_attribute: str, known: Known = NOTHING_KNOWN) -> bool:
     """A replayed copy back in the DLQ: a valid count of at least 1, and not a copy waiting
     in the DLQ for its time (those carry the not-before attribute and are not failures)."""
-    count = return_count(message, count_attribute)
-    return count is not None and count >= 1
+    return returned(message, count_attribute, known) is not None
 
 
-def return_count(message: InboundMessage, count_attribute: str) -> int | None:
+def return_count(
+    message: InboundMessage, count_attribute: str, known: Known = NOTHING_KNOWN
+) -> int | None:
     """The count a returned copy carries; None when the record is no return."""
+    found = returned(message, count_attribute, known)
+    return None if found is None else found[0]
+
+
+def returned(
+    message: InboundMessage, count_attribute: str, known: Known = NOTHING_KNOWN
+) -> tuple[int, float | None] | None:
+    """A return's count and when its copy was sent (epoch seconds, None: unknown); None when
+    the record is no return. The count attribute and SQS's SentTimestamp when the record has
+    the attribute; else what `known` says of its message id (the invocation's count and
+    time: Lambda writes its DLQ record minutes after the invocation, after its own retries)."""
     if NOT_BEFORE_ATTRIBUTE in message.attributes:
         return None
-    count = attributes.parse_count(message.attributes.get(count_attribute))
-    return count if count else None
+    sent = None if message.sent_ms is None else message.sent_ms / 1000.0
+    invocation = None if count_attribute in message.attributes else known.get(message.message_id)
+    if invocation is None:
+        count = attributes.parse_count(message.attributes.get(count_attribute))
+    else:
+        count = invocation.count
+        sent = sent if invocation.at is None else invocation.at
+    return (count, sent) if count else None
 
 
 def observe(
-    handled: Iterable[tuple[InboundMessage, Decision, bool]], count_attribute: str, now: float
+    handled: Iterable[tuple[InboundMessage, Decision, bool]],
+    count_attribute: str,
+    now: float,
+    *,
+    known: Known = NOTHING_KNOWN,
+    refused: Mapping[str, int] = NOTHING_REFUSED,
 ) -> list[tuple[float, Counts]]:
     """One batch's replays and returns, each at its *send time*: a replay now, a return at
     the time its copy was sent (SQS's SentTimestamp, which a copy keeps when SQS dead-letters
-    it; its arrival when absent). Input: (message as received, decision, copy written).
+    it; the invocation's time for a return `known` tells; its arrival when neither). Input:
+    (message as received, decision, copy written); `refused`: message id -> the attempt
+    whose delivery the target refused in this batch (the decision is then what follows the
+    refusal: a waiting copy or a park): a copy sent, and when it was the first attempt a first
+    replay and its return, both now.
 
     Counting a return against the moment its replay was sent compares like with like: the
     replays of one moment, and how many of those came back, whatever the delays and the
@@ -169,10 +210,16 @@ def observe(
     returns: Counter[float] = Counter()
     replays = sent = 0
     for message, decision, written in handled:
-        if return_count(message, count_attribute) == 1:
-            when = message.sent_ms
-            returns[now if when is None else when / 1000.0] += 1
-        if written and decision.action in (Action.REPLAY, Action.RELEASE):
+        found = returned(message, count_attribute, known)
+        if found is not None and found[0] == 1:
+            returns[now if found[1] is None else found[1]] += 1
+        attempt = refused.get(message.message_id)
+        if attempt is not None:  # delivered, and back at once
+            sent += 1
+            if attempt == 1:
+                replays += 1
+                returns[now] += 1
+        elif written and decision.action in (Action.REPLAY, Action.RELEASE):
             sent += 1
             replays += decision.attempt == 1
     events = [(when, Counts(returns=count)) for when, count in returns.items()]

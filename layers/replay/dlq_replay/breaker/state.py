@@ -19,7 +19,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from dlq_replay.breaker.rule import BreakerPolicy, Counts, Signal, in_window, return_count
+from dlq_replay.breaker.rule import (
+    NOTHING_KNOWN,
+    BreakerPolicy,
+    Counts,
+    Known,
+    Signal,
+    in_window,
+    returned,
+)
 from dlq_replay.core import attributes
 from dlq_replay.core.messages import InboundMessage
 
@@ -109,19 +117,23 @@ class BreakerState:
 
 
 def give_back(
-    state: BreakerState, messages: Sequence[InboundMessage], count_attribute: str
+    state: BreakerState,
+    messages: Sequence[InboundMessage],
+    count_attribute: str,
+    known: Known = NOTHING_KNOWN,
 ) -> tuple[list[InboundMessage], int]:
     """The records as the replay decides them: a return whose copy was sent inside a known
-    outage (SQS's SentTimestamp of the copy) with its count one lower, the attempt it spent
-    given back. How many were given back."""
+    outage (SQS's SentTimestamp of the copy, or the invocation's time `known` tells) with its
+    count one lower in the count attribute (which the decision reads before the ledger), the
+    attempt it spent given back. How many were given back."""
     if not state.outages:
         return list(messages), 0
     given = 0
     out: list[InboundMessage] = []
     for message in messages:
-        count = return_count(message, count_attribute)
-        if count and message.sent_ms is not None and state.in_outage(message.sent_ms / 1000.0):
-            values = {**message.attributes, count_attribute: attributes.number(count - 1)}
+        found = returned(message, count_attribute, known)
+        if found is not None and found[1] is not None and state.in_outage(found[1]):
+            values = {**message.attributes, count_attribute: attributes.number(found[0] - 1)}
             out.append(replace(message, attributes=values))
             given += 1
         else:

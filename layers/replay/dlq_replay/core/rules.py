@@ -31,6 +31,9 @@ TOPIC_ARN_PARAMETER_PATTERN = (
     r"^$|^arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:"
     r"([A-Za-z0-9_-]{1,251}\.fifo|[A-Za-z0-9_-]{1,256})$"
 )
+# DynamoDB table names (the outage breaker's table, which also holds the invocation ledger).
+TABLE_NAME_PATTERN = re.compile(r"[A-Za-z0-9_.\-]{3,255}")
+TABLE_NAME_RULE = "a DynamoDB table name (3-255 of A-Z a-z 0-9 _ - .)"
 _TRUE = {"true", "1", "yes"}
 _FALSE = {"false", "0", "no", ""}
 
@@ -46,6 +49,18 @@ class SettingsError(ValueError):
         self.variable = variable
         self.value = value
         self.rule = rule
+
+
+def resource_name(
+    env: Mapping[str, str], variable: str, pattern: re.Pattern[str], rule: str
+) -> str | None:
+    """A resource name from the function's environment: blank is none, a bad one refused
+    (`rule` completes "must be empty, or ...")."""
+    raw = env.get(variable)
+    text = (raw or "").strip()
+    if text and not pattern.fullmatch(text):
+        raise SettingsError(variable, raw, f"must be empty, or {rule}")
+    return text or None
 
 
 def int_between(low: int, high: int) -> Callable[[str], int]:

@@ -54,15 +54,14 @@ class Deliverer:
 
     def _deliver_one(self, delivery: Delivery) -> Outcome:
         try:
-            arn = TargetArn.parse(delivery.target_arn)
-            send = sender(arn)
+            send = sender(delivery.target_arn)
             if send is None:
                 return Refused(
                     delivery.record_id,
                     "UnsupportedTarget",
-                    f"no delivery to {arn.service} targets: {delivery.target_arn}",
+                    f"no delivery to this target: {delivery.target_arn}",
                 )
-            return send(self._clients, self._groups, delivery, arn)
+            return send(self._clients, self._groups, delivery, TargetArn.parse(delivery.target_arn))
         except (ClientError, BotoCoreError) as error:
             return Refused(delivery.record_id, *service_error(error))
         except GroupLookupError as error:

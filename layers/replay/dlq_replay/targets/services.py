@@ -20,10 +20,11 @@ module itself refuses is returned as `Refused`.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from dlq_replay.core.kinds import TargetService, target_service
 from dlq_replay.core.queues import QueueArn
 from dlq_replay.targets.clients import TargetArn, TargetClients
 from dlq_replay.targets.delivery import Delivered, Delivery, Outcome, Refused
@@ -31,6 +32,7 @@ from dlq_replay.targets.groups import GroupIds
 
 if TYPE_CHECKING:
     from mypy_boto3_events.type_defs import PutEventsRequestEntryTypeDef
+    from mypy_boto3_sqs.type_defs import SendMessageRequestTypeDef
 
 Send = Callable[[TargetClients, GroupIds, Delivery, TargetArn], Outcome]
 
@@ -52,7 +54,7 @@ def send_to_queue(
     queue = QueueArn.parse(delivery.target_arn)
     sqs = clients.sqs(arn.region)
     # The URL on the client's own endpoint: AWS's, or an emulator's from AWS_ENDPOINT_URL.
-    request: dict[str, Any] = {
+    request: SendMessageRequestTypeDef = {
         "QueueUrl": queue.url(sqs.meta.endpoint_url),
         "MessageBody": delivery.payload,
     }
@@ -140,13 +142,16 @@ def _no_group(delivery: Delivery, why: str) -> Refused:
     return Refused(delivery.record_id, "MissingGroupId", f"FIFO target without a group id: {why}")
 
 
-def sender(arn: TargetArn) -> Send | None:
+_SENDERS: Mapping[TargetService, Send] = {
+    TargetService.LAMBDA: invoke_function,
+    TargetService.SQS: send_to_queue,
+    TargetService.SNS: publish_to_topic,
+    TargetService.STATES: start_execution,
+    TargetService.EVENTS: put_event,
+}
+
+
+def sender(target_arn: str) -> Send | None:
     """How a target of this ARN is delivered to; None for a service (or a resource of it)
-    that no DLQ record is delivered to."""
-    if arn.service == "lambda" and arn.resource.startswith("function:"):
-        return invoke_function
-    if arn.service == "states" and arn.resource.startswith("stateMachine:"):
-        return start_execution
-    if arn.service == "events" and arn.resource.startswith("event-bus/"):
-        return put_event
-    return {"sqs": send_to_queue, "sns": publish_to_topic}.get(arn.service)
+    that no DLQ record is delivered to (core/kinds.py says which)."""
+    return _SENDERS.get(target_service(target_arn))

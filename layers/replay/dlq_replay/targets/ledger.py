@@ -1,0 +1,290 @@
+"""The request-id ledger: how many attempts a Lambda invocation we made stands for.
+
+A delivery Lambda accepts (`Invoke`, `Event`) can fail later; it then comes back into the DLQ
+as a new record that carries only the request id Lambda gave the invocation, not our count.
+The replay records `request id -> attempt` when Lambda accepts a delivery, and reads it back
+when that id returns. In Lambda the ledger lives in the outage breaker's table (one item per
+invocation, partition `invocation#<request id>`, sort key `count`, attributes `count`,
+`invoked_at` and `expires_at`; the breaker reads only its own partition `breaker`), expiring
+after the longest time SQS keeps a message. The worker keeps it in memory. When the
+invocation was made (`invoked_at`) is what the outage breaker counts a return against: the
+record Lambda writes to the DLQ is sent minutes after our `Invoke`, after Lambda's own retries.
+
+A ledger that cannot be read or written raises `LedgerError` naming the request ids it
+could not handle (after retrying what DynamoDB left unprocessed, a bounded number of times):
+the caller logs it, and must not take an id it could not read for an unknown one (that would
+start its count again at 0).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from dlq_replay.core.rules import TABLE_NAME_PATTERN, TABLE_NAME_RULE, resource_name
+
+if TYPE_CHECKING:
+    import boto3
+
+LEDGER_TABLE_VARIABLE = "INVOCATION_LEDGER_TABLE"  # the function's variable naming the table
+KEY_PREFIX = "invocation#"
+SORT_KEY = "count"
+COUNT_FIELD = "count"
+INVOKED_FIELD = "invoked_at"
+# 14 days: the longest SQS keeps a message, so no record can return after its item expired.
+RETENTION_SECONDS = 14 * 86_400
+GET_CHUNK = 100  # BatchGetItem's limit of keys per request
+WRITE_CHUNK = 25  # BatchWriteItem's limit of requests per request
+# What DynamoDB leaves unprocessed is asked again, at most this many requests per chunk in
+# all, after 50, 100, 200, 400 ms (under a second: a Lambda batch is not held up long).
+MAX_REQUESTS = 5
+RETRY_BASE_SECONDS = 0.05
+MAX_KEY_BYTES = 2048  # DynamoDB's limit for a partition key value
+_REQUEST_FAILED = (ClientError, BotoCoreError)
+
+
+class LedgerError(Exception):
+    """Request ids the ledger could not read or write; `found`: what a read did find."""
+
+    def __init__(
+        self,
+        action: str,
+        request_ids: Sequence[str],
+        detail: str,
+        found: Mapping[str, int] | None = None,
+    ) -> None:
+        super().__init__(
+            f"invocation ledger: {len(request_ids)} request ids not {action}: {detail}"
+        )
+        self.request_ids = tuple(request_ids)
+        self.found = dict(found or {})
+
+
+@dataclass(frozen=True, slots=True)
+class Invocation:
+    """A Lambda invocation we made: the attempt it was, and when (epoch seconds; None when
+    the ledger does not say)."""
+
+    count: int
+    at: float | None = None
+
+
+class InvocationLedger(Protocol):
+    """Request id of a Lambda invocation we made -> the attempt it was."""
+
+    def counts(self, request_ids: Collection[str]) -> dict[str, int]:
+        """The known counts; an unknown id is absent. Raises LedgerError."""
+
+    def invocations(self, request_ids: Collection[str]) -> dict[str, Invocation]:
+        """The known invocations, their counts and times; an unknown id is absent. Raises
+        LedgerError."""
+
+    def record(self, counts: Mapping[str, int], *, now: float) -> None:
+        """Remember each request id's attempt (`now`: epoch seconds). Raises LedgerError."""
+
+
+def _key(request_id: str) -> dict[str, dict[str, str]]:
+    return {"pk": {"S": f"{KEY_PREFIX}{request_id}"}, "sk": {"S": SORT_KEY}}
+
+
+def _request_id(key: Mapping[str, Any]) -> str:
+    return str(key["pk"]["S"]).removeprefix(KEY_PREFIX)
+
+
+def _storable(request_id: str) -> bool:
+    """Whether the id fits a partition key (Lambda's ids are UUIDs; a forged record's may not,
+    and one over-long key would fail its whole batch request)."""
+    return len(f"{KEY_PREFIX}{request_id}".encode()) <= MAX_KEY_BYTES
+
+
+def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _invocation(item: Mapping[str, Any]) -> Invocation | None:
+    try:
+        count = int(item[COUNT_FIELD]["N"])
+    except (KeyError, TypeError, ValueError):
+        return None  # not an item this ledger wrote: no count known
+    try:
+        return Invocation(count, float(item[INVOKED_FIELD]["N"]))
+    except (KeyError, TypeError, ValueError):
+        return Invocation(count)
+
+
+def _counts(invocations: Mapping[str, Invocation]) -> dict[str, int]:
+    return {request_id: invocation.count for request_id, invocation in invocations.items()}
+
+
+class DynamoLedger:
+    """The ledger in the breaker's DynamoDB table: BatchGetItem and BatchWriteItem in chunks,
+    what comes back unprocessed retried (a bounded number of times)."""
+
+    def __init__(
+        self,
+        dynamodb: Callable[[], Any],
+        table: str,
+        *,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        """`dynamodb` makes the client (or returns one): called at the first request, so a
+        batch without Lambda records makes none."""
+        self._make = dynamodb
+        self._client: Any = None
+        self._table = table
+        self._sleep = sleep
+
+    @property
+    def _db(self) -> Any:
+        if self._client is None:
+            self._client = self._make()
+        return self._client
+
+    def counts(self, request_ids: Collection[str]) -> dict[str, int]:
+        return _counts(self.invocations(request_ids))
+
+    def invocations(self, request_ids: Collection[str]) -> dict[str, Invocation]:
+        """One BatchGetItem (consistent reads) per 100 distinct ids; an id too long to be a
+        key is unknown."""
+        wanted = sorted({request_id for request_id in request_ids if _storable(request_id)})
+        found: dict[str, Invocation] = {}
+        failed: list[str] = []
+        errors: list[str] = []
+        for chunk in _chunks(wanted, GET_CHUNK):
+            request: dict[str, Any] = {
+                "Keys": [_key(request_id) for request_id in chunk],
+                "ConsistentRead": True,
+                "ProjectionExpression": "pk, #count, #at",
+                "ExpressionAttributeNames": {"#count": COUNT_FIELD, "#at": INVOKED_FIELD},
+            }
+            left = self._retried(lambda pending: self._get(pending, found), request, "Keys", errors)
+            failed += [_request_id(key) for key in left]
+        if failed:
+            raise LedgerError("read", failed, errors[-1], _counts(found))
+        return found
+
+    def record(self, counts: Mapping[str, int], *, now: float) -> None:
+        """One BatchWriteItem per 25 ids, made `now` (the invocations' time), each item
+        expiring RETENTION_SECONDS from then."""
+        expires = str(math.ceil(now + RETENTION_SECONDS))
+        invoked = str(round(now, 3))
+        failed = [request_id for request_id in counts if not _storable(request_id)]
+        errors = ["request id too long for a key"] if failed else []
+        puts = [
+            {
+                "PutRequest": {
+                    "Item": {
+                        **_key(request_id),
+                        COUNT_FIELD: {"N": str(int(count))},
+                        INVOKED_FIELD: {"N": invoked},
+                        "expires_at": {"N": expires},
+                    }
+                }
+            }
+            for request_id, count in sorted(counts.items())
+            if _storable(request_id)
+        ]
+        for chunk in _chunks(puts, WRITE_CHUNK):
+            left = self._retried(self._write, list(chunk), None, errors)
+            failed += [_request_id(put["PutRequest"]["Item"]) for put in left]
+        if failed:
+            raise LedgerError("written", failed, errors[-1])
+
+    def _get(
+        self, request: Mapping[str, Any], found: dict[str, Invocation]
+    ) -> Mapping[str, Any] | None:
+        response = self._db.batch_get_item(RequestItems={self._table: request})
+        for item in response.get("Responses", {}).get(self._table, []):
+            invocation = _invocation(item)
+            if invocation is not None:
+                found[_request_id(item)] = invocation
+        left: Mapping[str, Any] | None = response.get("UnprocessedKeys", {}).get(self._table)
+        return left if left and left.get("Keys") else None
+
+    def _write(self, puts: Sequence[Mapping[str, Any]]) -> list[Any] | None:
+        response = self._db.batch_write_item(RequestItems={self._table: list(puts)})
+        left: list[Any] | None = response.get("UnprocessedItems", {}).get(self._table)
+        return left or None
+
+    def _retried(
+        self,
+        send: Callable[[Any], Any],
+        pending: Any,
+        field: str | None,
+        errors: list[str],
+    ) -> list[Any]:
+        """Send `pending`, then what comes back unprocessed, up to MAX_REQUESTS requests in
+        all; what is still left (`pending[field]` when the request wraps its list)."""
+        for attempt in range(MAX_REQUESTS):
+            if attempt:
+                self._sleep(RETRY_BASE_SECONDS * 2 ** (attempt - 1))
+            try:
+                left = send(pending)
+            except _REQUEST_FAILED as error:
+                errors.append(f"{type(error).__name__}: {error}")
+                break
+            if left is None:
+                return []
+            pending = left
+        else:
+            errors.append(f"still unprocessed after {MAX_REQUESTS} requests")
+        return list(pending[field] if field else pending)
+
+
+class MemoryLedger:
+    """The worker's ledger, in memory (thread-safe): entries expire as DynamoDB's would."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        # request id -> the invocation, oldest first: expiry pops from the front.
+        self._entries: dict[str, Invocation] = {}
+
+    def counts(self, request_ids: Collection[str]) -> dict[str, int]:
+        return _counts(self.invocations(request_ids))
+
+    def invocations(self, request_ids: Collection[str]) -> dict[str, Invocation]:
+        with self._lock:
+            return {
+                request_id: self._entries[request_id]
+                for request_id in request_ids
+                if request_id in self._entries
+            }
+
+    def record(self, counts: Mapping[str, int], *, now: float) -> None:
+        with self._lock:
+            for request_id, count in counts.items():
+                self._entries.pop(request_id, None)  # moved to the end: written last
+                self._entries[request_id] = Invocation(int(count), now)
+            expired = now - RETENTION_SECONDS
+            while self._entries:
+                oldest = next(iter(self._entries))
+                if (self._entries[oldest].at or 0.0) > expired:
+                    break
+                del self._entries[oldest]
+
+
+def invocation_ledger(
+    env: Mapping[str, str], *, session: boto3.Session | None = None
+) -> DynamoLedger | None:
+    """The Lambda's ledger when the template named its table (INVOCATION_LEDGER_TABLE, set
+    whenever DLQ_KIND is not `sqs`), else None. A bad name raises SettingsError. The DynamoDB
+    client (from `session`, a boto3.Session, or boto3's default) is made at the first request."""
+    table = resource_name(env, LEDGER_TABLE_VARIABLE, TABLE_NAME_PATTERN, TABLE_NAME_RULE)
+    if table is None:
+        return None
+
+    def client() -> Any:
+        if session is not None:
+            return session.client("dynamodb")
+        import boto3
+
+        return boto3.client("dynamodb")
+
+    return DynamoLedger(client, table)
