@@ -61,7 +61,7 @@ class _EndpointSession(boto3.Session):
         return super().client(service_name, *rest, **options)  # type: ignore[call-overload]
 
 
-def deliverer(args: argparse.Namespace) -> Deliverer:
+def make_deliverer(args: argparse.Namespace) -> Deliverer:
     """The `Deliverer` of records of serverless kinds (worker, redrive --to source): Lambda,
     SQS, SNS, Step Functions and EventBridge clients on the command's profile and endpoints."""
     from dlq_replay.targets.clients import TargetClients

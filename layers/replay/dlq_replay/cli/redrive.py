@@ -25,7 +25,7 @@ from dlq_replay.cli.errors import (
     one_line,
     operator_command,
 )
-from dlq_replay.cli.options import BUDGET_HELP, deliverer
+from dlq_replay.cli.options import BUDGET_HELP, make_deliverer
 from dlq_replay.cli.output import (
     TallyRow,
     count_table,
@@ -249,7 +249,7 @@ def _client_redrive(
     # A dry run calls no target: it only says what would be delivered where.
     delivers = request.target_arns and not request.dry_run
     move = ops.prepare(
-        sqs, request, stop=shutdown.stop, deliverer=deliverer(args) if delivers else None
+        sqs, request, stop=shutdown.stop, deliverer=make_deliverer(args) if delivers else None
     )
     with progress_bars(args) as progress:
         bar = progress.add_task(f"{verb} {request.source.name}", total=total or None)

@@ -12,6 +12,7 @@ from dlq_replay.cli.options import (
     add_aws_options,
     aws_session,
     endpoint,
+    make_deliverer,
     probe_config,
     sqs_client,
 )
@@ -105,7 +106,13 @@ def run_worker_command(args: argparse.Namespace) -> int:
 
     from dlq_replay.cli.errors import CommandError
     from dlq_replay.cli.shutdown import Shutdown
-    from dlq_replay.local.worker import StartError, WorkerOptions, run_worker, settings_from
+    from dlq_replay.local.worker import (
+        StartError,
+        WorkerOptions,
+        delivers,
+        run_worker,
+        settings_from,
+    )
     from dlq_replay.notify.sns import notice_client
 
     # The endpoint also decides the URLs built from queue ARNs (shared-DLQ routing).
@@ -154,6 +161,7 @@ def run_worker_command(args: argparse.Namespace) -> int:
                 stats=stats,
                 cloudwatch=(lambda: _cloudwatch(args)) if settings.outage_breaker else None,
                 probe=sqs_client(args, config=probe_config(args.start_up_patience)),
+                deliverer=make_deliverer(args) if delivers(settings) else None,
             ),
             left,
         )

@@ -47,9 +47,12 @@ from dlq_replay.local.eventsource import (
 from dlq_replay.notify.sns import SnsClient
 from dlq_replay.sqs.replayer import Replayer
 from dlq_replay.sqs.sources import dead_letter_sources
+from dlq_replay.targets.ledger import MemoryLedger
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
+
+    from dlq_replay.targets.deliverer import Deliverer
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +82,7 @@ def run_worker(
     stats: PollStats | None = None,
     cloudwatch: Callable[[], Any] | None = None,
     probe: SQSClient | None = None,
+    deliverer: Deliverer | None = None,
 ) -> int:
     """Run pollers on the DLQ until `stop` is set (or a signal arrives); returns the exit code.
 
@@ -88,7 +92,10 @@ def run_worker(
     (its retention bound), when it first needs it; without it, or off AWS, the bound is not
     applied. `probe`: the client of the start checks, one that does not retry by itself, so
     `options.start_up_patience` alone says how long start-up waits (default: `sqs`).
+    `deliverer`: delivers the records of serverless kinds to their targets; required when
+    DLQ_KIND accepts them (the worker's ledger of Lambda invocations is kept in memory).
     """
+    serverless_ledger(settings, deliverer)  # a worker of serverless kinds needs a Deliverer
     log = logger or logging.getLogger("dlq_replay.local.worker")
     stop = stop or threading.Event()
     probe = probe or sqs
@@ -153,6 +160,21 @@ def run_worker(
         },
     )
     return 0
+
+
+def delivers(settings: Settings) -> bool:
+    """Whether DLQ_KIND accepts records of serverless kinds (delivered to their targets)."""
+    return not settings.accepted_kinds <= {RecordKind.SQS}
+
+
+def serverless_ledger(settings: Settings, deliverer: Deliverer | None) -> MemoryLedger | None:
+    """The worker's ledger of the Lambda invocations it made (in memory: a worker's records
+    come back to it), when DLQ_KIND accepts records of serverless kinds; None for sqs."""
+    if not delivers(settings):
+        return None
+    if deliverer is None:
+        raise ValueError(f"DLQ_KIND={settings.dlq_kind} delivers to targets: give a Deliverer")
+    return MemoryLedger()
 
 
 class StartError(Exception):
