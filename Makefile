@@ -114,7 +114,8 @@ validate: $(STAMP) $(TRANSFORMED)
 		--region $(AWS_DEFAULT_REGION)
 	$(BIN)/cfn-lint -- template.yaml
 	$(BIN)/cfn-lint --ignore-checks W3037 -- $(TRANSFORMED)
-	$(BIN)/cfn-lint -- examples/nested-app.yaml release/bucket.yaml
+	$(BIN)/cfn-lint -- examples/nested-app.yaml examples/nested-app-serverless.yaml \
+		release/bucket.yaml
 
 # The SAM transform's output, which `validate` and `checkov` both check.
 $(TRANSFORMED): template.yaml tools/transform_template.py $(STAMP)
@@ -182,7 +183,8 @@ test: $(STAMP)
 # transform, which `validate` writes) and of the nested example. Every skip is in the template,
 # next to the resource, with its reason. --skip-download: no call to Bridgecrew's platform.
 checkov: $(STAMP) $(CHECKOV_STAMP) $(TRANSFORMED)
-	for template in template.yaml $(TRANSFORMED) examples/nested-app.yaml release/bucket.yaml; do \
+	for template in template.yaml $(TRANSFORMED) examples/nested-app.yaml \
+	    examples/nested-app-serverless.yaml release/bucket.yaml; do \
 	  $(CHECKOV_VENV)/bin/checkov --skip-download --quiet --compact --framework cloudformation \
 	    -f "$$template" || exit 1; \
 	done

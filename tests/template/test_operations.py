@@ -405,10 +405,19 @@ def test_every_checkov_skip_is_known_and_says_why(
     }
     example = load_template(root / "examples" / "nested-app.yaml")
     queues = {"OrdersQueue", "OrdersDeadLetterQueue", "OrdersOperatorQueue"}
+    serverless = load_template(root / "examples" / "nested-app-serverless.yaml")
+    serverless_queues = {"OrdersTargetQueue", "FailedEventsQueue", "FailedEventsOperatorQueue"}
     for template, wanted in (
         (sam_template, expected),
         (cfn, expected),  # SAM carries the function's Metadata to the Lambda function
         (example, {queue: {"CKV_AWS_27"} for queue in queues}),
+        (
+            serverless,
+            {
+                **{queue: {"CKV_AWS_27"} for queue in serverless_queues},
+                "OrdersHandler": {"CKV_AWS_115", "CKV_AWS_117"},
+            },
+        ),
     ):
         skips = checkov_skips(template)
         assert {name: set(ids) for name, ids in skips.items()} == wanted

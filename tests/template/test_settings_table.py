@@ -31,6 +31,7 @@ EXPOSED = [setting for setting in SETTINGS if setting.parameter]
 
 TOPIC = "arn:aws:sns:us-east-1:123456789012:parked"
 QUEUE = "arn:aws:sqs:us-east-1:123456789012:orders"
+FUNCTION = "arn:aws:lambda:us-east-1:123456789012:function:orders"
 # Values on both sides of each pattern the template checks (its own and the table's rule).
 SAMPLES = {
     "REPLAY_COUNT_ATTRIBUTE": [
@@ -66,6 +67,30 @@ SAMPLES = {
         "arn:aws:sns:us-east-1:1234:parked",
         QUEUE,
         "parked",
+    ],
+    "REPLAY_TARGET_ARNS": [
+        "",
+        FUNCTION,
+        f"{FUNCTION}:live",
+        f"{FUNCTION}:12",
+        f"{FUNCTION}:$LATEST",
+        f"{FUNCTION}:live:1",
+        f"arn:aws:lambda:us-east-1:123456789012:function:{'f' * 64}",
+        f"arn:aws:lambda:us-east-1:123456789012:function:{'f' * 65}",
+        QUEUE,
+        f"{QUEUE}.fifo",
+        f"arn:aws:sqs:us-east-1:123456789012:{'q' * 81}",
+        TOPIC,
+        f"{TOPIC}.fifo",
+        f"{TOPIC}:sub-id",
+        "arn:aws:states:us-east-1:123456789012:stateMachine:orders",
+        "arn:aws:states:us-east-1:123456789012:execution:orders:1",
+        "arn:aws:events:us-east-1:123456789012:event-bus/default",
+        "arn:aws:events:us-east-1:123456789012:rule/orders",
+        "arn:aws-us-gov:events:us-gov-west-1:123456789012:event-bus/aws.partner/x.com/1/b",
+        "arn:aws:kinesis:us-east-1:123456789012:stream/orders",
+        "arn:aws:lambda:us-east-1:1234:function:orders",
+        "orders",
     ],
     "queue ARN": [
         QUEUE,
@@ -181,7 +206,9 @@ def _accepted_by_template(constraints: dict[str, Any], text: str) -> bool:
     return low <= len(text) <= high and re.fullmatch(pattern, text) is not None
 
 
-@pytest.mark.parametrize("variable", ["REPLAY_COUNT_ATTRIBUTE", "PARK_NOTIFICATION_TOPIC_ARN"])
+@pytest.mark.parametrize(
+    "variable", ["REPLAY_COUNT_ATTRIBUTE", "PARK_NOTIFICATION_TOPIC_ARN", "REPLAY_TARGET_ARNS"]
+)
 def test_the_template_pattern_accepts_what_the_rule_accepts(
     sam_template: dict[str, Any], variable: str
 ) -> None:

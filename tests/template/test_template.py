@@ -59,6 +59,7 @@ OUTPUTS = {
     "AlarmTopicArn",
     "DashboardName",
     "OutageBreakerTableName",
+    "DeadLetterTargetArn",
 }
 
 
@@ -575,6 +576,8 @@ def test_environment_variables(cfn: dict[str, Any]) -> None:
         "POWERTOOLS_METRICS_NAMESPACE",
         "OUTAGE_BREAKER_TABLE",
         "OUTAGE_BREAKER_RULE",
+        "REPLAY_TARGET_ARNS",
+        "INVOCATION_LEDGER_TABLE",
         *ENV_FROM_PARAMETERS,
     }
     for variable, parameter in ENV_FROM_PARAMETERS.items():
@@ -582,6 +585,7 @@ def test_environment_variables(cfn: dict[str, Any]) -> None:
     assert env["ALLOWED_SOURCE_QUEUE_ARNS"] == {
         "Fn::Join": [",", {"Ref": "AllowedSourceQueueArns"}]
     }
+    assert env["REPLAY_TARGET_ARNS"] == {"Fn::Join": [",", {"Ref": "ReplayTargetArns"}]}
     assert env["POWERTOOLS_SERVICE_NAME"] == "sqs-dlq-replay"
     assert env["POWERTOOLS_METRICS_NAMESPACE"] == "SqsDlqReplay"
 
@@ -730,7 +734,7 @@ def test_created_queues_are_granted_by_their_names(cfn: dict[str, Any]) -> None:
     assert grants[arns["MainQueue"]] == grants[arns["OperatorQueue"]] == {"sqs:SendMessage*"}
 
 
-def test_sam_template_uses_only_policy_templates_and_two_inline_statements(
+def test_sam_template_uses_policy_templates_and_inline_statements_only_where_none_fits(
     sam_template: dict[str, Any],
 ) -> None:
     policies = sam_template["Resources"]["ReplayFunction"]["Properties"]["Policies"]
@@ -741,11 +745,12 @@ def test_sam_template_uses_only_policy_templates_and_two_inline_statements(
             _, policy, otherwise = entry["Fn::If"]
             assert otherwise == {"Ref": "AWS::NoValue"}
         if "Statement" in policy:
-            # Inline only where no policy template fits: a list of queues (a template takes
-            # one name), and kms:GenerateDataKey through SQS and SNS only (KMSDecryptPolicy
-            # grants Decrypt only, with no kms:ViaService condition).
+            # Inline only where no policy template fits: a list of queues or targets (a
+            # template takes one name), kms:GenerateDataKey through SQS and SNS only
+            # (KMSDecryptPolicy grants Decrypt only, with no kms:ViaService condition),
+            # rules not known in advance, and the ledger's four actions on its own items.
             (statement,) = policy["Statement"]
-            kinds.append(f"Statement:{statement['Resource']['Ref']}")
+            kinds.append(f"Statement:{statement['Sid']}")
         else:
             (kind,) = policy
             kinds.append(kind)
@@ -755,8 +760,15 @@ def test_sam_template_uses_only_policy_templates_and_two_inline_statements(
         "SQSSendMessagePolicy",
         "SQSSendMessagePolicy",
         "SQSSendMessagePolicy",
-        "Statement:AllowedSourceQueueArns",
-        "Statement:QueueKmsKeyArn",
+        "Statement:InvocationLedger",
+        "Statement:InvokeReplayTargetFunctions",
+        "Statement:PublishToReplayTargetTopics",
+        "Statement:PutEventsOnReplayTargetBuses",
+        "Statement:ReadTheGroupIdOfFifoTargets",
+        "Statement:SendToAllowedSourceQueues",
+        "Statement:SendToReplayTargetQueues",
+        "Statement:StartReplayTargetStateMachines",
+        "Statement:UseQueueKmsKey",
     ]
 
 
@@ -779,7 +791,7 @@ def test_every_arn_is_partition_aware(cfn: dict[str, Any], sam_template: dict[st
             assert node.startswith("arn:aws:iam::aws:policy/")
         else:
             assert node.startswith("arn:${AWS::Partition}:"), (path, node)
-            assert path[-2] == "Fn::Sub" or path[-3] == "Fn::Sub", path
+            assert "Fn::Sub" in path[-3:], path  # !Sub text, or [text, variables]
 
 
 def test_generated_arns_follow_the_region_partition(root: Path) -> None:
@@ -794,7 +806,8 @@ def test_outputs_are_complete(cfn: dict[str, Any]) -> None:
     assert set(cfn["Outputs"]) == OUTPUTS
     stack = Stack(cfn)
     created = stack.outputs()
-    optional = {"AlarmTopicArn", "DashboardName"}  # tests/template/test_operations.py
+    # tests/template/test_operations.py; DeadLetterTargetArn: tests/template/test_kinds.py
+    optional = {"AlarmTopicArn", "DashboardName", "DeadLetterTargetArn"}
     assert set(created) == OUTPUTS - optional
     for name in QUEUES:
         assert created[f"{name}Url"] == stack.queue_url(name)
@@ -825,10 +838,20 @@ def test_sar_metadata_has_no_intrinsic_functions(cfn: dict[str, Any], root: Path
 # -- examples and configuration ------------------------------------------------------------
 
 
+@pytest.mark.parametrize(
+    ("name", "given"),
+    [
+        ("nested-app.yaml", {"MainQueueArn", "DeadLetterQueueArn", "OperatorQueueArn"}),
+        (
+            "nested-app-serverless.yaml",
+            {"DeadLetterQueueArn", "OperatorQueueArn", "DeadLetterQueueKind", "ReplayTargetArns"},
+        ),
+    ],
+)
 def test_nested_app_passes_real_parameters_and_reads_real_outputs(
-    root: Path, cfn: dict[str, Any]
+    root: Path, cfn: dict[str, Any], name: str, given: set[str]
 ) -> None:
-    example = load_template(root / "examples" / "nested-app.yaml")
+    example = load_template(root / "examples" / name)
     apps = {
         n: r for n, r in example["Resources"].items() if r["Type"] == "AWS::Serverless::Application"
     }
@@ -836,7 +859,7 @@ def test_nested_app_passes_real_parameters_and_reads_real_outputs(
     assert app["Properties"]["Location"] == "../template.yaml"
     passed = app["Properties"]["Parameters"]
     assert set(passed) <= set(cfn["Parameters"])
-    assert {"MainQueueArn", "DeadLetterQueueArn", "OperatorQueueArn"} <= set(passed)
+    assert given <= set(passed)
     for path, node in walk(example["Outputs"]):
         if isinstance(node, dict) and "Fn::GetAtt" in node:
             resource, attribute = node["Fn::GetAtt"]

@@ -13,7 +13,7 @@ from dlq_replay.core.attributes import (
     Attribute,
 )
 from dlq_replay.core.backoff import BackoffPolicy
-from dlq_replay.core.decision import Action, ParkReason
+from dlq_replay.core.decision import Action, Decision, ParkReason
 from dlq_replay.core.delivery import after_refusal, build_kind_copy, decide_delivery
 from dlq_replay.core.kinds import (
     KIND_ATTRIBUTE,
@@ -42,13 +42,13 @@ def string(value: str) -> Attribute:
     return Attribute("String", value)
 
 
-def record(body: str = EVENT, **values: Attribute) -> InboundMessage:
+def record(body: str = EVENT, /, **values: Attribute) -> InboundMessage:
     return InboundMessage(
         message_id="m-1", receipt_handle="r-1", body=body, attributes=values, queue_arn=DLQ_ARN
     )
 
 
-def eventbridge(target: str = TARGET_QUEUE, **extra: Attribute) -> InboundMessage:
+def eventbridge(target: str = TARGET_QUEUE, /, **extra: Attribute) -> InboundMessage:
     return record(
         RULE_ARN=string(RULE),
         TARGET_ARN=string(target),
@@ -85,19 +85,18 @@ def destination(function: str = f"{FUNCTION}:$LATEST") -> InboundMessage:
     return record(json.dumps(body))
 
 
-def settings(kind: str = "any", targets: frozenset[str] = frozenset(), **kw: object) -> Settings:
-    return replace(
-        Settings(
-            operator_queue_url=OPERATOR,
-            backoff=BackoffPolicy(base_seconds=60, multiplier=2, cap_seconds=3600),
-        ),
+def settings(kind: str = "any", targets: frozenset[str] = frozenset()) -> Settings:
+    return Settings(
+        operator_queue_url=OPERATOR,
+        backoff=BackoffPolicy(base_seconds=60, multiplier=2, cap_seconds=3600),
         dlq_kind=kind,
         replay_target_arns=targets or frozenset({FUNCTION, TARGET_QUEUE}),
-        **kw,
     )
 
 
-def decide(message: InboundMessage, s: Settings, rng: int = 30, ledger: int | None = None):  # type: ignore[no-untyped-def]
+def decide(
+    message: InboundMessage, s: Settings, rng: int = 30, ledger: int | None = None
+) -> Decision:
     return decide_delivery(
         message,
         recognise(message, s.replay_target_arns),

@@ -21,9 +21,12 @@ from dlq_replay.breaker.function import LambdaBreaker, is_probe_event, lambda_br
 from dlq_replay.core.attributes import is_mapping
 from dlq_replay.core.log import Log
 from dlq_replay.core.messages import InboundMessage
-from dlq_replay.core.settings import Settings
+from dlq_replay.core.settings import Settings, SettingsError
 from dlq_replay.notify.sns import notice_client
 from dlq_replay.sqs.replayer import Outcome, Replayer
+from dlq_replay.targets.clients import TargetClients
+from dlq_replay.targets.deliverer import Deliverer
+from dlq_replay.targets.ledger import LEDGER_TABLE_VARIABLE, invocation_ledger
 
 if TYPE_CHECKING:
     import boto3
@@ -77,10 +80,28 @@ class LambdaReplay:
     ) -> LambdaReplay:
         """Parse the settings (raising SettingsError on a bad value) around the SQS client made
         at init; the SNS client is made here (from `session`), and only when park notices are
-        on."""
+        on; the targets' clients and the ledger only for a DLQ_KIND other than sqs."""
         settings = Settings.from_env(env)
         sns = notice_client(settings, session=session)
-        replayer = Replayer(settings, sqs, logger=logger, metrics=metrics, sns=sns)
+        deliverer, ledger = None, None
+        if settings.dlq_kind != "sqs":  # the serverless kinds: their targets and the ledger
+            ledger = invocation_ledger(env, session=session)
+            if ledger is None:
+                raise SettingsError(
+                    LEDGER_TABLE_VARIABLE,
+                    None,
+                    "required when DLQ_KIND is not sqs (the template sets it to the stack's table)",
+                )
+            deliverer = Deliverer(TargetClients(session), concurrency=settings.send_concurrency)
+        replayer = Replayer(
+            settings,
+            sqs,
+            logger=logger,
+            metrics=metrics,
+            sns=sns,
+            deliverer=deliverer,
+            ledger=ledger,
+        )
         breaker = lambda_breaker(
             settings, env=env, sqs=sqs, session=session, logger=logger, metrics=metrics, sns=sns
         )
@@ -96,12 +117,21 @@ class LambdaReplay:
         if not records:  # nothing to answer for (Powertools refuses an empty batch)
             return {"batchItemFailures": []}
         received = [InboundMessage.from_lambda_record(record) for record in records]
+        returns = self._replayer.look_up(received)
         if self.breaker is None:
-            outcomes = self._replayer.process(received)
+            outcomes = self._replayer.process(received, returns)
         else:
             sent_at = self.breaker.now()
-            outcomes = self._replayer.process(self.breaker.give_back(received))
-            self.breaker.after_batch(outcomes.values(), sent_at, received)
+            given = self.breaker.give_back(received, returns.known)
+            outcomes = self._replayer.process(given, returns)
+            refused = {
+                message_id: outcome.refused_attempt
+                for message_id, outcome in outcomes.items()
+                if outcome.refused_attempt is not None
+            }
+            self.breaker.after_batch(
+                outcomes.values(), sent_at, received, known=returns.known, refused=refused
+            )
         processor: BatchProcessor
         if any(str(r.get("eventSourceARN", "")).endswith(".fifo") for r in records):
             processor = SqsFifoPartialProcessor(skip_group_on_error=True)

@@ -9,12 +9,11 @@ written for it, or when it is a waiting copy that was hidden again.
 from __future__ import annotations
 
 import time
-from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from aws_lambda_powertools.metrics import MetricUnit, single_metric
+from aws_lambda_powertools.metrics import MetricUnit
 
 from dlq_replay.core.backoff import RandomSource
 from dlq_replay.core.decision import (
@@ -25,34 +24,39 @@ from dlq_replay.core.decision import (
     decide,
     park_instead,
 )
+from dlq_replay.core.delivery import after_refusal, build_kind_copy, decide_delivery, error_text
+from dlq_replay.core.kinds import Recognised, RecordKind, recognise
 from dlq_replay.core.log import Log
-from dlq_replay.core.messages import InboundMessage
+from dlq_replay.core.messages import InboundMessage, OutboundMessage
 from dlq_replay.core.notices import park_notice
 from dlq_replay.core.queues import QueueArn
 from dlq_replay.core.settings import Settings
-from dlq_replay.core.text import printable
 from dlq_replay.notify.sns import SnsClient, publish_notices
+from dlq_replay.sqs.report import BatchReport, Outcome
 from dlq_replay.sqs.sending import BatchSender, SendFailure, change_visibility
+from dlq_replay.targets.deliverer import Deliverer
+from dlq_replay.targets.delivery import Delivery, Refused
+from dlq_replay.targets.ledger import Invocation, InvocationLedger, LedgerError
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.metrics import Metrics
     from mypy_boto3_sqs import SQSClient
 
-Clock = Callable[[], float]
+__all__ = ["NO_RETURNS", "Outcome", "Replayer", "Returns"]
 
 
 @dataclass(frozen=True, slots=True)
-class Outcome:
-    """What became of one record."""
+class Returns:
+    """What the ledger says of a batch, by message id: the invocations its records return
+    from, and the records whose ids it could not read."""
 
-    message: InboundMessage
-    decision: Decision
-    failure: SendFailure | None = None
+    known: Mapping[str, Invocation] = field(default_factory=dict)
+    unread: frozenset[str] = frozenset()
 
-    @property
-    def done(self) -> bool:
-        """True when the record may be deleted from the DLQ: its copy is written somewhere."""
-        return self.failure is None and self.decision.action not in _NOT_DONE
+
+NO_RETURNS = Returns()
+
+Clock = Callable[[], float]
 
 
 class Replayer:
@@ -69,12 +73,21 @@ class Replayer:
         rng: RandomSource | None = None,
         sns: SnsClient | None = None,
         on_outcome: Callable[[Outcome], None] | None = None,
+        deliverer: Deliverer | None = None,
+        ledger: InvocationLedger | None = None,
     ) -> None:
         """`sns` publishes the park notices; it is required when the settings name a topic.
         `on_outcome` sees each record's outcome once its batch is reported (the demo counts
-        them); without it nothing is called."""
+        them); without it nothing is called. `deliverer` delivers the records of serverless
+        kinds and `ledger` counts their returns: both are required when DLQ_KIND is not sqs
+        (with sqs such records are parked unexpected-kind, never delivered)."""
         if settings.park_notification_topic_arn is not None and sns is None:
             raise ValueError("PARK_NOTIFICATION_TOPIC_ARN is set, but no SNS client was given")
+        if settings.dlq_kind != "sqs" and (deliverer is None or ledger is None):
+            raise ValueError(f"DLQ_KIND={settings.dlq_kind} needs a Deliverer and a ledger")
+        self._deliverer = deliverer
+        self._ledger = ledger
+        self._report = BatchReport(settings, logger=logger, metrics=metrics)
         self._settings = settings
         self._sns = sns
         self._sqs = sqs
@@ -85,8 +98,13 @@ class Replayer:
         self._rng = rng  # None: each record's delay is keyed by its id (see `decide`)
         self._on_outcome = on_outcome
 
-    def process(self, messages: Sequence[InboundMessage]) -> dict[str, Outcome]:
-        """Handle a batch; the result has one outcome per message id, in the batch's order."""
+    def process(
+        self, messages: Sequence[InboundMessage], returns: Returns | None = None
+    ) -> dict[str, Outcome]:
+        """Handle a batch; the result has one outcome per message id, in the batch's order.
+        `returns`: what `look_up` found for this batch (looked up here when None)."""
+        if returns is None:
+            returns = self.look_up(messages)
         outcomes: dict[str, Outcome] = {}
         blocked_groups: set[str] = set()
         for round_ in _rounds(messages):
@@ -96,7 +114,7 @@ class Replayer:
                     outcomes[message.message_id] = Outcome(message, Decision(Action.SKIP))
                 else:
                     ready.append(message)
-            for outcome in self._process_round(ready):
+            for outcome in self._process_round(ready, returns):
                 outcomes[outcome.message.message_id] = outcome
                 group = outcome.message.message_group_id
                 if group and not outcome.done and _is_fifo(outcome.message):
@@ -135,23 +153,59 @@ class Replayer:
             if self._metrics is not None:
                 self._metrics.add_metric("ParkNoticeFailures", MetricUnit.Count, 1)
 
-    def _process_round(self, messages: Sequence[InboundMessage]) -> list[Outcome]:
+    def _process_round(self, messages: Sequence[InboundMessage], returns: Returns) -> list[Outcome]:
         now = self._clock()
         dlq_urls = {arn: self._dlq_url(arn) for arn in {m.queue_arn for m in messages}}
-        decisions = {
-            m.message_id: decide(
-                m, self._settings, dlq_url=dlq_urls[m.queue_arn], now=now, rng=self._rng
+        kinds = {m.message_id: recognise(m, self._settings.replay_target_arns) for m in messages}
+        decisions = {}
+        for m in messages:
+            recognised = kinds[m.message_id]
+            dlq_url = dlq_urls[m.queue_arn]
+            known = returns.known.get(m.message_id)
+            if m.message_id in returns.unread:
+                decisions[m.message_id] = Decision(
+                    Action.FAIL, problem="invocation ledger not read"
+                )
+                continue
+            decisions[m.message_id] = (
+                decide(m, self._settings, dlq_url=dlq_url, now=now, rng=self._rng)
+                if recognised.kind is RecordKind.SQS
+                else decide_delivery(
+                    m,
+                    recognised,
+                    self._settings,
+                    dlq_url=dlq_url,
+                    now=now,
+                    rng=self._rng,
+                    ledger_count=known.count if known is not None else None,
+                )
             )
-            for m in messages
-        }
         self._hold(
             [m for m in messages if decisions[m.message_id].action is Action.HOLD], decisions
         )
+        deliveries = [
+            m
+            for m in messages
+            if kinds[m.message_id].kind is not RecordKind.SQS
+            and decisions[m.message_id].action in (Action.REPLAY, Action.RELEASE)
+        ]
+        refused = self._deliver(deliveries, kinds, decisions, dlq_urls, now)
+
+        def copy(m: InboundMessage) -> OutboundMessage:
+            recognised = kinds[m.message_id]
+            if recognised.kind is RecordKind.SQS:
+                return build_copy(m, decisions[m.message_id], self._settings)
+            return build_kind_copy(m, recognised, decisions[m.message_id], self._settings)
+
         failures: dict[str, SendFailure] = {}
-        onward = [m for m in messages if decisions[m.message_id].action in _ONWARD]
-        for record_id, failure in self._sender.send(
-            [build_copy(m, decisions[m.message_id], self._settings) for m in onward]
-        ).items():
+        delivered = {m.message_id for m in deliveries}
+        onward = [
+            m
+            for m in messages
+            if decisions[m.message_id].action in _ONWARD
+            and (m.message_id not in delivered or decisions[m.message_id].action is Action.DEFER)
+        ]
+        for record_id, failure in self._sender.send([copy(m) for m in onward]).items():
             if failure.permanent:
                 decisions[record_id] = park_instead(decisions[record_id], ParkReason.REJECTED)
                 self._logger.warning(
@@ -161,12 +215,114 @@ class Replayer:
             else:
                 failures[record_id] = failure
         parks = [m for m in messages if decisions[m.message_id].action is Action.PARK]
-        failures.update(
-            self._sender.send(
-                [build_copy(m, decisions[m.message_id], self._settings) for m in parks]
+        failures.update(self._sender.send([copy(m) for m in parks]))
+        return [
+            Outcome(
+                m,
+                decisions[m.message_id],
+                failures.get(m.message_id),
+                kinds[m.message_id],
+                refused.get(m.message_id),
             )
+            for m in messages
+        ]
+
+    def look_up(self, messages: Sequence[InboundMessage]) -> Returns:
+        """The invocations the batch's Lambda records return from, as the ledger knows them
+        (by message id), for the records that carry no count of ours (a copy we wrote carries
+        it). A record whose id the ledger could not read must wait: read as unknown, its count
+        would start again at 0."""
+        if self._ledger is None:
+            return NO_RETURNS
+        ids: dict[str, list[str]] = {}
+        for m in messages:
+            if self._settings.count_attribute in m.attributes:
+                continue
+            request_id = recognise(m, self._settings.replay_target_arns).request_id
+            if request_id:
+                ids.setdefault(request_id, []).append(m.message_id)
+        if not ids:
+            return NO_RETURNS
+        unread: tuple[str, ...] = ()
+        try:
+            found = self._ledger.invocations(ids)
+        except LedgerError as error:
+            self._logger.error(
+                "invocation ledger not read; its records wait", extra={"error": str(error)}
+            )
+            found, unread = error.found, error.request_ids
+        return Returns(
+            known={mid: found[rid] for rid, mids in ids.items() if rid in found for mid in mids},
+            unread=frozenset(mid for rid in unread for mid in ids.get(rid, ())),
         )
-        return [Outcome(m, decisions[m.message_id], failures.get(m.message_id)) for m in messages]
+
+    def _deliver(
+        self,
+        messages: Sequence[InboundMessage],
+        kinds: Mapping[str, Recognised],
+        decisions: dict[str, Decision],
+        dlq_urls: Mapping[str, str | None],
+        now: float,
+    ) -> dict[str, int]:
+        """Deliver the records due to their targets. A refusal becomes the next attempt's
+        waiting copy (or a park at the limit), written with the rest; an invocation Lambda
+        accepted is recorded against its request id, so its return is counted. Returns the
+        attempt each refused record's target refused, by message id (for the breaker)."""
+        if not messages:
+            return {}
+        if self._deliverer is None:
+            raise ValueError("a record of a serverless kind needs a Deliverer")
+        results = self._deliverer.deliver(
+            [
+                Delivery(
+                    record_id=m.message_id,
+                    target_arn=decisions[m.message_id].destination or "",
+                    payload=kinds[m.message_id].payload,
+                    rule_arn=kinds[m.message_id].rule_arn,
+                    dedup_id=f"{m.message_id}-{decisions[m.message_id].attempt}",
+                )
+                for m in messages
+            ]
+        )
+        invoked: dict[str, int] = {}
+        refused: dict[str, int] = {}
+        for m in messages:
+            result = results[m.message_id]
+            decision = decisions[m.message_id]
+            if isinstance(result, Refused):
+                refused[m.message_id] = decision.attempt or 1
+                error = error_text(f"{result.code}: {result.message}")
+                decisions[m.message_id] = after_refusal(
+                    m,
+                    decision,
+                    self._settings,
+                    error=error,
+                    dlq_url=dlq_urls[m.queue_arn],
+                    now=now,
+                    rng=self._rng,
+                )
+                self._logger.warning(
+                    "target refused the delivery; the record waits for its next attempt",
+                    extra={
+                        "message_id": m.message_id,
+                        "target": decision.destination,
+                        "error": error,
+                    },
+                )
+                if self._metrics is not None:
+                    self._metrics.add_metric("DeliveriesRefused", MetricUnit.Count, 1)
+            elif result.request_id is not None:
+                invoked[result.request_id] = decision.attempt or 0
+        if invoked and self._ledger is not None:
+            try:
+                self._ledger.record(invoked, now=now)
+            except LedgerError as error:
+                # Delivered all the same: if such an invocation fails and returns, its count
+                # starts again at 0 (logged and counted, for the alarm to see).
+                self._logger.error("invocation ledger not written", extra={"error": str(error)})
+                if self._metrics is not None:
+                    self._metrics.add_metric("LedgerWriteFailures", MetricUnit.Count, 1)
+        return refused
 
     def _hold(self, messages: Sequence[InboundMessage], decisions: dict[str, Decision]) -> None:
         """Hide waiting copies until their time; a failed hold only means an earlier retry."""
@@ -189,147 +345,8 @@ class Replayer:
         except ValueError:
             return None
 
-    def _report(self, outcomes: Iterable[Outcome]) -> None:
-        """A line of its own for each record an operator may have to act on (parked, not done),
-        one line for the batch's routine outcomes (replay, defer, hold, release, skip), and the
-        batch's metrics. A line costs more CPU than the rest of a record's handling in our
-        code (bench/bench_end_to_end.py), so the routine records share one; their own lines are
-        kept at DEBUG (the function's ApplicationLogLevel, the worker's --log-level)."""
-        parked: Counter[str] = Counter()
-        routine: list[dict[str, Any]] = []
-        for outcome in outcomes:
-            decision = outcome.decision
-            fields = self._fields(outcome)
-            if outcome.failure is not None or decision.action is Action.FAIL:
-                self._logger.error("record not done", extra=fields)
-            elif decision.action is Action.PARK:
-                self._logger.info(f"record {_PAST[decision.action]}", extra=fields)
-            else:
-                self._logger.debug(f"record {_PAST[decision.action]}", extra=fields)
-                routine.append(fields)
-            if decision.clamped:
-                self._logger.warning(
-                    "no attribute slot for the long-delay marker: delay clamped", extra=fields
-                )
-            if outcome.message.dropped_attributes:
-                self._logger.warning("attributes the copy cannot carry were dropped", extra=fields)
-            self._count(outcome, parked)
-        if routine:
-            self._logger.info("batch outcomes", extra=routine_summary(routine))
-        self._emit_parked(parked)
-
-    def _fields(self, outcome: Outcome) -> dict[str, Any]:
-        """The structured fields of one record's log line. Texts from the record go through
-        `printable`: a hand-made event's lone surrogate must not cost the line."""
-        decision = outcome.decision
-        message = outcome.message
-        fields: dict[str, Any] = {
-            "message_id": printable(message.message_id),
-            "outcome": decision.action.value if outcome.failure is None else "failed",
-            "action": decision.action.value,
-            "attempt": decision.attempt,
-            "delay_seconds": decision.delay,
-            "destination": decision.destination,
-        }
-        if decision.reason is not None:
-            fields["reason"] = decision.reason.value
-        if decision.not_before is not None:
-            fields["not_before"] = decision.not_before
-        if decision.clamped:
-            fields["drawn_delay_seconds"] = decision.drawn_delay
-        if decision.problem is not None:
-            fields["problem"] = decision.problem
-        if message.dropped_attributes:
-            fields["dropped_attributes"] = dict(message.dropped_attributes)
-        if message.message_group_id:
-            fields["message_group_id"] = printable(message.message_group_id)
-        if self._settings.log_message_body:
-            fields["body"] = printable(message.body)
-        if outcome.failure is not None:
-            fields.update(
-                error_code=outcome.failure.code,
-                error=outcome.failure.message,
-                copy_written="unknown" if outcome.failure.unconfirmed else "no",
-            )
-        return fields
-
-    def _count(self, outcome: Outcome, parked: Counter[str]) -> None:
-        if self._metrics is None:
-            return
-        decision = outcome.decision
-        if outcome.failure is not None:
-            self._metrics.add_metric("SendFailures", MetricUnit.Count, 1)
-            if outcome.failure.unconfirmed:
-                self._metrics.add_metric("UnconfirmedSendFailures", MetricUnit.Count, 1)
-        elif decision.action in _METRIC_BY_ACTION:
-            self._metrics.add_metric(_METRIC_BY_ACTION[decision.action], MetricUnit.Count, 1)
-        elif decision.reason is not None:
-            parked[decision.reason.value] += 1
-        if outcome.failure is None and decision.drawn_delay is not None:
-            self._metrics.add_metric("ReplayDelay", MetricUnit.Seconds, decision.drawn_delay)
-
-    def _emit_parked(self, parked: Counter[str]) -> None:
-        """Parked counts carry a `reason` dimension, so they go out as their own EMF blobs."""
-        if self._metrics is None:
-            return
-        for reason, count in parked.items():
-            with single_metric(
-                name="Parked",
-                unit=MetricUnit.Count,
-                value=count,
-                namespace=self._metrics.namespace,
-                default_dimensions={**self._metrics.default_dimensions, "reason": reason},
-            ):
-                pass
-
-
-# What a routine record keeps in its batch's line: enough to follow it (where it went, with
-# which count, back when); the rest is on its DEBUG line.
-_ROUTINE_KEYS = (
-    "message_id",
-    "action",
-    "attempt",
-    "delay_seconds",
-    "not_before",
-    "message_group_id",
-    "body",
-)
-
-
-def routine_summary(routine: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """The fields of a batch's routine line: the count of each action, the destination when
-    every record sent somewhere went to one queue (else each names its own), and each record,
-    short. Held and skipped records send nothing and name no destination."""
-    destinations = {fields["destination"] for fields in routine} - {None}
-    shared = len(destinations) <= 1
-    keys = _ROUTINE_KEYS if shared else (*_ROUTINE_KEYS, "destination")
-    summary: dict[str, Any] = {"counts": dict(Counter(fields["action"] for fields in routine))}
-    if destinations and shared:
-        summary["destination"] = destinations.pop()
-    summary["records"] = [
-        {key: fields[key] for key in keys if fields.get(key) is not None} for fields in routine
-    ]
-    return summary
-
 
 _ONWARD = (Action.REPLAY, Action.DEFER, Action.RELEASE)
-_NOT_DONE = (Action.HOLD, Action.SKIP, Action.FAIL)
-_PAST = {
-    Action.REPLAY: "replayed",
-    Action.DEFER: "deferred",
-    Action.HOLD: "held",
-    Action.RELEASE: "released",
-    Action.PARK: "parked",
-    Action.SKIP: "skipped",
-}
-_METRIC_BY_ACTION = {
-    Action.REPLAY: "Replayed",
-    Action.RELEASE: "Released",
-    Action.DEFER: "Deferred",
-    Action.HOLD: "Held",
-    Action.SKIP: "SkippedBehindGroup",
-    Action.FAIL: "UnprocessableRecords",
-}
 
 
 def _is_fifo(message: InboundMessage) -> bool:

@@ -57,13 +57,13 @@ class LedgerError(Exception):
         action: str,
         request_ids: Sequence[str],
         detail: str,
-        found: Mapping[str, int] | None = None,
+        found: Mapping[str, Invocation] | None = None,
     ) -> None:
         super().__init__(
             f"invocation ledger: {len(request_ids)} request ids not {action}: {detail}"
         )
         self.request_ids = tuple(request_ids)
-        self.found = dict(found or {})
+        self.found: dict[str, Invocation] = dict(found or {})
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,7 +167,7 @@ class DynamoLedger:
             left = self._retried(lambda pending: self._get(pending, found), request, "Keys", errors)
             failed += [_request_id(key) for key in left]
         if failed:
-            raise LedgerError("read", failed, errors[-1], _counts(found))
+            raise LedgerError("read", failed, errors[-1], found)
         return found
 
     def record(self, counts: Mapping[str, int], *, now: float) -> None:

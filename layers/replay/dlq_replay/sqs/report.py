@@ -1,0 +1,196 @@
+"""What became of each record of a batch, and how it is told: one log line per record an
+operator may act on, one line for the routine rest, and the batch's metrics."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from aws_lambda_powertools.metrics import MetricUnit, single_metric
+
+from dlq_replay.core.decision import Action, Decision
+from dlq_replay.core.kinds import Recognised, RecordKind
+from dlq_replay.core.log import Log
+from dlq_replay.core.messages import InboundMessage
+from dlq_replay.core.settings import Settings
+from dlq_replay.core.text import printable
+from dlq_replay.sqs.sending import SendFailure
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.metrics import Metrics
+
+_NOT_DONE = (Action.HOLD, Action.SKIP, Action.FAIL)
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What became of one record."""
+
+    message: InboundMessage
+    decision: Decision
+    failure: SendFailure | None = None
+    # The record's kind and target when a serverless service wrote it (None: an SQS record).
+    recognised: Recognised | None = None
+    # The attempt its target refused at once (the decision is then what followed the refusal).
+    refused_attempt: int | None = None
+
+    @property
+    def done(self) -> bool:
+        """True when the record may be deleted from the DLQ: its copy is written somewhere."""
+        return self.failure is None and self.decision.action not in _NOT_DONE
+
+
+class BatchReport:
+    """Logs and counts a batch's outcomes (the replayer's last step)."""
+
+    def __init__(self, settings: Settings, *, logger: Log, metrics: Metrics | None) -> None:
+        self._settings = settings
+        self._logger = logger
+        self._metrics = metrics
+
+    def __call__(self, outcomes: Iterable[Outcome]) -> None:
+        """A line of its own for each record an operator may have to act on (parked, not done),
+        one line for the batch's routine outcomes (replay, defer, hold, release, skip), and the
+        batch's metrics. A line costs more CPU than the rest of a record's handling in our
+        code (bench/bench_end_to_end.py), so the routine records share one; their own lines are
+        kept at DEBUG (the function's ApplicationLogLevel, the worker's --log-level)."""
+        parked: Counter[str] = Counter()
+        routine: list[dict[str, Any]] = []
+        for outcome in outcomes:
+            decision = outcome.decision
+            fields = self._fields(outcome)
+            if outcome.failure is not None or decision.action is Action.FAIL:
+                self._logger.error("record not done", extra=fields)
+            elif decision.action is Action.PARK:
+                self._logger.info(f"record {_PAST[decision.action]}", extra=fields)
+            else:
+                self._logger.debug(f"record {_PAST[decision.action]}", extra=fields)
+                routine.append(fields)
+            if decision.clamped:
+                self._logger.warning(
+                    "no attribute slot for the long-delay marker: delay clamped", extra=fields
+                )
+            if outcome.message.dropped_attributes:
+                self._logger.warning("attributes the copy cannot carry were dropped", extra=fields)
+            self._count(outcome, parked)
+        if routine:
+            self._logger.info("batch outcomes", extra=routine_summary(routine))
+        self._emit_parked(parked)
+
+    def _fields(self, outcome: Outcome) -> dict[str, Any]:
+        """The structured fields of one record's log line. Texts from the record go through
+        `printable`: a hand-made event's lone surrogate must not cost the line."""
+        decision = outcome.decision
+        message = outcome.message
+        fields: dict[str, Any] = {
+            "message_id": printable(message.message_id),
+            "outcome": decision.action.value if outcome.failure is None else "failed",
+            "action": decision.action.value,
+            "attempt": decision.attempt,
+            "delay_seconds": decision.delay,
+            "destination": decision.destination,
+        }
+        recognised = outcome.recognised
+        if recognised is not None and recognised.kind is not RecordKind.SQS:
+            fields.update(kind=recognised.kind.value, target=recognised.target_arn)
+        if decision.error is not None:
+            fields["service_error"] = decision.error
+        if decision.reason is not None:
+            fields["reason"] = decision.reason.value
+        if decision.not_before is not None:
+            fields["not_before"] = decision.not_before
+        if decision.clamped:
+            fields["drawn_delay_seconds"] = decision.drawn_delay
+        if decision.problem is not None:
+            fields["problem"] = decision.problem
+        if message.dropped_attributes:
+            fields["dropped_attributes"] = dict(message.dropped_attributes)
+        if message.message_group_id:
+            fields["message_group_id"] = printable(message.message_group_id)
+        if self._settings.log_message_body:
+            fields["body"] = printable(message.body)
+        if outcome.failure is not None:
+            fields.update(
+                error_code=outcome.failure.code,
+                error=outcome.failure.message,
+                copy_written="unknown" if outcome.failure.unconfirmed else "no",
+            )
+        return fields
+
+    def _count(self, outcome: Outcome, parked: Counter[str]) -> None:
+        if self._metrics is None:
+            return
+        decision = outcome.decision
+        if outcome.failure is not None:
+            self._metrics.add_metric("SendFailures", MetricUnit.Count, 1)
+            if outcome.failure.unconfirmed:
+                self._metrics.add_metric("UnconfirmedSendFailures", MetricUnit.Count, 1)
+        elif decision.action in _METRIC_BY_ACTION:
+            self._metrics.add_metric(_METRIC_BY_ACTION[decision.action], MetricUnit.Count, 1)
+        elif decision.reason is not None:
+            parked[decision.reason.value] += 1
+        if outcome.failure is None and decision.drawn_delay is not None:
+            self._metrics.add_metric("ReplayDelay", MetricUnit.Seconds, decision.drawn_delay)
+
+    def _emit_parked(self, parked: Counter[str]) -> None:
+        """Parked counts carry a `reason` dimension, so they go out as their own EMF blobs."""
+        if self._metrics is None:
+            return
+        for reason, count in parked.items():
+            with single_metric(
+                name="Parked",
+                unit=MetricUnit.Count,
+                value=count,
+                namespace=self._metrics.namespace,
+                default_dimensions={**self._metrics.default_dimensions, "reason": reason},
+            ):
+                pass
+
+
+# What a routine record keeps in its batch's line: enough to follow it (where it went, with
+# which count, back when); the rest is on its DEBUG line.
+_ROUTINE_KEYS = (
+    "message_id",
+    "action",
+    "attempt",
+    "delay_seconds",
+    "not_before",
+    "message_group_id",
+    "body",
+)
+
+
+def routine_summary(routine: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The fields of a batch's routine line: the count of each action, the destination when
+    every record sent somewhere went to one queue (else each names its own), and each record,
+    short. Held and skipped records send nothing and name no destination."""
+    destinations = {fields["destination"] for fields in routine} - {None}
+    shared = len(destinations) <= 1
+    keys = _ROUTINE_KEYS if shared else (*_ROUTINE_KEYS, "destination")
+    summary: dict[str, Any] = {"counts": dict(Counter(fields["action"] for fields in routine))}
+    if destinations and shared:
+        summary["destination"] = destinations.pop()
+    summary["records"] = [
+        {key: fields[key] for key in keys if fields.get(key) is not None} for fields in routine
+    ]
+    return summary
+
+
+_PAST = {
+    Action.REPLAY: "replayed",
+    Action.DEFER: "deferred",
+    Action.HOLD: "held",
+    Action.RELEASE: "released",
+    Action.PARK: "parked",
+    Action.SKIP: "skipped",
+}
+_METRIC_BY_ACTION = {
+    Action.REPLAY: "Replayed",
+    Action.RELEASE: "Released",
+    Action.DEFER: "Deferred",
+    Action.HOLD: "Held",
+    Action.SKIP: "SkippedBehindGroup",
+    Action.FAIL: "UnprocessableRecords",
+}

@@ -1,0 +1,414 @@
+"""Every serverless kind through the Lambda handler on moto: delivered byte-exact to its target,
+a refusal then a later success, the attempt limit, a forged target, the ledger across two
+returns, a FIFO EventBridge target.
+
+moto runs no function code: with its Lambda `use_docker` off it accepts `Invoke` and answers
+202 with a request id, which is all an `Event` invocation returns on AWS. What the function was
+given is read from the request the replay's client made (a botocore event hook).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+from dlq_replay.aws_lambda.replay import LambdaReplay
+from dlq_replay.core.settings import Settings, SettingsError
+from dlq_replay.local.records import lambda_event
+from dlq_replay.sqs.replayer import Replayer
+from dlq_replay.targets.clients import TargetClients
+from dlq_replay.targets.deliverer import Deliverer
+from dlq_replay.targets.ledger import DynamoLedger
+from moto import mock_aws
+
+from integration.harness import (
+    COUNT,
+    PARK_REASON,
+    REGION,
+    AppHandle,
+    LowestRandom,
+    Queue,
+    RecordingLog,
+    Sqs,
+    attributes_of,
+    failed_ids,
+    number,
+    string,
+)
+
+ACCOUNT = "123456789012"
+EVENT = {
+    "version": "0",
+    "id": "6f6a2c6e-1f1d-4c4d-9c3b-2d5f0f0e8a11",
+    "detail-type": "OrderPlaced",
+    "source": "shop.orders",
+    "account": ACCOUNT,
+    "time": "2026-11-27T10:00:00Z",
+    "region": REGION,
+    "resources": [],
+    "detail": {"order": 42, "note": "ünïcödé ✓"},
+}
+EVENT_BODY = json.dumps(EVENT, ensure_ascii=False)
+
+
+@dataclass
+class Stack:
+    sqs: Sqs
+    dlq: Queue
+    operator: Queue
+    target: Queue
+    fifo_target: Queue
+    function_arn: str
+    rule_arn: str
+    fifo_rule_arn: str
+    table: str
+
+
+def _zip() -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("index.py", "def handler(event, context):\n    return event\n")
+    return buffer.getvalue()
+
+
+@pytest.fixture
+def stack() -> Iterator[Stack]:
+    with mock_aws(config={"lambda": {"use_docker": False}}):
+        sqs = Sqs(boto3.client("sqs", region_name=REGION))
+        dlq = sqs.create_queue("fn-dlq")
+        operator = sqs.create_queue("fn-operator")
+        target = sqs.create_queue("orders-target")
+        fifo_target = sqs.create_queue("orders-target.fifo", {"FifoQueue": "true"})
+        role = boto3.client("iam", region_name=REGION).create_role(
+            RoleName="fn", AssumeRolePolicyDocument="{}"
+        )["Role"]["Arn"]
+        function_arn = boto3.client("lambda", region_name=REGION).create_function(
+            FunctionName="orders",
+            Runtime="python3.13",
+            Role=role,
+            Handler="index.handler",
+            Code={"ZipFile": _zip()},
+        )["FunctionArn"]
+        events = boto3.client("events", region_name=REGION)
+        rule_arn = events.put_rule(Name="orders", EventPattern='{"source":["shop.orders"]}')[
+            "RuleArn"
+        ]
+        fifo_rule_arn = events.put_rule(Name="fifo", EventPattern='{"source":["shop.fifo"]}')[
+            "RuleArn"
+        ]
+        events.put_targets(
+            Rule="fifo",
+            Targets=[
+                {
+                    "Id": "t",
+                    "Arn": fifo_target.arn,
+                    "SqsParameters": {"MessageGroupId": "orders-group"},
+                }
+            ],
+        )
+        table = "breaker"
+        boto3.client("dynamodb", region_name=REGION).create_table(
+            TableName=table,
+            BillingMode="PAY_PER_REQUEST",
+            AttributeDefinitions=[
+                {"AttributeName": "pk", "AttributeType": "S"},
+                {"AttributeName": "sk", "AttributeType": "S"},
+            ],
+            KeySchema=[
+                {"AttributeName": "pk", "KeyType": "HASH"},
+                {"AttributeName": "sk", "KeyType": "RANGE"},
+            ],
+        )
+        yield Stack(
+            sqs, dlq, operator, target, fifo_target, function_arn, rule_arn, fifo_rule_arn, table
+        )
+
+
+class Calls:
+    """Every request of one service the replay's clients make (a botocore event hook on the
+    session they come from), as the caller passed it."""
+
+    def __init__(self, session: boto3.Session, service: str) -> None:
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+        session.events.register(f"provide-client-params.{service}", self._record)
+
+    def _record(self, params: dict[str, Any], model: Any, **_: Any) -> None:
+        self.calls.append((model.name, dict(params)))
+
+    def of(self, operation: str) -> list[dict[str, Any]]:
+        return [params for name, params in self.calls if name == operation]
+
+
+@dataclass
+class Replay:
+    """The replay as the handler builds it, over one boto3 session, drawing no delay."""
+
+    handler: LambdaReplay
+    invokes: Calls
+    log: RecordingLog
+    clients: TargetClients
+
+
+def make_replay(stack: Stack, targets: list[str], **env: str) -> Replay:
+    session = boto3.Session(region_name=REGION)
+    invokes = Calls(session, "lambda")
+    settings = Settings.from_env(
+        {
+            "OPERATOR_QUEUE_URL": stack.operator.url,
+            "DLQ_KIND": "any",
+            "REPLAY_TARGET_ARNS": ",".join(targets),
+            "BACKOFF_BASE_SECONDS": "1",
+            **env,
+        }
+    )
+    log = RecordingLog()
+    clients = TargetClients(session)
+    replayer = Replayer(
+        settings,
+        session.client("sqs"),
+        logger=log,
+        rng=LowestRandom(),
+        deliverer=Deliverer(clients),
+        ledger=DynamoLedger(lambda: session.client("dynamodb"), stack.table),
+    )
+    return Replay(LambdaReplay(replayer), invokes, log, clients)
+
+
+def eventbridge_record(
+    stack: Stack, target: str, rule: str | None = None, body: str = EVENT_BODY
+) -> None:
+    stack.sqs.client.send_message(
+        QueueUrl=stack.dlq.url,
+        MessageBody=body,
+        MessageAttributes={
+            "RULE_ARN": string(rule or stack.rule_arn),
+            "TARGET_ARN": string(target),
+            "ERROR_CODE": string("SQS.AWS.SQS.NonExistentQueue"),
+            "ERROR_MESSAGE": string("queue missing"),
+            "EXHAUSTED_RETRY_CONDITION": string("MaximumRetryAttempts"),
+            "RETRY_ATTEMPTS": number(185),
+        },
+    )
+
+
+def lambda_record(stack: Stack, request_id: str, body: str) -> None:
+    """What Lambda writes to a function's DLQ once an asynchronous invocation gave up."""
+    stack.sqs.client.send_message(
+        QueueUrl=stack.dlq.url,
+        MessageBody=body,
+        MessageAttributes={
+            "RequestID": string(request_id),
+            "ErrorCode": string("200"),
+            "ErrorMessage": string("Task timed out"),
+        },
+    )
+
+
+def replay_round(stack: Stack, handler: Any) -> list[str]:
+    """One event from the DLQ through `handler`; the done records are deleted, as Lambda's
+    event source does. The ids of the records not done."""
+    messages = stack.sqs.client.receive_message(
+        QueueUrl=stack.dlq.url,
+        MaxNumberOfMessages=10,
+        MessageAttributeNames=["All"],
+        AttributeNames=["All"],
+    ).get("Messages", [])
+    failed = failed_ids(handler(lambda_event(messages, stack.dlq.arn, REGION)))
+    for message in messages:
+        if message["MessageId"] not in failed:
+            stack.sqs.client.delete_message(
+                QueueUrl=stack.dlq.url, ReceiptHandle=message["ReceiptHandle"]
+            )
+    return failed
+
+
+def test_an_eventbridge_record_is_delivered_byte_exact_to_its_sqs_target(stack: Stack) -> None:
+    replay = make_replay(stack, [stack.target.arn])
+    eventbridge_record(stack, stack.target.arn)
+    assert replay_round(stack, replay.handler) == []
+    delivered = stack.sqs.drain(stack.target)
+    assert [m["Body"] for m in delivered] == [EVENT_BODY]
+    assert attributes_of(delivered[0]) == {}  # EventBridge sends the event, nothing else
+    assert stack.sqs.total(stack.dlq) == 0
+
+
+def test_a_fifo_target_gets_the_group_its_rule_configures(stack: Stack) -> None:
+    replay = make_replay(stack, [stack.fifo_target.arn])
+    eventbridge_record(stack, stack.fifo_target.arn, stack.fifo_rule_arn)
+    assert replay_round(stack, replay.handler) == []
+    delivered = stack.sqs.client.receive_message(
+        QueueUrl=stack.fifo_target.url, AttributeNames=["MessageGroupId"]
+    )["Messages"]
+    assert [m["Body"] for m in delivered] == [EVENT_BODY]
+    assert delivered[0]["Attributes"]["MessageGroupId"] == "orders-group"
+
+
+def test_a_forged_target_is_parked_and_never_called(stack: Stack) -> None:
+    forged = stack.sqs.create_queue("not-listed")
+    replay = make_replay(stack, [stack.target.arn, stack.function_arn])
+    eventbridge_record(stack, forged.arn)
+    lambda_record(stack, "r-1", "{}")  # fine: its function is the one listed
+    eventbridge_record(stack, f"arn:aws:kinesis:{REGION}:{ACCOUNT}:stream/orders")
+    assert replay_round(stack, replay.handler) == []
+    reasons = sorted(
+        attributes_of(m)[PARK_REASON]["StringValue"] for m in stack.sqs.drain(stack.operator)
+    )
+    assert reasons == ["target-not-allowed", "unsupported-target"]
+    assert stack.sqs.total(forged) == 0
+    assert len(replay.invokes.of("Invoke")) == 1
+
+
+def test_a_kind_outside_dlq_kind_is_parked_unexpected_kind(stack: Stack) -> None:
+    replay = make_replay(stack, [stack.target.arn], DLQ_KIND="lambda")
+    eventbridge_record(stack, stack.target.arn)
+    assert replay_round(stack, replay.handler) == []
+    parked = stack.sqs.drain(stack.operator)
+    assert attributes_of(parked[0])[PARK_REASON]["StringValue"] == "unexpected-kind"
+    assert stack.sqs.total(stack.target) == 0
+
+
+def test_a_refused_delivery_waits_in_the_dlq_and_a_later_one_succeeds(stack: Stack) -> None:
+    gone = stack.sqs.create_queue("orders-gone")
+    stack.sqs.client.delete_queue(QueueUrl=gone.url)
+    replay = make_replay(stack, [gone.arn])
+    eventbridge_record(stack, gone.arn)
+    assert replay_round(stack, replay.handler) == []  # refused, and written back to wait
+    waiting = stack.sqs.client.receive_message(
+        QueueUrl=stack.dlq.url, MessageAttributeNames=["All"]
+    )["Messages"]
+    values = attributes_of(waiting[0])
+    assert values[COUNT]["StringValue"] == "2"  # attempt 1 was refused: the copy waits for 2
+    assert values["dlq-replay-kind"]["StringValue"] == "eventbridge"
+    assert "dlq-replay-not-before" in values
+    assert values["RULE_ARN"]["StringValue"] == stack.rule_arn
+    stack.sqs.client.change_message_visibility(
+        QueueUrl=stack.dlq.url, ReceiptHandle=waiting[0]["ReceiptHandle"], VisibilityTimeout=0
+    )
+    stack.sqs.client.create_queue(QueueName="orders-gone")  # the target is back
+    assert replay_round(stack, replay.handler) == []
+    assert [m["Body"] for m in stack.sqs.drain(gone)] == [EVENT_BODY]
+    assert stack.sqs.total(stack.dlq) == 0
+
+
+def test_the_attempt_limit_parks_with_the_services_error(stack: Stack) -> None:
+    gone = f"arn:aws:sqs:{REGION}:{ACCOUNT}:orders-gone"
+    replay = make_replay(stack, [gone], MAX_ATTEMPTS="1")
+    eventbridge_record(stack, gone)
+    assert replay_round(stack, replay.handler) == []
+    parked = stack.sqs.drain(stack.operator)
+    values = attributes_of(parked[0])
+    assert values[PARK_REASON]["StringValue"] == "max-attempts"
+    assert "NonExistentQueue" in values["dlq-replay-error"]["StringValue"]
+    assert parked[0]["Body"] == EVENT_BODY
+    assert stack.sqs.total(stack.dlq) == 0
+
+
+def test_a_lambda_record_is_invoked_unchanged_and_the_ledger_counts_its_returns(
+    stack: Stack,
+) -> None:
+    replay = make_replay(stack, [stack.function_arn], MAX_ATTEMPTS="2")
+    body = '{"order": 7,  "spaces":  "kept", "é": 1}'
+    lambda_record(stack, "original-request", body)
+    assert replay_round(stack, replay.handler) == []
+    (first,) = replay.invokes.of("Invoke")
+    assert (first["FunctionName"], first["InvocationType"]) == (stack.function_arn, "Event")
+    assert first["Payload"] == body.encode()
+    first_id = ledger_ids(stack)
+    assert list(first_id.values()) == [1]
+    # The invocation failed after all: Lambda writes a record with the id it gave it.
+    lambda_record(stack, next(iter(first_id)), body)
+    assert replay_round(stack, replay.handler) == []
+    assert len(replay.invokes.of("Invoke")) == 2
+    counts = ledger_ids(stack)
+    assert sorted(counts.values()) == [1, 2]
+    second_id = next(rid for rid, count in counts.items() if count == 2)
+    lambda_record(stack, second_id, body)
+    assert replay_round(stack, replay.handler) == []
+    parked = stack.sqs.drain(stack.operator)
+    values = attributes_of(parked[0])
+    assert values[PARK_REASON]["StringValue"] == "max-attempts"
+    assert values[COUNT]["StringValue"] == "2"
+    assert values["dlq-replay-error"]["StringValue"] == "200: Task timed out"
+    assert parked[0]["Body"] == body
+    assert len(replay.invokes.of("Invoke")) == 2
+
+
+def test_a_destination_record_invokes_its_function_with_the_request_payload(
+    stack: Stack,
+) -> None:
+    replay = make_replay(stack, [stack.function_arn])
+    record = {
+        "version": "1.0",
+        "timestamp": "2026-11-27T10:00:00.000Z",
+        "requestContext": {
+            "requestId": "d-1",
+            "functionArn": f"{stack.function_arn}:$LATEST",
+            "condition": "RetriesExhausted",
+            "approximateInvokeCount": 3,
+        },
+        "requestPayload": {"order": 9},
+        "responseContext": {"statusCode": 200, "executedVersion": "$LATEST"},
+        "responsePayload": {"errorMessage": "boom", "errorType": "Error"},
+    }
+    stack.sqs.client.send_message(QueueUrl=stack.dlq.url, MessageBody=json.dumps(record))
+    assert replay_round(stack, replay.handler) == []
+    (call,) = replay.invokes.of("Invoke")
+    assert call["FunctionName"] == f"{stack.function_arn}:$LATEST"
+    assert json.loads(call["Payload"]) == {"order": 9}
+
+
+def test_an_invoke_refused_as_throttled_waits_for_its_next_attempt(stack: Stack) -> None:
+    replay = make_replay(stack, [stack.function_arn])
+    lambda_record(stack, "r-throttled", "{}")
+    with Stubber(replay.clients.lambda_client(REGION)) as stub:
+        stub.add_client_error("Invoke", "TooManyRequestsException", "Rate exceeded", 429)
+        assert replay_round(stack, replay.handler) == []
+    waiting = stack.sqs.client.receive_message(
+        QueueUrl=stack.dlq.url, MessageAttributeNames=["All"]
+    )["Messages"]
+    assert attributes_of(waiting[0])[COUNT]["StringValue"] == "2"
+    assert attributes_of(waiting[0])["RequestID"]["StringValue"] == "r-throttled"
+
+
+def ledger_ids(stack: Stack) -> dict[str, int]:
+    """The ledger's items: request id -> attempt."""
+    items = boto3.client("dynamodb", region_name=REGION).scan(TableName=stack.table)["Items"]
+    return {
+        item["pk"]["S"].removeprefix("invocation#"): int(item["count"]["N"])
+        for item in items
+        if item["pk"]["S"].startswith("invocation#")
+    }
+
+
+def test_the_function_handler_builds_the_targets_and_the_ledger_from_its_environment(
+    stack: Stack, app: AppHandle, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, value in {
+        "OPERATOR_QUEUE_URL": stack.operator.url,
+        "DLQ_KIND": "eventbridge",
+        "REPLAY_TARGET_ARNS": stack.target.arn,
+        "OUTAGE_BREAKER": "off",
+        "BACKOFF_BASE_SECONDS": "1",
+    }.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(SettingsError, match="INVOCATION_LEDGER_TABLE"):
+        app.handler({"Records": []})
+    monkeypatch.setenv("INVOCATION_LEDGER_TABLE", stack.table)
+    app.reset()
+    eventbridge_record(stack, stack.target.arn)
+    # Full jitter may draw a second's wait in the DLQ first: rounds until it is delivered.
+    for _ in range(10):
+        assert replay_round(stack, app.handler) == []
+        if stack.sqs.total(stack.target):
+            break
+        stack.sqs.end_delays(stack.dlq)
+        time.sleep(0.3)
+    assert [m["Body"] for m in stack.sqs.drain(stack.target)] == [EVENT_BODY]
