@@ -3,11 +3,24 @@
 
 from __future__ import annotations
 
+import json
+import threading
+from typing import TYPE_CHECKING
+
 import pytest
 from dlq_replay.cli.main import build_parser, main
+from dlq_replay.cli.options import make_deliverer
 from dlq_replay.cli.parsing import setting_overrides
 from dlq_replay.core.kinds import RecordKind
-from dlq_replay.local.worker import settings_from
+from dlq_replay.local.worker import WorkerOptions, delivers, run_worker, settings_from
+from dlq_replay.ops.depth import queue_depth
+from dlq_replay.ops.draining import drain
+from emulation import eventually
+from operator_cli.records import EVENT, send_eventbridge
+from operator_cli.support import queue_arn
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
 
 PREFIX = "dlq-replay: error: "
 BASE = [
@@ -22,6 +35,7 @@ BASE = [
 QUEUE = "arn:aws:sqs:us-east-1:123456789012:target"
 FUNCTION = "arn:aws:lambda:us-east-1:123456789012:function:orders"
 BUS = "arn:aws:events:us-east-1:123456789012:event-bus/orders"
+FORGED = "arn:aws:sqs:us-east-1:123456789012:someone-elses-queue"
 
 
 def exit_code(argv: list[str]) -> int:
@@ -101,3 +115,65 @@ def test_the_help_documents_both_names(capsys: pytest.CaptureFixture[str]) -> No
     assert "--kind, --dlq-kind VALUE" in shown
     assert "--target-arn, --replay-target-arns VALUE" in shown
     assert "repeatable" in shown
+
+
+def test_the_worker_delivers_eventbridge_records_to_their_target_without_a_main_queue(
+    setup_client: SQSClient,
+) -> None:
+    """`--kind eventbridge --target-arn QUEUE`: each record goes to its rule's target queue (the
+    clients `make_deliverer` builds from the worker's options), a forged target is parked, and
+    no main queue is asked for."""
+    sqs = setup_client
+    dlq = sqs.create_queue(QueueName="rule-target-dlq")["QueueUrl"]
+    operator = sqs.create_queue(QueueName="orders-operator")["QueueUrl"]
+    target = sqs.create_queue(QueueName="orders-target")["QueueUrl"]
+    target_arn = queue_arn(sqs, target)
+    bodies = [json.dumps({**EVENT, "detail": {"order": n}}) for n in range(3)]
+    for body in bodies:
+        send_eventbridge(sqs, dlq, target_arn, body)
+    send_eventbridge(sqs, dlq, FORGED)
+    options = [
+        "worker",
+        "--dlq-url",
+        dlq,
+        "--operator-queue-url",
+        operator,
+        "--kind",
+        "eventbridge",
+        "--target-arn",
+        target_arn,
+        "--no-breaker",
+        # A ceiling of 1 s draws a delay of 0: every record is delivered at once.
+        "--backoff-base-seconds",
+        "1",
+        "--backoff-cap-seconds",
+        "1",
+    ]
+    args = build_parser(["worker"]).parse_args(options)
+    settings = settings_from({}, setting_overrides(args))
+    assert delivers(settings)
+    stop = threading.Event()
+    worker = threading.Thread(
+        target=run_worker,
+        args=(sqs, settings, WorkerOptions(dlq_url=dlq, wait_seconds=0)),
+        kwargs={"stop": stop, "deliverer": make_deliverer(args)},
+    )
+    got: list[str] = []
+
+    def all_delivered() -> bool:
+        got.extend(m["Body"] for m in drain(sqs, target))
+        return len(got) >= len(bodies)
+
+    worker.start()
+    try:
+        eventually(all_delivered, "the events delivered to the target queue", after=0.2)
+        parked = eventually(lambda: drain(sqs, operator), "the forged record parked", after=0)
+    finally:
+        stop.set()
+        worker.join(timeout=30)
+    assert sorted(got) == sorted(bodies)
+    assert len(parked) == 1
+    assert parked[0]["MessageAttributes"]["dlq-replay-park-reason"]["StringValue"] == (
+        "target-not-allowed"
+    )
+    assert queue_depth(sqs, dlq).total == 0

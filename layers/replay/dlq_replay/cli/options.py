@@ -61,13 +61,14 @@ class _EndpointSession(boto3.Session):
         return super().client(service_name, *rest, **options)  # type: ignore[call-overload]
 
 
-def make_deliverer(args: argparse.Namespace) -> Deliverer:
+def make_deliverer(args: argparse.Namespace, concurrency: int = 8) -> Deliverer:
     """The `Deliverer` of records of serverless kinds (worker, redrive --to source): Lambda,
-    SQS, SNS, Step Functions and EventBridge clients on the command's profile and endpoints."""
+    SQS, SNS, Step Functions and EventBridge clients on the command's profile and endpoints,
+    `concurrency` deliveries at once."""
     from dlq_replay.targets.clients import TargetClients
     from dlq_replay.targets.deliverer import Deliverer
 
-    return Deliverer(TargetClients(_EndpointSession(args)))
+    return Deliverer(TargetClients(_EndpointSession(args)), concurrency=concurrency)
 
 
 def sqs_client(

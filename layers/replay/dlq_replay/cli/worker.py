@@ -161,7 +161,9 @@ def run_worker_command(args: argparse.Namespace) -> int:
                 stats=stats,
                 cloudwatch=(lambda: _cloudwatch(args)) if settings.outage_breaker else None,
                 probe=sqs_client(args, config=probe_config(args.start_up_patience)),
-                deliverer=make_deliverer(args) if delivers(settings) else None,
+                deliverer=(
+                    make_deliverer(args, settings.send_concurrency) if delivers(settings) else None
+                ),
             ),
             left,
         )

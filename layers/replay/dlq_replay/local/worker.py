@@ -93,9 +93,9 @@ def run_worker(
     applied. `probe`: the client of the start checks, one that does not retry by itself, so
     `options.start_up_patience` alone says how long start-up waits (default: `sqs`).
     `deliverer`: delivers the records of serverless kinds to their targets; required when
-    DLQ_KIND accepts them (the worker's ledger of Lambda invocations is kept in memory).
+    DLQ_KIND accepts them (the worker's ledger of Lambda invocations is kept in memory: the
+    records of its invocations come back to it).
     """
-    serverless_ledger(settings, deliverer)  # a worker of serverless kinds needs a Deliverer
     log = logger or logging.getLogger("dlq_replay.local.worker")
     stop = stop or threading.Event()
     probe = probe or sqs
@@ -124,7 +124,9 @@ def run_worker(
                 sqs, [url for url in (main, options.dlq_url, settings.operator_queue_url) if url]
             ),
         )
-    handler = LambdaReplay(Replayer(settings, sqs, logger=log, sns=sns), breaker)
+    ledger = MemoryLedger() if delivers(settings) else None
+    replayer = Replayer(settings, sqs, logger=log, sns=sns, deliverer=deliverer, ledger=ledger)
+    handler = LambdaReplay(replayer, breaker)
     source = LocalEventSource(
         sqs,
         options.dlq_url,
@@ -165,16 +167,6 @@ def run_worker(
 def delivers(settings: Settings) -> bool:
     """Whether DLQ_KIND accepts records of serverless kinds (delivered to their targets)."""
     return not settings.accepted_kinds <= {RecordKind.SQS}
-
-
-def serverless_ledger(settings: Settings, deliverer: Deliverer | None) -> MemoryLedger | None:
-    """The worker's ledger of the Lambda invocations it made (in memory: a worker's records
-    come back to it), when DLQ_KIND accepts records of serverless kinds; None for sqs."""
-    if not delivers(settings):
-        return None
-    if deliverer is None:
-        raise ValueError(f"DLQ_KIND={settings.dlq_kind} delivers to targets: give a Deliverer")
-    return MemoryLedger()
 
 
 class StartError(Exception):
