@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from dlq_replay.cli.status import kinds_json, kinds_lines
 
 from .records import (
     DESTINATION_REQUEST_ID,
@@ -162,3 +163,21 @@ def test_status_sample_is_checked_by_the_parser(capsys: pytest.CaptureFixture[st
 
     assert result.code == 2
     assert "argument --sample: must be from 0 to 100, got 101" in result.err
+
+
+def test_status_names_the_kinds_and_targets_the_function_replays() -> None:
+    settings = {"DLQ_KIND": "eventbridge", "REPLAY_TARGET_ARNS": f" {TARGET_QUEUE} ,{FUNCTION_ARN}"}
+
+    kinds = kinds_json(settings, None)
+
+    assert kinds == {
+        "dlq_kind": "eventbridge",
+        "replay_target_arns": sorted([TARGET_QUEUE, FUNCTION_ARN]),
+        "sample": None,
+    }
+    assert kinds_lines(kinds) == [
+        f"kinds: the function replays eventbridge records; targets: {FUNCTION_ARN}, {TARGET_QUEUE}"
+    ]
+    # A function of SQS records (or an unknown one) and no sample: nothing is said.
+    assert kinds_lines(kinds_json({"DLQ_KIND": "sqs"}, None)) == []
+    assert kinds_lines(kinds_json({}, None)) == []
