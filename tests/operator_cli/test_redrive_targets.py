@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+import boto3
 import pytest
 from dlq_replay.ops.draining import drain
 
@@ -149,3 +150,29 @@ def test_target_arn_is_only_for_to_source_and_checked_by_the_parser(
 
     assert_one_line_error(to_main, 2, "--target-arn", "only with --to source")
     assert_one_line_error(not_an_arn, 2, "argument --target-arn: 'orders-target'")
+
+
+def test_a_fifo_target_gets_its_rules_group_and_a_deduplication_id_per_record(
+    capsys: pytest.CaptureFixture[str], sqs: SQSClient, queues: Queues, targets: Targets
+) -> None:
+    fifo = sqs.create_queue(QueueName="orders-target.fifo", Attributes={"FifoQueue": "true"})
+    fifo_arn = queue_arn(sqs, fifo["QueueUrl"])
+    # The rule the records name (RULE_ARN, on the default bus) configures the group id.
+    events = boto3.client("events", region_name=REGION)
+    events.put_rule(Name="orders-rule", EventPattern='{"source": ["shop.orders"]}')
+    events.put_targets(
+        Rule="orders-rule",
+        Targets=[{"Id": "fifo", "Arn": fifo_arn, "SqsParameters": {"MessageGroupId": "orders"}}],
+    )
+    ids = [send_eventbridge(sqs, targets.dlq, fifo_arn) for _ in range(3)]
+
+    result = redrive(capsys, queues, targets, "--target-arn", fifo_arn, "--json")
+
+    assert result.code == 0, result
+    assert result.json()["delivered"] == {fifo_arn: 3}
+    delivered = drain(sqs, fifo["QueueUrl"])
+    assert {m["Attributes"]["MessageGroupId"] for m in delivered} == {"orders"}
+    assert sorted(m["Attributes"]["MessageDeduplicationId"] for m in delivered) == sorted(
+        f"{message_id}-redrive" for message_id in ids
+    )
+    assert depth(sqs, targets.dlq) == (0, 0)
