@@ -10,12 +10,16 @@ from typing import TYPE_CHECKING, Any
 import boto3
 import pytest
 from dlq_replay.ops.draining import drain
+from dlq_replay.ops.kinds import recognised
+from dlq_replay.ops.redrive import SkipReason, plan_delivery
+from dlq_replay.targets.delivery import Delivery
 
-from .records import EVENT, send_eventbridge, send_lambda
+from .records import EVENT, FUNCTION_ARN, destination_body, send_eventbridge, send_lambda
 from .support import ACCOUNT, REGION, Queues, assert_one_line_error, depth, queue_arn, run_cli
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
+    from mypy_boto3_sqs.type_defs import MessageTypeDef
 
 pytestmark = pytest.mark.emulator
 
@@ -176,3 +180,39 @@ def test_a_fifo_target_gets_its_rules_group_and_a_deduplication_id_per_record(
         f"{message_id}-redrive" for message_id in ids
     )
     assert depth(sqs, targets.dlq) == (0, 0)
+
+
+def test_a_lambda_record_goes_back_to_its_function_with_the_payload_the_replay_delivers() -> None:
+    """What `plan_copy` makes of Lambda's records for `--to source`: a destination record's
+    request payload to its function (a `$LATEST` of a function listed unqualified), a
+    function's own DLQ record's body to the one function listed."""
+    targets = frozenset({FUNCTION_ARN})
+    destination: MessageTypeDef = {"MessageId": "d-1", "Body": destination_body()}
+    own: MessageTypeDef = {
+        "MessageId": "l-1",
+        "Body": '{"order": 2}',
+        "MessageAttributes": {
+            "RequestID": {"DataType": "String", "StringValue": "r-1"},
+            "ErrorCode": {"DataType": "Number", "StringValue": "200"},
+        },
+    }
+
+    assert plan_delivery(destination, recognised(destination, targets), targets) == Delivery(
+        record_id="d-1",
+        target_arn=f"{FUNCTION_ARN}:$LATEST",
+        payload='{"order":3}',
+        dedup_id="d-1-redrive",
+    )
+    assert plan_delivery(own, recognised(own, targets), targets) == Delivery(
+        record_id="l-1", target_arn=FUNCTION_ARN, payload='{"order": 2}', dedup_id="l-1-redrive"
+    )
+    # Another function, or none to name: left in place, with the replay's reasons.
+    other = frozenset({f"{FUNCTION_ARN}-v2"})
+    assert plan_delivery(destination, recognised(destination, other), other) == (
+        SkipReason.TARGET_NOT_ALLOWED
+    )
+    assert plan_delivery(own, recognised(own, frozenset()), frozenset()) == SkipReason.NO_TARGETS
+    queue_only = frozenset({FORGED})
+    assert plan_delivery(own, recognised(own, queue_only), queue_only) == (
+        SkipReason.UNKNOWN_TARGET
+    )
