@@ -40,7 +40,7 @@ def register(subparsers: Subparsers) -> None:
         metavar="N",
         help="look at up to N records of the DLQ and count them by kind (sqs, lambda, "
         "lambda-destination, eventbridge), target and error; each one looked at is received "
-        "once (default 0: none)",
+        "once",
     )
     add_operator_options(parser, run_status)
 
