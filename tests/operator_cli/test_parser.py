@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import pytest
 from dlq_replay import __version__
 from dlq_replay.cli.main import build_parser
+from dlq_replay.cli.worker import WORKER_OPTIONS
 from dlq_replay.core.settings import SETTINGS
 
 from .support import Queues, park, run_cli
@@ -161,7 +162,11 @@ def test_worker_has_an_option_for_every_setting() -> None:
     by_dest = {a.dest: a for a in worker._actions}
     for setting in SETTINGS:
         action = by_dest[setting.variable]
-        assert action.option_strings == [setting.option]
+        # The table's name, after the worker's own for the serverless kinds (--kind, ...).
+        assert action.option_strings[-1] == setting.option
+        assert action.option_strings[:-1] == [
+            name for variable, name in WORKER_OPTIONS.items() if variable == setting.variable
+        ]
         assert action.default is None  # the environment decides what is not given
         assert setting.help in (action.help or "")
         assert f"${setting.variable}" in (action.help or "")

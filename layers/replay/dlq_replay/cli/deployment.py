@@ -23,7 +23,7 @@ from dlq_replay.cli.options import (
 )
 from dlq_replay.cli.output import note
 from dlq_replay.cli.parsing import Run, int_between, queue_url
-from dlq_replay.core.settings import DEFAULT_COUNT_ATTRIBUTE
+from dlq_replay.core.settings import DEFAULT_COUNT_ATTRIBUTE, SETTING, SettingsError
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -153,19 +153,45 @@ def add_receive_options(parser: argparse.ArgumentParser, *, count_attribute: boo
     )
 
 
-def count_attribute_of(args: argparse.Namespace, deployment: ops.Deployment) -> str:
-    """--count-attribute, else the function's REPLAY_COUNT_ATTRIBUTE, else the environment."""
-    if args.count_attribute:
-        return str(args.count_attribute)
+def function_settings(args: argparse.Namespace, deployment: ops.Deployment) -> dict[str, str]:
+    """The replay function's environment (its settings), read once per command; empty when no
+    function is known, or when it cannot be read (a note says why)."""
+    cached: dict[str, str] | None = getattr(args, "_function_settings", None)
+    if cached is not None:
+        return cached
+    env: dict[str, str] = {}
     if deployment.function_name:
         try:
             env = ops.function_environment(make_client(args, "lambda"), deployment.function_name)
         except (ClientError, BotoCoreError) as error:
-            note(f"could not read the function's REPLAY_COUNT_ATTRIBUTE ({error_code(error)})")
-        else:
-            if env.get("REPLAY_COUNT_ATTRIBUTE"):
-                return env["REPLAY_COUNT_ATTRIBUTE"]
-    return os.environ.get("REPLAY_COUNT_ATTRIBUTE") or DEFAULT_COUNT_ATTRIBUTE
+            note(f"could not read the function's settings ({error_code(error)})")
+    args._function_settings = env
+    return env
+
+
+def count_attribute_of(args: argparse.Namespace, deployment: ops.Deployment) -> str:
+    """--count-attribute, else the function's REPLAY_COUNT_ATTRIBUTE, else the environment."""
+    if args.count_attribute:
+        return str(args.count_attribute)
+    env = function_settings(args, deployment)
+    return (
+        env.get("REPLAY_COUNT_ATTRIBUTE")
+        or os.environ.get("REPLAY_COUNT_ATTRIBUTE")
+        or DEFAULT_COUNT_ATTRIBUTE
+    )
+
+
+def replay_targets_of(args: argparse.Namespace, deployment: ops.Deployment) -> frozenset[str]:
+    """The allowed targets, which name a `lambda` record's function: the function's
+    REPLAY_TARGET_ARNS, else the environment's; none when unreadable (a note says so)."""
+    variable = "REPLAY_TARGET_ARNS"
+    text = function_settings(args, deployment).get(variable) or os.environ.get(variable, "")
+    try:
+        targets: frozenset[str] = SETTING[variable].parse(text)
+    except SettingsError as error:
+        note(f"targets unknown: {error}")
+        return frozenset()
+    return targets
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,6 +208,9 @@ class Target:
 
     def count_attribute(self) -> str:
         return count_attribute_of(self.args, self.deployment)
+
+    def replay_targets(self) -> frozenset[str]:
+        return replay_targets_of(self.args, self.deployment)
 
 
 def resolve_target(args: argparse.Namespace) -> Target:

@@ -51,11 +51,12 @@ def register(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
         "export",
         description=f"Receive the messages of QUEUE and write them to a JSON Lines archive "
-        f"({FORMAT}: one message a line, body and every attribute), a local file and/or an "
-        "S3 object. An existing archive is continued, never overwritten: an interrupted "
-        "export is rerun with the same --file or --s3-uri. Without --delete every message is "
-        "made visible again once the archive is complete; with --delete the exported ones "
-        "are deleted only then. " + BUDGET_HELP + " Details and the record format: "
+        f"({FORMAT}: one message a line, body and every attribute; for the reader also its "
+        "kind, target and the service's error), a local file and/or an S3 object. An "
+        "existing archive is continued, never overwritten: an interrupted export is rerun "
+        "with the same --file or --s3-uri. Without --delete every message is made visible "
+        "again once the archive is complete; with --delete the exported ones are deleted "
+        "only then. " + BUDGET_HELP + " Details and the record format: "
         "docs/operator-commands.md#export--import-fix-messages-by-hand.",
     )
     parser.add_argument("queue", metavar="QUEUE", help="main, dlq, operator, or a queue URL")
@@ -108,6 +109,7 @@ def run_export(args: argparse.Namespace) -> int:
         hide_seconds=args.hide_seconds,
         wait_seconds=args.wait_seconds,
         reserve=args.reserve,
+        replay_targets=target.replay_targets(),
     )
     s3 = make_client(args, "s3") if args.s3_uri is not None else None
     shutdown = Shutdown()

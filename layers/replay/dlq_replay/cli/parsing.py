@@ -9,7 +9,7 @@ import argparse
 import math
 import re
 import textwrap
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, NoReturn
 from urllib.parse import urlsplit
 
@@ -110,10 +110,13 @@ def add_setting_options(
     title: str = "replay settings (override the environment variables)",
     aliases: Mapping[str, str] | None = None,
     defaults: Mapping[str, object] | None = None,
+    repeatable: Collection[str] = (),
 ) -> None:
     """One option per row of the settings table (all rows, or those named): its help, range
     and check come from the row. The value lands in `args.<VARIABLE>`; without `defaults` an
-    option left out is None, so the environment (or the function's settings) decides."""
+    option left out is None, so the environment (or the function's settings) decides. An
+    option of a `repeatable` variable (a comma list) may be given several times: the values
+    are joined with commas."""
     group = parser.add_argument_group(title)
     chosen = SETTINGS if variables is None else [SETTING[name] for name in variables]
     for setting in chosen:
@@ -127,14 +130,33 @@ def add_setting_options(
             default = None
             fallback = "required" if setting.required else (setting.default or "none")
             shown = f"default: ${setting.variable}, else {fallback}"
+        several = setting.variable in repeatable
         group.add_argument(
             *names,
             dest=setting.variable,
             metavar="VALUE",
             type=SettingType(setting),
             default=default,
-            help=f"{setting.help} ({setting.rule.summary}; {shown})",
+            action=JoinedValues if several else "store",
+            help=f"{setting.help} ({setting.rule.summary}{'; repeatable' if several else ''}; "
+            f"{shown})",
         )
+
+
+class JoinedValues(argparse.Action):
+    """A comma-list setting given several times: the values joined with commas, as the
+    environment variable holds them (each value was checked by its type on the way in)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        earlier = getattr(namespace, self.dest, None)
+        given = earlier is not None and earlier is not self.default
+        setattr(namespace, self.dest, f"{earlier},{values}" if given else values)
 
 
 def setting_overrides(args: argparse.Namespace) -> dict[str, str | None]:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dlq_replay import ops
 from dlq_replay.cli.deployment import add_operator_options, add_receive_options, resolve_target
@@ -13,6 +14,10 @@ from dlq_replay.cli.options import BUDGET_HELP
 from dlq_replay.cli.output import duration, make_console, note, plural, print_json
 from dlq_replay.cli.parsing import Subparsers, int_between
 from dlq_replay.cli.selection import add_selection_options, selector_from
+from dlq_replay.core.kinds import RecordKind
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 
 def register(subparsers: Subparsers) -> None:
@@ -20,7 +25,8 @@ def register(subparsers: Subparsers) -> None:
         "peek",
         description="Receive up to --limit messages and make them visible again at once: "
         "message id, replay count, park reason, group id, attribute names, age and receive "
-        "count; the body only with --body. " + BUDGET_HELP,
+        "count; for records a Lambda function or an EventBridge rule wrote, also their kind, "
+        "target and the service's error; the body only with --body. " + BUDGET_HELP,
     )
     parser.add_argument("queue", metavar="QUEUE", help="main, dlq, operator, or a queue URL")
     parser.add_argument(
@@ -54,6 +60,7 @@ def run_peek(args: argparse.Namespace) -> int:
         selector=selector,
         wait_seconds=args.wait_seconds,
         reserve=args.reserve,
+        replay_targets=target.replay_targets(),
     )
     result = ops.peek(target.sqs, request)
     if result.stopped:
@@ -83,6 +90,22 @@ def peek_json(result: ops.PeekResult) -> dict[str, Any]:
             for m in result.messages
         ],
     }
+
+
+def _kinds_table(messages: Sequence[ops.PeekedMessage]) -> Table:
+    from rich.table import Table
+
+    table = Table(
+        title="who wrote each record, where it goes back to, the service's error",
+        title_justify="left",
+    )
+    table.add_column("message id", no_wrap=True)
+    table.add_column("kind", no_wrap=True)
+    table.add_column("target", no_wrap=True)  # whole, to copy
+    table.add_column("error", overflow="fold")
+    for m in messages:
+        table.add_row(m.message_id, m.kind, m.target_arn or "-", m.error or "-")
+    return table
 
 
 def _print_peek(result: ops.PeekResult) -> None:
@@ -123,6 +146,10 @@ def _print_peek(result: ops.PeekResult) -> None:
             row.append(str(m.receives_left))
         table.add_row(*row)
     console.print(table)
+    # Kind, target and error in a table of their own (ARNs are long), and only where a
+    # serverless service wrote a record: an SQS queue's output stays as it was.
+    if any(m.kind != RecordKind.SQS for m in result.messages):
+        console.print(_kinds_table(result.messages))
     for m in result.messages:
         if m.body is not None:
             console.print(f"--- body of {m.message_id}")

@@ -9,6 +9,13 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from dlq_replay import ops
+from dlq_replay.cli.delivering import (
+    add_target_option,
+    delivery_lines,
+    delivery_rows,
+    target_arns_of,
+    targets_needed,
+)
 from dlq_replay.cli.deployment import add_operator_options, add_receive_options, resolve_target
 from dlq_replay.cli.errors import (
     EXIT_FAILED,
@@ -18,7 +25,7 @@ from dlq_replay.cli.errors import (
     one_line,
     operator_command,
 )
-from dlq_replay.cli.options import BUDGET_HELP
+from dlq_replay.cli.options import BUDGET_HELP, make_deliverer
 from dlq_replay.cli.output import (
     TallyRow,
     count_table,
@@ -64,9 +71,11 @@ def register(subparsers: Subparsers) -> None:
         default="main",
         metavar="QUEUE",
         help="main (default), source (each message's source queue, as SQS recorded it when "
-        "it moved the message: messages parked by the replay have none and are skipped), or "
-        "a queue URL",
+        "it moved the message: messages parked by the replay have none and are skipped; a "
+        "record a Lambda function or an EventBridge rule wrote goes to its target, with "
+        "--target-arn), or a queue URL",
     )
+    add_target_option(parser)
     parser.add_argument(
         "--limit", type=int_between(1, 1_000_000), help="move at most N messages (client-side)"
     )
@@ -130,6 +139,7 @@ def run_redrive(args: argparse.Namespace) -> int:
         destination_url = target.queue(args.destination, "--to")
         if destination_url == source_url:
             raise CommandError("--from and --to name the same queue", EXIT_USAGE)
+    target_arns = target_arns_of(args, to_source=destination_url is None)
     known = preflight(sqs, source_url, destination_url, sources=not args.client_side)
     source, destination = known.source, known.destination
     request = ops.RedriveRequest(
@@ -147,6 +157,7 @@ def run_redrive(args: argparse.Namespace) -> int:
         wait_seconds=args.wait_seconds,
         reserve=args.reserve,
         until_failing=until_failing_from(args, target, source, destination),
+        target_arns=target_arns,
     )
     choice = ops.choose_mode(
         sqs, request, client_side=args.client_side, sources=known.dead_letter_sources
@@ -235,7 +246,11 @@ def _client_redrive(
     total = min(approximate, request.limit) if request.limit else approximate
     verb = "looking at" if request.dry_run else "moving"
     shutdown = Shutdown()
-    move = ops.prepare(sqs, request, stop=shutdown.stop)
+    # A dry run calls no target: it only says what would be delivered where.
+    delivers = request.target_arns and not request.dry_run
+    move = ops.prepare(
+        sqs, request, stop=shutdown.stop, deliverer=make_deliverer(args) if delivers else None
+    )
     with progress_bars(args) as progress:
         bar = progress.add_task(f"{verb} {request.source.name}", total=total or None)
 
@@ -268,6 +283,9 @@ def _client_redrive(
         _print_tally(tally, request, shutdown)
     if shutdown.code is not None:
         return shutdown.code
+    reason = targets_needed(tally)
+    if reason:
+        note(reason)
     if nothing_movable(tally):
         note(
             f"nothing could be moved: {plural(tally.skipped, 'message')} skipped "
@@ -278,10 +296,10 @@ def _client_redrive(
 
 
 def nothing_movable(tally: ops.RedriveTally) -> bool:
-    """Messages were there and none could be moved (`--to source` with no source on any):
-    a failure to a script, not a success with nothing to do."""
-    no_source = tally.skips.get(ops.SkipReason.NO_SOURCE, 0)
-    return no_source > 0 and tally.moved == 0 and not tally.sent_not_deleted
+    """Messages were there and none could be moved (`--to source` with no source or target on
+    any): a failure to a script, not a success with nothing to do."""
+    not_routed = sum(tally.skips.get(reason, 0) for reason in ops.NOT_ROUTED)
+    return not_routed > 0 and tally.moved == 0 and not tally.sent_not_deleted
 
 
 def _skips_text(tally: ops.RedriveTally) -> str:
@@ -298,6 +316,7 @@ def redrive_json(
         "reset_count": request.reset_count,
         "keep": request.keep,
         "filter_reasons": sorted(request.selector.reasons),
+        "target_arns": sorted(request.target_arns),
         **asdict(tally),
         "stopped": stop_text(tally.stopped) if tally.stopped else None,
         "interrupted": shutdown.name if shutdown is not None and shutdown.signum else None,
@@ -322,6 +341,7 @@ def _print_tally(tally: ops.RedriveTally, request: ops.RedriveRequest, shutdown:
         heading += f" (stopped by {shutdown.name}: what SQS confirmed)"
     console.print(heading)
     rows: list[TallyRow] = [(_moved_word(tally, request), tally.moved)]
+    rows += delivery_rows(tally)
     if tally.sent_not_deleted:
         rows.append((SENT_NOT_DELETED, tally.sent_not_deleted))
     rows += [
@@ -340,6 +360,8 @@ def _print_tally(tally: ops.RedriveTally, request: ops.RedriveRequest, shutdown:
         console.print(hidden_until_text(tally.not_released, tally.hidden_until))
     if tally.dry_run:
         console.print("dry run: nothing was sent or deleted")
+    for line in delivery_lines(tally):
+        console.print(line, soft_wrap=True)
     if tally.pace is not None:
         console.print(pace_line(tally.pace))
     if tally.failed:
@@ -367,4 +389,5 @@ _REWRITE_FLAGS = {
     ops.Rewrite.SELECTION: "a selection",
     ops.Rewrite.LIMIT: "--limit",
     ops.Rewrite.UNTIL_FAILING: "--until-failing",
+    ops.Rewrite.DELIVER: "--target-arn",
 }

@@ -12,10 +12,10 @@ from dlq_replay.breaker.state import Phase
 
 # `clients.make_client` is looked up at call time: the tests hand the command emulator clients.
 from dlq_replay.cli import deployment as clients
-from dlq_replay.cli.deployment import add_operator_options, resolve_target
+from dlq_replay.cli.deployment import add_operator_options, function_settings, resolve_target
 from dlq_replay.cli.errors import EXIT_OK, operator_command
 from dlq_replay.cli.output import duration, make_console, print_json
-from dlq_replay.cli.parsing import Subparsers
+from dlq_replay.cli.parsing import Subparsers, int_between
 
 
 def register(subparsers: Subparsers) -> None:
@@ -28,7 +28,19 @@ def register(subparsers: Subparsers) -> None:
         "RedrivePolicy; with "
         "--stack or --function-name, whether the replay function's event source on the DLQ "
         "is enabled, and the outage breaker's state (since when, the next probe, how many "
-        "messages wait). Receives no message.",
+        "messages wait); the kinds of record the function accepts and their targets. Receives "
+        "no message, but with --sample N: then it looks at up to N of the DLQ's records (a "
+        "peek, within the receive budget) and counts them by kind, target and the service's "
+        "error.",
+    )
+    parser.add_argument(
+        "--sample",
+        type=int_between(0, 100),
+        default=0,
+        metavar="N",
+        help="look at up to N records of the DLQ and count them by kind (sqs, lambda, "
+        "lambda-destination, eventbridge), target and error; each one looked at is received "
+        "once",
     )
     add_operator_options(parser, run_status)
 
@@ -43,7 +55,10 @@ def run_status(args: argparse.Namespace) -> int:
         deployment,
         cloudwatch=clients.make_client(args, "cloudwatch"),
         lam=lam,
+        sample=args.sample,
+        replay_targets=resolved.replay_targets() if args.sample else frozenset(),
     )
+    kinds = kinds_json(function_settings(args, deployment), result.kinds)
     breaker = None
     if lam is not None and deployment.function_name:
         dynamodb = clients.make_client(args, "dynamodb")
@@ -51,7 +66,11 @@ def run_status(args: argparse.Namespace) -> int:
     now = time.time()
     if args.json:
         print_json(
-            {**status_json(result, deployment), "breaker": breaker_json(breaker, result, now)}
+            {
+                **status_json(result, deployment),
+                "breaker": breaker_json(breaker, result, now),
+                "kinds": kinds,
+            }
         )
         return EXIT_OK
     from rich.table import Table
@@ -84,6 +103,8 @@ def run_status(args: argparse.Namespace) -> int:
     console.print(_event_source_line(result.event_source))
     if breaker is not None:
         console.print(breaker_line(breaker, _waiting(result), now), soft_wrap=True)
+    for line in kinds_lines(kinds):
+        console.print(line, soft_wrap=True)
     if result.age_note:
         console.print(result.age_note)
     console.print(
@@ -94,6 +115,38 @@ def run_status(args: argparse.Namespace) -> int:
     for warning in expiry_warnings(result):
         console.print(warning, soft_wrap=True)  # one line each, for grep
     return EXIT_OK
+
+
+def kinds_json(settings: dict[str, str], sample: ops.KindSample | None) -> dict[str, Any]:
+    """The kinds the function accepts, its targets (from its settings, when read) and the
+    DLQ's sample (with --sample)."""
+    targets = settings.get("REPLAY_TARGET_ARNS", "")
+    return {
+        "dlq_kind": settings.get("DLQ_KIND") or None,
+        "replay_target_arns": sorted(arn.strip() for arn in targets.split(",") if arn.strip()),
+        "sample": (
+            {**asdict(sample.counts), "stopped": sample.stopped} if sample is not None else None
+        ),
+    }
+
+
+def kinds_lines(kinds: dict[str, Any]) -> list[str]:
+    """What status says of kinds: nothing for a function of SQS records and no sample."""
+    lines: list[str] = []
+    dlq_kind = kinds["dlq_kind"]
+    if dlq_kind and dlq_kind != "sqs":
+        targets = ", ".join(kinds["replay_target_arns"]) or "none (every record is parked)"
+        lines.append(f"kinds: the function replays {dlq_kind} records; targets: {targets}")
+    sample = kinds["sample"]
+    if sample is not None:
+        looked = sample["sampled"]
+        by_kind = ", ".join(f"{n} {kind}" for kind, n in sorted(sample["kinds"].items()))
+        lines.append(f"DLQ sample: {looked} records looked at{': ' + by_kind if looked else ''}")
+        lines += [f"  {where}: {n}" for where, n in sorted(sample["targets"].items())]
+        lines += [f"  error {error}: {n}" for error, n in sorted(sample["errors"].items())]
+        if sample["stopped"]:
+            lines.append(f"  sample stopped: {sample['stopped']}")
+    return lines
 
 
 def _expires_cell(queue: ops.QueueStatus) -> str:

@@ -12,6 +12,7 @@ from dlq_replay.cli.options import (
     add_aws_options,
     aws_session,
     endpoint,
+    make_deliverer,
     probe_config,
     sqs_client,
 )
@@ -32,6 +33,9 @@ from dlq_replay.local.eventsource import (
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 MAX_WAIT_SECONDS = 20  # SQS's longest long poll
 MAX_START_UP_PATIENCE = 86_400
+# The worker's names of the settings of every serverless kind: `--kind eventbridge`,
+# `--target-arn ARN` (repeated, or a comma list); the table's own names work too.
+WORKER_OPTIONS = {"DLQ_KIND": "--kind", "REPLAY_TARGET_ARNS": "--target-arn"}
 
 
 def register(subparsers: Subparsers) -> None:
@@ -39,12 +43,16 @@ def register(subparsers: Subparsers) -> None:
         "worker",
         description="Poll a DLQ like Lambda's event source and replay it. At start it checks "
         "that the main queue (and every allowed source queue) exists and is FIFO exactly when "
-        "the DLQ is. SIGINT, SIGTERM and SIGHUP stop the polling: the batches in hand are "
-        "finished (within a few seconds, else the worker says what stays hidden); the exit code "
-        "is then 0 after SIGTERM (a service stopped cleanly), 130 after SIGINT, 129 after "
-        "SIGHUP; a second signal, or a stop past the grace, exits at once with 128 + the "
-        "signal's number. The outage breaker stops "
-        "polling while nearly every replayed copy comes back (the consumer is down), and tries "
+        "the DLQ is. With --kind lambda, eventbridge or any it also replays the records a "
+        "Lambda function (its asynchronous-invocation DLQ or OnFailure destination) or an "
+        "EventBridge rule target wrote, each delivered to its target, and only to one that "
+        "--target-arn names (a record of another kind or target is parked). SIGINT, SIGTERM "
+        "and SIGHUP stop the polling: the batches in hand are finished (within a few "
+        "seconds, else the worker says what stays hidden); the exit code is then 0 after "
+        "SIGTERM (a service stopped cleanly), 130 after SIGINT, 129 after SIGHUP; a second "
+        "signal, or a stop past the grace, exits at once with 128 + the signal's number. The "
+        "outage breaker stops polling while nearly every replayed copy comes back (the "
+        "consumer is down), and tries "
         "again after a pause (--no-breaker: off).",
     )
     parser.add_argument(
@@ -88,7 +96,7 @@ def register(subparsers: Subparsers) -> None:
         help="turn the outage breaker off (by default it is on): keep replaying (and parking) "
         "while every replayed copy comes back; the same as --outage-breaker off",
     )
-    add_setting_options(parser)
+    add_setting_options(parser, aliases=WORKER_OPTIONS, repeatable=("REPLAY_TARGET_ARNS",))
     add_aws_options(parser)
     parser.set_defaults(run=run_worker_command)
 
@@ -98,7 +106,13 @@ def run_worker_command(args: argparse.Namespace) -> int:
 
     from dlq_replay.cli.errors import CommandError
     from dlq_replay.cli.shutdown import Shutdown
-    from dlq_replay.local.worker import StartError, WorkerOptions, run_worker, settings_from
+    from dlq_replay.local.worker import (
+        StartError,
+        WorkerOptions,
+        delivers,
+        run_worker,
+        settings_from,
+    )
     from dlq_replay.notify.sns import notice_client
 
     # The endpoint also decides the URLs built from queue ARNs (shared-DLQ routing).
@@ -147,6 +161,9 @@ def run_worker_command(args: argparse.Namespace) -> int:
                 stats=stats,
                 cloudwatch=(lambda: _cloudwatch(args)) if settings.outage_breaker else None,
                 probe=sqs_client(args, config=probe_config(args.start_up_patience)),
+                deliverer=(
+                    make_deliverer(args, settings.send_concurrency) if delivers(settings) else None
+                ),
             ),
             left,
         )

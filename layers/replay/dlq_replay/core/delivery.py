@@ -73,19 +73,29 @@ def decide_delivery(
     first_failure = first_failure_of(message) if max_age else None
     if first_failure is not None and now - first_failure > max_age:
         return _park(ParkReason.MAX_AGE, count, recognised)
+    refusal = target_refusal(recognised.target_arn, settings.replay_target_arns)
+    if refusal is not None or recognised.target_arn is None:
+        return _park(refusal or ParkReason.UNKNOWN_TARGET, count, recognised)
     target = recognised.target_arn
-    if target is None:
-        return _park(ParkReason.UNKNOWN_TARGET, count, recognised)
-    if target_service(target) is TargetService.OTHER:
-        return _park(ParkReason.UNSUPPORTED_TARGET, count, recognised)
-    if not target_allowed(target, settings.replay_target_arns):
-        return _park(ParkReason.TARGET_NOT_ALLOWED, count, recognised)
     if NOT_BEFORE_ATTRIBUTE in message.attributes:
         return _waiting(message, target, count, settings, now=now, dlq_url=dlq_url)
     attempt = count + 1
     if attempt > settings.max_attempts:
         return _park(ParkReason.MAX_ATTEMPTS, count, recognised)
     return _next_attempt(message, target, attempt, settings, dlq_url=dlq_url, now=now, rng=rng)
+
+
+def target_refusal(target: str | None, allowed: frozenset[str]) -> ParkReason | None:
+    """Why a record may not be delivered to `target` (None: it may): no target named, a
+    service the replay does not deliver to, or an ARN outside the allowed list. The replay
+    parks for it; `redrive --to source` leaves the record in place for it."""
+    if target is None:
+        return ParkReason.UNKNOWN_TARGET
+    if target_service(target) is TargetService.OTHER:
+        return ParkReason.UNSUPPORTED_TARGET
+    if not target_allowed(target, allowed):
+        return ParkReason.TARGET_NOT_ALLOWED
+    return None
 
 
 def after_refusal(

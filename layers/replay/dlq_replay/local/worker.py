@@ -31,6 +31,7 @@ from dlq_replay.breaker.evidence import (
 )
 from dlq_replay.breaker.function import longest_delay
 from dlq_replay.breaker.worker import worker_breaker
+from dlq_replay.core.kinds import RecordKind
 from dlq_replay.core.log import Log
 from dlq_replay.core.queues import QueueArn, is_fifo_url
 from dlq_replay.core.settings import Settings
@@ -46,9 +47,12 @@ from dlq_replay.local.eventsource import (
 from dlq_replay.notify.sns import SnsClient
 from dlq_replay.sqs.replayer import Replayer
 from dlq_replay.sqs.sources import dead_letter_sources
+from dlq_replay.targets.ledger import MemoryLedger
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
+
+    from dlq_replay.targets.deliverer import Deliverer
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +82,7 @@ def run_worker(
     stats: PollStats | None = None,
     cloudwatch: Callable[[], Any] | None = None,
     probe: SQSClient | None = None,
+    deliverer: Deliverer | None = None,
 ) -> int:
     """Run pollers on the DLQ until `stop` is set (or a signal arrives); returns the exit code.
 
@@ -87,6 +92,9 @@ def run_worker(
     (its retention bound), when it first needs it; without it, or off AWS, the bound is not
     applied. `probe`: the client of the start checks, one that does not retry by itself, so
     `options.start_up_patience` alone says how long start-up waits (default: `sqs`).
+    `deliverer`: delivers the records of serverless kinds to their targets; required when
+    DLQ_KIND accepts them (the worker's ledger of Lambda invocations is kept in memory: the
+    records of its invocations come back to it).
     """
     log = logger or logging.getLogger("dlq_replay.local.worker")
     stop = stop or threading.Event()
@@ -116,7 +124,9 @@ def run_worker(
                 sqs, [url for url in (main, options.dlq_url, settings.operator_queue_url) if url]
             ),
         )
-    handler = LambdaReplay(Replayer(settings, sqs, logger=log, sns=sns), breaker)
+    ledger = MemoryLedger() if delivers(settings) else None
+    replayer = Replayer(settings, sqs, logger=log, sns=sns, deliverer=deliverer, ledger=ledger)
+    handler = LambdaReplay(replayer, breaker)
     source = LocalEventSource(
         sqs,
         options.dlq_url,
@@ -154,6 +164,11 @@ def run_worker(
     return 0
 
 
+def delivers(settings: Settings) -> bool:
+    """Whether DLQ_KIND accepts records of serverless kinds (delivered to their targets)."""
+    return not settings.accepted_kinds <= {RecordKind.SQS}
+
+
 class StartError(Exception):
     """A queue the worker would replay to is missing or of the wrong kind: one line.
     `usage`: what to pass would fix it (exit 2)."""
@@ -168,8 +183,12 @@ def with_main_queue(
 ) -> Settings:
     """The settings, with the DLQ's one source queue as the main queue when none is given (nor
     allowed source queues): without one, every record a source ARN does not route (moto and
-    some brokers set none) would be parked `unknown-source`. None or several: StartError."""
+    some brokers set none) would be parked `unknown-source`. None or several: StartError.
+    A worker that takes no SQS records (DLQ_KIND lambda or eventbridge) needs no main queue:
+    its records go to their targets."""
     if settings.main_queue_url or settings.allowed_source_queue_arns:
+        return settings
+    if RecordKind.SQS not in settings.accepted_kinds:
         return settings
     sources = dead_letter_sources(sqs, options.dlq_url)
     if len(sources) == 1:

@@ -13,7 +13,8 @@ options and printing live in `dlq_replay.cli`. Two SQS facts shape it:
   was sent.
 
 One module per concern: `stack` (finding a deployment), `queues`, `depth`, `draining`,
-`status`, `pause` (the event source on and off), `receiving`, `peek`, `redrive` (`clientmove`
+`status`, `pause` (the event source on and off), `receiving`, `kinds` (who wrote a record,
+where it goes back to), `peek`, `redrive` (`clientmove`
 for its client-side move, `pacing` for its speed and `--until-failing`, `ending` for when it
 is done, `preflight` for what it reads first), `movetask`, `plan`,
 `archive` (the JSON Lines records of `export` and `import`), `export` (`s3archive` for its S3
@@ -41,6 +42,7 @@ from dlq_replay.ops.importing import (
     ImportTally,
     import_archive,
 )
+from dlq_replay.ops.kinds import KindCounts, kind_counts, recognised
 from dlq_replay.ops.movetask import (
     MAX_MOVE_RATE,
     MoveTask,
@@ -73,6 +75,7 @@ from dlq_replay.ops.receiving import (
 from dlq_replay.ops.redrive import (
     DEFAULT_CONCURRENCY,
     MAX_CONCURRENCY,
+    NOT_ROUTED,
     BudgetStop,
     FailReason,
     Leftover,
@@ -99,6 +102,7 @@ from dlq_replay.ops.stack import (
 )
 from dlq_replay.ops.status import (
     EventSourceStatus,
+    KindSample,
     QueueStatus,
     Status,
     event_source_status,
@@ -112,6 +116,7 @@ __all__ = [
     "DEFAULT_CONCURRENCY",
     "MAX_CONCURRENCY",
     "MAX_MOVE_RATE",
+    "NOT_ROUTED",
     "NO_REASON",
     "QUEUE_ROLES",
     "STACK_OUTPUTS",
@@ -134,6 +139,8 @@ __all__ = [
     "ImportRequest",
     "ImportTally",
     "Importer",
+    "KindCounts",
+    "KindSample",
     "Leftover",
     "ModeChoice",
     "ModeReason",
@@ -174,6 +181,7 @@ __all__ = [
     "failure_delay",
     "function_environment",
     "import_archive",
+    "kind_counts",
     "latest_move_task",
     "oldest_message_ages",
     "operator_took_over",
@@ -186,6 +194,7 @@ __all__ = [
     "receive",
     "receive_budget",
     "receive_count_of",
+    "recognised",
     "redrive",
     "release",
     "set_event_source",

@@ -11,9 +11,13 @@ from (`DeadLetterQueueSourceArn`, for `import --to source`); the receive count a
                     "blob": {"DataType": "Binary.gzip", "BinaryValue": "H4sI..."}},
      "message_group_id": null, "message_deduplication_id": null, "aws_trace_header": null,
      "source_arn": "arn:aws:sqs:eu-west-1:123456789012:orders",
-     "receive_count": 2, "sent_timestamp": 1718000000000}
+     "receive_count": 2, "sent_timestamp": 1718000000000,
+     "kind": "sqs", "target_arn": null, "error_code": null, "error_message": null}
 
-`source_arn` was added within `dlq-replay/1`: a reader takes a record without it as `null`.
+`kind` is who wrote the record (core/kinds.py: `sqs`, `lambda`, `lambda-destination`,
+`eventbridge`), `target_arn` where a record of a serverless kind goes back to, `error_code`
+and `error_message` the error the service recorded: for the reader too. `source_arn` and
+these four were added within `dlq-replay/1`: a reader takes a record without them as `null`.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from dlq_replay.core import attributes
 from dlq_replay.core.attributes import Attribute
 from dlq_replay.core.messages import OutboundMessage
 from dlq_replay.core.queues import is_fifo_url
+from dlq_replay.ops.kinds import recognised
 from dlq_replay.ops.receiving import receive_count_of
 from dlq_replay.ops.redrive import FailReason
 
@@ -59,6 +64,10 @@ class ArchiveRecord:
     source_arn: str | None = None  # SQS's DeadLetterQueueSourceArn: where it failed
     receive_count: int | None = None
     sent_timestamp: int | None = None  # epoch milliseconds, SQS's SentTimestamp
+    kind: str | None = None  # core/kinds.py's RecordKind; None in an older archive
+    target_arn: str | None = None
+    error_code: str | None = None
+    error_message: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -72,6 +81,10 @@ class ArchiveRecord:
             "source_arn": self.source_arn,
             "receive_count": self.receive_count,
             "sent_timestamp": self.sent_timestamp,
+            "kind": self.kind,
+            "target_arn": self.target_arn,
+            "error_code": self.error_code,
+            "error_message": self.error_message,
         }
 
     def to_line(self) -> str:
@@ -99,14 +112,18 @@ class ArchiveRecord:
         )
 
 
-def from_message(message: MessageTypeDef) -> ArchiveRecord | FailReason:
+def from_message(
+    message: MessageTypeDef, replay_targets: frozenset[str] = frozenset()
+) -> ArchiveRecord | FailReason:
     """The record of a received message, or why it cannot be written (a list-valued
-    attribute, which SQS would not take back on send)."""
+    attribute, which SQS would not take back on send). `replay_targets` name a `lambda`
+    record's function."""
     parsed = attributes.from_sqs(message.get("MessageAttributes"))
     if parsed.dropped:
         return FailReason.UNCOPYABLE
     system = message.get("Attributes", {})
     sent = system.get("SentTimestamp", "")
+    kind = recognised(message, replay_targets)
     return ArchiveRecord(
         message_id=message["MessageId"],
         body=message.get("Body", ""),
@@ -117,6 +134,10 @@ def from_message(message: MessageTypeDef) -> ArchiveRecord | FailReason:
         source_arn=system.get("DeadLetterQueueSourceArn") or None,
         receive_count=receive_count_of(message),
         sent_timestamp=int(sent) if sent.isdigit() else None,
+        kind=kind.kind.value,
+        target_arn=kind.target_arn,
+        error_code=kind.error_code,
+        error_message=kind.error_message,
     )
 
 
@@ -147,6 +168,10 @@ def from_dict(data: Any) -> ArchiveRecord:
         source_arn=_text(data, "source_arn"),
         receive_count=_integer(data, "receive_count"),
         sent_timestamp=_integer(data, "sent_timestamp"),
+        kind=_text(data, "kind"),
+        target_arn=_text(data, "target_arn"),
+        error_code=_text(data, "error_code"),
+        error_message=_text(data, "error_message"),
     )
 
 

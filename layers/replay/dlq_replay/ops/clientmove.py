@@ -11,29 +11,33 @@ A stop token (`stop`, set by the CLI's signal handler) ends the run gracefully: 
 receive, a batch received but not sent yet is given back, a send in flight finishes and the
 originals of the copies it confirmed are deleted, and every other message held is made visible
 again at once. The tally counts only what SQS confirmed.
+
+With `--to source`, a batch's records of serverless kinds go to their targets through a
+`Deliverer` instead (`plan_copy` makes each `Delivery`): delivered ones are deleted like sent
+copies, refused ones stay in the source queue, counted by the service's error code.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING
+from functools import partial
+from typing import TYPE_CHECKING, TypeVar
 
 from dlq_replay.core.messages import OutboundMessage
-from dlq_replay.ops.ending import Held, SourceEnd
+from dlq_replay.ops.ending import SourceEnd
+from dlq_replay.ops.movestate import MoveState
 from dlq_replay.ops.pacing import make_pace
 from dlq_replay.ops.receiving import ReceiveBudget, receive, release, usable_budget
 from dlq_replay.ops.redrive import (
     BudgetStop,
     FailReason,
-    Leftover,
     RedriveRequest,
     RedriveTally,
     SkipReason,
-    Stop,
+    deliveries_sent,
     plan_copy,
 )
 from dlq_replay.sqs.sending import (
@@ -41,10 +45,16 @@ from dlq_replay.sqs.sending import (
     SendFailure,
     delete_messages,
 )
+from dlq_replay.targets.delivery import Delivery
+
+# What a batch sends: copies to SQS queues, or deliveries to the targets of serverless records.
+Copy = TypeVar("Copy", OutboundMessage, Delivery)
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
     from mypy_boto3_sqs.type_defs import MessageTypeDef
+
+    from dlq_replay.targets.deliverer import Deliverer
 
 
 def redrive(
@@ -55,6 +65,7 @@ def redrive(
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] | None = None,
     stop: threading.Event | None = None,
+    deliverer: Deliverer | None = None,
 ) -> RedriveTally:
     """Move messages client-side, in batches of up to 10, `request.concurrency` at a time.
 
@@ -65,7 +76,9 @@ def redrive(
     and its delete leaves the original in place: a rerun sends it again (a duplicate on a
     standard queue; on FIFO the same deduplication id within SQS's 5-minute window).
     """
-    return prepare(sqs, request, clock=clock, sleep=sleep, stop=stop).run(on_progress)
+    return prepare(sqs, request, clock=clock, sleep=sleep, stop=stop, deliverer=deliverer).run(
+        on_progress
+    )
 
 
 def prepare(
@@ -75,17 +88,28 @@ def prepare(
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] | None = None,
     stop: threading.Event | None = None,
+    deliverer: Deliverer | None = None,
 ) -> ClientMove:
     """The move, checked (the receive budget) but not started: the caller may ask it what is
-    left (`leftover`) while it runs in another thread."""
+    left (`leftover`) while it runs in another thread. `deliverer` delivers the records of
+    serverless kinds when `request.target_arns` names their targets (required then)."""
+    if request.target_arns and deliverer is None and not request.dry_run:
+        raise ValueError("a redrive that delivers to targets needs a Deliverer")
     budget = usable_budget(sqs, request.source, request.reserve)
     return ClientMove(
-        sqs, request, budget, clock=clock, sleep=sleep, stop=stop or threading.Event()
+        sqs,
+        request,
+        budget,
+        clock=clock,
+        sleep=sleep,
+        stop=stop or threading.Event(),
+        deliverer=deliverer,
     )
 
 
-class ClientMove:
-    """The state of one client-side move; snapshots of it go out as RedriveTally."""
+class ClientMove(MoveState):
+    """One client-side move: the workers that receive, send and delete (the state it keeps,
+    and the snapshots of it that go out, are `MoveState`'s)."""
 
     def __init__(
         self,
@@ -97,87 +121,21 @@ class ClientMove:
         sleep: Callable[[float], None] | None,
         stop: threading.Event,
         wall: Callable[[], float] = time.time,
+        deliverer: Deliverer | None = None,
     ) -> None:
+        self.stop = threading.Event()  # ours: the interrupt, the pace, the budget, an error
+        # A wait for the pace ends at once on a stop (tests give their own sleep).
+        pace = make_pace(sqs, request.rate, request.until_failing, clock, sleep or self._sleep)
+        super().__init__(request, interrupt=stop, wall=wall, pace=pace)
         self.sqs = sqs
-        self.request = request
         self.budget = budget
         self.sender = BatchSender(sqs)
-        self.lock = threading.Lock()
-        self.interrupt = stop  # the caller's: a signal
-        self.stop = threading.Event()  # ours: the interrupt, the pace, the budget, an error
-        self.wall = wall
-        self.seen: set[str] = set()
-        self.in_hand: dict[str, str] = {}  # message id -> receipt handle, not deleted yet
-        self.hidden_until: dict[str, float] = {}  # message id -> end of its hide time
-        self.taken = self.dropped = 0  # messages received, and deleted from in_hand (SourceEnd)
-        self.moved = 0
-        self.sent_not_deleted = 0
-        self.given_back = 0
-        self.in_flight = 0  # copies whose send or whose original's delete is in flight
-        self.reserved = 0  # messages asked for by receives still in flight (for --limit)
-        self.receives = self.receiving_up_to = 0  # ReceiveMessage calls in flight, and asked
-        self.unsettled = 0  # received, neither sent, failed, skipped nor given back yet
-        self.deleting = self.releasing = 0  # messages whose delete / release is in flight
-        self.failures: Counter[str] = Counter()
-        self.skips: Counter[str] = Counter()
-        self.stopped: Stop | None = None
-        self.not_released = 0
-        self.released = False
+        self.deliverer = deliverer
         self.source_urls: dict[str, str | None] = {}
-        # A wait for the pace ends at once on a stop (tests give their own sleep).
-        wait = sleep or self._sleep
-        self.pace = make_pace(sqs, request.rate, request.until_failing, clock, wait)
         self.end = SourceEnd(sqs, request.source.url, request.wait_seconds, self.stop, self.held)
 
     def _sleep(self, seconds: float) -> None:
         self.stop.wait(seconds)
-
-    def tally(self) -> RedriveTally:
-        """A snapshot (call it under the lock, or once the run has ended)."""
-        return RedriveTally(
-            seen=len(self.seen),
-            moved=self.moved,
-            sent_not_deleted=self.sent_not_deleted,
-            failed=sum(self.failures.values()),
-            skipped=sum(self.skips.values()),
-            given_back=self.given_back,
-            unsettled=self.unsettled,
-            dry_run=self.request.dry_run,
-            failures=dict(self.failures),
-            skips=dict(self.skips),
-            stopped=self.stopped,
-            interrupted=self.interrupt.is_set(),
-            not_released=self.not_released,
-            hidden_until=self._hidden_until() if self.not_released else None,
-            pace=self.pace.report(),
-        )
-
-    def _hidden_until(self) -> float | None:
-        ends = [self.hidden_until.get(m, 0.0) for m in self.in_hand]
-        return max(ends) if ends else None
-
-    def leftover(self) -> Leftover:
-        """What stays if the run is abandoned now (safe from any thread)."""
-        return self.abandoned()[1]
-
-    def abandoned(self) -> tuple[RedriveTally, Leftover]:
-        """The tally and what stays hidden if the run is abandoned now, from one moment
-        (safe from any thread)."""
-        with self.lock:
-            # A receive answered at the end of its long poll hides what it brings from then.
-            answered_by = self.wall() + self.request.wait_seconds + self.request.hide_seconds
-            left = Leftover(
-                hidden=self.not_released if self.released else len(self.in_hand),
-                hidden_until=self._hidden_until(),
-                sent_not_deleted=self.sent_not_deleted,
-                unconfirmed=self.in_flight,
-                receives=self.receives,
-                receiving_up_to=self.receiving_up_to,
-                receiving_until=answered_by if self.receives else None,
-                deleting=self.deleting,
-                releasing=self.releasing,
-            )
-            return self.tally(), left
 
     def run(self, on_progress: Callable[[RedriveTally], None] | None) -> RedriveTally:
         workers = max(1, self.request.concurrency)
@@ -256,10 +214,6 @@ class ClientMove:
         handled = self.moved + self.sent_not_deleted + sum(self.failures.values())
         return min(batch_size, self.request.limit - handled - self.reserved)
 
-    def held(self) -> Held:
-        with self.lock:
-            return Held(len(self.in_hand), self.taken, self.dropped)
-
     def _receive(self, want: int, wait_seconds: int) -> tuple[list[MessageTypeDef], int]:
         request = self.request
         with self.lock:
@@ -306,6 +260,7 @@ class ClientMove:
             for message in fresh
         ]
         copies: list[tuple[MessageTypeDef, OutboundMessage]] = []
+        deliveries: list[tuple[MessageTypeDef, Delivery]] = []
         with self.lock:
             for message, outcome in planned:
                 if isinstance(outcome, SkipReason):
@@ -314,11 +269,17 @@ class ClientMove:
                     self.failures[outcome] += 1
                 elif self.request.dry_run:
                     self.moved += 1
+                    if isinstance(outcome, Delivery):
+                        self.delivered[outcome.target_arn] += 1
+                elif isinstance(outcome, Delivery):
+                    deliveries.append((message, outcome))
                 else:
                     copies.append((message, outcome))
-            self.unsettled -= len(planned) - len(copies)
+            self.unsettled -= len(planned) - len(copies) - len(deliveries)
         if copies:
-            self._move(copies)
+            self._move(copies, self.sender.send)
+        if deliveries and self.deliverer is not None:
+            self._move(deliveries, partial(deliveries_sent, self.deliverer))
 
     def _give_back(self, count: int) -> None:
         """Received, not sent: counted as given back (released with the rest at the end)."""
@@ -326,14 +287,20 @@ class ClientMove:
             self.given_back += count
             self.unsettled -= count
 
-    def _move(self, copies: Sequence[tuple[MessageTypeDef, OutboundMessage]]) -> None:
+    def _move(
+        self,
+        copies: Sequence[tuple[MessageTypeDef, Copy]],
+        send: Callable[[list[Copy]], Mapping[str, SendFailure]],
+    ) -> None:
+        """Send the copies (or deliver them: `deliveries_sent`), then delete exactly the
+        originals of those confirmed."""
         if not self._wait_for_slot(len(copies)):
             self._give_back(len(copies))
             return
         with self.lock:
             self.in_flight += len(copies)
         try:
-            failed = self.sender.send([copy for _, copy in copies])
+            failed = send([copy for _, copy in copies])
         finally:
             with self.lock:
                 self.in_flight -= len(copies)
@@ -341,6 +308,9 @@ class ClientMove:
         with self.lock:
             self._count_failures(failed.values())
             self.unsettled -= len(copies)
+            for message, copy in copies:
+                if isinstance(copy, Delivery) and message["MessageId"] not in failed:
+                    self.delivered[copy.target_arn] += 1
             if self.request.keep:
                 # Copy mode: the originals stay in hand and are made visible again at the end.
                 self.moved += len(sent)
@@ -372,7 +342,9 @@ class ClientMove:
 
     def _count_failures(self, failures: Iterable[SendFailure]) -> None:
         for failure in failures:
-            self.failures[failure.code or "send-failed"] += 1
+            code = failure.code or "send-failed"
+            self.failures[code] += 1
+            self.errors.setdefault(code, failure.message)
 
     def _budget_spent(self, fresh: Sequence[MessageTypeDef]) -> bool:
         budget = self.budget

@@ -56,6 +56,8 @@ class ExportRequest:
     hide_seconds: int = 120
     wait_seconds: int = 1
     reserve: int = 1
+    # The allowed targets (REPLAY_TARGET_ARNS): they name a `lambda` record's function.
+    replay_targets: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,7 +268,7 @@ class _Run:
         if message["MessageId"] in self.archived:
             self.already.append(message["MessageId"])
             return
-        record = from_message(message)
+        record = from_message(message, self.request.replay_targets)
         if isinstance(record, FailReason):
             self.failures[record] += 1
             return

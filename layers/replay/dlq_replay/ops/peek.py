@@ -10,7 +10,9 @@ from typing import TYPE_CHECKING
 
 from dlq_replay.core import attributes
 from dlq_replay.core.decision import park_reason_of
+from dlq_replay.core.delivery import service_error
 from dlq_replay.core.settings import DEFAULT_COUNT_ATTRIBUTE
+from dlq_replay.ops.kinds import recognised
 from dlq_replay.ops.queues import QueueInfo
 from dlq_replay.ops.receiving import (
     ReceiveBudget,
@@ -39,6 +41,11 @@ class PeekedMessage:
     receives_left: int | None  # before SQS moves it on (queues with a RedrivePolicy)
     body: str | None  # only when asked for
     source_arn: str | None = None
+    kind: str = "sqs"  # who wrote it (core/kinds.py): sqs, lambda, lambda-destination, ...
+    target_arn: str | None = None  # where a record of a serverless kind goes back to
+    error_code: str | None = None  # the service's error, as it recorded it
+    error_message: str | None = None
+    error: str | None = None  # both in one line, "<code>: <message>", as a parked copy has it
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +68,8 @@ class PeekRequest:
     hide_seconds: int = 30
     wait_seconds: int = 1
     reserve: int = 1
+    # The allowed targets (REPLAY_TARGET_ARNS): they name a `lambda` record's function.
+    replay_targets: frozenset[str] = frozenset()
 
 
 def peek(
@@ -90,24 +99,18 @@ def peek(
     finally:
         examined = len(receiving.handles)
         refused = receiving.release()
-    messages = tuple(
-        _peeked(m, request.count_attribute, budget, request.body, now())
-        for m in selected[: request.limit]
-    )
+    messages = tuple(_peeked(m, request, budget, now()) for m in selected[: request.limit])
     return PeekResult(queue, messages, budget, receiving.stopped, refused, examined=examined)
 
 
 def _peeked(
-    message: MessageTypeDef,
-    count_attribute: str,
-    budget: ReceiveBudget | None,
-    with_body: bool,
-    now: float,
+    message: MessageTypeDef, request: PeekRequest, budget: ReceiveBudget | None, now: float
 ) -> PeekedMessage:
     parsed = attributes.from_sqs(message.get("MessageAttributes"))
     values = parsed.values
     system = message.get("Attributes", {})
-    count_value = values.get(count_attribute)
+    count_value = values.get(request.count_attribute)
+    kind = recognised(message, request.replay_targets)
     sent_ms = system.get("SentTimestamp")
     sent_at = datetime.fromtimestamp(int(sent_ms) / 1000, UTC) if sent_ms else None
     received = receive_count_of(message)
@@ -122,6 +125,11 @@ def _peeked(
         age_seconds=max(0.0, now - int(sent_ms) / 1000) if sent_ms else None,
         receive_count=received,
         receives_left=budget.left(received) if budget is not None else None,
-        body=message.get("Body", "") if with_body else None,
+        body=message.get("Body", "") if request.body else None,
         source_arn=system.get("DeadLetterQueueSourceArn"),
+        kind=kind.kind.value,
+        target_arn=kind.target_arn,
+        error_code=kind.error_code,
+        error_message=kind.error_message,
+        error=service_error(kind) or None,
     )

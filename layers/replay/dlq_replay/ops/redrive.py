@@ -1,6 +1,11 @@
 """`redrive`: what to move and how. SQS's native move task where it can do the job, else a
 client-side move (`ops.clientmove.redrive`) that sends each copy and then deletes exactly the
-originals whose copy was sent; `plan_copy` makes one message's copy."""
+originals whose copy was sent; `plan_copy` makes one message's copy.
+
+With `--to source`, a record a serverless service wrote (core/kinds.py) goes back to the
+target it names, by the replay's rules (`core.delivery.target_refusal`): only to an ARN of
+`target_arns`; `plan_copy` then makes its `Delivery`, and a record that may not be delivered
+stays where it is, counted with why."""
 
 from __future__ import annotations
 
@@ -18,17 +23,25 @@ from dlq_replay.core.attributes import (
     PARK_REASON_ATTRIBUTE,
     Attribute,
 )
+from dlq_replay.core.decision import ParkReason
+from dlq_replay.core.delivery import target_refusal
+from dlq_replay.core.kinds import Recognised, RecordKind
 from dlq_replay.core.messages import OutboundMessage
 from dlq_replay.core.queues import is_fifo_url
 from dlq_replay.core.settings import DEFAULT_COUNT_ATTRIBUTE
+from dlq_replay.ops.kinds import recognised
 from dlq_replay.ops.pacing import PaceReport, PaceStop, UntilFailing
 from dlq_replay.ops.queues import QueueInfo, source_queue_url
 from dlq_replay.ops.select import Selector
+from dlq_replay.sqs.sending import SendFailure
 from dlq_replay.sqs.sources import dead_letter_sources
+from dlq_replay.targets.delivery import Delivery, Refused
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
     from mypy_boto3_sqs.type_defs import MessageTypeDef
+
+    from dlq_replay.targets.deliverer import Deliverer
 
 
 # Batches a client-side move keeps in flight: each is a receive, a send and a delete, so one
@@ -45,6 +58,24 @@ class MoveMode(StrEnum):
 class SkipReason(StrEnum):
     FILTERED = "filtered"  # its park reason is not one asked for
     NO_SOURCE = "no-source-queue"  # --to source, and SQS recorded no source queue
+    # --to source, a record of a serverless kind: no --target-arn, or a target the replay
+    # would not deliver to (its park reasons: core.delivery.target_refusal).
+    NO_TARGETS = "target-arn-required"
+    UNKNOWN_TARGET = "unknown-target"
+    UNSUPPORTED_TARGET = "unsupported-target"
+    TARGET_NOT_ALLOWED = "target-not-allowed"
+
+
+# The skips of `--to source` that leave a record in place for want of a destination.
+NOT_ROUTED = frozenset(
+    {
+        SkipReason.NO_SOURCE,
+        SkipReason.NO_TARGETS,
+        SkipReason.UNKNOWN_TARGET,
+        SkipReason.UNSUPPORTED_TARGET,
+        SkipReason.TARGET_NOT_ALLOWED,
+    }
+)
 
 
 class FailReason(StrEnum):
@@ -70,11 +101,14 @@ class RedriveRequest:
     reserve: int = 1
     concurrency: int = DEFAULT_CONCURRENCY  # batches in flight at once (client-side)
     until_failing: UntilFailing | None = None  # adaptive pace, watching a DLQ (client-side)
+    # --to source: the only targets a serverless kind's record is delivered to (--target-arn).
+    target_arns: frozenset[str] = frozenset()
 
     @property
     def rewrites(self) -> bool:
         return (
-            self.reset_count
+            bool(self.target_arns)
+            or self.reset_count
             or self.keep
             or not self.selector.empty
             or self.limit is not None
@@ -100,6 +134,7 @@ class Rewrite(StrEnum):
     SELECTION = "selection"
     LIMIT = "limit"
     UNTIL_FAILING = "until-failing"
+    DELIVER = "deliver"  # records of serverless kinds delivered to their targets
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +154,7 @@ def rewrites_of(request: RedriveRequest) -> tuple[Rewrite, ...]:
             (Rewrite.SELECTION, not replace(request.selector, reasons=frozenset()).empty),
             (Rewrite.LIMIT, request.limit is not None),
             (Rewrite.UNTIL_FAILING, request.until_failing is not None),
+            (Rewrite.DELIVER, bool(request.target_arns)),
         )
         if on
     )
@@ -168,6 +204,9 @@ class RedriveTally:
     `given_back`: received, then made visible again untouched (the run stopped first).
     `unsettled`: received and neither sent, failed, skipped nor given back yet (its copy being
     planned or sent): 0 once a run has ended, more in a snapshot of an abandoned run.
+    A record of a serverless kind delivered to its target counts as moved (sent), and in
+    `delivered` by target; a delivery the target refused as failed, by the service's error
+    code (`errors`: the first message of each).
     """
 
     seen: int = 0
@@ -185,6 +224,8 @@ class RedriveTally:
     not_released: int = 0  # of those held, SQS refused to make visible: back after hide_seconds
     hidden_until: float | None = None  # epoch seconds: when those come back at the latest
     pace: PaceReport | None = None  # with until_failing
+    delivered: Mapping[str, int] = field(default_factory=dict)  # target ARN -> records
+    errors: Mapping[str, str] = field(default_factory=dict)  # refusal code -> a message
 
     @property
     def adds_up(self) -> bool:
@@ -223,11 +264,12 @@ def plan_copy(
     request: RedriveRequest,
     source_urls: dict[str, str | None],
     now: float | None = None,
-) -> OutboundMessage | SkipReason | FailReason:
+) -> OutboundMessage | Delivery | SkipReason | FailReason:
     """The copy of one received message, or why it is skipped or cannot be copied.
 
     Body and every attribute byte for byte, except the park reason and the not-before
     attribute (never on a message for the main queue) and, with `reset_count`, the count.
+    To the source, a serverless kind's record is a `Delivery` to its target instead.
     """
     parsed = attributes.from_sqs(message.get("MessageAttributes"))
     values = parsed.values
@@ -236,6 +278,10 @@ def plan_copy(
         if not request.selector.matches(message, values, at):
             return SkipReason.FILTERED
     system = message.get("Attributes", {})
+    if request.destination is None:
+        record = recognised(message, request.target_arns)
+        if record.kind is not RecordKind.SQS:
+            return plan_delivery(message, record, request.target_arns)
     if request.destination is not None:
         destination = request.destination.url
     else:
@@ -270,3 +316,38 @@ def plan_copy(
         deduplication_id=f"{message['MessageId']}-redrive" if fifo else None,
         trace_header=system.get("AWSTraceHeader"),
     )
+
+
+def plan_delivery(
+    message: MessageTypeDef, record: Recognised, target_arns: frozenset[str]
+) -> Delivery | SkipReason:
+    """A serverless kind's record back to its target, by the replay's rules; the payload as
+    the replay delivers it (the body, or a destination record's request payload)."""
+    if not target_arns:
+        return SkipReason.NO_TARGETS
+    refusal = target_refusal(record.target_arn, target_arns)
+    if refusal is not None or record.target_arn is None:
+        return SkipReason(refusal or ParkReason.UNKNOWN_TARGET)
+    return Delivery(
+        record_id=message["MessageId"],
+        target_arn=record.target_arn,
+        payload=record.payload,
+        rule_arn=record.rule_arn,
+        # A FIFO target: a rerun after a crash between delivery and delete is deduplicated
+        # within SQS's five minutes, as a copy to a FIFO queue is.
+        dedup_id=f"{message['MessageId']}-redrive",
+    )
+
+
+def deliveries_sent(deliverer: Deliverer, deliveries: Sequence[Delivery]) -> dict[str, SendFailure]:
+    """Deliver them, answered as `BatchSender.send` answers for copies: the record ids a
+    target refused, with the service's error."""
+    outcomes = deliverer.deliver(deliveries)
+    failed: dict[str, SendFailure] = {}
+    for delivery in deliveries:
+        outcome = outcomes.get(delivery.record_id)
+        if outcome is None:
+            failed[delivery.record_id] = SendFailure("NoAnswer", "no outcome", permanent=False)
+        elif isinstance(outcome, Refused):
+            failed[delivery.record_id] = SendFailure(outcome.code, outcome.message, permanent=True)
+    return failed

@@ -1,4 +1,5 @@
-"""`status`: depth and oldest-message age of each queue, and the replay's event source."""
+"""`status`: depth and oldest-message age of each queue, and the replay's event source; with
+`sample`, the kinds of record the DLQ holds (a peek: receives within the budget)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from dlq_replay.ops.depth import QueueDepth, queue_depth
 from dlq_replay.ops.errors import OpsError
+from dlq_replay.ops.kinds import KindCounts, kind_counts
+from dlq_replay.ops.peek import PeekRequest, peek
 from dlq_replay.ops.queues import QueueInfo, queue_info
 from dlq_replay.ops.stack import Deployment
 from dlq_replay.sqs.queue_age import oldest_message_ages, seconds_until_expiry
@@ -61,10 +64,19 @@ class EventSourceStatus:
 
 
 @dataclass(frozen=True, slots=True)
+class KindSample:
+    """The DLQ's records looked at by `status --sample`, counted by kind, target and error."""
+
+    counts: KindCounts
+    stopped: str | None = None  # why fewer were looked at (the receive budget)
+
+
+@dataclass(frozen=True, slots=True)
 class Status:
     queues: tuple[QueueStatus, ...]
     event_source: EventSourceStatus | None
     age_note: str | None = None  # why ages are missing, when CloudWatch could not be read
+    kinds: KindSample | None = None  # only when asked for: a sample is a receive
 
     @property
     def expiring(self) -> tuple[QueueStatus, ...]:
@@ -79,9 +91,12 @@ def status(
     cloudwatch: Any = None,
     lam: LambdaClient | None = None,
     now: datetime | None = None,
+    sample: int = 0,
+    replay_targets: frozenset[str] = frozenset(),
 ) -> Status:
     """Depth, age of the oldest message and redrive wiring of each known queue, and the
-    state of the replay function's event source on the DLQ (when the function is known)."""
+    state of the replay function's event source on the DLQ (when the function is known).
+    With `sample`, up to that many of the DLQ's records are looked at (`sample_kinds`)."""
     known = deployment.known_queues()
     if not known:
         raise OpsError(
@@ -101,7 +116,23 @@ def status(
     if lam is not None and deployment.function_name:
         dlq = next((info for role, info in infos if role == "dlq"), None)
         event_source = event_source_status(lam, deployment.function_name, dlq.arn if dlq else None)
-    return Status(queues, event_source, note)
+    kinds = None
+    if sample:
+        dlq = next((info for role, info in infos if role == "dlq"), None)
+        if dlq is None:
+            raise OpsError("--sample looks at the DLQ: pass --stack NAME or --dlq-url", usage=True)
+        kinds = sample_kinds(sqs, dlq, sample, replay_targets)
+    return Status(queues, event_source, note, kinds)
+
+
+def sample_kinds(
+    sqs: SQSClient, dlq: QueueInfo, limit: int, replay_targets: frozenset[str]
+) -> KindSample:
+    """Up to `limit` of the DLQ's records by kind, target and error: a peek (within the receive
+    budget, visible again at once), so it costs a receive of each record looked at."""
+    request = PeekRequest(source=dlq, limit=limit, replay_targets=replay_targets)
+    result = peek(sqs, request)
+    return KindSample(kind_counts(result.messages), result.stopped)
 
 
 def _function_exists(lam: LambdaClient, function_name: str) -> bool:
