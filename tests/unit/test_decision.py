@@ -834,6 +834,10 @@ def test_park_reason_values_are_the_public_names() -> None:
         "unknown-source",
         "rejected",
         "max-age",
+        "unsupported-target",
+        "target-not-allowed",
+        "unexpected-kind",
+        "unknown-target",
     ]
     assert NOT_BEFORE_ATTRIBUTE == "dlq-replay-not-before"
     assert PARK_REASON_ATTRIBUTE == "dlq-replay-park-reason"
