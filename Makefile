@@ -250,13 +250,33 @@ demo: $(DEMO_STAMP)
 	$(DEMO_VENV)/bin/dlq-replay demo $(DEMO_ARGS)
 
 # $(call user-venv,DIR,PYTHON[,PIP OPTIONS]): a venv with the package and its dependencies only,
-# as users install them (requirements/demo.lock: the package, its `demo` extra, pinned). One pip
-# run, and --no-deps: the lock is the whole environment, so pip has nothing to resolve.
+# as users install them (requirements/demo.lock: the package, its `demo` extra, pinned), made
+# quickly, as the first `make demo` waits for it:
+# - PYTHON's own pip, when it is 22.3 or newer, installs into the venv (`pip --python`), so the
+#   venv is made without a pip of its own: no ensurepip, about 7 s. An older pip: the venv's own.
+# - --no-deps: the lock is the whole environment, so pip has nothing to resolve. Its lines are
+#   shared among USER_VENV_JOBS pips side by side, each package installed by one of them (a
+#   pip's time goes to reading each package's index page and unpacking its wheel, on one core);
+#   --no-warn-conflicts, as a package's dependencies may be another pip's. The recipe fails if
+#   any of them does, once all have ended.
+USER_VENV_JOBS := 2
+PIP_HAS_PYTHON_OPTION := import pip, sys; sys.exit(tuple(map(int, pip.__version__.split(".")[:2])) < (22, 3))
 define user-venv
 	rm -rf $(1)
-	$(2) -m venv $(1)
-	$(1)/bin/python -m pip install --quiet --disable-pip-version-check --no-deps $(3) \
-		-r requirements/demo.lock -e .
+	if $(2) -c '$(PIP_HAS_PYTHON_OPTION)' 2>/dev/null; then \
+	  $(2) -m venv --without-pip $(1); pip=($(2) -m pip --python $(1)/bin/python); \
+	else \
+	  $(2) -m venv $(1); pip=($(1)/bin/python -m pip); \
+	fi; \
+	pids=(); \
+	for job in $$(seq 0 $$(($(USER_VENV_JOBS) - 1))); do \
+	  awk -v n=$(USER_VENV_JOBS) -v k=$$job '!/^(#|$$)/ && i++ % n == k' requirements/demo.lock \
+	    > $(1)/lock-$$job.txt; \
+	  "$${pip[@]}" install --quiet --disable-pip-version-check --no-deps --no-warn-conflicts $(3) \
+	    -r $(1)/lock-$$job.txt $$(test $$job = 0 && printf -- '-e .') & pids+=($$!); \
+	done; \
+	failed=0; for pid in "$${pids[@]}"; do wait "$$pid" || failed=1; done; test $$failed = 0
+	rm $(1)/lock-*.txt
 	touch $(1)/.installed
 endef
 

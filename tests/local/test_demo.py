@@ -6,12 +6,14 @@ import json
 import random
 import re
 import sys
+import threading
 from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 from dlq_replay.cli.main import main
 from dlq_replay.core.decision import Action, Decision, ParkReason
 from dlq_replay.core.messages import InboundMessage
+from dlq_replay.demo.emulator import emulator_client, sqs_emulator
 from dlq_replay.demo.run import demo
 from dlq_replay.demo.scenario import (
     DemoOptions,
@@ -202,3 +204,26 @@ def test_without_moto_the_demo_says_which_extra_in_one_line(
     assert captured.out == ""
     (line,) = captured.err.splitlines()
     assert line.startswith("dlq-replay: error: the demo needs moto, from the `demo` extra: ")
+
+
+@pytest.mark.usefixtures("fresh_backends")
+def test_ending_the_emulators_waits_answers_long_polls_at_once() -> None:
+    """The demo's end does not wait for its threads' long polls: a 20 s receive already waiting,
+    and one asked afterwards, are both answered at once (empty)."""
+    with sqs_emulator() as running:
+        sqs = emulator_client(running.endpoint_url)
+        queue_url = sqs.create_queue(QueueName="waits")["QueueUrl"]
+        answers: list[int] = []
+
+        def receive() -> None:
+            reply = sqs.receive_message(QueueUrl=queue_url, WaitTimeSeconds=20)
+            answers.append(len(reply.get("Messages", [])))
+
+        waiting = threading.Thread(target=receive, daemon=True)
+        waiting.start()
+        running.app.end_waits()
+        later = threading.Thread(target=receive, daemon=True)
+        later.start()
+        for thread in (waiting, later):
+            thread.join(timeout=10)  # far less than the polls' 20 s
+        assert answers == [0, 0]

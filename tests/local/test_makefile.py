@@ -1,5 +1,6 @@
 """The Makefile finds its Python by itself: python3.13 of any patch (PATH or pyenv) for the
-toolchain, any Python 3.11+ for the demo, and one line saying what to install otherwise."""
+toolchain, any Python 3.11+ for the demo, and one line saying what to install otherwise; the
+demo's venv is made without a pip of its own and filled by pips side by side."""
 
 from __future__ import annotations
 
@@ -17,17 +18,20 @@ ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 
 
-def make(tmp_path: Path, *args: str, path: str) -> subprocess.CompletedProcess[str]:
-    """`make ARGS` on a copy of the Makefile (with empty lock files), under PATH=`path`."""
+def make(
+    tmp_path: Path, *args: str, path: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`make ARGS` on a copy of the Makefile (with empty lock files unless written before),
+    under PATH=`path` and the variables of `env`."""
     (tmp_path / "requirements").mkdir(exist_ok=True)
     shutil.copy(ROOT / "Makefile", tmp_path / "Makefile")
     for name in ("requirements/dev.lock", "requirements/demo.lock", "pyproject.toml"):
         (tmp_path / name).touch()
-    env = {"HOME": os.environ.get("HOME", "/root"), "PATH": path, "PYENV_ROOT": "/nonexistent"}
+    home = os.environ.get("HOME", "/root")
     return subprocess.run(
         ["make", "--no-print-directory", *args],
         cwd=tmp_path,
-        env=env,
+        env={"HOME": home, "PATH": path, "PYENV_ROOT": "/nonexistent", **(env or {})},
         capture_output=True,
         text=True,
         timeout=60,
@@ -101,3 +105,74 @@ def test_sam_build_runs_again_only_when_what_it_reads_changed(tmp_path: Path) ->
     later = time.time() + 5
     os.utime(layer_module, (later, later))
     assert len(build()) == 4
+
+
+# A stand-in for python3 and pip: records each call, makes a venv a folder with a copy of
+# itself, and as pip records the requirements it was given (a -r file's lines, then the rest).
+FAKE_PYTHON = r"""#!/bin/bash
+case "$1 $2" in
+  "-c "*pip.__version__*) exit "$OLD_PIP" ;;
+  "-c "*) exit 0 ;;
+  "-m venv") mkdir -p "${@: -1}/bin" && cp "$0" "${@: -1}/bin/python"
+    echo "$(basename "$0") $*" >> "$CALLS"; exit 0 ;;
+esac
+requirements=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -r) requirements+=($(cat "$2")); shift ;;
+    -e) requirements+=("-e $2"); shift ;;
+  esac
+  shift
+done
+(IFS=,; echo "pip ${requirements[*]}") >> "$CALLS"
+[[ " ${requirements[*]} " != *" $FAILING "* ]]
+"""
+LOCK = ["boto3==1", "botocore==1", "moto==5", "rich==15", "six==1"]
+
+
+def install_demo_venv(tmp_path: Path, **env: str) -> tuple[int, list[str]]:
+    """`make .venv-demo/.installed` with the fake python3 (exit code, calls in order)."""
+    fake = tmp_path / "fake"
+    fake.mkdir()
+    (fake / "python3").write_text(FAKE_PYTHON)
+    (fake / "python3").chmod(0o755)
+    (tmp_path / "requirements").mkdir()
+    (tmp_path / "requirements" / "demo.lock").write_text("# pinned\n" + "\n".join(LOCK) + "\n")
+    calls = tmp_path / "calls"
+    variables = {"CALLS": str(calls), "OLD_PIP": "0", "FAILING": "none", **env}
+    result = make(tmp_path, ".venv-demo/.installed", path=f"{fake}:/usr/bin:/bin", env=variables)
+    return result.returncode, calls.read_text().splitlines() if calls.exists() else []
+
+
+def pip_runs(calls: list[str]) -> list[set[str]]:
+    return [set(call.removeprefix("pip ").split(",")) for call in calls if call.startswith("pip ")]
+
+
+def test_the_demo_venv_has_no_pip_and_its_lock_is_shared_among_pips_side_by_side(
+    tmp_path: Path,
+) -> None:
+    code, calls = install_demo_venv(tmp_path)
+
+    assert code == 0
+    assert calls[0] == "python3 -m venv --without-pip .venv-demo"
+    runs = pip_runs(calls)
+    assert len(runs) == 2
+    # Every package installed once, by one of them; the project by one.
+    assert sorted(name for run in runs for name in run) == sorted([*LOCK, "-e ."])
+    assert (tmp_path / ".venv-demo" / ".installed").exists()
+
+
+def test_with_a_pip_older_than_22_3_the_demo_venv_gets_its_own(tmp_path: Path) -> None:
+    code, calls = install_demo_venv(tmp_path, OLD_PIP="1")
+
+    assert code == 0
+    assert calls[0] == "python3 -m venv .venv-demo"
+    assert sorted(name for run in pip_runs(calls) for name in run) == sorted([*LOCK, "-e ."])
+
+
+def test_one_failing_pip_fails_the_demo_venv_after_all_have_ended(tmp_path: Path) -> None:
+    code, calls = install_demo_venv(tmp_path, FAILING="moto==5")
+
+    assert code != 0
+    assert len(pip_runs(calls)) == 2
+    assert not (tmp_path / ".venv-demo" / ".installed").exists()

@@ -52,6 +52,9 @@ DLQ_VISIBILITY_TIMEOUT = 10
 # A waiting long poll looks again at least this often (delays and visibility timeouts end
 # without a request to wake it).
 _RECHECK_SECONDS = 0.2
+# How often the server looks for its shutdown between requests (werkzeug's default is 0.5 s,
+# which the demo would wait at its end).
+_SHUTDOWN_POLL_SECONDS = 0.05
 _RECEIVE = "AmazonSQS.ReceiveMessage"
 _EVENTS = "AWSEvents."
 
@@ -87,6 +90,16 @@ class AtomicSqs:
         self._app = app
         self.lock = threading.Lock()
         self._changed: dict[str, threading.Condition] = {}  # by queue URL, all on `lock`
+        self._ending = False
+
+    def end_waits(self) -> None:
+        """Answer every waiting long poll now, and every later one without waiting: the demo
+        is stopping, and each of its threads ends once its receive returns (up to a second
+        later otherwise)."""
+        with self.lock:
+            self._ending = True
+            for waiting in self._changed.values():
+                waiting.notify_all()
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> list[bytes]:
         body = _read_body(environ)
@@ -104,7 +117,7 @@ class AtomicSqs:
             while True:
                 status, headers, payload = self._call(environ, body)
                 remaining = deadline - time.monotonic()
-                if not wait or remaining <= 0 or not _no_messages(status, payload):
+                if self._ending or not wait or remaining <= 0 or not _no_messages(status, payload):
                     break
                 changed.wait(min(remaining, _RECHECK_SECONDS))
             if not wait:
@@ -182,7 +195,12 @@ def sqs_emulator(*, linear: bool = True) -> Iterator[SqsEmulator]:
     logging.getLogger("werkzeug").setLevel(logging.CRITICAL)
     app = AtomicSqs(_moto_sqs_app())
     server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, name="sqs-emulator", daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever,
+        kwargs={"poll_interval": _SHUTDOWN_POLL_SECONDS},
+        name="sqs-emulator",
+        daemon=True,
+    )
     with _moto_made_linear() if linear else nullcontext():
         thread.start()
         try:

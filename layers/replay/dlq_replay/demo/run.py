@@ -127,6 +127,7 @@ def demo(
             interrupted = True
         finally:
             stop.set()
+            running.app.end_waits()
             for thread in threads:
                 thread.join()
         parked = drain_parked(sqs, queues.operator)
