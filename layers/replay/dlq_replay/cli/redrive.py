@@ -9,7 +9,12 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from dlq_replay import ops
-from dlq_replay.cli.deployment import add_operator_options, add_receive_options, resolve_target
+from dlq_replay.cli.deployment import (
+    add_operator_options,
+    add_receive_options,
+    command_sqs,
+    resolve_target,
+)
 from dlq_replay.cli.errors import (
     EXIT_FAILED,
     EXIT_OK,
@@ -78,6 +83,14 @@ def register(subparsers: Subparsers) -> None:
         help="client-side: batches of 10 in flight at once; --rate still bounds the total "
         f"(default {ops.DEFAULT_CONCURRENCY}, with --until-failing 1, so no batch waits long "
         f"for its turn; 1-{ops.MAX_CONCURRENCY})",
+    )
+    parser.add_argument(
+        "--processes",
+        type=int_between(1, 2),
+        metavar="N",
+        help="client-side: 2 splits the batches in flight with a second process, forked, for "
+        "twice the CPU (Linux; not with --rate, --until-failing, --limit, --keep or "
+        f"--dry-run; default 2 from {ops.SPLIT_FROM_MESSAGES} messages on, else 1)",
     )
     parser.add_argument(
         "--reset-count",
@@ -235,7 +248,16 @@ def _client_redrive(
     total = min(approximate, request.limit) if request.limit else approximate
     verb = "looking at" if request.dry_run else "moving"
     shutdown = Shutdown()
-    move = ops.prepare(sqs, request, stop=shutdown.stop)
+    move, one_because = ops.prepare_move(
+        sqs,
+        lambda: command_sqs(args),
+        request,
+        processes=args.processes,
+        approximate=approximate,
+        stop=shutdown.stop,
+    )
+    if one_because:
+        note(f"one process: {one_because}")
     with progress_bars(args) as progress:
         bar = progress.add_task(f"{verb} {request.source.name}", total=total or None)
 

@@ -15,10 +15,10 @@ options and printing live in `dlq_replay.cli`. Two SQS facts shape it:
 One module per concern: `stack` (finding a deployment), `queues`, `depth`, `draining`,
 `status`, `pause` (the event source on and off), `receiving`, `peek`, `redrive` (`clientmove`
 for its client-side move, `pacing` for its speed and `--until-failing`, `ending` for when it
-is done, `preflight` for what it reads first), `movetask`, `plan`,
-`archive` (the JSON Lines records of `export` and `import`), `export` (`s3archive` for its S3
-side), `importing`; the public
-names of those the CLI uses are re-exported here.
+is done, `preflight` for what it reads first, `processes` for its split over two
+processes), `movetask`, `plan`, `archive` (the JSON Lines records of `export` and `import`),
+`export` (`s3archive` for its S3 side), `importing`; the public names of those the CLI uses
+are re-exported here.
 """
 
 from dlq_replay.ops.archive import ArchiveError, ArchiveRecord
@@ -61,6 +61,7 @@ from dlq_replay.ops.pacing import (
 from dlq_replay.ops.pause import PauseResult, set_event_source, wait_for_state
 from dlq_replay.ops.peek import PeekedMessage, PeekRequest, PeekResult, peek
 from dlq_replay.ops.plan import AttemptPlan, BackoffPlan, backoff_plan, quantile
+from dlq_replay.ops.processes import SPLIT_FROM_MESSAGES, SplitMove, prepare_move
 from dlq_replay.ops.queues import QueueInfo, RedrivePolicy, queue_info
 from dlq_replay.ops.receiving import (
     ReceiveBudget,
@@ -114,6 +115,7 @@ __all__ = [
     "MAX_MOVE_RATE",
     "NO_REASON",
     "QUEUE_ROLES",
+    "SPLIT_FROM_MESSAGES",
     "STACK_OUTPUTS",
     "ArchiveError",
     "ArchiveRecord",
@@ -156,6 +158,7 @@ __all__ = [
     "S3Location",
     "Selector",
     "SkipReason",
+    "SplitMove",
     "Status",
     "Stop",
     "UntilFailing",
@@ -181,6 +184,7 @@ __all__ = [
     "plan_copy",
     "prepare",
     "prepare_export",
+    "prepare_move",
     "quantile",
     "queue_info",
     "receive",

@@ -185,6 +185,7 @@ class RedriveTally:
     not_released: int = 0  # of those held, SQS refused to make visible: back after hide_seconds
     hidden_until: float | None = None  # epoch seconds: when those come back at the latest
     pace: PaceReport | None = None  # with until_failing
+    processes: int = 1  # that moved (ops.processes)
 
     @property
     def adds_up(self) -> bool:
