@@ -39,6 +39,7 @@ from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
 from dlq_replay.ops.clientmove import ClientMove, prepare
+from dlq_replay.ops.errors import OpsError
 from dlq_replay.ops.receiving import ReceiveBudget, usable_budget
 from dlq_replay.ops.redrive import Leftover, RedriveRequest, RedriveTally
 from dlq_replay.sqs.sending import MAX_BATCH_ENTRIES
@@ -190,9 +191,12 @@ class SplitMove:
             self.second.join()
         if self.failure is not None:
             raise self.failure
-        with self.lock:
-            other = self.final if self.final is not None else self.reported[0]
-        return merged(tally, other)
+        if self.final is None:
+            raise OpsError(
+                f"the second process ended early (exit code {self.second.exitcode}): what it held "
+                "comes back by itself after --hide-seconds; rerun to move it"
+            )
+        return merged(tally, self.final)
 
     def _forward_stop(self) -> None:
         """The caller's stop token (a signal) stops the second process too."""
@@ -210,7 +214,7 @@ class SplitMove:
     def _read(self, on_progress: Callable[[RedriveTally], None] | None) -> None:
         """The second process's reports, until its last (or its end)."""
         try:
-            for kind, payload in _reports(self.conn):
+            for kind, payload in _received(self.conn):
                 with self.lock:
                     if kind == FAILED:
                         self.failure = payload
@@ -263,7 +267,8 @@ class SplitMove:
         )
 
 
-def _reports(conn: Connection) -> Iterator[tuple[str, Any]]:
+def _received(conn: Connection) -> Iterator[Any]:
+    """What the other process sends, until it ends."""
     while True:
         try:
             yield conn.recv()
@@ -282,25 +287,28 @@ def _second_process(
         signal.signal(signum, signal.SIG_IGN)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS)
     send_lock = threading.Lock()
+    stop = threading.Event()
 
     def send(kind: str, payload: Any) -> None:
         with send_lock:
-            conn.send((kind, payload))
+            try:
+                conn.send((kind, payload))
+            except OSError:  # the first process is gone: stop as after a signal
+                stop.set()
 
-    stop = threading.Event()
     try:
         move = ClientMove(make_sqs(), request, budget, clock=time.monotonic, sleep=None, stop=stop)
-    except Exception as error:
-        send(FAILED, error)
-        return
-    if _wait_for_go(conn):
-        threading.Thread(target=_obey, args=(conn, move, send), daemon=True).start()
-        try:
-            tally = move.run(lambda _: send(PROGRESS, move.abandoned()))
-        except Exception as error:
-            send(FAILED, error)
+        if not _wait_for_go(conn):
             return
-        send(DONE, tally)
+        threading.Thread(target=_obey, args=(conn, move, send), daemon=True).start()
+        tally = move.run(lambda _: send(PROGRESS, move.abandoned()))
+    except Exception as error:
+        try:
+            send(FAILED, error)
+        except Exception:  # an error that does not pickle: its words
+            send(FAILED, OpsError(f"the second process: {type(error).__name__}: {error}"))
+        return
+    send(DONE, tally)
 
 
 def _wait_for_go(conn: Connection) -> bool:
@@ -312,21 +320,13 @@ def _wait_for_go(conn: Connection) -> bool:
 
 def _obey(conn: Connection, move: ClientMove, send: Callable[[str, Any], None]) -> None:
     """The first process's orders; its end (the pipe closes) counts as a stop."""
-    for order in _orders(conn):
+    for order in _received(conn):
         if order == ABANDON:
             send(ABANDONED, move.abandoned())
             os._exit(0)  # where it stands, as the first process is about to
         move.interrupt.set()
         send(PROGRESS, move.abandoned())
     move.interrupt.set()
-
-
-def _orders(conn: Connection) -> Iterator[str]:
-    while True:
-        try:
-            yield conn.recv()
-        except (EOFError, OSError):
-            return
 
 
 def merged(first: RedriveTally, second: RedriveTally) -> RedriveTally:
