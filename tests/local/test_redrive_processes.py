@@ -6,13 +6,18 @@ test_signal_exits.py."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 from collections import Counter
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from tools.chaos import ChaosProxy, Faults
 from tools.interrupt import _drain
 
 from .support import clean_env, dlq_replay_command
@@ -100,3 +105,49 @@ def test_a_small_move_runs_in_one_process_unless_asked(
     tally, err = _redrive(emulator_endpoint, source, destination)
     assert (tally["processes"], tally["moved"]) == (1, 20)
     assert "one process" not in err  # not asked: nothing to say
+
+
+def _children(pid: int) -> list[int]:
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(child) for child in path.read_text().split()]
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("atomic_receive")
+def test_a_second_process_that_dies_is_an_error_and_loses_nothing(
+    emulator_endpoint: str, emulator_sqs: SQSClient
+) -> None:
+    """The second process killed mid-move: the first moves on (what the dead one held comes
+    back after --hide-seconds and is moved too) and ends with exit 1, saying so."""
+    source = emulator_sqs.create_queue(QueueName="dies-src")["QueueUrl"]
+    destination = emulator_sqs.create_queue(QueueName="dies-dst")["QueueUrl"]
+    ids = _fill(emulator_sqs, source, 150)  # about 2 s of moving: it dies at work
+    proxy = ChaosProxy(emulator_endpoint, Faults(spike=1.0, spike_seconds=0.05), seed=1)
+    endpoint = proxy.start()
+    try:
+        with subprocess.Popen(
+            [
+                *dlq_replay_command(),
+                *("redrive", "--from", source, "--to", destination, "--client-side"),
+                *("--processes", "2", "--concurrency", "2", "--hide-seconds", "2", "--json"),
+                *("--endpoint-url", endpoint, "--region", "us-east-1"),
+            ],
+            env=clean_env(AWS_ACCESS_KEY_ID="demo", AWS_SECRET_ACCESS_KEY="demo"),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        ) as process:
+            deadline = time.monotonic() + 30
+            while not (children := _children(process.pid)) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert children, "no second process"
+            time.sleep(0.3)  # at work
+            os.kill(children[0], signal.SIGKILL)
+            out, err = process.communicate(timeout=90)
+    finally:
+        proxy.stop()
+    assert process.returncode == 1, err
+    assert "Traceback" not in err + out
+    assert "the second process ended early (exit code -9)" in err
+    delivered = set(_drain(emulator_sqs, destination))
+    assert delivered | set(_drain(emulator_sqs, source)) == set(ids)  # nothing lost
