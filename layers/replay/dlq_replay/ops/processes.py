@@ -16,7 +16,9 @@ this process, which keeps the shutdown rules of one process (`cli.shutdown`):
   error) stops it too, and a stop or an error of it stops this one;
 - `abandoned` (the command exits at once) ends it where it stands, after it has sent what it
   holds and has in flight at that moment, counted as this process counts its own;
-- if this process dies, the second one sees its pipe close and stops as after a signal.
+- if this process dies, the second one sees its pipe close and stops as after a signal; if
+  the second dies, this one moves on (what it held comes back after its hide time) and
+  `run` ends with an OpsError.
 
 Not split: a paced move (--rate, --until-failing) and a --limit share one budget across the
 batches; a copy (--keep) or a dry run holds every message it saw until the end, and a process
