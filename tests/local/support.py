@@ -104,7 +104,7 @@ def dlq_replay_command() -> list[str]:
     return [
         sys.executable,
         "-c",
-        "import sys; from dlq_replay.cli.main import main; sys.exit(main())",
+        "from dlq_replay.cli.main import console; console()",
     ]
 
 

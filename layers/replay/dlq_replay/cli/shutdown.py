@@ -19,6 +19,7 @@ gets its object on every exit path), and exits at once, abandoning the work's th
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import signal
 import sys
@@ -26,7 +27,7 @@ import threading
 import time
 from collections.abc import Callable
 from types import FrameType
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 if TYPE_CHECKING:
     from dlq_replay.ops.redrive import Leftover
@@ -87,13 +88,21 @@ def exit_with_on_signal(code: int) -> None:
 
     def finish(signum: int, frame: FrameType | None) -> None:
         del signum, frame
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(Exception):  # a closed pipe, a write it interrupted
-                stream.flush()
-        os._exit(code)
+        end_process(code)
 
     for sig in SIGNALS:
         signal.signal(sig, finish)
+
+
+def end_process(code: int) -> NoReturn:
+    """End the process with `code` once a command has finished: its logs and what it printed
+    flushed, without the interpreter's teardown, whose collection of every object the loaded
+    modules hold (boto3's and botocore's) takes 0.1-0.3 s after the work is done."""
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):  # a closed pipe, a write it interrupted
+            stream.flush()
+    os._exit(code)
 
 
 class Shutdown:

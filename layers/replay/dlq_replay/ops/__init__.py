@@ -16,10 +16,10 @@ One module per concern: `stack` (finding a deployment), `queues`, `depth`, `drai
 `status`, `pause` (the event source on and off), `receiving`, `kinds` (who wrote a record,
 where it goes back to), `peek`, `redrive` (`clientmove`
 for its client-side move, `pacing` for its speed and `--until-failing`, `ending` for when it
-is done, `preflight` for what it reads first), `movetask`, `plan`,
-`archive` (the JSON Lines records of `export` and `import`), `export` (`s3archive` for its S3
-side), `importing`; the public
-names of those the CLI uses are re-exported here.
+is done, `preflight` for what it reads first, `processes` for its split over two
+processes), `movetask`, `plan`, `archive` (the JSON Lines records of `export` and `import`),
+`export` (`s3archive` for its S3 side), `importing`; the public names of those the CLI uses
+are re-exported here.
 """
 
 from dlq_replay.ops.archive import ArchiveError, ArchiveRecord
@@ -63,6 +63,7 @@ from dlq_replay.ops.pacing import (
 from dlq_replay.ops.pause import PauseResult, set_event_source, wait_for_state
 from dlq_replay.ops.peek import PeekedMessage, PeekRequest, PeekResult, peek
 from dlq_replay.ops.plan import AttemptPlan, BackoffPlan, backoff_plan, quantile
+from dlq_replay.ops.processes import SPLIT_FROM_MESSAGES, SplitMove, prepare_move
 from dlq_replay.ops.queues import QueueInfo, RedrivePolicy, queue_info
 from dlq_replay.ops.receiving import (
     ReceiveBudget,
@@ -119,6 +120,7 @@ __all__ = [
     "NOT_ROUTED",
     "NO_REASON",
     "QUEUE_ROLES",
+    "SPLIT_FROM_MESSAGES",
     "STACK_OUTPUTS",
     "ArchiveError",
     "ArchiveRecord",
@@ -163,6 +165,7 @@ __all__ = [
     "S3Location",
     "Selector",
     "SkipReason",
+    "SplitMove",
     "Status",
     "Stop",
     "UntilFailing",
@@ -189,6 +192,7 @@ __all__ = [
     "plan_copy",
     "prepare",
     "prepare_export",
+    "prepare_move",
     "quantile",
     "queue_info",
     "receive",
