@@ -293,6 +293,7 @@ bench: $(STAMP) $(BENCH_STAMP)
 	$(BIN)/python bench/bench_signals.py
 	$(BIN)/python bench/bench_breaker.py
 	$(BIN)/python bench/bench_outage.py
+	$(BIN)/python bench/bench_kinds.py
 	$(BIN)/python bench/bench_record_cpu.py
 	$(BIN)/python bench/bench_end_to_end.py --python $(BENCH_VENV)/bin/python
 
@@ -315,6 +316,7 @@ bench-smoke-waiting: $(STAMP)
 	$(BIN)/python bench/bench_outage.py --smoke
 	$(BIN)/python bench/bench_demo.py --smoke
 	$(BIN)/python bench/bench_signals.py --smoke
+	$(BIN)/python bench/bench_kinds.py --smoke
 
 bench-smoke-computing: $(STAMP)
 	$(BIN)/python bench/bench_replay.py --smoke

@@ -335,7 +335,13 @@ def setup_nothing(endpoint: str, workdir: Path) -> dict[str, str]:
 
 DEMO = Scenario(
     setup_nothing,
-    (Sample("demo-summary", ("dlq-replay demo --seed 1 --plain | tail -3",)),),
+    (
+        Sample("demo-summary", ("dlq-replay demo --seed 1 --plain | tail -3",)),
+        Sample(
+            "demo-eventbridge-summary",
+            ("dlq-replay demo --kind eventbridge --seed 1 --plain | tail -2",),
+        ),
+    ),
     emulator=False,
 )
 

@@ -5,10 +5,13 @@ the rule lookup on the default and a partner bus, PutEvents' entry and its faile
 from __future__ import annotations
 
 import datetime
+import io
 import json
+from typing import Any
 
 import boto3
 import pytest
+from botocore.response import StreamingBody
 from botocore.stub import Stubber
 from dlq_replay.targets.clients import TargetClients
 from dlq_replay.targets.deliverer import Deliverer
@@ -25,12 +28,21 @@ def clients() -> TargetClients:
     return TargetClients(boto3.Session(region_name=REGION))
 
 
+def accepted(request_id: str) -> dict[str, Any]:
+    """Lambda's answer to an Event invocation: 202, an empty body, the invocation's id."""
+    return {
+        "StatusCode": 202,
+        "Payload": StreamingBody(io.BytesIO(b""), 0),
+        "ResponseMetadata": {"RequestId": request_id},
+    }
+
+
 def test_invoke_sends_the_payloads_bytes_asynchronously(clients: TargetClients) -> None:
     qualified = f"{FUNCTION}:live"
     with Stubber(clients.lambda_client(REGION)) as stub:
         stub.add_response(
             "invoke",
-            {"StatusCode": 202, "ResponseMetadata": {"RequestId": "req-1"}},
+            accepted("req-1"),
             {
                 "FunctionName": qualified,
                 "InvocationType": "Event",
@@ -66,9 +78,9 @@ def test_an_invoke_the_service_refuses_is_refused_with_its_code_and_message(
 
 def test_one_refusal_does_not_stop_the_others(clients: TargetClients) -> None:
     with Stubber(clients.lambda_client(REGION)) as stub:
-        stub.add_response("invoke", {"StatusCode": 202, "ResponseMetadata": {"RequestId": "a"}})
+        stub.add_response("invoke", accepted("a"))
         stub.add_client_error("invoke", "TooManyRequestsException", "Rate exceeded", 429)
-        stub.add_response("invoke", {"StatusCode": 202, "ResponseMetadata": {"RequestId": "c"}})
+        stub.add_response("invoke", accepted("c"))
 
         outcomes = Deliverer(clients, concurrency=1).deliver(
             [Delivery(f"r-{i}", FUNCTION, PAYLOAD) for i in range(3)]

@@ -7,7 +7,7 @@ import importlib
 from pathlib import Path
 
 import dlq_replay
-from dlq_replay.cli.errors import CommandError
+from dlq_replay.cli.errors import EXIT_USAGE, CommandError
 from dlq_replay.cli.options import MAX_POLLERS
 from dlq_replay.cli.parsing import (
     Subparsers,
@@ -18,6 +18,7 @@ from dlq_replay.cli.parsing import (
 )
 from dlq_replay.core.settings import SETTING
 
+DEMO_KINDS = ("sqs", "eventbridge")
 # The settings the demo takes, and the DemoOptions field of each.
 _DEMO_SETTINGS = {
     "MAX_ATTEMPTS": "max_attempts",
@@ -35,7 +36,16 @@ def register(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
         "demo",
         description="Start an SQS emulator on 127.0.0.1, run a flaky consumer and the replay "
-        "side by side, and account for every message.",
+        "side by side, and account for every message. With --kind eventbridge: an event bus, "
+        "a rule and its target queue, the target's DLQ replayed.",
+    )
+    parser.add_argument(
+        "--kind",
+        choices=DEMO_KINDS,
+        default="sqs",
+        help="the DLQ the demo replays: sqs (a queue's redrive, the default) or eventbridge (a "
+        "rule target's DLQ; moto writes no such records, so the demo stages them in "
+        "EventBridge's documented shape)",
     )
     parser.add_argument(
         "--messages", type=int_between(1, 100_000), default=defaults.messages, help="to send"
@@ -44,19 +54,22 @@ def register(subparsers: Subparsers) -> None:
         "--failure-rate",
         type=share,
         default=defaults.failure_rate,
-        help="share of messages that fail transiently (succeed once replayed), 0-1",
+        help="share of messages that fail transiently (succeed once replayed), 0-1; "
+        "eventbridge: events whose delivery failed (delivered by the replay)",
     )
     parser.add_argument(
         "--poison-rate",
         type=share,
         default=defaults.poison_rate,
-        help="share of messages that always fail (end parked), 0-1",
+        help="share of messages that always fail (end parked), 0-1; eventbridge: records "
+        "naming a retired target queue (every delivery refused)",
     )
     parser.add_argument(
         "--invalid-rate",
         type=share,
         default=defaults.invalid_rate,
-        help="share of messages the consumer parks at once (ParkMessage), 0-1",
+        help="share of messages the consumer parks at once (ParkMessage), 0-1; eventbridge: "
+        "records naming a target outside REPLAY_TARGET_ARNS (parked target-not-allowed)",
     )
     parser.add_argument(
         "--consumer-backoff",
@@ -101,6 +114,18 @@ def register(subparsers: Subparsers) -> None:
 
 
 def run_demo_command(args: argparse.Namespace) -> int:
+    if args.kind == "eventbridge":
+        for option, given in (
+            ("--consumer-backoff", args.consumer_backoff),
+            ("--outage-seconds", args.outage_seconds),
+            ("--no-breaker", args.no_breaker),
+        ):
+            if given:
+                raise CommandError(
+                    f"{option} is for the sqs demo; --kind eventbridge has no main-queue "
+                    "consumer and no outage breaker",
+                    EXIT_USAGE,
+                )
     require_moto()
     from dlq_replay.demo.run import run_demo
     from dlq_replay.demo.scenario import DemoOptions
@@ -122,6 +147,10 @@ def run_demo_command(args: argparse.Namespace) -> int:
         outage_seconds=float(args.outage_seconds),
         breaker=not args.no_breaker,
     )
+    if args.kind == "eventbridge":
+        from dlq_replay.demo.eventbridge_run import run_eventbridge_demo
+
+        return run_eventbridge_demo(options)
     return run_demo(options)
 
 

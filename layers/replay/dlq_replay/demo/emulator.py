@@ -2,8 +2,9 @@
 as the template's create-everything mode wires them.
 
 `emulator()` is moto's whole server (every service, `moto[server]`: the end-to-end tests deploy
-the template on it). `sqs_emulator()` is the demo's: moto's SQS alone, served by werkzeug (the
-`demo` extra is `moto[sqs]`, no Flask, no other service's dependencies), so that it behaves
+the template on it). `sqs_emulator()` is the demo's: moto's SQS (and its EventBridge, which
+needs nothing more), served by werkzeug (the `demo` extra is `moto[sqs]`, no Flask, no other
+service's dependencies), so that it behaves
 like SQS where moto's server does not, and fast enough for a thousand messages on a small
 machine:
 
@@ -52,6 +53,7 @@ DLQ_VISIBILITY_TIMEOUT = 10
 # without a request to wake it).
 _RECHECK_SECONDS = 0.2
 _RECEIVE = "AmazonSQS.ReceiveMessage"
+_EVENTS = "AWSEvents."
 
 StartResponse = Callable[..., Any]
 WsgiApp = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
@@ -192,20 +194,27 @@ def sqs_emulator(*, linear: bool = True) -> Iterator[SqsEmulator]:
 
 
 def _moto_sqs_app() -> WsgiApp:
-    """moto's SQS as a WSGI app with nothing but werkzeug (a dependency of moto itself): what
-    moto's server does for an SQS request, without its Flask app, which only `moto[server]`
-    brings (and with it cfn-lint, docker, sympy and the rest of every service's needs)."""
+    """moto's SQS (and its EventBridge, for `demo --kind eventbridge`) as a WSGI app with
+    nothing but werkzeug (a dependency of moto itself): what moto's server does for such a
+    request, without its Flask app, which only `moto[server]` brings (and with it cfn-lint,
+    docker, sympy and the rest of every service's needs). moto's EventBridge hands a rule's
+    events to its SQS targets in this process, so they arrive in the same queues."""
     from botocore.exceptions import ClientError
     from moto.core.request import Request
+    from moto.events.responses import EventsHandler
     from moto.sqs.responses import SQSResponse
+    from werkzeug.exceptions import HTTPException
     from werkzeug.wrappers import Response
 
     def app(environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         request = Request(environ)
+        events = str(environ.get("HTTP_X_AMZ_TARGET", "")).startswith(_EVENTS)
         try:
-            status, headers, body = SQSResponse.dispatch(request)
+            status, headers, body = (EventsHandler if events else SQSResponse).dispatch(request)
         except ClientError as error:  # as moto's server answers one
             status, headers, body = 400, {}, error.response["Error"]["Message"]
+        except HTTPException as error:  # moto's JSON errors (EventBridge's)
+            return error(environ, start_response)
         answer = Response(response=body, status=status, headers=headers)
         return answer(environ, start_response)
 
@@ -254,6 +263,24 @@ def _moto_made_linear() -> Iterator[None]:
     finally:
         for (owner, name), original in originals.items():
             setattr(owner, name, original)
+
+
+class EmulatorSession(boto3.Session):
+    """A session every client of which goes to the emulator, whoever makes it (the replay's
+    target clients make their own from a session): `client()` passes the emulator's endpoint,
+    which wins over AWS_ENDPOINT_URL and the user's config, as `emulator_client`'s does."""
+
+    def __init__(self, endpoint_url: str) -> None:
+        super().__init__(
+            aws_access_key_id="demo",
+            aws_secret_access_key="demo",  # noqa: S106 - the emulator accepts any key
+            region_name=REGION,
+        )
+        self.endpoint_url = endpoint_url
+
+    def client(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("endpoint_url", self.endpoint_url)
+        return super().client(*args, **kwargs)
 
 
 def emulator_client(endpoint_url: str) -> SQSClient:

@@ -3,7 +3,6 @@ accounted for."""
 
 from __future__ import annotations
 
-import json
 import logging
 import random
 import threading
@@ -21,7 +20,13 @@ from dlq_replay.consumer import ConsumerSettings
 from dlq_replay.core.backoff import BackoffPolicy, Jitter
 from dlq_replay.core.decision import Action
 from dlq_replay.core.settings import Settings
-from dlq_replay.demo.emulator import SqsEmulator, create_queues, emulator_client, sqs_emulator
+from dlq_replay.demo.emulator import (
+    Queues,
+    SqsEmulator,
+    create_queues,
+    emulator_client,
+    sqs_emulator,
+)
 from dlq_replay.demo.scenario import (
     DEMO_BREAKER_POLICY,
     Consumer,
@@ -32,11 +37,12 @@ from dlq_replay.demo.scenario import (
     consume,
     drain_parked,
     main_max_receive_count,
+    message_id_of,
     send_messages,
     settle_timeout,
     watch_depths,
 )
-from dlq_replay.demo.view import print_summary, render
+from dlq_replay.demo.view import SQS_VIEW, DemoView, print_summary, render
 from dlq_replay.local.eventsource import LocalEventSource, run_pollers
 from dlq_replay.sqs.replayer import Replayer
 
@@ -73,12 +79,12 @@ def demo(
             backoff=backoff,
             endpoint_url_sqs=running.endpoint_url,
         )
-        replay_log = _quiet_logger("dlq_replay.demo.replay")
+        replay_log = quiet_logger("dlq_replay.demo.replay")
         consumer = Consumer(
             queues.main,
             ConsumerSettings(backoff, operator_queue_url=queues.operator),
             backoff=options.consumer_backoff,
-            logger=_quiet_logger("dlq_replay.demo.consumer"),
+            logger=quiet_logger("dlq_replay.demo.consumer"),
         )
         stats = BreakerStats()
         breaker, gate = (None, None)
@@ -107,13 +113,15 @@ def demo(
             for _ in range(options.consumers)
         ]
         threads.append(
-            threading.Thread(target=watch_depths, args=(sqs, queues, tally, stop), daemon=True)
+            threading.Thread(
+                target=watch_depths, args=(sqs, labelled(queues), tally, stop), daemon=True
+            )
         )
         for thread in threads[options.pollers :]:
             thread.start()
         completed = interrupted = False
         try:
-            completed = _wait(tally, options.live, started + timeout)
+            completed = wait_until_settled(tally, options.live, started + timeout)
         except KeyboardInterrupt:
             # Ctrl-C: stop the threads, finish the batches in hand, and still account.
             interrupted = True
@@ -124,9 +132,7 @@ def demo(
         parked = drain_parked(sqs, queues.operator)
         # What is still in a queue (visible, in flight or delayed) is not done yet, not lost.
         waiting = {
-            str(json.loads(body)["id"])
-            for url in (queues.main, queues.dlq)
-            for body in running.bodies(url)
+            message_id_of(body) for url in (queues.main, queues.dlq) for body in running.bodies(url)
         }
     with tally.lock:
         processed = tally.processed & tally.expected
@@ -168,7 +174,12 @@ def _progress_line(tally: Tally, elapsed: float) -> str:
     )
 
 
-def _quiet_logger(name: str) -> logging.Logger:
+def labelled(queues: Queues) -> dict[str, str]:
+    """The demo's queues by the labels its view shows."""
+    return {"main": queues.main, "dlq": queues.dlq, "operator": queues.operator}
+
+
+def quiet_logger(name: str) -> logging.Logger:
     """A logger of the demo's own that writes nowhere: the live view and the summary show what
     its lines would say (without a handler, Python would print its warnings)."""
     logger = logging.getLogger(name)
@@ -178,15 +189,17 @@ def _quiet_logger(name: str) -> logging.Logger:
     return logger
 
 
-def _wait(tally: Tally, live: bool, deadline: float) -> bool:
-    """Until every message is processed or parked and the main queue and DLQ are empty, or
-    until the deadline; shows progress if live."""
+def wait_until_settled(
+    tally: Tally, live: bool, deadline: float, view: DemoView = SQS_VIEW
+) -> bool:
+    """Until every message is processed or parked and the view's settled queues (the main queue
+    and the DLQ) are empty, or until the deadline; shows progress if live."""
 
     def finished() -> bool:
         with tally.lock:
             parked = sum(tally.parked_by_reason.values())
             return len(tally.processed) + parked >= len(tally.expected) and all(
-                q in tally.depths and tally.depths[q].total == 0 for q in ("main", "dlq")
+                q in tally.depths and tally.depths[q].total == 0 for q in view.settled
             )
 
     started = time.monotonic()
@@ -209,9 +222,9 @@ def _wait(tally: Tally, live: bool, deadline: float) -> bool:
         return False
     from rich.live import Live
 
-    with Live(render(tally, started), refresh_per_second=4, transient=False) as live_view:
+    with Live(render(tally, started, view), refresh_per_second=4, transient=False) as live_view:
         while time.monotonic() < deadline:
-            live_view.update(render(tally, started))
+            live_view.update(render(tally, started, view))
             if finished():
                 return True
             time.sleep(0.25)

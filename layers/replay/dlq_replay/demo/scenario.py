@@ -9,6 +9,7 @@ import random
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +30,6 @@ from dlq_replay.demo.emulator import (
     DLQ_VISIBILITY_TIMEOUT,
     MAIN_MAX_RECEIVE_COUNT_WITH_BACKOFF,
     MAIN_VISIBILITY_TIMEOUT,
-    Queues,
 )
 from dlq_replay.ops.depth import QueueDepth, queue_depth
 from dlq_replay.ops.draining import drain
@@ -230,13 +230,12 @@ def _consume_batch(sqs: SQSClient, consumer: Consumer, tally: Tally) -> None:
             )
 
 
-def watch_depths(sqs: SQSClient, queues: Queues, tally: Tally, stop: threading.Event) -> None:
+def watch_depths(
+    sqs: SQSClient, queues: Mapping[str, str], tally: Tally, stop: threading.Event
+) -> None:
+    """Every half second, the depth of each queue (label → URL) into the tally."""
     while not stop.wait(0.5):
-        for label, url in (
-            ("main", queues.main),
-            ("dlq", queues.dlq),
-            ("operator", queues.operator),
-        ):
+        for label, url in queues.items():
             try:
                 depth = queue_depth(sqs, url)
             except (ClientError, BotoCoreError):
@@ -245,13 +244,20 @@ def watch_depths(sqs: SQSClient, queues: Queues, tally: Tally, stop: threading.E
                 tally.depths[label] = depth
 
 
-def drain_parked(sqs: SQSClient, queue_url: str) -> dict[str, str]:
-    """Read (and delete) every parked message: id → park reason."""
+def message_id_of(body: str) -> str:
+    """The demo's id of a message, from its body."""
+    return str(json.loads(body)["id"])
+
+
+def drain_parked(
+    sqs: SQSClient, queue_url: str, id_of: Callable[[str], str] = message_id_of
+) -> dict[str, str]:
+    """Read (and delete) every parked message: id (`id_of` its body) → park reason."""
     parked: dict[str, str] = {}
     for message in drain(sqs, queue_url):
         reason = message.get("MessageAttributes", {}).get(PARK_REASON_ATTRIBUTE)
         text = reason.get("StringValue", "?") if reason else "?"
-        parked[str(json.loads(message["Body"])["id"])] = text
+        parked[id_of(message["Body"])] = text
     return parked
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from dlq_replay.demo.scenario import DemoResult, Tally
@@ -22,18 +24,34 @@ OUTCOME_LABELS = {
 }
 
 
-def outcome_rows(tally: Tally) -> list[tuple[str, int]]:
+@dataclass(frozen=True, slots=True)
+class DemoView:
+    """What a demo's live view shows: its queues (the tally's depth labels), those that must be
+    empty before it is done, whether the consumer can tell replay attempts apart, and the words
+    for what it processed and for each outcome of the replay."""
+
+    queues: tuple[str, ...] = ("main", "dlq", "operator")
+    settled: tuple[str, ...] = ("main", "dlq")
+    attempts: bool = True
+    processed: str = "processed by the consumer"
+    labels: Mapping[str, str] = field(default_factory=lambda: OUTCOME_LABELS)
+
+
+SQS_VIEW = DemoView()
+
+
+def outcome_rows(tally: Tally, view: DemoView = SQS_VIEW) -> list[tuple[str, int]]:
     """The outcomes table's rows: what was sent, what the consumer finished, and what the
     replay did, one row each. Call with the tally's lock held."""
     rows = [
         ("sent", len(tally.expected)),
-        ("processed by the consumer", len(tally.processed)),
+        (view.processed, len(tally.processed)),
     ]
     if tally.consumer_backoffs:
         rows.append(("backed off by the consumer", tally.consumer_backoffs))
     rows += [
         (label, tally.replay_outcomes[outcome])
-        for outcome, label in OUTCOME_LABELS.items()
+        for outcome, label in view.labels.items()
         if tally.replay_outcomes[outcome]
     ]
     rows += [
@@ -42,7 +60,7 @@ def outcome_rows(tally: Tally) -> list[tuple[str, int]]:
     return rows
 
 
-def render(tally: Tally, started: float) -> Any:
+def render(tally: Tally, started: float, view: DemoView = SQS_VIEW) -> Any:
     from rich.columns import Columns
     from rich.table import Table
 
@@ -50,22 +68,26 @@ def render(tally: Tally, started: float) -> Any:
         queues = Table(title="queues", title_justify="left")
         for column in ("queue", "visible", "in flight", "delayed"):
             queues.add_column(column, justify="right" if column != "queue" else "left")
-        for name in ("main", "dlq", "operator"):
+        for name in view.queues:
             depth = tally.depths.get(name, QueueDepth(0, 0, 0))
             queues.add_row(name, str(depth.visible), str(depth.in_flight), str(depth.delayed))
-        deliveries = Table(title="consumer deliveries by replay attempt", title_justify="left")
-        deliveries.add_column("attempt", justify="right")
-        deliveries.add_column("deliveries", justify="right")
-        for attempt, count in sorted(tally.deliveries_by_attempt.items()):
-            deliveries.add_row(str(attempt), str(count))
+        tables = [queues]
+        if view.attempts:
+            deliveries = Table(title="consumer deliveries by replay attempt", title_justify="left")
+            deliveries.add_column("attempt", justify="right")
+            deliveries.add_column("deliveries", justify="right")
+            for attempt, count in sorted(tally.deliveries_by_attempt.items()):
+                deliveries.add_row(str(attempt), str(count))
+            tables.append(deliveries)
         outcomes = Table(
             title=f"outcomes ({time.monotonic() - started:.0f} s)", title_justify="left"
         )
         outcomes.add_column("what")
         outcomes.add_column("count", justify="right")
-        for label, count in outcome_rows(tally):
+        for label, count in outcome_rows(tally, view):
             outcomes.add_row(label, str(count))
-    return Columns([queues, deliveries, outcomes])
+        tables.append(outcomes)
+    return Columns(tables)
 
 
 def summary(result: DemoResult) -> str:

@@ -46,6 +46,9 @@ def invoke_function(
         InvocationType="Event",
         Payload=delivery.payload.encode("utf-8"),
     )
+    # An Event invocation's answer has an empty body; reading it hands the connection back to
+    # the pool (unread, each Invoke opened a connection of its own: bench/bench_kinds.py).
+    response["Payload"].read()
     return Delivered(delivery.record_id, response["ResponseMetadata"]["RequestId"])
 
 
