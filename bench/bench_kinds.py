@@ -1,9 +1,12 @@
 """Replaying each kind of DLQ record, from one run: 1,000 EventBridge DLQ records delivered to
-an SQS target and to a Lambda target (`Invoke`), beside the SQS kind's replay of 1,000 records;
-calls per record and records/s, as ratios against the SQS kind.
+an SQS target (as it is, and through its rule's input transformer) and to a Lambda target
+(`Invoke`), beside the SQS kind's replay of 1,000 records; calls per record and records/s, as
+ratios against the SQS kind.
 
-Each case starts SQS (bench/sqs_http.py) and Lambda's Invoke (bench/lambda_http.py) in a child
-process (`--serve`), so the fakes' CPU is not this process's, every request held `--latency-ms`
+Each case starts SQS (bench/sqs_http.py), Lambda's Invoke (bench/lambda_http.py) and
+EventBridge's ListTargetsByRule (bench/events_http.py: the replay reads each record's rule, once
+per rule) in a child process (`--serve`), so the fakes' CPU is not this process's, every request
+held `--latency-ms`
 (18 by default, a network round trip) before it is answered, Invoke answered 202 with an
 `x-amzn-RequestId` as Lambda accepts an asynchronous invocation. The DLQ starts full of
 fresh records (the service's shape, no count yet); the worker's pollers (the local event source,
@@ -34,13 +37,33 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from events_http import FakeEvents
 from lambda_http import FakeLambda
 from sqs_http import ACCOUNT, REGION, FakeSqs
 
 QUEUES = ("bench-main", "bench-dlq", "bench-operator", "bench-target")
 FUNCTION_ARN = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:bench-target"
 TARGET_QUEUE_ARN = f"arn:aws:sqs:{REGION}:{ACCOUNT}:bench-target"
-RULE_ARN = f"arn:aws:events:{REGION}:{ACCOUNT}:rule/bench-bus/bench-rule"
+RULES = f"arn:aws:events:{REGION}:{ACCOUNT}:rule/bench-bus"
+# The rules the records name, as ListTargetsByRule lists their targets: bench-rule gives its
+# targets the event, bench-shaped its queue what its input transformer makes of the event.
+RULE_TARGETS: dict[str, list[dict[str, Any]]] = {
+    "bench-rule": [
+        {"Id": "queue", "Arn": TARGET_QUEUE_ARN},
+        {"Id": "function", "Arn": FUNCTION_ARN},
+    ],
+    "bench-shaped": [
+        {
+            "Id": "queue",
+            "Arn": TARGET_QUEUE_ARN,
+            "InputTransformer": {
+                "InputPathsMap": {"id": "$.detail.id", "type": "$.detail-type"},
+                "InputTemplate": '{"order": <id>, "rule": <aws.events.rule-name>, '
+                '"what": "<type> for <id>"}',
+            },
+        }
+    ],
+}
 EVENT = json.dumps(
     {
         "version": "0",
@@ -54,13 +77,21 @@ EVENT = json.dumps(
         "detail": {"id": "x" * 800},
     }
 )
+# What bench-shaped's transformer makes of EVENT (core/transform.py, AWS's quoting rules).
+SHAPED = (
+    '{"order": "'
+    + "x" * 800
+    + '", "rule": "bench-shaped", "what": "OrderPlaced for '
+    + "x" * 800
+    + '"}'
+)
 SQS_ATTRIBUTES = {"customer": {"DataType": "String", "StringValue": "bench"}}
 
 
-def eventbridge_attributes(target_arn: str) -> dict[str, Any]:
+def eventbridge_attributes(target_arn: str, rule: str) -> dict[str, Any]:
     """The six attributes EventBridge writes on a target's DLQ record."""
     values = {
-        "RULE_ARN": RULE_ARN,
+        "RULE_ARN": f"{RULES}/{rule}",
         "TARGET_ARN": target_arn,
         "ERROR_CODE": "THROTTLING",
         "ERROR_MESSAGE": "bench: the target throttled every retry",
@@ -77,16 +108,18 @@ class Case:
     label: str
     dlq_kind: str
     target_arn: str | None  # None: the SQS kind (the main queue)
+    rule: str = "bench-rule"
 
     def attributes(self) -> dict[str, Any]:
         if self.target_arn is None:
             return SQS_ATTRIBUTES
-        return eventbridge_attributes(self.target_arn)
+        return eventbridge_attributes(self.target_arn, self.rule)
 
 
 CASES = (
     Case("sqs kind -> main queue (baseline)", "sqs", None),
     Case("eventbridge -> SQS target", "eventbridge", TARGET_QUEUE_ARN),
+    Case("eventbridge -> SQS, transformed", "eventbridge", TARGET_QUEUE_ARN, "bench-shaped"),
     Case("eventbridge -> Lambda target", "eventbridge", FUNCTION_ARN),
 )
 
@@ -98,21 +131,29 @@ def serve(latency: float, messages: int, case: str) -> None:
     """Both fakes; the DLQ filled with `case`'s records. Prints the endpoints, then, when a line
     arrives on stdin, the calls each fake answered, and exits."""
     sqs, functions = FakeSqs(latency), FakeLambda(latency)
+    events = FakeEvents(latency, RULE_TARGETS)
     urls = {name: sqs.queue(name) for name in QUEUES}
     chosen = next(c for c in CASES if c.label == case)
     sqs.fill("bench-dlq", [EVENT] * messages, chosen.attributes())
     sqs.start()
     functions.start()
-    endpoints = {"sqs": sqs.endpoint_url, "lambda": functions.endpoint_url}
+    events.start()
+    endpoints = {
+        "sqs": sqs.endpoint_url,
+        "lambda": functions.endpoint_url,
+        "events": events.endpoint_url,
+    }
     print(json.dumps({**endpoints, **urls}), flush=True)
     sys.stdin.readline()
-    with sqs.changed, functions.lock:
+    with sqs.changed, functions.lock, events.lock:
         books = {
             "sqs": dict(sqs.calls),
             "invocations": sum(functions.invocations.values()),
+            "rule_reads": sum(events.reads.values()),
             "target_arrived": len(sqs.queues["bench-target"].arrived),
+            "target_bodies": sorted(set(sqs.queues["bench-target"].arrived)),
             "main_arrived": len(sqs.queues["bench-main"].arrived),
-            "connections": sqs.connections + functions.connections,
+            "connections": sqs.connections + functions.connections + events.connections,
         }
     print(json.dumps(books), flush=True)
 
@@ -190,10 +231,11 @@ def drain(case: Case, *, messages: int, latency: float, pollers: int) -> Drain:
         assert child.stdout is not None
         assert child.stdin is not None
         urls: dict[str, str] = json.loads(child.stdout.readline())
-        endpoints = {"sqs": urls.pop("sqs"), "lambda": urls.pop("lambda")}
+        endpoints = {name: urls.pop(name) for name in ("sqs", "lambda", "events")}
         # boto3 reads a service's endpoint from these (the target clients make their own).
         os.environ["AWS_ENDPOINT_URL_SQS"] = endpoints["sqs"]
         os.environ["AWS_ENDPOINT_URL_LAMBDA"] = endpoints["lambda"]
+        os.environ["AWS_ENDPOINT_URL_EVENTBRIDGE"] = endpoints["events"]
         quiet = logging.getLogger("bench_kinds.source")
         quiet.disabled = True
         sqs = sqs_client(endpoint_url=endpoints["sqs"], region_name=REGION)
@@ -214,7 +256,7 @@ def drain(case: Case, *, messages: int, latency: float, pollers: int) -> Drain:
         child.stdin.write("books\n")
         child.stdin.flush()
         books = json.loads(child.stdout.readline())
-        calls = sum(books["sqs"].values()) + books["invocations"]
+        calls = sum(books["sqs"].values()) + books["invocations"] + books["rule_reads"]
         return Drain(source.stats.deleted, seconds, calls, books)
     finally:
         child.terminate()
@@ -231,6 +273,11 @@ def check(case: Case, result: Drain, messages: int) -> str | None:
     }[case.target_arn]
     if arrived != messages:
         return f"{case.label}: {arrived} of {messages} records arrived"
+    if case.target_arn == TARGET_QUEUE_ARN:
+        shaped = case.rule == "bench-shaped"
+        expected = SHAPED if shaped else EVENT
+        if books["target_bodies"] != [expected]:
+            return f"{case.label}: the target got {books['target_bodies'][:2]}, not {expected}"
     return None
 
 

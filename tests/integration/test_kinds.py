@@ -15,7 +15,7 @@ import time
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import boto3
 import pytest
@@ -28,6 +28,9 @@ from dlq_replay.targets.clients import TargetClients
 from dlq_replay.targets.deliverer import Deliverer
 from dlq_replay.targets.ledger import DynamoLedger
 from moto import mock_aws
+
+if TYPE_CHECKING:
+    from mypy_boto3_events.type_defs import InputTransformerTypeDef
 
 from integration.harness import (
     COUNT,
@@ -101,6 +104,15 @@ def stack() -> Iterator[Stack]:
         rule_arn = events.put_rule(Name="orders", EventPattern='{"source":["shop.orders"]}')[
             "RuleArn"
         ]
+        # The rule the eventbridge records name, with the targets they name (no input
+        # settings: the event is delivered as it is).
+        events.put_targets(
+            Rule="orders",
+            Targets=[
+                {"Id": "target", "Arn": target.arn},
+                {"Id": "gone", "Arn": f"arn:aws:sqs:{REGION}:{ACCOUNT}:orders-gone"},
+            ],
+        )
         fifo_rule_arn = events.put_rule(Name="fifo", EventPattern='{"source":["shop.fifo"]}')[
             "RuleArn"
         ]
@@ -237,6 +249,26 @@ def test_an_eventbridge_record_is_delivered_byte_exact_to_its_sqs_target(stack: 
     delivered = stack.sqs.drain(stack.target)
     assert [m["Body"] for m in delivered] == [EVENT_BODY]
     assert attributes_of(delivered[0]) == {}  # EventBridge sends the event, nothing else
+    assert stack.sqs.total(stack.dlq) == 0
+
+
+def test_a_target_with_an_input_transformer_gets_the_transformed_event(stack: Stack) -> None:
+    """The DLQ holds the event (docs/kind-eventbridge.md); the target is given what its rule's
+    InputTransformer makes of it, as EventBridge would have."""
+    events = boto3.client("events", region_name=REGION)
+    rule = events.put_rule(Name="shaped", EventPattern='{"source":["shop.orders"]}')["RuleArn"]
+    transformer: InputTransformerTypeDef = {
+        "InputPathsMap": {"order": "$.detail.order"},
+        "InputTemplate": '{"order": <order>, "rule": <aws.events.rule-name>}',
+    }
+    events.put_targets(
+        Rule="shaped",
+        Targets=[{"Id": "t", "Arn": stack.target.arn, "InputTransformer": transformer}],
+    )
+    replay = make_replay(stack, [stack.target.arn])
+    eventbridge_record(stack, stack.target.arn, rule)
+    assert replay_round(stack, replay.handler) == []
+    assert [m["Body"] for m in stack.sqs.drain(stack.target)] == ['{"order": 42, "rule": "shaped"}']
     assert stack.sqs.total(stack.dlq) == 0
 
 

@@ -143,20 +143,24 @@ def test_documented_fifo_records_reach_the_queue_in_order_in_their_rules_group(
     assert {m["Attributes"]["MessageGroupId"] for m in messages} == {"order-steps"}
 
 
-@pytest.mark.parametrize("rule_names_it", [False, None])
+@pytest.mark.parametrize(
+    ("rule_names_it", "code"),
+    [(False, "TargetNotInRule"), (None, "MissingGroupId")],
+)
 def test_a_fifo_queue_without_a_group_id_is_refused(
-    clients: TargetClients, rule_names_it: bool | None
+    clients: TargetClients, rule_names_it: bool | None, code: str
 ) -> None:
     url, arn = make_queue("target.fifo", fifo=True)
     # The rule's FIFO target is another queue (EventBridge requires a group id on a FIFO
-    # target, so the rule cannot have this one without it); or the record names no rule.
+    # target, so the rule cannot have this one without it: what the rule would give this
+    # one is unknown); or the record names no rule.
     _, other = make_queue("other.fifo", fifo=True)
     rule = fifo_rule(other, group="g") if rule_names_it is False else None
 
     outcome = Deliverer(clients).deliver([Delivery("r-1", arn, PAYLOAD, rule, "d-1")])["r-1"]
 
     assert isinstance(outcome, Refused)
-    assert outcome.code == "MissingGroupId"
+    assert outcome.code == code
     assert received(url) == []
 
 

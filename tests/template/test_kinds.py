@@ -277,6 +277,8 @@ def test_each_action_names_exactly_the_listed_targets(cfn: dict[str, Any]) -> No
         "sns:Publish": EVERY_TARGET,
         "states:StartExecution": EVERY_TARGET,
         "events:PutEvents": EVERY_TARGET,
+        # Not a target: the rules whose targets an EventBridge record names (any kind).
+        "events:ListTargetsByRule": [RULES],
     }
     assert all(s["Effect"] == "Allow" for s in function_statements(stack).values())
 
@@ -295,24 +297,33 @@ def test_a_statement_only_for_the_services_listed(
     cfn: dict[str, Any], targets: list[str], actions: set[str]
 ) -> None:
     grants = target_statements(Stack(cfn, kind("eventbridge", *targets)))
-    assert set(grants) == actions
+    assert set(grants) == actions | {"events:ListTargetsByRule"}  # the rules: below
+    del grants["events:ListTargetsByRule"]
     for action, resources in grants.items():
         versions = [f"{t}:*" for t in targets] if action.startswith("lambda:") else []
         assert resources == targets + versions, action
 
 
-def test_a_fifo_queue_target_reads_the_rules_of_this_account_and_region(
+@pytest.mark.parametrize("dlq_kind", ["eventbridge", "any"])
+@pytest.mark.parametrize("target", [FIFO_QUEUE, QUEUE, FUNCTION, TOPIC, STATE_MACHINE, BUS])
+def test_the_eventbridge_kind_reads_the_rules_of_this_account_and_region(
+    cfn: dict[str, Any], dlq_kind: str, target: str
+) -> None:
+    """Every EventBridge record's target is delivered as its rule configures it (input
+    settings, a FIFO queue's group id): whatever the target's service. rule/* covers a custom
+    bus's rules too (rule/<bus>/<name>): IAM's * matches slashes."""
+    grants = target_statements(Stack(cfn, kind(dlq_kind, target)))
+    assert grants["events:ListTargetsByRule"] == [RULES]
+
+
+def test_no_rule_is_read_without_the_eventbridge_kind_or_without_targets(
     cfn: dict[str, Any],
 ) -> None:
-    grants = target_statements(Stack(cfn, kind("eventbridge", FIFO_QUEUE, FUNCTION)))
-    assert grants["events:ListTargetsByRule"] == [RULES]
-    # Not without a FIFO queue, nor for the lambda kind (its records name no rule).
-    assert "events:ListTargetsByRule" not in target_statements(
-        Stack(cfn, kind("eventbridge", QUEUE, FUNCTION))
-    )
+    # The lambda kind's records name no rule; with no target every record is parked unsent.
     assert "events:ListTargetsByRule" not in target_statements(
         Stack(cfn, kind("lambda", FIFO_QUEUE, FUNCTION))
     )
+    assert "events:ListTargetsByRule" not in target_statements(Stack(cfn, kind("eventbridge")))
 
 
 def test_a_dozen_targets_fit_in_iams_limit_on_a_roles_inline_policies(cfn: dict[str, Any]) -> None:

@@ -764,7 +764,7 @@ def test_sam_template_uses_policy_templates_and_inline_statements_only_where_non
         "Statement:InvokeReplayTargetFunctions",
         "Statement:PublishToReplayTargetTopics",
         "Statement:PutEventsOnReplayTargetBuses",
-        "Statement:ReadTheGroupIdOfFifoTargets",
+        "Statement:ReadTheRulesTargets",
         "Statement:SendToAllowedSourceQueues",
         "Statement:SendToReplayTargetQueues",
         "Statement:StartReplayTargetStateMachines",

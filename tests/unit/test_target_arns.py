@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from dlq_replay.targets.clients import TargetArn
-from dlq_replay.targets.groups import rule_location
+from dlq_replay.targets.rules import rule_location
 
 
 def test_an_arns_parts_keep_the_colons_of_its_resource() -> None:

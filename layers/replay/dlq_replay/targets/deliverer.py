@@ -5,6 +5,12 @@ take as many round trips, so up to `concurrency` run at once (a pool per call, a
 sends do: no thread outlives the invocation). Deliveries to one FIFO queue or topic go one at
 a time in the batch's order, as SQS keeps a group's order only as messages are sent.
 
+An EventBridge record (one that names its rule) first gets its target's configuration from
+the rule (`rules`, one `ListTargetsByRule` per rule): the target's `Input`, `InputPath` or
+`InputTransformer` is applied to the event (core/transform.py), as EventBridge would have
+before its delivery failed. A rule that cannot be read, a target the rule no longer has, or a
+transformation that cannot be applied is the record's refusal: nothing is sent.
+
 No delivery raises: every error of a target's API, after botocore's retries (throttling and
 5xx), is the record's `Refused(code, message)`, and the replay decides what it means.
 """
@@ -13,30 +19,32 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from dlq_replay.core.transform import NotApplied, target_payload
 from dlq_replay.targets.clients import TargetArn, TargetClients
 from dlq_replay.targets.delivery import Delivery, Outcome, Refused, service_error
-from dlq_replay.targets.groups import GroupIds, GroupLookupError
+from dlq_replay.targets.rules import RuleLookupError, RuleTarget, RuleTargets, rule_location
 from dlq_replay.targets.services import sender
 
 
 class Deliverer:
     """Sends each `Delivery` by its target's service (`services`), with clients from
-    `clients`; keeps the FIFO group ids it read per rule for its own lifetime (a failed read
-    for the rest of one `deliver`)."""
+    `clients`; keeps the rules' targets it read for its own lifetime (a failed read for the
+    rest of one `deliver`)."""
 
     def __init__(self, clients: TargetClients, *, concurrency: int = 8) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
         self._clients = clients
         self._concurrency = concurrency
-        self._groups = GroupIds(clients)
+        self._rules = RuleTargets(clients)
 
     def deliver(self, deliveries: Sequence[Delivery]) -> dict[str, Outcome]:
         """Deliver them all; the result maps each record id to what came of it."""
-        self._groups.forget_failures()
+        self._rules.forget_failures()
         tasks = _in_order_per_fifo_target(deliveries)
         outcomes: dict[str, Outcome] = {}
         workers = min(self._concurrency, len(tasks))
@@ -61,14 +69,42 @@ class Deliverer:
                     "UnsupportedTarget",
                     f"no delivery to this target: {delivery.target_arn}",
                 )
-            return send(self._clients, self._groups, delivery, TargetArn.parse(delivery.target_arn))
+            arn = TargetArn.parse(delivery.target_arn)
+            if delivery.rule_arn is None:
+                return send(self._clients, delivery, arn, None)
+            rule = self._rules.target(delivery.rule_arn, delivery.target_arn)
+            if rule is None:
+                return Refused(
+                    delivery.record_id,
+                    "TargetNotInRule",
+                    f"rule {delivery.rule_arn} has no target {delivery.target_arn}: what it "
+                    "would be given is unknown",
+                )
+            transformed = _as_the_rule_gives_it(delivery, rule)
+            if isinstance(transformed, Refused):
+                return transformed
+            return send(self._clients, transformed, arn, rule)
         except (ClientError, BotoCoreError) as error:
             return Refused(delivery.record_id, *service_error(error))
-        except GroupLookupError as error:
+        except RuleLookupError as error:
             return Refused(delivery.record_id, error.code, error.message)
         except ValueError as error:
             # A malformed target or rule ARN (a forged record that still passed the checks).
             return Refused(delivery.record_id, "InvalidTarget", str(error))
+
+
+def _as_the_rule_gives_it(delivery: Delivery, rule: RuleTarget) -> Delivery | Refused:
+    """The delivery with the payload the rule's target is given: the event transformed by the
+    target's input settings, or the refusal that says why it cannot be."""
+    if not rule.input.transforms:
+        return delivery
+    rule_arn = delivery.rule_arn or ""
+    payload = target_payload(
+        delivery.payload, rule.input, rule_arn=rule_arn, rule_name=rule_location(rule_arn)[1]
+    )
+    if isinstance(payload, NotApplied):
+        return Refused(delivery.record_id, "TransformNotApplied", payload.reason)
+    return replace(delivery, payload=payload)
 
 
 def _in_order_per_fifo_target(deliveries: Sequence[Delivery]) -> list[list[Delivery]]:

@@ -40,7 +40,8 @@ class Delivered:
 class Refused:
     """The target's service refused the record, or it could not be sent: the service's error
     code and message (throttled, missing, denied, invalid), or the delivery's own reason
-    (`NotAnEvent`, `MissingGroupId`, `UnsupportedTarget`)."""
+    (`NotAnEvent`, `MissingGroupId`, `UnsupportedTarget`, `TargetNotInRule`,
+    `TransformNotApplied`)."""
 
     record_id: str
     code: str

@@ -28,17 +28,18 @@ from dlq_replay.core.kinds import TargetService, target_service
 from dlq_replay.core.queues import QueueArn
 from dlq_replay.targets.clients import TargetArn, TargetClients
 from dlq_replay.targets.delivery import Delivered, Delivery, Outcome, Refused
-from dlq_replay.targets.groups import GroupIds
+from dlq_replay.targets.rules import RuleTarget
 
 if TYPE_CHECKING:
     from mypy_boto3_events.type_defs import PutEventsRequestEntryTypeDef
     from mypy_boto3_sqs.type_defs import SendMessageRequestTypeDef
 
-Send = Callable[[TargetClients, GroupIds, Delivery, TargetArn], Outcome]
+# The rule's configuration of the target: None for a record that names no rule.
+Send = Callable[[TargetClients, Delivery, TargetArn, RuleTarget | None], Outcome]
 
 
 def invoke_function(
-    clients: TargetClients, groups: GroupIds, delivery: Delivery, arn: TargetArn
+    clients: TargetClients, delivery: Delivery, arn: TargetArn, rule: RuleTarget | None
 ) -> Outcome:
     response = clients.lambda_client(arn.region).invoke(
         FunctionName=delivery.target_arn,
@@ -52,7 +53,7 @@ def invoke_function(
 
 
 def send_to_queue(
-    clients: TargetClients, groups: GroupIds, delivery: Delivery, arn: TargetArn
+    clients: TargetClients, delivery: Delivery, arn: TargetArn, rule: RuleTarget | None
 ) -> Outcome:
     queue = QueueArn.parse(delivery.target_arn)
     sqs = clients.sqs(arn.region)
@@ -62,12 +63,11 @@ def send_to_queue(
         "MessageBody": delivery.payload,
     }
     if queue.is_fifo:
-        if delivery.rule_arn is None:
+        if rule is None:
             return _no_group(delivery, "the record names no rule to read it from")
-        group = groups.group_id(delivery.rule_arn, delivery.target_arn)
-        if group is None:
+        if rule.group_id is None:
             return _no_group(delivery, f"rule {delivery.rule_arn} has no group id for the target")
-        request["MessageGroupId"] = group
+        request["MessageGroupId"] = rule.group_id
         if delivery.dedup_id is not None:
             request["MessageDeduplicationId"] = delivery.dedup_id
     sqs.send_message(**request)
@@ -75,7 +75,7 @@ def send_to_queue(
 
 
 def publish_to_topic(
-    clients: TargetClients, groups: GroupIds, delivery: Delivery, arn: TargetArn
+    clients: TargetClients, delivery: Delivery, arn: TargetArn, rule: RuleTarget | None
 ) -> Outcome:
     if arn.resource.endswith(".fifo"):
         return _no_group(delivery, "an EventBridge target names no group id for a FIFO topic")
@@ -84,7 +84,7 @@ def publish_to_topic(
 
 
 def start_execution(
-    clients: TargetClients, groups: GroupIds, delivery: Delivery, arn: TargetArn
+    clients: TargetClients, delivery: Delivery, arn: TargetArn, rule: RuleTarget | None
 ) -> Outcome:
     clients.stepfunctions(arn.region).start_execution(
         stateMachineArn=delivery.target_arn, input=delivery.payload
@@ -93,7 +93,7 @@ def start_execution(
 
 
 def put_event(
-    clients: TargetClients, groups: GroupIds, delivery: Delivery, arn: TargetArn
+    clients: TargetClients, delivery: Delivery, arn: TargetArn, rule: RuleTarget | None
 ) -> Outcome:
     entry = event_entry(delivery.payload, delivery.target_arn)
     if isinstance(entry, str):

@@ -1,0 +1,120 @@
+"""A rule's target as the rule configures it: a FIFO queue's message group id and the input
+the target is given (`Input`, `InputPath`, `InputTransformer`).
+
+The DLQ record names the rule (`RULE_ARN`) and the target (`TARGET_ARN`) but neither the group
+nor the transformation, so they are read back with `ListTargetsByRule`, once per rule, for
+every EventBridge record whose rule is known: whether a target transforms its input is only
+known from the rule.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from dlq_replay.core.transform import TargetInput
+from dlq_replay.targets.clients import TargetArn, TargetClients
+from dlq_replay.targets.delivery import service_error
+
+if TYPE_CHECKING:
+    from mypy_boto3_events.type_defs import TargetOutputTypeDef
+
+# A rule's ARN: `arn:<partition>:events:<region>:<account>:rule/[<bus name>/]<rule name>`; a
+# bus name may hold slashes (a partner bus, `aws.partner/<saas>/<name>`), a rule name may not.
+_RULE_PREFIX = "rule/"
+
+
+def rule_location(rule_arn: str) -> tuple[str, str, str | None]:
+    """(region, rule name, event bus name or None for the account's default bus)."""
+    arn = TargetArn.parse(rule_arn)
+    if arn.service != "events" or not arn.resource.startswith(_RULE_PREFIX):
+        raise ValueError(f"not an EventBridge rule ARN: {rule_arn!r}")
+    bus, _, name = arn.resource.removeprefix(_RULE_PREFIX).rpartition("/")
+    if not name:
+        raise ValueError(f"not an EventBridge rule ARN: {rule_arn!r}")
+    return arn.region, name, bus or None
+
+
+@dataclass(frozen=True, slots=True)
+class RuleTarget:
+    """What the rule says of one of its targets."""
+
+    group_id: str | None  # SqsParameters.MessageGroupId
+    input: TargetInput
+
+
+class RuleLookupError(Exception):
+    """The rule's targets could not be read: the error, as a refusal reports it."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+
+
+class RuleTargets:
+    """Each rule's targets, read once per rule and kept: a rule's target configuration seldom
+    changes, and a batch of records from one rule's DLQ asks the same question many times. A
+    failed read is kept until `forget_failures` (the next batch asks again): a thousand
+    records of a rule whose read is throttled make one read, not a thousand in a row."""
+
+    def __init__(self, clients: TargetClients) -> None:
+        self._clients = clients
+        self._by_rule: dict[str, Mapping[str, RuleTarget]] = {}
+        self._failed: dict[str, tuple[str, str]] = {}
+        # One read per rule even when its records are delivered concurrently.
+        self._lock = threading.Lock()
+
+    def forget_failures(self) -> None:
+        with self._lock:
+            self._failed.clear()
+
+    def target(self, rule_arn: str, target_arn: str) -> RuleTarget | None:
+        """The rule's target `target_arn`, or None when the rule has no such target. Raises
+        `RuleLookupError` when the rule's targets could not be read, ValueError for a
+        malformed rule ARN."""
+        with self._lock:
+            if rule_arn in self._failed:
+                raise RuleLookupError(*self._failed[rule_arn])
+            targets = self._by_rule.get(rule_arn)
+            if targets is None:
+                try:
+                    targets = self._read(rule_arn)
+                except (ClientError, BotoCoreError) as error:
+                    self._failed[rule_arn] = service_error(error)
+                    raise RuleLookupError(*self._failed[rule_arn]) from error
+                self._by_rule[rule_arn] = targets
+        return targets.get(target_arn)
+
+    def _read(self, rule_arn: str) -> dict[str, RuleTarget]:
+        region, name, bus = rule_location(rule_arn)
+        paginator = self._clients.events(region).get_paginator("list_targets_by_rule")
+        pages = (
+            paginator.paginate(Rule=name)
+            if bus is None
+            else paginator.paginate(Rule=name, EventBusName=bus)
+        )
+        return {
+            target["Arn"]: _rule_target(target)
+            for page in pages
+            for target in page.get("Targets", [])
+        }
+
+
+def _rule_target(target: TargetOutputTypeDef) -> RuleTarget:
+    transformer = target.get("InputTransformer")
+    return RuleTarget(
+        group_id=target.get("SqsParameters", {}).get("MessageGroupId") or None,
+        input=TargetInput(
+            input=target.get("Input"),
+            input_path=target.get("InputPath"),
+            paths=tuple(sorted(transformer.get("InputPathsMap", {}).items()))
+            if transformer
+            else (),
+            template=transformer["InputTemplate"] if transformer else None,
+        ),
+    )
