@@ -56,6 +56,7 @@ LAYER_MODULES = (
     "dlq_replay/core/rules.py",
     "dlq_replay/core/settings.py",
     "dlq_replay/core/text.py",
+    "dlq_replay/core/transform.py",
     "dlq_replay/notify/__init__.py",
     "dlq_replay/notify/sns.py",
     "dlq_replay/sqs/__init__.py",
@@ -63,15 +64,16 @@ LAYER_MODULES = (
     "dlq_replay/sqs/depth.py",
     "dlq_replay/sqs/queue_age.py",
     "dlq_replay/sqs/replayer.py",
+    "dlq_replay/sqs/report.py",
     "dlq_replay/sqs/sending.py",
     "dlq_replay/sqs/sources.py",
     "dlq_replay/targets/__init__.py",
     "dlq_replay/targets/clients.py",
     "dlq_replay/targets/deliverer.py",
     "dlq_replay/targets/delivery.py",
-    "dlq_replay/targets/groups.py",
-    "dlq_replay/targets/services.py",
     "dlq_replay/targets/ledger.py",
+    "dlq_replay/targets/rules.py",
+    "dlq_replay/targets/services.py",
 )
 CLI_ONLY_PACKAGES = ("rich", "moto", "flask")
 # Settings are read on the first invocation; these only make an import-time read harmless.
