@@ -401,13 +401,17 @@ def test_an_invoke_refused_as_throttled_waits_for_its_next_attempt(stack: Stack)
     replay = make_replay(stack, [stack.function_arn])
     lambda_record(stack, "r-throttled", "{}")
     with Stubber(replay.clients.lambda_client(REGION)) as stub:
-        stub.add_client_error("Invoke", "TooManyRequestsException", "Rate exceeded", 429)
+        stub.add_client_error("invoke", "TooManyRequestsException", "Rate exceeded", 429)
         assert replay_round(stack, replay.handler) == []
+        stub.assert_no_pending_responses()
     waiting = stack.sqs.client.receive_message(
         QueueUrl=stack.dlq.url, MessageAttributeNames=["All"]
     )["Messages"]
     assert attributes_of(waiting[0])[COUNT]["StringValue"] == "2"
     assert attributes_of(waiting[0])["RequestID"]["StringValue"] == "r-throttled"
+    assert [line.extra["error"] for line in replay.log.lines if "refused" in line.message] == [
+        "TooManyRequestsException: Rate exceeded"
+    ]
 
 
 def ledger_ids(stack: Stack) -> dict[str, int]:
@@ -445,3 +449,126 @@ def test_the_function_handler_builds_the_targets_and_the_ledger_from_its_environ
         stack.sqs.end_delays(stack.dlq)
         time.sleep(0.5)
     assert [m["Body"] for m in stack.sqs.drain(stack.target)] == [EVENT_BODY]
+
+
+# Each kind with a Lambda function as its target, as the service writes its record.
+KINDS = ("lambda", "lambda-destination", "eventbridge")
+PAYLOAD = '{"order": 11,  "note": "ünïcödé"}'
+
+
+def kind_record(
+    stack: Stack, kind: str, *, request_id: str = "first", function: str | None = None
+) -> None:
+    """One record of `kind` whose delivery invokes `function` (default: the stack's)."""
+    function = function or stack.function_arn
+    if kind == "lambda":
+        extra = {} if function == stack.function_arn else {"dlq-replay-target": string(function)}
+        stack.sqs.client.send_message(
+            QueueUrl=stack.dlq.url,
+            MessageBody=PAYLOAD,
+            MessageAttributes={
+                "RequestID": string(request_id),
+                "ErrorCode": string("200", "Number"),
+                "ErrorMessage": string("boom"),
+                **extra,
+            },
+        )
+    elif kind == "lambda-destination":
+        record = {
+            "version": "1.0",
+            "timestamp": "2026-11-27T10:00:00.000Z",
+            "requestContext": {
+                "requestId": request_id,
+                "functionArn": f"{function}:$LATEST",
+                "condition": "RetriesExhausted",
+                "approximateInvokeCount": 3,
+            },
+            "requestPayload": json.loads(PAYLOAD),
+            "responseContext": {"statusCode": 200, "executedVersion": "$LATEST"},
+            "responsePayload": {"errorMessage": "boom", "errorType": "Error"},
+        }
+        stack.sqs.client.send_message(QueueUrl=stack.dlq.url, MessageBody=json.dumps(record))
+    else:
+        events = boto3.client("events", region_name=REGION)
+        rule = events.put_rule(Name="to-function", EventPattern='{"source":["shop.orders"]}')
+        events.put_targets(Rule="to-function", Targets=[{"Id": "f", "Arn": function}])
+        eventbridge_record(stack, function, rule["RuleArn"], body=EVENT_BODY)
+
+
+def expected_payload(kind: str) -> bytes:
+    if kind == "lambda":
+        return PAYLOAD.encode()  # the body, byte for byte
+    if kind == "lambda-destination":  # the record holds it parsed: compact JSON
+        return json.dumps(json.loads(PAYLOAD), ensure_ascii=False, separators=(",", ":")).encode()
+    return EVENT_BODY.encode()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_each_kind_refused_at_once_then_delivered_byte_exact(stack: Stack, kind: str) -> None:
+    replay = make_replay(stack, [stack.function_arn])
+    kind_record(stack, kind)
+    with Stubber(replay.clients.lambda_client(REGION)) as stub:
+        stub.add_client_error("invoke", "TooManyRequestsException", "Rate exceeded", 429)
+        assert replay_round(stack, replay.handler) == []
+        stub.assert_no_pending_responses()
+    waiting = stack.sqs.client.receive_message(
+        QueueUrl=stack.dlq.url, MessageAttributeNames=["All"]
+    )["Messages"]
+    assert attributes_of(waiting[0])[COUNT]["StringValue"] == "2"
+    assert attributes_of(waiting[0])["dlq-replay-kind"]["StringValue"] == kind
+    stack.sqs.client.change_message_visibility(
+        QueueUrl=stack.dlq.url, ReceiptHandle=waiting[0]["ReceiptHandle"], VisibilityTimeout=0
+    )
+    assert replay_round(stack, replay.handler) == []
+    refused, delivered = replay.invokes.of("Invoke")  # the same request, twice
+    assert refused == delivered
+    assert delivered["InvocationType"] == "Event"
+    assert delivered["Payload"] == expected_payload(kind)
+    assert list(ledger_ids(stack).values()) == [2]
+    assert stack.sqs.total(stack.dlq) == 0
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_each_kind_parks_at_the_attempt_limit_with_the_refusal(stack: Stack, kind: str) -> None:
+    replay = make_replay(stack, [stack.function_arn], MAX_ATTEMPTS="1")
+    kind_record(stack, kind)
+    with Stubber(replay.clients.lambda_client(REGION)) as stub:
+        stub.add_client_error("invoke", "ResourceNotFoundException", "Function not found", 404)
+        assert replay_round(stack, replay.handler) == []
+    (parked,) = stack.sqs.drain(stack.operator)
+    values = attributes_of(parked)
+    assert values[PARK_REASON]["StringValue"] == "max-attempts"
+    assert values["dlq-replay-error"]["StringValue"] == (
+        "ResourceNotFoundException: Function not found"
+    )
+    assert values["dlq-replay-kind"]["StringValue"] == kind
+    assert stack.sqs.total(stack.dlq) == 0
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_each_kind_never_calls_a_function_outside_the_list(stack: Stack, kind: str) -> None:
+    other = stack.function_arn.replace(":function:orders", ":function:billing")
+    replay = make_replay(stack, [stack.function_arn])
+    kind_record(stack, kind, function=other)
+    assert replay_round(stack, replay.handler) == []
+    (parked,) = stack.sqs.drain(stack.operator)
+    assert attributes_of(parked)[PARK_REASON]["StringValue"] == "target-not-allowed"
+    assert replay.invokes.of("Invoke") == []
+
+
+@pytest.mark.parametrize("kind", ["lambda", "lambda-destination"])
+def test_the_ledger_counts_each_lambda_kinds_returns(stack: Stack, kind: str) -> None:
+    replay = make_replay(stack, [stack.function_arn], MAX_ATTEMPTS="2")
+    kind_record(stack, kind, request_id="original")
+    assert replay_round(stack, replay.handler) == []
+    (first,) = ledger_ids(stack)
+    kind_record(stack, kind, request_id=first)  # the invocation failed: Lambda writes again
+    assert replay_round(stack, replay.handler) == []
+    (second,) = set(ledger_ids(stack)) - {first}
+    assert ledger_ids(stack)[second] == 2
+    kind_record(stack, kind, request_id=second)
+    assert replay_round(stack, replay.handler) == []
+    (parked,) = stack.sqs.drain(stack.operator)
+    assert attributes_of(parked)[PARK_REASON]["StringValue"] == "max-attempts"
+    assert attributes_of(parked)[COUNT]["StringValue"] == "2"
+    assert len(replay.invokes.of("Invoke")) == 2
