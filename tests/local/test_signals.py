@@ -115,6 +115,20 @@ def run_depth(run: Run) -> int:
     return sum(int(v) for v in attributes.values())
 
 
+def catches(pid: int, signum: int, timeout: float = 20.0) -> None:
+    """Wait until process `pid` handles `signum` itself (Linux: SigCgt in /proc/PID/status)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status = Path(f"/proc/{pid}/status").read_text()
+        caught = int(
+            next(line for line in status.splitlines() if line.startswith("SigCgt:")).split()[1], 16
+        )
+        if caught >> (signum - 1) & 1:
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"process {pid} never installed a handler for signal {signum}")
+
+
 @pytest.mark.parametrize("signame", list(SIGNALS))
 def test_a_signal_while_the_command_starts_is_one_line_and_its_exit_code(
     emulator_endpoint: str, tmp_path: Path, signame: str
@@ -126,7 +140,10 @@ def test_a_signal_while_the_command_starts_is_one_line_and_its_exit_code(
         run.proxy_url = run.proxy.start()
         run.setup()  # work to do, so it is still running when the signal comes
         process = run.start(run.args())
-        time.sleep(0.5)  # started, not yet done with its imports and look-ups
+        # Started, not yet done with its imports and look-ups: the moment its handlers are in
+        # (on a loaded machine the interpreter alone may take longer than a fixed sleep). They
+        # go in together; Python catches SIGINT from the start, so SIGTERM's tells.
+        catches(process.pid, signal.SIGTERM)
         process.send_signal(SIGNALS[signame])
         out, err = process.communicate(timeout=30)
     finally:

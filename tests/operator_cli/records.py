@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
+import boto3
+
 from .support import ACCOUNT, REGION, string
 
 if TYPE_CHECKING:
@@ -30,9 +32,24 @@ EVENT = {
 }
 
 
+def listed_by_the_rule(target_arn: str) -> None:
+    """The rule the records name lists `target_arn` as a target, as EventBridge's own record
+    implies (the replay reads the rule's target: its input settings, a FIFO queue's group)."""
+    events = boto3.client("events", region_name=REGION)
+    rule = RULE_ARN.rsplit("/", 1)[1]
+    try:
+        listed = events.list_targets_by_rule(Rule=rule)["Targets"]
+    except events.exceptions.ResourceNotFoundException:
+        events.put_rule(Name=rule, EventPattern='{"source": ["shop.orders"]}')
+        listed = []
+    if target_arn not in {target["Arn"] for target in listed}:
+        events.put_targets(Rule=rule, Targets=[{"Id": f"t{len(listed)}", "Arn": target_arn}])
+
+
 def send_eventbridge(sqs: SQSClient, url: str, target_arn: str, body: str | None = None) -> str:
     """A rule target's failed event: the event as the body, the rule and target named in
     attributes, with the error the target returned."""
+    listed_by_the_rule(target_arn)
     values: dict[str, MessageAttributeValueTypeDef] = {
         "RULE_ARN": string(RULE_ARN),
         "TARGET_ARN": string(target_arn),

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import asdict
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from botocore.exceptions import ClientError
 
 from dlq_replay import ops
 from dlq_replay.cli.delivering import (
     add_target_option,
-    delivery_lines,
-    delivery_rows,
     target_arns_of,
     targets_needed,
 )
@@ -32,8 +30,6 @@ from dlq_replay.cli.errors import (
 )
 from dlq_replay.cli.options import BUDGET_HELP, make_deliverer
 from dlq_replay.cli.output import (
-    TallyRow,
-    count_table,
     destination_name,
     make_console,
     note,
@@ -41,10 +37,11 @@ from dlq_replay.cli.output import (
     print_json,
     progress_bars,
 )
-from dlq_replay.cli.pacing import add_pace_options, pace_line, stop_text, until_failing_from
+from dlq_replay.cli.pacing import add_pace_options, stop_text, until_failing_from
 from dlq_replay.cli.parsing import Subparsers, int_between, positive_number
+from dlq_replay.cli.redrive_tally import nothing_movable, print_tally, redrive_json, skips_text
 from dlq_replay.cli.selection import add_selection_options, selector_from
-from dlq_replay.cli.shutdown import Shutdown, hidden_until_text, interrupted, leftover_text
+from dlq_replay.cli.shutdown import Shutdown, interrupted, leftover_text
 from dlq_replay.ops.preflight import preflight
 
 if TYPE_CHECKING:
@@ -289,7 +286,7 @@ def _client_redrive(
                     }
                 )
             else:
-                _print_tally(snapshot, request, shutdown)
+                print_tally(snapshot, request, shutdown)
 
         tally = shutdown.run(
             lambda: move.run(show),
@@ -301,7 +298,7 @@ def _client_redrive(
     if args.json:
         print_json(redrive_json(tally, request, shutdown))
     else:
-        _print_tally(tally, request, shutdown)
+        print_tally(tally, request, shutdown)
     if shutdown.code is not None:
         return shutdown.code
     reason = targets_needed(tally)
@@ -310,85 +307,10 @@ def _client_redrive(
     if nothing_movable(tally):
         note(
             f"nothing could be moved: {plural(tally.skipped, 'message')} skipped "
-            f"({_skips_text(tally)}), still in the source queue"
+            f"({skips_text(tally)}), still in the source queue"
         )
         return EXIT_FAILED
     return EXIT_FAILED if tally.failed or tally.sent_not_deleted or tally.stopped else EXIT_OK
-
-
-def nothing_movable(tally: ops.RedriveTally) -> bool:
-    """Messages were there and none could be moved (`--to source` with no source or target on
-    any): a failure to a script, not a success with nothing to do."""
-    not_routed = sum(tally.skips.get(reason, 0) for reason in ops.NOT_ROUTED)
-    return not_routed > 0 and tally.moved == 0 and not tally.sent_not_deleted
-
-
-def _skips_text(tally: ops.RedriveTally) -> str:
-    return ", ".join(f"{count} {reason}" for reason, count in sorted(tally.skips.items()))
-
-
-def redrive_json(
-    tally: ops.RedriveTally, request: ops.RedriveRequest, shutdown: Shutdown | None = None
-) -> dict[str, Any]:
-    return {
-        "mode": "client",
-        "source": request.source.url,
-        "destination": request.destination.url if request.destination else "source",
-        "reset_count": request.reset_count,
-        "keep": request.keep,
-        "filter_reasons": sorted(request.selector.reasons),
-        "target_arns": sorted(request.target_arns),
-        **asdict(tally),
-        "stopped": stop_text(tally.stopped) if tally.stopped else None,
-        "interrupted": shutdown.name if shutdown is not None and shutdown.signum else None,
-        "adds_up": tally.adds_up,
-    }
-
-
-SENT_NOT_DELETED = "sent, original not deleted (a rerun sends them again)"
-
-
-def _moved_word(tally: ops.RedriveTally, request: ops.RedriveRequest) -> str:
-    if request.keep:
-        return "would copy" if tally.dry_run else "copied (originals kept)"
-    return "would move" if tally.dry_run else "moved (sent and deleted)"
-
-
-def _print_tally(tally: ops.RedriveTally, request: ops.RedriveRequest, shutdown: Shutdown) -> None:
-    console = make_console()
-    target = destination_name(request.destination)
-    heading = f"{'dry run: ' if tally.dry_run else ''}{request.source.name} -> {target}"
-    if shutdown.signum is not None:
-        heading += f" (stopped by {shutdown.name}: what SQS confirmed)"
-    console.print(heading)
-    rows: list[TallyRow] = [(_moved_word(tally, request), tally.moved)]
-    rows += delivery_rows(tally)
-    if tally.sent_not_deleted:
-        rows.append((SENT_NOT_DELETED, tally.sent_not_deleted))
-    rows += [
-        ("failed (left in place)", tally.failed),
-        tally.failures,
-        ("skipped (left in place)", tally.skipped),
-        tally.skips,
-    ]
-    if tally.given_back:
-        rows.append(("received, given back untouched", tally.given_back))
-    if tally.unsettled:
-        rows.append(("received, copy not confirmed sent (abandoned)", tally.unsettled))
-    rows.append(("seen (received)", tally.seen))
-    console.print(count_table("messages", rows))
-    if tally.not_released:
-        console.print(hidden_until_text(tally.not_released, tally.hidden_until))
-    if tally.dry_run:
-        console.print("dry run: nothing was sent or deleted")
-    for line in delivery_lines(tally):
-        console.print(line, soft_wrap=True)
-    if tally.pace is not None:
-        console.print(pace_line(tally.pace))
-    if tally.failed:
-        console.print("failed messages are still in the source queue: rerun to retry them")
-    if shutdown.signum is not None:
-        console.print("rerun to continue: nothing is lost")
 
 
 def mode_text(choice: ops.ModeChoice, source: ops.QueueInfo) -> str:

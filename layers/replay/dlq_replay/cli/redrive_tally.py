@@ -1,0 +1,99 @@
+"""What a client-side redrive says when it ends: its tally as a table and as JSON, and
+whether nothing could be moved (exit 1)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
+
+from dlq_replay import ops
+from dlq_replay.cli.delivering import (
+    delivery_lines,
+    delivery_rows,
+)
+from dlq_replay.cli.output import (
+    TallyRow,
+    count_table,
+    destination_name,
+    make_console,
+)
+from dlq_replay.cli.pacing import pace_line, stop_text
+from dlq_replay.cli.shutdown import Shutdown, hidden_until_text
+
+if TYPE_CHECKING:
+    pass
+
+
+def nothing_movable(tally: ops.RedriveTally) -> bool:
+    """Messages were there and none could be moved (`--to source` with no source or target on
+    any): a failure to a script, not a success with nothing to do."""
+    not_routed = sum(tally.skips.get(reason, 0) for reason in ops.NOT_ROUTED)
+    return not_routed > 0 and tally.moved == 0 and not tally.sent_not_deleted
+
+
+def skips_text(tally: ops.RedriveTally) -> str:
+    return ", ".join(f"{count} {reason}" for reason, count in sorted(tally.skips.items()))
+
+
+def redrive_json(
+    tally: ops.RedriveTally, request: ops.RedriveRequest, shutdown: Shutdown | None = None
+) -> dict[str, Any]:
+    return {
+        "mode": "client",
+        "source": request.source.url,
+        "destination": request.destination.url if request.destination else "source",
+        "reset_count": request.reset_count,
+        "keep": request.keep,
+        "filter_reasons": sorted(request.selector.reasons),
+        "target_arns": sorted(request.target_arns),
+        **asdict(tally),
+        "stopped": stop_text(tally.stopped) if tally.stopped else None,
+        "interrupted": shutdown.name if shutdown is not None and shutdown.signum else None,
+        "adds_up": tally.adds_up,
+    }
+
+
+SENT_NOT_DELETED = "sent, original not deleted (a rerun sends them again)"
+
+
+def _moved_word(tally: ops.RedriveTally, request: ops.RedriveRequest) -> str:
+    if request.keep:
+        return "would copy" if tally.dry_run else "copied (originals kept)"
+    return "would move" if tally.dry_run else "moved (sent and deleted)"
+
+
+def print_tally(tally: ops.RedriveTally, request: ops.RedriveRequest, shutdown: Shutdown) -> None:
+    console = make_console()
+    target = destination_name(request.destination)
+    heading = f"{'dry run: ' if tally.dry_run else ''}{request.source.name} -> {target}"
+    if shutdown.signum is not None:
+        heading += f" (stopped by {shutdown.name}: what SQS confirmed)"
+    console.print(heading)
+    rows: list[TallyRow] = [(_moved_word(tally, request), tally.moved)]
+    rows += delivery_rows(tally)
+    if tally.sent_not_deleted:
+        rows.append((SENT_NOT_DELETED, tally.sent_not_deleted))
+    rows += [
+        ("failed (left in place)", tally.failed),
+        tally.failures,
+        ("skipped (left in place)", tally.skipped),
+        tally.skips,
+    ]
+    if tally.given_back:
+        rows.append(("received, given back untouched", tally.given_back))
+    if tally.unsettled:
+        rows.append(("received, copy not confirmed sent (abandoned)", tally.unsettled))
+    rows.append(("seen (received)", tally.seen))
+    console.print(count_table("messages", rows))
+    if tally.not_released:
+        console.print(hidden_until_text(tally.not_released, tally.hidden_until))
+    if tally.dry_run:
+        console.print("dry run: nothing was sent or deleted")
+    for line in delivery_lines(tally):
+        console.print(line, soft_wrap=True)
+    if tally.pace is not None:
+        console.print(pace_line(tally.pace))
+    if tally.failed:
+        console.print("failed messages are still in the source queue: rerun to retry them")
+    if shutdown.signum is not None:
+        console.print("rerun to continue: nothing is lost")
