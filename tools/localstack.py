@@ -29,7 +29,7 @@ from pathlib import Path
 from types import FrameType
 
 ENDPOINT_VARIABLE = "DLQ_REPLAY_LOCALSTACK_ENDPOINT"
-SERVICES = "sqs,cloudwatch,cloudformation,s3,iam,sts"
+SERVICES = "sqs,events,cloudwatch,cloudformation,s3,iam,sts"
 PYTEST_NO_TESTS = 5
 
 
