@@ -11,51 +11,29 @@ the books (reads by rule). Any other action, or an unknown rule, is refused (400
 from __future__ import annotations
 
 import json
-import socket
-import threading
 import time
 from collections.abc import Mapping, Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from fake_http import FakeRequest, FakeServer
 
 _LIST_TARGETS = "AWSEvents.ListTargetsByRule"
 
 
-class FakeEvents(ThreadingHTTPServer):
+class FakeEvents(FakeServer):
     """The server: `rules` maps a rule's name to its targets (as `ListTargetsByRule` lists
     them); `reads` counts the reads by rule name."""
 
-    daemon_threads = True
-    request_queue_size = 128  # as FakeSqs: a burst of connections must not lose SYNs
-
     def __init__(self, latency: float, rules: Mapping[str, Sequence[Mapping[str, Any]]]) -> None:
-        super().__init__(("127.0.0.1", 0), _Request)
-        self.endpoint_url = f"http://127.0.0.1:{self.server_port}"
-        self.latency = latency
+        super().__init__(_Request, latency)
         self.rules = {name: list(targets) for name, targets in rules.items()}
-        self.lock = threading.Lock()
         self.reads: dict[str, int] = {}
-        self.connections = 0
-
-    def start(self) -> None:
-        threading.Thread(target=self.serve_forever, daemon=True).start()
-
-    def stop(self) -> None:
-        self.shutdown()
-        self.server_close()
 
 
-class _Request(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"  # keep-alive, as botocore's pool expects
+class _Request(FakeRequest):
     server: FakeEvents
 
-    def setup(self) -> None:
-        super().setup()
-        with self.server.lock:
-            self.server.connections += 1
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    def do_POST(self) -> None:
+    def do_POST(self) -> None:  # noqa: N802 - http.server calls it by this name
         request = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
         time.sleep(self.server.latency)
         if self.headers.get("X-Amz-Target") != _LIST_TARGETS:
@@ -70,12 +48,6 @@ class _Request(BaseHTTPRequestHandler):
         self._answer(200, {"Targets": self.server.rules[rule]})
 
     def _answer(self, status: int, answer: Mapping[str, Any]) -> None:
-        body = json.dumps(answer).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/x-amz-json-1.1")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        del format, args
+        self.answer(
+            status, json.dumps(answer).encode(), {"Content-Type": "application/x-amz-json-1.1"}
+        )
