@@ -16,6 +16,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +27,7 @@ from dlq_replay.local.records import lambda_event
 from dlq_replay.ops.depth import queue_depth
 from dlq_replay.ops.draining import drained_batches
 from dlq_replay.sqs.replayer import Clock, Outcome, Replayer
+from samtranslator.yaml_helper import yaml_parse
 
 if TYPE_CHECKING:
     from aws_lambda_powertools import Logger, Metrics
@@ -37,6 +39,7 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs.literals import QueueAttributeNameType
     from mypy_boto3_sqs.type_defs import MessageAttributeValueTypeDef, MessageTypeDef
 
+ROOT = Path(__file__).resolve().parents[2]
 REGION = "us-east-1"
 ACCOUNT_ID = "123456789012"  # moto's default account
 COUNT = "sqs-dlq-replay-nb"
@@ -455,3 +458,20 @@ class AppHandle:
     def logger(self) -> Logger:
         logger: Logger = self._module.logger
         return logger
+
+
+def breaker_table(dynamodb: Any, name: str) -> None:
+    """The table as template.yaml's OutageBreakerTable defines it (keys, billing, TTL)."""
+    template = yaml_parse((ROOT / "template.yaml").read_text(encoding="utf-8"))
+    properties = template["Resources"]["OutageBreakerTable"]["Properties"]
+    dynamodb.create_table(
+        TableName=name,
+        BillingMode=properties["BillingMode"],
+        AttributeDefinitions=properties["AttributeDefinitions"],
+        KeySchema=properties["KeySchema"],
+    )
+    ttl = properties["TimeToLiveSpecification"]
+    dynamodb.update_time_to_live(
+        TableName=name,
+        TimeToLiveSpecification={"AttributeName": ttl["AttributeName"], "Enabled": True},
+    )

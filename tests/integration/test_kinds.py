@@ -42,6 +42,7 @@ from integration.harness import (
     RecordingLog,
     Sqs,
     attributes_of,
+    breaker_table,
     failed_ids,
     number,
     string,
@@ -127,18 +128,7 @@ def stack() -> Iterator[Stack]:
             ],
         )
         table = "breaker"
-        boto3.client("dynamodb", region_name=REGION).create_table(
-            TableName=table,
-            BillingMode="PAY_PER_REQUEST",
-            AttributeDefinitions=[
-                {"AttributeName": "pk", "AttributeType": "S"},
-                {"AttributeName": "sk", "AttributeType": "S"},
-            ],
-            KeySchema=[
-                {"AttributeName": "pk", "KeyType": "HASH"},
-                {"AttributeName": "sk", "KeyType": "RANGE"},
-            ],
-        )
+        breaker_table(boto3.client("dynamodb", region_name=REGION), table)
         yield Stack(
             sqs, dlq, operator, target, fifo_target, function_arn, rule_arn, fifo_rule_arn, table
         )

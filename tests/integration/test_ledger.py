@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
 import boto3
@@ -27,30 +26,11 @@ from dlq_replay.targets.ledger import (
     MemoryLedger,
     invocation_ledger,
 )
-from samtranslator.yaml_helper import yaml_parse
 
-from integration.harness import REGION
+from integration.harness import REGION, breaker_table
 
-ROOT = Path(__file__).resolve().parents[2]
 TABLE = "shop-breaker"
 NOW = 1_800_000_000.0
-
-
-def breaker_table(dynamodb: Any, name: str) -> None:
-    """The table as template.yaml's OutageBreakerTable defines it (keys, billing, TTL)."""
-    template = yaml_parse((ROOT / "template.yaml").read_text(encoding="utf-8"))
-    properties = template["Resources"]["OutageBreakerTable"]["Properties"]
-    dynamodb.create_table(
-        TableName=name,
-        BillingMode=properties["BillingMode"],
-        AttributeDefinitions=properties["AttributeDefinitions"],
-        KeySchema=properties["KeySchema"],
-    )
-    ttl = properties["TimeToLiveSpecification"]
-    dynamodb.update_time_to_live(
-        TableName=name,
-        TimeToLiveSpecification={"AttributeName": ttl["AttributeName"], "Enabled": True},
-    )
 
 
 @pytest.fixture
