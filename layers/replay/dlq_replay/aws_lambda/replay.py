@@ -24,9 +24,6 @@ from dlq_replay.core.messages import InboundMessage
 from dlq_replay.core.settings import Settings, SettingsError
 from dlq_replay.notify.sns import notice_client
 from dlq_replay.sqs.replayer import Outcome, Replayer
-from dlq_replay.targets.clients import TargetClients
-from dlq_replay.targets.deliverer import Deliverer
-from dlq_replay.targets.ledger import LEDGER_TABLE_VARIABLE, invocation_ledger
 
 if TYPE_CHECKING:
     import boto3
@@ -85,6 +82,10 @@ class LambdaReplay:
         sns = notice_client(settings, session=session)
         deliverer, ledger = None, None
         if settings.dlq_kind != "sqs":  # the serverless kinds: their targets and the ledger
+            from dlq_replay.targets.clients import TargetClients
+            from dlq_replay.targets.deliverer import Deliverer
+            from dlq_replay.targets.ledger import LEDGER_TABLE_VARIABLE, invocation_ledger
+
             ledger = invocation_ledger(env, session=session)
             if ledger is None:
                 raise SettingsError(
@@ -117,20 +118,20 @@ class LambdaReplay:
         if not records:  # nothing to answer for (Powertools refuses an empty batch)
             return {"batchItemFailures": []}
         received = [InboundMessage.from_lambda_record(record) for record in records]
-        returns = self._replayer.look_up(received)
+        lookup = self._replayer.look_up(received)
         if self.breaker is None:
-            outcomes = self._replayer.process(received, returns)
+            outcomes = self._replayer.process(received, lookup)
         else:
             sent_at = self.breaker.now()
-            given = self.breaker.give_back(received, returns.known)
-            outcomes = self._replayer.process(given, returns)
+            given = self.breaker.give_back(received, lookup.known)
+            outcomes = self._replayer.process(given, lookup)
             refused = {
                 message_id: outcome.refused_attempt
                 for message_id, outcome in outcomes.items()
                 if outcome.refused_attempt is not None
             }
             self.breaker.after_batch(
-                outcomes.values(), sent_at, received, known=returns.known, refused=refused
+                outcomes.values(), sent_at, received, known=lookup.known, refused=refused
             )
         processor: BatchProcessor
         if any(str(r.get("eventSourceARN", "")).endswith(".fifo") for r in records):

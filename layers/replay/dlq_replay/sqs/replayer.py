@@ -34,27 +34,29 @@ from dlq_replay.core.settings import Settings
 from dlq_replay.notify.sns import SnsClient, publish_notices
 from dlq_replay.sqs.report import BatchReport, Outcome
 from dlq_replay.sqs.sending import BatchSender, SendFailure, change_visibility
-from dlq_replay.targets.deliverer import Deliverer
-from dlq_replay.targets.delivery import Delivery, Refused
-from dlq_replay.targets.ledger import Invocation, InvocationLedger, LedgerError
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.metrics import Metrics
     from mypy_boto3_sqs import SQSClient
 
-__all__ = ["NO_RETURNS", "Outcome", "Replayer", "Returns"]
+    # The delivery's modules are imported where a serverless record needs them: a replay of
+    # SQS records (DLQ_KIND=sqs) does not load them on its cold start.
+    from dlq_replay.targets.deliverer import Deliverer
+    from dlq_replay.targets.ledger import Invocation, InvocationLedger
+
+__all__ = ["Lookup", "Outcome", "Replayer"]
 
 
 @dataclass(frozen=True, slots=True)
-class Returns:
-    """What the ledger says of a batch, by message id: the invocations its records return
-    from, and the records whose ids it could not read."""
+class Lookup:
+    """What the replay reads of a batch before deciding it, by message id: each record's kind
+    (recognised once), the invocations its Lambda records return from (the ledger's), and the
+    records whose ids the ledger could not read."""
 
+    kinds: Mapping[str, Recognised] = field(default_factory=dict)
     known: Mapping[str, Invocation] = field(default_factory=dict)
     unread: frozenset[str] = frozenset()
 
-
-NO_RETURNS = Returns()
 
 Clock = Callable[[], float]
 
@@ -99,12 +101,12 @@ class Replayer:
         self._on_outcome = on_outcome
 
     def process(
-        self, messages: Sequence[InboundMessage], returns: Returns | None = None
+        self, messages: Sequence[InboundMessage], lookup: Lookup | None = None
     ) -> dict[str, Outcome]:
         """Handle a batch; the result has one outcome per message id, in the batch's order.
-        `returns`: what `look_up` found for this batch (looked up here when None)."""
-        if returns is None:
-            returns = self.look_up(messages)
+        `lookup`: what `look_up` read of this batch (read here when None)."""
+        if lookup is None:
+            lookup = self.look_up(messages)
         outcomes: dict[str, Outcome] = {}
         blocked_groups: set[str] = set()
         for round_ in _rounds(messages):
@@ -114,7 +116,7 @@ class Replayer:
                     outcomes[message.message_id] = Outcome(message, Decision(Action.SKIP))
                 else:
                     ready.append(message)
-            for outcome in self._process_round(ready, returns):
+            for outcome in self._process_round(ready, lookup):
                 outcomes[outcome.message.message_id] = outcome
                 group = outcome.message.message_group_id
                 if group and not outcome.done and _is_fifo(outcome.message):
@@ -153,16 +155,16 @@ class Replayer:
             if self._metrics is not None:
                 self._metrics.add_metric("ParkNoticeFailures", MetricUnit.Count, 1)
 
-    def _process_round(self, messages: Sequence[InboundMessage], returns: Returns) -> list[Outcome]:
+    def _process_round(self, messages: Sequence[InboundMessage], lookup: Lookup) -> list[Outcome]:
         now = self._clock()
         dlq_urls = {arn: self._dlq_url(arn) for arn in {m.queue_arn for m in messages}}
-        kinds = {m.message_id: recognise(m, self._settings.replay_target_arns) for m in messages}
+        kinds = {m.message_id: lookup.kinds[m.message_id] for m in messages}
         decisions = {}
         for m in messages:
             recognised = kinds[m.message_id]
             dlq_url = dlq_urls[m.queue_arn]
-            known = returns.known.get(m.message_id)
-            if m.message_id in returns.unread:
+            known = lookup.known.get(m.message_id)
+            if m.message_id in lookup.unread:
                 decisions[m.message_id] = Decision(
                     Action.FAIL, problem="invocation ledger not read"
                 )
@@ -227,22 +229,21 @@ class Replayer:
             for m in messages
         ]
 
-    def look_up(self, messages: Sequence[InboundMessage]) -> Returns:
-        """The invocations the batch's Lambda records return from, as the ledger knows them
-        (by message id), for the records that carry no count of ours (a copy we wrote carries
-        it). A record whose id the ledger could not read must wait: read as unknown, its count
-        would start again at 0."""
-        if self._ledger is None:
-            return NO_RETURNS
+    def look_up(self, messages: Sequence[InboundMessage]) -> Lookup:
+        """Each record's kind, and the invocations the batch's Lambda records return from, as
+        the ledger knows them, for the records that carry no count of ours (a copy we wrote
+        carries it). A record whose id the ledger could not read must wait: read as unknown,
+        its count would start again at 0."""
+        kinds = {m.message_id: recognise(m, self._settings.replay_target_arns) for m in messages}
         ids: dict[str, list[str]] = {}
         for m in messages:
-            if self._settings.count_attribute in m.attributes:
-                continue
-            request_id = recognise(m, self._settings.replay_target_arns).request_id
-            if request_id:
+            request_id = kinds[m.message_id].request_id
+            if request_id and self._settings.count_attribute not in m.attributes:
                 ids.setdefault(request_id, []).append(m.message_id)
-        if not ids:
-            return NO_RETURNS
+        if self._ledger is None or not ids:
+            return Lookup(kinds)
+        from dlq_replay.targets.ledger import LedgerError
+
         unread: tuple[str, ...] = ()
         try:
             found = self._ledger.invocations(ids)
@@ -251,7 +252,8 @@ class Replayer:
                 "invocation ledger not read; its records wait", extra={"error": str(error)}
             )
             found, unread = error.found, error.request_ids
-        return Returns(
+        return Lookup(
+            kinds,
             known={mid: found[rid] for rid, mids in ids.items() if rid in found for mid in mids},
             unread=frozenset(mid for rid in unread for mid in ids.get(rid, ())),
         )
@@ -272,6 +274,9 @@ class Replayer:
             return {}
         if self._deliverer is None:
             raise ValueError("a record of a serverless kind needs a Deliverer")
+        from dlq_replay.targets.delivery import Delivery, Refused
+        from dlq_replay.targets.ledger import LedgerError
+
         results = self._deliverer.deliver(
             [
                 Delivery(
