@@ -13,7 +13,7 @@ import pytest
 from dlq_replay.cli.main import main
 from dlq_replay.core.kinds import RecordKind, recognise
 from dlq_replay.core.messages import InboundMessage
-from dlq_replay.demo.emulator import EmulatorSession, emulator_client, sqs_emulator
+from dlq_replay.demo.emulator import emulator_client, emulator_session, sqs_emulator
 from dlq_replay.demo.eventbridge import Fate, create_wiring, plan_events, publish
 from dlq_replay.demo.eventbridge_run import EventBridgeResult, eventbridge_demo, summary
 from dlq_replay.demo.scenario import DemoOptions
@@ -61,9 +61,8 @@ def test_staged_records_are_eventbridges_and_the_bus_delivers_the_rest() -> None
         "e5": Fate.DELIVERED,
     }
     with sqs_emulator() as running:
-        session = EmulatorSession(running.endpoint_url)
         sqs = emulator_client(running.endpoint_url)
-        events = session.client("events")
+        events = emulator_session().client("events", endpoint_url=running.endpoint_url)
         wiring = create_wiring(sqs, events)
 
         staged = publish(sqs, events, wiring, plan)

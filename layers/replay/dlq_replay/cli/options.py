@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import boto3
 from botocore.config import Config
@@ -48,19 +48,6 @@ def aws_session(args: argparse.Namespace) -> boto3.Session:
     return session
 
 
-class _EndpointSession(boto3.Session):
-    """A session whose clients go to the command's endpoint of their service (`endpoint`):
-    the targets' clients are made by `TargetClients` from a session, per service and region."""
-
-    def __init__(self, args: argparse.Namespace) -> None:
-        super().__init__(profile_name=args.profile, region_name=args.region)
-        self._args = args
-
-    def client(self, service_name: str, *rest: Any, **options: Any) -> Any:
-        options.setdefault("endpoint_url", endpoint(self._args, service_name))
-        return super().client(service_name, *rest, **options)  # type: ignore[call-overload]
-
-
 def make_deliverer(args: argparse.Namespace, concurrency: int = 8) -> Deliverer:
     """The `Deliverer` of records of serverless kinds (worker, redrive --to source): Lambda,
     SQS, SNS, Step Functions and EventBridge clients on the command's profile and endpoints,
@@ -68,7 +55,11 @@ def make_deliverer(args: argparse.Namespace, concurrency: int = 8) -> Deliverer:
     from dlq_replay.targets.clients import TargetClients
     from dlq_replay.targets.deliverer import Deliverer
 
-    return Deliverer(TargetClients(_EndpointSession(args)), concurrency=concurrency)
+    clients = TargetClients(
+        boto3.Session(profile_name=args.profile, region_name=args.region),
+        endpoint_url=lambda service: endpoint(args, service),
+    )
+    return Deliverer(clients, concurrency=concurrency)
 
 
 def sqs_client(

@@ -283,31 +283,18 @@ def _moto_made_linear() -> Iterator[None]:
             setattr(owner, name, original)
 
 
-class EmulatorSession(boto3.Session):
-    """A session every client of which goes to the emulator, whoever makes it (the replay's
-    target clients make their own from a session): `client()` passes the emulator's endpoint,
-    which wins over AWS_ENDPOINT_URL and the user's config, as `emulator_client`'s does."""
-
-    def __init__(self, endpoint_url: str) -> None:
-        super().__init__(
-            aws_access_key_id="demo",
-            aws_secret_access_key="demo",  # noqa: S106 - the emulator accepts any key
-            region_name=REGION,
-        )
-        self.endpoint_url = endpoint_url
-
-    def client(self, *args: Any, **kwargs: Any) -> Any:
-        kwargs.setdefault("endpoint_url", self.endpoint_url)
-        return super().client(*args, **kwargs)
-
-
-def emulator_client(endpoint_url: str) -> SQSClient:
-    session = boto3.Session(
+def emulator_session() -> boto3.Session:
+    """The demo's credentials and region (the emulator accepts any key). Its clients name the
+    emulator's endpoint themselves, which wins over AWS_ENDPOINT_URL and the user's config."""
+    return boto3.Session(
         aws_access_key_id="demo",
         aws_secret_access_key="demo",  # noqa: S106 - the emulator accepts any key
         region_name=REGION,
     )
-    return session.client("sqs", endpoint_url=endpoint_url, config=SQS_CLIENT_CONFIG)
+
+
+def emulator_client(endpoint_url: str) -> SQSClient:
+    return emulator_session().client("sqs", endpoint_url=endpoint_url, config=SQS_CLIENT_CONFIG)
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,9 +16,9 @@ from dlq_replay.aws_lambda.replay import LambdaReplay
 from dlq_replay.core.backoff import BackoffPolicy, Jitter
 from dlq_replay.core.settings import Settings
 from dlq_replay.demo.emulator import (
-    EmulatorSession,
     SqsEmulator,
     emulator_client,
+    emulator_session,
     sqs_emulator,
 )
 from dlq_replay.demo.eventbridge import (
@@ -107,9 +107,9 @@ def eventbridge_demo(
     timeout = settle_timeout(options)
     started = time.monotonic()
     with serve() as running:
-        session = EmulatorSession(running.endpoint_url)
+        session = emulator_session()
         sqs = emulator_client(running.endpoint_url)
-        events = session.client("events")
+        events = session.client("events", endpoint_url=running.endpoint_url)
         wiring = create_wiring(sqs, events)
         settings = Settings(
             operator_queue_url=wiring.operator_url,
@@ -130,7 +130,9 @@ def eventbridge_demo(
             logger=quiet_logger("dlq_replay.demo.replay"),
             rng=rng,
             on_outcome=OutcomeCounter(tally),
-            deliverer=Deliverer(TargetClients(session)),
+            deliverer=Deliverer(
+                TargetClients(session, endpoint_url=lambda _service: running.endpoint_url)
+            ),
             ledger=MemoryLedger(),
         )
         source = LocalEventSource(sqs, wiring.dlq_url, LambdaReplay(replayer), wait_seconds=1)

@@ -60,48 +60,51 @@ class TargetArn:
 
 class TargetClients:
     """Makes, and keeps, one boto3 client per (service, region), from `session` (a session of
-    its own when None, with boto3's usual credentials and settings)."""
+    its own when None, with boto3's usual credentials and settings). `endpoint_url` names a
+    service's endpoint (an emulator, the CLI's --endpoint-url); None, or a None answer:
+    boto3's own (AWS_ENDPOINT_URL_<SERVICE>, AWS_ENDPOINT_URL, the service's regional one)."""
 
     def __init__(
-        self, session: boto3.Session | None = None, *, config: Config | None = None
+        self,
+        session: boto3.Session | None = None,
+        *,
+        config: Config | None = None,
+        endpoint_url: Callable[[str], str | None] | None = None,
     ) -> None:
         self._session = session
         self._config = config or TARGET_CLIENT_CONFIG
+        self._endpoint_url = endpoint_url
         self._clients: dict[tuple[str, str], Any] = {}
         # Making a client from a session is not thread-safe; deliveries run on a pool.
         self._lock = threading.Lock()
 
     def lambda_client(self, region: str) -> LambdaClient:
-        return self._cached(
-            "lambda", region, lambda s: s.client("lambda", region, config=self._config)
-        )
+        return cast("LambdaClient", self._client("lambda", region))
 
     def sqs(self, region: str) -> SQSClient:
-        return self._cached("sqs", region, lambda s: s.client("sqs", region, config=self._config))
+        return cast("SQSClient", self._client("sqs", region))
 
     def sns(self, region: str) -> SNSClient:
-        return self._cached("sns", region, lambda s: s.client("sns", region, config=self._config))
+        return cast("SNSClient", self._client("sns", region))
 
     def stepfunctions(self, region: str) -> SFNClient:
-        return self._cached(
-            "stepfunctions",
-            region,
-            lambda s: s.client("stepfunctions", region, config=self._config),
-        )
+        return cast("SFNClient", self._client("stepfunctions", region))
 
     def events(self, region: str) -> EventBridgeClient:
-        return self._cached(
-            "events", region, lambda s: s.client("events", region, config=self._config)
-        )
+        return cast("EventBridgeClient", self._client("events", region))
 
-    def _cached(
-        self, service: str, region: str, make: Callable[[boto3.Session], _Client]
-    ) -> _Client:
+    def _client(self, service: str, region: str) -> Any:
         with self._lock:
             client = self._clients.get((service, region))
             if client is None:
                 if self._session is None:
                     self._session = boto3.Session()
-                client = make(self._session)
+                endpoint = self._endpoint_url(service) if self._endpoint_url else None
+                client = self._session.client(
+                    service,  # type: ignore[call-overload]
+                    region,
+                    config=self._config,
+                    endpoint_url=endpoint,
+                )
                 self._clients[(service, region)] = client
-            return cast("_Client", client)
+            return client
