@@ -95,11 +95,20 @@ def attribute_name(text: str) -> str:
     return text
 
 
-def arn_list(text: str) -> frozenset[str]:
-    arns = frozenset(part.strip() for part in text.split(",") if part.strip())
-    if any(not QUEUE_ARN_PATTERN.fullmatch(arn) for arn in arns):
-        raise ValueError(text)
-    return arns
+def comma_list(valid: Callable[[str], object]) -> Callable[[str], frozenset[str]]:
+    """A converter of a comma-separated list whose every (stripped, non-blank) item is
+    `valid`: the list's set, or ValueError."""
+
+    def convert(text: str) -> frozenset[str]:
+        items = frozenset(part.strip() for part in text.split(",") if part.strip())
+        if not all(valid(item) for item in items):
+            raise ValueError(text)
+        return items
+
+    return convert
+
+
+arn_list = comma_list(QUEUE_ARN_PATTERN.fullmatch)
 
 
 def topic_arn(text: str) -> str | None:

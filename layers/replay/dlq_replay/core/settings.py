@@ -29,6 +29,7 @@ from dlq_replay.core.rules import (
     arn_list,
     attribute_name,
     choices,
+    comma_list,
     flag_rule,
     integer_rule,
     number_at_least,
@@ -91,11 +92,7 @@ def _dlq_kind(text: str) -> str:
     return text
 
 
-def _target_arns(text: str) -> frozenset[str]:
-    arns = frozenset(part.strip() for part in text.split(",") if part.strip())
-    if any(not is_target_arn(arn) for arn in arns):
-        raise ValueError(text)
-    return arns
+_target_arns = comma_list(is_target_arn)
 
 
 # The settings table: one row per variable of the function's environment, in the order they
