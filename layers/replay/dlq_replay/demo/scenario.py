@@ -37,6 +37,10 @@ from dlq_replay.sqs.replayer import Outcome
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
+    from mypy_boto3_sqs.type_defs import (
+        ChangeMessageVisibilityBatchRequestEntryTypeDef,
+        DeleteMessageBatchRequestEntryTypeDef,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,6 +191,8 @@ def consume(sqs: SQSClient, consumer: Consumer, tally: Tally, stop: threading.Ev
 
 
 def _consume_batch(sqs: SQSClient, consumer: Consumer, tally: Tally) -> None:
+    """One receive; what succeeded is deleted, and what goes to the DLQ given back, in one
+    batch call each (as a consumer keeping its SQS bill down would)."""
     queue_url = consumer.queue_url
     messages = sqs.receive_message(
         QueueUrl=queue_url,
@@ -195,7 +201,9 @@ def _consume_batch(sqs: SQSClient, consumer: Consumer, tally: Tally) -> None:
         MessageAttributeNames=["All"],
         MessageSystemAttributeNames=["ApproximateReceiveCount"],
     ).get("Messages", [])
-    for message in messages:
+    done: list[DeleteMessageBatchRequestEntryTypeDef] = []  # Id: the demo's id of the message
+    give_back: list[ChangeMessageVisibilityBatchRequestEntryTypeDef] = []
+    for index, message in enumerate(messages):
         body = json.loads(message["Body"])
         with tally.lock:
             if message.get("Attributes", {}).get("ApproximateReceiveCount") == "1":
@@ -211,9 +219,7 @@ def _consume_batch(sqs: SQSClient, consumer: Consumer, tally: Tally) -> None:
             elif receives <= int(body["fail_until"]):
                 error = RuntimeError("demo: a transient failure")
         if error is None:
-            sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
-            with tally.lock:
-                tally.processed.add(str(body["id"]))
+            done.append({"Id": str(body["id"]), "ReceiptHandle": message["ReceiptHandle"]})
         elif consumer.backoff or isinstance(error, ParkMessage):
             settings, logger = consumer.settings, consumer.logger
             parked = settle_failure(
@@ -226,9 +232,14 @@ def _consume_batch(sqs: SQSClient, consumer: Consumer, tally: Tally) -> None:
                     tally.consumer_backoffs += 1
         else:
             # Give it back at once: the next receive exceeds maxReceiveCount → DLQ.
-            sqs.change_message_visibility(
-                QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0
-            )
+            receipt = message["ReceiptHandle"]
+            give_back.append({"Id": str(index), "ReceiptHandle": receipt, "VisibilityTimeout": 0})
+    if give_back:
+        sqs.change_message_visibility_batch(QueueUrl=queue_url, Entries=give_back)
+    if done:
+        deleted = sqs.delete_message_batch(QueueUrl=queue_url, Entries=done)
+        with tally.lock:  # a delete that failed: the message comes back, not yet processed
+            tally.processed.update(entry["Id"] for entry in deleted.get("Successful", []))
 
 
 def watch_depths(
