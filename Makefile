@@ -247,20 +247,31 @@ lock-localstack:
 # compiles the few it imports.
 DEMO_ARGS ?=
 demo: $(DEMO_STAMP)
-	$(DEMO_VENV)/bin/dlq-replay demo $(DEMO_ARGS)
+	$(DEMO_VENV)/bin/python -m dlq_replay.cli.main demo $(DEMO_ARGS)
 
-# $(call user-venv,DIR,PYTHON[,PIP OPTIONS]): a venv with the package and its dependencies only,
-# as users install them (requirements/demo.lock: the package, its `demo` extra, pinned), made
-# quickly, as the first `make demo` waits for it:
+# $(call user-venv,DIR,PYTHON,PIP OPTIONS[,editable]): a venv with the package's dependencies only
+# (requirements/demo.lock: its own and its `demo` extra's, pinned) and the package: pip's
+# editable install (`editable`: the `dlq-replay` command, as users have it) or a path entry to
+# layers/replay (a .pth file: importable at once, no build, which the first `make demo` would
+# wait for). Made quickly, as the first `make demo` waits for it:
 # - PYTHON's own pip, when it is 22.3 or newer, installs into the venv (`pip --python`), so the
 #   venv is made without a pip of its own: no ensurepip, about 7 s. An older pip: the venv's own.
-# - --no-deps: the lock is the whole environment, so pip has nothing to resolve. Its lines are
-#   shared among USER_VENV_JOBS pips side by side, each package installed by one of them (a
-#   pip's time goes to reading each package's index page and unpacking its wheel, on one core);
-#   --no-warn-conflicts, as a package's dependencies may be another pip's. The recipe fails if
-#   any of them does, once all have ended.
+# - --no-deps: the lock is the whole environment, so pip has nothing to resolve.
+# - --no-index --find-links requirements/demo-wheels.html (tools/wheel_links.py): pip weighs
+#   only the pinned releases' wheels, not every file of every release on each package's index
+#   page (most of its time otherwise), and checks each download's sha256. Where that fails (no
+#   wheel for this platform, files.pythonhosted.org out of reach), the same pip tries again
+#   through the package index pip is configured with.
+# - The lock's lines (biggest wheel first) are dealt out to USER_VENV_JOBS pips side by side,
+#   back and forth (0 1 1 0 0 1 …), so each gets a like share of the unpacking; a pip works on
+#   one core. --no-warn-conflicts, as a package's dependencies may be another pip's. The
+#   recipe fails if any of them does, once all have ended.
 USER_VENV_JOBS := 2
+WHEEL_LINKS := requirements/demo-wheels.html
 PIP_HAS_PYTHON_OPTION := import pip, sys; sys.exit(tuple(map(int, pip.__version__.split(".")[:2])) < (22, 3))
+PATH_ENTRY := import pathlib, sys, sysconfig; \
+  pathlib.Path(sysconfig.get_path("purelib"), "sqs_dlq_replay.pth").write_text(sys.argv[1] + "\n")
+DEAL_OUT := !/^(\#|$$)/ { r = int(i / n); j = i % n; if (r % 2) j = n - 1 - j; if (j == k) print; i++ }
 define user-venv
 	rm -rf $(1)
 	if $(2) -c '$(PIP_HAS_PYTHON_OPTION)' 2>/dev/null; then \
@@ -268,19 +279,23 @@ define user-venv
 	else \
 	  $(2) -m venv $(1); pip=($(1)/bin/python -m pip); \
 	fi; \
+	pip+=(install --quiet --disable-pip-version-check --no-deps --no-warn-conflicts $(3)); \
 	pids=(); \
 	for job in $$(seq 0 $$(($(USER_VENV_JOBS) - 1))); do \
-	  awk -v n=$(USER_VENV_JOBS) -v k=$$job '!/^(#|$$)/ && i++ % n == k' requirements/demo.lock \
-	    > $(1)/lock-$$job.txt; \
-	  "$${pip[@]}" install --quiet --disable-pip-version-check --no-deps --no-warn-conflicts $(3) \
-	    -r $(1)/lock-$$job.txt $$(test $$job = 0 && printf -- '-e .') & pids+=($$!); \
+	  awk -v n=$(USER_VENV_JOBS) -v k=$$job '$(DEAL_OUT)' requirements/demo.lock > $(1)/lock-$$job.txt; \
+	  { "$${pip[@]}" --no-index --find-links '$(CURDIR)/$(WHEEL_LINKS)' --retries 0 --timeout 10 \
+	      -r $(1)/lock-$$job.txt \
+	    || { echo "make: trying again through the package index" >&2; \
+	         "$${pip[@]}" -r $(1)/lock-$$job.txt; }; } & pids+=($$!); \
 	done; \
+	$(if $(4),"$${pip[@]}" -e . & pids+=($$!);) \
 	failed=0; for pid in "$${pids[@]}"; do wait "$$pid" || failed=1; done; test $$failed = 0
 	rm $(1)/lock-*.txt
+	$(if $(4),,$(1)/bin/python -c '$(PATH_ENTRY)' '$(CURDIR)/layers/replay')
 	touch $(1)/.installed
 endef
 
-$(DEMO_STAMP): requirements/demo.lock pyproject.toml
+$(DEMO_STAMP): requirements/demo.lock $(WHEEL_LINKS)
 	@test -n "$(DEMO_PY)" || { echo "make: Python 3.11 or newer not found (python3, python3.11-3.13): \
 	install one" >&2; exit 1; }
 	$(call user-venv,$(DEMO_VENV),$(DEMO_PY),--no-compile)
@@ -294,9 +309,9 @@ $(DEMO_STAMP): requirements/demo.lock pyproject.toml
 BENCH_VENV := $(BUILD_DIR)/bench-venv
 BENCH_STAMP := $(BENCH_VENV)/.installed
 
-$(BENCH_STAMP): requirements/demo.lock pyproject.toml
+$(BENCH_STAMP): requirements/demo.lock $(WHEEL_LINKS) pyproject.toml
 	$(NEED_PY)
-	$(call user-venv,$(BENCH_VENV),$(PY))
+	$(call user-venv,$(BENCH_VENV),$(PY),,editable)
 
 bench: $(STAMP) $(BENCH_STAMP)
 	$(MAKE) --no-print-directory build
@@ -353,7 +368,8 @@ bench-smoke-computing: $(STAMP)
 	$(BIN)/python bench/bench_end_to_end.py --smoke
 
 # Regenerates requirements/dev.lock from a clean, throwaway venv, then requirements/demo.lock
-# (the demo extra at dev.lock's versions, resolved on the demo's Python).
+# (the demo extra at dev.lock's versions, resolved on the demo's Python) and its wheel links
+# (requirements/demo-wheels.html, from PyPI; it orders demo.lock biggest wheel first).
 lock:
 	$(NEED_PY)
 	rm -rf $(BUILD_DIR)/lock-venv
@@ -374,10 +390,12 @@ lock:
 		-c $(BUILD_DIR)/demo-constraints.txt '.[demo]'
 	{ echo "# The demo's light environment: the package and its \`demo\` extra, at dev.lock's versions (networkx"; \
 	  echo "# excepted: dev.lock's needs Python 3.12+). Works on Python 3.11 to 3.13. Regenerate: make lock"; \
+	  echo "# Biggest wheel first (tools/wheel_links.py), as make demo's pips take turns down the list."; \
 	  $(BUILD_DIR)/lock-demo-venv/bin/python -m pip freeze --exclude-editable \
 	    | grep -v -i '^sqs[-_]dlq[-_]replay[ =@]'; } > requirements/demo.lock.tmp
 	mv requirements/demo.lock.tmp requirements/demo.lock
 	rm -rf $(BUILD_DIR)/lock-demo-venv
+	$(DEMO_PY) tools/wheel_links.py
 
 clean:
 	rm -rf $(VENV) $(DEMO_VENV) .aws-sam $(BUILD_DIR) build-check .mypy_cache .ruff_cache .pytest_cache

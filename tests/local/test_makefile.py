@@ -108,71 +108,97 @@ def test_sam_build_runs_again_only_when_what_it_reads_changed(tmp_path: Path) ->
 
 
 # A stand-in for python3 and pip: records each call, makes a venv a folder with a copy of
-# itself, and as pip records the requirements it was given (a -r file's lines, then the rest).
+# itself, records the path entry it is asked to write, and as pip records the requirements it
+# was given (a -r file's lines, then the rest), marked `wheels` when given the wheel links and
+# no index. It fails for FAILING, and given the links when NO_WHEELS is 1.
 FAKE_PYTHON = r"""#!/bin/bash
 case "$1 $2" in
   "-c "*pip.__version__*) exit "$OLD_PIP" ;;
+  "-c "*sqs_dlq_replay.pth*) echo "path entry ${@: -1}" >> "$CALLS"; exit 0 ;;
   "-c "*) exit 0 ;;
   "-m venv") mkdir -p "${@: -1}/bin" && cp "$0" "${@: -1}/bin/python"
     echo "$(basename "$0") $*" >> "$CALLS"; exit 0 ;;
 esac
 requirements=()
+source=index
 while [ $# -gt 0 ]; do
   case "$1" in
     -r) requirements+=($(cat "$2")); shift ;;
     -e) requirements+=("-e $2"); shift ;;
+    --find-links) [[ "$2" == */requirements/demo-wheels.html ]] && source=wheels; shift ;;
   esac
   shift
 done
-(IFS=,; echo "pip ${requirements[*]}") >> "$CALLS"
-[[ " ${requirements[*]} " != *" $FAILING "* ]]
+(IFS=,; echo "pip $source ${requirements[*]}") >> "$CALLS"
+[[ $source != wheels || $NO_WHEELS != 1 ]] && [[ " ${requirements[*]} " != *" $FAILING "* ]]
 """
-LOCK = ["boto3==1", "botocore==1", "moto==5", "rich==15", "six==1"]
+LOCK = ["botocore==1", "moto==5", "boto3==1", "rich==15", "six==1"]  # biggest wheel first
 
 
-def install_demo_venv(tmp_path: Path, **env: str) -> tuple[int, list[str]]:
-    """`make .venv-demo/.installed` with the fake python3 (exit code, calls in order)."""
+def install_demo_venv(
+    tmp_path: Path, **env: str
+) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    """`make .venv-demo/.installed` with the fake python3 (the result, calls in order)."""
     fake = tmp_path / "fake"
     fake.mkdir()
     (fake / "python3").write_text(FAKE_PYTHON)
     (fake / "python3").chmod(0o755)
     (tmp_path / "requirements").mkdir()
     (tmp_path / "requirements" / "demo.lock").write_text("# pinned\n" + "\n".join(LOCK) + "\n")
+    (tmp_path / "requirements" / "demo-wheels.html").touch()
     calls = tmp_path / "calls"
-    variables = {"CALLS": str(calls), "OLD_PIP": "0", "FAILING": "none", **env}
+    variables = {"CALLS": str(calls), "OLD_PIP": "0", "FAILING": "none", "NO_WHEELS": "0", **env}
     result = make(tmp_path, ".venv-demo/.installed", path=f"{fake}:/usr/bin:/bin", env=variables)
-    return result.returncode, calls.read_text().splitlines() if calls.exists() else []
+    return result, calls.read_text().splitlines() if calls.exists() else []
 
 
-def pip_runs(calls: list[str]) -> list[set[str]]:
-    return [set(call.removeprefix("pip ").split(",")) for call in calls if call.startswith("pip ")]
+def pip_runs(calls: list[str], source: str) -> list[list[str]]:
+    """The requirements of each pip run from `source` (wheels or index), in order."""
+    prefix = f"pip {source} "
+    return [call.removeprefix(prefix).split(",") for call in calls if call.startswith(prefix)]
 
 
-def test_the_demo_venv_has_no_pip_and_its_lock_is_shared_among_pips_side_by_side(
+def test_the_demo_venv_has_no_pip_and_its_lock_is_dealt_out_to_pips_side_by_side(
     tmp_path: Path,
 ) -> None:
-    code, calls = install_demo_venv(tmp_path)
+    result, calls = install_demo_venv(tmp_path)
 
-    assert code == 0
+    assert result.returncode == 0, result.stderr
     assert calls[0] == "python3 -m venv --without-pip .venv-demo"
-    runs = pip_runs(calls)
-    assert len(runs) == 2
-    # Every package installed once, by one of them; the project by one.
-    assert sorted(name for run in runs for name in run) == sorted([*LOCK, "-e ."])
+    # From the wheel links alone, the lock's lines dealt back and forth: 0 1 1 0 0.
+    assert sorted(pip_runs(calls, "wheels")) == sorted(
+        [["botocore==1", "rich==15", "six==1"], ["moto==5", "boto3==1"]]
+    )
+    assert pip_runs(calls, "index") == []
+    # The package itself: a path entry to its source, no build.
+    assert calls[-1] == f"path entry {tmp_path}/layers/replay"
     assert (tmp_path / ".venv-demo" / ".installed").exists()
 
 
 def test_with_a_pip_older_than_22_3_the_demo_venv_gets_its_own(tmp_path: Path) -> None:
-    code, calls = install_demo_venv(tmp_path, OLD_PIP="1")
+    result, calls = install_demo_venv(tmp_path, OLD_PIP="1")
 
-    assert code == 0
+    assert result.returncode == 0, result.stderr
     assert calls[0] == "python3 -m venv .venv-demo"
-    assert sorted(name for run in pip_runs(calls) for name in run) == sorted([*LOCK, "-e ."])
+    assert sorted(name for run in pip_runs(calls, "wheels") for name in run) == sorted(LOCK)
+
+
+def test_where_the_wheel_links_fail_each_pip_tries_again_through_the_index(
+    tmp_path: Path,
+) -> None:
+    result, calls = install_demo_venv(tmp_path, NO_WHEELS="1")
+
+    assert result.returncode == 0, result.stderr
+    assert sorted(pip_runs(calls, "index")) == sorted(pip_runs(calls, "wheels"))
+    assert sorted(name for run in pip_runs(calls, "index") for name in run) == sorted(LOCK)
+    assert result.stderr.count("make: trying again through the package index") == 2
+    assert (tmp_path / ".venv-demo" / ".installed").exists()
 
 
 def test_one_failing_pip_fails_the_demo_venv_after_all_have_ended(tmp_path: Path) -> None:
-    code, calls = install_demo_venv(tmp_path, FAILING="moto==5")
+    result, calls = install_demo_venv(tmp_path, FAILING="moto==5")
 
-    assert code != 0
-    assert len(pip_runs(calls)) == 2
+    assert result.returncode != 0
+    assert len(pip_runs(calls, "wheels")) == 2
+    assert pip_runs(calls, "index") == [["moto==5", "boto3==1"]]  # only the failed one again
     assert not (tmp_path / ".venv-demo" / ".installed").exists()
