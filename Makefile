@@ -87,12 +87,24 @@ PACKAGED := $(SAR_DIR)/packaged.yaml
 
 venv: $(STAMP)
 
-$(STAMP): requirements/dev.lock pyproject.toml
+# $(call locked-install,VENV,LOCK): LOCK's packages into VENV from the pinned releases' files
+# that tools/wheel_links.py listed beside it (LOCK's name, -wheels.html), with their hashes: pip
+# reads no index page (most of its time otherwise). Where that fails, through the package index
+# pip is configured with. Not compiled at install: a run compiles what it imports, once, where
+# compiling every module of every package cost most of the rest.
+define locked-install
+	$(1)/bin/python -m pip install --quiet --disable-pip-version-check --no-compile \
+	    --no-index --find-links '$(CURDIR)/$(2:.lock=-wheels.html)' --retries 0 --timeout 10 \
+	    -r $(2) \
+	  || { echo "make: trying again through the package index" >&2; \
+	       $(1)/bin/python -m pip install --quiet --disable-pip-version-check --no-compile -r $(2); }
+endef
+
+$(STAMP): requirements/dev.lock requirements/dev-wheels.html pyproject.toml
 	$(NEED_PY)
 	rm -rf $(VENV)
 	$(PY) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements/dev.lock
+	$(call locked-install,$(VENV),requirements/dev.lock)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	touch $@
 
@@ -189,12 +201,11 @@ checkov: $(STAMP) $(CHECKOV_STAMP) $(TRANSFORMED)
 	    -f "$$template" || exit 1; \
 	done
 
-$(CHECKOV_STAMP): requirements/checkov.lock
+$(CHECKOV_STAMP): requirements/checkov.lock requirements/checkov-wheels.html
 	$(NEED_PY)
 	rm -rf $(CHECKOV_VENV)
 	$(PY) -m venv $(CHECKOV_VENV)
-	$(CHECKOV_VENV)/bin/python -m pip install --quiet --disable-pip-version-check \
-		-r requirements/checkov.lock
+	$(call locked-install,$(CHECKOV_VENV),requirements/checkov.lock)
 	touch $@
 
 lock-checkov:
@@ -208,15 +219,15 @@ lock-checkov:
 	} > requirements/checkov.lock.tmp
 	mv requirements/checkov.lock.tmp requirements/checkov.lock
 	rm -rf $(BUILD_DIR)/lock-checkov-venv
+	$(PY) tools/wheel_links.py requirements/checkov.lock requirements/checkov-wheels.html --python 3.13
 
 localstack-venv: $(LOCALSTACK_STAMP)
 
-$(LOCALSTACK_STAMP): requirements/localstack.lock
+$(LOCALSTACK_STAMP): requirements/localstack.lock requirements/localstack-wheels.html
 	$(NEED_PY)
 	rm -rf $(LOCALSTACK_VENV)
 	$(PY) -m venv $(LOCALSTACK_VENV)
-	$(LOCALSTACK_VENV)/bin/python -m pip install --quiet --disable-pip-version-check \
-		-r requirements/localstack.lock
+	$(call locked-install,$(LOCALSTACK_VENV),requirements/localstack.lock)
 	touch $@
 
 # Starts LocalStack on a free port of 127.0.0.1, runs the `emulator` tests against it, stops it
@@ -238,6 +249,8 @@ lock-localstack:
 	} > requirements/localstack.lock.tmp
 	mv requirements/localstack.lock.tmp requirements/localstack.lock
 	rm -rf $(BUILD_DIR)/lock-localstack-venv
+	$(PY) tools/wheel_links.py requirements/localstack.lock requirements/localstack-wheels.html \
+		--python 3.13
 
 # The README's first command: the replay on an embedded SQS emulator, no AWS account needed.
 # DEMO_ARGS passes options through, e.g. make demo DEMO_ARGS="--messages 1000 --poison-rate 0.1".
@@ -368,8 +381,8 @@ bench-smoke-computing: $(STAMP)
 	$(BIN)/python bench/bench_end_to_end.py --smoke
 
 # Regenerates requirements/dev.lock from a clean, throwaway venv, then requirements/demo.lock
-# (the demo extra at dev.lock's versions, resolved on the demo's Python) and its wheel links
-# (requirements/demo-wheels.html, from PyPI; it orders demo.lock biggest wheel first).
+# (the demo extra at dev.lock's versions, resolved on the demo's Python), and each one's wheel
+# links (requirements/*-wheels.html, from PyPI; demo.lock is ordered biggest wheel first).
 lock:
 	$(NEED_PY)
 	rm -rf $(BUILD_DIR)/lock-venv
@@ -379,10 +392,11 @@ lock:
 	$(BUILD_DIR)/lock-venv/bin/python -m pip install --quiet --disable-pip-version-check \
 		'.[demo]' $(LOCK_REQUIREMENTS)
 	{ echo '# Pinned development environment (Python 3.13). Regenerate with: make lock'; \
-	  $(BUILD_DIR)/lock-venv/bin/python -m pip freeze --exclude-editable \
+	  $(BUILD_DIR)/lock-venv/bin/python -m pip freeze --all --exclude pip --exclude-editable \
 	    | grep -v -i '^sqs[-_]dlq[-_]replay[ =@]'; } > requirements/dev.lock.tmp
 	mv requirements/dev.lock.tmp requirements/dev.lock
 	rm -rf $(BUILD_DIR)/lock-venv
+	$(PY) tools/wheel_links.py requirements/dev.lock requirements/dev-wheels.html --python 3.13
 	rm -rf $(BUILD_DIR)/lock-demo-venv
 	$(DEMO_PY) -m venv $(BUILD_DIR)/lock-demo-venv
 	grep -v -i '^networkx' requirements/dev.lock > $(BUILD_DIR)/demo-constraints.txt
@@ -395,7 +409,8 @@ lock:
 	    | grep -v -i '^sqs[-_]dlq[-_]replay[ =@]'; } > requirements/demo.lock.tmp
 	mv requirements/demo.lock.tmp requirements/demo.lock
 	rm -rf $(BUILD_DIR)/lock-demo-venv
-	$(DEMO_PY) tools/wheel_links.py
+	$(DEMO_PY) tools/wheel_links.py requirements/demo.lock requirements/demo-wheels.html \
+		--python 3.11 3.12 3.13 --order
 
 clean:
 	rm -rf $(VENV) $(DEMO_VENV) .aws-sam $(BUILD_DIR) build-check .mypy_cache .ruff_cache .pytest_cache

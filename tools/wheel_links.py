@@ -1,15 +1,17 @@
-"""Write requirements/demo-wheels.html: every wheel of each version requirements/demo.lock pins,
-by URL and sha256, and order demo.lock's pins by wheel size, biggest first.
+"""Write a lock's wheel links: an HTML page of every wheel of each release the lock pins (for
+the given Pythons), by URL and sha256; with --order, also order the lock's pins by wheel size,
+biggest first.
 
 Why: pip given `name==version` reads the package's whole index page and weighs every file of
 every release against the interpreter's tags (boto3's and botocore's pages list thousands),
-which was most of the first `make demo`'s install time. Given this page with `--no-index
---find-links`, it weighs only the pinned releases' wheels, for any platform, and checks each
-download's hash. The order lets `make demo`'s pips side by side share the work evenly.
+which was most of the time of installing a venv from a lock. Given the page with `--no-index
+--find-links`, it weighs only the pinned releases' wheels and checks each download's hash.
+The order lets `make demo`'s pips side by side share the work evenly.
 
-Stdlib only, run by `make lock` after it writes demo.lock:
+Stdlib only, run by `make lock` and `make lock-localstack` after they write the locks:
 
-    python tools/wheel_links.py [--index https://pypi.org/simple]
+    python tools/wheel_links.py requirements/demo.lock requirements/demo-wheels.html \
+        --python 3.11 3.12 3.13 --order [--index https://pypi.org/simple]
 """
 
 from __future__ import annotations
@@ -26,8 +28,11 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-LOCK = ROOT / "requirements" / "demo.lock"
-LINKS = ROOT / "requirements" / "demo-wheels.html"
+LOCKS = {  # each lock, its links page
+    ROOT / "requirements" / "demo.lock": ROOT / "requirements" / "demo-wheels.html",
+    ROOT / "requirements" / "dev.lock": ROOT / "requirements" / "dev-wheels.html",
+    ROOT / "requirements" / "localstack.lock": ROOT / "requirements" / "localstack-wheels.html",
+}
 PYPI_SIMPLE = "https://pypi.org/simple"
 JSON_PAGE = "application/vnd.pypi.simple.v1+json"  # PEP 691's JSON form of a project page
 _ANCHOR = re.compile(r'<a href="([^"]+)" data-size="(\d+)">([^<]+)</a>')
@@ -50,15 +55,51 @@ def pins(lock_text: str) -> list[tuple[str, str]]:
     return found
 
 
-def release_wheels(page: Mapping[str, Any], version: str) -> list[Wheel]:
-    """The wheels of one release on a PEP 691 project page, yanked ones left out."""
-    wheels = []
+def release_files(
+    page: Mapping[str, Any], name: str, version: str, pythons: Iterable[tuple[int, int]]
+) -> list[Wheel]:
+    """The files of one release on a PEP 691 project page that pip may install for one of
+    `pythons` (major, minor): its wheels for them or, where it has none, its source
+    distribution (pip builds it; its build requirements must be on the page too). Yanked
+    files are left out."""
+    wanted = list(pythons)
+    wheels, sources = [], []
     for file in page["files"]:
-        name = file["filename"]
-        if name.endswith(".whl") and name.split("-")[1] == version and not file.get("yanked"):
-            url = f"{file['url'].split('#')[0]}#sha256={file['hashes']['sha256']}"
-            wheels.append(Wheel(name, url, int(file.get("size") or 0)))
-    return wheels
+        filename = file["filename"]
+        if file.get("yanked"):
+            continue
+        url = f"{file['url'].split('#')[0]}#sha256={file['hashes']['sha256']}"
+        found = Wheel(filename, url, int(file.get("size") or 0))
+        if filename.endswith(".whl"):
+            if filename.split("-")[1] == version and any(installable(filename, p) for p in wanted):
+                wheels.append(found)
+        elif _source_version(filename, name) == version:
+            sources.append(found)
+    return wheels or sources
+
+
+def _source_version(filename: str, name: str) -> str | None:
+    """The version in a source distribution's file name (`name-version.tar.gz`), if it is
+    one of `name`'s."""
+    for suffix in (".tar.gz", ".zip"):
+        stem = filename.removesuffix(suffix)
+        cut = len(name)
+        if stem != filename and _normalise(stem[:cut]) == _normalise(name) and stem[cut] == "-":
+            return stem[cut + 1 :]
+    return None
+
+
+def installable(filename: str, python: tuple[int, int]) -> bool:
+    """Whether a wheel's Python and ABI tags admit this CPython (its platform tag aside)."""
+    python_tags, abi = filename.removesuffix(".whl").split("-")[-3:-1]
+    major, minor = python
+    for tag in python_tags.split("."):
+        if tag in {f"py{major}", f"py{major}{minor}", f"cp{major}{minor}"}:
+            return True
+        stable = re.fullmatch(rf"cp{major}(\d+)", tag)
+        if abi == "abi3" and stable and int(stable.group(1)) <= minor:
+            return True
+    return False
 
 
 def fetch_page(index: str, name: str) -> Mapping[str, Any]:
@@ -104,29 +145,47 @@ def _normalise(name: str) -> str:
 
 
 def write(
-    index: str,
-    lock: Path = LOCK,
-    links: Path = LINKS,
+    lock: Path,
+    links: Path,
+    pythons: Iterable[tuple[int, int]],
+    *,
+    index: str = PYPI_SIMPLE,
+    order: bool = False,
     fetch: Callable[[str, str], Mapping[str, Any]] = fetch_page,
 ) -> int:
-    """Write the links page and reorder the lock; 1 when a pin has no wheel on the index."""
+    """Write the links page (and with `order`, reorder the lock); 1 when a pin has no file
+    for these Pythons on the index."""
     lock_text = lock.read_text()
+    wanted = list(pythons)
     wheels: list[Wheel] = []
     for name, version in pins(lock_text):
-        found = release_wheels(fetch(index, name), version)
+        found = release_files(fetch(index, name), name, version, wanted)
         if not found:
-            print(f"wheel_links: no wheel of {name} {version} on {index}", file=sys.stderr)
+            print(f"wheel_links: no file of {name} {version} on {index}", file=sys.stderr)
             return 1
         wheels += found
     links.write_text(links_page(wheels))
-    lock.write_text(ordered_lock(lock_text, wheels))
+    if order:
+        lock.write_text(ordered_lock(lock_text, wheels))
     return 0
+
+
+def python_version(text: str) -> tuple[int, int]:
+    major, _, minor = text.partition(".")
+    if not (major.isdigit() and minor.isdigit()):
+        raise argparse.ArgumentTypeError(f"not a Python version like 3.13: {text!r}")
+    return int(major), int(minor)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("lock", type=Path, help="a lock of name==version lines")
+    parser.add_argument("links", type=Path, help="the HTML page to write")
+    parser.add_argument("--python", type=python_version, nargs="+", required=True)
+    parser.add_argument("--order", action="store_true", help="reorder the lock, biggest first")
     parser.add_argument("--index", default=PYPI_SIMPLE, help="a PEP 691 index (JSON pages)")
-    return write(parser.parse_args(argv).index)
+    args = parser.parse_args(argv)
+    return write(args.lock, args.links, args.python, index=args.index, order=args.order)
 
 
 if __name__ == "__main__":

@@ -25,7 +25,13 @@ def make(
     under PATH=`path` and the variables of `env`."""
     (tmp_path / "requirements").mkdir(exist_ok=True)
     shutil.copy(ROOT / "Makefile", tmp_path / "Makefile")
-    for name in ("requirements/dev.lock", "requirements/demo.lock", "pyproject.toml"):
+    for name in (
+        "requirements/dev.lock",
+        "requirements/dev-wheels.html",
+        "requirements/demo.lock",
+        "requirements/demo-wheels.html",
+        "pyproject.toml",
+    ):
         (tmp_path / name).touch()
     home = os.environ.get("HOME", "/root")
     return subprocess.run(

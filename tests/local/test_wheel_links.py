@@ -1,24 +1,32 @@
-"""requirements/demo-wheels.html (tools/wheel_links.py) lists the wheels of exactly the
-releases demo.lock pins, each with its sha256, and demo.lock lists its pins biggest wheel
+"""Each lock's links page (requirements/*-wheels.html, tools/wheel_links.py) lists files of
+exactly the releases it pins, each with its sha256, and demo.lock lists its pins biggest wheel
 first, as `make demo`'s pips side by side expect."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tools.wheel_links import (
-    LINKS,
-    LOCK,
+    LOCKS,
+    ROOT,
     Wheel,
+    installable,
     links_page,
+    main,
     ordered_lock,
     pins,
     read_links,
-    release_wheels,
+    release_files,
     write,
 )
+
+DEMO_LOCK = ROOT / "requirements" / "demo.lock"
+PY313 = [(3, 13)]
 
 HASH = "ab" * 32
 
@@ -39,44 +47,87 @@ def page(*files: tuple[str, bool]) -> dict[str, Any]:
     }
 
 
-def test_every_pin_has_its_own_release_s_wheels_with_their_hashes() -> None:
-    wheels = read_links(LINKS.read_text())
-    for name, version in pins(LOCK.read_text()):
-        own = [
-            w
-            for w in wheels
-            if w.filename.split("-")[0].lower() == name.replace("-", "_").lower()
-            and w.filename.split("-")[1] == version
-        ]
-        assert own, f"no wheel of {name} {version} in {LINKS.name}"
-    assert len({w.filename.split("-")[0].lower() for w in wheels}) == len(pins(LOCK.read_text()))
-    for wheel in wheels:
-        assert wheel.url.startswith("https://"), wheel.url
-        assert wheel.url.split("#sha256=")[1].isalnum(), wheel.url
-        assert wheel.size > 0
+@pytest.mark.parametrize("lock", list(LOCKS), ids=lambda lock: lock.name)
+def test_every_pin_has_its_own_release_s_files_with_their_hashes(lock: Path) -> None:
+    files = read_links(LOCKS[lock].read_text())
+    pinned = pins(lock.read_text())
+    for name, version in pinned:
+        assert any(release_of(f.filename, name, version) for f in files), (
+            f"no file of {name} {version} in {LOCKS[lock].name}"
+        )
+    for file in files:
+        assert any(release_of(file.filename, *pin) for pin in pinned), file.filename
+        assert file.url.startswith("https://"), file.url
+        assert file.url.split("#sha256=")[1].isalnum(), file.url
 
 
-def test_the_lock_lists_its_pins_biggest_wheel_first() -> None:
-    lock = LOCK.read_text()
-    assert ordered_lock(lock, read_links(LINKS.read_text())) == lock
+def release_of(filename: str, name: str, version: str) -> bool:
+    """Whether a wheel's or source distribution's file name is of this release."""
+    if filename.endswith(".whl"):
+        project, release = filename.split("-")[:2]
+        return normalised(project) == normalised(name) and release == version
+    stem = filename.removesuffix(".tar.gz").removesuffix(".zip")
+    return normalised(stem) == normalised(f"{name}-{version}")
 
 
-def test_a_release_s_wheels_leave_out_other_releases_sdists_and_yanked_files() -> None:
-    found = release_wheels(
+def normalised(name: str) -> str:
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
+def test_the_demo_lock_lists_its_pins_biggest_wheel_first() -> None:
+    lock = DEMO_LOCK.read_text()
+    assert ordered_lock(lock, read_links(LOCKS[DEMO_LOCK].read_text())) == lock
+
+
+@pytest.mark.parametrize(
+    ("filename", "admitted"),
+    [
+        ("p-1-py3-none-any.whl", True),
+        ("p-1-py2.py3-none-any.whl", True),
+        ("p-1-py2-none-any.whl", False),
+        ("p-1-cp313-cp313-manylinux_2_17_x86_64.whl", True),
+        ("p-1-cp312-cp312-manylinux_2_17_x86_64.whl", False),
+        ("p-1-cp313-cp313t-manylinux_2_17_x86_64.whl", True),
+        ("p-1-cp39-abi3-manylinux_2_17_x86_64.whl", True),
+        ("p-1-cp314-abi3-manylinux_2_17_x86_64.whl", False),
+        ("p-1-2-py3-none-any.whl", True),  # a build tag
+    ],
+)
+def test_a_wheel_is_kept_when_its_tags_admit_the_python(filename: str, admitted: bool) -> None:
+    assert installable(filename, (3, 13)) is admitted
+
+
+def test_a_release_s_files_are_its_wheels_for_the_pythons_not_others_nor_yanked() -> None:
+    found = release_files(
         page(
             ("demo_pkg-1.0-py3-none-any.whl", False),
+            ("demo_pkg-1.0-cp313-cp313-manylinux_2_17_x86_64.whl", False),
             ("demo_pkg-1.0-cp311-cp311-manylinux_2_17_x86_64.whl", False),
             ("demo_pkg-1.0.tar.gz", False),
             ("demo_pkg-1.0.1-py3-none-any.whl", False),
-            ("demo_pkg-1.0-py2-none-any.whl", True),
+            ("demo_pkg-1.0-py2.py3-none-any.whl", True),
         ),
+        "demo-pkg",
         "1.0",
+        PY313,
     )
     assert [(w.filename, w.size) for w in found] == [
         ("demo_pkg-1.0-py3-none-any.whl", 10),
-        ("demo_pkg-1.0-cp311-cp311-manylinux_2_17_x86_64.whl", 20),
+        ("demo_pkg-1.0-cp313-cp313-manylinux_2_17_x86_64.whl", 20),
     ]
     assert found[0].url == f"https://files.example/demo_pkg-1.0-py3-none-any.whl#sha256={HASH}"
+
+
+def test_a_release_without_a_wheel_for_the_pythons_gives_its_source_distribution() -> None:
+    files = page(
+        ("demo-pkg-1.0.tar.gz", False),
+        ("demo-pkg-1.0.1.tar.gz", False),
+        ("demo-pkg-extra-1.0.tar.gz", False),
+        ("demo_pkg-1.0-cp311-cp311-manylinux_2_17_x86_64.whl", False),
+    )
+    assert [w.filename for w in release_files(files, "demo_pkg", "1.0", PY313)] == [
+        "demo-pkg-1.0.tar.gz"
+    ]
 
 
 def test_the_links_page_reads_back_as_written() -> None:
@@ -87,7 +138,7 @@ def test_the_links_page_reads_back_as_written() -> None:
     assert read_links(links_page(wheels)) == sorted(wheels, key=lambda w: w.filename)
 
 
-def test_write_fills_the_page_and_orders_the_lock_and_fails_on_a_pin_without_wheels(
+def test_write_fills_the_page_and_orders_the_lock_and_fails_on_a_pin_without_files(
     tmp_path: Path,
 ) -> None:
     lock, links = tmp_path / "demo.lock", tmp_path / "demo-wheels.html"
@@ -104,7 +155,10 @@ def test_write_fills_the_page_and_orders_the_lock_and_fails_on_a_pin_without_whe
         assert index == "https://index.example/simple"
         return pages[name]
 
-    assert write("https://index.example/simple", lock, links, fetch) == 0
+    index = "https://index.example/simple"
+    assert write(lock, links, PY313, index=index, fetch=fetch) == 0
+    assert lock.read_text() == "# pinned\nsmall-pkg==1.0\nBig_Pkg==2.0\n"  # not --order
+    assert write(lock, links, PY313, index=index, order=True, fetch=fetch) == 0
     assert lock.read_text() == "# pinned\nBig_Pkg==2.0\nsmall-pkg==1.0\n"
     assert [w.filename for w in read_links(links.read_text())] == [
         "big_pkg-2.0-py3-none-any.whl",
@@ -112,5 +166,12 @@ def test_write_fills_the_page_and_orders_the_lock_and_fails_on_a_pin_without_whe
     ]
 
     lock.write_text("small-pkg==3.0\n")
-    assert write("https://index.example/simple", lock, links, fetch) == 1
+    assert write(lock, links, PY313, index=index, order=True, fetch=fetch) == 1
     assert lock.read_text() == "small-pkg==3.0\n"
+
+
+def test_a_wrong_python_version_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["a.lock", "a.html", "--python", "three"])
+    assert exit_.value.code == 2
+    assert "not a Python version like 3.13: 'three'" in capsys.readouterr().err
