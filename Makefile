@@ -26,6 +26,8 @@ DEMO_PY := $(shell for candidate in python3 python3.13 python3.12 python3.11; do
 	  "$$candidate" -c 'import sys; assert sys.version_info >= (3, 11)' >/dev/null 2>&1 \
 	  && { command -v "$$candidate"; break; }; done)
 DEMO_VENV := .venv-demo
+# Every file the locks pin, by URL and hash (tools/wheel_links.py): what the venvs install from.
+WHEEL_LINKS := requirements/wheels.html
 DEMO_STAMP := $(DEMO_VENV)/.installed
 VENV := .venv
 BIN := $(VENV)/bin
@@ -88,19 +90,19 @@ PACKAGED := $(SAR_DIR)/packaged.yaml
 venv: $(STAMP)
 
 # $(call locked-install,VENV,LOCK): LOCK's packages into VENV from the pinned releases' files
-# that tools/wheel_links.py listed beside it (LOCK's name, -wheels.html), with their hashes: pip
+# that tools/wheel_links.py listed in requirements/wheels.html, with their hashes: pip
 # reads no index page (most of its time otherwise). Where that fails, through the package index
 # pip is configured with. Not compiled at install: a run compiles what it imports, once, where
 # compiling every module of every package cost most of the rest.
 define locked-install
 	$(1)/bin/python -m pip install --quiet --disable-pip-version-check --no-compile \
-	    --no-index --find-links '$(CURDIR)/$(2:.lock=-wheels.html)' --retries 0 --timeout 10 \
+	    --no-index --find-links '$(CURDIR)/$(WHEEL_LINKS)' --retries 0 --timeout 10 \
 	    -r $(2) \
 	  || { echo "make: trying again through the package index" >&2; \
 	       $(1)/bin/python -m pip install --quiet --disable-pip-version-check --no-compile -r $(2); }
 endef
 
-$(STAMP): requirements/dev.lock requirements/dev-wheels.html pyproject.toml
+$(STAMP): requirements/dev.lock $(WHEEL_LINKS) pyproject.toml
 	$(NEED_PY)
 	rm -rf $(VENV)
 	$(PY) -m venv $(VENV)
@@ -201,7 +203,7 @@ checkov: $(STAMP) $(CHECKOV_STAMP) $(TRANSFORMED)
 	    -f "$$template" || exit 1; \
 	done
 
-$(CHECKOV_STAMP): requirements/checkov.lock requirements/checkov-wheels.html
+$(CHECKOV_STAMP): requirements/checkov.lock $(WHEEL_LINKS)
 	$(NEED_PY)
 	rm -rf $(CHECKOV_VENV)
 	$(PY) -m venv $(CHECKOV_VENV)
@@ -219,11 +221,11 @@ lock-checkov:
 	} > requirements/checkov.lock.tmp
 	mv requirements/checkov.lock.tmp requirements/checkov.lock
 	rm -rf $(BUILD_DIR)/lock-checkov-venv
-	$(PY) tools/wheel_links.py requirements/checkov.lock requirements/checkov-wheels.html --python 3.13
+	$(PY) tools/wheel_links.py
 
 localstack-venv: $(LOCALSTACK_STAMP)
 
-$(LOCALSTACK_STAMP): requirements/localstack.lock requirements/localstack-wheels.html
+$(LOCALSTACK_STAMP): requirements/localstack.lock $(WHEEL_LINKS)
 	$(NEED_PY)
 	rm -rf $(LOCALSTACK_VENV)
 	$(PY) -m venv $(LOCALSTACK_VENV)
@@ -249,8 +251,7 @@ lock-localstack:
 	} > requirements/localstack.lock.tmp
 	mv requirements/localstack.lock.tmp requirements/localstack.lock
 	rm -rf $(BUILD_DIR)/lock-localstack-venv
-	$(PY) tools/wheel_links.py requirements/localstack.lock requirements/localstack-wheels.html \
-		--python 3.13
+	$(PY) tools/wheel_links.py
 
 # The README's first command: the replay on an embedded SQS emulator, no AWS account needed.
 # DEMO_ARGS passes options through, e.g. make demo DEMO_ARGS="--messages 1000 --poison-rate 0.1".
@@ -270,7 +271,7 @@ demo: $(DEMO_STAMP)
 # - PYTHON's own pip, when it is 22.3 or newer, installs into the venv (`pip --python`), so the
 #   venv is made without a pip of its own: no ensurepip, about 7 s. An older pip: the venv's own.
 # - --no-deps: the lock is the whole environment, so pip has nothing to resolve.
-# - --no-index --find-links requirements/demo-wheels.html (tools/wheel_links.py): pip weighs
+# - --no-index --find-links requirements/wheels.html (tools/wheel_links.py): pip weighs
 #   only the pinned releases' wheels, not every file of every release on each package's index
 #   page (most of its time otherwise), and checks each download's sha256. Where that fails (no
 #   wheel for this platform, files.pythonhosted.org out of reach), the same pip tries again
@@ -280,7 +281,6 @@ demo: $(DEMO_STAMP)
 #   one core. --no-warn-conflicts, as a package's dependencies may be another pip's. The
 #   recipe fails if any of them does, once all have ended.
 USER_VENV_JOBS := 2
-WHEEL_LINKS := requirements/demo-wheels.html
 PIP_HAS_PYTHON_OPTION := import pip, sys; sys.exit(tuple(map(int, pip.__version__.split(".")[:2])) < (22, 3))
 PATH_ENTRY := import pathlib, sys, sysconfig; \
   pathlib.Path(sysconfig.get_path("purelib"), "sqs_dlq_replay.pth").write_text(sys.argv[1] + "\n")
@@ -381,8 +381,8 @@ bench-smoke-computing: $(STAMP)
 	$(BIN)/python bench/bench_end_to_end.py --smoke
 
 # Regenerates requirements/dev.lock from a clean, throwaway venv, then requirements/demo.lock
-# (the demo extra at dev.lock's versions, resolved on the demo's Python), and each one's wheel
-# links (requirements/*-wheels.html, from PyPI; demo.lock is ordered biggest wheel first).
+# (the demo extra at dev.lock's versions, resolved on the demo's Python); then the locks' wheel
+# links (requirements/wheels.html, from PyPI; demo.lock is ordered biggest wheel first).
 lock:
 	$(NEED_PY)
 	rm -rf $(BUILD_DIR)/lock-venv
@@ -396,7 +396,6 @@ lock:
 	    | grep -v -i '^sqs[-_]dlq[-_]replay[ =@]'; } > requirements/dev.lock.tmp
 	mv requirements/dev.lock.tmp requirements/dev.lock
 	rm -rf $(BUILD_DIR)/lock-venv
-	$(PY) tools/wheel_links.py requirements/dev.lock requirements/dev-wheels.html --python 3.13
 	rm -rf $(BUILD_DIR)/lock-demo-venv
 	$(DEMO_PY) -m venv $(BUILD_DIR)/lock-demo-venv
 	grep -v -i '^networkx' requirements/dev.lock > $(BUILD_DIR)/demo-constraints.txt
@@ -409,8 +408,7 @@ lock:
 	    | grep -v -i '^sqs[-_]dlq[-_]replay[ =@]'; } > requirements/demo.lock.tmp
 	mv requirements/demo.lock.tmp requirements/demo.lock
 	rm -rf $(BUILD_DIR)/lock-demo-venv
-	$(DEMO_PY) tools/wheel_links.py requirements/demo.lock requirements/demo-wheels.html \
-		--python 3.11 3.12 3.13 --order
+	$(PY) tools/wheel_links.py
 
 clean:
 	rm -rf $(VENV) $(DEMO_VENV) .aws-sam $(BUILD_DIR) build-check .mypy_cache .ruff_cache .pytest_cache

@@ -1,17 +1,17 @@
-"""Write a lock's wheel links: an HTML page of every wheel of each release the lock pins (for
-the given Pythons), by URL and sha256; with --order, also order the lock's pins by wheel size,
-biggest first.
+"""Write requirements/wheels.html: every file pip may install for a pin of the project's locks
+(demo.lock for Python 3.11 to 3.13, dev.lock, checkov.lock and localstack.lock for 3.13), by
+URL and sha256, and order demo.lock's pins by wheel size, biggest first.
 
 Why: pip given `name==version` reads the package's whole index page and weighs every file of
 every release against the interpreter's tags (boto3's and botocore's pages list thousands),
-which was most of the time of installing a venv from a lock. Given the page with `--no-index
---find-links`, it weighs only the pinned releases' wheels and checks each download's hash.
+which was most of the time of installing a venv from a lock. Given this page with `--no-index
+--find-links`, it weighs only the pinned releases' files and checks each download's hash.
 The order lets `make demo`'s pips side by side share the work evenly.
 
-Stdlib only, run by `make lock` and `make lock-localstack` after they write the locks:
+Stdlib only, run by `make lock`, `make lock-checkov` and `make lock-localstack` after they
+write a lock:
 
-    python tools/wheel_links.py requirements/demo.lock requirements/demo-wheels.html \
-        --python 3.11 3.12 3.13 --order [--index https://pypi.org/simple]
+    python tools/wheel_links.py [--index https://pypi.org/simple]
 """
 
 from __future__ import annotations
@@ -28,18 +28,22 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-LOCKS = {  # each lock, its links page
-    ROOT / "requirements" / "demo.lock": ROOT / "requirements" / "demo-wheels.html",
-    ROOT / "requirements" / "dev.lock": ROOT / "requirements" / "dev-wheels.html",
-    ROOT / "requirements" / "localstack.lock": ROOT / "requirements" / "localstack-wheels.html",
+REQUIREMENTS = ROOT / "requirements"
+DEMO_LOCK = REQUIREMENTS / "demo.lock"
+LOCKS: dict[Path, tuple[tuple[int, int], ...]] = {  # each lock, the Pythons it is for
+    DEMO_LOCK: ((3, 11), (3, 12), (3, 13)),
+    REQUIREMENTS / "dev.lock": ((3, 13),),
+    REQUIREMENTS / "checkov.lock": ((3, 13),),
+    REQUIREMENTS / "localstack.lock": ((3, 13),),
 }
+LINKS = REQUIREMENTS / "wheels.html"
 PYPI_SIMPLE = "https://pypi.org/simple"
 JSON_PAGE = "application/vnd.pypi.simple.v1+json"  # PEP 691's JSON form of a project page
 _ANCHOR = re.compile(r'<a href="([^"]+)" data-size="(\d+)">([^<]+)</a>')
 
 
 @dataclass(frozen=True, slots=True)
-class Wheel:
+class ReleaseFile:
     filename: str
     url: str  # with #sha256=…
     size: int
@@ -57,7 +61,7 @@ def pins(lock_text: str) -> list[tuple[str, str]]:
 
 def release_files(
     page: Mapping[str, Any], name: str, version: str, pythons: Iterable[tuple[int, int]]
-) -> list[Wheel]:
+) -> list[ReleaseFile]:
     """The files of one release on a PEP 691 project page that pip may install for one of
     `pythons` (major, minor): its wheels for them or, where it has none, its source
     distribution (pip builds it; its build requirements must be on the page too). Yanked
@@ -69,7 +73,7 @@ def release_files(
         if file.get("yanked"):
             continue
         url = f"{file['url'].split('#')[0]}#sha256={file['hashes']['sha256']}"
-        found = Wheel(filename, url, int(file.get("size") or 0))
+        found = ReleaseFile(filename, url, int(file.get("size") or 0))
         if filename.endswith(".whl"):
             if filename.split("-")[1] == version and any(installable(filename, p) for p in wanted):
                 wheels.append(found)
@@ -110,23 +114,23 @@ def fetch_page(index: str, name: str) -> Mapping[str, Any]:
     return page
 
 
-def links_page(wheels: Iterable[Wheel]) -> str:
+def links_page(files: Iterable[ReleaseFile]) -> str:
     """An HTML page pip reads with --find-links: an anchor per wheel (its size for `order`)."""
     anchors = [
         f'<a href="{html.escape(w.url)}" data-size="{w.size}">{html.escape(w.filename)}</a>'
-        for w in sorted(wheels, key=lambda w: w.filename.lower())
+        for w in sorted(files, key=lambda w: w.filename.lower())
     ]
     return "\n".join(["<!DOCTYPE html>", "<!-- Written by tools/wheel_links.py -->", *anchors, ""])
 
 
-def read_links(page: str) -> list[Wheel]:
+def read_links(page: str) -> list[ReleaseFile]:
     return [
-        Wheel(html.unescape(name), html.unescape(url), int(size))
+        ReleaseFile(html.unescape(name), html.unescape(url), int(size))
         for url, size, name in _ANCHOR.findall(page)
     ]
 
 
-def ordered_lock(lock_text: str, wheels: Iterable[Wheel]) -> str:
+def ordered_lock(lock_text: str, wheels: Iterable[ReleaseFile]) -> str:
     """The lock with its comment lines first, then its pins by their biggest wheel, descending
     (ties by name)."""
     biggest: dict[str, int] = {}
@@ -145,47 +149,38 @@ def _normalise(name: str) -> str:
 
 
 def write(
-    lock: Path,
-    links: Path,
-    pythons: Iterable[tuple[int, int]],
+    locks: Mapping[Path, Iterable[tuple[int, int]]] = LOCKS,
+    links: Path = LINKS,
     *,
+    demo_lock: Path = DEMO_LOCK,
     index: str = PYPI_SIMPLE,
-    order: bool = False,
     fetch: Callable[[str, str], Mapping[str, Any]] = fetch_page,
 ) -> int:
-    """Write the links page (and with `order`, reorder the lock); 1 when a pin has no file
-    for these Pythons on the index."""
-    lock_text = lock.read_text()
-    wanted = list(pythons)
-    wheels: list[Wheel] = []
-    for name, version in pins(lock_text):
-        found = release_files(fetch(index, name), name, version, wanted)
-        if not found:
-            print(f"wheel_links: no file of {name} {version} on {index}", file=sys.stderr)
-            return 1
-        wheels += found
-    links.write_text(links_page(wheels))
-    if order:
-        lock.write_text(ordered_lock(lock_text, wheels))
+    """Write the links page for every lock and reorder the demo's; 1 when a pin has no file
+    for its lock's Pythons on the index."""
+    pages: dict[str, Mapping[str, Any]] = {}
+    files: dict[str, ReleaseFile] = {}
+    demo_files: list[ReleaseFile] = []
+    for lock, pythons in locks.items():
+        wanted = list(pythons)
+        for name, version in pins(lock.read_text()):
+            if name not in pages:
+                pages[name] = fetch(index, name)
+            found = release_files(pages[name], name, version, wanted)
+            if not found:
+                print(f"wheel_links: no file of {name} {version} on {index}", file=sys.stderr)
+                return 1
+            files.update((file.filename, file) for file in found)
+            demo_files += found if lock == demo_lock else []
+    links.write_text(links_page(files.values()))
+    demo_lock.write_text(ordered_lock(demo_lock.read_text(), demo_files))
     return 0
-
-
-def python_version(text: str) -> tuple[int, int]:
-    major, _, minor = text.partition(".")
-    if not (major.isdigit() and minor.isdigit()):
-        raise argparse.ArgumentTypeError(f"not a Python version like 3.13: {text!r}")
-    return int(major), int(minor)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("lock", type=Path, help="a lock of name==version lines")
-    parser.add_argument("links", type=Path, help="the HTML page to write")
-    parser.add_argument("--python", type=python_version, nargs="+", required=True)
-    parser.add_argument("--order", action="store_true", help="reorder the lock, biggest first")
     parser.add_argument("--index", default=PYPI_SIMPLE, help="a PEP 691 index (JSON pages)")
-    args = parser.parse_args(argv)
-    return write(args.lock, args.links, args.python, index=args.index, order=args.order)
+    return write(index=parser.parse_args(argv).index)
 
 
 if __name__ == "__main__":

@@ -27,9 +27,8 @@ def make(
     shutil.copy(ROOT / "Makefile", tmp_path / "Makefile")
     for name in (
         "requirements/dev.lock",
-        "requirements/dev-wheels.html",
         "requirements/demo.lock",
-        "requirements/demo-wheels.html",
+        "requirements/wheels.html",
         "pyproject.toml",
     ):
         (tmp_path / name).touch()
@@ -131,7 +130,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     -r) requirements+=($(cat "$2")); shift ;;
     -e) requirements+=("-e $2"); shift ;;
-    --find-links) [[ "$2" == */requirements/demo-wheels.html ]] && source=wheels; shift ;;
+    --find-links) [[ "$2" == */requirements/wheels.html ]] && source=wheels; shift ;;
   esac
   shift
 done
@@ -151,7 +150,7 @@ def install_demo_venv(
     (fake / "python3").chmod(0o755)
     (tmp_path / "requirements").mkdir()
     (tmp_path / "requirements" / "demo.lock").write_text("# pinned\n" + "\n".join(LOCK) + "\n")
-    (tmp_path / "requirements" / "demo-wheels.html").touch()
+    (tmp_path / "requirements" / "wheels.html").touch()
     calls = tmp_path / "calls"
     variables = {"CALLS": str(calls), "OLD_PIP": "0", "FAILING": "none", "NO_WHEELS": "0", **env}
     result = make(tmp_path, ".venv-demo/.installed", path=f"{fake}:/usr/bin:/bin", env=variables)

@@ -1,6 +1,6 @@
-"""Each lock's links page (requirements/*-wheels.html, tools/wheel_links.py) lists files of
-exactly the releases it pins, each with its sha256, and demo.lock lists its pins biggest wheel
-first, as `make demo`'s pips side by side expect."""
+"""requirements/wheels.html (tools/wheel_links.py) lists files of exactly the releases the
+locks pin, each with its sha256, and demo.lock lists its pins biggest wheel first, as `make
+demo`'s pips side by side expect."""
 
 from __future__ import annotations
 
@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 
 from tools.wheel_links import (
+    DEMO_LOCK,
+    LINKS,
     LOCKS,
-    ROOT,
-    Wheel,
+    ReleaseFile,
     installable,
     links_page,
     main,
@@ -25,7 +26,6 @@ from tools.wheel_links import (
     write,
 )
 
-DEMO_LOCK = ROOT / "requirements" / "demo.lock"
 PY313 = [(3, 13)]
 
 HASH = "ab" * 32
@@ -47,13 +47,12 @@ def page(*files: tuple[str, bool]) -> dict[str, Any]:
     }
 
 
-@pytest.mark.parametrize("lock", list(LOCKS), ids=lambda lock: lock.name)
-def test_every_pin_has_its_own_release_s_files_with_their_hashes(lock: Path) -> None:
-    files = read_links(LOCKS[lock].read_text())
-    pinned = pins(lock.read_text())
+def test_every_pin_of_every_lock_has_its_release_s_files_with_their_hashes() -> None:
+    files = read_links(LINKS.read_text())
+    pinned = [pin for lock in LOCKS for pin in pins(lock.read_text())]
     for name, version in pinned:
         assert any(release_of(f.filename, name, version) for f in files), (
-            f"no file of {name} {version} in {LOCKS[lock].name}"
+            f"no file of {name} {version} in {LINKS.name}"
         )
     for file in files:
         assert any(release_of(file.filename, *pin) for pin in pinned), file.filename
@@ -76,7 +75,12 @@ def normalised(name: str) -> str:
 
 def test_the_demo_lock_lists_its_pins_biggest_wheel_first() -> None:
     lock = DEMO_LOCK.read_text()
-    assert ordered_lock(lock, read_links(LOCKS[DEMO_LOCK].read_text())) == lock
+    demo_files = [
+        file
+        for file in read_links(LINKS.read_text())
+        if any(release_of(file.filename, *pin) for pin in pins(lock))
+    ]
+    assert ordered_lock(lock, demo_files) == lock
 
 
 @pytest.mark.parametrize(
@@ -132,46 +136,53 @@ def test_a_release_without_a_wheel_for_the_pythons_gives_its_source_distribution
 
 def test_the_links_page_reads_back_as_written() -> None:
     wheels = [
-        Wheel("b_pkg-2-py3-none-any.whl", f"https://files.example/b?x=1&y=2#sha256={HASH}", 5),
-        Wheel("a_pkg-1-py3-none-any.whl", f"https://files.example/a#sha256={HASH}", 7),
+        ReleaseFile(
+            "b_pkg-2-py3-none-any.whl", f"https://files.example/b?x=1&y=2#sha256={HASH}", 5
+        ),
+        ReleaseFile("a_pkg-1-py3-none-any.whl", f"https://files.example/a#sha256={HASH}", 7),
     ]
     assert read_links(links_page(wheels)) == sorted(wheels, key=lambda w: w.filename)
 
 
-def test_write_fills_the_page_and_orders_the_lock_and_fails_on_a_pin_without_files(
-    tmp_path: Path,
-) -> None:
-    lock, links = tmp_path / "demo.lock", tmp_path / "demo-wheels.html"
-    lock.write_text("# pinned\nsmall-pkg==1.0\nBig_Pkg==2.0\n")
+def test_write_fills_one_page_for_all_locks_and_orders_the_demo_s_only(tmp_path: Path) -> None:
+    demo, dev, links = tmp_path / "demo.lock", tmp_path / "dev.lock", tmp_path / "wheels.html"
+    demo.write_text("# pinned\nsmall-pkg==1.0\nBig_Pkg==2.0\n")
+    dev.write_text("small-pkg==1.0\nBig_Pkg==1.9\n")
     pages: Mapping[str, dict[str, Any]] = {
         "small-pkg": page(("small_pkg-1.0-py3-none-any.whl", False)),
         "Big_Pkg": page(
             ("big_pkg-1.9-py3-none-any.whl", False),
             ("big_pkg-2.0-py3-none-any.whl", False),
+            ("big_pkg-2.0-cp311-cp311-manylinux_2_17_x86_64.whl", False),
         ),
     }
+    fetched: list[str] = []
 
     def fetch(index: str, name: str) -> Mapping[str, Any]:
         assert index == "https://index.example/simple"
+        fetched.append(name)
         return pages[name]
 
+    locks = {demo: [(3, 11), (3, 13)], dev: PY313}
     index = "https://index.example/simple"
-    assert write(lock, links, PY313, index=index, fetch=fetch) == 0
-    assert lock.read_text() == "# pinned\nsmall-pkg==1.0\nBig_Pkg==2.0\n"  # not --order
-    assert write(lock, links, PY313, index=index, order=True, fetch=fetch) == 0
-    assert lock.read_text() == "# pinned\nBig_Pkg==2.0\nsmall-pkg==1.0\n"
+    assert write(locks, links, demo_lock=demo, index=index, fetch=fetch) == 0
+
+    assert sorted(fetched) == ["Big_Pkg", "small-pkg"]  # each page once
     assert [w.filename for w in read_links(links.read_text())] == [
+        "big_pkg-1.9-py3-none-any.whl",
+        "big_pkg-2.0-cp311-cp311-manylinux_2_17_x86_64.whl",
         "big_pkg-2.0-py3-none-any.whl",
         "small_pkg-1.0-py3-none-any.whl",
     ]
+    assert demo.read_text() == "# pinned\nBig_Pkg==2.0\nsmall-pkg==1.0\n"
+    assert dev.read_text() == "small-pkg==1.0\nBig_Pkg==1.9\n"
 
-    lock.write_text("small-pkg==3.0\n")
-    assert write(lock, links, PY313, index=index, order=True, fetch=fetch) == 1
-    assert lock.read_text() == "small-pkg==3.0\n"
+    dev.write_text("small-pkg==3.0\n")
+    assert write(locks, links, demo_lock=demo, index=index, fetch=fetch) == 1
 
 
-def test_a_wrong_python_version_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_unknown_option_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_:
-        main(["a.lock", "a.html", "--python", "three"])
+        main(["--python", "3.13"])
     assert exit_.value.code == 2
-    assert "not a Python version like 3.13: 'three'" in capsys.readouterr().err
+    assert "unrecognized arguments: --python 3.13" in capsys.readouterr().err
