@@ -73,12 +73,12 @@ def release_files(
         if file.get("yanked"):
             continue
         url = f"{file['url'].split('#')[0]}#sha256={file['hashes']['sha256']}"
-        found = ReleaseFile(filename, url, int(file.get("size") or 0))
+        release_file = ReleaseFile(filename, url, int(file.get("size") or 0))
         if filename.endswith(".whl"):
             if filename.split("-")[1] == version and any(installable(filename, p) for p in wanted):
-                wheels.append(found)
+                wheels.append(release_file)
         elif _source_version(filename, name) == version:
-            sources.append(found)
+            sources.append(release_file)
     return wheels or sources
 
 
@@ -88,7 +88,11 @@ def _source_version(filename: str, name: str) -> str | None:
     for suffix in (".tar.gz", ".zip"):
         stem = filename.removesuffix(suffix)
         cut = len(name)
-        if stem != filename and _normalise(stem[:cut]) == _normalise(name) and stem[cut] == "-":
+        if (
+            stem != filename
+            and _normalise(stem[:cut]) == _normalise(name)
+            and stem[cut:][:1] == "-"
+        ):
             return stem[cut + 1 :]
     return None
 
@@ -115,7 +119,8 @@ def fetch_page(index: str, name: str) -> Mapping[str, Any]:
 
 
 def links_page(files: Iterable[ReleaseFile]) -> str:
-    """An HTML page pip reads with --find-links: an anchor per wheel (its size for `order`)."""
+    """An HTML page pip reads with --find-links: an anchor per file (with its size, by which
+    the demo's lock is ordered)."""
     anchors = [
         f'<a href="{html.escape(w.url)}" data-size="{w.size}">{html.escape(w.filename)}</a>'
         for w in sorted(files, key=lambda w: w.filename.lower())

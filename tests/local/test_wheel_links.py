@@ -127,6 +127,7 @@ def test_a_release_without_a_wheel_for_the_pythons_gives_its_source_distribution
         ("demo-pkg-1.0.tar.gz", False),
         ("demo-pkg-1.0.1.tar.gz", False),
         ("demo-pkg-extra-1.0.tar.gz", False),
+        ("demo-pkg.tar.gz", False),
         ("demo_pkg-1.0-cp311-cp311-manylinux_2_17_x86_64.whl", False),
     )
     assert [w.filename for w in release_files(files, "demo_pkg", "1.0", PY313)] == [
