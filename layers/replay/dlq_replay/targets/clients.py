@@ -73,7 +73,7 @@ class TargetClients:
     ) -> None:
         self._session = session
         self._config = config or TARGET_CLIENT_CONFIG
-        self._endpoint_url = endpoint_url
+        self._url_of = endpoint_url
         self._clients: dict[tuple[str, str], Any] = {}
         # Making a client from a session is not thread-safe; deliveries run on a pool.
         self._lock = threading.Lock()
@@ -99,7 +99,7 @@ class TargetClients:
             if client is None:
                 if self._session is None:
                     self._session = boto3.Session()
-                endpoint = self._endpoint_url(service) if self._endpoint_url else None
+                endpoint = self._url_of(service) if self._url_of else None
                 client = self._session.client(
                     service,  # type: ignore[call-overload]
                     region,
