@@ -1,4 +1,4 @@
-"""What the benchmarks' in-memory AWS endpoints share (bench/lambda_http.py,
+"""What the benchmarks' in-memory AWS endpoints share (bench/sqs_http.py, bench/lambda_http.py,
 bench/events_http.py): a threading HTTP server on a free local port that holds every request a
 fixed latency, counts the TCP connections its clients open, and answers keep-alive HTTP/1.1
 without logging."""
@@ -16,7 +16,9 @@ class FakeServer(ThreadingHTTPServer):
     """The server: `endpoint_url` to point a client at, `connections` opened so far."""
 
     daemon_threads = True
-    request_queue_size = 128  # as FakeSqs: a burst of connections must not lose SYNs
+    # socketserver's default backlog is 5: a burst of connections (a pool filling up) would
+    # lose SYNs, and each loss costs the client a 1 s retransmission, a delay AWS never adds.
+    request_queue_size = 128
 
     def __init__(self, handler: type[BaseHTTPRequestHandler], latency: float) -> None:
         super().__init__(("127.0.0.1", 0), handler)
@@ -43,6 +45,8 @@ class FakeRequest(BaseHTTPRequestHandler):
         super().setup()
         with self.server.lock:
             self.server.connections += 1
+        # Headers and body go out in two writes: without this, Nagle holds the second until
+        # the client's delayed ACK (40 ms), which would be measured as latency.
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def answer(self, status: int, body: bytes, headers: Mapping[str, str]) -> None:

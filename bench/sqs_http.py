@@ -16,16 +16,17 @@ import hashlib
 import heapq
 import itertools
 import json
-import socket
 import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from fake_http import FakeRequest, FakeServer
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
+SQS_JSON = {"Content-Type": "application/x-amz-json-1.0"}
 # The operations besides ReceiveMessage, and the methods that answer them.
 OPERATIONS = {
     "GetQueueAttributes": "_get_queue_attributes",
@@ -80,25 +81,16 @@ class Queue:
         return min(times) if times else None
 
 
-class FakeSqs(ThreadingHTTPServer):
+class FakeSqs(FakeServer):
     """The server: `queue(name)` makes a queue, `fill` puts messages in, the tools call it."""
 
-    daemon_threads = True
-    # socketserver's default backlog is 5: a burst of connections (a pool filling up) would
-    # lose SYNs, and each loss costs the client a 1 s retransmission, a delay SQS never adds.
-    request_queue_size = 128
-
     def __init__(self, latency: float) -> None:
-        super().__init__(("127.0.0.1", 0), _Request)
-        self.endpoint_url = f"http://127.0.0.1:{self.server_port}"
-        self.latency = latency
+        super().__init__(_Request, latency)
         self.changed = threading.Condition()
         self.queues: dict[str, Queue] = {}
         self.calls: dict[str, int] = {}
         self.first_receive_at: float | None = None
-        self.connections = 0  # TCP connections the clients opened
         self._ids = itertools.count()
-        self._thread: threading.Thread | None = None
 
     # -- set-up and books ---------------------------------------------------------------------
 
@@ -116,14 +108,6 @@ class FakeSqs(ThreadingHTTPServer):
             for body in bodies:
                 queue.visible.append(self._message(body, attributes))
             queue.empty_at = None
-
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self.serve_forever, daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        self.shutdown()
-        self.server_close()
 
     def _message(self, body: str, attributes: dict[str, Any]) -> Message:
         number = next(self._ids)
@@ -265,19 +249,10 @@ class FakeSqs(ThreadingHTTPServer):
         return self._batch(request, change)
 
 
-class _Request(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"  # keep-alive, as botocore's pool expects
+class _Request(FakeRequest):
     server: FakeSqs
 
-    def setup(self) -> None:
-        super().setup()
-        with self.server.changed:
-            self.server.connections += 1
-        # Headers and body go out in two writes: without this, Nagle holds the second until
-        # the client's delayed ACK (40 ms), which would be measured as latency.
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    def do_POST(self) -> None:
+    def do_POST(self) -> None:  # noqa: N802 - http.server calls it by this name
         request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         operation = self.headers["X-Amz-Target"].split(".", 1)[1]
         time.sleep(self.server.latency)
@@ -286,12 +261,4 @@ class _Request(BaseHTTPRequestHandler):
         except (KeyError, ValueError) as error:
             status = 400
             answer = {"__type": "com.amazonaws.sqs#InvalidParameterValue", "message": str(error)}
-        body = json.dumps(answer).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/x-amz-json-1.0")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        del format, args
+        self.answer(status, json.dumps(answer).encode(), SQS_JSON)
