@@ -38,7 +38,7 @@ from dlq_replay.demo.scenario import (
     settle_timeout,
     watch_depths,
 )
-from dlq_replay.demo.view import DemoView
+from dlq_replay.demo.view import DemoView, exit_code, park_reasons, status_words
 from dlq_replay.local.eventsource import LocalEventSource, run_pollers
 from dlq_replay.sqs.replayer import Replayer
 from dlq_replay.targets.clients import TargetClients
@@ -91,9 +91,7 @@ def run_eventbridge_demo(options: DemoOptions) -> int:
     otherwise."""
     result = eventbridge_demo(options)
     print(f"\n{summary(result)}")
-    if result.interrupted:
-        return 130
-    return 0 if result.lost == 0 and result.completed else 1
+    return exit_code(result)
 
 
 def eventbridge_demo(
@@ -193,17 +191,10 @@ def eventbridge_demo(
 def summary(result: EventBridgeResult) -> str:
     """The closing lines, as the SQS demo's: where every event ended (the four counts add up
     to `sent`), then who delivered what."""
-    reasons = ", ".join(f"{k}={v}" for k, v in sorted(result.parked_by_reason.items())) or "none"
-    if result.interrupted:
-        status = "interrupted"
-    elif result.completed:
-        status = "complete"
-    else:
-        status = f"timed out (limit {result.timeout_seconds:.0f} s)"
     by_replay = result.delivered - result.by_eventbridge
     return (
-        f"eventbridge demo {status} in {result.seconds} s: sent {result.sent}, "
-        f"delivered {result.delivered}, parked {result.parked} ({reasons}), "
+        f"eventbridge demo {status_words(result)} in {result.seconds} s: sent {result.sent}, "
+        f"delivered {result.delivered}, parked {result.parked} ({park_reasons(result)}), "
         f"not yet done {result.not_yet_done}, lost {result.lost}\n"
         f"delivered by EventBridge {result.by_eventbridge}, by the replay {by_replay}; "
         f"the demo staged {result.staged} DLQ records (moto writes none)"

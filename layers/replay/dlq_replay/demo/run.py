@@ -42,7 +42,7 @@ from dlq_replay.demo.scenario import (
     settle_timeout,
     watch_depths,
 )
-from dlq_replay.demo.view import SQS_VIEW, DemoView, print_summary, render
+from dlq_replay.demo.view import SQS_VIEW, DemoView, exit_code, print_summary, render
 from dlq_replay.local.eventsource import LocalEventSource, run_pollers
 from dlq_replay.sqs.replayer import Replayer
 
@@ -52,9 +52,7 @@ def run_demo(options: DemoOptions) -> int:
     1 otherwise."""
     result = demo(options)
     print_summary(result)
-    if result.interrupted:
-        return 130
-    return 0 if result.lost == 0 and result.completed else 1
+    return exit_code(result)
 
 
 def demo(

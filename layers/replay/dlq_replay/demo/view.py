@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from dlq_replay.demo.scenario import DemoResult, Tally
 from dlq_replay.ops.depth import QueueDepth
@@ -90,24 +90,53 @@ def render(tally: Tally, started: float, view: DemoView = SQS_VIEW) -> Any:
     return Columns(tables)
 
 
+class Ending(Protocol):
+    """How a demo's run ended, whichever demo (its result's fields)."""
+
+    @property
+    def lost(self) -> int: ...
+    @property
+    def parked_by_reason(self) -> Mapping[str, int]: ...
+    @property
+    def completed(self) -> bool: ...
+    @property
+    def interrupted(self) -> bool: ...
+    @property
+    def timeout_seconds(self) -> float: ...
+
+
+def exit_code(result: Ending) -> int:
+    """0 when every message is done or parked, 130 after Ctrl-C, 1 otherwise."""
+    if result.interrupted:
+        return 130
+    return 0 if result.lost == 0 and result.completed else 1
+
+
+def status_words(result: Ending) -> str:
+    """`complete`, `interrupted` or `timed out (limit N s)`."""
+    if result.interrupted:
+        return "interrupted"
+    if result.completed:
+        return "complete"
+    return f"timed out (limit {result.timeout_seconds:.0f} s)"
+
+
+def park_reasons(result: Ending) -> str:
+    """`reason=count, …` by reason, or `none`."""
+    return ", ".join(f"{k}={v}" for k, v in sorted(result.parked_by_reason.items())) or "none"
+
+
 def summary(result: DemoResult) -> str:
     """The closing lines: where every message ended (the four counts add up to `sent`) and
     how often the consumer saw them, by replay attempt."""
-    reasons = ", ".join(f"{k}={v}" for k, v in sorted(result.parked_by_reason.items())) or "none"
-    if result.interrupted:
-        status = "interrupted"
-    elif result.completed:
-        status = "complete"
-    else:
-        status = f"timed out (limit {result.timeout_seconds:.0f} s)"
     first = result.deliveries_by_attempt.get(0, 0)
     later = ", ".join(f"{k}:{v}" for k, v in result.deliveries_by_attempt.items() if k > 0)
     backoffs = result.consumer_backoffs
     backed_off = f", {backoffs} backed off by the consumer" if backoffs else ""
     return (
-        f"demo {status} in {result.seconds} s: sent {result.sent}, processed {result.processed}, "
-        f"parked {result.parked} ({reasons}), not yet done {result.not_yet_done}, "
-        f"lost {result.lost}\n"
+        f"demo {status_words(result)} in {result.seconds} s: sent {result.sent}, "
+        f"processed {result.processed}, parked {result.parked} ({park_reasons(result)}), "
+        f"not yet done {result.not_yet_done}, lost {result.lost}\n"
         f"consumer deliveries by replay attempt: 0:{first} (first deliveries)"
         + (f", {later}" if later else "")
         + f"; {result.replays} replayed"
