@@ -1,10 +1,10 @@
 """Delivering DLQ records to a Lambda target: `Invoke` (`Event`) per record, several at once.
 
-Lambda is a local HTTP endpoint (port 0, `AWS_ENDPOINT_URL_LAMBDA`) that answers every Invoke
-with 202 and a request id after `--latency-ms`, so the figures are the delivery's own
-(botocore's signing and parsing, the connection pool, the thread pool), not an emulator's.
-In the same run: the baseline, one `Invoke` after another (concurrency 1), then 8 (the
-default) and 32; `bound` is the time over the least possible, ceil(N / concurrency) x latency.
+Lambda is the benchmarks' in-memory endpoint (bench/lambda_http.py, `AWS_ENDPOINT_URL_LAMBDA`)
+that answers every Invoke with 202 and a request id after `--latency-ms`, so the figures are the
+delivery's own (botocore's signing and parsing, the connection pool, the thread pool), not an
+emulator's. In the same run: the baseline, one `Invoke` after another (concurrency 1), then 8
+(the default) and 32; `bound` is the time over the least possible, ceil(N / concurrency) x latency.
 
     python bench/bench_deliver.py            # the figures: 1,000 records (about a minute)
     python bench/bench_deliver.py --smoke    # CI: 50 records
@@ -16,40 +16,15 @@ import argparse
 import math
 import os
 import sys
-import threading
 import time
-import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import boto3
 from dlq_replay.targets.clients import TargetClients
 from dlq_replay.targets.deliverer import Deliverer
 from dlq_replay.targets.delivery import Delivered, Delivery
+from lambda_http import FakeLambda
 
 FUNCTION = "arn:aws:lambda:us-east-1:123456789012:function:orders"
-
-
-def latent_lambda(latency: float) -> ThreadingHTTPServer:
-    """Answers each request like an accepted asynchronous Invoke, `latency` seconds late."""
-
-    class Invoke(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"  # keep-alive: botocore's pool reuses connections
-
-        def do_POST(self) -> None:
-            self.rfile.read(int(self.headers.get("Content-Length", 0)))
-            time.sleep(latency)
-            self.send_response(202)
-            self.send_header("x-amzn-RequestId", str(uuid.uuid4()))
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Invoke)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server
 
 
 def timed(concurrency: int, records: int) -> float:
@@ -73,8 +48,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     latency = args.latency_ms / 1000
     records = 50 if args.smoke else 1_000
-    server = latent_lambda(latency)
-    os.environ["AWS_ENDPOINT_URL_LAMBDA"] = f"http://127.0.0.1:{server.server_port}"
+    server = FakeLambda(latency)
+    server.start()
+    os.environ["AWS_ENDPOINT_URL_LAMBDA"] = server.endpoint_url
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
         os.environ.setdefault(name, "bench")
     command = "python bench/bench_deliver.py" + (" --smoke" if args.smoke else "")
@@ -91,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{baseline / seconds:5.1f}x {seconds / bound:5.2f}x"
             )
     finally:
-        server.shutdown()
+        server.stop()
     print("vs 1: concurrency 1's time over this one's; bound: the time over ceil(N / c) x latency")
     return 0
 
