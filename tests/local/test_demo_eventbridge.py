@@ -17,29 +17,10 @@ from dlq_replay.demo.emulator import emulator_client, emulator_session, sqs_emul
 from dlq_replay.demo.eventbridge import Fate, create_wiring, plan_events, publish
 from dlq_replay.demo.eventbridge_run import EventBridgeResult, eventbridge_demo, summary
 from dlq_replay.demo.scenario import DemoOptions
+from unit._support import EVENT_FIELDS, EVENTBRIDGE_DLQ_ATTRIBUTES
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
-
-DOCUMENTED_ATTRIBUTES = {
-    "RULE_ARN",
-    "TARGET_ARN",
-    "ERROR_CODE",
-    "ERROR_MESSAGE",
-    "EXHAUSTED_RETRY_CONDITION",
-    "RETRY_ATTEMPTS",
-}
-EVENT_FIELDS = {
-    "version",
-    "id",
-    "detail-type",
-    "source",
-    "account",
-    "time",
-    "region",
-    "resources",
-    "detail",
-}
 
 
 def receive_all(sqs: SQSClient, url: str) -> list[Any]:
@@ -78,7 +59,7 @@ def test_staged_records_are_eventbridges_and_the_bus_delivers_the_rest() -> None
         # A staged body is the event as a target receives it (moto's EventBridge leaves out
         # `account`, which AWS's events carry).
         assert set(json.loads(message["Body"])) == EVENT_FIELDS
-        assert set(message["MessageAttributes"]) == DOCUMENTED_ATTRIBUTES
+        assert set(message["MessageAttributes"]) == EVENTBRIDGE_DLQ_ATTRIBUTES
     assert set(json.loads(delivered[0]["Body"])) <= EVENT_FIELDS
     targets = {
         id_: message["MessageAttributes"]["TARGET_ARN"]["StringValue"]

@@ -28,6 +28,21 @@ DLQ_ARN = f"arn:aws:sqs:us-east-1:{ACCOUNT}:orders-dlq"
 DLQ_FIFO_ARN = f"arn:aws:sqs:us-east-1:{ACCOUNT}:orders-dlq.fifo"
 SOURCE_ARN = f"arn:aws:sqs:us-east-1:{ACCOUNT}:orders"
 COUNT = DEFAULT_COUNT_ATTRIBUTE
+# What EventBridge writes to a target's DLQ, as its documentation says (stated here, not taken
+# from the package): the message attributes of a record, and the fields of every event.
+EVENTBRIDGE_DLQ_ATTRIBUTES = frozenset(
+    {
+        "RULE_ARN",
+        "TARGET_ARN",
+        "ERROR_CODE",
+        "ERROR_MESSAGE",
+        "EXHAUSTED_RETRY_CONDITION",
+        "RETRY_ATTEMPTS",
+    }
+)
+EVENT_FIELDS = frozenset(
+    {"version", "id", "detail-type", "source", "account", "time", "region", "resources", "detail"}
+)
 # The keys of a record of Lambda's SQS event, and the system attributes every record carries.
 RECORD_KEYS = {
     "messageId",

@@ -15,6 +15,7 @@ from dlq_replay.local.records import lambda_event, lambda_record
 from ._support import (
     DLQ_ARN,
     DLQ_FIFO_ARN,
+    EVENTBRIDGE_DLQ_ATTRIBUTES,
     EVENTS_DIR,
     MAIN_FIFO,
     RECORD_KEYS,
@@ -142,16 +143,6 @@ def test_destination_events_are_invocation_records() -> None:
         assert invocation["responsePayload"]["requestId"] == context["requestId"]
 
 
-EVENTBRIDGE_ATTRIBUTES = {
-    "RULE_ARN",
-    "TARGET_ARN",
-    "ERROR_CODE",
-    "ERROR_MESSAGE",
-    "EXHAUSTED_RETRY_CONDITION",
-    "RETRY_ATTEMPTS",
-}
-
-
 @pytest.mark.parametrize(
     ("name", "target_prefix"),
     [
@@ -165,7 +156,7 @@ def test_eventbridge_dlq_events_carry_the_six_attributes(name: str, target_prefi
     """A rule target's DLQ (eb-rule-dlq.html): the event as the body, six attributes; the DLQ
     is a standard queue, so a FIFO target's record carries no group id."""
     for message in event_messages(name):
-        assert set(message.attributes) == EVENTBRIDGE_ATTRIBUTES
+        assert set(message.attributes) == EVENTBRIDGE_DLQ_ATTRIBUTES
         assert {value.data_type for value in message.attributes.values()} == {"String"}
         assert string(message, "RULE_ARN").startswith("arn:aws:events:us-east-1:123456789012:rule/")
         assert string(message, "TARGET_ARN").startswith(target_prefix)
