@@ -72,14 +72,17 @@ def release_files(
         filename = file["filename"]
         if file.get("yanked"):
             continue
-        url = f"{file['url'].split('#')[0]}#sha256={file['hashes']['sha256']}"
-        release_file = ReleaseFile(filename, url, int(file.get("size") or 0))
         if filename.endswith(".whl"):
             if filename.split("-")[1] == version and any(installable(filename, p) for p in wanted):
-                wheels.append(release_file)
+                wheels.append(_release_file(file))
         elif _source_version(filename, name) == version:
-            sources.append(release_file)
+            sources.append(_release_file(file))
     return wheels or sources
+
+
+def _release_file(file: Mapping[str, Any]) -> ReleaseFile:
+    url = f"{file['url'].split('#')[0]}#sha256={file['hashes']['sha256']}"
+    return ReleaseFile(file["filename"], url, int(file.get("size") or 0))
 
 
 def _source_version(filename: str, name: str) -> str | None:
