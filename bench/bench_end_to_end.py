@@ -8,6 +8,7 @@ at the same endpoint through its SDK's configuration (bench/lumigo_endpoint.js).
 Each case fills a source queue with N messages, spawns the tool, and measures:
 - msg/s: N / (spawn to exit) for the loop and the redrive; for the worker, which runs until it
   is told to stop, N / (spawn to the source being empty), and it gets SIGTERM at that moment;
+- 1st request: spawn to the tool's first request reaching the fake (start-up);
 - 1st receive: spawn to the first receive that brought messages (start-up and pre-flight);
 - to empty: spawn to the source being empty (nothing visible, in flight or delayed), as the
   fake sees it;
@@ -24,6 +25,8 @@ empty (the fake keeps the books), or the benchmark stops with an error.
     python bench/bench_end_to_end.py --before /tmp/old/layers/replay   # and an older tree:
         git archive <rev> layers | tar -x -C /tmp/old
     python bench/bench_end_to_end.py --before /tmp/old/layers/replay --tree mid=/tmp/m/layers/replay
+    python bench/bench_end_to_end.py --cases redrive lumigo --variant "c32=--concurrency 32"
+        # also the redrive with these arguments added (for each tree), as its own case
 
 Every tree's modules are compiled to bytecode first, as an install compiles them (pip does),
 so no run pays for compiling: with PYTHONDONTWRITEBYTECODE set, a source tree would otherwise
@@ -62,6 +65,7 @@ LUMIGO = BENCH.parent / "build" / "lumigo" / "node_modules"  # npm install --pre
 class Run:
     rate: float
     drain_rate: float
+    first_request: float
     first_receive: float
     to_empty: float
     exit_after: float
@@ -104,7 +108,9 @@ def loop_main(endpoint_url: str, source: str, target: str) -> None:
         pass
 
 
-def command(case: str, fake: FakeSqs, pollers: int, python: str) -> list[str]:
+def command(
+    case: str, fake: FakeSqs, pollers: int, python: str, extra: tuple[str, ...] = ()
+) -> list[str]:
     source, target = fake.url(SOURCE), fake.url(TARGET)
     if case == "loop":
         return [python, __file__, "--loop", fake.endpoint_url, source, target]
@@ -136,6 +142,7 @@ def command(case: str, fake: FakeSqs, pollers: int, python: str) -> list[str]:
         "--client-side",
         "--endpoint-url",
         fake.endpoint_url,
+        *extra,
     ]
 
 
@@ -203,6 +210,7 @@ def run_once(
     tree: Path | None,
     pollers: int,
     python: str = sys.executable,
+    extra: tuple[str, ...] = (),
 ) -> Run:
     fake = FakeSqs(latency)
     for name in (SOURCE, TARGET, OPERATOR):
@@ -220,7 +228,7 @@ def run_once(
             started = time.monotonic()
             children = [
                 subprocess.Popen(
-                    command(tool, fake, pollers, python),
+                    command(tool, fake, pollers, python, extra),
                     env=child_env(tree, fake),
                     stdout=output,
                     stderr=subprocess.STDOUT,
@@ -276,6 +284,7 @@ def run_once(
         return Run(
             rate=messages / rate_seconds,
             drain_rate=messages / max(1e-9, empty_at - first),
+            first_request=(fake.first_request_at or empty_at) - started,
             first_receive=first - started,
             to_empty=empty_at - started,
             exit_after=exit_after,
@@ -319,6 +328,62 @@ def tree_option(value: str) -> tuple[str, Path]:
     return label, Path(path)
 
 
+def variant_option(value: str) -> tuple[str, tuple[str, ...]]:
+    label, equals, arguments = value.partition("=")
+    if not equals or not label or not arguments.split():
+        raise argparse.ArgumentTypeError(f"expected LABEL=ARGUMENTS, got {value!r}")
+    return label, tuple(arguments.split())
+
+
+@dataclass(frozen=True, slots=True)
+class Variant:
+    case: str  # what runs: loop, redrive, redrive-x2, worker, lumigo
+    label: str  # as the table shows it
+    tree: Path | None  # None: the dlq_replay that --python imports
+    extra: tuple[str, ...] = ()  # arguments added to the redrive's
+
+
+def case_variants(
+    cases: list[str],
+    trees: list[tuple[str, Path]],
+    extras: list[tuple[str, tuple[str, ...]]],
+) -> list[Variant]:
+    """Every case of every tree, and the redrive with each set of `extras` of every tree."""
+    variants: list[Variant] = []
+    for case in cases:
+        if case in ("loop", "lumigo"):
+            variants.append(Variant(case, case, None))
+            continue
+        for label, tree in [*trees, ("now", None)]:
+            variants.append(Variant(case, f"{case} ({label})", tree))
+            if case == "redrive":
+                variants += [
+                    Variant(case, f"{case} {name} ({label})", tree, extra) for name, extra in extras
+                ]
+    return variants
+
+
+def measured(
+    variants: list[Variant], count: int, latency_ms: float, repeats: int, args: Any
+) -> dict[str, Run]:
+    """Each variant's median run, interleaved so that a busy moment hits every case alike."""
+    runs: dict[str, list[Run]] = {variant.label: [] for variant in variants}
+    for _ in range(repeats):
+        for variant in variants:
+            runs[variant.label].append(
+                run_again(
+                    variant.case,
+                    count,
+                    latency_ms / 1000,
+                    tree=variant.tree,
+                    pollers=args.pollers,
+                    python=args.python,
+                    extra=variant.extra,
+                )
+            )
+    return {label: median_run(each) for label, each in runs.items()}
+
+
 def median_run(runs: list[Run]) -> Run:
     return Run(*(statistics.median(getattr(run, name) for run in runs) for name in Run.__slots__))
 
@@ -352,6 +417,15 @@ def main(argv: list[str] | None = None) -> int:
         help="also run the redrive and worker of this tree, shown as LABEL (repeatable)",
     )
     parser.add_argument(
+        "--variant",
+        type=variant_option,
+        action="append",
+        default=[],
+        metavar="LABEL=ARGUMENTS",
+        help="also run the redrive (of each tree) with these arguments added, shown as "
+        "'redrive LABEL' (repeatable)",
+    )
+    parser.add_argument(
         "--python",
         default=sys.executable,
         help="the interpreter that runs every case, e.g. one of a venv with only the package "
@@ -375,62 +449,32 @@ def main(argv: list[str] | None = None) -> int:
         cases.remove("lumigo")
     trees: list[tuple[str, Path]] = [("before", args.before)] if args.before else []
     trees += args.tree
-    variants: list[tuple[str, str, Path | None]] = []
-    for case in cases:
-        if case not in ("loop", "lumigo"):
-            variants += [(case, f"{case} ({label})", tree) for label, tree in trees]
-        variants.append((case, case if case in ("loop", "lumigo") else f"{case} (now)", None))
+    variants = case_variants(cases, trees, args.variant)
     compile_trees(args.python, [None, *(tree for _, tree in trees)])
     shown = " ".join(
         ["python bench/bench_end_to_end.py", *(sys.argv[1:] if argv is None else argv)]
     )
     print(f"bench_end_to_end: median of {repeats}, worker --pollers {args.pollers} ({shown})")
+    reference = "lumigo" if "lumigo" in cases else "loop"
     print(
-        f"{'messages':>8} {'ms/req':>6}  {'case':19} {'msg/s':>6} {'vs loop':>7} "
-        f"{'drain msg/s':>11} {'1st receive s':>13} {'to empty s':>10} {'exit after s':>12} "
-        f"{'CPU ms/msg':>10} "
-        f"{'(marginal)':>10} {'log B/msg':>9}"
+        f"{'messages':>8} {'ms/req':>6}  {'case':24} {'msg/s':>6} {'vs ' + reference:>9} "
+        f"{'drain msg/s':>11} {'1st request s':>13} {'1st receive s':>13} {'to empty s':>10} "
+        f"{'exit after s':>12} {'CPU ms/msg':>10} {'(marginal)':>10} {'log B/msg':>9}"
     )
     for latency_ms in latencies:
         # What start-up and shutdown cost each variant, without a message to move (a median
         # too: one run's start-up varies by tens of ms, 0.03 ms a message at 1,000 messages).
-        idle_runs: dict[str, list[Run]] = {label: [] for _, label, _ in variants}
-        for _ in range(repeats):
-            for case, label, tree in variants:
-                idle_runs[label].append(
-                    run_again(
-                        case,
-                        0,
-                        latency_ms / 1000,
-                        tree=tree,
-                        pollers=args.pollers,
-                        python=args.python,
-                    )
-                )
-        idle = {label: median_run(runs) for label, runs in idle_runs.items()}
+        idle = measured(variants, 0, latency_ms, repeats, args)
         for count in messages:
-            results: dict[str, list[Run]] = {label: [] for _, label, _ in variants}
-            for _ in range(repeats):  # interleaved, so a busy moment hits every case alike
-                for case, label, tree in variants:
-                    results[label].append(
-                        run_again(
-                            case,
-                            count,
-                            latency_ms / 1000,
-                            tree=tree,
-                            pollers=args.pollers,
-                            python=args.python,
-                        )
-                    )
-            loop = median_run(results["loop"]).rate if "loop" in results else None
-            for label, runs in results.items():
-                result = median_run(runs)
-                ratio = f"{result.rate / loop:6.1f}x" if loop else "     - "
+            results = measured(variants, count, latency_ms, repeats, args)
+            base = results[reference].rate if reference in results else None
+            for label, result in results.items():
+                ratio = f"{result.rate / base:8.2f}x" if base else "       - "
                 marginal = (result.cpu_seconds - idle[label].cpu_seconds) / count * 1000
                 print(
-                    f"{count:>8} {latency_ms:>6g}  {label:19} {result.rate:>6.0f} {ratio:>7} "
-                    f"{result.drain_rate:>11.0f} {result.first_receive:>13.2f} "
-                    f"{result.to_empty:>10.2f} "
+                    f"{count:>8} {latency_ms:>6g}  {label:24} {result.rate:>6.0f} {ratio:>9} "
+                    f"{result.drain_rate:>11.0f} {result.first_request:>13.2f} "
+                    f"{result.first_receive:>13.2f} {result.to_empty:>10.2f} "
                     f"{result.exit_after:>12.2f} {result.cpu_seconds / count * 1000:>10.3f} "
                     f"{marginal:>10.3f} {result.log_bytes / count:>9.0f}",
                     flush=True,

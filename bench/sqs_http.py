@@ -90,6 +90,7 @@ class FakeSqs(FakeServer):
         self.queues: dict[str, Queue] = {}
         self.calls: dict[str, int] = {}
         self.first_receive_at: float | None = None
+        self.first_request_at: float | None = None  # as it arrived, before the latency
         self._ids = itertools.count()
 
     # -- set-up and books ---------------------------------------------------------------------
@@ -255,6 +256,8 @@ class _Request(FakeRequest):
     def do_POST(self) -> None:  # noqa: N802 - http.server calls it by this name
         request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         operation = self.headers["X-Amz-Target"].split(".", 1)[1]
+        if self.server.first_request_at is None:
+            self.server.first_request_at = time.monotonic()
         time.sleep(self.server.latency)
         try:
             status, answer = 200, self.server.answer(operation, request)
