@@ -7,7 +7,7 @@ another, in the same process run:
 
 - baseline: a plain sequential loop, receive 10 / SendMessageBatch / DeleteMessageBatch, what
   a hand-written script does;
-- `ops.redrive` with --concurrency 1 (today's sequential move) and with more batches in flight.
+- `ops.clientmove.redrive` with --concurrency 1 (today's sequential move) and with more batches in flight.
 
 Every case must move every message exactly once (the fake checks it), so the speed is never
 bought with a lost or doubled message. Run on demand with `make bench`; CI runs `make
@@ -24,6 +24,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any, cast
 
 from dlq_replay import ops
+from dlq_replay.ops.clientmove import redrive
 from dlq_replay.ops.queues import QueueInfo
 
 if TYPE_CHECKING:
@@ -155,7 +156,7 @@ def our_redrive(concurrency: int) -> Callable[[Any], None]:
             wait_seconds=0,
             concurrency=concurrency,
         )
-        tally = ops.redrive(cast("SQSClient", sqs), request)
+        tally = redrive(cast("SQSClient", sqs), request)
         if not tally.adds_up or tally.failed:
             sys.exit(f"benchmark: redrive failed: {tally}")
 

@@ -15,6 +15,7 @@ from botocore.exceptions import ClientError
 from dlq_replay import ops
 from dlq_replay.cli.redrive import mode_text
 from dlq_replay.core.messages import OutboundMessage
+from dlq_replay.ops.clientmove import redrive as move_client_side
 from dlq_replay.ops.draining import drain
 
 from .support import (
@@ -158,7 +159,7 @@ def test_selection_by_group_and_text(sqs: SQSClient) -> None:
         ),
     )
 
-    tally = ops.redrive(sqs, request)
+    tally = move_client_side(sqs, request)
 
     assert tally.adds_up
     moved = bodies(drain(sqs, fifo.main))
@@ -513,7 +514,7 @@ def test_rate_limit_spaces_the_sends(sqs: SQSClient, queues: Queues) -> None:
         concurrency=1,  # one fake clock: the schedule in order
     )
 
-    tally = ops.redrive(sqs, request, clock=lambda: now[0], sleep=sleep)
+    tally = move_client_side(sqs, request, clock=lambda: now[0], sleep=sleep)
 
     assert tally.moved == 12
     # batches of 5, 5, 2: the 2nd may start 1 s after the 1st, the 3rd 2 s after it

@@ -15,6 +15,7 @@ from dlq_replay.cli.output import duration, make_console, note, plural, print_js
 from dlq_replay.cli.parsing import Subparsers, int_between
 from dlq_replay.cli.selection import add_selection_options, selector_from
 from dlq_replay.core.kinds import RecordKind
+from dlq_replay.ops.peek import peek
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -62,7 +63,7 @@ def run_peek(args: argparse.Namespace) -> int:
         reserve=args.reserve,
         replay_targets=target.replay_targets(),
     )
-    result = ops.peek(target.sqs, request)
+    result = peek(target.sqs, request)
     if result.stopped:
         note(result.stopped)
     if result.not_released:

@@ -16,6 +16,7 @@ from dlq_replay.cli.deployment import add_operator_options, function_settings, r
 from dlq_replay.cli.errors import EXIT_OK, operator_command
 from dlq_replay.cli.output import duration, make_console, print_json
 from dlq_replay.cli.parsing import Subparsers, int_between
+from dlq_replay.ops.status import status
 
 
 def register(subparsers: Subparsers) -> None:
@@ -50,7 +51,7 @@ def run_status(args: argparse.Namespace) -> int:
     resolved = resolve_target(args)
     deployment = resolved.deployment
     lam = clients.make_client(args, "lambda") if deployment.function_name else None
-    result = ops.status(
+    result = status(
         resolved.sqs,
         deployment,
         cloudwatch=clients.make_client(args, "cloudwatch"),
