@@ -1,18 +1,24 @@
 """`dlq-replay redrive --to source` on records a serverless service wrote: each delivered to the
-target it names, by the replay's rules (only an ARN of --target-arn), the delivered ones
+target it names, by the replay's rules (only an ARN of --target-arn that the stack's
+ReplayTargetArns allows too), the delivered ones
 deleted, the others left in place and counted with why."""
 
 from __future__ import annotations
 
+import io
 import json
+import zipfile
 from typing import TYPE_CHECKING, Any
 
 import boto3
 import pytest
+from dlq_replay.core.kinds import target_allowed
 from dlq_replay.ops.draining import drain
 from dlq_replay.ops.kinds import recognised
-from dlq_replay.ops.redrive import SkipReason, plan_delivery
+from dlq_replay.ops.redrive import SkipReason, both_allow, plan_delivery
 from dlq_replay.targets.delivery import Delivery
+from hypothesis import given
+from hypothesis import strategies as st
 
 from .records import EVENT, FUNCTION_ARN, destination_body, send_eventbridge, send_lambda
 from .support import ACCOUNT, REGION, Queues, assert_one_line_error, depth, queue_arn, run_cli
@@ -215,4 +221,123 @@ def test_a_lambda_record_goes_back_to_its_function_with_the_payload_the_replay_d
     queue_only = frozenset({FORGED})
     assert plan_delivery(own, recognised(own, queue_only), queue_only) == (
         SkipReason.UNKNOWN_TARGET
+    )
+
+
+def make_replay_function(name: str, replay_targets: str) -> None:
+    """The stack's replay function, as far as the redrive reads it: its REPLAY_TARGET_ARNS."""
+    role = boto3.client("iam", region_name=REGION).create_role(
+        RoleName=f"{name}-role", AssumeRolePolicyDocument="{}"
+    )["Role"]["Arn"]
+    code = io.BytesIO()
+    with zipfile.ZipFile(code, "w") as archive:
+        archive.writestr("app.py", "def handler(event, context):\n    return {}\n")
+    boto3.client("lambda", region_name=REGION).create_function(
+        FunctionName=name,
+        Runtime="python3.13",
+        Role=role,
+        Handler="app.handler",
+        Code={"ZipFile": code.getvalue()},
+        Environment={"Variables": {"REPLAY_TARGET_ARNS": replay_targets}},
+    )
+
+
+def test_only_targets_the_stack_allows_too_are_called_and_one_line_names_the_rest(
+    capsys: pytest.CaptureFixture[str], sqs: SQSClient, queues: Queues, targets: Targets
+) -> None:
+    other = sqs.create_queue(QueueName="audit-target")["QueueUrl"]
+    other_arn = queue_arn(sqs, other)
+    send_eventbridge(sqs, targets.dlq, targets.queue_arn)
+    send_eventbridge(sqs, targets.dlq, other_arn)
+    make_replay_function("replay", targets.queue_arn)  # the stack allows the first only
+
+    result = redrive(
+        capsys,
+        queues,
+        targets,
+        *("--function-name", "replay"),
+        *("--target-arn", f"{targets.queue_arn},{other_arn}"),
+        "--json",
+    )
+
+    assert result.code == 0, result
+    tally = result.json()
+    assert tally["delivered"] == {targets.queue_arn: 1}
+    assert tally["skips"] == {"target-not-allowed": 1}
+    assert depth(sqs, other) == (0, 0)  # never called
+    assert depth(sqs, targets.dlq) == (1, 0)
+    assert [line for line in result.err.splitlines() if "ReplayTargetArns" in line] == [
+        f"dlq-replay: --target-arn: the stack's ReplayTargetArns does not allow {other_arn}: "
+        "its records stay where they are"
+    ]
+
+
+def test_a_stack_that_allows_none_delivers_nothing(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    sqs: SQSClient,
+    queues: Queues,
+    targets: Targets,
+) -> None:
+    """No stack named: the environment's REPLAY_TARGET_ARNS is the replay's list."""
+    monkeypatch.setenv("REPLAY_TARGET_ARNS", "")
+    send_eventbridge(sqs, targets.dlq, targets.queue_arn)
+
+    result = redrive(capsys, queues, targets, "--target-arn", targets.queue_arn, "--json")
+
+    assert result.code == 1, result  # nothing could be moved
+    assert result.json()["skips"] == {"target-not-allowed": 1}
+    assert depth(sqs, targets.queue) == (0, 0)
+    assert f"does not allow {targets.queue_arn}: its records stay" in result.err
+
+
+def test_no_list_of_the_stack_leaves_the_operators_and_says_so(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    sqs: SQSClient,
+    queues: Queues,
+    targets: Targets,
+) -> None:
+    monkeypatch.delenv("REPLAY_TARGET_ARNS", raising=False)
+    send_eventbridge(sqs, targets.dlq, targets.queue_arn)
+
+    result = redrive(capsys, queues, targets, "--target-arn", targets.queue_arn, "--json")
+
+    assert result.code == 0, result
+    assert result.json()["delivered"] == {targets.queue_arn: 1}
+    assert "the stack's ReplayTargetArns is unknown" in result.err
+
+
+def test_a_function_record_needs_both_lists_to_allow_its_version() -> None:
+    """An unqualified function ARN allows its versions and aliases in either list."""
+    latest = f"{FUNCTION_ARN}:$LATEST"  # the version the record names
+    destination: MessageTypeDef = {"MessageId": "d-1", "Body": destination_body()}
+    operator = frozenset({FUNCTION_ARN})
+
+    def planned(stack: frozenset[str] | None) -> Delivery | SkipReason:
+        return plan_delivery(destination, recognised(destination, operator), operator, stack)
+
+    assert isinstance(planned(frozenset({latest})), Delivery)
+    assert isinstance(planned(frozenset({FUNCTION_ARN})), Delivery)
+    assert isinstance(planned(None), Delivery)
+    assert planned(frozenset({f"{FUNCTION_ARN}:canary"})) == SkipReason.TARGET_NOT_ALLOWED
+    assert planned(frozenset()) == SkipReason.TARGET_NOT_ALLOWED
+
+
+FUNCTION = "arn:aws:lambda:us-east-1:123456789012:function:"
+ARNS = st.builds(
+    lambda name, qualifier: FUNCTION + name + qualifier,
+    st.sampled_from(["a", "b"]),
+    st.sampled_from(["", ":1", ":live"]),
+) | st.sampled_from([f"arn:aws:sqs:{REGION}:{ACCOUNT}:q1", f"arn:aws:sqs:{REGION}:{ACCOUNT}:q2"])
+
+
+@given(st.frozensets(ARNS), st.frozensets(ARNS), ARNS)
+def test_both_allow_allows_exactly_what_each_list_allows(
+    listed: frozenset[str], allowed: frozenset[str], target: str
+) -> None:
+    both = both_allow(listed, allowed)
+
+    assert target_allowed(target, both) == (
+        target_allowed(target, listed) and target_allowed(target, allowed)
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from dataclasses import asdict
 from typing import TYPE_CHECKING
 
@@ -15,9 +16,11 @@ from dlq_replay.cli.delivering import (
     targets_needed,
 )
 from dlq_replay.cli.deployment import (
+    Target,
     add_operator_options,
     add_receive_options,
     command_sqs,
+    function_settings,
     resolve_target,
 )
 from dlq_replay.cli.errors import (
@@ -42,6 +45,7 @@ from dlq_replay.cli.parsing import Subparsers, int_between, positive_number
 from dlq_replay.cli.redrive_tally import nothing_movable, print_tally, redrive_json, skips_text
 from dlq_replay.cli.selection import add_selection_options, selector_from
 from dlq_replay.cli.shutdown import Shutdown, interrupted, leftover_text
+from dlq_replay.core.settings import SETTING, SettingsError
 from dlq_replay.ops.preflight import preflight
 
 if TYPE_CHECKING:
@@ -168,6 +172,7 @@ def run_redrive(args: argparse.Namespace) -> int:
         reserve=args.reserve,
         until_failing=until_failing_from(args, target, source, destination),
         target_arns=target_arns,
+        stack_targets=stack_targets_of(target, target_arns),
     )
     choice = ops.choose_mode(
         sqs, request, client_side=args.client_side, sources=known.dead_letter_sources
@@ -180,6 +185,38 @@ def run_redrive(args: argparse.Namespace) -> int:
     if args.wait:
         note("--wait only applies to a native move task; a client-side move ends when done")
     return _client_redrive(args, sqs, request, approximate)
+
+
+def stack_targets_of(target: Target, listed: frozenset[str]) -> frozenset[str] | None:
+    """What the stack allows of --target-arn's targets: its function's REPLAY_TARGET_ARNS
+    (ReplayTargetArns; with --stack or --function-name), else the environment's; None when
+    neither is known (the operator's list alone). One line names what it drops."""
+    if not listed:
+        return None
+    variable = "REPLAY_TARGET_ARNS"
+    settings = function_settings(target.args, target.deployment)
+    text = settings.get(variable, "") if settings else os.environ.get(variable)
+    if text is None:
+        note(
+            "--target-arn: the stack's ReplayTargetArns is unknown (no --stack): "
+            "delivering to --target-arn's targets alone"
+        )
+        return None
+    try:
+        allowed: frozenset[str] = SETTING[variable].parse(text)
+    except SettingsError as error:
+        allowed = frozenset()
+        note(f"--target-arn: the stack's targets are unreadable ({error}): delivering to none")
+    kept = ops.both_allow(listed, allowed)
+    dropped = sorted(listed - kept)
+    if dropped:
+        narrowed = sorted(kept - listed)
+        note(
+            f"--target-arn: the stack's ReplayTargetArns does not allow {', '.join(dropped)}"
+            + (f" (only {', '.join(narrowed)})" if narrowed else "")
+            + ": its records stay where they are"
+        )
+    return allowed
 
 
 def _native_redrive(

@@ -131,6 +131,7 @@ if TYPE_CHECKING:
         Rewrite,
         SkipReason,
         Stop,
+        both_allow,
         choose_mode,
         plan_copy,
     )
@@ -181,6 +182,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "Rewrite",
         "SkipReason",
         "Stop",
+        "both_allow",
         "choose_mode",
         "plan_copy",
     ),
@@ -302,6 +304,7 @@ __all__ = [
     "WatchProblem",
     "Where",
     "backoff_plan",
+    "both_allow",
     "breaker_status",
     "budget_refusal",
     "check_writable",

@@ -4,8 +4,9 @@ originals whose copy was sent; `plan_copy` makes one message's copy.
 
 With `--to source`, a record a serverless service wrote (core/kinds.py) goes back to the
 target it names, by the replay's rules (`core.delivery.target_refusal`): only to an ARN of
-`target_arns`; `plan_copy` then makes its `Delivery`, and a record that may not be delivered
-stays where it is, counted with why."""
+`target_arns` (the operator's --target-arn) that the stack's own ReplayTargetArns allows too
+(`stack_targets`, when known); `plan_copy` then makes its `Delivery`, and a record that may
+not be delivered stays where it is, counted with why."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from dlq_replay.core.attributes import (
 )
 from dlq_replay.core.decision import ParkReason
 from dlq_replay.core.delivery import target_refusal
-from dlq_replay.core.kinds import Recognised, RecordKind
+from dlq_replay.core.kinds import Recognised, RecordKind, target_allowed
 from dlq_replay.core.messages import OutboundMessage
 from dlq_replay.core.queues import is_fifo_url
 from dlq_replay.core.settings import DEFAULT_COUNT_ATTRIBUTE
@@ -103,6 +104,9 @@ class RedriveRequest:
     until_failing: UntilFailing | None = None  # adaptive pace, watching a DLQ (client-side)
     # --to source: the only targets a serverless kind's record is delivered to (--target-arn).
     target_arns: frozenset[str] = frozenset()
+    # ... of which only those the stack allows too (its ReplayTargetArns); None: no stack's
+    # list is known, the operator's alone applies.
+    stack_targets: frozenset[str] | None = None
 
     @property
     def rewrites(self) -> bool:
@@ -282,7 +286,7 @@ def plan_copy(
     if request.destination is None:
         record = recognised(message, request.target_arns)
         if record.kind is not RecordKind.SQS:
-            return plan_delivery(message, record, request.target_arns)
+            return plan_delivery(message, record, request.target_arns, request.stack_targets)
     if request.destination is not None:
         destination = request.destination.url
     else:
@@ -320,13 +324,22 @@ def plan_copy(
 
 
 def plan_delivery(
-    message: MessageTypeDef, record: Recognised, target_arns: frozenset[str]
+    message: MessageTypeDef,
+    record: Recognised,
+    target_arns: frozenset[str],
+    stack_targets: frozenset[str] | None = None,
 ) -> Delivery | SkipReason:
-    """A serverless kind's record back to its target, by the replay's rules; the payload as
-    the replay delivers it (the body, or a destination record's request payload)."""
+    """A serverless kind's record back to its target, by the replay's rules, if both the
+    operator (`target_arns`) and the stack (`stack_targets`, when known) allow it; the payload
+    as the replay delivers it (the body, or a destination record's request payload)."""
     if not target_arns:
         return SkipReason.NO_TARGETS
     refusal = target_refusal(record.target_arn, target_arns)
+    stack_refuses = stack_targets is not None and not target_allowed(
+        record.target_arn or "", stack_targets
+    )
+    if refusal is None and stack_refuses:
+        refusal = ParkReason.TARGET_NOT_ALLOWED
     if refusal is not None or record.target_arn is None:
         return SkipReason(refusal or ParkReason.UNKNOWN_TARGET)
     return Delivery(
@@ -337,6 +350,16 @@ def plan_delivery(
         # A FIFO target: a rerun after a crash between delivery and delete is deduplicated
         # within SQS's five minutes, as a copy to a FIFO queue is.
         dedup_id=f"{message['MessageId']}-redrive",
+    )
+
+
+def both_allow(listed: frozenset[str], allowed: frozenset[str]) -> frozenset[str]:
+    """The targets both lists allow, as one list: an ARN of either that the other allows (as
+    is, or as a version or alias of a function it lists unqualified). `{fn}` and
+    `{fn:live}` give `{fn:live}`."""
+    return frozenset(
+        {arn for arn in listed if target_allowed(arn, allowed)}
+        | {arn for arn in allowed if target_allowed(arn, listed)}
     )
 
 
