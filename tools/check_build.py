@@ -13,6 +13,7 @@ beside it, unchecked-hash (used whatever the files' timestamps).
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib
 import os
 import sys
@@ -22,59 +23,13 @@ from types import ModuleType
 ROOT = Path(__file__).resolve().parents[1]
 FUNCTION_ID = "ReplayFunction"
 LAYER_ID = "ReplayLayer"
-# Exactly what the layer may hold of dlq_replay: the Lambda side (layers/replay/Makefile). The
-# operator CLI, the demo and the local runtime must not grow back into it.
-LAYER_MODULES = (
-    "dlq_replay/__init__.py",
-    "dlq_replay/aws_lambda/__init__.py",
-    "dlq_replay/aws_lambda/replay.py",
-    "dlq_replay/breaker/__init__.py",
-    "dlq_replay/breaker/controller.py",
-    "dlq_replay/breaker/dynamo.py",
-    "dlq_replay/breaker/evidence.py",
-    "dlq_replay/breaker/function.py",
-    "dlq_replay/breaker/rule.py",
-    "dlq_replay/breaker/state.py",
-    "dlq_replay/breaker/switch.py",
-    "dlq_replay/breaker/worker.py",
-    "dlq_replay/consumer/__init__.py",
-    "dlq_replay/consumer/failures.py",
-    "dlq_replay/consumer/processor.py",
-    "dlq_replay/consumer/settle.py",
-    "dlq_replay/consumer/visibility.py",
-    "dlq_replay/core/__init__.py",
-    "dlq_replay/core/attributes.py",
-    "dlq_replay/core/backoff.py",
-    "dlq_replay/core/decision.py",
-    "dlq_replay/core/delivery.py",
-    "dlq_replay/core/failure.py",
-    "dlq_replay/core/kinds.py",
-    "dlq_replay/core/log.py",
-    "dlq_replay/core/messages.py",
-    "dlq_replay/core/notices.py",
-    "dlq_replay/core/queues.py",
-    "dlq_replay/core/rules.py",
-    "dlq_replay/core/settings.py",
-    "dlq_replay/core/text.py",
-    "dlq_replay/core/transform.py",
-    "dlq_replay/notify/__init__.py",
-    "dlq_replay/notify/sns.py",
-    "dlq_replay/sqs/__init__.py",
-    "dlq_replay/sqs/client.py",
-    "dlq_replay/sqs/depth.py",
-    "dlq_replay/sqs/queue_age.py",
-    "dlq_replay/sqs/replayer.py",
-    "dlq_replay/sqs/report.py",
-    "dlq_replay/sqs/sending.py",
-    "dlq_replay/sqs/sources.py",
-    "dlq_replay/targets/__init__.py",
-    "dlq_replay/targets/clients.py",
-    "dlq_replay/targets/deliverer.py",
-    "dlq_replay/targets/delivery.py",
-    "dlq_replay/targets/ledger.py",
-    "dlq_replay/targets/rules.py",
-    "dlq_replay/targets/services.py",
-)
+LAYER_SOURCE = ROOT / "layers" / "replay"
+# Exactly what the layer may hold of dlq_replay (layers/replay/Makefile copies this list): the
+# closure of `layer_entries()`. The operator CLI, the demo and the local runtime must not grow
+# back into it.
+LAYER_LIST = LAYER_SOURCE / "modules.txt"
+LAYER_MODULES = tuple(LAYER_LIST.read_text().split())
+PACKAGE = "dlq_replay"
 CLI_ONLY_PACKAGES = ("rich", "moto", "flask")
 # Settings are read on the first invocation; these only make an import-time read harmless.
 PLACEHOLDER_ENV = {
@@ -84,6 +39,63 @@ PLACEHOLDER_ENV = {
     "POWERTOOLS_SERVICE_NAME": "sqs-dlq-replay",
     "POWERTOOLS_METRICS_NAMESPACE": "SqsDlqReplay",
 }
+
+
+def layer_entries(root: Path = ROOT) -> list[Path]:
+    """What the layer is for: the replay function's handler, and the consumer toolkit that
+    users' own functions import from the layer (docs/consumer.md)."""
+    return [
+        root / "functions" / "replay" / "app.py",
+        root / "layers" / "replay" / PACKAGE / "consumer" / "__init__.py",
+    ]
+
+
+def _type_checking(test: ast.expr) -> bool:
+    """`if TYPE_CHECKING:` (or `typing.TYPE_CHECKING`): imports that never run."""
+    name = test.id if isinstance(test, ast.Name) else getattr(test, "attr", None)
+    return name == "TYPE_CHECKING"
+
+
+def imported_names(source: str) -> set[str]:
+    """Every module name an import of `source` can load at run time, at any depth (inside
+    functions too), except under `if TYPE_CHECKING:`; `from a import b` names `a` and `a.b`
+    (`b` may be a module). Relative imports: the package has none."""
+    found: set[str] = set()
+    pending: list[ast.AST] = [ast.parse(source)]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.If) and _type_checking(node.test):
+            pending.extend(node.orelse)
+            continue
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+        pending.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def layer_closure(root: Path = ROOT) -> list[str]:
+    """The package's files that the layer's entries import, transitively, with each
+    package's __init__.py on the way (importing a module runs them), relative to the layer's
+    source (as modules.txt and the built layer's python/ folder name them)."""
+    source = root / "layers" / "replay"
+    files: set[Path] = set()
+    pending = layer_entries(root)
+    while pending:
+        path = pending.pop()
+        for name in imported_names(path.read_text()):
+            parts = name.split(".")
+            if parts[0] != PACKAGE:
+                continue
+            for depth in range(1, len(parts) + 1):
+                base = source.joinpath(*parts[:depth])
+                for candidate in (base / "__init__.py", base.with_suffix(".py")):
+                    if candidate.is_file() and candidate not in files:
+                        files.add(candidate)
+                        pending.append(candidate)
+    return sorted(path.relative_to(source).as_posix() for path in files)
 
 
 class BuildCheckError(Exception):
