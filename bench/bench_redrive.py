@@ -7,7 +7,8 @@ another, in the same process run:
 
 - baseline: a plain sequential loop, receive 10 / SendMessageBatch / DeleteMessageBatch, what
   a hand-written script does;
-- `ops.clientmove.redrive` with --concurrency 1 (today's sequential move) and with more batches in flight.
+- `ops.clientmove.redrive` with --concurrency 1 (today's sequential move) and with more
+  batches in flight.
 
 Every case must move every message exactly once (the fake checks it), so the speed is never
 bought with a lost or doubled message. Run on demand with `make bench`; CI runs `make

@@ -53,7 +53,6 @@ class Scenario:
     proxy: bool = True  # False: the command talks to the emulator itself (no added latency)
     second_signal: float | None = None  # seconds after the first: the same signal again
     concurrency: int = 2  # redrive's
-    processes: int | None = None  # redrive's --processes (None: its default)
 
 
 @dataclass
@@ -162,7 +161,6 @@ class Run:
                 "redrive", "--from", self.source, "--to", self.destination, "--client-side",
                 "--concurrency", str(self.s.concurrency), "--hide-seconds", str(HIDE_SECONDS),
                 "--json", *common,
-                *(["--processes", str(self.s.processes)] if self.s.processes else []),
             ]  # fmt: skip
         if command == "export":
             return [

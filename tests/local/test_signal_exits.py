@@ -14,7 +14,6 @@ graceful path of every command and signal behind the proxy)."""
 from __future__ import annotations
 
 import signal
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +58,6 @@ def _scenario(
     signum: int,
     command: str,
     proxy: bool,
-    processes: int | None = None,
 ) -> Scenario:
     script = console_command()
     many = command == "redrive" and path == SECOND and not proxy
@@ -70,8 +68,7 @@ def _scenario(
         workdir=tmp_path,
         dlq_replay=script if Path(script[0]).exists() else dlq_replay_command(),
         messages=600 if many else 100,
-        concurrency=16 if many else 4 if processes else 2,
-        processes=processes,
+        concurrency=16 if many else 2,
         prefix=f"x{command[:3]}{signum}",
         proxy=proxy,
         slow_after_signal=30.0 if path == GRACE else 0.0,
@@ -133,33 +130,3 @@ def test_every_exit_path_says_what_is_true(
         assert outcome.code == 0, err  # a service stopped cleanly by SIGTERM
     if command != "worker":
         _check_tally(outcome, command, path, signame)
-
-
-# A redrive split over two processes (ops.processes), on each exit path: the second process
-# stops with the first, and what it holds is in the tally (the 600-message case above splits
-# too, by default).
-SPLIT_CASES = [(GRACEFUL, TERM, True), (GRACE, INT, True), (SECOND, HUP, True)]
-
-
-@pytest.mark.slow
-@pytest.mark.skipif(sys.platform != "linux", reason="the split forks (Linux)")
-@pytest.mark.usefixtures("atomic_receive")
-@pytest.mark.parametrize(
-    "case", SPLIT_CASES, ids=[_id((p, s, "redrive", x)) for p, s, x in SPLIT_CASES]
-)
-def test_a_split_redrive_says_what_is_true_on_every_exit_path(
-    emulator_endpoint: str, tmp_path: Path, case: tuple[str, int, bool]
-) -> None:
-    path, signum, proxy = case
-    signame = signal.Signals(signum).name
-    scenario = _scenario(emulator_endpoint, tmp_path, path, signum, "redrive", proxy, 2)
-    run = Run(scenario)
-    try:
-        outcome = run.interrupted()
-    finally:
-        run.close()
-    assert "Traceback" not in outcome.stderr + outcome.stdout
-    assert outcome.code == 128 + signum, outcome.stderr
-    assert outcome.tally is not None, outcome.stderr
-    assert outcome.tally["processes"] == 2
-    _check_tally(outcome, "redrive", path, signame)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 from dataclasses import asdict
 from typing import TYPE_CHECKING
@@ -19,7 +20,6 @@ from dlq_replay.cli.deployment import (
     Target,
     add_operator_options,
     add_receive_options,
-    command_sqs,
     function_settings,
     resolve_target,
 )
@@ -95,14 +95,6 @@ def register(subparsers: Subparsers) -> None:
         f"for its turn; 1-{ops.MAX_CONCURRENCY})",
     )
     parser.add_argument(
-        "--processes",
-        type=int_between(1, 2),
-        metavar="N",
-        help="client-side: 2 splits the batches in flight with a second process, forked, for "
-        "twice the CPU (Linux; not with --rate, --until-failing, --limit, --keep or "
-        f"--dry-run; default 2 from {ops.SPLIT_FROM_MESSAGES} messages on, else 1)",
-    )
-    parser.add_argument(
         "--reset-count",
         action="store_true",
         help="start the replay count again (remove the count attribute)",
@@ -154,7 +146,9 @@ def run_redrive(args: argparse.Namespace) -> int:
         if destination_url == source_url:
             raise CommandError("--from and --to name the same queue", EXIT_USAGE)
     target_arns = target_arns_of(args, to_source=destination_url is None)
-    known = preflight(sqs, source_url, destination_url, sources=not args.client_side)
+    known = preflight(
+        sqs, source_url, destination_url, sources=not args.client_side, meanwhile=_load_move
+    )
     source, destination = known.source, known.destination
     request = ops.RedriveRequest(
         source=source,
@@ -185,6 +179,12 @@ def run_redrive(args: argparse.Namespace) -> int:
     if args.wait:
         note("--wait only applies to a native move task; a client-side move ends when done")
     return _client_redrive(args, sqs, request, approximate)
+
+
+def _load_move() -> None:
+    """The modules of the move itself (`ops` imports them when first used), imported while
+    the pre-flight's requests are in flight instead of after them."""
+    importlib.import_module("dlq_replay.ops.clientmove")
 
 
 def stack_targets_of(target: Target, listed: frozenset[str]) -> frozenset[str] | None:
@@ -295,17 +295,12 @@ def _client_redrive(
     shutdown = Shutdown()
     # A dry run calls no target: it only says what would be delivered where.
     delivers = request.target_arns and not request.dry_run
-    move, one_because = ops.prepare_move(
+    move = ops.prepare(
         sqs,
-        lambda: command_sqs(args),
         request,
-        processes=args.processes,
-        approximate=approximate,
         stop=shutdown.stop,
         deliverer=make_deliverer(args) if delivers else None,
     )
-    if one_because:
-        note(f"one process: {one_because}")
     with progress_bars(args) as progress:
         bar = progress.add_task(f"{verb} {request.source.name}", total=total or None)
 

@@ -16,9 +16,9 @@ One module per concern: `stack` (finding a deployment), `queues`, `depth`, `drai
 `status`, `pause` (the event source on and off), `receiving`, `kinds` (who wrote a record,
 where it goes back to), `peek`, `redrive` (`clientmove`
 for its client-side move, `pacing` for its speed and `--until-failing`, `ending` for when it
-is done, `preflight` for what it reads first, `processes` for its split over two
-processes), `movetask`, `plan`, `archive` (the JSON Lines records of `export` and `import`),
-`export` (`s3archive` for its S3 side), `importing`; the public names of those the CLI uses
+is done, `preflight` for what it reads first), `movetask`, `plan`, `archive` (the JSON
+Lines records of `export` and `import`), `export` (`s3archive` for its S3 side),
+`importing`; the public names of those the CLI uses
 are re-exported here, each imported when first asked for (PEP 562): a command imports only
 the modules it uses (`redrive` none of `export`, `status`, `plan`, `archive`...), 40-50 ms of
 its start-up. The functions named as their module (`peek`, `status`, `export`, and
@@ -97,11 +97,6 @@ if TYPE_CHECKING:
         BackoffPlan,
         backoff_plan,
         quantile,
-    )
-    from dlq_replay.ops.processes import (
-        SPLIT_FROM_MESSAGES,
-        SplitMove,
-        prepare_move,
     )
     from dlq_replay.ops.queues import (
         QueueInfo,
@@ -237,7 +232,6 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "release",
     ),
     "s3archive": ("S3Location", "check_writable"),
-    "processes": ("SPLIT_FROM_MESSAGES", "SplitMove", "prepare_move"),
     "dlq_replay.sqs.sources": ("dead_letter_sources",),
     "dlq_replay.sqs.queue_age": ("oldest_message_ages",),
 }
@@ -251,7 +245,6 @@ __all__ = [
     "NOT_ROUTED",
     "NO_REASON",
     "QUEUE_ROLES",
-    "SPLIT_FROM_MESSAGES",
     "STACK_OUTPUTS",
     "ArchiveError",
     "ArchiveRecord",
@@ -296,7 +289,6 @@ __all__ = [
     "S3Location",
     "Selector",
     "SkipReason",
-    "SplitMove",
     "Status",
     "Stop",
     "UntilFailing",
@@ -322,7 +314,6 @@ __all__ = [
     "plan_copy",
     "prepare",
     "prepare_export",
-    "prepare_move",
     "quantile",
     "queue_info",
     "receive",

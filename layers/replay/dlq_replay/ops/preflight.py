@@ -1,8 +1,10 @@
 """What a move reads before its first receive, read at once: each read is a round trip, and
-one after another they would delay the first message by all of them."""
+one after another they would delay the first message by all of them. What the caller can do
+meanwhile (`meanwhile`: import the move's modules) it does while they are in flight."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
@@ -26,16 +28,24 @@ class Preflight:
 
 
 def preflight(
-    sqs: SQSClient, source_url: str, destination_url: str | None, *, sources: bool
+    sqs: SQSClient,
+    source_url: str,
+    destination_url: str | None,
+    *,
+    sources: bool,
+    meanwhile: Callable[[], object] | None = None,
 ) -> Preflight:
     """The source's and destination's settings, the source's counters and, with `sources`,
-    the queues that dead-letter into the source, all requested at once. An error of any of
-    them is raised as it would be alone (the source's first)."""
+    the queues that dead-letter into the source, all requested at once; `meanwhile` runs in
+    this thread while they are in flight. An error of any of them is raised as it would be
+    alone (the source's first)."""
     with ThreadPoolExecutor(4, thread_name_prefix="preflight") as pool:
         source = pool.submit(queue_info, sqs, source_url)
         depth = pool.submit(queue_depth, sqs, source_url)
         destination = pool.submit(queue_info, sqs, destination_url) if destination_url else None
         listed = pool.submit(dead_letter_sources, sqs, source_url) if sources else None
+        if meanwhile is not None:
+            meanwhile()
         return Preflight(source.result(), _result(destination), depth.result(), _result(listed))
 
 

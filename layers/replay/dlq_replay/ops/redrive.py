@@ -230,7 +230,6 @@ class RedriveTally:
     pace: PaceReport | None = None  # with until_failing
     delivered: Mapping[str, int] = field(default_factory=dict)  # target ARN -> records
     errors: Mapping[str, str] = field(default_factory=dict)  # refusal code -> a message
-    processes: int = 1  # that moved (ops.processes)
 
     @property
     def adds_up(self) -> bool:
