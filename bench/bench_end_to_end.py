@@ -10,6 +10,7 @@ Each case fills a source queue with N messages, spawns the tool, and measures:
   is told to stop, N / (spawn to the source being empty), and it gets SIGTERM at that moment;
 - 1st request: spawn to the tool's first request reaching the fake (start-up);
 - 1st receive: spawn to the first receive that brought messages (start-up and pre-flight);
+- 1st copy: spawn to the first send of a copy reaching the fake;
 - to empty: spawn to the source being empty (nothing visible, in flight or delayed), as the
   fake sees it;
 - exit after: from the source being empty (worker: from the SIGTERM) to the process's exit;
@@ -67,6 +68,7 @@ class Run:
     drain_rate: float
     first_request: float
     first_receive: float
+    first_copy: float
     to_empty: float
     exit_after: float
     cpu_seconds: float
@@ -285,6 +287,7 @@ def run_once(
             rate=messages / rate_seconds,
             drain_rate=messages / max(1e-9, empty_at - first),
             first_request=(fake.first_request_at or empty_at) - started,
+            first_copy=(fake.first_copy_at or empty_at) - started,
             first_receive=first - started,
             to_empty=empty_at - started,
             exit_after=exit_after,
@@ -458,8 +461,9 @@ def main(argv: list[str] | None = None) -> int:
     reference = "lumigo" if "lumigo" in cases else "loop"
     print(
         f"{'messages':>8} {'ms/req':>6}  {'case':24} {'msg/s':>6} {'vs ' + reference:>9} "
-        f"{'drain msg/s':>11} {'1st request s':>13} {'1st receive s':>13} {'to empty s':>10} "
-        f"{'exit after s':>12} {'CPU ms/msg':>10} {'(marginal)':>10} {'log B/msg':>9}"
+        f"{'drain msg/s':>11} {'1st request s':>13} {'1st receive s':>13} {'1st copy s':>10} "
+        f"{'to empty s':>10} {'exit after s':>12} {'CPU ms/msg':>10} {'(marginal)':>10} "
+        f"{'log B/msg':>9}"
     )
     for latency_ms in latencies:
         # What start-up and shutdown cost each variant, without a message to move (a median
@@ -474,7 +478,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(
                     f"{count:>8} {latency_ms:>6g}  {label:24} {result.rate:>6.0f} {ratio:>9} "
                     f"{result.drain_rate:>11.0f} {result.first_request:>13.2f} "
-                    f"{result.first_receive:>13.2f} {result.to_empty:>10.2f} "
+                    f"{result.first_receive:>13.2f} {result.first_copy:>10.2f} "
+                    f"{result.to_empty:>10.2f} "
                     f"{result.exit_after:>12.2f} {result.cpu_seconds / count * 1000:>10.3f} "
                     f"{marginal:>10.3f} {result.log_bytes / count:>9.0f}",
                     flush=True,

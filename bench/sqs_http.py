@@ -91,6 +91,7 @@ class FakeSqs(FakeServer):
         self.calls: dict[str, int] = {}
         self.first_receive_at: float | None = None
         self.first_request_at: float | None = None  # as it arrived, before the latency
+        self.first_copy_at: float | None = None  # the first send's arrival
         self._ids = itertools.count()
 
     # -- set-up and books ---------------------------------------------------------------------
@@ -258,6 +259,8 @@ class _Request(FakeRequest):
         operation = self.headers["X-Amz-Target"].split(".", 1)[1]
         if self.server.first_request_at is None:
             self.server.first_request_at = time.monotonic()
+        if self.server.first_copy_at is None and operation.startswith("SendMessage"):
+            self.server.first_copy_at = time.monotonic()
         time.sleep(self.server.latency)
         try:
             status, answer = 200, self.server.answer(operation, request)
