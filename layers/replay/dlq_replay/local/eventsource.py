@@ -83,6 +83,20 @@ class PollStats:
             self.delete_errors += delete_errors
 
 
+@dataclass(frozen=True, slots=True)
+class Polling:
+    """How a source receives: messages per receive (Lambda's BatchSize), the long-poll wait,
+    and the visibility timeout of what it receives (None: the queue's)."""
+
+    batch_size: int = MAX_RECEIVE_BATCH
+    wait_seconds: int = DEFAULT_WAIT_SECONDS
+    visibility_timeout: int | None = None
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.batch_size <= MAX_RECEIVE_BATCH:
+            raise ValueError(f"batch_size must be 1-{MAX_RECEIVE_BATCH}, got {self.batch_size}")
+
+
 class LocalEventSource:
     """Polls one queue and feeds its messages to a Lambda-style handler."""
 
@@ -91,25 +105,20 @@ class LocalEventSource:
         sqs: SQSClient,
         queue_url: str,
         handler: Handler,
+        polling: Polling = Polling(),  # frozen: one default for all is safe
         *,
-        batch_size: int = MAX_RECEIVE_BATCH,
-        wait_seconds: int = DEFAULT_WAIT_SECONDS,
-        visibility_timeout: int | None = None,
         logger: Log | None = None,
         queue_arn: str | None = None,
         gate: Gate | None = None,
         stats: PollStats | None = None,
     ) -> None:
-        """`gate`: when given, each poller asks it before every receive and waits while it
-        says no (the outage breaker open)."""
-        if not 1 <= batch_size <= MAX_RECEIVE_BATCH:
-            raise ValueError(f"batch_size must be 1-{MAX_RECEIVE_BATCH}, got {batch_size}")
+        """`polling`: how it receives; the others are its collaborators. `gate`: when given,
+        each poller asks it before every receive and waits while it says no (the outage
+        breaker open)."""
         self._sqs = sqs
         self._queue_url = queue_url
         self._handler = handler
-        self._batch_size = batch_size
-        self._wait_seconds = wait_seconds
-        self._visibility_timeout = visibility_timeout
+        self._polling = polling
         self._logger: Log = logger or logging.getLogger("dlq_replay.local.eventsource")
         self.queue_arn = queue_arn or _queue_arn(sqs, queue_url)
         self.region = self.queue_arn.split(":")[3]
@@ -122,13 +131,13 @@ class LocalEventSource:
         A batch that arrives once `stop` is set is not handled: it is made visible again."""
         request: dict[str, Any] = {
             "QueueUrl": self._queue_url,
-            "MaxNumberOfMessages": self._batch_size,
-            "WaitTimeSeconds": self._wait_seconds,
+            "MaxNumberOfMessages": self._polling.batch_size,
+            "WaitTimeSeconds": self._polling.wait_seconds,
             "MessageAttributeNames": ["All"],
             "MessageSystemAttributeNames": ["All"],
         }
-        if self._visibility_timeout is not None:
-            request["VisibilityTimeout"] = self._visibility_timeout
+        if self._polling.visibility_timeout is not None:
+            request["VisibilityTimeout"] = self._polling.visibility_timeout
         self.stats.track(polling=1)
         try:
             messages = self._sqs.receive_message(**request).get("Messages", [])
