@@ -20,6 +20,7 @@ from botocore.exceptions import ConnectionError as BotoConnectionError
 from botocore.retries.standard import RetryContext, ThrottledRetryableChecker
 
 from dlq_replay.core.log import Log
+from dlq_replay.local.answers import HtmlAnswerError
 from dlq_replay.local.records import lambda_event
 from dlq_replay.sqs.sending import change_visibility, delete_messages
 
@@ -212,7 +213,10 @@ def _queue_arn(sqs: SQSClient, queue_url: str) -> str:
 
 def can_heal(error: Exception) -> bool:
     """Whether waiting may cure the error: throttling (botocore's own list of codes), a 5xx,
-    or an endpoint not reachable. A missing queue, access denied or bad credentials cannot."""
+    or an endpoint not reachable (or a proxy's error page in its place). A missing queue,
+    access denied, bad credentials or a web server on the wrong port cannot."""
+    if isinstance(error, HtmlAnswerError):
+        return error.status >= 500
     if isinstance(error, ClientError):
         status = int(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0))
         context = RetryContext(attempt_number=1, parsed_response=dict(error.response))
