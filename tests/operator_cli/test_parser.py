@@ -250,7 +250,7 @@ def test_plan_names_the_backoff_options_as_the_worker_does(
 def test_help_links_the_sections_themselves_not_the_moved_stubs(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """A `docs/page.md#anchor` in any --help names a heading above the page's "Sections that
+    """A link to a section of docs/ in any --help names a heading above the page's "Sections that
     moved" (the stubs left for old links)."""
     from tools.sar import slug
 

@@ -143,21 +143,7 @@ def run_worker_command(args: argparse.Namespace) -> int:
     stats = PollStats()
 
     def left() -> str:
-        polling, in_hand = stats.under_way()
-        parts = []
-        if in_hand:
-            parts.append(
-                f"{counted(in_hand, 'message')} in hand {'stays' if in_hand == 1 else 'stay'} "
-                "hidden until the DLQ's visibility timeout ends, then "
-                f"{'is' if in_hand == 1 else 'are'} received again (copies already written may "
-                "be sent twice)"
-            )
-        if polling:
-            parts.append(
-                f"{counted(polling, 'receive')} {'was' if polling == 1 else 'were'} still "
-                "waiting (what they bring stays hidden until the DLQ's visibility timeout ends)"
-            )
-        return "; ".join(parts) or "no message was in hand"
+        return under_way_text(*stats.under_way())
 
     try:
         code = shutdown.run(
@@ -184,6 +170,24 @@ def run_worker_command(args: argparse.Namespace) -> int:
         # supervisors read 143 as a failure. An abandoned stop exits 143 from the shutdown.
         return code
     return shutdown.code if shutdown.code is not None else code
+
+
+def under_way_text(polling: int, in_hand: int) -> str:
+    """What a stop that cannot wait leaves: messages in hand, receives still waiting."""
+    parts = []
+    if in_hand:
+        parts.append(
+            f"{counted(in_hand, 'message')} in hand {'stays' if in_hand == 1 else 'stay'} "
+            "hidden until the DLQ's visibility timeout ends, then "
+            f"{'is' if in_hand == 1 else 'are'} received again (copies already written may "
+            "be sent twice)"
+        )
+    if polling:
+        parts.append(
+            f"{counted(polling, 'receive')} {'was' if polling == 1 else 'were'} still "
+            "waiting (what they bring stays hidden until the DLQ's visibility timeout ends)"
+        )
+    return "; ".join(parts) or "no message was in hand"
 
 
 def counted(number: int, noun: str) -> str:
