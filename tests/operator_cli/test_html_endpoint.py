@@ -231,3 +231,19 @@ def test_an_endpoint_variable_set_but_empty_is_a_usage_error(
     assert queue in args or command == "plan"
     result = run_cli(capsys, *args)
     assert_one_line_error(result, 2, f"{variable} is set but empty", "unset it")
+
+
+def test_botocore_s_own_parse_error_is_one_line_without_the_page() -> None:
+    """A client made elsewhere (without the hook) still ends in one line, the page left out."""
+    from botocore.parsers import ResponseParserError
+    from dlq_replay.cli.errors import describe_error
+
+    error = ResponseParserError(
+        "Unable to parse response (mismatched tag: line 6, column 2), invalid XML received. "
+        f"Further retries may succeed:\n{PAGE!r}"
+    )
+    line, code = describe_error(error)
+    assert code == 1
+    assert line.startswith("the endpoint's answer is not an AWS response: Unable to parse")
+    assert "\n" not in line
+    assert "<html>" not in line

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import functools
 import re
-from typing import Any
+from collections.abc import Callable
 
 import boto3
 from botocore.exceptions import (
@@ -59,7 +59,9 @@ def _unparsable(error: Exception) -> str:
 
 
 # botocore's errors that are not an AWS service's answer: (types, the line, the exit code).
-_BOTOCORE_LINES: tuple[tuple[type[Exception] | tuple[type[Exception], ...], Any, int], ...] = (
+_BOTOCORE_LINES: tuple[
+    tuple[type[Exception] | tuple[type[Exception], ...], Callable[[Exception], str], int], ...
+] = (
     (
         NoCredentialsError,
         lambda _: (
