@@ -13,7 +13,13 @@ from pathlib import Path
 
 import boto3
 import pytest
-from dlq_replay.local.answers import HtmlAnswerError, endpoint_of, is_html, refuse_html_answers
+from dlq_replay.local.answers import (
+    HtmlAnswerError,
+    endpoint_of,
+    error_text,
+    is_html,
+    refuse_html_answers,
+)
 from dlq_replay.local.eventsource import LocalEventSource, Polling, can_heal
 from dlq_replay.sqs.client import sqs_client
 from hypothesis import given
@@ -247,3 +253,14 @@ def test_botocore_s_own_parse_error_is_one_line_without_the_page() -> None:
     assert line.startswith("the endpoint's answer is not an AWS response: Unable to parse")
     assert "\n" not in line
     assert "<html>" not in line
+
+
+def test_a_logged_error_is_its_class_and_first_line() -> None:
+    from botocore.parsers import ResponseParserError
+
+    page = ResponseParserError(f"Unable to parse response, invalid XML received:\n{PAGE!r}")
+    assert (
+        error_text(page) == "ResponseParserError: Unable to parse response, invalid XML received:"
+    )
+    assert error_text(KeyError("Attributes")) == "KeyError: 'Attributes'"
+    assert error_text(TimeoutError()) == "TimeoutError"

@@ -42,6 +42,13 @@ def is_html(response: dict[str, Any]) -> bool:
     return isinstance(body, bytes) and body[:64].lstrip().lower().startswith(_HTML_STARTS)
 
 
+def error_text(error: BaseException) -> str:
+    """An error as a log line names it: its class and its first line. botocore's parse error
+    goes on with the whole answer it could not parse (a page), which a log must not carry."""
+    lines = str(error).splitlines()
+    return f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
+
+
 def endpoint_of(url: str) -> str:
     """The endpoint part of a request's URL (scheme, host and port), as --endpoint-url names
     it; the path (a queue's) is not the endpoint's."""

@@ -20,7 +20,7 @@ from botocore.exceptions import ConnectionError as BotoConnectionError
 from botocore.retries.standard import RetryContext, ThrottledRetryableChecker
 
 from dlq_replay.core.log import Log
-from dlq_replay.local.answers import HtmlAnswerError
+from dlq_replay.local.answers import HtmlAnswerError, error_text
 from dlq_replay.local.records import lambda_event
 from dlq_replay.sqs.sending import change_visibility, delete_messages
 
@@ -188,7 +188,7 @@ class LocalEventSource:
                     self.stats.poll_errors += 1
                 self._logger.error(
                     "poll failed; retrying",
-                    extra={"error": f"{type(error).__name__}: {error}", "retry_in_seconds": pause},
+                    extra={"error": error_text(error), "retry_in_seconds": pause},
                 )
                 stop.wait(pause)
 
@@ -250,7 +250,7 @@ def queue_arn_when_reachable(
                 "cannot read the queue yet; retrying",
                 extra={
                     "queue_url": queue_url,
-                    "error": f"{type(error).__name__}: {error}",
+                    "error": error_text(error),
                     "retry_in_seconds": round(pause, 1),
                     "gives_up_in_seconds": round(left, 1),
                 },
