@@ -221,7 +221,7 @@ def handler(
 
 
 def drain(case: Case, *, messages: int, latency: float, pollers: int) -> Drain:
-    from dlq_replay.local.eventsource import LocalEventSource, run_pollers
+    from dlq_replay.local.eventsource import LocalEventSource, Polling, run_pollers
     from dlq_replay.sqs.client import sqs_client
 
     command = [sys.executable, __file__, "--serve", "--case", case.label]
@@ -240,7 +240,11 @@ def drain(case: Case, *, messages: int, latency: float, pollers: int) -> Drain:
         quiet.disabled = True
         sqs = sqs_client(endpoint_url=endpoints["sqs"], region_name=REGION)
         source = LocalEventSource(
-            sqs, urls["bench-dlq"], handler(case, urls, endpoints), wait_seconds=1, logger=quiet
+            sqs,
+            urls["bench-dlq"],
+            handler(case, urls, endpoints),
+            Polling(wait_seconds=1),
+            logger=quiet,
         )
         stop = threading.Event()
         started = time.perf_counter()

@@ -174,7 +174,7 @@ def our_handler(sqs: SQSClient, urls: Mapping[str, str]) -> Callable[..., Mappin
 
 
 def drain(case: str, pollers: int, *, messages: int, latency: float, emulator: str) -> Drain:
-    from dlq_replay.local.eventsource import LocalEventSource, run_pollers
+    from dlq_replay.local.eventsource import LocalEventSource, Polling, run_pollers
     from dlq_replay.sqs.client import sqs_client
 
     child = subprocess.Popen(
@@ -203,7 +203,9 @@ def drain(case: str, pollers: int, *, messages: int, latency: float, emulator: s
         )
         quiet = logging.getLogger("bench_worker.source")
         quiet.disabled = True
-        source = LocalEventSource(sqs, urls["bench-dlq"], handler, wait_seconds=1, logger=quiet)
+        source = LocalEventSource(
+            sqs, urls["bench-dlq"], handler, Polling(wait_seconds=1), logger=quiet
+        )
         stop = threading.Event()
         started, cpu, server_cpu = time.perf_counter(), time.process_time(), cpu_seconds(child.pid)
         threads = run_pollers(source, pollers, stop)

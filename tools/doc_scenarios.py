@@ -258,7 +258,11 @@ SELECTION = Scenario(
         ),
         Sample("peek-refused", ("dlq-replay peek $Q/tight-main",)),
         Sample(
-            "plan-long", ("dlq-replay plan --base 60 --multiplier 4 --cap 7200 --max-attempts 6",)
+            "plan-long",
+            (
+                "dlq-replay plan --backoff-base-seconds 60 --backoff-multiplier 4 "
+                "--backoff-cap-seconds 7200 --max-attempts 6",
+            ),
         ),
     ),
 )

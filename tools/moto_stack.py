@@ -32,9 +32,9 @@ import copy
 import io
 import json
 import zipfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from botocore.exceptions import ClientError, WaiterError
 
@@ -327,21 +327,28 @@ class _Conditions:
         if isinstance(expression, bool):
             return expression
         ((function, arguments),) = expression.items()
-        if function == "Condition":
-            return self.condition(arguments)
-        if function == "Fn::Equals":
-            left, right = (_text(self.value(a)) for a in arguments)
-            return left == right
-        if function == "Fn::Not":
-            return not self.truth(arguments[0])
-        if function == "Fn::And":
-            return all(self.truth(a) for a in arguments)
-        if function == "Fn::Or":
-            return any(self.truth(a) for a in arguments)
-        if function == "Fn::Contains":
-            haystack, needle = (self.value(a) for a in arguments)
-            return _text(needle) in [_text(item) for item in haystack]
-        raise StackDeployError(f"unsupported in a condition: {function}")
+        rule = self._truths.get(function)
+        if rule is None:
+            raise StackDeployError(f"unsupported in a condition: {function}")
+        return rule(self, arguments)
+
+    def _equals(self, arguments: list[Any]) -> bool:
+        left, right = (_text(self.value(a)) for a in arguments)
+        return left == right
+
+    def _contains(self, arguments: list[Any]) -> bool:
+        haystack, needle = (self.value(a) for a in arguments)
+        return _text(needle) in [_text(item) for item in haystack]
+
+    # The functions of a condition, by name: each takes the function's arguments.
+    _truths: ClassVar[dict[str, Callable[[_Conditions, Any], bool]]] = {
+        "Condition": lambda self, name: self.condition(name),
+        "Fn::Equals": _equals,
+        "Fn::Not": lambda self, arguments: not self.truth(arguments[0]),
+        "Fn::And": lambda self, arguments: all(self.truth(a) for a in arguments),
+        "Fn::Or": lambda self, arguments: any(self.truth(a) for a in arguments),
+        "Fn::Contains": _contains,
+    }
 
     def value(self, expression: Any) -> Any:
         if isinstance(expression, list):
@@ -349,23 +356,40 @@ class _Conditions:
         if not isinstance(expression, dict):
             return expression
         ((function, arguments),) = expression.items()
-        if function == "Ref":
-            if arguments not in self._values:
-                raise StackDeployError(f"a condition refers to {arguments}, not a parameter")
-            return self._values[arguments]
-        if function == "Fn::Join":
-            separator, items = arguments
-            return separator.join(_text(item) for item in self.value(items))
-        if function == "Fn::Split":
-            separator, text = arguments
-            return _text(self.value(text)).split(separator)
-        if function == "Fn::Select":
-            index, items = arguments
-            return self.value(items)[int(_text(self.value(index)))]
-        if function == "Fn::FindInMap":
-            table, key, attribute = (_text(self.value(a)) for a in arguments)
-            return self._template["Mappings"][table][key][attribute]
-        raise StackDeployError(f"unsupported in a condition: {function}")
+        rule = self._values_of.get(function)
+        if rule is None:
+            raise StackDeployError(f"unsupported in a condition: {function}")
+        return rule(self, arguments)
+
+    def _ref(self, name: str) -> Any:
+        if name not in self._values:
+            raise StackDeployError(f"a condition refers to {name}, not a parameter")
+        return self._values[name]
+
+    def _join(self, arguments: list[Any]) -> str:
+        separator, items = arguments
+        return str(separator).join(_text(item) for item in self.value(items))
+
+    def _split(self, arguments: list[Any]) -> list[str]:
+        separator, text = arguments
+        return _text(self.value(text)).split(separator)
+
+    def _select(self, arguments: list[Any]) -> Any:
+        index, items = arguments
+        return self.value(items)[int(_text(self.value(index)))]
+
+    def _find_in_map(self, arguments: list[Any]) -> Any:
+        table, key, attribute = (_text(self.value(a)) for a in arguments)
+        return self._template["Mappings"][table][key][attribute]
+
+    # The functions of a value, by name.
+    _values_of: ClassVar[dict[str, Callable[[_Conditions, Any], Any]]] = {
+        "Ref": _ref,
+        "Fn::Join": _join,
+        "Fn::Split": _split,
+        "Fn::Select": _select,
+        "Fn::FindInMap": _find_in_map,
+    }
 
 
 def _text(value: Any) -> str:

@@ -322,7 +322,7 @@ def run_lambda_path(direct: str, dlq_url: str, pollers: int) -> None:
     warnings.filterwarnings("ignore", "No application metrics to publish")
     sys.path.insert(0, str(ROOT / "functions" / "replay"))
     import app
-    from dlq_replay.local.eventsource import LocalEventSource, run_pollers
+    from dlq_replay.local.eventsource import LocalEventSource, Polling, run_pollers
 
     class Context:
         function_name = "sqs-dlq-replay"
@@ -337,7 +337,7 @@ def run_lambda_path(direct: str, dlq_url: str, pollers: int) -> None:
 
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
-    source = LocalEventSource(client(direct), dlq_url, handler, wait_seconds=1)
+    source = LocalEventSource(client(direct), dlq_url, handler, Polling(wait_seconds=1))
     for thread in run_pollers(source, pollers, stop):
         thread.join()
 

@@ -16,7 +16,7 @@ from dlq_replay.cli.main import main
 from dlq_replay.demo.run import demo
 from dlq_replay.demo.scenario import DemoOptions
 from dlq_replay.demo.view import breaker_line
-from dlq_replay.local.eventsource import LocalEventSource
+from dlq_replay.local.eventsource import LocalEventSource, Polling
 from dlq_replay.local.worker import settings_from
 from moto import mock_aws
 
@@ -89,7 +89,7 @@ def test_while_open_the_worker_receives_nothing_so_no_attempt_is_spent() -> None
             sqs,
             url,
             handler,
-            wait_seconds=0,
+            Polling(wait_seconds=0),
             gate=gate,
         )
         stop = threading.Event()

@@ -12,7 +12,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from dlq_replay.local.eventsource import LocalEventSource, run_pollers
+from dlq_replay.local.eventsource import LocalEventSource, Polling, run_pollers
 from emulation import eventually
 from integration.harness import REGION, Outgoing, Sqs, binary, number, string
 
@@ -33,7 +33,7 @@ def test_deletes_only_the_records_not_in_batch_item_failures(sqs: Sqs) -> None:
     send_ids(sqs.client, queue.url, ids)
     failing = {"m2", "m5", "m7"}
     handler = RecordingHandler(fail_ids=failing)
-    source = LocalEventSource(sqs.client, queue.url, handler, wait_seconds=0)
+    source = LocalEventSource(sqs.client, queue.url, handler, Polling(wait_seconds=0))
 
     received = 0
     while received < len(ids):
@@ -56,7 +56,7 @@ def test_deletes_only_the_records_not_in_batch_item_failures(sqs: Sqs) -> None:
         after=1.1,
     )
     again = RecordingHandler()
-    retry = LocalEventSource(sqs.client, queue.url, again, wait_seconds=0)
+    retry = LocalEventSource(sqs.client, queue.url, again, Polling(wait_seconds=0))
     while retry.poll_once():
         pass
     assert set(again.calls) == failing
@@ -71,7 +71,7 @@ def test_a_batch_that_fails_whole_is_left_whole(sqs: Sqs) -> None:
     queue = sqs.create_queue("all-fail", {"VisibilityTimeout": "1"})
     ids = [f"m{index}" for index in range(4)]
     send_ids(sqs.client, queue.url, ids)
-    source = LocalEventSource(sqs.client, queue.url, RecordingHandler(ids), wait_seconds=0)
+    source = LocalEventSource(sqs.client, queue.url, RecordingHandler(ids), Polling(wait_seconds=0))
     while source.poll_once():
         pass
     assert source.stats.deleted == 0
@@ -89,7 +89,7 @@ def test_passes_every_message_and_system_attribute(sqs: Sqs) -> None:
     }
     sqs.send(queue, Outgoing('{"id": "only"}', attributes, trace_header=trace))
     handler = RecordingHandler()
-    source = LocalEventSource(sqs.client, queue.url, handler, wait_seconds=0)
+    source = LocalEventSource(sqs.client, queue.url, handler, Polling(wait_seconds=0))
 
     assert source.poll_once() == 1
 
@@ -112,7 +112,7 @@ def test_batches_never_exceed_ten_or_the_configured_size(sqs: Sqs) -> None:
     ids = [f"m{index:02d}" for index in range(25)]
     send_ids(sqs.client, queue.url, ids)
     handler = RecordingHandler()
-    source = LocalEventSource(sqs.client, queue.url, handler, wait_seconds=0)
+    source = LocalEventSource(sqs.client, queue.url, handler, Polling(wait_seconds=0))
     while source.poll_once():
         pass
     assert sorted(handler.calls) == ids
@@ -121,7 +121,7 @@ def test_batches_never_exceed_ten_or_the_configured_size(sqs: Sqs) -> None:
 
     send_ids(sqs.client, queue.url, ids[:7])
     small = RecordingHandler()
-    three = LocalEventSource(sqs.client, queue.url, small, batch_size=3, wait_seconds=0)
+    three = LocalEventSource(sqs.client, queue.url, small, Polling(batch_size=3, wait_seconds=0))
     while three.poll_once():
         pass
     assert sorted(small.calls) == ids[:7]
@@ -129,7 +129,7 @@ def test_batches_never_exceed_ten_or_the_configured_size(sqs: Sqs) -> None:
 
     for size in (0, 11):
         with pytest.raises(ValueError, match="batch_size"):
-            LocalEventSource(sqs.client, queue.url, small, batch_size=size)
+            LocalEventSource(sqs.client, queue.url, small, Polling(batch_size=size))
 
 
 @pytest.mark.usefixtures("atomic_receive")
@@ -151,7 +151,7 @@ def test_concurrent_pollers_handle_each_message_exactly_once(sqs: Sqs) -> None:
             return response
 
     handler = SlowHandler()
-    source = LocalEventSource(sqs.client, queue.url, handler, wait_seconds=1)
+    source = LocalEventSource(sqs.client, queue.url, handler, Polling(wait_seconds=1))
     threads = run_pollers(source, 3, stop)
     assert len(threads) == 3
     assert stop.wait(20), f"only {sum(handler.calls.values())} of 50 handled"
@@ -182,7 +182,7 @@ def test_run_returns_at_once_when_stopped_and_finishes_the_batch_in_hand(
             return super().__call__(event, context)
 
     handler = StopInside()
-    source = LocalEventSource(setup_client, queue.url, handler, wait_seconds=1)
+    source = LocalEventSource(setup_client, queue.url, handler, Polling(wait_seconds=1))
     started = time.monotonic()
     source.run(stop)
     assert time.monotonic() - started < 5
@@ -213,7 +213,7 @@ def test_a_poll_that_raises_is_logged_and_retried_without_ending_the_poller(
         stop.set()
         return {"batchItemFailures": []}
 
-    source = LocalEventSource(sqs.client, queue.url, handler, wait_seconds=0)
+    source = LocalEventSource(sqs.client, queue.url, handler, Polling(wait_seconds=0))
     poller = threading.Thread(target=source.run, args=(stop,), daemon=True)
     poller.start()
     poller.join(timeout=15)
@@ -239,7 +239,7 @@ def test_what_is_under_way_is_counted_while_it_is_and_nothing_after(sqs: Sqs) ->
         return {"batchItemFailures": []}
 
     polling: list[tuple[int, int]] = []
-    source = LocalEventSource(sqs.client, queue.url, handler, wait_seconds=0)
+    source = LocalEventSource(sqs.client, queue.url, handler, Polling(wait_seconds=0))
     sqs.client.meta.events.register(
         "before-call.sqs.ReceiveMessage", lambda **_: polling.append(source.stats.under_way())
     )

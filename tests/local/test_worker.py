@@ -6,6 +6,7 @@ message deleted from the DLQ has its copy in the main or the operator queue.
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import threading
@@ -356,3 +357,23 @@ def test_sigterm_to_the_worker_process_finishes_cleanly(
     assert stopped["received"] == stopped["deleted"] + stopped["released"], "left half-handled"
     assert stopped["delete_errors"] == 0
     assert found["dlq"], "the worker had finished before the signal: nothing was interrupted"
+
+
+@pytest.mark.parametrize(
+    ("polling", "in_hand", "expected"),
+    [
+        (0, 0, "no message was in hand"),
+        (1, 0, "1 receive was still waiting"),
+        (2, 0, "2 receives were still waiting"),
+        (0, 1, "1 message in hand stays hidden until the DLQ's visibility timeout ends, then is"),
+        (0, 3, "3 messages in hand stay hidden until the DLQ's visibility timeout ends, then are"),
+    ],
+)
+def test_what_a_stop_leaves_is_counted_in_words_that_agree(
+    polling: int, in_hand: int, expected: str
+) -> None:
+    """Not "1 receives were": the worker's last line when a stop cannot wait."""
+    from dlq_replay.cli.worker import under_way_text
+
+    assert under_way_text(polling, in_hand).startswith(expected)
+    assert not re.search(r"\b1 (receives|messages)\b", under_way_text(polling, in_hand))

@@ -78,10 +78,10 @@ def test_the_options_become_the_settings() -> None:
 @pytest.mark.parametrize(
     ("args", "start"),
     [
-        pytest.param(["--kind", "kinesis"], "argument --kind/--dlq-kind: 'kinesis' ", id="kind"),
+        pytest.param(["--kind", "kinesis"], "argument --kind: 'kinesis' ", id="kind"),
         pytest.param(
             ["--target-arn", "orders"],
-            "argument --target-arn/--replay-target-arns: 'orders' ",
+            "argument --target-arn: 'orders' ",
             id="not-an-arn",
         ),
         pytest.param(
@@ -91,10 +91,21 @@ def test_the_options_become_the_settings() -> None:
                 "--target-arn",
                 "arn:aws:kinesis:us-east-1:123456789012:stream/s",
             ],
-            "argument --target-arn/--replay-target-arns: 'arn:aws:kinesis:",
+            "argument --target-arn: 'arn:aws:kinesis:",
             id="unsupported-service",
         ),
-        pytest.param(["--kind"], "argument --kind/--dlq-kind: expected one argument", id="empty"),
+        pytest.param(["--kind"], "argument --kind: expected one argument", id="empty"),
+        pytest.param(["--dlq-kind", "kinesis"], "argument --dlq-kind: 'kinesis' ", id="table-name"),
+        pytest.param(
+            ["--target-arn", QUEUE],
+            "--target-arn names the targets of records of serverless kinds, but the kind is sqs",
+            id="targets-of-the-sqs-kind",
+        ),
+        pytest.param(
+            ["--kind", "sqs", "--replay-target-arns", QUEUE],
+            "--target-arn names the targets of records of serverless kinds, but the kind is sqs",
+            id="targets-of-the-sqs-kind-by-the-table-name",
+        ),
     ],
 )
 def test_a_bad_kind_or_target_is_one_line_and_exit_2(
@@ -109,12 +120,28 @@ def test_a_bad_kind_or_target_is_one_line_and_exit_2(
     assert lines[0].endswith("(see: dlq-replay worker --help)")
 
 
-def test_the_help_documents_both_names(capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_help_shows_one_name_and_the_kinds_once(capsys: pytest.CaptureFixture[str]) -> None:
+    """The table's names still work (above), unlisted: one name an option in --help."""
     assert exit_code(["worker", "--help"]) == 0
     shown = " ".join(capsys.readouterr().out.split())
-    assert "--kind, --dlq-kind VALUE" in shown
-    assert "--target-arn, --replay-target-arns VALUE" in shown
+    assert "--kind VALUE" in shown
+    assert "--target-arn VALUE" in shown
+    assert "--dlq-kind" not in shown
+    assert "--replay-target-arns" not in shown
     assert "repeatable" in shown
+    kind_help = shown[shown.rindex("--kind VALUE") : shown.rindex("--target-arn VALUE")]
+    assert kind_help.count("eventbridge") == 2  # the list of choices, and what it means
+    assert "sqs | lambda | eventbridge | any" in kind_help
+
+
+def test_targets_with_the_kind_from_the_environment_are_taken(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The kind the options are judged with is the one the worker runs with: DLQ_KIND too."""
+    monkeypatch.setenv("DLQ_KIND", "lambda")
+    monkeypatch.setenv("MAIN_QUEUE_URL", "http://127.0.0.1:9/123456789012/main")
+    # Past the parser: the worker starts and gives up on the unreachable endpoint at once.
+    assert exit_code([*BASE, "--target-arn", FUNCTION, "--start-up-patience", "0"]) == 1
 
 
 def test_the_worker_delivers_eventbridge_records_to_their_target_without_a_main_queue(

@@ -7,6 +7,7 @@ import argparse
 import json
 import re
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -159,14 +160,18 @@ def test_help_and_version_show_no_default(
 
 def test_worker_has_an_option_for_every_setting() -> None:
     worker = subcommands()["worker"]
-    by_dest = {a.dest: a for a in worker._actions}
+    by_dest = {a.dest: a for a in worker._actions if a.help != argparse.SUPPRESS}
     for setting in SETTINGS:
         action = by_dest[setting.variable]
-        # The table's name, after the worker's own for the serverless kinds (--kind, ...).
-        assert action.option_strings[-1] == setting.option
-        assert action.option_strings[:-1] == [
-            name for variable, name in WORKER_OPTIONS.items() if variable == setting.variable
-        ]
+        # The worker's own name for the serverless kinds (--kind, ...), else the table's; the
+        # table's name then works too, unlisted in --help.
+        assert action.option_strings == [WORKER_OPTIONS.get(setting.variable, setting.option)]
+        hidden = [a for a in worker._actions if a.dest == setting.variable and a is not action]
+        if setting.variable in WORKER_OPTIONS:
+            assert [a.option_strings for a in hidden] == [[setting.option]]
+            assert all(a.help == argparse.SUPPRESS for a in hidden)
+        else:
+            assert hidden == []
         assert action.default is None  # the environment decides what is not given
         assert setting.help in (action.help or "")
         assert f"${setting.variable}" in (action.help or "")
@@ -187,3 +192,77 @@ def test_plan_takes_the_short_and_the_long_names(capsys: pytest.CaptureFixture[s
     )
     assert short.code == long.code == 0
     assert json.loads(short.out)["attempts"] == json.loads(long.out)["attempts"]
+
+
+# An option's help ends with one parenthesis: its range or rule, then its default, or
+# "(required)"; neither a range nor "default" appears elsewhere in it.
+HELP_END = re.compile(r"\((?:(?P<rule>[^()]*); )?(?:default: [^()]+|required)\)$")
+RANGE = re.compile(r"(?<![\w.-])\d+-\d+(?![\w-])")
+
+
+@pytest.mark.parametrize("name", sorted(subcommands()))
+def test_every_option_shows_its_range_and_default_one_way(name: str) -> None:
+    parser = subcommands()[name]
+    formatter = parser._get_formatter()
+    for action in parser._actions:
+        if not action.option_strings or isinstance(action, argparse._HelpAction):
+            continue
+        if action.help == argparse.SUPPRESS:
+            continue
+        text = " ".join((formatter._get_help_string(action) or "").split())
+        end = HELP_END.search(text)
+        where = f"{name} {action.option_strings[0]}: {text!r}"
+        assert end is not None, where
+        before = text[: end.start()]
+        assert "default" not in before, where
+        assert not RANGE.search(before), where
+        bounds: str | None = getattr(action.type, "range_text", None)
+        if bounds:
+            assert end.group("rule") == bounds or bounds in (end.group("rule") or ""), where
+
+
+def test_the_form_check_sees_the_old_forms() -> None:
+    """The two ways the help wrote them before: a range and a default each their own way."""
+    for old in (
+        "concurrent pollers (1-64, default 1)",
+        "messages to show (default 10) (1-100)",
+        "long-poll wait of each receive, 0-20 (default: 1)",
+        "turn it off (by default it is on) (default: off)",
+    ):
+        end = HELP_END.search(old)
+        before = old[: end.start()] if end else old
+        assert end is None or "default" in before or RANGE.search(before), old
+
+
+@pytest.mark.parametrize("old", ["--base", "--multiplier", "--cap"])
+def test_plan_names_the_backoff_options_as_the_worker_does(
+    capsys: pytest.CaptureFixture[str], old: str
+) -> None:
+    """One name each, the worker's; plan's old short names still work, unlisted."""
+    plan, worker = run_cli(capsys, "plan", "--help"), run_cli(capsys, "worker", "--help")
+    for name in ("--backoff-base-seconds", "--backoff-multiplier", "--backoff-cap-seconds"):
+        assert name in plan.out
+        assert name in worker.out
+    assert not re.search(rf"{old}\b(?!-)", plan.out.replace("--backoff-", "")), plan.out
+    assert run_cli(capsys, "plan", "--json", old, "7").code == 0
+
+
+def test_help_links_the_sections_themselves_not_the_moved_stubs(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A link to a section of docs/ in any --help names a heading above the page's "Sections that
+    moved" (the stubs left for old links)."""
+    from tools.sar import slug
+
+    root = Path(__file__).resolve().parents[2]
+    seen = []
+    for name in sorted(subcommands()):
+        text = " ".join(run_cli(capsys, name, "--help").out.split())
+        for page, anchor in re.findall(r"docs/([\w.-]+\.md)#([\w-]+)", text):
+            body = (
+                (root / "docs" / page).read_text(encoding="utf-8").split("## Sections that moved")
+            )
+            headings = re.findall(r"^#{1,6} +(.+?) *$", body[0], re.MULTILINE)
+            assert anchor in {slug(h) for h in headings}, f"{name}: docs/{page}#{anchor}"
+            seen.append(anchor)
+    assert len(seen) >= 3  # the check sees the links

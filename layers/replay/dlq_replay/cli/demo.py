@@ -43,9 +43,9 @@ def register(subparsers: Subparsers) -> None:
         "--kind",
         choices=DEMO_KINDS,
         default="sqs",
-        help="the DLQ the demo replays: sqs (a queue's redrive, the default) or eventbridge (a "
-        "rule target's DLQ; moto writes no such records, so the demo stages them in "
-        "EventBridge's documented shape)",
+        help="the DLQ the demo replays: sqs (a queue's redrive) or eventbridge (a rule target's "
+        "DLQ; moto writes no such records, so the demo stages them in EventBridge's documented "
+        "shape)",
     )
     parser.add_argument(
         "--messages", type=int_between(1, 100_000), default=defaults.messages, help="to send"
@@ -54,21 +54,21 @@ def register(subparsers: Subparsers) -> None:
         "--failure-rate",
         type=share,
         default=defaults.failure_rate,
-        help="share of messages that fail transiently (succeed once replayed), 0-1; "
+        help="share of messages that fail transiently (succeed once replayed); "
         "eventbridge: events whose delivery failed (delivered by the replay)",
     )
     parser.add_argument(
         "--poison-rate",
         type=share,
         default=defaults.poison_rate,
-        help="share of messages that always fail (end parked), 0-1; eventbridge: records "
+        help="share of messages that always fail (end parked); eventbridge: records "
         "naming a retired target queue (every delivery refused)",
     )
     parser.add_argument(
         "--invalid-rate",
         type=share,
         default=defaults.invalid_rate,
-        help="share of messages the consumer parks at once (ParkMessage), 0-1; eventbridge: "
+        help="share of messages the consumer parks at once (ParkMessage); eventbridge: "
         "records naming a target outside REPLAY_TARGET_ARNS (parked target-not-allowed)",
     )
     parser.add_argument(
@@ -89,8 +89,7 @@ def register(subparsers: Subparsers) -> None:
         type=int_between(0, 3600),
         default=int(defaults.outage_seconds),
         metavar="N",
-        help="the consumer fails every message for the first N seconds (an outage), 0-3600 "
-        "(default 0)",
+        help="the consumer fails every message for the first N seconds (an outage)",
     )
     parser.add_argument(
         "--no-breaker",
@@ -105,8 +104,8 @@ def register(subparsers: Subparsers) -> None:
         type=positive_number,
         default=defaults.timeout_seconds,
         metavar="SECONDS",
-        help="stop waiting after this long and report what is not yet done; by default it grows "
-        "with the work: 60 s + 0.1 s a message + (backoff cap + 15 s) an attempt",
+        help="stop waiting after this long and report what is not yet done (default: 60 s, "
+        "0.1 s more a message, and the backoff cap + 15 s more an attempt)",
     )
     parser.add_argument("--seed", type=int, default=None, help="make the run repeatable")
     parser.add_argument("--plain", action="store_true", help="no live display (CI logs)")

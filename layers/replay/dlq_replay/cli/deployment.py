@@ -143,13 +143,13 @@ def add_receive_options(parser: argparse.ArgumentParser, *, count_attribute: boo
         "--reserve",
         type=int_between(1, 1000),
         default=1,
-        help="receives every message must keep before its maxReceiveCount (default 1)",
+        help="receives every message must keep before its maxReceiveCount",
     )
     parser.add_argument(
         "--wait-seconds",
         type=int_between(0, 20),
         default=1,
-        help="long-poll wait of each receive, 0-20 (default 1: asks every SQS server)",
+        help="long-poll wait of each receive: 1 or more asks every SQS server, 0 only some",
     )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import functools
 import re
+from collections.abc import Callable
 
 import boto3
 from botocore.exceptions import (
@@ -18,9 +19,11 @@ from botocore.exceptions import (
     ProfileNotFound,
 )
 from botocore.exceptions import ConnectionError as BotoConnectionError
+from botocore.parsers import ResponseParserError
 
 from dlq_replay.cli.parsing import Run
 from dlq_replay.core.settings import SETTING, SettingsError
+from dlq_replay.local.answers import HtmlAnswerError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -42,39 +45,66 @@ def describe_error(error: Exception) -> tuple[str, int]:
         if row is None or row.option in str(error):
             return str(error), EXIT_USAGE
         return f"{error} (pass {row.option} or set {error.variable})", EXIT_USAGE
-    if isinstance(error, NoCredentialsError):
-        return (
-            "no AWS credentials found: set AWS_PROFILE or AWS_ACCESS_KEY_ID/"
-            "AWS_SECRET_ACCESS_KEY, or pass --profile",
-            EXIT_FAILED,
-        )
-    if isinstance(error, NoRegionError):
-        return "no AWS region: pass --region or set AWS_DEFAULT_REGION", EXIT_USAGE
-    if isinstance(error, InvalidRegionError):
-        return f"{error} (pass --region or set AWS_DEFAULT_REGION, e.g. us-east-1)", EXIT_USAGE
-    if isinstance(error, ProfileNotFound):
-        return str(error), EXIT_USAGE
-    if isinstance(error, (BotoConnectionError, HTTPClientError)):
-        # botocore names the URL it tried; the retries behind it are the client's config.
-        return (
-            f"cannot reach the endpoint: {error} (check --endpoint-url, --region and the network)",
-            EXIT_FAILED,
-        )
     if isinstance(error, ClientError):
-        info = error.response.get("Error", {})
-        code = str(info.get("Code", ""))
-        operation = error.operation_name
-        if _queue_not_found(error):
-            return f"queue not found ({operation}): {info.get('Message', code)}", EXIT_FAILED
-        if code in {"AccessDenied", "AccessDeniedException", "AuthorizationError"}:
-            return f"access denied ({operation}): {info.get('Message', code)}", EXIT_FAILED
-        if code == "ValidationError" and "does not exist" in str(info.get("Message", "")):
-            return f"not found ({operation}): {info.get('Message')}", EXIT_FAILED
-        return f"{operation} failed: {code}: {info.get('Message', '')}", EXIT_FAILED
+        return _client_error_line(error), EXIT_FAILED
+    for kinds, line, code in _BOTOCORE_LINES:
+        if isinstance(error, kinds):
+            return line(error), code
     return f"{type(error).__name__}: {error}", EXIT_FAILED
 
 
-def one_line(error: ClientError | BotoCoreError) -> tuple[str, int]:
+def _unparsable(error: Exception) -> str:
+    # botocore's message goes on with the whole answer (an HTML page): its first line only.
+    return f"the endpoint's answer is not an AWS response: {str(error).splitlines()[0]}"
+
+
+# botocore's errors that are not an AWS service's answer: (types, the line, the exit code).
+_BOTOCORE_LINES: tuple[
+    tuple[type[Exception] | tuple[type[Exception], ...], Callable[[Exception], str], int], ...
+] = (
+    (
+        NoCredentialsError,
+        lambda _: (
+            "no AWS credentials found: set AWS_PROFILE or AWS_ACCESS_KEY_ID/"
+            "AWS_SECRET_ACCESS_KEY, or pass --profile"
+        ),
+        EXIT_FAILED,
+    ),
+    (NoRegionError, lambda _: "no AWS region: pass --region or set AWS_DEFAULT_REGION", EXIT_USAGE),
+    (
+        InvalidRegionError,
+        lambda error: f"{error} (pass --region or set AWS_DEFAULT_REGION, e.g. us-east-1)",
+        EXIT_USAGE,
+    ),
+    (ProfileNotFound, str, EXIT_USAGE),
+    (
+        (BotoConnectionError, HTTPClientError),
+        # botocore names the URL it tried; the retries behind it are the client's config.
+        lambda error: (
+            f"cannot reach the endpoint: {error} (check --endpoint-url, --region and the network)"
+        ),
+        EXIT_FAILED,
+    ),
+    (HtmlAnswerError, str, EXIT_FAILED),
+    (ResponseParserError, _unparsable, EXIT_FAILED),
+)
+
+
+def _client_error_line(error: ClientError) -> str:
+    """An AWS service's refusal: what it refused, and the service's own words."""
+    info = error.response.get("Error", {})
+    code = str(info.get("Code", ""))
+    operation = error.operation_name
+    if _queue_not_found(error):
+        return f"queue not found ({operation}): {info.get('Message', code)}"
+    if code in {"AccessDenied", "AccessDeniedException", "AuthorizationError"}:
+        return f"access denied ({operation}): {info.get('Message', code)}"
+    if code == "ValidationError" and "does not exist" in str(info.get("Message", "")):
+        return f"not found ({operation}): {info.get('Message')}"
+    return f"{operation} failed: {code}: {info.get('Message', '')}"
+
+
+def one_line(error: ClientError | BotoCoreError | ResponseParserError) -> tuple[str, int]:
     """describe_error's line, and never more than one: an endpoint that answers with an HTML
     page (an emulator without the operation) is reported by its HTTP status."""
     if isinstance(error, ClientError):
@@ -114,7 +144,7 @@ def operator_command(run: Run) -> Run:
             raise CommandError(str(error) + region_hint(args)) from None
         except OpsError as error:
             raise CommandError(str(error), EXIT_USAGE if error.usage else EXIT_FAILED) from None
-        except (ClientError, BotoCoreError) as error:
+        except (ClientError, BotoCoreError, ResponseParserError) as error:
             message, code = one_line(error)
             if _queue_not_found(error):
                 message += region_hint(args)

@@ -57,7 +57,7 @@ def register(subparsers: Subparsers) -> None:
         "with the same --file or --s3-uri. Without --delete every message is made visible "
         "again once the archive is complete; with --delete the exported ones are deleted "
         "only then. " + BUDGET_HELP + " Details and the record format: "
-        "docs/operator-commands.md#export--import-fix-messages-by-hand.",
+        "docs/operator-fix.md.",
     )
     parser.add_argument("queue", metavar="QUEUE", help="main, dlq, operator, or a queue URL")
     parser.add_argument(

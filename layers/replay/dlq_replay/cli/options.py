@@ -12,6 +12,7 @@ from botocore.config import Config
 
 from dlq_replay.cli.errors import EXIT_USAGE, CommandError
 from dlq_replay.cli.parsing import ENDPOINT_FORM, endpoint_problem, endpoint_url, region_name
+from dlq_replay.local.answers import refuse_html_answers
 from dlq_replay.sqs import client as sqs_clients
 
 if TYPE_CHECKING:
@@ -40,10 +41,12 @@ def aws_session(args: argparse.Namespace) -> boto3.Session:
 
     Every client of a command comes from it: a new session reads botocore's data files again
     (the endpoints, the defaults; 40-90 ms before its first client), where a second client of
-    the same session costs a few milliseconds."""
+    the same session costs a few milliseconds. Its clients answer an HTML page (a proxy's, a
+    wrong port's) with one line, never the page (`local.answers`)."""
     session: boto3.Session | None = getattr(args, "_aws_session", None)
     if session is None:
         session = boto3.Session(profile_name=args.profile, region_name=args.region)
+        refuse_html_answers(session)
         args._aws_session = session
     return session
 
@@ -55,10 +58,9 @@ def make_deliverer(args: argparse.Namespace, concurrency: int = 8) -> Deliverer:
     from dlq_replay.targets.clients import TargetClients
     from dlq_replay.targets.deliverer import Deliverer
 
-    clients = TargetClients(
-        boto3.Session(profile_name=args.profile, region_name=args.region),
-        endpoint_url=lambda service: endpoint(args, service),
-    )
+    session = boto3.Session(profile_name=args.profile, region_name=args.region)
+    refuse_html_answers(session)
+    clients = TargetClients(session, endpoint_url=lambda service: endpoint(args, service))
     return Deliverer(clients, concurrency=concurrency)
 
 
@@ -92,18 +94,26 @@ def endpoint(args: argparse.Namespace, service: str = "sqs") -> str | None:
     with a ValueError deep in client creation."""
     own = [] if service == "sqs" else [f"AWS_ENDPOINT_URL_{service.upper()}"]
     for name in own:
-        if os.environ.get(name):
+        if name in os.environ:
             return _checked(name)
     if args.endpoint_url:
         return str(args.endpoint_url)
     for name in ("AWS_ENDPOINT_URL_SQS", "AWS_ENDPOINT_URL"):
-        if os.environ.get(name):
+        if name in os.environ:
             return _checked(name)
     return None
 
 
 def _checked(variable: str) -> str:
+    """The variable's endpoint. Set but empty is refused, not read as unset: that would send
+    a command meant for an emulator to AWS's own endpoints."""
     value = os.environ[variable]
+    if not value.strip():
+        raise CommandError(
+            f"{variable} is set but empty: unset it to use AWS's own endpoints, or set it to "
+            f"an endpoint URL ({ENDPOINT_FORM})",
+            EXIT_USAGE,
+        )
     problem = endpoint_problem(value)
     if problem is not None:
         raise CommandError(
@@ -136,5 +146,5 @@ BUDGET_HELP = (
     "Every receive raises a message's receive count, and SQS moves a message on past its "
     "queue's maxReceiveCount: the command keeps --reserve receives for each message, refuses "
     "or stops before that (see "
-    "docs/operator-commands.md#the-receive-count-rule-why-peek-and-redrive-may-refuse)."
+    "docs/operator-inspect.md#the-receive-count-rule-why-peek-and-redrive-may-refuse)."
 )

@@ -22,8 +22,8 @@ def add_pace_options(parser: argparse.ArgumentParser) -> None:
         "--rate",
         type=positive_number,
         metavar="PER_SEC",
-        help="messages per second at most (with --until-failing: the top speed, default "
-        f"{ops.DEFAULT_ADAPTIVE_RATE:g})",
+        help="messages per second at most; with --until-failing the top speed (default: none, "
+        f"with --until-failing {ops.DEFAULT_ADAPTIVE_RATE:g})",
     )
     parser.add_argument(
         "--until-failing",

@@ -20,28 +20,34 @@ Subparsers = Any  # argparse's _SubParsersAction is private
 Run = Callable[[argparse.Namespace], int]
 
 
+# A help text's own default, in its last parentheses: "(default 10)", "(default: the queue's)".
+_OWN_DEFAULT = re.compile(r"\s*\(default:? ([^()]*)\)$")
+
+
 class CommandHelpFormatter(argparse.HelpFormatter):
-    """Every option's help ends with its default (and its range, for bounded numbers), and no
-    word is broken at a hyphen (`--backoff-cap-seconds`, `dlq-replay-park-reason`)."""
+    """Every option's help ends with one parenthesis in one form: its range or rule, then its
+    default, "(1-64; default: 1)", "(default: none)", "(required)"; and no word is broken at
+    a hyphen (`--backoff-cap-seconds`, `dlq-replay-park-reason`).
+
+    A help text that describes its own default ends with "(default: ...)": the range goes in
+    front of it, in the same parenthesis."""
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
+        if not action.option_strings or action.help == argparse.SUPPRESS:
+            return text
         extras = []
         bounds = getattr(action.type, "range_text", None)
         if bounds and bounds not in text:
             extras.append(bounds)
-        # -h/--help and --version (default SUPPRESS) have no default to show.
-        shown = "default" in text or action.default == argparse.SUPPRESS
-        if not shown and action.option_strings and action.help != argparse.SUPPRESS:
-            if action.required:
-                extras.append("required")
-            elif action.nargs == 0:
-                extras.append("default: off")
-            elif action.default is None:
-                extras.append("default: none")
-            else:
-                extras.append(f"default {action.default}")
-        return f"{text} ({', '.join(extras)})" if extras else text
+        own = _OWN_DEFAULT.search(text)
+        if own is not None:
+            text = text[: own.start()]
+            extras.append(f"default: {own.group(1)}")
+        elif action.default != argparse.SUPPRESS and "default" not in text:
+            # -h/--help and --version (default SUPPRESS) have no default to show.
+            extras.append(_default_text(action))
+        return f"{text} ({'; '.join(extras)})" if extras else text
 
     def _split_lines(self, text: str, width: int) -> list[str]:
         return textwrap.wrap(
@@ -57,6 +63,14 @@ class CommandHelpFormatter(argparse.HelpFormatter):
             break_on_hyphens=False,
             break_long_words=False,  # a docs link stays whole, to copy
         )
+
+
+def _default_text(action: argparse.Action) -> str:
+    if action.required:
+        return "required"
+    if action.nargs == 0:
+        return "default: off"
+    return f"default: {'none' if action.default is None else action.default}"
 
 
 class CommandParser(argparse.ArgumentParser):
@@ -109,6 +123,7 @@ def add_setting_options(
     *,
     title: str = "replay settings (override the environment variables)",
     aliases: Mapping[str, str] | None = None,
+    old_names: Mapping[str, str] | None = None,
     defaults: Mapping[str, object] | None = None,
     repeatable: Collection[str] = (),
 ) -> None:
@@ -116,31 +131,42 @@ def add_setting_options(
     and check come from the row. The value lands in `args.<VARIABLE>`; without `defaults` an
     option left out is None, so the environment (or the function's settings) decides. An
     option of a `repeatable` variable (a comma list) may be given several times: the values
-    are joined with commas."""
+    are joined with commas.
+
+    `aliases`: a command's own name for a setting, shown in place of the table's; the table's
+    name, and `old_names` (spellings scripts may still use), keep working, unlisted in --help."""
     group = parser.add_argument_group(title)
     chosen = SETTINGS if variables is None else [SETTING[name] for name in variables]
     for setting in chosen:
-        names = [setting.option]
-        if aliases and setting.variable in aliases:
-            names.insert(0, aliases[setting.variable])
+        name = (aliases or {}).get(setting.variable, setting.option)
+        hidden = [option for option in (setting.option,) if option != name]
+        hidden += (
+            [(old_names or {})[setting.variable]] if setting.variable in (old_names or {}) else []
+        )
         if defaults is not None:
             default: object = defaults[setting.variable]
-            shown = f"default {default}"
+            shown = f"default: {default}"
         else:
             default = None
             fallback = "required" if setting.required else (setting.default or "none")
             shown = f"default: ${setting.variable}, else {fallback}"
         several = setting.variable in repeatable
+        common: dict[str, Any] = {
+            "dest": setting.variable,
+            "metavar": "VALUE",
+            "type": SettingType(setting),
+            "action": JoinedValues if several else "store",
+        }
         group.add_argument(
-            *names,
-            dest=setting.variable,
-            metavar="VALUE",
-            type=SettingType(setting),
+            name,
             default=default,
-            action=JoinedValues if several else "store",
             help=f"{setting.help} ({setting.rule.summary}{'; repeatable' if several else ''}; "
             f"{shown})",
+            **common,
         )
+        for option in hidden:
+            # SUPPRESS: the shown option alone sets the default.
+            group.add_argument(option, default=argparse.SUPPRESS, help=argparse.SUPPRESS, **common)
 
 
 class JoinedValues(argparse.Action):
@@ -199,11 +225,19 @@ def _number(text: str) -> float:
     return value
 
 
-def share(text: str) -> float:
-    """argparse type: a share of the messages, from 0 to 1."""
-    if not 0 <= (value := _number(text)) <= 1:
-        raise argparse.ArgumentTypeError(f"must be from 0 to 1, got {text}")
-    return value
+class _Share:
+    """argparse type: a share of the messages, from 0 to 1; the help shows the range."""
+
+    range_text = "0-1"
+    __name__ = "share"
+
+    def __call__(self, text: str) -> float:
+        if not 0 <= (value := _number(text)) <= 1:
+            raise argparse.ArgumentTypeError(f"must be from 0 to 1, got {text}")
+        return value
+
+
+share = _Share()
 
 
 def positive_number(text: str) -> float:

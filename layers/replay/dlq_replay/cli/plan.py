@@ -36,7 +36,8 @@ from dlq_replay.ops.plan import (
     consumer_backoff_plan,
 )
 
-# The settings `plan` reads, and the short names it also takes for the backoff's.
+# The settings `plan` reads (the worker's names), and the short names it took before, which
+# scripts may still pass (not shown in --help).
 _PLAN_VARIABLES = (
     "BACKOFF_BASE_SECONDS",
     "BACKOFF_MULTIPLIER",
@@ -60,13 +61,13 @@ def register(subparsers: Subparsers) -> None:
         "is parked, typical (median) and worst case. Defaults: the function's settings with "
         "--stack/--function-name, else its environment variables. Delays only: the time each "
         "attempt spends failing on the main queue comes on top. See "
-        "docs/design.md, 'Backoff and jitter', and docs/operator-commands.md#plan.",
+        "docs/design.md, 'Backoff and jitter', and docs/operator-inspect.md#plan.",
     )
     add_setting_options(
         parser,
         _PLAN_VARIABLES,
         title="backoff settings (override --stack's or the environment's)",
-        aliases=_SHORT_OPTIONS,
+        old_names=_SHORT_OPTIONS,
     )
     parser.add_argument(
         "--fifo",
@@ -96,8 +97,8 @@ def register(subparsers: Subparsers) -> None:
         "--main-max-receive-count",
         metavar="N",
         type=int_between(1, MAIN_MAX_RECEIVE_COUNT_LIMIT),
-        help="receives on the main queue before SQS moves a message to the DLQ, "
-        f"1-{MAIN_MAX_RECEIVE_COUNT_LIMIT}, with --consumer-backoff (default: the main "
+        help="receives on the main queue before SQS moves a message to the DLQ, with "
+        "--consumer-backoff (default: the main "
         "queue's RedrivePolicy, from --main-queue-url or --stack, else "
         f"{DEFAULT_MAIN_MAX_RECEIVE_COUNT}, template.yaml's MainQueueMaxReceiveCount)",
     )

@@ -46,6 +46,7 @@ from dlq_replay.cli.redrive_tally import nothing_movable, print_tally, redrive_j
 from dlq_replay.cli.selection import add_selection_options, selector_from
 from dlq_replay.cli.shutdown import Shutdown, interrupted, leftover_text
 from dlq_replay.core.settings import SETTING, SettingsError
+from dlq_replay.local.answers import HtmlAnswerError
 from dlq_replay.ops.preflight import preflight
 
 if TYPE_CHECKING:
@@ -62,24 +63,24 @@ def register(subparsers: Subparsers) -> None:
         "--reset-count, without the replay count), its original deleted only once the copy "
         "was sent: an interrupted run loses nothing, a rerun continues (at least once). "
         + BUDGET_HELP
-        + " Details: docs/operator-commands.md#redrive.",
+        + " Details: docs/operator-move.md#redrive.",
     )
     parser.add_argument(
         "--from",
         dest="source",
         default="operator",
         metavar="QUEUE",
-        help="operator (default), dlq, or a queue URL",
+        help="operator, dlq, or a queue URL (default: operator)",
     )
     parser.add_argument(
         "--to",
         dest="destination",
         default="main",
         metavar="QUEUE",
-        help="main (default), source (each message's source queue, as SQS recorded it when "
+        help="main, source (each message's source queue, as SQS recorded it when "
         "it moved the message: messages parked by the replay have none and are skipped; a "
         "record a Lambda function or an EventBridge rule wrote goes to its target, with "
-        "--target-arn), or a queue URL",
+        "--target-arn), or a queue URL (default: main)",
     )
     add_target_option(parser)
     parser.add_argument(
@@ -91,8 +92,8 @@ def register(subparsers: Subparsers) -> None:
         type=int_between(1, ops.MAX_CONCURRENCY),
         metavar="N",
         help="client-side: batches of 10 in flight at once; --rate still bounds the total "
-        f"(default {ops.DEFAULT_CONCURRENCY}, with --until-failing 1, so no batch waits long "
-        f"for its turn; 1-{ops.MAX_CONCURRENCY})",
+        f"(default: {ops.DEFAULT_CONCURRENCY}, with --until-failing 1, so no batch waits long "
+        "for its turn)",
     )
     parser.add_argument(
         "--reset-count",
@@ -245,7 +246,7 @@ def _native_redrive(
         handle = ops.start_move_task(
             sqs, source.arn, destination.arn if destination else None, request.rate
         )
-    except ClientError as error:
+    except (ClientError, HtmlAnswerError) as error:
         message, code = one_line(error)
         if "HTTP" in message:
             message += " (an emulator may lack message move tasks: rerun with --client-side)"

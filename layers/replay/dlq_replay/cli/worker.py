@@ -71,7 +71,7 @@ def register(subparsers: Subparsers) -> None:
         "--wait-seconds",
         type=int_between(0, MAX_WAIT_SECONDS),
         default=DEFAULT_WAIT_SECONDS,
-        help="long-poll wait of each receive (SQS allows 0-20); above 3 a receive still "
+        help="long-poll wait of each receive; above 3 a receive still "
         "waiting when a signal comes may be abandoned, what it brings then staying hidden "
         "until the DLQ's visibility timeout ends",
     )
@@ -80,25 +80,27 @@ def register(subparsers: Subparsers) -> None:
         type=int_between(0, MAX_START_UP_PATIENCE),
         default=int(START_UP_PATIENCE_SECONDS),
         metavar="SECONDS",
-        help="how long start-up retries throttling, 5xx and an unreachable endpoint before "
-        f"it gives up (0-{MAX_START_UP_PATIENCE}; default {int(START_UP_PATIENCE_SECONDS)})",
+        help="how long start-up retries throttling, 5xx, an unreachable endpoint and a proxy's "
+        "error page before it gives up",
     )
     parser.add_argument(
         "--log-level",
         type=str.upper,
         choices=LOG_LEVELS,
+        metavar="LEVEL",
         default=os.environ.get("LOG_LEVEL", "INFO").upper(),
-        help=f"one of {', '.join(LOG_LEVELS)}, any case (default: LOG_LEVEL, else INFO)",
+        help=f"one of {', '.join(LOG_LEVELS)}, any case (default: $LOG_LEVEL, else INFO)",
     )
     parser.add_argument(
         "--no-breaker",
         action="store_true",
-        help="turn the outage breaker off (by default it is on): keep replaying (and parking) "
-        "while every replayed copy comes back; the same as --outage-breaker off",
+        help="turn the outage breaker off: keep replaying (and parking) while every replayed "
+        "copy comes back; the same as --outage-breaker off",
     )
     add_setting_options(parser, aliases=WORKER_OPTIONS, repeatable=("REPLAY_TARGET_ARNS",))
     add_aws_options(parser)
-    parser.set_defaults(run=run_worker_command)
+    # A mistake only the options together show is a usage error too (one line, exit 2).
+    parser.set_defaults(run=run_worker_command, usage_error=parser.error)
 
 
 def run_worker_command(args: argparse.Namespace) -> int:
@@ -120,6 +122,12 @@ def run_worker_command(args: argparse.Namespace) -> int:
     if args.no_breaker:  # the short form of --outage-breaker off
         overrides["OUTAGE_BREAKER"] = "off"
     settings = settings_from(os.environ, overrides)
+    if args.REPLAY_TARGET_ARNS is not None and not delivers(settings):
+        args.usage_error(
+            f"--target-arn names the targets of records of serverless kinds, but the kind is "
+            f"{settings.dlq_kind}, whose records go back to their source queue: pass --kind "
+            "lambda, eventbridge or any, or leave --target-arn out"
+        )
     logger = Logger(service="sqs-dlq-replay", level=args.log_level)
     options = WorkerOptions(
         dlq_url=args.dlq_url,
@@ -135,19 +143,7 @@ def run_worker_command(args: argparse.Namespace) -> int:
     stats = PollStats()
 
     def left() -> str:
-        polling, in_hand = stats.under_way()
-        parts = []
-        if in_hand:
-            parts.append(
-                f"{in_hand} messages in hand stay hidden until the DLQ's visibility timeout "
-                "ends, then are received again (copies already written may be sent twice)"
-            )
-        if polling:
-            parts.append(
-                f"{polling} receives were still waiting (what they bring stays hidden until the "
-                "DLQ's visibility timeout ends)"
-            )
-        return "; ".join(parts) or "no message was in hand"
+        return under_way_text(*stats.under_way())
 
     try:
         code = shutdown.run(
@@ -174,6 +170,29 @@ def run_worker_command(args: argparse.Namespace) -> int:
         # supervisors read 143 as a failure. An abandoned stop exits 143 from the shutdown.
         return code
     return shutdown.code if shutdown.code is not None else code
+
+
+def under_way_text(polling: int, in_hand: int) -> str:
+    """What a stop that cannot wait leaves: messages in hand, receives still waiting."""
+    parts = []
+    if in_hand:
+        parts.append(
+            f"{counted(in_hand, 'message')} in hand {'stays' if in_hand == 1 else 'stay'} "
+            "hidden until the DLQ's visibility timeout ends, then "
+            f"{'is' if in_hand == 1 else 'are'} received again (copies already written may "
+            "be sent twice)"
+        )
+    if polling:
+        parts.append(
+            f"{counted(polling, 'receive')} {'was' if polling == 1 else 'were'} still "
+            "waiting (what they bring stays hidden until the DLQ's visibility timeout ends)"
+        )
+    return "; ".join(parts) or "no message was in hand"
+
+
+def counted(number: int, noun: str) -> str:
+    """`1 receive`, `2 receives`: the worker's words for what is under way."""
+    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 def _cloudwatch(args: argparse.Namespace) -> Any:

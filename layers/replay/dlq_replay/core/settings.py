@@ -278,8 +278,8 @@ SETTINGS: tuple[Setting[Any], ...] = (
             choices(*KIND_CHOICES),
         ),
         "sqs",
-        "which DLQ records the replay accepts: sqs, lambda (a function's asynchronous-"
-        "invocation DLQ and OnFailure destination), eventbridge (a rule target's DLQ) or any; "
+        "which DLQ records the replay accepts (lambda: a function's asynchronous-invocation "
+        "DLQ and OnFailure destination; eventbridge: a rule target's DLQ; any: every kind); "
         "a record of another kind is parked unexpected-kind",
         "DeadLetterQueueKind",
     ),

@@ -39,7 +39,7 @@ from dlq_replay.demo.scenario import (
     watch_depths,
 )
 from dlq_replay.demo.view import DemoView, exit_code, park_reasons, status_words
-from dlq_replay.local.eventsource import LocalEventSource, run_pollers
+from dlq_replay.local.eventsource import LocalEventSource, Polling, run_pollers
 from dlq_replay.sqs.replayer import Replayer
 from dlq_replay.targets.clients import TargetClients
 from dlq_replay.targets.deliverer import Deliverer
@@ -133,7 +133,9 @@ def eventbridge_demo(
             ),
             ledger=MemoryLedger(),
         )
-        source = LocalEventSource(sqs, wiring.dlq_url, LambdaReplay(replayer), wait_seconds=1)
+        source = LocalEventSource(
+            sqs, wiring.dlq_url, LambdaReplay(replayer), Polling(wait_seconds=1)
+        )
         plan = plan_events(options, rng)
         tally.expected = set(plan)
         staged = publish(sqs, events, wiring, plan)

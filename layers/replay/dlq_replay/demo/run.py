@@ -43,7 +43,7 @@ from dlq_replay.demo.scenario import (
     watch_depths,
 )
 from dlq_replay.demo.view import SQS_VIEW, DemoView, exit_code, print_summary, render
-from dlq_replay.local.eventsource import LocalEventSource, run_pollers
+from dlq_replay.local.eventsource import LocalEventSource, Polling, run_pollers
 from dlq_replay.sqs.replayer import Replayer
 
 
@@ -101,7 +101,7 @@ def demo(
             settings, sqs, logger=replay_log, rng=rng, on_outcome=OutcomeCounter(tally)
         )
         handler = LambdaReplay(replayer, breaker)
-        source = LocalEventSource(sqs, queues.dlq, handler, wait_seconds=1, gate=gate)
+        source = LocalEventSource(sqs, queues.dlq, handler, Polling(wait_seconds=1), gate=gate)
         consumer = replace(consumer, outage_until=time.monotonic() + options.outage_seconds)
         tally.expected = send_messages(sqs, queues.main, options, rng)
         stop = threading.Event()

@@ -20,6 +20,7 @@ from botocore.exceptions import ConnectionError as BotoConnectionError
 from botocore.retries.standard import RetryContext, ThrottledRetryableChecker
 
 from dlq_replay.core.log import Log
+from dlq_replay.local.answers import HtmlAnswerError, error_text
 from dlq_replay.local.records import lambda_event
 from dlq_replay.sqs.sending import change_visibility, delete_messages
 
@@ -83,6 +84,20 @@ class PollStats:
             self.delete_errors += delete_errors
 
 
+@dataclass(frozen=True, slots=True)
+class Polling:
+    """How a source receives: messages per receive (Lambda's BatchSize), the long-poll wait,
+    and the visibility timeout of what it receives (None: the queue's)."""
+
+    batch_size: int = MAX_RECEIVE_BATCH
+    wait_seconds: int = DEFAULT_WAIT_SECONDS
+    visibility_timeout: int | None = None
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.batch_size <= MAX_RECEIVE_BATCH:
+            raise ValueError(f"batch_size must be 1-{MAX_RECEIVE_BATCH}, got {self.batch_size}")
+
+
 class LocalEventSource:
     """Polls one queue and feeds its messages to a Lambda-style handler."""
 
@@ -91,25 +106,20 @@ class LocalEventSource:
         sqs: SQSClient,
         queue_url: str,
         handler: Handler,
+        polling: Polling = Polling(),  # frozen: one default for all is safe
         *,
-        batch_size: int = MAX_RECEIVE_BATCH,
-        wait_seconds: int = DEFAULT_WAIT_SECONDS,
-        visibility_timeout: int | None = None,
         logger: Log | None = None,
         queue_arn: str | None = None,
         gate: Gate | None = None,
         stats: PollStats | None = None,
     ) -> None:
-        """`gate`: when given, each poller asks it before every receive and waits while it
-        says no (the outage breaker open)."""
-        if not 1 <= batch_size <= MAX_RECEIVE_BATCH:
-            raise ValueError(f"batch_size must be 1-{MAX_RECEIVE_BATCH}, got {batch_size}")
+        """`polling`: how it receives; the others are its collaborators. `gate`: when given,
+        each poller asks it before every receive and waits while it says no (the outage
+        breaker open)."""
         self._sqs = sqs
         self._queue_url = queue_url
         self._handler = handler
-        self._batch_size = batch_size
-        self._wait_seconds = wait_seconds
-        self._visibility_timeout = visibility_timeout
+        self._polling = polling
         self._logger: Log = logger or logging.getLogger("dlq_replay.local.eventsource")
         self.queue_arn = queue_arn or _queue_arn(sqs, queue_url)
         self.region = self.queue_arn.split(":")[3]
@@ -122,13 +132,13 @@ class LocalEventSource:
         A batch that arrives once `stop` is set is not handled: it is made visible again."""
         request: dict[str, Any] = {
             "QueueUrl": self._queue_url,
-            "MaxNumberOfMessages": self._batch_size,
-            "WaitTimeSeconds": self._wait_seconds,
+            "MaxNumberOfMessages": self._polling.batch_size,
+            "WaitTimeSeconds": self._polling.wait_seconds,
             "MessageAttributeNames": ["All"],
             "MessageSystemAttributeNames": ["All"],
         }
-        if self._visibility_timeout is not None:
-            request["VisibilityTimeout"] = self._visibility_timeout
+        if self._polling.visibility_timeout is not None:
+            request["VisibilityTimeout"] = self._polling.visibility_timeout
         self.stats.track(polling=1)
         try:
             messages = self._sqs.receive_message(**request).get("Messages", [])
@@ -178,7 +188,7 @@ class LocalEventSource:
                     self.stats.poll_errors += 1
                 self._logger.error(
                     "poll failed; retrying",
-                    extra={"error": f"{type(error).__name__}: {error}", "retry_in_seconds": pause},
+                    extra={"error": error_text(error), "retry_in_seconds": pause},
                 )
                 stop.wait(pause)
 
@@ -203,7 +213,10 @@ def _queue_arn(sqs: SQSClient, queue_url: str) -> str:
 
 def can_heal(error: Exception) -> bool:
     """Whether waiting may cure the error: throttling (botocore's own list of codes), a 5xx,
-    or an endpoint not reachable. A missing queue, access denied or bad credentials cannot."""
+    or an endpoint not reachable (or a proxy's error page in its place). A missing queue,
+    access denied, bad credentials or a web server on the wrong port cannot."""
+    if isinstance(error, HtmlAnswerError):
+        return error.status >= 500
     if isinstance(error, ClientError):
         status = int(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0))
         context = RetryContext(attempt_number=1, parsed_response=dict(error.response))
@@ -237,7 +250,7 @@ def queue_arn_when_reachable(
                 "cannot read the queue yet; retrying",
                 extra={
                     "queue_url": queue_url,
-                    "error": f"{type(error).__name__}: {error}",
+                    "error": error_text(error),
                     "retry_in_seconds": round(pause, 1),
                     "gives_up_in_seconds": round(left, 1),
                 },

@@ -153,27 +153,29 @@ class Selector:
     ) -> bool:
         """Whether the message is selected; `now` in epoch seconds (for the age)."""
         body = message.get("Body", "")
+        system = message.get("Attributes", {})
         if self.reasons and not self._reason_selected(park_reason_of(body, attributes)):
             return False
-        system = message.get("Attributes", {})
         if self.groups and system.get("MessageGroupId") not in self.groups:
             return False
-        if not all(where.matches(attributes) for where in self.where):
+        return (
+            all(where.matches(attributes) for where in self.where)
+            and (self.match_text is None or self.match_text.search(body) is not None)
+            and (self.match is None or _json_match(self.match, body))
+            and self._age_selected(system.get("SentTimestamp"), now)
+        )
+
+    def _age_selected(self, sent: str | None, now: float) -> bool:
+        """Whether a message sent at `sent` (epoch milliseconds, as SQS writes it) is within
+        --older-than and --newer-than; one without the timestamp is not, when either is set."""
+        if self.older_than is None and self.newer_than is None:
+            return True
+        if sent is None:
             return False
-        if self.match_text is not None and not self.match_text.search(body):
-            return False
-        if self.match is not None and not _json_match(self.match, body):
-            return False
-        if self.older_than is not None or self.newer_than is not None:
-            sent = system.get("SentTimestamp")
-            if sent is None:
-                return False
-            age = now - int(sent) / 1000
-            if self.older_than is not None and age < self.older_than:
-                return False
-            if self.newer_than is not None and age > self.newer_than:
-                return False
-        return True
+        age = now - int(sent) / 1000
+        too_young = self.older_than is not None and age < self.older_than
+        too_old = self.newer_than is not None and age > self.newer_than
+        return not (too_young or too_old)
 
 
 def _json_match(expression: Any, body: str) -> bool:
