@@ -28,15 +28,18 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import boto3
 from dlq_replay.cli.main import build_parser
 from dlq_replay.cli.redrive import run_redrive
 from dlq_replay.demo.emulator import create_queues, emulator_client
 
+if TYPE_CHECKING:
+    from mypy_boto3_sqs.type_defs import MessageAttributeValueTypeDef
+
 TABLE = "bench-audit"
-ATTRIBUTES = {
+ATTRIBUTES: dict[str, MessageAttributeValueTypeDef] = {
     "dlq-replay-park-reason": {"DataType": "String", "StringValue": "max-attempts"},
 }
 

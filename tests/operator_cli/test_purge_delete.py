@@ -89,7 +89,8 @@ def test_a_purge_in_progress_is_one_line(
         error = {"Code": "AWS.SimpleQueueService.PurgeQueueInProgress", "Message": "Only one"}
         return types.SimpleNamespace(status_code=403), {"Error": error}
 
-    command_sqs.meta.events.register("before-call.sqs.PurgeQueue", refuse)
+    answer: Any = refuse  # a before-call handler's answer stands in for SQS's
+    command_sqs.meta.events.register("before-call.sqs.PurgeQueue", answer)
 
     result = run_cli(
         capsys, "purge", "operator", *queues.options(), "--confirm", name_of(queues.operator)
