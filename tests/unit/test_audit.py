@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import string
+import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -180,3 +181,22 @@ def test_an_error_and_an_interrupt_are_recorded_as_such(tmp_path: Path) -> None:
         action.start()
         assert action.finish(None, error) is None
         assert store.actions(limit=1)[0].end.outcome is outcome  # type: ignore[union-attr]
+
+
+def test_an_sts_that_does_not_answer_in_time_leaves_the_caller_unknown(tmp_path: Path) -> None:
+    """A network where STS is unreachable (a VPC with an SQS endpoint only) holds the action
+    up for the patience at most."""
+    store = FileAuditStore(tmp_path / "audit.jsonl")
+    answer = threading.Event()
+
+    def identify() -> Identity:
+        answer.wait(10)
+        return CALLER
+
+    action = recorder(store, identify)
+    action.identity_patience = 0.05
+    action.start()
+    action.gate()
+    answer.set()
+    (begun,) = store.actions()
+    assert begun.record.identity.unknown_because == "STS did not answer within 0.05 s"
