@@ -70,10 +70,13 @@ _FUNCTION_VARIABLES = (
 
 
 @pytest.fixture(autouse=True)
-def aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Fake credentials and a region for every test, so nothing can reach a real account."""
-    for name in _FUNCTION_VARIABLES:
+def aws_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Fake credentials and a region for every test, so nothing can reach a real account; the
+    audit trail's local file (commands run without a table) in a directory of the test's own
+    (beside its tmp_path, which stays the test's)."""
+    for name in (*_FUNCTION_VARIABLES, "DLQ_REPLAY_AUDIT_TABLE"):
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     monkeypatch.setenv("AWS_SESSION_TOKEN", "testing")

@@ -156,7 +156,9 @@ def run_scenario(index: int) -> dict[str, str]:
         tempfile.TemporaryDirectory(prefix="doc-samples-") as folder,
     ):
         workdir = Path(folder)
-        env = command_environment(endpoint, scenario.setup(endpoint, workdir))
+        # The audit trail's local file (commands without a table) stays in the folder too.
+        state = {"XDG_STATE_HOME": str(workdir / ".state")}
+        env = command_environment(endpoint, {**state, **scenario.setup(endpoint, workdir)})
         for sample in scenario.samples:
             shown = "\n".join(run_line(line, workdir, env) for line in sample.lines)
             blocks[sample.name] = f"```console\n{normalise(shown, rename)}```\n"

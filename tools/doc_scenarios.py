@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
+AUDIT_TABLE = "shop-audit"  # the audit trail of the samples run without --stack
 PARK_REASON = "dlq-replay-park-reason"
 COUNT = "sqs-dlq-replay-nb"  # the default count attribute
 STACK_COUNT = FUNCTION_ENVIRONMENT["REPLAY_COUNT_ATTRIBUTE"]  # the stack renames it
@@ -91,7 +92,24 @@ def _queue_options(urls: dict[str, str]) -> str:
 
 
 def _variables(endpoint: str, urls: dict[str, str]) -> dict[str, str]:
-    return {"QUEUES": _queue_options(urls), "Q": f"{endpoint}/{ACCOUNT}"}
+    """$QUEUES and $Q, and a table for the audit trail (as a stack's: shared, no warning)."""
+    _client("dynamodb", endpoint).create_table(
+        TableName=AUDIT_TABLE,
+        BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "sk", "AttributeType": "S"},
+        ],
+        KeySchema=[
+            {"AttributeName": "pk", "KeyType": "HASH"},
+            {"AttributeName": "sk", "KeyType": "RANGE"},
+        ],
+    )
+    return {
+        "QUEUES": _queue_options(urls),
+        "Q": f"{endpoint}/{ACCOUNT}",
+        "DLQ_REPLAY_AUDIT_TABLE": AUDIT_TABLE,
+    }
 
 
 # --- the stack: `--stack shop`, seven parked messages, three in the DLQ -----------------------

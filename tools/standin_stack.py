@@ -2,8 +2,9 @@
 
 moto does not run the SAM transform, so this stands in for a deployed sqs-dlq-replay stack: the
 three queues wired as in create-everything mode, a function with the settings environment, its
-event source mapping on the DLQ, and the outputs the operator commands read. The operator CLI's
-tests deploy it, and so do the docs' samples (tools/doc_scenarios.py), with fixed names.
+event source mapping on the DLQ, the table of the audit trail, and the outputs the operator
+commands read. The operator CLI's tests deploy it, and so do the docs' samples
+(tools/doc_scenarios.py), with fixed names.
 """
 
 from __future__ import annotations
@@ -64,6 +65,21 @@ def template(*, create_main: bool = True, prefix: str | None = None) -> dict[str
             },
         },
         "ReplayFunction": {"Type": "AWS::Lambda::Function", "Properties": function},
+        # The stack's table: the operators' audit trail (and the breaker's state).
+        "OutageBreakerTable": {
+            "Type": "AWS::DynamoDB::Table",
+            "Properties": {
+                "BillingMode": "PAY_PER_REQUEST",
+                "AttributeDefinitions": [
+                    {"AttributeName": "pk", "AttributeType": "S"},
+                    {"AttributeName": "sk", "AttributeType": "S"},
+                ],
+                "KeySchema": [
+                    {"AttributeName": "pk", "KeyType": "HASH"},
+                    {"AttributeName": "sk", "KeyType": "RANGE"},
+                ],
+            },
+        },
         "ReplayFunctionDeadLetterQueueEvent": {
             "Type": "AWS::Lambda::EventSourceMapping",
             "Properties": {
@@ -81,6 +97,7 @@ def template(*, create_main: bool = True, prefix: str | None = None) -> dict[str
         "OperatorQueueArn": {"Value": {"Fn::GetAtt": ["OperatorQueue", "Arn"]}},
         "ReplayFunctionName": {"Value": {"Ref": "ReplayFunction"}},
         "ReplayFunctionArn": {"Value": {"Fn::GetAtt": ["ReplayFunction", "Arn"]}},
+        "AuditTableName": {"Value": {"Ref": "OutageBreakerTable"}},
     }
     if create_main:
         resources["MainQueue"] = {

@@ -51,6 +51,7 @@ OUTPUT_KEYS = {
     "ReplayFunctionArn",
     "ReplayLogGroupName",
     "OutageBreakerTableName",
+    "AuditTableName",
     # ReplayLayerArn is dropped by tools/moto_stack: moto's Ref of a layer version is no ARN.
 }
 

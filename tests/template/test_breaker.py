@@ -13,7 +13,6 @@ from .cfn import STACK_UUID, Stack
 from .test_template import ACCOUNT, EXISTING, REGION, props
 
 BREAKER_RESOURCES = {
-    "OutageBreakerTable": "AWS::DynamoDB::Table",
     "OutageBreakerProbe": "AWS::Events::Rule",
     "OutageBreakerProbePermission": "AWS::Lambda::Permission",
     "OutageBreakerPolicy": "AWS::IAM::Policy",
@@ -37,6 +36,7 @@ def test_the_breaker_is_on_by_default_with_all_its_parts(
     stack = Stack(cfn, parameters)
     resources = stack.resources()
     assert {name: resources[name]["Type"] for name in BREAKER_RESOURCES} == BREAKER_RESOURCES
+    assert resources["OutageBreakerTable"]["Type"] == "AWS::DynamoDB::Table"
     env = environment(stack)
     assert env["OUTAGE_BREAKER"] == "on"
     assert env["OUTAGE_BREAKER_TABLE"] == "{Ref:OutageBreakerTable}"
@@ -52,7 +52,8 @@ def test_off_removes_everything_the_breaker_adds(cfn: dict[str, Any]) -> None:
     off = Stack(cfn, {"OutageBreaker": "off", "CreateDashboard": "true"})
     assert set(on.resources()) - set(off.resources()) == set(BREAKER_RESOURCES)
     assert set(off.resources()) < set(on.resources())
-    assert not [name for name in off.resources() if "Breaker" in name]
+    # Only the stack's table stays: it holds the audit trail whatever the breaker.
+    assert [name for name in off.resources() if "Breaker" in name] == ["OutageBreakerTable"]
     assert "OutageBreakerTableName" not in off.outputs()
     env = environment(off)
     assert env["OUTAGE_BREAKER"] == "off"
@@ -75,7 +76,10 @@ def test_the_table_costs_nothing_idle_and_forgets_old_counters(cfn: dict[str, An
         "pk": "HASH",
         "sk": "RANGE",
     }
-    assert table["DeletionPolicy"] == "Delete"  # state, not messages: nothing to keep
+    # The audit trail outlives the stack, and a replacement never drops it.
+    assert table["DeletionPolicy"] == "Retain"
+    assert table["UpdateReplacePolicy"] == "Retain"
+    assert "Condition" not in table
 
 
 def test_the_probe_is_a_disabled_minute_rule_on_the_function(cfn: dict[str, Any]) -> None:

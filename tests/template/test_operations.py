@@ -289,14 +289,14 @@ def test_created_queues_are_retained_and_accept_only_their_source(
     assert stack.queue_name("MainQueue") == f"teststack-main{suffix}"
 
 
-def test_only_the_queues_are_retained(cfn: dict[str, Any]) -> None:
+def test_only_the_queues_and_the_audit_trail_are_retained(cfn: dict[str, Any]) -> None:
     retained = {
         name
         for name, resource in cfn["Resources"].items()
         if resource.get("DeletionPolicy") == "Retain"
         or resource.get("UpdateReplacePolicy") == "Retain"
     }
-    assert retained == set(QUEUES)
+    assert retained == {*QUEUES, "OutageBreakerTable"}
 
 
 # -- hardening -----------------------------------------------------------------------------

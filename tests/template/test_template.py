@@ -59,6 +59,7 @@ OUTPUTS = {
     "AlarmTopicArn",
     "DashboardName",
     "OutageBreakerTableName",
+    "AuditTableName",
     "DeadLetterTargetArn",
 }
 

@@ -20,6 +20,7 @@ RANK = {
     "consumer": 4,  # what a consumer of the main queue imports
     "ops": 4,  # the operator's SQS work
     "local": 5,  # event source and worker
+    "audit": 5,  # the operators' audit trail: records, STS identity, the table or a file
     "demo": 6,
     "cli": 7,
 }

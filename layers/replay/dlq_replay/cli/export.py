@@ -8,6 +8,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from dlq_replay import ops
+from dlq_replay.cli.auditing import add_audit_option, audit_tally, audited, gate
 from dlq_replay.cli.deployment import (
     add_operator_options,
     add_receive_options,
@@ -88,10 +89,12 @@ def register(subparsers: Subparsers) -> None:
     )
     add_selection_options(parser)
     add_receive_options(parser, count_attribute=False)
+    add_audit_option(parser)
     add_operator_options(parser, run_export)
 
 
 @operator_command
+@audited("export", changes=lambda args: bool(args.delete))  # --delete deletes what it exported
 def run_export(args: argparse.Namespace) -> int:
     if args.file is None and args.s3_uri is None:
         raise CommandError(
@@ -112,6 +115,7 @@ def run_export(args: argparse.Namespace) -> int:
         replay_targets=target.replay_targets(),
     )
     s3 = make_client(args, "s3") if args.s3_uri is not None else None
+    gate(args, queues=(source.url,))
     shutdown = Shutdown()
     try:
         job = ops.prepare_export(target.sqs, request, s3=s3, stop=shutdown.stop)
@@ -148,6 +152,7 @@ def run_export(args: argparse.Namespace) -> int:
         raise CommandError(file_error(error, "nothing was deleted")) from None
     if result.stopped:
         note(result.stopped)
+    audit_tally(args, _export_json(source, result, shutdown))
     if args.json:
         print_json(_export_json(source, result, shutdown))
     else:

@@ -8,6 +8,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from dlq_replay import ops
+from dlq_replay.cli.auditing import add_audit_option, audit_tally, audited, gate
 from dlq_replay.cli.deployment import (
     add_count_attribute_option,
     add_operator_options,
@@ -63,10 +64,12 @@ def register(subparsers: Subparsers) -> None:
     )
     add_count_attribute_option(parser)
     add_pace_options(parser)
+    add_audit_option(parser)
     add_operator_options(parser, run_import)
 
 
 @operator_command
+@audited("import")
 def run_import(args: argparse.Namespace) -> int:
     if args.path.is_dir():
         raise CommandError(f"{args.path}: is a directory, not an archive", EXIT_USAGE)
@@ -87,6 +90,7 @@ def run_import(args: argparse.Namespace) -> int:
         until_failing=until_failing_from(args, target, None, destination),
     )
     shutdown = Shutdown()
+    gate(args, queues=(request.destination.url if request.destination else "source",))
     try:
         importer = ops.Importer(target.sqs, request, stop=shutdown.stop)
         with progress_bars(args) as progress:
@@ -120,6 +124,7 @@ def run_import(args: argparse.Namespace) -> int:
         raise CommandError(file_error(error, "rerun to continue")) from None
     if tally.stopped:
         note(stop_text(tally.stopped))
+    audit_tally(args, _import_json(request, tally, shutdown))
     if args.json:
         print_json(_import_json(request, tally, shutdown))
     else:

@@ -12,6 +12,7 @@ from dlq_replay import ops
 
 # `clients.make_client` is looked up at call time: the tests hand the command emulator clients.
 from dlq_replay.cli import deployment as clients
+from dlq_replay.cli.auditing import add_audit_option, audit_tally, audited, gate
 from dlq_replay.cli.deployment import add_operator_options, resolve_target
 from dlq_replay.cli.errors import EXIT_OK, EXIT_USAGE, CommandError, operator_command
 from dlq_replay.cli.output import make_console, print_json
@@ -57,6 +58,7 @@ def register(subparsers: Subparsers) -> None:
             help="how long --wait waits at most (default 60, any positive number)",
         )
         parser.set_defaults(enable=command == "resume")
+        add_audit_option(parser)
         add_operator_options(parser, run_pause)
 
 
@@ -65,6 +67,7 @@ def _goal(command: str) -> str:
 
 
 @operator_command
+@audited()
 def run_pause(args: argparse.Namespace) -> int:
     resolved = resolve_target(args)
     deployment = resolved.deployment
@@ -72,6 +75,7 @@ def run_pause(args: argparse.Namespace) -> int:
         raise CommandError("which function? pass --stack NAME or --function-name NAME", EXIT_USAGE)
     dlq_arn = ops.queue_info(resolved.sqs, deployment.dlq).arn if deployment.dlq else None
     lam = clients.make_client(args, "lambda")
+    gate(args, queues=(deployment.dlq,) if deployment.dlq else ())
     result = ops.set_event_source(lam, deployment.function_name, dlq_arn, enabled=args.enable)
     # The operator decides from now on: an open breaker closes and never resumes this pause.
     breaker = _take_over(args, lam, deployment.function_name)
@@ -79,6 +83,7 @@ def run_pause(args: argparse.Namespace) -> int:
     # Also when it already was on its way (Disabling for a pause): --wait means "until done".
     if args.wait and state != _goal(args.command):
         state = ops.wait_for_state(lam, result.uuid, _goal(args.command), timeout=args.timeout)
+    audit_tally(args, {**asdict(result), "after": state, "breaker": breaker})
     if args.json:
         told = {"breaker": breaker} if breaker else {}  # only when the breaker was open
         print_json({**asdict(result), "after": state, "waited": bool(args.wait), **told})

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from botocore.exceptions import ClientError
 
 from dlq_replay import ops
+from dlq_replay.cli.auditing import add_audit_option, audit_tally, audited, gate
 from dlq_replay.cli.delivering import (
     add_target_option,
     target_arns_of,
@@ -133,10 +134,12 @@ def register(subparsers: Subparsers) -> None:
     )
     add_selection_options(parser)
     add_receive_options(parser)
+    add_audit_option(parser)
     add_operator_options(parser, run_redrive)
 
 
 @operator_command
+@audited("redrive")
 def run_redrive(args: argparse.Namespace) -> int:
     target = resolve_target(args)
     sqs = target.sqs
@@ -175,6 +178,7 @@ def run_redrive(args: argparse.Namespace) -> int:
     if not args.json:
         note(f"{choice.mode.value} move: {mode_text(choice, request.source)}")
     approximate = known.depth.visible
+    gate(args, queues=_queues_of(request), selection_size=approximate)
     if choice.mode is ops.MoveMode.NATIVE:
         return _native_redrive(args, sqs, request, approximate)
     if args.wait:
@@ -252,6 +256,7 @@ def _native_redrive(
             message += " (an emulator may lack message move tasks: rerun with --client-side)"
         raise CommandError(message, code) from None
     if not args.wait:
+        audit_tally(args, {"mode": "native", "task_handle": handle, "status": "RUNNING"})
         if args.json:
             print_json({"mode": "native", "task_handle": handle, "status": "RUNNING"})
         else:
@@ -277,6 +282,7 @@ def _native_redrive(
             "stopped waiting; the move task goes on in SQS (cancel it with `aws sqs "
             f"cancel-message-move-task --task-handle {handle}`)",
         ) from None
+    audit_tally(args, {"mode": "native", "task_handle": handle, **asdict(task)})
     if args.json:
         print_json({"mode": "native", "task_handle": handle, **asdict(task)})
     else:
@@ -328,6 +334,7 @@ def _client_redrive(
         )
     if tally.stopped:
         note(stop_text(tally.stopped))
+    audit_tally(args, redrive_json(tally, request, shutdown))
     if args.json:
         print_json(redrive_json(tally, request, shutdown))
     else:
@@ -344,6 +351,11 @@ def _client_redrive(
         )
         return EXIT_FAILED
     return EXIT_FAILED if tally.failed or tally.sent_not_deleted or tally.stopped else EXIT_OK
+
+
+def _queues_of(request: ops.RedriveRequest) -> tuple[str, ...]:
+    destination = request.destination.url if request.destination else "source"
+    return (request.source.url, destination)
 
 
 def mode_text(choice: ops.ModeChoice, source: ops.QueueInfo) -> str:

@@ -1,0 +1,162 @@
+"""The records of the audit trail: one `begin` before an action changes anything, one `end`
+with how it ended. Both carry the action's id and its start time, so they sort together.
+
+Pure data and its JSON form: the stores keep exactly `AuditRecord.to_json()`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from dlq_replay.audit.identity import Identity
+
+
+class Phase(StrEnum):
+    BEGIN = "begin"
+    END = "end"
+
+
+class Origin(StrEnum):
+    """Where the action was started from."""
+
+    CLI = "cli"
+    CONSOLE = "console"
+
+
+class Outcome(StrEnum):
+    OK = "ok"  # exit 0: done as asked
+    FAILED = "failed"  # ran, and some of it failed (exit 1): the tally says what
+    ERROR = "error"  # stopped by an error before or while it ran
+    INTERRUPTED = "interrupted"  # a signal stopped it: the tally says what SQS confirmed
+
+
+def utc_text(moment: datetime) -> str:
+    """An ISO 8601 UTC time of fixed width (microseconds, `Z`): its text sorts as time does."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+@dataclass(frozen=True, slots=True)
+class AuditRecord:
+    """One record. `started_at` is the action's start, `at` when this record was written."""
+
+    action_id: str
+    phase: Phase
+    started_at: str
+    at: str
+    command: str
+    origin: Origin
+    identity: Identity
+    request: Mapping[str, Any] = field(default_factory=dict)  # the options as given
+    queues: tuple[str, ...] = ()  # the queues it worked on, once resolved (end)
+    selection_size: int | None = None  # what the selection held when the work began
+    outcome: Outcome | None = None  # end only
+    exit_code: int | None = None
+    tally: Mapping[str, Any] | None = None
+    error: str | None = None
+
+    @property
+    def sort_key(self) -> str:
+        """Newest first is descending order; the end of an action sorts beside its begin."""
+        return f"{self.started_at}#{self.action_id}#{self.phase}"
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "action_id": self.action_id,
+            "phase": str(self.phase),
+            "started_at": self.started_at,
+            "at": self.at,
+            "command": self.command,
+            "origin": str(self.origin),
+            "identity": self.identity.to_json(),
+            "request": dict(self.request),
+        }
+        optional = {
+            "queues": list(self.queues) or None,
+            "selection_size": self.selection_size,
+            "outcome": None if self.outcome is None else str(self.outcome),
+            "exit_code": self.exit_code,
+            "tally": None if self.tally is None else dict(self.tally),
+            "error": self.error,
+        }
+        data.update({key: value for key, value in optional.items() if value is not None})
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> AuditRecord:
+        """A stored record; KeyError or ValueError when it is not one."""
+        outcome = data.get("outcome")
+        size = data.get("selection_size")
+        code = data.get("exit_code")
+        return cls(
+            action_id=str(data["action_id"]),
+            phase=Phase(data["phase"]),
+            started_at=str(data["started_at"]),
+            at=str(data["at"]),
+            command=str(data["command"]),
+            origin=Origin(data["origin"]),
+            identity=Identity.from_json(data.get("identity")),
+            request=dict(data.get("request") or {}),
+            queues=tuple(str(queue) for queue in data.get("queues") or ()),
+            selection_size=None if size is None else int(size),
+            outcome=None if outcome is None else Outcome(outcome),
+            exit_code=None if code is None else int(code),
+            tally=data.get("tally"),
+            error=None if data.get("error") is None else str(data["error"]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class AuditAction:
+    """An action as the trail tells it: its begin and, once it ended, its end."""
+
+    begin: AuditRecord | None
+    end: AuditRecord | None
+
+    @property
+    def record(self) -> AuditRecord:
+        found = self.begin or self.end
+        assert found is not None  # pair_records makes none without a record
+        return found
+
+    @property
+    def outcome_text(self) -> str:
+        """The end's outcome, else what a missing end means."""
+        if self.end is None:
+            return "no result recorded (still running, or its process was killed)"
+        if self.begin is None:
+            return f"{self.end.outcome} (no begin record)"
+        return str(self.end.outcome)
+
+    def to_json(self) -> dict[str, Any]:
+        record = self.record
+        return {
+            "action_id": record.action_id,
+            "started_at": record.started_at,
+            "ended_at": self.end.at if self.end else None,
+            "command": record.command,
+            "origin": str(record.origin),
+            "identity": record.identity.to_json(),
+            "request": dict(record.request),
+            "queues": list(self.end.queues) if self.end else [],
+            "selection_size": self.end.selection_size if self.end else None,
+            "outcome": str(self.end.outcome) if self.end and self.end.outcome else None,
+            "exit_code": self.end.exit_code if self.end else None,
+            "tally": self.end.tally if self.end else None,
+            "error": self.end.error if self.end else None,
+        }
+
+
+def pair_records(records: Iterable[AuditRecord]) -> list[AuditAction]:
+    """The actions of newest-first records, newest first (each begin joined to its end)."""
+    begins: dict[str, AuditRecord] = {}
+    ends: dict[str, AuditRecord] = {}
+    order: list[str] = []
+    for record in records:
+        if record.action_id not in begins and record.action_id not in ends:
+            order.append(record.action_id)
+        (begins if record.phase is Phase.BEGIN else ends)[record.action_id] = record
+    return [AuditAction(begins.get(action), ends.get(action)) for action in order]
