@@ -15,7 +15,6 @@ import enum
 import functools
 import os
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -100,8 +99,6 @@ def _plain(value: Any) -> Any:
         return value
     if isinstance(value, enum.Enum):
         return _plain(value.value)
-    if isinstance(value, Path):
-        return str(value)
     if isinstance(value, list | tuple | set | frozenset):
         return [_plain(item) for item in value]
     for text in ("expression", "pattern"):  # a compiled JMESPath expression, a re.Pattern
@@ -109,7 +106,7 @@ def _plain(value: Any) -> Any:
             return getattr(value, text)
     if hasattr(value, "name") and hasattr(value, "value"):  # --where NAME=VALUE
         return f"{value.name}={value.value}"
-    return str(value)
+    return str(value)  # a Path, and anything else, as its text
 
 
 def _identifier(args: argparse.Namespace) -> Callable[[], audit.Identity]:
