@@ -94,7 +94,7 @@ def test_no_breaker_does_not_read_as_breaker_off_by_default(
     text = " ".join(run_cli(capsys, "worker", "--help").out.split())
     (entry,) = [part for part in text.split("--no-breaker ")[1:] if "breaker" in part][:1]
     assert "default: off" not in entry[:200]
-    assert "by default it is on" in entry[:200]
+    assert "default: breaker on" in entry[:200]
 
 
 @pytest.mark.parametrize("command", ["redrive", "export", "peek"])
@@ -104,5 +104,5 @@ def test_help_says_the_receive_count_rule_once_and_points_at_the_docs(
     text = " ".join(run_cli(capsys, command, "--help").out.split())
     assert text.count("Every receive raises a message's receive count") == 1
     assert "ListDeadLetterSourceQueues" not in text
-    rule = "docs/operator-commands.md#the-receive-count-rule-why-peek-and-redrive-may-refuse"
+    rule = "docs/operator-inspect.md#the-receive-count-rule-why-peek-and-redrive-may-refuse"
     assert rule in text

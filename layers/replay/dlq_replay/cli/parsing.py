@@ -69,7 +69,10 @@ def _default_text(action: argparse.Action) -> str:
     if action.required:
         return "required"
     if action.nargs == 0:
-        return "default: off"
+        # A flag that turns something off says what is on without it: "--no-breaker (default:
+        # off)" would read as the breaker being off by default.
+        negated = [name[5:] for name in action.option_strings if name.startswith("--no-")]
+        return f"default: {negated[0]} on" if negated else "default: off"
     return f"default: {'none' if action.default is None else action.default}"
 
 
