@@ -3,10 +3,11 @@ operator moves between them, and the known outages whose attempts are given back
 
 Open, nothing is received; after a pause (doubling on each consecutive opening, capped) it
 probes (half-open): a probe's wait without the copies coming back closes it. While open or
-half-open the outage is *known* from the start of the stretch that showed it; closing ends it
-(a recovery at the moment the successful probe began). A return whose copy was sent inside a
-known outage keeps the count it had (`give_back`): a message is parked only for failures while
-the consumer worked.
+half-open the outage is *known*, from the first replays that came back with the stretch that
+showed it (`Signal.known_from`) until the breaker closes: the last probe's copies were sent
+into the outage as much as the earlier ones (the consumer may come back while they are on
+their way, and those it got first failed). A return whose copy was sent inside a known outage keeps the count it had
+(`give_back`): a message is parked only for failures while the consumer worked.
 
 Everything here is a value: the clock is an argument, the stores and switches live with the
 callers (`breaker.controller`, `breaker.dynamo`, `breaker.worker`).
@@ -156,8 +157,8 @@ def _change(
     baseline: int | None = None,
 ) -> BreakerState:
     outages = state.outages
-    if phase is Phase.CLOSED:  # a recovery dates from the probe that found it, else now
-        outages = _ended(outages, state.since if cause is Cause.RECOVERED else now)
+    if phase is Phase.CLOSED:  # the outage is known until the breaker closes
+        outages = _ended(outages, now)
     return replace(
         state,
         phase=phase,
@@ -187,7 +188,7 @@ def after_batch(
         return None
     if time_left is not None and time_left < policy.retention_margin_seconds:
         return None
-    return _open(state, now, policy, signal.start)
+    return _open(state, now, policy, signal.known_from)
 
 
 def _open(state: BreakerState, now: float, policy: BreakerPolicy, start: float) -> BreakerState:
