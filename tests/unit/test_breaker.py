@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 
 import pytest
-from dlq_replay.breaker.controller import TIMING_READ_SECONDS, Breaker
+from dlq_replay.breaker.controller import TIMING_READ_SECONDS, Breaker, Evidence, Notices
 from dlq_replay.breaker.rule import (
     BreakerPolicy,
     Counts,
@@ -281,8 +281,8 @@ def test_the_controller_opens_probes_reopens_with_a_longer_pause_and_closes() ->
         switch,
         logger=LOG,
         clock=clock,
-        on_change=stats.follow,
-        depth=lambda: depth["now"],
+        evidence=Evidence(depth=lambda: depth["now"]),
+        notices=Notices(on_change=stats.follow),
     )
     start = clock.now
     # A busy replay with poison: 30 replays, 6 back. Then everything comes back.
@@ -462,7 +462,8 @@ def test_the_main_queues_consumer_deleting_vetoes_an_opening() -> None:
 
     def breaker() -> Breaker:
         store = MemoryStore(5.0)
-        return Breaker(store, PollerSwitch(), logger=LOG, clock=clock, deleting=deleting)
+        evidence = Evidence(deleting=deleting)
+        return Breaker(store, PollerSwitch(), logger=LOG, clock=clock, evidence=evidence)
 
     events = replays_at(clock.now, 30) + returns_at(clock.now, 30)
     assert breaker().after_batch(events).phase is Phase.CLOSED  # bad messages, not an outage
@@ -482,7 +483,11 @@ def test_the_controller_reads_the_main_queues_timing_once_and_again_after_a_whil
         return reads[-1]
 
     breaker = Breaker(
-        MemoryStore(1.0), PollerSwitch(), logger=LOG, clock=clock, timing=timing, delay_seconds=8
+        MemoryStore(1.0),
+        PollerSwitch(),
+        logger=LOG,
+        clock=clock,
+        evidence=Evidence(timing=timing, delay_seconds=8),
     )
     assert breaker.policy.window_seconds == 34.0
     clock.now += TIMING_READ_SECONDS - 1

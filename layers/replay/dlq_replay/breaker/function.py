@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 
-from dlq_replay.breaker.controller import Breaker, Clock
+from dlq_replay.breaker.controller import Breaker, Clock, Evidence, Notices
 from dlq_replay.breaker.dynamo import TABLE_VARIABLE, DynamoBreakerStore
 from dlq_replay.breaker.evidence import (
     consumer_deleting,
@@ -179,14 +179,7 @@ def lambda_breaker(
         return QueueArn.parse(switch.dlq_arn()).url(settings.endpoint_url_sqs)
 
     main = settings.main_queue_url
-    breaker = Breaker(
-        DynamoBreakerStore(lambda: client("dynamodb"), table),
-        switch,
-        logger=logger,
-        metrics=metrics,
-        sns=sns,
-        topic_arn=settings.park_notification_topic_arn,
-        source=function_name,
+    evidence = Evidence(
         time_left=dlq_time_left(sqs, lambda: client("cloudwatch"), dlq_url, clock=clock, every=0.0),
         depth=dlq_depth(sqs, dlq_url),
         timing=(lambda: main_queue_timing(sqs, main)) if main else None,
@@ -194,8 +187,21 @@ def lambda_breaker(
         deleting=consumer_deleting(lambda: client("cloudwatch"), main, clock=clock)
         if main
         else None,
-        clock=clock,
+    )
+    notices = Notices(
+        metrics=metrics,
+        sns=sns,
+        topic_arn=settings.park_notification_topic_arn,
+        source=function_name,
         on_change=rule.follow if rule is not None else None,
+    )
+    breaker = Breaker(
+        DynamoBreakerStore(lambda: client("dynamodb"), table),
+        switch,
+        logger=logger,
+        evidence=evidence,
+        notices=notices,
+        clock=clock,
     )
     return LambdaBreaker(
         breaker,

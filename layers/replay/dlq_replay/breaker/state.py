@@ -6,8 +6,9 @@ probes (half-open): a probe's wait without the copies coming back closes it. Whi
 half-open the outage is *known*, from the first replays that came back with the stretch that
 showed it (`Signal.known_from`) until the breaker closes: the last probe's copies were sent
 into the outage as much as the earlier ones (the consumer may come back while they are on
-their way, and those it got first failed). A return whose copy was sent inside a known outage keeps the count it had
-(`give_back`): a message is parked only for failures while the consumer worked.
+their way, and those it got first failed). A return whose copy was sent inside a known outage
+keeps the count it had (`give_back`): a message is parked only for failures while the
+consumer worked.
 
 Everything here is a value: the clock is an argument, the stores and switches live with the
 callers (`breaker.controller`, `breaker.dynamo`, `breaker.worker`).
@@ -238,11 +239,7 @@ def on_tick(
     (the depth within 1 - RETURN_RATIO of the probe of where it began) → open again;
     half-open for the probe's wait without reopening → closed (pause reset)."""
     if state.phase is Phase.OPEN:
-        if time_left is not None and time_left < policy.retention_margin_seconds:
-            return _change(state, Phase.CLOSED, now, Cause.RETENTION, openings=0)
-        if state.next_probe is not None and now >= state.next_probe:
-            return _change(state, Phase.HALF_OPEN, now, Cause.PROBE, baseline=depth)
-        return None
+        return _after_pause(state, now, policy, time_left=time_left, depth=depth)
     if state.phase is not Phase.HALF_OPEN:
         return None
     missing = (1.0 - policy.return_ratio) * state.probe_size
@@ -251,6 +248,22 @@ def on_tick(
             return _open(state, now, policy, now)
     if now >= state.since + policy.probe_wait_seconds:
         return _change(state, Phase.CLOSED, now, Cause.RECOVERED, openings=0)
+    return None
+
+
+def _after_pause(
+    state: BreakerState,
+    now: float,
+    policy: BreakerPolicy,
+    *,
+    time_left: float | None,
+    depth: int | None,
+) -> BreakerState | None:
+    """Open: closed with too little retention left; half-open once the pause is over."""
+    if time_left is not None and time_left < policy.retention_margin_seconds:
+        return _change(state, Phase.CLOSED, now, Cause.RETENTION, openings=0)
+    if state.next_probe is not None and now >= state.next_probe:
+        return _change(state, Phase.HALF_OPEN, now, Cause.PROBE, baseline=depth)
     return None
 
 

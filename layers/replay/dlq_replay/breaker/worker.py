@@ -14,7 +14,15 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from dlq_replay.breaker.controller import Breaker, Clock, Depth, TimeLeft, Timing
+from dlq_replay.breaker.controller import (
+    Breaker,
+    Clock,
+    Depth,
+    Evidence,
+    Notices,
+    TimeLeft,
+    Timing,
+)
 from dlq_replay.breaker.evidence import QueueTotals
 from dlq_replay.breaker.function import LambdaBreaker
 from dlq_replay.breaker.rule import MIN_WINDOW_SECONDS, SLICES, BreakerPolicy, Counts
@@ -177,16 +185,20 @@ def worker_breaker(
         PollerSwitch(),
         logger=logger,
         policy=policy,
-        sns=sns,
-        topic_arn=topic_arn,
-        source=source,
+        evidence=Evidence(
+            time_left=time_left,
+            depth=depth,
+            timing=timing,
+            delay_seconds=delay_seconds,
+            deleting=totals.deleting if totals is not None else None,
+        ),
+        notices=Notices(
+            sns=sns,
+            topic_arn=topic_arn,
+            source=source,
+            on_change=stats.follow if stats is not None else None,
+        ),
         clock=clock,
-        depth=depth,
-        time_left=time_left,
-        timing=timing,
-        delay_seconds=delay_seconds,
-        deleting=totals.deleting if totals is not None else None,
-        on_change=stats.follow if stats is not None else None,
     )
     counted = LambdaBreaker(
         breaker, None, count_attribute=count_attribute, logger=logger, clock=clock
