@@ -113,16 +113,23 @@ class BreakerStats:
     openings: int = 0
     open_seconds: float = 0.0
     _opened_at: float | None = None
+    latest: BreakerState | None = None  # the last change (what a progress line shows)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def follow(self, state: BreakerState) -> None:
         with self.lock:
+            self.latest = state
             if state.phase is Phase.OPEN:
                 self.openings += 1
                 self._opened_at = state.since
             elif self._opened_at is not None:
                 self.open_seconds += state.since - self._opened_at
                 self._opened_at = None
+
+    def state(self) -> BreakerState | None:
+        """The breaker's state as of its last change (None: it never changed)."""
+        with self.lock:
+            return self.latest
 
     def seconds_open(self, now: float) -> float:
         """Time spent open so far, counting an opening still in progress up to `now`."""
