@@ -27,6 +27,7 @@ from dlq_replay.breaker.rule import (
     Counts,
     Known,
     QueueTiming,
+    in_window,
     outage_in_window,
     returned,
 )
@@ -38,6 +39,7 @@ from dlq_replay.breaker.state import (
     breaker_notice_text,
     by_operator,
     give_back,
+    held_back,
     on_tick,
     probe_sent,
 )
@@ -159,21 +161,64 @@ class Breaker:
         messages: Sequence[InboundMessage],
         count_attribute: str,
         known: Known = NOTHING_KNOWN,
+        *,
+        last_attempt: int | None = None,
     ) -> list[InboundMessage]:
         """The batch as the replay decides it: returns whose copies were sent inside a known
         outage keep their count (`state.give_back`; `known`: the counts and times of returns
-        without the count attribute). The state is read only for a batch with returns."""
-        found = (returned(m, count_attribute, known) for m in messages)
+        without the count attribute). The state is read only for a batch with returns.
+
+        `last_attempt` (the replay's MAX_ATTEMPTS): while closed, a return that spent its last
+        attempt is held back (replayed at that attempt again, not parked) when an outage is
+        suspected (`_suspected`). Before the rule decides, a message whose copies draw short
+        delays can fail every attempt while most of the first replays sent with it are not
+        back yet; once the outage is known, its attempts are given back, but a park is for
+        good."""
+        found = [returned(m, count_attribute, known) for m in messages]
         if not any(f is not None and f[1] is not None for f in found):
             return list(messages)
-        decided, given = give_back(self.store.load(), messages, count_attribute, known)
+        state = self.store.load()
+        decided, given = give_back(state, messages, count_attribute, known)
         if given:
             self._logger.info(
                 "attempts given back: sent into a known outage", extra={"given_back": given}
             )
             if self._notices.metrics is not None:
                 self._notices.metrics.add_metric("AttemptsGivenBack", MetricUnit.Count, given)
+        spent = last_attempt is not None and any(
+            f is not None and f[0] >= last_attempt for f in found
+        )
+        if last_attempt is None or not spent or state.phase is not Phase.CLOSED:
+            return decided
+        if not self._suspected(state):
+            return decided
+        decided, held = held_back(decided, count_attribute, last_attempt, known)
+        self._logger.info(
+            "last attempts held back: an outage is suspected", extra={"held_back": held}
+        )
         return decided
+
+    def _suspected(self, state: BreakerState) -> bool:
+        """An outage suspected: at least MIN_RETURNS first replays of the window came back
+        (since the last change), and the main queue's consumer is not seen deleting since the
+        first of them was sent (the second signal, which tells bad messages among good ones:
+        a consumer that works deletes). No ratio: the rule's stretch waits for nearly all of
+        its replays, the longest delays among them included, and that wait is what a message
+        drawing short delays must not spend its attempts in."""
+        now = self._clock()
+        policy = self.policy
+        _, window = self.store.read(now, policy)
+        kept = in_window(window, now, policy, since=state.since)
+        returns = sum(counts.returns for _, counts in kept)
+        if returns < policy.min_returns:
+            return False
+        deleting = self._evidence.deleting
+        if deleting is None:
+            return True
+        first = min(when for when, counts in kept if counts.returns)
+        replays = sum(counts.replays for _, counts in kept)
+        enough = max(policy.min_returns, math.ceil((1.0 - policy.return_ratio) * replays))
+        return not deleting(first, enough)
 
     def after_batch(self, events: Sequence[tuple[float, Counts]]) -> BreakerState:
         """Add a batch's replays and returns (`breaker.rule.observe`) to the window; open when

@@ -68,8 +68,12 @@ class LambdaBreaker:
         logger: Log,
         metrics: Metrics | None = None,
         clock: Clock = time.time,
+        max_attempts: int | None = None,
     ) -> None:
+        """`max_attempts`: the replay's, for holding back last attempts while an outage is
+        suspected (`Breaker.give_back`); None: never held back."""
         self.breaker = breaker
+        self._max_attempts = max_attempts
         self._clock = clock
         self._rule = rule
         self._count_attribute = count_attribute
@@ -86,7 +90,9 @@ class LambdaBreaker:
         back; the batch as it came when the state cannot be read. `known`: message id -> the
         invocation a record without the count attribute returns from (the ledger's)."""
         try:
-            return self.breaker.give_back(messages, self._count_attribute, known)
+            return self.breaker.give_back(
+                messages, self._count_attribute, known, last_attempt=self._max_attempts
+            )
         except Exception as error:  # a safeguard must not fail the batch
             self._logger.error(
                 "outage breaker not read", extra={"error": f"{type(error).__name__}: {error}"}
@@ -210,6 +216,7 @@ def lambda_breaker(
         logger=logger,
         metrics=metrics,
         clock=clock,
+        max_attempts=settings.max_attempts,
     )
 
 

@@ -143,6 +143,29 @@ def give_back(
     return out, given
 
 
+def held_back(
+    messages: Sequence[InboundMessage],
+    count_attribute: str,
+    last_attempt: int,
+    known: Known = NOTHING_KNOWN,
+) -> tuple[list[InboundMessage], int]:
+    """The records with every return that has spent its last attempt (its count at least
+    `last_attempt`: the replay would park it) one count lower: it is replayed at its last
+    attempt again instead. For a suspected outage only (the caller's judgement): parking
+    now would spend for good what the outage, once known, gives back. How many."""
+    held = 0
+    out: list[InboundMessage] = []
+    for message in messages:
+        found = returned(message, count_attribute, known)
+        if found is not None and found[0] >= last_attempt:
+            values = {**message.attributes, count_attribute: attributes.number(found[0] - 1)}
+            out.append(replace(message, attributes=values))
+            held += 1
+        else:
+            out.append(message)
+    return out, held
+
+
 def _ended(outages: tuple[Outage, ...], at: float) -> tuple[Outage, ...]:
     return tuple((start, at if end is None else end) for start, end in outages)
 

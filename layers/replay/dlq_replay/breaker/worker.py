@@ -181,12 +181,14 @@ def worker_breaker(
     delay_seconds: float = 0.0,
     totals: QueueTotals | None = None,
     clock: Clock = time.time,
+    max_attempts: int | None = None,
 ) -> tuple[LambdaBreaker, BreakerGate]:
     """The worker's breaker (for `LambdaReplay`) and the gate its pollers ask; `depth` tells
     the DLQ's depth (`evidence.dlq_depth`), for the probe to see its copies come back;
     `time_left` (`evidence.dlq_time_left`) what is left of the oldest message's retention;
     `timing` and `delay_seconds` as `Breaker` takes them; `totals` the queues' totals, whose
-    fall vetoes an opening (the consumer deletes: bad messages, not an outage)."""
+    fall vetoes an opening (the consumer deletes: bad messages, not an outage); `max_attempts`
+    the replay's (`LambdaBreaker`)."""
     breaker = Breaker(
         MemoryStore.for_policy(policy or BreakerPolicy(), timing is not None),
         PollerSwitch(),
@@ -208,7 +210,12 @@ def worker_breaker(
         clock=clock,
     )
     counted = LambdaBreaker(
-        breaker, None, count_attribute=count_attribute, logger=logger, clock=clock
+        breaker,
+        None,
+        count_attribute=count_attribute,
+        logger=logger,
+        clock=clock,
+        max_attempts=max_attempts,
     )
     sample = totals.sample if totals is not None else None
     return counted, BreakerGate(counted, clock=clock, sample=sample)

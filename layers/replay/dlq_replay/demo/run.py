@@ -104,6 +104,7 @@ def demo(
                 timing=lambda: main_queue_timing(sqs, queues.main),
                 totals=QueueTotals(sqs, [queues.main, queues.dlq, queues.operator]),
                 delay_seconds=longest_delay(settings),
+                max_attempts=settings.max_attempts,
             )
         replayer = Replayer(
             settings, sqs, logger=replay_log, rng=rng, on_outcome=OutcomeCounter(tally)
