@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 
 import pytest
-from dlq_replay.breaker.controller import TIMING_READ_SECONDS, Breaker
+from dlq_replay.breaker.controller import TIMING_READ_SECONDS, Breaker, Evidence, Notices
 from dlq_replay.breaker.rule import (
     BreakerPolicy,
     Counts,
@@ -124,10 +124,41 @@ def test_the_signal_shows_once_the_earliest_replays_are_back_not_after_the_later
     # sent later not yet.
     events = replays_at(0, 50) + returns_at(0, 2) + replays_at(30, 22) + returns_at(30, 20)
     events += replays_at(60, 78) + replays_at(90, 100)
-    assert outage_in_window(events, 100.0, POLICY, since=0.0) == Signal(30.0, Counts(22, 20, 22))
+    signal = outage_in_window(events, 100.0, POLICY, since=0.0)
+    # Known from the stretch: the healthy replays before it (2 of 50 back) are not the outage.
+    assert signal == Signal(30.0, Counts(22, 20, 22), 30.0)
     # The same returns spread over replays that mostly succeeded: no signal.
     spread = replays_at(30, 100) + replays_at(90, 100) + returns_at(30, 20)
     assert outage_in_window(spread, 100.0, POLICY, since=0.0) is None
+
+
+def test_the_outage_is_known_from_the_first_replays_that_came_back_before_the_stretch() -> None:
+    # A fast drain into a consumer already down: the first slices (10 s each) fill with
+    # replays faster than they come back, and the small last one is complete first. The
+    # copies of the earlier slices failed in the same outage: it is known from the first.
+    events = replays_at(0, 150) + returns_at(0, 100) + replays_at(10, 130) + returns_at(10, 30)
+    events += replays_at(20, 20) + returns_at(20, 20)
+    signal = outage_in_window(events, 30.0, POLICY, since=0.0)
+    assert signal is not None
+    assert signal.start == 20.0  # the stretch, from which deletions are read (the veto)
+    assert signal.counts == Counts(20, 20, 20)
+    assert (signal.began, signal.known_from) == (0.0, 0.0)
+    opened = after_batch(BreakerState(), signal, 30.0, POLICY)
+    assert opened is not None
+    assert opened.in_outage(0.0)
+    # A healthy slice before it (a tenth back or less) ends it; an empty one is passed over.
+    first, healthy = replays_at(0, 150) + returns_at(0, 100), replays_at(10, 100)
+    last = replays_at(20, 20) + returns_at(20, 20)
+    found = outage_in_window(first + healthy + returns_at(10, 10) + last, 30.0, POLICY, since=0)
+    assert found is not None
+    assert found.known_from == 20.0
+    found = outage_in_window(first + last, 30.0, POLICY, since=0.0)
+    assert found is not None
+    assert found.known_from == 0.0
+    # The last change bounds it: nothing before the probe is this outage's evidence.
+    assert outage_in_window(events, 30.0, POLICY, since=5.0) == Signal(
+        20.0, Counts(20, 20, 20), 10.0
+    )
 
 
 def test_the_window_and_the_last_change_bound_the_signal() -> None:
@@ -250,8 +281,8 @@ def test_the_controller_opens_probes_reopens_with_a_longer_pause_and_closes() ->
         switch,
         logger=LOG,
         clock=clock,
-        on_change=stats.follow,
-        depth=lambda: depth["now"],
+        evidence=Evidence(depth=lambda: depth["now"]),
+        notices=Notices(on_change=stats.follow),
     )
     start = clock.now
     # A busy replay with poison: 30 replays, 6 back. Then everything comes back.
@@ -347,7 +378,7 @@ def test_the_timing_follows_the_main_queue_within_the_constants() -> None:
     assert (tiny.window_seconds, tiny.first_pause_seconds) == (20.0, 5.0)  # the floors
 
 
-def test_an_outage_is_known_from_its_stretch_until_the_probe_that_found_the_consumer_back() -> None:
+def test_an_outage_is_known_from_its_stretch_until_the_breaker_closes() -> None:
     opened = after_batch(BreakerState(), Signal(990.0, Counts(20, 20)), 1000.0, POLICY)
     assert opened is not None
     assert opened.outages == ((990.0, None),)
@@ -364,7 +395,12 @@ def test_an_outage_is_known_from_its_stretch_until_the_probe_that_found_the_cons
     closed = on_tick(probing, 1700.0, POLICY, depth=10)
     assert closed is not None
     assert closed.cause is Cause.RECOVERED
-    assert closed.outages == ((990.0, 1400.0),)  # until the probe that found it back
+    # Until the close, not the probe's start: the probe's own copies went out into it too.
+    assert closed.outages == ((990.0, 1700.0),)
+    # A copy of the last probe that the consumer failed before it came back keeps its count.
+    (copy,) = give_back(closed, [message("3", sent=1400.5)], COUNT)[0]
+    assert attributes.parse_count(copy.attributes[COUNT]) == 2
+    assert not closed.in_outage(1700.5)  # after the close: the consumer works
     assert BreakerState.from_item(closed.to_item()) == closed
     by_hand = by_operator(reopened, 1200.0, Cause.OPERATOR_RESUME)
     assert by_hand is not None
@@ -426,7 +462,8 @@ def test_the_main_queues_consumer_deleting_vetoes_an_opening() -> None:
 
     def breaker() -> Breaker:
         store = MemoryStore(5.0)
-        return Breaker(store, PollerSwitch(), logger=LOG, clock=clock, deleting=deleting)
+        evidence = Evidence(deleting=deleting)
+        return Breaker(store, PollerSwitch(), logger=LOG, clock=clock, evidence=evidence)
 
     events = replays_at(clock.now, 30) + returns_at(clock.now, 30)
     assert breaker().after_batch(events).phase is Phase.CLOSED  # bad messages, not an outage
@@ -446,7 +483,11 @@ def test_the_controller_reads_the_main_queues_timing_once_and_again_after_a_whil
         return reads[-1]
 
     breaker = Breaker(
-        MemoryStore(1.0), PollerSwitch(), logger=LOG, clock=clock, timing=timing, delay_seconds=8
+        MemoryStore(1.0),
+        PollerSwitch(),
+        logger=LOG,
+        clock=clock,
+        evidence=Evidence(timing=timing, delay_seconds=8),
     )
     assert breaker.policy.window_seconds == 34.0
     clock.now += TIMING_READ_SECONDS - 1

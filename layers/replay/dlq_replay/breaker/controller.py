@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from aws_lambda_powertools.metrics import MetricUnit
@@ -26,6 +27,7 @@ from dlq_replay.breaker.rule import (
     Counts,
     Known,
     QueueTiming,
+    in_window,
     outage_in_window,
     returned,
 )
@@ -37,6 +39,7 @@ from dlq_replay.breaker.state import (
     breaker_notice_text,
     by_operator,
     give_back,
+    held_back,
     on_tick,
     probe_sent,
 )
@@ -79,6 +82,34 @@ class Switch(Protocol):
     def resumed_by_someone_else(self) -> bool: ...
 
 
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """What the breaker reads besides its window, each only when the rule needs it
+    (`breaker.evidence` makes them): the DLQ's retention left and depth, the main queue's
+    redelivery timing (read at the first batch, again every TIMING_READ_SECONDS: the window
+    and pauses then follow it, `BreakerPolicy.for_queue`, `delay_seconds` the longest delay a
+    replay is sent with), and whether the main queue's consumer deletes messages (a veto on
+    opening: the returns are then bad messages, not an outage). None: unknown."""
+
+    time_left: TimeLeft | None = None
+    depth: Depth | None = None
+    timing: Timing | None = None
+    delay_seconds: float = 0.0
+    deleting: Deleting | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Notices:
+    """Who hears of a change: the metrics, a notice on the topic (`source` names the replay
+    in it), and a hook (`on_change`: the worker's stats, Lambda's probe rule)."""
+
+    metrics: Metrics | None = None
+    sns: SnsClient | None = None
+    topic_arn: str | None = None
+    source: str = ""
+    on_change: Callable[[BreakerState], None] | None = None
+
+
 class Breaker:
     """One breaker for one DLQ; safe to share between threads when its store is."""
 
@@ -89,48 +120,30 @@ class Breaker:
         *,
         logger: Log,
         policy: BreakerPolicy | None = None,
-        metrics: Metrics | None = None,
-        sns: SnsClient | None = None,
-        topic_arn: str | None = None,
-        source: str = "",
-        time_left: TimeLeft | None = None,
-        depth: Depth | None = None,
-        timing: Timing | None = None,
-        delay_seconds: float = 0.0,
-        deleting: Deleting | None = None,
+        evidence: Evidence | None = None,
+        notices: Notices | None = None,
         clock: Clock = time.time,
-        on_change: Callable[[BreakerState], None] | None = None,
     ) -> None:
-        """`policy`: the rule's constants, the timing ones as bounds; `timing` reads the main
-        queue's redelivery (at the first batch, again every TIMING_READ_SECONDS), the window
-        and pauses then follow it (`BreakerPolicy.for_queue`, `delay_seconds` the longest delay
-        a replay is sent with); `deleting` says whether the main queue's consumer deletes
-        messages (a veto on opening: the returns are then bad messages, not an outage)."""
+        """`policy`: the rule's constants, the timing ones as bounds (`evidence.timing` fits
+        them to the main queue)."""
         self.store = store
-        self._bounds = policy or BreakerPolicy()
-        self._policy: tuple[float, BreakerPolicy] | None = None
-        self._timing = timing
-        self._delay = delay_seconds
-        self._deleting = deleting
         self._switch = switch
         self._logger = logger
-        self._metrics = metrics
-        self._sns = sns
-        self._topic = topic_arn
-        self._source = source
-        self._time_left = time_left or (lambda: None)
-        self._depth = depth or (lambda: None)
+        self._bounds = policy or BreakerPolicy()
+        self._policy: tuple[float, BreakerPolicy] | None = None
+        self._evidence = evidence or Evidence()
+        self._notices = notices or Notices()
         self._clock = clock
-        self._on_change = on_change
 
     @property
     def policy(self) -> BreakerPolicy:
         """The rule's policy, its timing from the main queue when it can be read."""
-        if self._timing is None:
+        timing = self._evidence.timing
+        if timing is None:
             return self._bounds
         now = self._clock()
         if self._policy is None or now - self._policy[0] >= TIMING_READ_SECONDS:
-            fitted = self._bounds.for_queue(self._timing(), self._delay)
+            fitted = self._bounds.for_queue(timing(), self._evidence.delay_seconds)
             if self._policy is None or fitted != self._policy[1]:
                 self._logger.info(
                     "outage breaker timing",
@@ -148,21 +161,64 @@ class Breaker:
         messages: Sequence[InboundMessage],
         count_attribute: str,
         known: Known = NOTHING_KNOWN,
+        *,
+        last_attempt: int | None = None,
     ) -> list[InboundMessage]:
         """The batch as the replay decides it: returns whose copies were sent inside a known
         outage keep their count (`state.give_back`; `known`: the counts and times of returns
-        without the count attribute). The state is read only for a batch with returns."""
-        found = (returned(m, count_attribute, known) for m in messages)
+        without the count attribute). The state is read only for a batch with returns.
+
+        `last_attempt` (the replay's MAX_ATTEMPTS): while closed, a return that spent its last
+        attempt is held back (replayed at that attempt again, not parked) when an outage is
+        suspected (`_suspected`). Before the rule decides, a message whose copies draw short
+        delays can fail every attempt while most of the first replays sent with it are not
+        back yet; once the outage is known, its attempts are given back, but a park is for
+        good."""
+        found = [returned(m, count_attribute, known) for m in messages]
         if not any(f is not None and f[1] is not None for f in found):
             return list(messages)
-        decided, given = give_back(self.store.load(), messages, count_attribute, known)
+        state = self.store.load()
+        decided, given = give_back(state, messages, count_attribute, known)
         if given:
             self._logger.info(
                 "attempts given back: sent into a known outage", extra={"given_back": given}
             )
-            if self._metrics is not None:
-                self._metrics.add_metric("AttemptsGivenBack", MetricUnit.Count, given)
+            if self._notices.metrics is not None:
+                self._notices.metrics.add_metric("AttemptsGivenBack", MetricUnit.Count, given)
+        spent = last_attempt is not None and any(
+            f is not None and f[0] >= last_attempt for f in found
+        )
+        if last_attempt is None or not spent or state.phase is not Phase.CLOSED:
+            return decided
+        if not self._suspected(state):
+            return decided
+        decided, held = held_back(decided, count_attribute, last_attempt, known)
+        self._logger.info(
+            "last attempts held back: an outage is suspected", extra={"held_back": held}
+        )
         return decided
+
+    def _suspected(self, state: BreakerState) -> bool:
+        """An outage suspected: at least MIN_RETURNS first replays of the window came back
+        (since the last change), and the main queue's consumer is not seen deleting since the
+        first of them was sent (the second signal, which tells bad messages among good ones:
+        a consumer that works deletes). No ratio: the rule's stretch waits for nearly all of
+        its replays, the longest delays among them included, and that wait is what a message
+        drawing short delays must not spend its attempts in."""
+        now = self._clock()
+        policy = self.policy
+        _, window = self.store.read(now, policy)
+        kept = in_window(window, now, policy, since=state.since)
+        returns = sum(counts.returns for _, counts in kept)
+        if returns < policy.min_returns:
+            return False
+        deleting = self._evidence.deleting
+        if deleting is None:
+            return True
+        first = min(when for when, counts in kept if counts.returns)
+        replays = sum(counts.replays for _, counts in kept)
+        enough = max(policy.min_returns, math.ceil((1.0 - policy.return_ratio) * replays))
+        return not deleting(first, enough)
 
     def after_batch(self, events: Sequence[tuple[float, Counts]]) -> BreakerState:
         """Add a batch's replays and returns (`breaker.rule.observe`) to the window; open when
@@ -181,13 +237,14 @@ class Breaker:
         if signal is None:
             return self._hold_probe(state, window, now)
         counts = signal.counts
-        if self._deleting is not None and state.phase is Phase.CLOSED:
+        deleting = self._evidence.deleting
+        if deleting is not None and state.phase is Phase.CLOSED:
             # A handful is the noise of copies in transit; a tenth of the replays is a consumer
             # that works.
             enough = max(
                 policy.min_returns, math.ceil((1.0 - policy.return_ratio) * counts.replays)
             )
-            if self._deleting(signal.start, enough):  # read only when the rule trips
+            if deleting(signal.start, enough):  # read only when the rule trips
                 self._logger.info(
                     "first replays came back, but the main queue's consumer deletes messages: "
                     "bad messages, not an outage; the breaker stays closed",
@@ -258,6 +315,14 @@ class Breaker:
         self._signal(changed, None)
         return changed
 
+    def _time_left(self) -> float | None:
+        read = self._evidence.time_left
+        return None if read is None else read()
+
+    def _depth(self) -> int | None:
+        read = self._evidence.depth
+        return None if read is None else read()
+
     def _signal(self, state: BreakerState, window: Counts | None) -> None:
         """A log line for every change; the metrics and a notice on open and close."""
         extra: dict[str, object] = {
@@ -269,25 +334,30 @@ class Breaker:
         if window is not None:
             extra.update(replays=window.replays, returns=window.returns)
         self._logger.warning(f"outage breaker {state.phase.value}", extra=extra)
-        if self._on_change is not None:
-            self._on_change(state)
+        notices = self._notices
+        if notices.on_change is not None:
+            notices.on_change(state)
         if state.phase is Phase.HALF_OPEN:
             return
         metric = "BreakerOpened" if state.phase is Phase.OPEN else "BreakerClosed"
-        if self._metrics is not None:
-            self._metrics.add_metric(metric, MetricUnit.Count, 1)
-        if self._sns is None or self._topic is None:
+        if notices.metrics is not None:
+            notices.metrics.add_metric(metric, MetricUnit.Count, 1)
+        if notices.sns is None or notices.topic_arn is None:
             return
         notice = ParkNotice(
             record_id=f"breaker-{state.version}",
-            message=breaker_notice_text(state, source=self._source, waiting=None),
+            message=breaker_notice_text(state, source=notices.source, waiting=None),
             subject=f"sqs-dlq-replay: outage breaker {state.phase.value}",
             reason=f"breaker-{state.phase.value}",
             group_id="dlq-replay-breaker",
             deduplication_id=f"breaker-{state.version}-{int(state.since)}",
         )
-        for failure in publish_notices(self._sns, self._topic, [notice]):
+        for failure in publish_notices(notices.sns, notices.topic_arn, [notice]):
             self._logger.warning(
                 "breaker notice not published",
-                extra={"topic_arn": self._topic, "code": failure.code, "error": failure.message},
+                extra={
+                    "topic_arn": notices.topic_arn,
+                    "code": failure.code,
+                    "error": failure.message,
+                },
             )

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 
-from dlq_replay.breaker.controller import Breaker, Clock
+from dlq_replay.breaker.controller import Breaker, Clock, Evidence, Notices
 from dlq_replay.breaker.dynamo import TABLE_VARIABLE, DynamoBreakerStore
 from dlq_replay.breaker.evidence import (
     consumer_deleting,
@@ -68,8 +68,12 @@ class LambdaBreaker:
         logger: Log,
         metrics: Metrics | None = None,
         clock: Clock = time.time,
+        max_attempts: int | None = None,
     ) -> None:
+        """`max_attempts`: the replay's, for holding back last attempts while an outage is
+        suspected (`Breaker.give_back`); None: never held back."""
         self.breaker = breaker
+        self._max_attempts = max_attempts
         self._clock = clock
         self._rule = rule
         self._count_attribute = count_attribute
@@ -86,7 +90,9 @@ class LambdaBreaker:
         back; the batch as it came when the state cannot be read. `known`: message id -> the
         invocation a record without the count attribute returns from (the ledger's)."""
         try:
-            return self.breaker.give_back(messages, self._count_attribute, known)
+            return self.breaker.give_back(
+                messages, self._count_attribute, known, last_attempt=self._max_attempts
+            )
         except Exception as error:  # a safeguard must not fail the batch
             self._logger.error(
                 "outage breaker not read", extra={"error": f"{type(error).__name__}: {error}"}
@@ -179,14 +185,7 @@ def lambda_breaker(
         return QueueArn.parse(switch.dlq_arn()).url(settings.endpoint_url_sqs)
 
     main = settings.main_queue_url
-    breaker = Breaker(
-        DynamoBreakerStore(lambda: client("dynamodb"), table),
-        switch,
-        logger=logger,
-        metrics=metrics,
-        sns=sns,
-        topic_arn=settings.park_notification_topic_arn,
-        source=function_name,
+    evidence = Evidence(
         time_left=dlq_time_left(sqs, lambda: client("cloudwatch"), dlq_url, clock=clock, every=0.0),
         depth=dlq_depth(sqs, dlq_url),
         timing=(lambda: main_queue_timing(sqs, main)) if main else None,
@@ -194,8 +193,21 @@ def lambda_breaker(
         deleting=consumer_deleting(lambda: client("cloudwatch"), main, clock=clock)
         if main
         else None,
-        clock=clock,
+    )
+    notices = Notices(
+        metrics=metrics,
+        sns=sns,
+        topic_arn=settings.park_notification_topic_arn,
+        source=function_name,
         on_change=rule.follow if rule is not None else None,
+    )
+    breaker = Breaker(
+        DynamoBreakerStore(lambda: client("dynamodb"), table),
+        switch,
+        logger=logger,
+        evidence=evidence,
+        notices=notices,
+        clock=clock,
     )
     return LambdaBreaker(
         breaker,
@@ -204,6 +216,7 @@ def lambda_breaker(
         logger=logger,
         metrics=metrics,
         clock=clock,
+        max_attempts=settings.max_attempts,
     )
 
 

@@ -146,10 +146,17 @@ class Counts:
 
 @dataclass(frozen=True, slots=True)
 class Signal:
-    """The outage signal: the stretch of send times whose first replays came back."""
+    """The outage signal: the stretch of send times whose first replays came back, and how
+    far back before it the first replays came back too."""
 
-    start: float  # when the stretch began: the outage is known from then on
+    start: float  # when the stretch began: the main queue's deletions are read from then on
     counts: Counts
+    began: float | None = None  # the outage known from (None: `start`): `failing_since`
+
+    @property
+    def known_from(self) -> float:
+        """When the outage is known to have begun: its attempts are given back from then."""
+        return self.start if self.began is None else min(self.began, self.start)
 
 
 def is_return(message: InboundMessage, count_attribute: str, known: Known = NOTHING_KNOWN) -> bool:
@@ -261,8 +268,32 @@ def outage_in_window(
         for counts in slices[first:]:
             stretch = stretch + counts
             if policy.outage(stretch):
-                return Signal(max(since, start + first * width), stretch)
+                began = failing_since(slices, first, policy)
+                return Signal(
+                    max(since, start + first * width), stretch, max(since, start + began * width)
+                )
     return None
+
+
+def failing_since(slices: list[Counts], first: int, policy: BreakerPolicy) -> int:
+    """The slice the outage is known from: the stretch's first, moved back over the slices
+    just before it whose first replays came back too (more than the tenth that a working
+    consumer's bad messages bring back; a slice with neither is passed over).
+
+    The stretch that trips is the first run of slices *nearly all* back, often not the
+    earliest: the outage's first replays fill their slices faster than they come back, and a
+    smaller later slice is complete first. Their copies failed in the same outage, and a
+    return of one of them must get its attempt back as much as the stretch's.
+    """
+    began = first
+    for index in range(first - 1, -1, -1):
+        counts = slices[index]
+        if not counts.replays and not counts.returns:
+            continue
+        if counts.returns <= round((1.0 - policy.return_ratio) * counts.replays, 9):
+            break
+        began = index
+    return began
 
 
 def in_window(

@@ -3,10 +3,12 @@ operator moves between them, and the known outages whose attempts are given back
 
 Open, nothing is received; after a pause (doubling on each consecutive opening, capped) it
 probes (half-open): a probe's wait without the copies coming back closes it. While open or
-half-open the outage is *known* from the start of the stretch that showed it; closing ends it
-(a recovery at the moment the successful probe began). A return whose copy was sent inside a
-known outage keeps the count it had (`give_back`): a message is parked only for failures while
-the consumer worked.
+half-open the outage is *known*, from the first replays that came back with the stretch that
+showed it (`Signal.known_from`) until the breaker closes: the last probe's copies were sent
+into the outage as much as the earlier ones (the consumer may come back while they are on
+their way, and those it got first failed). A return whose copy was sent inside a known outage
+keeps the count it had (`give_back`): a message is parked only for failures while the
+consumer worked.
 
 Everything here is a value: the clock is an argument, the stores and switches live with the
 callers (`breaker.controller`, `breaker.dynamo`, `breaker.worker`).
@@ -141,6 +143,29 @@ def give_back(
     return out, given
 
 
+def held_back(
+    messages: Sequence[InboundMessage],
+    count_attribute: str,
+    last_attempt: int,
+    known: Known = NOTHING_KNOWN,
+) -> tuple[list[InboundMessage], int]:
+    """The records with every return that has spent its last attempt (its count at least
+    `last_attempt`: the replay would park it) one count lower: it is replayed at its last
+    attempt again instead. For a suspected outage only (the caller's judgement): parking
+    now would spend for good what the outage, once known, gives back. How many."""
+    held = 0
+    out: list[InboundMessage] = []
+    for message in messages:
+        found = returned(message, count_attribute, known)
+        if found is not None and found[0] >= last_attempt:
+            values = {**message.attributes, count_attribute: attributes.number(found[0] - 1)}
+            out.append(replace(message, attributes=values))
+            held += 1
+        else:
+            out.append(message)
+    return out, held
+
+
 def _ended(outages: tuple[Outage, ...], at: float) -> tuple[Outage, ...]:
     return tuple((start, at if end is None else end) for start, end in outages)
 
@@ -156,8 +181,8 @@ def _change(
     baseline: int | None = None,
 ) -> BreakerState:
     outages = state.outages
-    if phase is Phase.CLOSED:  # a recovery dates from the probe that found it, else now
-        outages = _ended(outages, state.since if cause is Cause.RECOVERED else now)
+    if phase is Phase.CLOSED:  # the outage is known until the breaker closes
+        outages = _ended(outages, now)
     return replace(
         state,
         phase=phase,
@@ -187,7 +212,7 @@ def after_batch(
         return None
     if time_left is not None and time_left < policy.retention_margin_seconds:
         return None
-    return _open(state, now, policy, signal.start)
+    return _open(state, now, policy, signal.known_from)
 
 
 def _open(state: BreakerState, now: float, policy: BreakerPolicy, start: float) -> BreakerState:
@@ -237,11 +262,7 @@ def on_tick(
     (the depth within 1 - RETURN_RATIO of the probe of where it began) → open again;
     half-open for the probe's wait without reopening → closed (pause reset)."""
     if state.phase is Phase.OPEN:
-        if time_left is not None and time_left < policy.retention_margin_seconds:
-            return _change(state, Phase.CLOSED, now, Cause.RETENTION, openings=0)
-        if state.next_probe is not None and now >= state.next_probe:
-            return _change(state, Phase.HALF_OPEN, now, Cause.PROBE, baseline=depth)
-        return None
+        return _after_pause(state, now, policy, time_left=time_left, depth=depth)
     if state.phase is not Phase.HALF_OPEN:
         return None
     missing = (1.0 - policy.return_ratio) * state.probe_size
@@ -250,6 +271,22 @@ def on_tick(
             return _open(state, now, policy, now)
     if now >= state.since + policy.probe_wait_seconds:
         return _change(state, Phase.CLOSED, now, Cause.RECOVERED, openings=0)
+    return None
+
+
+def _after_pause(
+    state: BreakerState,
+    now: float,
+    policy: BreakerPolicy,
+    *,
+    time_left: float | None,
+    depth: int | None,
+) -> BreakerState | None:
+    """Open: closed with too little retention left; half-open once the pause is over."""
+    if time_left is not None and time_left < policy.retention_margin_seconds:
+        return _change(state, Phase.CLOSED, now, Cause.RETENTION, openings=0)
+    if state.next_probe is not None and now >= state.next_probe:
+        return _change(state, Phase.HALF_OPEN, now, Cause.PROBE, baseline=depth)
     return None
 
 

@@ -14,7 +14,15 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from dlq_replay.breaker.controller import Breaker, Clock, Depth, TimeLeft, Timing
+from dlq_replay.breaker.controller import (
+    Breaker,
+    Clock,
+    Depth,
+    Evidence,
+    Notices,
+    TimeLeft,
+    Timing,
+)
 from dlq_replay.breaker.evidence import QueueTotals
 from dlq_replay.breaker.function import LambdaBreaker
 from dlq_replay.breaker.rule import MIN_WINDOW_SECONDS, SLICES, BreakerPolicy, Counts
@@ -105,16 +113,23 @@ class BreakerStats:
     openings: int = 0
     open_seconds: float = 0.0
     _opened_at: float | None = None
+    latest: BreakerState | None = None  # the last change (what a progress line shows)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def follow(self, state: BreakerState) -> None:
         with self.lock:
+            self.latest = state
             if state.phase is Phase.OPEN:
                 self.openings += 1
                 self._opened_at = state.since
             elif self._opened_at is not None:
                 self.open_seconds += state.since - self._opened_at
                 self._opened_at = None
+
+    def state(self) -> BreakerState | None:
+        """The breaker's state as of its last change (None: it never changed)."""
+        with self.lock:
+            return self.latest
 
     def seconds_open(self, now: float) -> float:
         """Time spent open so far, counting an opening still in progress up to `now`."""
@@ -166,30 +181,41 @@ def worker_breaker(
     delay_seconds: float = 0.0,
     totals: QueueTotals | None = None,
     clock: Clock = time.time,
+    max_attempts: int | None = None,
 ) -> tuple[LambdaBreaker, BreakerGate]:
     """The worker's breaker (for `LambdaReplay`) and the gate its pollers ask; `depth` tells
     the DLQ's depth (`evidence.dlq_depth`), for the probe to see its copies come back;
     `time_left` (`evidence.dlq_time_left`) what is left of the oldest message's retention;
     `timing` and `delay_seconds` as `Breaker` takes them; `totals` the queues' totals, whose
-    fall vetoes an opening (the consumer deletes: bad messages, not an outage)."""
+    fall vetoes an opening (the consumer deletes: bad messages, not an outage); `max_attempts`
+    the replay's (`LambdaBreaker`)."""
     breaker = Breaker(
         MemoryStore.for_policy(policy or BreakerPolicy(), timing is not None),
         PollerSwitch(),
         logger=logger,
         policy=policy,
-        sns=sns,
-        topic_arn=topic_arn,
-        source=source,
+        evidence=Evidence(
+            time_left=time_left,
+            depth=depth,
+            timing=timing,
+            delay_seconds=delay_seconds,
+            deleting=totals.deleting if totals is not None else None,
+        ),
+        notices=Notices(
+            sns=sns,
+            topic_arn=topic_arn,
+            source=source,
+            on_change=stats.follow if stats is not None else None,
+        ),
         clock=clock,
-        depth=depth,
-        time_left=time_left,
-        timing=timing,
-        delay_seconds=delay_seconds,
-        deleting=totals.deleting if totals is not None else None,
-        on_change=stats.follow if stats is not None else None,
     )
     counted = LambdaBreaker(
-        breaker, None, count_attribute=count_attribute, logger=logger, clock=clock
+        breaker,
+        None,
+        count_attribute=count_attribute,
+        logger=logger,
+        clock=clock,
+        max_attempts=max_attempts,
     )
     sample = totals.sample if totals is not None else None
     return counted, BreakerGate(counted, clock=clock, sample=sample)

@@ -42,7 +42,14 @@ from dlq_replay.demo.scenario import (
     settle_timeout,
     watch_depths,
 )
-from dlq_replay.demo.view import SQS_VIEW, DemoView, exit_code, print_summary, render
+from dlq_replay.demo.view import (
+    SQS_VIEW,
+    DemoView,
+    breaker_progress_of,
+    exit_code,
+    print_summary,
+    render,
+)
 from dlq_replay.local.eventsource import LocalEventSource, Polling, run_pollers
 from dlq_replay.sqs.replayer import Replayer
 
@@ -87,6 +94,7 @@ def demo(
         stats = BreakerStats()
         breaker, gate = (None, None)
         if options.breaker:
+            tally.breaker = stats
             breaker, gate = worker_breaker(
                 logger=replay_log,
                 policy=DEMO_BREAKER_POLICY,
@@ -96,6 +104,7 @@ def demo(
                 timing=lambda: main_queue_timing(sqs, queues.main),
                 totals=QueueTotals(sqs, [queues.main, queues.dlq, queues.operator]),
                 delay_seconds=longest_delay(settings),
+                max_attempts=settings.max_attempts,
             )
         replayer = Replayer(
             settings, sqs, logger=replay_log, rng=rng, on_outcome=OutcomeCounter(tally)
@@ -161,15 +170,20 @@ def demo(
 PLAIN_PROGRESS_SECONDS = 5.0
 
 
-def _progress_line(tally: Tally, elapsed: float) -> str:
+def progress_line(tally: Tally, elapsed: float) -> str:
+    """The plain mode's progress line: the counts, the queues, and the breaker while it is
+    not closed (the counts stand still then, and the line says why and until when)."""
     with tally.lock:
         parked = sum(tally.parked_by_reason.values())
         processed = len(tally.processed & tally.expected)
         waiting = {q: d.total for q, d in tally.depths.items()}
+        breaker = breaker_progress_of(tally, elapsed)
     depths = ", ".join(f"{q} {n}" for q, n in sorted(waiting.items()))
     return (
         f"demo: {elapsed:.0f} s: {processed} processed, {parked} parked of "
-        f"{len(tally.expected)}" + (f"; in the queues: {depths}" if depths else "")
+        f"{len(tally.expected)}"
+        + (f"; in the queues: {depths}" if depths else "")
+        + (f"; {breaker}" if breaker else "")
     )
 
 
@@ -217,7 +231,7 @@ def wait_until_settled(
             time.sleep(0.25)
             if time.monotonic() - shown >= PLAIN_PROGRESS_SECONDS:
                 shown = time.monotonic()
-                print(_progress_line(tally, shown - started), flush=True)
+                print(progress_line(tally, shown - started), flush=True)
         return False
     from rich.live import Live
 

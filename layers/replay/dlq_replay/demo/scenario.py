@@ -42,6 +42,8 @@ if TYPE_CHECKING:
         DeleteMessageBatchRequestEntryTypeDef,
     )
 
+    from dlq_replay.breaker.worker import BreakerStats
+
 
 @dataclass(frozen=True, slots=True)
 class DemoOptions:
@@ -111,6 +113,7 @@ class Tally:
     replay_outcomes: Counter[str] = field(default_factory=Counter)
     parked_by_reason: Counter[str] = field(default_factory=Counter)
     depths: dict[str, QueueDepth] = field(default_factory=dict)
+    breaker: BreakerStats | None = None  # the outage breaker's, when it is on
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 

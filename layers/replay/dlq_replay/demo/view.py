@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from dlq_replay.breaker.state import BreakerState, Phase
 from dlq_replay.demo.scenario import DemoResult, Tally
 from dlq_replay.ops.depth import QueueDepth
 
@@ -60,11 +61,55 @@ def outcome_rows(tally: Tally, view: DemoView = SQS_VIEW) -> list[tuple[str, int
     return rows
 
 
+def breaker_progress(
+    state: BreakerState | None, *, elapsed: float, now: float, waiting: int | None
+) -> str:
+    """What the outage breaker is doing, for a progress line: while it is open the counts do
+    not move, and this says why and until when. Times are the demo's own (seconds since it
+    began, as the progress line counts them; `now`: the wall clock at `elapsed`); `waiting`:
+    the DLQ's depth. Empty while closed."""
+    if state is None or state.phase is Phase.CLOSED:
+        return ""
+
+    def at(moment: float) -> float:
+        return max(0.0, elapsed - (now - moment))
+
+    in_dlq = "" if waiting is None else f", {waiting} waiting in the DLQ"
+    since = f"since {at(state.since):.0f} s"
+    if state.phase is Phase.OPEN:
+        probe = state.next_probe if state.next_probe is not None else now
+        left = max(0.0, probe - now)
+        probing = f"probing at {at(probe):.0f} s (in {left:.0f} s)"
+        return f"outage breaker open {since}, {probing}{in_dlq}"
+    if state.holding:
+        return (
+            f"outage breaker probing {since}: {state.probe_size} copies sent, watching the DLQ "
+            f"for them{in_dlq}"
+        )
+    return f"outage breaker probing {since}{in_dlq}"
+
+
+def breaker_progress_of(tally: Tally, elapsed: float) -> str:
+    """`breaker_progress` of the tally's breaker, now. Call with the tally's lock held."""
+    if tally.breaker is None:
+        return ""
+    dlq = tally.depths.get("dlq")
+    return breaker_progress(
+        tally.breaker.state(),
+        elapsed=elapsed,
+        now=time.time(),
+        waiting=None if dlq is None else dlq.total,
+    )
+
+
 def render(tally: Tally, started: float, view: DemoView = SQS_VIEW) -> Any:
     from rich.columns import Columns
+    from rich.console import Group
     from rich.table import Table
+    from rich.text import Text
 
     with tally.lock:
+        breaker = breaker_progress_of(tally, time.monotonic() - started)
         queues = Table(title="queues", title_justify="left")
         for column in ("queue", "visible", "in flight", "delayed"):
             queues.add_column(column, justify="right" if column != "queue" else "left")
@@ -87,6 +132,8 @@ def render(tally: Tally, started: float, view: DemoView = SQS_VIEW) -> Any:
         for label, count in outcome_rows(tally, view):
             outcomes.add_row(label, str(count))
         tables.append(outcomes)
+    if breaker:
+        return Group(Columns(tables), Text(breaker, style="bold yellow"))
     return Columns(tables)
 
 

@@ -121,6 +121,7 @@ def run_worker(
             ),
             timing=(lambda: main_queue_timing(sqs, main)) if main else None,
             delay_seconds=longest_delay(settings),
+            max_attempts=settings.max_attempts,
             totals=QueueTotals(
                 sqs, [url for url in (main, options.dlq_url, settings.operator_queue_url) if url]
             ),
