@@ -22,8 +22,8 @@ import pytest
 from botocore.stub import Stubber
 from dlq_replay.aws_lambda.replay import LambdaReplay
 from dlq_replay.core.settings import Settings, SettingsError
+from dlq_replay.engine.replayer import Collaborators, Replayer
 from dlq_replay.local.records import lambda_event
-from dlq_replay.sqs.replayer import Replayer
 from dlq_replay.targets.clients import TargetClients
 from dlq_replay.targets.deliverer import Deliverer
 from dlq_replay.targets.ledger import DynamoLedger
@@ -178,8 +178,10 @@ def make_replay(stack: Stack, targets: list[str], **env: str) -> Replay:
         session.client("sqs"),
         logger=log,
         rng=LowestRandom(),
-        deliverer=Deliverer(clients),
-        ledger=DynamoLedger(lambda: session.client("dynamodb"), stack.table),
+        collaborators=Collaborators(
+            deliverer=Deliverer(clients),
+            ledger=DynamoLedger(lambda: session.client("dynamodb"), stack.table),
+        ),
     )
     return Replay(LambdaReplay(replayer), invokes, log, clients)
 
@@ -208,7 +210,7 @@ def lambda_record(stack: Stack, request_id: str, body: str) -> None:
         MessageBody=body,
         MessageAttributes={
             "RequestID": string(request_id),
-            "ErrorCode": string("200"),
+            "ErrorCode": string("200", "Number"),
             "ErrorMessage": string("Task timed out"),
         },
     )
@@ -488,8 +490,8 @@ def kind_record(
 def expected_payload(kind: str) -> bytes:
     if kind == "lambda":
         return PAYLOAD.encode()  # the body, byte for byte
-    if kind == "lambda-destination":  # the record holds it parsed: compact JSON
-        return json.dumps(json.loads(PAYLOAD), ensure_ascii=False, separators=(",", ":")).encode()
+    if kind == "lambda-destination":  # the record's own text of it, as json.dumps wrote it
+        return json.dumps(json.loads(PAYLOAD)).encode()
     return EVENT_BODY.encode()
 
 

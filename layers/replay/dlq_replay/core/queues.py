@@ -1,4 +1,5 @@
-"""Queue identities: names, ARNs, URLs and what the name says about the queue type.
+"""Queue identities: names, ARN and URL patterns, and what the name says about the queue type
+(the ARN itself is parsed by core/arns.py).
 
 One definition of each, used by the settings, the routing of replays and the operator CLI, so
 they all accept exactly the queues SQS itself accepts.
@@ -7,7 +8,6 @@ they all accept exactly the queues SQS itself accepts.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 # SQS queue names: 1-80 of A-Z a-z 0-9 - _, the 80 including the `.fifo` of a FIFO queue
@@ -23,7 +23,7 @@ _UNPRINTABLE = re.compile(r"[\x00-\x20\x7f-\x9f]")
 
 # DNS suffix of the SQS endpoint per partition; the URL of a queue is built from it when a
 # record names its source queue only by ARN (Lambda's DeadLetterQueueSourceArn).
-_PARTITION_DNS_SUFFIX = {
+PARTITION_DNS_SUFFIX = {
     "aws": "amazonaws.com",
     "aws-cn": "amazonaws.com.cn",
     "aws-us-gov": "amazonaws.com",
@@ -33,34 +33,6 @@ _PARTITION_DNS_SUFFIX = {
     "aws-iso-f": "csp.hci.ic.gov",
     "aws-eusc": "amazonaws.eu",
 }
-
-
-@dataclass(frozen=True, slots=True)
-class QueueArn:
-    """A parsed SQS queue ARN."""
-
-    partition: str
-    region: str
-    account: str
-    name: str
-
-    @classmethod
-    def parse(cls, arn: str) -> QueueArn:
-        match = QUEUE_ARN_PATTERN.fullmatch(arn)
-        if not match:
-            raise ValueError(f"not an SQS queue ARN: {arn!r}")
-        return cls(**match.groupdict())
-
-    @property
-    def is_fifo(self) -> bool:
-        return self.name.endswith(".fifo")
-
-    def url(self, endpoint_url: str | None = None) -> str:
-        """The queue URL: on `endpoint_url` when given (an emulator), else AWS's own endpoint."""
-        if endpoint_url:
-            return f"{endpoint_url.rstrip('/')}/{self.account}/{self.name}"
-        suffix = _PARTITION_DNS_SUFFIX.get(self.partition, "amazonaws.com")
-        return f"https://sqs.{self.region}.{suffix}/{self.account}/{self.name}"
 
 
 def queue_url_problem(url: str) -> str | None:

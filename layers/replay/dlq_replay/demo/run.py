@@ -43,8 +43,8 @@ from dlq_replay.demo.scenario import (
     watch_depths,
 )
 from dlq_replay.demo.view import SQS_VIEW, DemoView, exit_code, print_summary, render
+from dlq_replay.engine.replayer import Replayer
 from dlq_replay.local.eventsource import LocalEventSource, run_pollers
-from dlq_replay.sqs.replayer import Replayer
 
 
 def run_demo(options: DemoOptions) -> int:

@@ -48,7 +48,7 @@ class Refused:
     message: str
 
 
-Outcome = Delivered | Refused
+DeliveryResult = Delivered | Refused
 
 
 def service_error(error: ClientError | BotoCoreError) -> tuple[str, str]:

@@ -24,23 +24,22 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from dlq_replay.core.kinds import TargetService, target_service
-from dlq_replay.core.queues import QueueArn
-from dlq_replay.targets.clients import TargetArn, TargetClients
-from dlq_replay.targets.delivery import Delivered, Delivery, Outcome, Refused
-from dlq_replay.targets.rules import RuleTarget
+from dlq_replay.core.arns import Arn, TargetService, target_service
+from dlq_replay.targets.clients import TargetClients
+from dlq_replay.targets.delivery import Delivered, Delivery, DeliveryResult, Refused
+from dlq_replay.targets.rule_targets import RuleTarget
 
 if TYPE_CHECKING:
     from mypy_boto3_events.type_defs import PutEventsRequestEntryTypeDef
     from mypy_boto3_sqs.type_defs import SendMessageRequestTypeDef
 
 # The rule's configuration of the target: None for a record that names no rule.
-Send = Callable[[TargetClients, Delivery, TargetArn, RuleTarget | None], Outcome]
+Send = Callable[[TargetClients, Delivery, Arn, RuleTarget | None], DeliveryResult]
 
 
 def invoke_function(
-    clients: TargetClients, delivery: Delivery, arn: TargetArn, rule: RuleTarget | None
-) -> Outcome:
+    clients: TargetClients, delivery: Delivery, arn: Arn, rule: RuleTarget | None
+) -> DeliveryResult:
     response = clients.lambda_client(arn.region).invoke(
         FunctionName=delivery.target_arn,
         InvocationType="Event",
@@ -53,9 +52,9 @@ def invoke_function(
 
 
 def send_to_queue(
-    clients: TargetClients, delivery: Delivery, arn: TargetArn, rule: RuleTarget | None
-) -> Outcome:
-    queue = QueueArn.parse(delivery.target_arn)
+    clients: TargetClients, delivery: Delivery, arn: Arn, rule: RuleTarget | None
+) -> DeliveryResult:
+    queue = Arn.queue(delivery.target_arn)
     sqs = clients.sqs(arn.region)
     # The URL on the client's own endpoint: AWS's, or an emulator's from AWS_ENDPOINT_URL.
     request: SendMessageRequestTypeDef = {
@@ -75,8 +74,8 @@ def send_to_queue(
 
 
 def publish_to_topic(
-    clients: TargetClients, delivery: Delivery, arn: TargetArn, rule: RuleTarget | None
-) -> Outcome:
+    clients: TargetClients, delivery: Delivery, arn: Arn, rule: RuleTarget | None
+) -> DeliveryResult:
     if arn.resource.endswith(".fifo"):
         return _no_group(delivery, "an EventBridge target names no group id for a FIFO topic")
     clients.sns(arn.region).publish(TopicArn=delivery.target_arn, Message=delivery.payload)
@@ -84,8 +83,8 @@ def publish_to_topic(
 
 
 def start_execution(
-    clients: TargetClients, delivery: Delivery, arn: TargetArn, rule: RuleTarget | None
-) -> Outcome:
+    clients: TargetClients, delivery: Delivery, arn: Arn, rule: RuleTarget | None
+) -> DeliveryResult:
     clients.stepfunctions(arn.region).start_execution(
         stateMachineArn=delivery.target_arn, input=delivery.payload
     )
@@ -93,8 +92,8 @@ def start_execution(
 
 
 def put_event(
-    clients: TargetClients, delivery: Delivery, arn: TargetArn, rule: RuleTarget | None
-) -> Outcome:
+    clients: TargetClients, delivery: Delivery, arn: Arn, rule: RuleTarget | None
+) -> DeliveryResult:
     entry = event_entry(delivery.payload, delivery.target_arn)
     if isinstance(entry, str):
         return Refused(delivery.record_id, "NotAnEvent", entry)

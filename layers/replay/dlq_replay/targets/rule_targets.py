@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from dlq_replay.core.arns import Arn
 from dlq_replay.core.transform import TargetInput
-from dlq_replay.targets.clients import TargetArn, TargetClients
+from dlq_replay.targets.clients import TargetClients
 from dlq_replay.targets.delivery import service_error
 
 if TYPE_CHECKING:
@@ -30,7 +31,7 @@ _RULE_PREFIX = "rule/"
 
 def rule_location(rule_arn: str) -> tuple[str, str, str | None]:
     """(region, rule name, event bus name or None for the account's default bus)."""
-    arn = TargetArn.parse(rule_arn)
+    arn = Arn.parse(rule_arn)
     if arn.service != "events" or not arn.resource.startswith(_RULE_PREFIX):
         raise ValueError(f"not an EventBridge rule ARN: {rule_arn!r}")
     bus, _, name = arn.resource.removeprefix(_RULE_PREFIX).rpartition("/")
