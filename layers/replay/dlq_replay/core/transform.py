@@ -105,7 +105,7 @@ def target_payload(
 def _event(body: str) -> dict[str, Any] | NotApplied:
     try:
         event = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):
         return NotApplied("the body is not JSON, so not the event the transformation applies to")
     if not isinstance(event, dict) or not all(field in event for field in EVENT_FIELDS):
         return NotApplied(

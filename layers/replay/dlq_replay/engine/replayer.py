@@ -303,8 +303,8 @@ class Replayer:
             try:
                 kind = kind_of(kinds[m.message_id].kind)
                 due[m.message_id] = kind.delivery(m, kinds[m.message_id], decisions[m.message_id])
-            except Exception as error:  # one record's fault, never the batch's
-                decisions[m.message_id] = _failed("building its delivery", error)
+            except Exception as raised:  # one record's fault, never the batch's
+                decisions[m.message_id] = _failed("building its delivery", raised)
         results = self._deliverer.deliver(list(due.values()))
         invoked: dict[str, int] = {}
         refused: dict[str, int] = {}

@@ -73,7 +73,7 @@ class Deliverer:
             arn = Arn.parse(delivery.target_arn)
             if delivery.rule_arn is None:
                 return send(self._clients, delivery, arn, None)
-            rule = self._rules.target(delivery.rule_arn, delivery.target_arn)
+            rule = self._rules.target(delivery.rule_arn, delivery.target_arn, delivery.account)
             if rule is None:
                 return Refused(
                     delivery.record_id,
@@ -92,6 +92,8 @@ class Deliverer:
         except ValueError as error:
             # A malformed target or rule ARN (a forged record that still passed the checks).
             return Refused(delivery.record_id, "InvalidTarget", str(error))
+        except Exception as error:  # an answer we cannot read: this record's refusal alone
+            return Refused(delivery.record_id, type(error).__name__, str(error))
 
 
 def _as_the_rule_gives_it(delivery: Delivery, rule: RuleTarget) -> Delivery | Refused:

@@ -4,11 +4,14 @@
   every asynchronous caller invoke), the payload's bytes unchanged; the answer's request id is
   the one a later failure of this invocation carries back to the DLQ.
 - SQS queue: `SendMessage` of the payload; a FIFO queue gets the group id the rule's target is
-  configured with and the delivery's deduplication id.
+  configured with and the delivery's deduplication id, a fair (standard) queue the group id
+  when the rule configures one.
 - SNS topic: `Publish` of the payload. A rule's target, as `ListTargetsByRule` describes it
   (botocore 1.43), configures no group id for a FIFO topic, so a FIFO topic is refused
   (`MissingGroupId`) rather than sent with a made-up group.
-- Step Functions state machine: `StartExecution` with the payload as the input.
+- Step Functions state machine: `StartExecution` with the payload as the input and a name of
+  the record and the attempt, so botocore's retry of a request whose answer was lost cannot
+  start a second execution (`ExecutionAlreadyExists` reads as delivered).
 - Event bus: `PutEvents` of the event the payload holds (its source, detail-type, detail,
   resources and time; EventBridge gives it a new id). A payload that is not a whole event
   (an input transformer's output, say) is refused (`NotAnEvent`).
@@ -19,6 +22,8 @@ module itself refuses is returned as `Refused`.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 from collections.abc import Callable, Mapping
 from datetime import datetime
@@ -61,6 +66,8 @@ def send_to_queue(
         "QueueUrl": queue.url(sqs.meta.endpoint_url),
         "MessageBody": delivery.payload,
     }
+    if not queue.is_fifo and rule is not None and rule.group_id is not None:
+        request["MessageGroupId"] = rule.group_id  # a fair queue: its tenant, as the rule says
     if queue.is_fifo:
         if rule is None:
             return _no_group(delivery, "the record names no rule to read it from")
@@ -85,10 +92,22 @@ def publish_to_topic(
 def start_execution(
     clients: TargetClients, delivery: Delivery, arn: Arn, rule: RuleTarget | None
 ) -> DeliveryResult:
-    clients.stepfunctions(arn.region).start_execution(
-        stateMachineArn=delivery.target_arn, input=delivery.payload
-    )
+    client = clients.stepfunctions(arn.region)
+    # ExecutionAlreadyExists: this record's attempt started it already (a retried request).
+    with contextlib.suppress(client.exceptions.ExecutionAlreadyExists):
+        client.start_execution(
+            stateMachineArn=delivery.target_arn,
+            input=delivery.payload,
+            name=execution_name(delivery.dedup_id or delivery.record_id),
+        )
     return Delivered(delivery.record_id, None)
+
+
+def execution_name(key: str) -> str:
+    """A Step Functions execution name for one record and attempt: the same for a retried
+    request, so the state machine runs it once; 75 characters of [a-z0-9-], within the name
+    rules (at most 80, no white space, brackets, wildcards or punctuation)."""
+    return f"dlq-replay-{hashlib.sha256(key.encode('utf-8', 'surrogatepass')).hexdigest()}"
 
 
 def put_event(
@@ -113,8 +132,8 @@ def event_entry(payload: str, bus_arn: str) -> PutEventsRequestEntryTypeDef | st
     why the payload is not a whole event."""
     try:
         event = json.loads(payload)
-    except ValueError:
-        return "the payload is not JSON"
+    except (ValueError, RecursionError):
+        return "the payload is not JSON (or nested past the parser's depth)"
     if not isinstance(event, dict):
         return "the payload is not a JSON object"
     source, detail_type, detail = event.get("source"), event.get("detail-type"), event.get("detail")

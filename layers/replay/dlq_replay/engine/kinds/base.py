@@ -78,6 +78,7 @@ class Kind:
             payload=recognised.payload,
             rule_arn=recognised.rule_arn,
             dedup_id=f"{message.message_id}-{decision.attempt}",
+            account=message.queue_arn.split(":")[4] if message.queue_arn.count(":") >= 5 else None,
         )
 
 
