@@ -62,29 +62,9 @@ class Deliverer:
         return {delivery.record_id: self._deliver_one(delivery) for delivery in task}
 
     def _deliver_one(self, delivery: Delivery) -> DeliveryResult:
+        """One delivery; every error it meets is its refusal."""
         try:
-            send = sender(delivery.target_arn)
-            if send is None:
-                return Refused(
-                    delivery.record_id,
-                    "UnsupportedTarget",
-                    f"no delivery to this target: {delivery.target_arn}",
-                )
-            arn = Arn.parse(delivery.target_arn)
-            if delivery.rule_arn is None:
-                return send(self._clients, delivery, arn, None)
-            rule = self._rules.target(delivery.rule_arn, delivery.target_arn, delivery.account)
-            if rule is None:
-                return Refused(
-                    delivery.record_id,
-                    "TargetNotInRule",
-                    f"rule {delivery.rule_arn} has no target {delivery.target_arn}: what it "
-                    "would be given is unknown",
-                )
-            transformed = _as_the_rule_gives_it(delivery, rule)
-            if isinstance(transformed, Refused):
-                return transformed
-            return send(self._clients, transformed, arn, rule)
+            return self._send(delivery)
         except (ClientError, BotoCoreError) as error:
             return Refused(delivery.record_id, *service_error(error))
         except RuleLookupError as error:
@@ -94,6 +74,31 @@ class Deliverer:
             return Refused(delivery.record_id, "InvalidTarget", str(error))
         except Exception as error:  # an answer we cannot read: this record's refusal alone
             return Refused(delivery.record_id, type(error).__name__, str(error))
+
+    def _send(self, delivery: Delivery) -> DeliveryResult:
+        """The delivery by its target's service, the rule's configuration applied first."""
+        send = sender(delivery.target_arn)
+        if send is None:
+            return Refused(
+                delivery.record_id,
+                "UnsupportedTarget",
+                f"no delivery to this target: {delivery.target_arn}",
+            )
+        arn = Arn.parse(delivery.target_arn)
+        if delivery.rule_arn is None:
+            return send(self._clients, delivery, arn, None)
+        rule = self._rules.target(delivery.rule_arn, delivery.target_arn, delivery.account)
+        if rule is None:
+            return Refused(
+                delivery.record_id,
+                "TargetNotInRule",
+                f"rule {delivery.rule_arn} has no target {delivery.target_arn}: what it "
+                "would be given is unknown",
+            )
+        transformed = _as_the_rule_gives_it(delivery, rule)
+        if isinstance(transformed, Refused):
+            return transformed
+        return send(self._clients, transformed, arn, rule)
 
 
 def _as_the_rule_gives_it(delivery: Delivery, rule: RuleTarget) -> Delivery | Refused:

@@ -27,7 +27,7 @@ import hashlib
 import json
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from dlq_replay.core.arns import Arn, TargetService, target_service
 from dlq_replay.targets.clients import TargetClients
@@ -134,21 +134,14 @@ def event_entry(payload: str, bus_arn: str) -> PutEventsRequestEntryTypeDef | st
         event = json.loads(payload)
     except (ValueError, RecursionError):
         return "the payload is not JSON (or nested past the parser's depth)"
-    if not isinstance(event, dict):
-        return "the payload is not a JSON object"
-    source, detail_type, detail = event.get("source"), event.get("detail-type"), event.get("detail")
-    if not isinstance(source, str) or not isinstance(detail_type, str):
-        return "the payload has no source or detail-type"
-    if not isinstance(detail, dict):
-        return "the payload's detail is not a JSON object"
-    resources = event.get("resources", [])
-    if not isinstance(resources, list) or not all(isinstance(r, str) for r in resources):
-        return "the payload's resources are not a list of ARNs"
+    problem = _not_an_event(event)
+    if problem is not None:
+        return problem
     entry: PutEventsRequestEntryTypeDef = {
-        "Source": source,
-        "DetailType": detail_type,
-        "Detail": json.dumps(detail, ensure_ascii=False, separators=(",", ":")),
-        "Resources": resources,
+        "Source": event["source"],
+        "DetailType": event["detail-type"],
+        "Detail": json.dumps(event["detail"], ensure_ascii=False, separators=(",", ":")),
+        "Resources": event.get("resources", []),
         "EventBusName": bus_arn,
     }
     if "time" in event:
@@ -157,6 +150,20 @@ def event_entry(payload: str, bus_arn: str) -> PutEventsRequestEntryTypeDef | st
         except (TypeError, ValueError):
             return "the payload's time is not an ISO 8601 time"
     return entry
+
+
+def _not_an_event(event: Any) -> str | None:
+    """Why a parsed payload is not an event `PutEvents` takes (None: it is one)."""
+    if not isinstance(event, dict):
+        return "the payload is not a JSON object"
+    if not isinstance(event.get("source"), str) or not isinstance(event.get("detail-type"), str):
+        return "the payload has no source or detail-type"
+    if not isinstance(event.get("detail"), dict):
+        return "the payload's detail is not a JSON object"
+    resources = event.get("resources", [])
+    if not isinstance(resources, list) or not all(isinstance(r, str) for r in resources):
+        return "the payload's resources are not a list of ARNs"
+    return None
 
 
 def _no_group(delivery: Delivery, why: str) -> Refused:
