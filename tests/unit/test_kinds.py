@@ -6,7 +6,6 @@ import json
 from dataclasses import replace
 
 import pytest
-from dlq_replay.core.arns import TargetService, target_allowed, target_service
 from dlq_replay.core.attributes import (
     NOT_BEFORE_ATTRIBUTE,
     PARK_ERROR_ATTRIBUTE,
@@ -17,11 +16,11 @@ from dlq_replay.core.backoff import BackoffPolicy
 from dlq_replay.core.decision import Action, Decision, ParkReason
 from dlq_replay.core.kinds import KIND_ATTRIBUTE, TARGET_ATTRIBUTE, RecordKind, accepted_kinds
 from dlq_replay.core.messages import InboundMessage
+from dlq_replay.core.queues import TargetService, target_allowed, target_service
 from dlq_replay.core.settings import Settings, SettingsError
 from dlq_replay.engine.decide import after_refusal
 from dlq_replay.engine.decide import decide as decide_kind
-from dlq_replay.engine.kinds import recognise
-from dlq_replay.engine.kinds.base import build_kind_copy
+from dlq_replay.engine.kinds import build_kind_copy, recognise
 
 from ._support import ACCOUNT, COUNT, DLQ, DLQ_ARN, NOW, OPERATOR, FixedRandom
 

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from dlq_replay.core.arns import Arn
-from dlq_replay.core.queues import QUEUE_NAME_PATTERN, queue_url_problem
+from dlq_replay.core.queues import QUEUE_NAME_PATTERN, Arn, queue_url_problem
 from dlq_replay.core.settings import Settings
 
 from ._support import ACCOUNT, OPERATOR

@@ -4,7 +4,7 @@ and name are the lookup of a FIFO target's group id)."""
 from __future__ import annotations
 
 import pytest
-from dlq_replay.core.arns import Arn
+from dlq_replay.core.queues import Arn
 from dlq_replay.targets.rule_targets import rule_location
 
 

@@ -29,9 +29,9 @@ from dlq_replay.breaker.evidence import (
 from dlq_replay.breaker.rule import NOTHING_KNOWN, NOTHING_REFUSED, Known, observe
 from dlq_replay.breaker.state import BreakerState, Phase
 from dlq_replay.breaker.switch import MappingSwitch, ProbeRule
-from dlq_replay.core.arns import Arn
 from dlq_replay.core.backoff import MAX_SQS_DELAY_SECONDS
 from dlq_replay.core.messages import InboundMessage
+from dlq_replay.core.queues import Arn
 from dlq_replay.core.settings import Settings
 from dlq_replay.core.settings_rules import TABLE_NAME_PATTERN, TABLE_NAME_RULE, resource_name
 from dlq_replay.notify.sns import SnsClient

@@ -22,10 +22,10 @@ from aws_lambda_powertools.utilities.batch import (
 )
 
 from dlq_replay.consumer.failures import Failure, FailureOptions, FailurePath
-from dlq_replay.core.arns import Arn
 from dlq_replay.core.backoff import RandomSource
 from dlq_replay.core.failure import ParkDetail, ParkRule
 from dlq_replay.core.messages import InboundMessage
+from dlq_replay.core.queues import Arn
 from dlq_replay.core.settings import ConsumerSettings
 
 if TYPE_CHECKING:

@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
-from dlq_replay.core.arns import TargetService, target_service
 from dlq_replay.core.attributes import INTERNAL_ATTRIBUTE_PREFIX
+from dlq_replay.core.queues import TargetService, target_service
 
 KIND_ATTRIBUTE = f"{INTERNAL_ATTRIBUTE_PREFIX}kind"
 TARGET_ATTRIBUTE = f"{INTERNAL_ATTRIBUTE_PREFIX}target"

@@ -1,7 +1,7 @@
 """The replay engine: one decision for every kind of record, and the replayer that carries a
 batch's decisions out.
 
-- `kinds`: a kind of record is a strategy (`kinds.base.Kind`), one module each: how it is
+- `kinds`: a kind of record is a strategy (`kinds.Kind`), one module each: how it is
   recognised, where it goes, whether its destination takes a delay, how it is delivered and
   what a refusal means. A new kind adds one module there and one line in `kinds.KIND_MODULES`.
 - `decide`: the one skeleton (count, limits, backoff, then replay / defer / hold / release /

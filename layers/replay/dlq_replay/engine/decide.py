@@ -5,7 +5,7 @@ One skeleton for every kind: read the count, apply the limits, draw the backoff,
 now (a delay the destination serves itself), defer (a copy written back to the DLQ that waits
 for `dlq-replay-not-before`), hold (a waiting copy that is early), release (a waiting copy
 whose time has come) or park. What differs by kind is asked of its strategy
-(`engine.kinds.base.Kind`): where the record goes, the delay its destination takes, whether
+(`engine.kinds.Kind`): where the record goes, the delay its destination takes, whether
 the destination takes the record's attributes.
 
 Pure: no AWS client, no clock of its own, no random source of its own. The outcome for a
@@ -31,8 +31,7 @@ from dlq_replay.core.decision import (
 from dlq_replay.core.kinds import Recognised, RecordKind
 from dlq_replay.core.messages import InboundMessage, fits_limits, unencodable
 from dlq_replay.core.settings import Settings
-from dlq_replay.engine.kinds import kind_of
-from dlq_replay.engine.kinds.base import Kind, recorded_error
+from dlq_replay.engine.kinds import Kind, kind_of, recorded_error
 from dlq_replay.engine.kinds.sqs import destination_limit
 
 _WRITES = (Action.REPLAY, Action.DEFER, Action.RELEASE)

@@ -14,21 +14,21 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from aws_lambda_powertools.metrics import MetricUnit
 
-from dlq_replay.core.arns import Arn
 from dlq_replay.core.backoff import RandomSource
 from dlq_replay.core.decision import Action, Decision, ParkReason
 from dlq_replay.core.kinds import Recognised
 from dlq_replay.core.log import Log
 from dlq_replay.core.messages import InboundMessage, OutboundMessage
 from dlq_replay.core.notices import park_notice
+from dlq_replay.core.queues import Arn
 from dlq_replay.core.settings import Settings
+from dlq_replay.core.text import error_text
 from dlq_replay.engine.decide import after_refusal, decide, park_instead
 from dlq_replay.engine.kinds import kind_of, recognise
-from dlq_replay.engine.kinds.base import error_text
 from dlq_replay.engine.report import BatchReport, Outcome
 from dlq_replay.notify.sns import SnsClient, publish_notices
 from dlq_replay.sqs.sending import BatchSender, SendFailure, change_visibility
@@ -56,8 +56,7 @@ class Lookup:
     unread: frozenset[str] = frozenset()
 
 
-@dataclass(frozen=True, slots=True)
-class Collaborators:
+class Collaborators(NamedTuple):
     """The replay's services besides SQS. `sns` publishes the park notices (required when the
     settings name a topic); `deliverer` delivers the records of serverless kinds and `ledger`
     counts their returns (both required when DLQ_KIND is not sqs)."""
@@ -83,10 +82,11 @@ class Replayer:
         clock: Clock = time.time,
         rng: RandomSource | None = None,
         on_outcome: Callable[[Outcome], None] | None = None,
-        collaborators: Collaborators = Collaborators(),
+        collaborators: Collaborators | None = None,
     ) -> None:
         """`on_outcome` sees each record's outcome once its batch is reported (the demo counts
         them); without it nothing is called."""
+        collaborators = collaborators or Collaborators()
         if settings.park_notification_topic_arn is not None and collaborators.sns is None:
             raise ValueError("PARK_NOTIFICATION_TOPIC_ARN is set, but no SNS client was given")
         if settings.dlq_kind != "sqs" and (

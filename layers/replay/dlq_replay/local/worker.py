@@ -31,10 +31,9 @@ from dlq_replay.breaker.evidence import (
 )
 from dlq_replay.breaker.function import longest_delay
 from dlq_replay.breaker.worker import worker_breaker
-from dlq_replay.core.arns import Arn
 from dlq_replay.core.kinds import RecordKind
 from dlq_replay.core.log import Log
-from dlq_replay.core.queues import is_fifo_url
+from dlq_replay.core.queues import Arn, is_fifo_url
 from dlq_replay.core.settings import Settings
 from dlq_replay.engine.replayer import Collaborators, Replayer
 from dlq_replay.local.eventsource import (

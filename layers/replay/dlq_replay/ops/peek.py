@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from dlq_replay.core import attributes
 from dlq_replay.core.decision import park_reason_of
 from dlq_replay.core.settings import DEFAULT_COUNT_ATTRIBUTE
-from dlq_replay.engine.kinds.base import recorded_error
+from dlq_replay.engine.kinds import recorded_error
 from dlq_replay.ops.kinds import recognised
 from dlq_replay.ops.queues import QueueInfo
 from dlq_replay.ops.receiving import (

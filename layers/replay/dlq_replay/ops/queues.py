@@ -7,8 +7,7 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from dlq_replay.core.arns import Arn
-from dlq_replay.core.queues import is_fifo_url
+from dlq_replay.core.queues import Arn, is_fifo_url
 from dlq_replay.ops.errors import QueueNotFoundError
 
 if TYPE_CHECKING:

@@ -28,7 +28,7 @@ from dlq_replay.core.kinds import Recognised, RecordKind
 from dlq_replay.core.messages import OutboundMessage
 from dlq_replay.core.queues import is_fifo_url
 from dlq_replay.core.settings import DEFAULT_COUNT_ATTRIBUTE
-from dlq_replay.engine.kinds.base import target_refusal
+from dlq_replay.engine.kinds import target_refusal
 from dlq_replay.ops.kinds import recognised
 from dlq_replay.ops.pacing import PaceReport, PaceStop, UntilFailing
 from dlq_replay.ops.queues import QueueInfo, source_queue_url

@@ -23,7 +23,7 @@ from dataclasses import replace
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from dlq_replay.core.arns import Arn
+from dlq_replay.core.queues import Arn
 from dlq_replay.core.transform import NotApplied, target_payload
 from dlq_replay.targets.clients import TargetClients
 from dlq_replay.targets.delivery import Delivery, DeliveryResult, Refused, service_error

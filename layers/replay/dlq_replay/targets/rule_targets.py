@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from dlq_replay.core.arns import Arn
+from dlq_replay.core.queues import Arn
 from dlq_replay.core.transform import TargetInput
 from dlq_replay.targets.clients import TargetClients
 from dlq_replay.targets.delivery import service_error

@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from dlq_replay.core.arns import Arn, TargetService, target_service
+from dlq_replay.core.queues import Arn, TargetService, target_service
 from dlq_replay.targets.clients import TargetClients
 from dlq_replay.targets.delivery import Delivered, Delivery, DeliveryResult, Refused
 from dlq_replay.targets.rule_targets import RuleTarget

@@ -17,7 +17,7 @@ from typing import ClassVar
 from dlq_replay.core.decision import ParkReason
 from dlq_replay.core.kinds import Recognised, RecordKind
 from dlq_replay.core.messages import InboundMessage
-from dlq_replay.engine.kinds.base import Kind, string_attribute
+from dlq_replay.engine.kinds import Kind, string_attribute
 
 RULE_ARN = "RULE_ARN"
 TARGET_ARN = "TARGET_ARN"

@@ -14,7 +14,7 @@ from typing import Any, ClassVar, NamedTuple
 
 from dlq_replay.core.kinds import Recognised, RecordKind
 from dlq_replay.core.messages import InboundMessage
-from dlq_replay.engine.kinds.base import Kind
+from dlq_replay.engine.kinds import Kind
 
 _DECODER = json.JSONDecoder()
 _SPACE = re.compile(r"[ \t\n\r]*")

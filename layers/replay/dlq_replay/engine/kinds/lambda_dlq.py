@@ -11,7 +11,7 @@ from typing import ClassVar
 
 from dlq_replay.core.kinds import TARGET_ATTRIBUTE, Recognised, RecordKind, lambda_target
 from dlq_replay.core.messages import InboundMessage
-from dlq_replay.engine.kinds.base import Kind, string_attribute
+from dlq_replay.engine.kinds import Kind, string_attribute
 
 REQUEST_ID = "RequestID"
 ERROR_CODE = "ErrorCode"

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from dlq_replay.core.arns import Arn
 from dlq_replay.core.backoff import MAX_SQS_DELAY_SECONDS
 from dlq_replay.core.decision import Decision, ParkReason, build_copy
 from dlq_replay.core.kinds import Recognised, RecordKind
 from dlq_replay.core.messages import InboundMessage, OutboundMessage
-from dlq_replay.core.queues import is_fifo_url
+from dlq_replay.core.queues import Arn, is_fifo_url
 from dlq_replay.core.settings import Settings
-from dlq_replay.engine.kinds.base import Kind
+from dlq_replay.engine.kinds import Kind
 
 
 def route(message: InboundMessage, settings: Settings) -> str | None:
