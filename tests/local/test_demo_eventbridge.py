@@ -110,12 +110,12 @@ def test_the_eventbridge_demo_delivers_or_parks_every_event_none_lost(
     assert (result.sent, result.lost, result.not_yet_done) == (40, 0, 0), result
     assert result.delivered + result.parked == result.sent
     # Every failed delivery was delivered by the replay; the retired target's records were
-    # refused up to the attempt limit, the forged ones parked without a call.
+    # parked at their first refusal (the rule no longer has it), the forged ones without a call.
     assert result.by_eventbridge == fates[Fate.DELIVERED]
     assert result.delivered == fates[Fate.DELIVERED] + fates[Fate.FAILED]
     assert result.staged == result.sent - fates[Fate.DELIVERED]
     assert result.parked_by_reason == {
-        "max-attempts": fates[Fate.RETIRED],
+        "target-not-in-rule": fates[Fate.RETIRED],
         "target-not-allowed": fates[Fate.FORGED],
     }
 

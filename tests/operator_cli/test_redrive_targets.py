@@ -200,7 +200,7 @@ def test_a_lambda_record_goes_back_to_its_function_with_the_payload_the_replay_d
     assert plan_delivery(destination, recognised(destination, targets), targets) == Delivery(
         record_id="d-1",
         target_arn=f"{FUNCTION_ARN}:$LATEST",
-        payload='{"order":3}',
+        payload='{"order": 3}',  # the record's own text of it, as the replay delivers it
         dedup_id="d-1-redrive",
     )
     assert plan_delivery(own, recognised(own, targets), targets) == Delivery(

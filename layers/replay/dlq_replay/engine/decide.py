@@ -1,15 +1,9 @@
-"""What to do with one DLQ record of any kind: replay, write back to wait, hold, release or
-park (docs/design.md, 'What happens to one record' and 'Every serverless dead-letter queue').
-
-One skeleton for every kind: read the count, apply the limits, draw the backoff, then replay
-now (a delay the destination serves itself), defer (a copy written back to the DLQ that waits
-for `dlq-replay-not-before`), hold (a waiting copy that is early), release (a waiting copy
-whose time has come) or park. What differs by kind is asked of its strategy
-(`engine.kinds.Kind`): where the record goes, the delay its destination takes, whether
-the destination takes the record's attributes.
-
-Pure: no AWS client, no clock of its own, no random source of its own. The outcome for a
-record is a value, never an exception.
+"""One decision for a DLQ record of any kind (docs/design.md, 'What happens to one record'):
+read the count, apply the limits, draw the backoff, then replay now (a delay the destination
+serves itself), defer (a copy that waits in the DLQ for `dlq-replay-not-before`), hold (an
+early waiting copy), release (a waiting copy whose time has come) or park. What differs by
+kind is asked of its strategy (`engine.kinds.Kind`). Pure: no client, clock or random source
+of its own; the outcome is a value, never an exception.
 """
 
 from __future__ import annotations
@@ -232,19 +226,15 @@ def after_refusal(
 
 def park_instead(decision: Decision, reason: ParkReason) -> Decision:
     """The park that follows when a destination refused a copy for good."""
-    if decision.action is Action.RELEASE:
-        return _park_count(reason, decision.attempt)
-    return _park_count(reason, (decision.attempt or 1) - 1)  # the copy keeps the count it came with
+    # A release's copy keeps its count; any other keeps the count it came with.
+    count = decision.attempt if decision.action is Action.RELEASE else (decision.attempt or 1) - 1
+    return Decision(Action.PARK, attempt=count, reason=reason)
 
 
 def _park(reason: ParkReason, count: int | None, recognised: Recognised) -> Decision:
     return Decision(
         Action.PARK, attempt=count, reason=reason, error=recorded_error(recognised) or None
     )
-
-
-def _park_count(reason: ParkReason, count: int | None) -> Decision:
-    return Decision(Action.PARK, attempt=count, reason=reason)
 
 
 def _dlq_unknown(message: InboundMessage) -> Decision:
