@@ -20,6 +20,7 @@ record (a body nested past the parser's depth, say) has not recognised it.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from importlib import import_module
 from typing import TYPE_CHECKING, ClassVar
 
@@ -150,16 +151,7 @@ def build_kind_copy(
     for name, value in extras:
         if value is not None and fits_limits(message.body, with_extra := {**marked, name: value}):
             marked = with_extra
-    return OutboundMessage(
-        record_id=copy.record_id,
-        queue_url=copy.queue_url,
-        body=copy.body,
-        attributes=marked,
-        delay_seconds=copy.delay_seconds,
-        message_group_id=copy.message_group_id,
-        deduplication_id=copy.deduplication_id,
-        trace_header=copy.trace_header,
-    )
+    return replace(copy, attributes=marked)
 
 
 # The module of each kind, in the order recognition tries them (an EventBridge record's
