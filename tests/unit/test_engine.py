@@ -216,4 +216,5 @@ def test_one_hostile_body_never_fails_its_batch(kind: str) -> None:
     hostile = '{"requestContext": {}, "requestPayload": ' + "[" * 20_000 + "]" * 20_000 + "}"
     response = LambdaReplay(replayer)(lambda_event([hostile, *(["{}"] * 9)]))
     assert response == {"batchItemFailures": []}
+    assert {url for url, _ in endpoint.sent} == {MAIN}  # all ten replayed, none parked
     assert sorted(entry["Id"] for _, entry in endpoint.sent) == sorted(str(i) for i in range(10))
