@@ -268,11 +268,13 @@ class Replayer:
         unread: tuple[str, ...] = ()
         try:
             found = self._ledger.invocations(ids)
-        except LedgerError as error:
+        except Exception as error:  # a ledger answering nonsense: its records wait, alone
             self._logger.error(
                 "invocation ledger not read; its records wait", extra={"error": str(error)}
             )
-            found, unread = error.found, error.request_ids
+            failed = error if isinstance(error, LedgerError) else None
+            found = failed.found if failed else {}
+            unread = failed.request_ids if failed else tuple(ids)
         return Lookup(
             kinds,
             known={mid: found[rid] for rid, mids in ids.items() if rid in found for mid in mids},
@@ -296,7 +298,6 @@ class Replayer:
         if self._deliverer is None:
             raise ValueError("a record of a serverless kind needs a Deliverer")
         from dlq_replay.targets.delivery import Refused
-        from dlq_replay.targets.ledger import LedgerError
 
         due = {}
         for m in messages:
@@ -332,7 +333,7 @@ class Replayer:
         if invoked and self._ledger is not None:
             try:
                 self._ledger.record(invoked, now=now)
-            except LedgerError as error:
+            except Exception as error:
                 # Delivered all the same: if such an invocation fails and returns, its count
                 # starts again at 0 (logged and counted, for the alarm to see).
                 self._logger.error("invocation ledger not written", extra={"error": str(error)})
