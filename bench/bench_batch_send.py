@@ -28,7 +28,7 @@ from typing import Any
 
 from bench_replay import SETTINGS, make_event
 from dlq_replay.aws_lambda.replay import LambdaReplay
-from dlq_replay.sqs.replayer import Replayer
+from dlq_replay.engine.replayer import Replayer
 
 
 class LatentSqs:

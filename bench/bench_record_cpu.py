@@ -76,9 +76,9 @@ def measure(batches: int, repeats: int) -> list[float]:
     from aws_lambda_powertools import Logger
     from dlq_replay.aws_lambda.replay import LambdaReplay
     from dlq_replay.breaker.worker import worker_breaker
+    from dlq_replay.engine.replayer import Replayer
     from dlq_replay.local.eventsource import LocalEventSource
     from dlq_replay.local.worker import settings_from
-    from dlq_replay.sqs.replayer import Replayer
 
     settings = settings_from(
         {

@@ -26,8 +26,8 @@ from botocore.awsrequest import AWSResponse
 from botocore.compat import HTTPHeaders
 from dlq_replay.aws_lambda.replay import LambdaReplay
 from dlq_replay.core.settings import Settings
+from dlq_replay.engine.replayer import Replayer
 from dlq_replay.sqs.client import sqs_client
-from dlq_replay.sqs.replayer import Replayer
 from urllib3 import HTTPResponse
 
 DLQ_ARN = "arn:aws:sqs:us-east-1:123456789012:bench-dlq"

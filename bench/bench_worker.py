@@ -163,7 +163,7 @@ def per_record_handler(sqs: SQSClient, main_url: str) -> Callable[..., Mapping[s
 def our_handler(sqs: SQSClient, urls: Mapping[str, str]) -> Callable[..., Mapping[str, Any]]:
     from dlq_replay.aws_lambda.replay import LambdaReplay
     from dlq_replay.core.settings import Settings
-    from dlq_replay.sqs.replayer import Replayer
+    from dlq_replay.engine.replayer import Replayer
 
     settings = Settings(
         main_queue_url=urls["bench-main"], operator_queue_url=urls["bench-operator"]

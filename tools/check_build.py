@@ -29,6 +29,9 @@ LAYER_SOURCE = ROOT / "layers" / "replay"
 # back into it.
 LAYER_LIST = LAYER_SOURCE / "modules.txt"
 LAYER_MODULES = tuple(LAYER_LIST.read_text().split())
+# Packages whose modules are imported by a computed name (`engine.kinds.kind_of`), which no
+# import statement shows: every module of theirs is in the layer.
+LOADED_BY_NAME = ("dlq_replay/engine/kinds",)
 PACKAGE = "dlq_replay"
 CLI_ONLY_PACKAGES = ("rich", "moto", "flask")
 # Settings are read on the first invocation; these only make an import-time read harmless.
@@ -79,10 +82,14 @@ def imported_names(source: str) -> set[str]:
 def layer_closure(root: Path = ROOT) -> list[str]:
     """The package's files that the layer's entries import, transitively, with each
     package's __init__.py on the way (importing a module runs them), relative to the layer's
-    source (as modules.txt and the built layer's python/ folder name them)."""
+    source (as modules.txt and the built layer's python/ folder name them). The modules of
+    LOADED_BY_NAME's packages are entries too: the engine imports a kind's module by name."""
     source = root / "layers" / "replay"
     files: set[Path] = set()
-    pending = layer_entries(root)
+    pending = layer_entries(root) + [
+        path for package in LOADED_BY_NAME for path in sorted(source.joinpath(package).glob("*.py"))
+    ]
+    files.update(path for path in pending if path.is_relative_to(source))
     while pending:
         path = pending.pop()
         for name in imported_names(path.read_text()):

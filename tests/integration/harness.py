@@ -23,10 +23,10 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from dlq_replay.aws_lambda.replay import LambdaReplay
 from dlq_replay.core.settings import Settings
+from dlq_replay.engine.replayer import Clock, Collaborators, Outcome, Replayer
 from dlq_replay.local.records import lambda_event
 from dlq_replay.ops.depth import queue_depth
 from dlq_replay.ops.draining import drained_batches
-from dlq_replay.sqs.replayer import Clock, Outcome, Replayer
 from samtranslator.yaml_helper import yaml_parse
 
 if TYPE_CHECKING:
@@ -425,7 +425,7 @@ class ReplayFactory:
             logger=self._log,
             clock=clock or time.time,
             rng=rng or LowestRandom(),
-            sns=sns,
+            collaborators=Collaborators(sns=sns),
             metrics=metrics,
             on_outcome=on_outcome,
         )

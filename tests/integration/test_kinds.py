@@ -22,8 +22,8 @@ import pytest
 from botocore.stub import Stubber
 from dlq_replay.aws_lambda.replay import LambdaReplay
 from dlq_replay.core.settings import Settings, SettingsError
+from dlq_replay.engine.replayer import Collaborators, Replayer
 from dlq_replay.local.records import lambda_event
-from dlq_replay.sqs.replayer import Replayer
 from dlq_replay.targets.clients import TargetClients
 from dlq_replay.targets.deliverer import Deliverer
 from dlq_replay.targets.ledger import DynamoLedger
@@ -178,8 +178,10 @@ def make_replay(stack: Stack, targets: list[str], **env: str) -> Replay:
         session.client("sqs"),
         logger=log,
         rng=LowestRandom(),
-        deliverer=Deliverer(clients),
-        ledger=DynamoLedger(lambda: session.client("dynamodb"), stack.table),
+        collaborators=Collaborators(
+            deliverer=Deliverer(clients),
+            ledger=DynamoLedger(lambda: session.client("dynamodb"), stack.table),
+        ),
     )
     return Replay(LambdaReplay(replayer), invokes, log, clients)
 
@@ -208,7 +210,7 @@ def lambda_record(stack: Stack, request_id: str, body: str) -> None:
         MessageBody=body,
         MessageAttributes={
             "RequestID": string(request_id),
-            "ErrorCode": string("200"),
+            "ErrorCode": string("200", "Number"),
             "ErrorMessage": string("Task timed out"),
         },
     )
@@ -488,8 +490,8 @@ def kind_record(
 def expected_payload(kind: str) -> bytes:
     if kind == "lambda":
         return PAYLOAD.encode()  # the body, byte for byte
-    if kind == "lambda-destination":  # the record holds it parsed: compact JSON
-        return json.dumps(json.loads(PAYLOAD), ensure_ascii=False, separators=(",", ":")).encode()
+    if kind == "lambda-destination":  # the record's own text of it, as json.dumps wrote it
+        return json.dumps(json.loads(PAYLOAD)).encode()
     return EVENT_BODY.encode()
 
 
@@ -562,3 +564,38 @@ def test_the_ledger_counts_each_lambda_kinds_returns(stack: Stack, kind: str) ->
     assert attributes_of(parked)[PARK_REASON]["StringValue"] == "max-attempts"
     assert attributes_of(parked)[COUNT]["StringValue"] == "2"
     assert len(replay.invokes.of("Invoke")) == 2
+
+
+def test_a_target_its_rule_no_longer_has_is_parked_at_the_first_attempt(stack: Stack) -> None:
+    """A refusal no retry can change spends no attempt: parked at once, with its reason."""
+    events = boto3.client("events", region_name=REGION)
+    rule = events.put_rule(Name="moved", EventPattern='{"source":["shop.orders"]}')["RuleArn"]
+    events.put_targets(Rule="moved", Targets=[{"Id": "now", "Arn": stack.target.arn}])
+    retired = f"arn:aws:sqs:{REGION}:{ACCOUNT}:orders-v1"
+    replay = make_replay(stack, [stack.target.arn, retired])
+    eventbridge_record(stack, retired, rule)
+    assert replay_round(stack, replay.handler) == []
+    parked = stack.sqs.drain(stack.operator)
+    values = attributes_of(parked[0])
+    assert values[PARK_REASON]["StringValue"] == "target-not-in-rule"
+    assert values[COUNT]["StringValue"] == "1"  # one attempt, not MAX_ATTEMPTS
+    assert values["dlq-replay-error"]["StringValue"].startswith("TargetNotInRule: ")
+    assert stack.sqs.total(stack.dlq) == 0
+    assert stack.sqs.total(stack.target) == 0
+
+
+def test_with_dlq_kind_sqs_a_record_that_looks_like_a_kind_goes_back_to_its_queue(
+    stack: Stack,
+) -> None:
+    """DLQ_KIND=sqs recognises nothing: an application's own RULE_ARN and TARGET_ARN change
+    nothing, the record is replayed as sections 3-4 say, attributes and all."""
+    replay = make_replay(stack, [stack.target.arn], DLQ_KIND="sqs", MAIN_QUEUE_URL=stack.target.url)
+    eventbridge_record(stack, stack.target.arn)
+    assert replay_round(stack, replay.handler) == []
+    replayed = stack.sqs.drain(stack.target)
+    assert [m["Body"] for m in replayed] == [EVENT_BODY]
+    values = attributes_of(replayed[0])
+    assert values["RULE_ARN"]["StringValue"] == stack.rule_arn
+    assert values[COUNT]["StringValue"] == "1"
+    assert "dlq-replay-kind" not in values
+    assert stack.sqs.total(stack.operator) == 0

@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime
 import io
 import json
+import re
 from typing import Any
 
 import boto3
@@ -16,6 +17,9 @@ from botocore.stub import Stubber
 from dlq_replay.targets.clients import TargetClients
 from dlq_replay.targets.deliverer import Deliverer
 from dlq_replay.targets.delivery import Delivered, Delivery, Refused
+from dlq_replay.targets.services import execution_name
+from hypothesis import given
+from hypothesis import strategies as st
 
 REGION = "us-east-1"
 FUNCTION = "arn:aws:lambda:us-east-1:123456789012:function:orders"
@@ -249,14 +253,106 @@ def test_a_state_machine_and_a_topic_get_the_payload_unchanged(clients: TargetCl
         sfn.add_response(
             "start_execution",
             {"executionArn": f"{machine}:x", "startDate": datetime.datetime(2026, 11, 27)},
-            {"stateMachineArn": machine, "input": PAYLOAD},
+            {"stateMachineArn": machine, "input": PAYLOAD, "name": execution_name("r-1-2")},
         )
         sns.add_response("publish", {"MessageId": "m-1"}, {"TopicArn": topic, "Message": PAYLOAD})
 
         outcomes = Deliverer(clients, concurrency=1).deliver(
-            [Delivery("r-1", machine, PAYLOAD), Delivery("r-2", topic, PAYLOAD)]
+            [Delivery("r-1", machine, PAYLOAD, dedup_id="r-1-2"), Delivery("r-2", topic, PAYLOAD)]
         )
 
         sfn.assert_no_pending_responses()
         sns.assert_no_pending_responses()
     assert outcomes == {"r-1": Delivered("r-1", None), "r-2": Delivered("r-2", None)}
+
+
+NAME_RULE = re.compile(r"[A-Za-z0-9_-]{1,80}")  # within Step Functions' name rules
+
+
+@given(st.text(max_size=300))
+def test_an_execution_name_is_one_per_record_and_attempt_and_valid(key: str) -> None:
+    name = execution_name(key)
+    assert NAME_RULE.fullmatch(name)
+    assert name == execution_name(key)
+    assert name != execution_name(key + "-1")
+
+
+def test_an_execution_that_already_exists_reads_as_delivered(clients: TargetClients) -> None:
+    """botocore retried a StartExecution whose answer was lost: the state machine started it
+    once, under the record's and attempt's name, and the second request is told so."""
+    machine = "arn:aws:states:us-east-1:123456789012:stateMachine:orders"
+    with Stubber(clients.stepfunctions(REGION)) as sfn:
+        sfn.add_client_error(
+            "start_execution",
+            "ExecutionAlreadyExists",
+            "Execution Already Exists",
+            400,
+            expected_params={
+                "stateMachineArn": machine,
+                "input": PAYLOAD,
+                "name": execution_name("r-1-1"),
+            },
+        )
+        outcomes = Deliverer(clients).deliver([Delivery("r-1", machine, PAYLOAD, dedup_id="r-1-1")])
+        sfn.assert_no_pending_responses()
+    assert outcomes == {"r-1": Delivered("r-1", None)}
+
+
+def test_a_fair_queue_target_gets_the_group_its_rule_configures(clients: TargetClients) -> None:
+    queue = "arn:aws:sqs:us-east-1:123456789012:orders"  # standard: a fair queue by its groups
+    rule = "arn:aws:events:us-east-1:123456789012:rule/nightly"
+    with Stubber(clients.events(REGION)) as events, Stubber(clients.sqs(REGION)) as sqs:
+        events.add_response(
+            "list_targets_by_rule",
+            {"Targets": [{"Id": "q", "Arn": queue, "SqsParameters": {"MessageGroupId": "t-9"}}]},
+            {"Rule": "nightly"},
+        )
+        sqs.add_response(
+            "send_message",
+            {"MessageId": "m-1"},
+            {
+                "QueueUrl": "https://sqs.us-east-1.amazonaws.com/123456789012/orders",
+                "MessageBody": PAYLOAD,
+                "MessageGroupId": "t-9",
+            },
+        )
+        outcomes = Deliverer(clients).deliver([Delivery("r-1", queue, PAYLOAD, rule, "d")])
+        sqs.assert_no_pending_responses()
+    assert outcomes == {"r-1": Delivered("r-1", None)}
+
+
+def test_a_rule_of_another_account_is_read_on_that_accounts_bus(clients: TargetClients) -> None:
+    queue = "arn:aws:sqs:us-east-1:123456789012:orders"
+    rule = "arn:aws:events:us-east-1:210987654321:rule/shop/nightly"
+    with Stubber(clients.events(REGION)) as events, Stubber(clients.sqs(REGION)) as sqs:
+        events.add_response(
+            "list_targets_by_rule",
+            {"Targets": [{"Id": "q", "Arn": queue}]},
+            {
+                "Rule": "nightly",
+                "EventBusName": "arn:aws:events:us-east-1:210987654321:event-bus/shop",
+            },
+        )
+        sqs.add_response("send_message", {"MessageId": "m-1"})
+        delivery = Delivery("r-1", queue, PAYLOAD, rule, "d", account="123456789012")
+        outcomes = Deliverer(clients).deliver([delivery])
+        events.assert_no_pending_responses()
+    assert outcomes == {"r-1": Delivered("r-1", None)}
+
+
+def test_a_service_answering_nonsense_is_that_records_refusal_alone(
+    clients: TargetClients,
+) -> None:
+    topic = "arn:aws:sns:us-east-1:123456789012:orders"
+    with Stubber(clients.sns(REGION)) as sns:
+        sns.add_response("publish", {"MessageId": "m-1"})
+        outcomes = Deliverer(clients, concurrency=1).deliver(
+            # A payload no JSON reader reaches the end of: the event bus refuses it alone.
+            [
+                Delivery("r-1", "arn:aws:events:us-east-1:123456789012:event-bus/b", "[" * 50_000),
+                Delivery("r-2", topic, PAYLOAD),
+            ]
+        )
+    assert outcomes["r-2"] == Delivered("r-2", None)
+    assert isinstance(outcomes["r-1"], Refused)
+    assert outcomes["r-1"].code == "NotAnEvent"

@@ -11,12 +11,13 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from dlq_replay.cli.main import main
-from dlq_replay.core.kinds import RecordKind, recognise
+from dlq_replay.core.kinds import RecordKind
 from dlq_replay.core.messages import InboundMessage
 from dlq_replay.demo.emulator import emulator_client, emulator_session, sqs_emulator
 from dlq_replay.demo.eventbridge import Fate, create_wiring, plan_events, publish
 from dlq_replay.demo.eventbridge_run import EventBridgeResult, eventbridge_demo, summary
 from dlq_replay.demo.scenario import DemoOptions
+from dlq_replay.engine.kinds import recognise
 from unit._support import EVENT_FIELDS, EVENTBRIDGE_DLQ_ATTRIBUTES
 
 if TYPE_CHECKING:
@@ -109,12 +110,12 @@ def test_the_eventbridge_demo_delivers_or_parks_every_event_none_lost(
     assert (result.sent, result.lost, result.not_yet_done) == (40, 0, 0), result
     assert result.delivered + result.parked == result.sent
     # Every failed delivery was delivered by the replay; the retired target's records were
-    # refused up to the attempt limit, the forged ones parked without a call.
+    # parked at their first refusal (the rule no longer has it), the forged ones without a call.
     assert result.by_eventbridge == fates[Fate.DELIVERED]
     assert result.delivered == fates[Fate.DELIVERED] + fates[Fate.FAILED]
     assert result.staged == result.sent - fates[Fate.DELIVERED]
     assert result.parked_by_reason == {
-        "max-attempts": fates[Fate.RETIRED],
+        "target-not-in-rule": fates[Fate.RETIRED],
         "target-not-allowed": fates[Fate.FORGED],
     }
 

@@ -34,7 +34,8 @@ def layout_problems(text: str, root: Path) -> list[str]:
     package = root / "layers" / "replay" / "dlq_replay"
     problems = []
     folders = {"tools/": root / "tools"} | {
-        f"{sub.name}/": sub for sub in sorted(package.iterdir()) if (sub / "__init__.py").exists()
+        f"{init.parent.relative_to(package).as_posix()}/": init.parent
+        for init in sorted(package.glob("*/**/__init__.py"))
     }
     for key, folder in folders.items():
         if key not in rows:

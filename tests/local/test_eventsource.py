@@ -12,6 +12,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from botocore.exceptions import EndpointConnectionError
 from dlq_replay.local.eventsource import LocalEventSource, Polling, run_pollers
 from emulation import eventually
 from integration.harness import REGION, Outgoing, Sqs, binary, number, string
@@ -200,27 +201,38 @@ def test_run_returns_at_once_when_stopped_and_finishes_the_batch_in_hand(
 def test_a_poll_that_raises_is_logged_and_retried_without_ending_the_poller(
     sqs: Sqs, caplog: pytest.LogCaptureFixture
 ) -> None:
-    queue = sqs.create_queue("flaky-handler", {"VisibilityTimeout": "1"})
+    """The endpoint fails one receive (after boto3's retries): the poll is retried. (A handler
+    that raises fails its record alone: test_a_record_the_handler_raises_on_fails_alone.)"""
+    queue = sqs.create_queue("flaky-endpoint", {"VisibilityTimeout": "1"})
     send_ids(sqs.client, queue.url, ["m0"])
     calls: list[str] = []
+    refused: list[str] = []
     stop = threading.Event()
+
+    def refuse_once(**kwargs: Any) -> None:
+        del kwargs
+        if not refused:
+            refused.append("receive")
+            raise EndpointConnectionError(endpoint_url=queue.url)
 
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         del context
         calls.append(id_of(event["Records"][0]["body"]))
-        if len(calls) == 1:
-            raise RuntimeError("whole batch failed")
         stop.set()
         return {"batchItemFailures": []}
 
-    source = LocalEventSource(sqs.client, queue.url, handler, Polling(wait_seconds=0))
-    poller = threading.Thread(target=source.run, args=(stop,), daemon=True)
-    poller.start()
-    poller.join(timeout=15)
-    stop.set()
+    sqs.client.meta.events.register("before-call.sqs.ReceiveMessage", refuse_once)
+    try:
+        source = LocalEventSource(sqs.client, queue.url, handler, Polling(wait_seconds=0))
+        poller = threading.Thread(target=source.run, args=(stop,), daemon=True)
+        poller.start()
+        poller.join(timeout=15)
+        stop.set()
+    finally:
+        sqs.client.meta.events.unregister("before-call.sqs.ReceiveMessage", refuse_once)
 
     assert not poller.is_alive()
-    assert calls == ["m0", "m0"]  # redelivered after its visibility timeout, handled once more
+    assert calls == ["m0"]  # received on the retried poll, handled once
     assert source.stats.poll_errors == 1
     assert source.stats.deleted == 1
     assert "poll failed; retrying" in caplog.text
@@ -250,3 +262,36 @@ def test_what_is_under_way_is_counted_while_it_is_and_nothing_after(sqs: Sqs) ->
     assert sum(in_hand for _, in_hand in seen) == 3  # every message in hand while handled
     assert all(waiting == 0 for waiting, _ in seen)
     assert source.stats.under_way() == (0, 0)
+
+
+class RaisesOnPoison:
+    """A handler that raises for any batch holding the poison record, as a handler bug
+    triggered by one record would."""
+
+    def __init__(self) -> None:
+        self.handled: list[str] = []
+
+    def __call__(self, event: dict[str, Any], context: object) -> dict[str, Any]:
+        ids = [id_of(record["body"]) for record in event["Records"]]
+        if "poison" in ids:
+            raise RecursionError("maximum recursion depth exceeded")
+        self.handled.extend(ids)
+        return {"batchItemFailures": []}
+
+
+def test_a_record_the_handler_raises_on_fails_alone(sqs: Sqs) -> None:
+    queue = sqs.create_queue("poisoned", {"VisibilityTimeout": "30"})
+    ids = [f"m{index}" for index in range(9)] + ["poison"]
+    send_ids(sqs.client, queue.url, ids)
+    handler = RaisesOnPoison()
+    source = LocalEventSource(
+        sqs.client, queue.url, handler, Polling(wait_seconds=0, batch_size=10)
+    )
+    received = 0
+    while received < len(ids):
+        got = source.poll_once()  # never raises for one record
+        assert got
+        received += got
+    assert sorted(handler.handled) == sorted(ids[:-1])
+    assert (source.stats.deleted, source.stats.failed) == (9, 1)
+    assert depth(sqs.client, queue.url) == {"visible": 0, "in_flight": 1, "delayed": 0}

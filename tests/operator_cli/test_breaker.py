@@ -18,8 +18,8 @@ from dlq_replay.breaker.function import LambdaBreaker, lambda_breaker
 from dlq_replay.breaker.rule import Counts
 from dlq_replay.breaker.state import Cause, Phase
 from dlq_replay.core.settings import Settings
+from dlq_replay.engine.replayer import Outcome, Replayer
 from dlq_replay.local.records import lambda_event
-from dlq_replay.sqs.replayer import Outcome, Replayer
 
 from .stack import deploy
 from .support import REGION, run_cli

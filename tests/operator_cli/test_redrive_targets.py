@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import boto3
 import pytest
-from dlq_replay.core.kinds import target_allowed
+from dlq_replay.core.queues import target_allowed
 from dlq_replay.ops.draining import drain
 from dlq_replay.ops.kinds import recognised
 from dlq_replay.ops.redrive import SkipReason, both_allow, plan_delivery
@@ -206,7 +206,7 @@ def test_a_lambda_record_goes_back_to_its_function_with_the_payload_the_replay_d
     assert plan_delivery(destination, recognised(destination, targets), targets) == Delivery(
         record_id="d-1",
         target_arn=f"{FUNCTION_ARN}:$LATEST",
-        payload='{"order":3}',
+        payload='{"order": 3}',  # the record's own text of it, as the replay delivers it
         dedup_id="d-1-redrive",
     )
     assert plan_delivery(own, recognised(own, targets), targets) == Delivery(

@@ -11,20 +11,21 @@ import pytest
 PACKAGE_DIR = Path(__file__).resolve().parents[2] / "layers" / "replay" / "dlq_replay"
 # Each sub-package may import its own modules and those of lower ranks only.
 RANK = {
-    "core": 0,  # pure: settings, backoff, attributes, messages, queue identities, the decision
+    "core": 0,  # pure: settings, backoff, attributes, messages, ARNs, the decision's vocabulary
     "notify": 1,  # SNS I/O: the park notices
     "targets": 1,  # delivery to a record's target, the request-id ledger
-    "sqs": 2,  # SQS I/O and the replayer
-    "breaker": 3,  # the outage breaker: rule, controller, stores, switch
-    "aws_lambda": 4,  # the Powertools batch wiring
-    "consumer": 4,  # what a consumer of the main queue imports
-    "ops": 4,  # the operator's SQS work
-    "local": 5,  # event source and worker
-    "audit": 5,  # the operators' audit trail: records, STS identity, the table or a file
-    "demo": 6,
-    "cli": 7,
+    "sqs": 2,  # SQS I/O
+    "engine": 3,  # the kinds of record, the one decision, the replayer
+    "breaker": 4,  # the outage breaker: rule, controller, stores, switch
+    "aws_lambda": 5,  # the Powertools batch wiring
+    "consumer": 5,  # what a consumer of the main queue imports
+    "ops": 5,  # the operator's SQS work
+    "local": 6,  # event source and worker
+    "audit": 6,  # the operators' audit trail: records, STS identity, the table or a file
+    "demo": 7,
+    "cli": 8,
 }
-LAMBDA_SIDE = ("core", "notify", "targets", "sqs", "breaker", "aws_lambda", "consumer")
+LAMBDA_SIDE = ("core", "notify", "targets", "sqs", "engine", "breaker", "aws_lambda", "consumer")
 MAX_MODULE_LINES = 400
 
 

@@ -16,13 +16,12 @@ from dlq_replay.core.decision import (
     Decision,
     ParkReason,
     build_copy,
-    decide,
-    park_instead,
     park_reason_of,
-    route,
 )
 from dlq_replay.core.messages import MAX_MESSAGE_BYTES, InboundMessage
 from dlq_replay.core.settings import Settings
+from dlq_replay.engine.decide import decide, park_instead
+from dlq_replay.engine.kinds.sqs import route
 
 from ._support import (
     COUNT,
@@ -838,6 +837,9 @@ def test_park_reason_values_are_the_public_names() -> None:
         "target-not-allowed",
         "unexpected-kind",
         "unknown-target",
+        "target-not-in-rule",
+        "transform-not-applied",
+        "not-an-event",
     ]
     assert NOT_BEFORE_ATTRIBUTE == "dlq-replay-not-before"
     assert PARK_REASON_ATTRIBUTE == "dlq-replay-park-reason"

@@ -8,13 +8,13 @@ import pytest
 from dlq_replay.core.attributes import PARK_ERROR_ATTRIBUTE, PARK_REASON_ATTRIBUTE, Attribute
 from dlq_replay.core.backoff import MAX_VISIBILITY_TIMEOUT_SECONDS, BackoffPolicy, Jitter
 from dlq_replay.core.failure import (
-    PARK_DETAIL_MAX_CHARS,
     ParkMessage,
     park_now_copy,
     park_on,
     visibility_delay,
 )
 from dlq_replay.core.settings import ConsumerSettings, SettingsError
+from dlq_replay.core.text import PARK_DETAIL_MAX_CHARS
 
 from ._support import OPERATOR, OPERATOR_FIFO, message, string_attr
 

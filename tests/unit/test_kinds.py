@@ -14,19 +14,13 @@ from dlq_replay.core.attributes import (
 )
 from dlq_replay.core.backoff import BackoffPolicy
 from dlq_replay.core.decision import Action, Decision, ParkReason
-from dlq_replay.core.delivery import after_refusal, build_kind_copy, decide_delivery
-from dlq_replay.core.kinds import (
-    KIND_ATTRIBUTE,
-    TARGET_ATTRIBUTE,
-    RecordKind,
-    TargetService,
-    accepted_kinds,
-    recognise,
-    target_allowed,
-    target_service,
-)
+from dlq_replay.core.kinds import KIND_ATTRIBUTE, TARGET_ATTRIBUTE, RecordKind, accepted_kinds
 from dlq_replay.core.messages import InboundMessage
+from dlq_replay.core.queues import TargetService, target_allowed, target_service
 from dlq_replay.core.settings import Settings, SettingsError
+from dlq_replay.engine.decide import after_refusal
+from dlq_replay.engine.decide import decide as decide_kind
+from dlq_replay.engine.kinds import build_kind_copy, recognise
 
 from ._support import ACCOUNT, COUNT, DLQ, DLQ_ARN, NOW, OPERATOR, FixedRandom
 
@@ -62,7 +56,7 @@ def lambda_dlq(**extra: Attribute) -> InboundMessage:
     return record(
         '{"order": 1}',
         RequestID=string("req-1"),
-        ErrorCode=string("200"),
+        ErrorCode=Attribute("Number", "200"),
         ErrorMessage=string("boom"),
         **extra,
     )
@@ -97,13 +91,13 @@ def settings(kind: str = "any", targets: frozenset[str] = frozenset()) -> Settin
 def decide(
     message: InboundMessage, s: Settings, rng: int = 30, ledger: int | None = None
 ) -> Decision:
-    return decide_delivery(
+    return decide_kind(
         message,
-        recognise(message, s.replay_target_arns),
         s,
         dlq_url=DLQ,
         now=NOW,
         rng=FixedRandom(rng),
+        recognised=recognise(message, s.replay_target_arns, s.accepted_kinds),
         ledger_count=ledger,
     )
 

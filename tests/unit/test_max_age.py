@@ -16,11 +16,11 @@ from dlq_replay.core.decision import (
     Decision,
     ParkReason,
     build_copy,
-    decide,
     first_failure_of,
 )
 from dlq_replay.core.messages import InboundMessage
 from dlq_replay.core.settings import Settings
+from dlq_replay.engine.decide import decide
 
 from ._support import COUNT, DLQ, MAIN, NOW, FixedRandom, lambda_record, make_settings, message
 

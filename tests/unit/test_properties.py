@@ -20,8 +20,8 @@ from dlq_replay.aws_lambda.replay import LambdaReplay
 from dlq_replay.core.attributes import INTERNAL_ATTRIBUTE_PREFIX
 from dlq_replay.core.backoff import BackoffPolicy, Jitter
 from dlq_replay.core.settings import DEFAULT_COUNT_ATTRIBUTE, Settings
+from dlq_replay.engine.replayer import Replayer
 from dlq_replay.sqs.client import sqs_client
-from dlq_replay.sqs.replayer import Replayer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from urllib3 import HTTPResponse

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from dlq_replay.core.queues import QUEUE_NAME_PATTERN, QueueArn, queue_url_problem
+from dlq_replay.core.queues import QUEUE_NAME_PATTERN, Arn, queue_url_problem
 from dlq_replay.core.settings import Settings
 
 from ._support import ACCOUNT, OPERATOR
@@ -32,7 +32,7 @@ INVALID_NAMES = [
 @pytest.mark.parametrize("name", VALID_NAMES)
 def test_every_name_sqs_allows_is_a_queue_name(name: str) -> None:
     assert QUEUE_NAME_PATTERN.fullmatch(name)
-    arn = QueueArn.parse(f"arn:aws:sqs:eu-west-1:{ACCOUNT}:{name}")
+    arn = Arn.queue(f"arn:aws:sqs:eu-west-1:{ACCOUNT}:{name}")
     assert arn.name == name
     assert arn.is_fifo == name.endswith(".fifo")
     assert arn.url() == f"https://sqs.eu-west-1.amazonaws.com/{ACCOUNT}/{name}"
@@ -43,7 +43,7 @@ def test_every_name_sqs_allows_is_a_queue_name(name: str) -> None:
 def test_names_sqs_refuses_are_not_queue_names(name: str) -> None:
     assert not QUEUE_NAME_PATTERN.fullmatch(name)
     with pytest.raises(ValueError, match="not an SQS queue ARN"):
-        QueueArn.parse(f"arn:aws:sqs:eu-west-1:{ACCOUNT}:{name}")
+        Arn.queue(f"arn:aws:sqs:eu-west-1:{ACCOUNT}:{name}")
 
 
 def test_an_80_character_name_is_an_allowed_source() -> None:

@@ -3,7 +3,7 @@ the destination once when they all went to one place, on each record when they d
 
 from __future__ import annotations
 
-from dlq_replay.sqs.report import routine_summary
+from dlq_replay.engine.report import routine_summary
 
 MAIN = "https://sqs.us-east-1.amazonaws.com/123456789012/orders"
 BILLING = "https://sqs.us-east-1.amazonaws.com/123456789012/billing"

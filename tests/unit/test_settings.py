@@ -6,8 +6,8 @@ import dataclasses
 
 import pytest
 from dlq_replay.core.backoff import BackoffPolicy, Jitter
-from dlq_replay.core.rules import flag_rule
 from dlq_replay.core.settings import SETTING, SETTINGS, ConsumerSettings, Settings, SettingsError
+from dlq_replay.core.settings_rules import flag_rule
 
 from ._support import MAIN, OPERATOR, SOURCE_ARN
 

@@ -4,16 +4,14 @@ and name are the lookup of a FIFO target's group id)."""
 from __future__ import annotations
 
 import pytest
-from dlq_replay.targets.clients import TargetArn
-from dlq_replay.targets.rules import rule_location
+from dlq_replay.core.queues import Arn
+from dlq_replay.targets.rule_targets import rule_location
 
 
 def test_an_arns_parts_keep_the_colons_of_its_resource() -> None:
-    arn = TargetArn.parse("arn:aws-cn:lambda:cn-north-1:123456789012:function:orders:live")
+    arn = Arn.parse("arn:aws-cn:lambda:cn-north-1:123456789012:function:orders:live")
 
-    assert arn == TargetArn(
-        "aws-cn", "lambda", "cn-north-1", "123456789012", "function:orders:live"
-    )
+    assert arn == Arn("aws-cn", "lambda", "cn-north-1", "123456789012", "function:orders:live")
 
 
 @pytest.mark.parametrize(
@@ -28,7 +26,7 @@ def test_an_arns_parts_keep_the_colons_of_its_resource() -> None:
 )
 def test_what_is_not_an_arn_with_a_region_is_refused(text: str) -> None:
     with pytest.raises(ValueError, match="not an ARN"):
-        TargetArn.parse(text)
+        Arn.parse(text)
 
 
 @pytest.mark.parametrize(

@@ -7,13 +7,12 @@ from __future__ import annotations
 import pytest
 from dlq_replay.core.failure import (
     BODY_RUN_CHARS,
-    PARK_DETAIL_MAX_CHARS,
     REDACTED,
     ParkMessage,
     park_detail_text,
     park_on,
 )
-from dlq_replay.core.text import clip, escape, sqs_text, utf8_size
+from dlq_replay.core.text import PARK_DETAIL_MAX_CHARS, clip, escape, sqs_text, utf8_size
 from hypothesis import example, given
 from hypothesis import strategies as st
 from integration.harness import valid_for_sqs

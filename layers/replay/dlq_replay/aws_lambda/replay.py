@@ -22,8 +22,8 @@ from dlq_replay.core.attributes import is_mapping
 from dlq_replay.core.log import Log
 from dlq_replay.core.messages import InboundMessage
 from dlq_replay.core.settings import Settings, SettingsError
+from dlq_replay.engine.replayer import Collaborators, Outcome, Replayer
 from dlq_replay.notify.sns import notice_client
-from dlq_replay.sqs.replayer import Outcome, Replayer
 
 if TYPE_CHECKING:
     import boto3
@@ -99,9 +99,7 @@ class LambdaReplay:
             sqs,
             logger=logger,
             metrics=metrics,
-            sns=sns,
-            deliverer=deliverer,
-            ledger=ledger,
+            collaborators=Collaborators(sns=sns, deliverer=deliverer, ledger=ledger),
         )
         breaker = lambda_breaker(
             settings, env=env, sqs=sqs, session=session, logger=logger, metrics=metrics, sns=sns

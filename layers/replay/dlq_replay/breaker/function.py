@@ -31,9 +31,9 @@ from dlq_replay.breaker.state import BreakerState, Phase
 from dlq_replay.breaker.switch import MappingSwitch, ProbeRule
 from dlq_replay.core.backoff import MAX_SQS_DELAY_SECONDS
 from dlq_replay.core.messages import InboundMessage
-from dlq_replay.core.queues import QueueArn
-from dlq_replay.core.rules import TABLE_NAME_PATTERN, TABLE_NAME_RULE, resource_name
+from dlq_replay.core.queues import Arn
 from dlq_replay.core.settings import Settings
+from dlq_replay.core.settings_rules import TABLE_NAME_PATTERN, TABLE_NAME_RULE, resource_name
 from dlq_replay.notify.sns import SnsClient
 
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
     from dlq_replay.core.log import Log
-    from dlq_replay.sqs.replayer import Outcome
+    from dlq_replay.engine.replayer import Outcome
 
 
 def is_probe_event(event: object) -> bool:
@@ -182,7 +182,7 @@ def lambda_breaker(
     rule = ProbeRule(lambda: client("events"), rule_name) if rule_name else None
 
     def dlq_url() -> str:
-        return QueueArn.parse(switch.dlq_arn()).url(settings.endpoint_url_sqs)
+        return Arn.queue(switch.dlq_arn()).url(settings.endpoint_url_sqs)
 
     main = settings.main_queue_url
     evidence = Evidence(

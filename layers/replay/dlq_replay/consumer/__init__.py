@@ -21,13 +21,13 @@ from dlq_replay.consumer.visibility import (
 )
 from dlq_replay.core.backoff import BackoffPolicy, Jitter
 from dlq_replay.core.failure import (
-    PARK_DETAIL_MAX_CHARS,
     ParkDetail,
     ParkMessage,
     body_free_detail,
     park_on,
 )
 from dlq_replay.core.settings import ConsumerSettings
+from dlq_replay.core.text import PARK_DETAIL_MAX_CHARS
 
 __all__ = [
     "PARK_DETAIL_MAX_CHARS",

@@ -25,7 +25,7 @@ from dlq_replay.consumer.failures import Failure, FailureOptions, FailurePath
 from dlq_replay.core.backoff import RandomSource
 from dlq_replay.core.failure import ParkDetail, ParkRule
 from dlq_replay.core.messages import InboundMessage
-from dlq_replay.core.queues import QueueArn
+from dlq_replay.core.queues import Arn
 from dlq_replay.core.settings import ConsumerSettings
 
 if TYPE_CHECKING:
@@ -92,7 +92,7 @@ class _BackoffOnFailure:
         parked: set[str] = set()
         for queue_arn, failures in by_queue.items():
             try:
-                queue_url = QueueArn.parse(queue_arn).url(self._sqs.meta.endpoint_url)
+                queue_url = Arn.queue(queue_arn).url(self._sqs.meta.endpoint_url)
             except ValueError:
                 self._path.unknown_queue(queue_arn, failures)
                 continue

@@ -18,15 +18,12 @@ from dlq_replay.core.backoff import MAX_VISIBILITY_TIMEOUT_SECONDS, BackoffPolic
 from dlq_replay.core.decision import FALLBACK_GROUP_ID
 from dlq_replay.core.messages import InboundMessage, OutboundMessage, fits_limits
 from dlq_replay.core.queues import is_fifo_url
-from dlq_replay.core.text import clip, one_line, sqs_text
+from dlq_replay.core.text import PARK_DETAIL_MAX_CHARS, clip, one_line, sqs_text
 
 # A park-now reason is written as `consumer:<reason>` in `dlq-replay-park-reason`, so the
 # operator tools tell it from the replay's own reasons and can filter on it.
 CONSUMER_REASON_PREFIX = "consumer:"
 CONSUMER_REASON = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
-# The error detail a park-now copy carries: at most this many characters, counted after the
-# escapes of `sqs_text`.
-PARK_DETAIL_MAX_CHARS = 256
 # A run of this many characters of the body counts as the body: the default detail holds none.
 BODY_RUN_CHARS = 32
 # What stands in the default detail where the body (or a quoted input value) was.

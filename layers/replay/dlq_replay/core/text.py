@@ -23,6 +23,10 @@ _ESCAPE = re.compile(r"\\x[0-9a-f]{2}|\\u[0-9a-f]{4}")
 _ESCAPE_MAX_CHARS = 6
 _WHITE_SPACE = re.compile(r"\s+")
 
+# The error detail a parked copy carries in `dlq-replay-error`: at most this many characters,
+# counted after the escapes of `sqs_text`.
+PARK_DETAIL_MAX_CHARS = 256
+
 
 def escape(character: str) -> str:
     """The visible escape of one refused character: `\\xNN` below U+0100, else `\\uNNNN`."""
@@ -78,3 +82,8 @@ def clip(text: str, limit: int, *, size: Callable[[str], int] = len) -> str:
         if match.start() < low < match.end():
             return text[: match.start()]
     return text[:low]
+
+
+def error_text(text: str) -> str:
+    """`dlq-replay-error`'s text: one line, escaped for SQS, cut to PARK_DETAIL_MAX_CHARS."""
+    return clip(sqs_text(one_line(text)), PARK_DETAIL_MAX_CHARS)

@@ -91,21 +91,26 @@ def target_payload(
     if target.input is not None:
         return target.input
     if target.input_path is not None:
-        if target.input_path == "$":
-            return body
-        found = select(event, target.input_path)
-        if isinstance(found, NotApplied):
-            return found
-        if found is MISSING:
-            return NotApplied(f"InputPath {target.input_path} selects nothing in the event")
-        return _json(found)
+        return _selected(body, event, target.input_path)
     return _fill(target, event, rule_arn=rule_arn, rule_name=rule_name)
+
+
+def _selected(body: str, event: dict[str, Any], path: str) -> str | NotApplied:
+    """What `InputPath` gives the target: the whole body for `$`, else the value selected."""
+    if path == "$":
+        return body
+    found = select(event, path)
+    if isinstance(found, NotApplied):
+        return found
+    if found is MISSING:
+        return NotApplied(f"InputPath {path} selects nothing in the event")
+    return _json(found)
 
 
 def _event(body: str) -> dict[str, Any] | NotApplied:
     try:
         event = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):
         return NotApplied("the body is not JSON, so not the event the transformation applies to")
     if not isinstance(event, dict) or not all(field in event for field in EVENT_FIELDS):
         return NotApplied(
@@ -194,18 +199,16 @@ def _fill(
 
 def _value_text(name: str, value: Any, path: str | None, *, in_string: bool) -> str | NotApplied:
     if value is MISSING:
-        if in_string:
-            return ""  # "isn't created and won't appear in the output"
-        return NotApplied(f"<{name}>: the path {path} selects nothing in the event")
+        # Inside quotes it "isn't created and won't appear in the output".
+        return "" if in_string else NotApplied(f"<{name}>: the path {path} selects nothing")
     if not in_string:
         return _json(value)
     if name in (EVENT_VARIABLE, EVENT_JSON_VARIABLE):
         return NotApplied(f"<{name}> inside quotes: AWS allows it only as a JSON field's value")
     if isinstance(value, str):
         return value
-    if isinstance(value, dict | list):
-        return _json(value).replace('"', "")
-    return _json(value)
+    text = _json(value)
+    return text.replace('"', "") if isinstance(value, dict | list) else text
 
 
 def _checked(output: str) -> str | NotApplied:

@@ -49,7 +49,7 @@ class Fate:
 
     DELIVERED = "delivered"  # EventBridge delivers it to the target queue
     FAILED = "failed"  # its delivery fails (throttled): the target's DLQ, then the replay
-    RETIRED = "retired"  # its record names a retired queue: every delivery refused, parked
+    RETIRED = "retired"  # its record names a retired queue, which its rule no longer has: parked
     FORGED = "forged"  # its record names a queue outside REPLAY_TARGET_ARNS: parked at once
 
 

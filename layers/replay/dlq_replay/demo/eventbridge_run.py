@@ -39,8 +39,8 @@ from dlq_replay.demo.scenario import (
     watch_depths,
 )
 from dlq_replay.demo.view import DemoView, exit_code, park_reasons, status_words
+from dlq_replay.engine.replayer import Collaborators, Replayer
 from dlq_replay.local.eventsource import LocalEventSource, Polling, run_pollers
-from dlq_replay.sqs.replayer import Replayer
 from dlq_replay.targets.clients import TargetClients
 from dlq_replay.targets.deliverer import Deliverer
 from dlq_replay.targets.ledger import MemoryLedger
@@ -128,10 +128,12 @@ def eventbridge_demo(
             logger=quiet_logger("dlq_replay.demo.replay"),
             rng=rng,
             on_outcome=OutcomeCounter(tally),
-            deliverer=Deliverer(
-                TargetClients(session, endpoint_url=lambda _service: running.endpoint_url)
+            collaborators=Collaborators(
+                deliverer=Deliverer(
+                    TargetClients(session, endpoint_url=lambda _service: running.endpoint_url)
+                ),
+                ledger=MemoryLedger(),
             ),
-            ledger=MemoryLedger(),
         )
         source = LocalEventSource(
             sqs, wiring.dlq_url, LambdaReplay(replayer), Polling(wait_seconds=1)

@@ -50,8 +50,8 @@ from dlq_replay.demo.view import (
     print_summary,
     render,
 )
+from dlq_replay.engine.replayer import Replayer
 from dlq_replay.local.eventsource import LocalEventSource, Polling, run_pollers
-from dlq_replay.sqs.replayer import Replayer
 
 
 def run_demo(options: DemoOptions) -> int:

@@ -31,9 +31,9 @@ from dlq_replay.demo.emulator import (
     MAIN_MAX_RECEIVE_COUNT_WITH_BACKOFF,
     MAIN_VISIBILITY_TIMEOUT,
 )
+from dlq_replay.engine.replayer import Outcome
 from dlq_replay.ops.depth import QueueDepth, queue_depth
 from dlq_replay.ops.draining import drain
-from dlq_replay.sqs.replayer import Outcome
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient

@@ -21,7 +21,7 @@ from botocore.retries.standard import RetryContext, ThrottledRetryableChecker
 
 from dlq_replay.core.log import Log
 from dlq_replay.local.answers import HtmlAnswerError, error_text
-from dlq_replay.local.records import lambda_event
+from dlq_replay.local.records import lambda_record
 from dlq_replay.sqs.sending import change_visibility, delete_messages
 
 if TYPE_CHECKING:
@@ -158,14 +158,44 @@ class LocalEventSource:
             refused = len(change_visibility(self._sqs, self._queue_url, entries))
             self.stats.add(len(messages), 0, 0, 0, released=len(messages) - refused)
             return len(messages)
-        event = lambda_event(messages, self.queue_arn, self.region)
-        response = self._handler(event, None)
-        failed = {item["itemIdentifier"] for item in response.get("batchItemFailures", [])}
+        failed = self._handle(messages)
         done = [m for m in messages if m["MessageId"] not in failed]
         # A failed delete only means a redelivery, never a loss.
         delete_errors = len(delete_messages(self._sqs, self._queue_url, done))
         self.stats.add(len(messages), len(done) - delete_errors, len(failed), delete_errors)
         return len(messages)
+
+    def _handle(self, messages: list[MessageTypeDef]) -> set[str]:
+        """The handler on the batch; the ids it did not finish. Whatever one message raises
+        fails that message alone: one whose record cannot be built is left out, and a batch
+        the handler raised on is handled again one record at a time (each then raising for
+        itself only). What fails is not deleted: it returns after its visibility timeout."""
+        failed: set[str] = set()
+        records = []
+        for message in messages:
+            try:
+                records.append(lambda_record(message, self.queue_arn, self.region))
+            except Exception as error:  # this message's fault alone
+                failed.add(message["MessageId"])
+                self._failed_alone(message["MessageId"], error)
+        for batch in [records] if len(records) <= 1 else [records, *([r] for r in records)]:
+            try:
+                response = self._handler({"Records": batch}, None)
+            except Exception as error:
+                if len(batch) == 1:
+                    failed.add(batch[0]["messageId"])
+                    self._failed_alone(batch[0]["messageId"], error)
+                continue
+            failed.update(i["itemIdentifier"] for i in response.get("batchItemFailures", []))
+            if batch is records:
+                break
+        return failed
+
+    def _failed_alone(self, message_id: str, error: Exception) -> None:
+        self._logger.error(
+            "record not handled; it returns after its visibility timeout",
+            extra={"message_id": message_id, "error": f"{type(error).__name__}: {error}"},
+        )
 
     def run(self, stop: threading.Event) -> None:
         """Poll until `stop` is set; a batch in hand is always finished before returning.

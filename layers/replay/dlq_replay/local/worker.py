@@ -33,8 +33,9 @@ from dlq_replay.breaker.function import longest_delay
 from dlq_replay.breaker.worker import worker_breaker
 from dlq_replay.core.kinds import RecordKind
 from dlq_replay.core.log import Log
-from dlq_replay.core.queues import QueueArn, is_fifo_url
+from dlq_replay.core.queues import Arn, is_fifo_url
 from dlq_replay.core.settings import Settings
+from dlq_replay.engine.replayer import Collaborators, Replayer
 from dlq_replay.local.eventsource import (
     DEFAULT_WAIT_SECONDS,
     START_UP_PATIENCE_SECONDS,
@@ -46,7 +47,6 @@ from dlq_replay.local.eventsource import (
     run_pollers,
 )
 from dlq_replay.notify.sns import SnsClient
-from dlq_replay.sqs.replayer import Replayer
 from dlq_replay.sqs.sources import dead_letter_sources
 from dlq_replay.targets.ledger import MemoryLedger
 
@@ -127,7 +127,12 @@ def run_worker(
             ),
         )
     ledger = MemoryLedger() if delivers(settings) else None
-    replayer = Replayer(settings, sqs, logger=log, sns=sns, deliverer=deliverer, ledger=ledger)
+    replayer = Replayer(
+        settings,
+        sqs,
+        logger=log,
+        collaborators=Collaborators(sns=sns, deliverer=deliverer, ledger=ledger),
+    )
     handler = LambdaReplay(replayer, breaker)
     source = LocalEventSource(
         sqs,
@@ -219,7 +224,7 @@ def destinations(settings: Settings) -> dict[str, str]:
     if settings.main_queue_url:
         found["main queue"] = settings.main_queue_url
     for arn in sorted(settings.allowed_source_queue_arns):
-        found[f"allowed source queue {arn}"] = QueueArn.parse(arn).url(settings.endpoint_url_sqs)
+        found[f"allowed source queue {arn}"] = Arn.queue(arn).url(settings.endpoint_url_sqs)
     return found
 
 

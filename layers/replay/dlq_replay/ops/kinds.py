@@ -1,7 +1,7 @@
 """A received record as the operator sees it: its kind, where it goes back to and the error
 the service recorded (`peek`, `export`, `status --sample`, `redrive --to source`).
 
-`core.kinds.recognise` decides, as it does for the replay: one copy of the logic. The only
+`engine.kinds.recognise` decides, as it does for the replay: one copy of the logic. The only
 thing the operator adds is the list of allowed targets, which names the function a `lambda`
 record (a function's own DLQ) goes back to: the record itself does not.
 """
@@ -13,8 +13,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from dlq_replay.core.kinds import Recognised, RecordKind, recognise
+from dlq_replay.core.kinds import Recognised, RecordKind
 from dlq_replay.core.messages import InboundMessage
+from dlq_replay.engine.kinds import recognise
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs.type_defs import MessageTypeDef

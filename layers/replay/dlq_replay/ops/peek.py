@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 
 from dlq_replay.core import attributes
 from dlq_replay.core.decision import park_reason_of
-from dlq_replay.core.delivery import service_error
 from dlq_replay.core.settings import DEFAULT_COUNT_ATTRIBUTE
+from dlq_replay.engine.kinds import recorded_error
 from dlq_replay.ops.kinds import recognised
 from dlq_replay.ops.queues import QueueInfo
 from dlq_replay.ops.receiving import (
@@ -131,5 +131,5 @@ def _peeked(
         target_arn=kind.target_arn,
         error_code=kind.error_code,
         error_message=kind.error_message,
-        error=service_error(kind) or None,
+        error=recorded_error(kind) or None,
     )

@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from dlq_replay.core.queues import QueueArn, is_fifo_url
+from dlq_replay.core.queues import Arn, is_fifo_url
 from dlq_replay.ops.errors import QueueNotFoundError
 
 if TYPE_CHECKING:
@@ -85,7 +85,7 @@ def source_queue_url(sqs: SQSClient, arn: str, cache: dict[str, str | None]) -> 
 
     if arn not in cache:
         try:
-            parsed = QueueArn.parse(arn)
+            parsed = Arn.queue(arn)
             cache[arn] = sqs.get_queue_url(
                 QueueName=parsed.name, QueueOwnerAWSAccountId=parsed.account
             )["QueueUrl"]

@@ -3,7 +3,7 @@ client-side move (`ops.clientmove.redrive`) that sends each copy and then delete
 originals whose copy was sent; `plan_copy` makes one message's copy.
 
 With `--to source`, a record a serverless service wrote (core/kinds.py) goes back to the
-target it names, by the replay's rules (`core.delivery.target_refusal`): only to an ARN of
+target it names, by the replay's rules (`engine.kinds.target_refusal`): only to an ARN of
 `target_arns` (the operator's --target-arn) that the stack's own ReplayTargetArns allows too
 (`stack_targets`, when known); `plan_copy` then makes its `Delivery`, and a record that may
 not be delivered stays where it is, counted with why."""
@@ -25,11 +25,11 @@ from dlq_replay.core.attributes import (
     Attribute,
 )
 from dlq_replay.core.decision import ParkReason
-from dlq_replay.core.delivery import target_refusal
-from dlq_replay.core.kinds import Recognised, RecordKind, target_allowed
+from dlq_replay.core.kinds import Recognised, RecordKind
 from dlq_replay.core.messages import OutboundMessage
-from dlq_replay.core.queues import is_fifo_url
+from dlq_replay.core.queues import is_fifo_url, target_allowed
 from dlq_replay.core.settings import DEFAULT_COUNT_ATTRIBUTE
+from dlq_replay.engine.kinds import target_refusal
 from dlq_replay.ops.kinds import recognised
 from dlq_replay.ops.pacing import PaceReport, PaceStop, UntilFailing
 from dlq_replay.ops.queues import QueueInfo, source_queue_url
@@ -60,7 +60,7 @@ class SkipReason(StrEnum):
     FILTERED = "filtered"  # its park reason is not one asked for
     NO_SOURCE = "no-source-queue"  # --to source, and SQS recorded no source queue
     # --to source, a record of a serverless kind: no --target-arn, or a target the replay
-    # would not deliver to (its park reasons: core.delivery.target_refusal).
+    # would not deliver to (its park reasons: engine.kinds.target_refusal).
     NO_TARGETS = "target-arn-required"
     UNKNOWN_TARGET = "unknown-target"
     UNSUPPORTED_TARGET = "unsupported-target"

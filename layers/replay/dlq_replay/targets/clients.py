@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import boto3
@@ -38,24 +37,6 @@ TARGET_CLIENT_CONFIG = Config(
     read_timeout=15,
     max_pool_connections=SEND_CONCURRENCY_LIMIT,
 )
-
-
-@dataclass(frozen=True, slots=True)
-class TargetArn:
-    """An ARN's parts: `arn:partition:service:region:account:resource`."""
-
-    partition: str
-    service: str
-    region: str
-    account: str
-    resource: str
-
-    @classmethod
-    def parse(cls, arn: str) -> TargetArn:
-        parts = arn.split(":", 5)
-        if len(parts) != 6 or parts[0] != "arn" or not all(parts[1:4]) or not parts[5]:
-            raise ValueError(f"not an ARN with a region: {arn!r}")
-        return cls(*parts[1:])
 
 
 class TargetClients:

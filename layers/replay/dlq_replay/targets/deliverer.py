@@ -23,10 +23,11 @@ from dataclasses import replace
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from dlq_replay.core.queues import Arn
 from dlq_replay.core.transform import NotApplied, target_payload
-from dlq_replay.targets.clients import TargetArn, TargetClients
-from dlq_replay.targets.delivery import Delivery, Outcome, Refused, service_error
-from dlq_replay.targets.rules import RuleLookupError, RuleTarget, RuleTargets, rule_location
+from dlq_replay.targets.clients import TargetClients
+from dlq_replay.targets.delivery import Delivery, DeliveryResult, Refused, service_error
+from dlq_replay.targets.rule_targets import RuleLookupError, RuleTarget, RuleTargets, rule_location
 from dlq_replay.targets.services import sender
 
 
@@ -42,11 +43,11 @@ class Deliverer:
         self._concurrency = concurrency
         self._rules = RuleTargets(clients)
 
-    def deliver(self, deliveries: Sequence[Delivery]) -> dict[str, Outcome]:
+    def deliver(self, deliveries: Sequence[Delivery]) -> dict[str, DeliveryResult]:
         """Deliver them all; the result maps each record id to what came of it."""
         self._rules.forget_failures()
         tasks = _in_order_per_fifo_target(deliveries)
-        outcomes: dict[str, Outcome] = {}
+        outcomes: dict[str, DeliveryResult] = {}
         workers = min(self._concurrency, len(tasks))
         if workers <= 1:
             for task in tasks:
@@ -57,33 +58,13 @@ class Deliverer:
                 outcomes.update(result)
         return outcomes
 
-    def _deliver_in_order(self, task: Sequence[Delivery]) -> dict[str, Outcome]:
+    def _deliver_in_order(self, task: Sequence[Delivery]) -> dict[str, DeliveryResult]:
         return {delivery.record_id: self._deliver_one(delivery) for delivery in task}
 
-    def _deliver_one(self, delivery: Delivery) -> Outcome:
+    def _deliver_one(self, delivery: Delivery) -> DeliveryResult:
+        """One delivery; every error it meets is its refusal."""
         try:
-            send = sender(delivery.target_arn)
-            if send is None:
-                return Refused(
-                    delivery.record_id,
-                    "UnsupportedTarget",
-                    f"no delivery to this target: {delivery.target_arn}",
-                )
-            arn = TargetArn.parse(delivery.target_arn)
-            if delivery.rule_arn is None:
-                return send(self._clients, delivery, arn, None)
-            rule = self._rules.target(delivery.rule_arn, delivery.target_arn)
-            if rule is None:
-                return Refused(
-                    delivery.record_id,
-                    "TargetNotInRule",
-                    f"rule {delivery.rule_arn} has no target {delivery.target_arn}: what it "
-                    "would be given is unknown",
-                )
-            transformed = _as_the_rule_gives_it(delivery, rule)
-            if isinstance(transformed, Refused):
-                return transformed
-            return send(self._clients, transformed, arn, rule)
+            return self._send(delivery)
         except (ClientError, BotoCoreError) as error:
             return Refused(delivery.record_id, *service_error(error))
         except RuleLookupError as error:
@@ -91,6 +72,33 @@ class Deliverer:
         except ValueError as error:
             # A malformed target or rule ARN (a forged record that still passed the checks).
             return Refused(delivery.record_id, "InvalidTarget", str(error))
+        except Exception as error:  # an answer we cannot read: this record's refusal alone
+            return Refused(delivery.record_id, type(error).__name__, str(error))
+
+    def _send(self, delivery: Delivery) -> DeliveryResult:
+        """The delivery by its target's service, the rule's configuration applied first."""
+        send = sender(delivery.target_arn)
+        if send is None:
+            return Refused(
+                delivery.record_id,
+                "UnsupportedTarget",
+                f"no delivery to this target: {delivery.target_arn}",
+            )
+        arn = Arn.parse(delivery.target_arn)
+        if delivery.rule_arn is None:
+            return send(self._clients, delivery, arn, None)
+        rule = self._rules.target(delivery.rule_arn, delivery.target_arn, delivery.account)
+        if rule is None:
+            return Refused(
+                delivery.record_id,
+                "TargetNotInRule",
+                f"rule {delivery.rule_arn} has no target {delivery.target_arn}: what it "
+                "would be given is unknown",
+            )
+        transformed = _as_the_rule_gives_it(delivery, rule)
+        if isinstance(transformed, Refused):
+            return transformed
+        return send(self._clients, transformed, arn, rule)
 
 
 def _as_the_rule_gives_it(delivery: Delivery, rule: RuleTarget) -> Delivery | Refused:

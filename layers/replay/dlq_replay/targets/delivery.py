@@ -25,6 +25,9 @@ class Delivery:
     payload: str
     rule_arn: str | None = None
     dedup_id: str | None = None
+    # The account of the DLQ the record came from (None: unknown): a rule of another account
+    # is read on its bus by ARN.
+    account: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +51,7 @@ class Refused:
     message: str
 
 
-Outcome = Delivered | Refused
+DeliveryResult = Delivered | Refused
 
 
 def service_error(error: ClientError | BotoCoreError) -> tuple[str, str]:

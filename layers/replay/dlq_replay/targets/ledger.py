@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from dlq_replay.core.rules import TABLE_NAME_PATTERN, TABLE_NAME_RULE, resource_name
+from dlq_replay.core.settings_rules import TABLE_NAME_PATTERN, TABLE_NAME_RULE, resource_name
 
 if TYPE_CHECKING:
     import boto3

@@ -4,11 +4,14 @@
   every asynchronous caller invoke), the payload's bytes unchanged; the answer's request id is
   the one a later failure of this invocation carries back to the DLQ.
 - SQS queue: `SendMessage` of the payload; a FIFO queue gets the group id the rule's target is
-  configured with and the delivery's deduplication id.
+  configured with and the delivery's deduplication id, a fair (standard) queue the group id
+  when the rule configures one.
 - SNS topic: `Publish` of the payload. A rule's target, as `ListTargetsByRule` describes it
   (botocore 1.43), configures no group id for a FIFO topic, so a FIFO topic is refused
   (`MissingGroupId`) rather than sent with a made-up group.
-- Step Functions state machine: `StartExecution` with the payload as the input.
+- Step Functions state machine: `StartExecution` with the payload as the input and a name of
+  the record and the attempt, so botocore's retry of a request whose answer was lost cannot
+  start a second execution (`ExecutionAlreadyExists` reads as delivered).
 - Event bus: `PutEvents` of the event the payload holds (its source, detail-type, detail,
   resources and time; EventBridge gives it a new id). A payload that is not a whole event
   (an input transformer's output, say) is refused (`NotAnEvent`).
@@ -19,28 +22,29 @@ module itself refuses is returned as `Refused`.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from dlq_replay.core.kinds import TargetService, target_service
-from dlq_replay.core.queues import QueueArn
-from dlq_replay.targets.clients import TargetArn, TargetClients
-from dlq_replay.targets.delivery import Delivered, Delivery, Outcome, Refused
-from dlq_replay.targets.rules import RuleTarget
+from dlq_replay.core.queues import Arn, TargetService, target_service
+from dlq_replay.targets.clients import TargetClients
+from dlq_replay.targets.delivery import Delivered, Delivery, DeliveryResult, Refused
+from dlq_replay.targets.rule_targets import RuleTarget
 
 if TYPE_CHECKING:
     from mypy_boto3_events.type_defs import PutEventsRequestEntryTypeDef
     from mypy_boto3_sqs.type_defs import SendMessageRequestTypeDef
 
 # The rule's configuration of the target: None for a record that names no rule.
-Send = Callable[[TargetClients, Delivery, TargetArn, RuleTarget | None], Outcome]
+Send = Callable[[TargetClients, Delivery, Arn, RuleTarget | None], DeliveryResult]
 
 
 def invoke_function(
-    clients: TargetClients, delivery: Delivery, arn: TargetArn, rule: RuleTarget | None
-) -> Outcome:
+    clients: TargetClients, delivery: Delivery, arn: Arn, rule: RuleTarget | None
+) -> DeliveryResult:
     response = clients.lambda_client(arn.region).invoke(
         FunctionName=delivery.target_arn,
         InvocationType="Event",
@@ -53,15 +57,17 @@ def invoke_function(
 
 
 def send_to_queue(
-    clients: TargetClients, delivery: Delivery, arn: TargetArn, rule: RuleTarget | None
-) -> Outcome:
-    queue = QueueArn.parse(delivery.target_arn)
+    clients: TargetClients, delivery: Delivery, arn: Arn, rule: RuleTarget | None
+) -> DeliveryResult:
+    queue = Arn.queue(delivery.target_arn)
     sqs = clients.sqs(arn.region)
     # The URL on the client's own endpoint: AWS's, or an emulator's from AWS_ENDPOINT_URL.
     request: SendMessageRequestTypeDef = {
         "QueueUrl": queue.url(sqs.meta.endpoint_url),
         "MessageBody": delivery.payload,
     }
+    if not queue.is_fifo and rule is not None and rule.group_id is not None:
+        request["MessageGroupId"] = rule.group_id  # a fair queue: its tenant, as the rule says
     if queue.is_fifo:
         if rule is None:
             return _no_group(delivery, "the record names no rule to read it from")
@@ -75,8 +81,8 @@ def send_to_queue(
 
 
 def publish_to_topic(
-    clients: TargetClients, delivery: Delivery, arn: TargetArn, rule: RuleTarget | None
-) -> Outcome:
+    clients: TargetClients, delivery: Delivery, arn: Arn, rule: RuleTarget | None
+) -> DeliveryResult:
     if arn.resource.endswith(".fifo"):
         return _no_group(delivery, "an EventBridge target names no group id for a FIFO topic")
     clients.sns(arn.region).publish(TopicArn=delivery.target_arn, Message=delivery.payload)
@@ -84,17 +90,29 @@ def publish_to_topic(
 
 
 def start_execution(
-    clients: TargetClients, delivery: Delivery, arn: TargetArn, rule: RuleTarget | None
-) -> Outcome:
-    clients.stepfunctions(arn.region).start_execution(
-        stateMachineArn=delivery.target_arn, input=delivery.payload
-    )
+    clients: TargetClients, delivery: Delivery, arn: Arn, rule: RuleTarget | None
+) -> DeliveryResult:
+    client = clients.stepfunctions(arn.region)
+    # ExecutionAlreadyExists: this record's attempt started it already (a retried request).
+    with contextlib.suppress(client.exceptions.ExecutionAlreadyExists):
+        client.start_execution(
+            stateMachineArn=delivery.target_arn,
+            input=delivery.payload,
+            name=execution_name(delivery.dedup_id or delivery.record_id),
+        )
     return Delivered(delivery.record_id, None)
 
 
+def execution_name(key: str) -> str:
+    """A Step Functions execution name for one record and attempt: the same for a retried
+    request, so the state machine runs it once; 75 characters of [a-z0-9-], within the name
+    rules (at most 80, no white space, brackets, wildcards or punctuation)."""
+    return f"dlq-replay-{hashlib.sha256(key.encode('utf-8', 'surrogatepass')).hexdigest()}"
+
+
 def put_event(
-    clients: TargetClients, delivery: Delivery, arn: TargetArn, rule: RuleTarget | None
-) -> Outcome:
+    clients: TargetClients, delivery: Delivery, arn: Arn, rule: RuleTarget | None
+) -> DeliveryResult:
     entry = event_entry(delivery.payload, delivery.target_arn)
     if isinstance(entry, str):
         return Refused(delivery.record_id, "NotAnEvent", entry)
@@ -114,23 +132,16 @@ def event_entry(payload: str, bus_arn: str) -> PutEventsRequestEntryTypeDef | st
     why the payload is not a whole event."""
     try:
         event = json.loads(payload)
-    except ValueError:
-        return "the payload is not JSON"
-    if not isinstance(event, dict):
-        return "the payload is not a JSON object"
-    source, detail_type, detail = event.get("source"), event.get("detail-type"), event.get("detail")
-    if not isinstance(source, str) or not isinstance(detail_type, str):
-        return "the payload has no source or detail-type"
-    if not isinstance(detail, dict):
-        return "the payload's detail is not a JSON object"
-    resources = event.get("resources", [])
-    if not isinstance(resources, list) or not all(isinstance(r, str) for r in resources):
-        return "the payload's resources are not a list of ARNs"
+    except (ValueError, RecursionError):
+        return "the payload is not JSON (or nested past the parser's depth)"
+    problem = _not_an_event(event)
+    if problem is not None:
+        return problem
     entry: PutEventsRequestEntryTypeDef = {
-        "Source": source,
-        "DetailType": detail_type,
-        "Detail": json.dumps(detail, ensure_ascii=False, separators=(",", ":")),
-        "Resources": resources,
+        "Source": event["source"],
+        "DetailType": event["detail-type"],
+        "Detail": json.dumps(event["detail"], ensure_ascii=False, separators=(",", ":")),
+        "Resources": event.get("resources", []),
         "EventBusName": bus_arn,
     }
     if "time" in event:
@@ -139,6 +150,20 @@ def event_entry(payload: str, bus_arn: str) -> PutEventsRequestEntryTypeDef | st
         except (TypeError, ValueError):
             return "the payload's time is not an ISO 8601 time"
     return entry
+
+
+def _not_an_event(event: Any) -> str | None:
+    """Why a parsed payload is not an event `PutEvents` takes (None: it is one)."""
+    if not isinstance(event, dict):
+        return "the payload is not a JSON object"
+    if not isinstance(event.get("source"), str) or not isinstance(event.get("detail-type"), str):
+        return "the payload has no source or detail-type"
+    if not isinstance(event.get("detail"), dict):
+        return "the payload's detail is not a JSON object"
+    resources = event.get("resources", [])
+    if not isinstance(resources, list) or not all(isinstance(r, str) for r in resources):
+        return "the payload's resources are not a list of ARNs"
+    return None
 
 
 def _no_group(delivery: Delivery, why: str) -> Refused:

@@ -1,9 +1,12 @@
 """One batch of DLQ records in, every record accounted for out.
 
-The replayer decides each record (pure), writes the copies in batches, turns a destination's
-permanent refusal into a park, and reports per record whether its copy was written. A record
-is "not done" (a batch item failure, retried by the event source) only when nothing was
-written for it, or when it is a waiting copy that was hidden again.
+The replayer decides each record (`engine.decide`, with the strategy of its kind), hides the
+waiting copies that are early, delivers the serverless kinds' records that are due, writes
+the copies in batches, turns a destination's permanent refusal into a park, and reports per
+record whether its copy was written. A record is "not done" (a batch item failure, retried
+by the event source) only when nothing was written for it, or when it is a waiting copy that
+was hidden again. Whatever one record raises is that record's outcome alone (it fails and
+waits): it never fails the batch.
 """
 
 from __future__ import annotations
@@ -11,28 +14,23 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from aws_lambda_powertools.metrics import MetricUnit
 
 from dlq_replay.core.backoff import RandomSource
-from dlq_replay.core.decision import (
-    Action,
-    Decision,
-    ParkReason,
-    build_copy,
-    decide,
-    park_instead,
-)
-from dlq_replay.core.delivery import after_refusal, build_kind_copy, decide_delivery, error_text
-from dlq_replay.core.kinds import Recognised, RecordKind, recognise
+from dlq_replay.core.decision import Action, Decision, ParkReason
+from dlq_replay.core.kinds import Recognised
 from dlq_replay.core.log import Log
 from dlq_replay.core.messages import InboundMessage, OutboundMessage
 from dlq_replay.core.notices import park_notice
-from dlq_replay.core.queues import QueueArn
+from dlq_replay.core.queues import Arn
 from dlq_replay.core.settings import Settings
+from dlq_replay.core.text import error_text
+from dlq_replay.engine.decide import after_refusal, decide, park_instead
+from dlq_replay.engine.kinds import kind_of, recognise
+from dlq_replay.engine.report import BatchReport, Outcome
 from dlq_replay.notify.sns import SnsClient, publish_notices
-from dlq_replay.sqs.report import BatchReport, Outcome
 from dlq_replay.sqs.sending import BatchSender, SendFailure, change_visibility
 
 if TYPE_CHECKING:
@@ -44,7 +42,7 @@ if TYPE_CHECKING:
     from dlq_replay.targets.deliverer import Deliverer
     from dlq_replay.targets.ledger import Invocation, InvocationLedger
 
-__all__ = ["Lookup", "Outcome", "Replayer"]
+__all__ = ["Collaborators", "Lookup", "Outcome", "Replayer"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +54,16 @@ class Lookup:
     kinds: Mapping[str, Recognised] = field(default_factory=dict)
     known: Mapping[str, Invocation] = field(default_factory=dict)
     unread: frozenset[str] = frozenset()
+
+
+class Collaborators(NamedTuple):
+    """The replay's services besides SQS. `sns` publishes the park notices (required when the
+    settings name a topic); `deliverer` delivers the records of serverless kinds and `ledger`
+    counts their returns (both required when DLQ_KIND is not sqs)."""
+
+    sns: SnsClient | None = None
+    deliverer: Deliverer | None = None
+    ledger: InvocationLedger | None = None
 
 
 Clock = Callable[[], float]
@@ -73,25 +81,23 @@ class Replayer:
         metrics: Metrics | None = None,
         clock: Clock = time.time,
         rng: RandomSource | None = None,
-        sns: SnsClient | None = None,
         on_outcome: Callable[[Outcome], None] | None = None,
-        deliverer: Deliverer | None = None,
-        ledger: InvocationLedger | None = None,
+        collaborators: Collaborators | None = None,
     ) -> None:
-        """`sns` publishes the park notices; it is required when the settings name a topic.
-        `on_outcome` sees each record's outcome once its batch is reported (the demo counts
-        them); without it nothing is called. `deliverer` delivers the records of serverless
-        kinds and `ledger` counts their returns: both are required when DLQ_KIND is not sqs
-        (with sqs such records are parked unexpected-kind, never delivered)."""
-        if settings.park_notification_topic_arn is not None and sns is None:
+        """`on_outcome` sees each record's outcome once its batch is reported (the demo counts
+        them); without it nothing is called."""
+        collaborators = collaborators or Collaborators()
+        if settings.park_notification_topic_arn is not None and collaborators.sns is None:
             raise ValueError("PARK_NOTIFICATION_TOPIC_ARN is set, but no SNS client was given")
-        if settings.dlq_kind != "sqs" and (deliverer is None or ledger is None):
+        if settings.dlq_kind != "sqs" and (
+            collaborators.deliverer is None or collaborators.ledger is None
+        ):
             raise ValueError(f"DLQ_KIND={settings.dlq_kind} needs a Deliverer and a ledger")
-        self._deliverer = deliverer
-        self._ledger = ledger
+        self._deliverer = collaborators.deliverer
+        self._ledger = collaborators.ledger
+        self._sns = collaborators.sns
         self._report = BatchReport(settings, logger=logger, metrics=metrics)
         self._settings = settings
-        self._sns = sns
         self._sqs = sqs
         self._sender = BatchSender(sqs, settings.send_concurrency)
         self._logger = logger
@@ -159,47 +165,19 @@ class Replayer:
         now = self._clock()
         dlq_urls = {arn: self._dlq_url(arn) for arn in {m.queue_arn for m in messages}}
         kinds = {m.message_id: lookup.kinds[m.message_id] for m in messages}
-        decisions = {}
-        for m in messages:
-            recognised = kinds[m.message_id]
-            dlq_url = dlq_urls[m.queue_arn]
-            known = lookup.known.get(m.message_id)
-            if m.message_id in lookup.unread:
-                decisions[m.message_id] = Decision(
-                    Action.FAIL, problem="invocation ledger not read"
-                )
-                continue
-            decisions[m.message_id] = (
-                decide(m, self._settings, dlq_url=dlq_url, now=now, rng=self._rng)
-                if recognised.kind is RecordKind.SQS
-                else decide_delivery(
-                    m,
-                    recognised,
-                    self._settings,
-                    dlq_url=dlq_url,
-                    now=now,
-                    rng=self._rng,
-                    ledger_count=known.count if known is not None else None,
-                )
-            )
+        decisions = {
+            m.message_id: self._decide(m, lookup, dlq_urls[m.queue_arn], now) for m in messages
+        }
         self._hold(
             [m for m in messages if decisions[m.message_id].action is Action.HOLD], decisions
         )
         deliveries = [
             m
             for m in messages
-            if kinds[m.message_id].kind is not RecordKind.SQS
+            if not kind_of(kinds[m.message_id].kind).delivers_a_copy
             and decisions[m.message_id].action in (Action.REPLAY, Action.RELEASE)
         ]
         refused = self._deliver(deliveries, kinds, decisions, dlq_urls, now)
-
-        def copy(m: InboundMessage) -> OutboundMessage:
-            recognised = kinds[m.message_id]
-            if recognised.kind is RecordKind.SQS:
-                return build_copy(m, decisions[m.message_id], self._settings)
-            return build_kind_copy(m, recognised, decisions[m.message_id], self._settings)
-
-        failures: dict[str, SendFailure] = {}
         delivered = {m.message_id for m in deliveries}
         onward = [
             m
@@ -207,7 +185,8 @@ class Replayer:
             if decisions[m.message_id].action in _ONWARD
             and (m.message_id not in delivered or decisions[m.message_id].action is Action.DEFER)
         ]
-        for record_id, failure in self._sender.send([copy(m) for m in onward]).items():
+        failures: dict[str, SendFailure] = {}
+        for record_id, failure in self._sender.send(self._copies(onward, kinds, decisions)).items():
             if failure.permanent:
                 decisions[record_id] = park_instead(decisions[record_id], ParkReason.REJECTED)
                 self._logger.warning(
@@ -217,7 +196,7 @@ class Replayer:
             else:
                 failures[record_id] = failure
         parks = [m for m in messages if decisions[m.message_id].action is Action.PARK]
-        failures.update(self._sender.send([copy(m) for m in parks]))
+        failures.update(self._sender.send(self._copies(parks, kinds, decisions)))
         return [
             Outcome(
                 m,
@@ -229,12 +208,54 @@ class Replayer:
             for m in messages
         ]
 
+    def _decide(
+        self, message: InboundMessage, lookup: Lookup, dlq_url: str | None, now: float
+    ) -> Decision:
+        """One record's decision; what deciding it raises is its own failure."""
+        if message.message_id in lookup.unread:
+            return Decision(Action.FAIL, problem="invocation ledger not read")
+        known = lookup.known.get(message.message_id)
+        try:
+            return decide(
+                message,
+                self._settings,
+                dlq_url=dlq_url,
+                now=now,
+                rng=self._rng,
+                recognised=lookup.kinds[message.message_id],
+                ledger_count=known.count if known is not None else None,
+            )
+        except Exception as error:  # one record's fault, never the batch's
+            return _failed("deciding", error)
+
+    def _copies(
+        self,
+        messages: Sequence[InboundMessage],
+        kinds: Mapping[str, Recognised],
+        decisions: dict[str, Decision],
+    ) -> list[OutboundMessage]:
+        """The copy each record's decision writes, by its kind; a record whose copy cannot be
+        built fails alone (nothing written, it waits)."""
+        copies = []
+        for m in messages:
+            recognised = kinds[m.message_id]
+            try:
+                copies.append(
+                    kind_of(recognised.kind).copy(
+                        m, recognised, decisions[m.message_id], self._settings
+                    )
+                )
+            except Exception as error:  # one record's fault, never the batch's
+                decisions[m.message_id] = _failed("building its copy", error)
+        return copies
+
     def look_up(self, messages: Sequence[InboundMessage]) -> Lookup:
         """Each record's kind, and the invocations the batch's Lambda records return from, as
         the ledger knows them, for the records that carry no count of ours (a copy we wrote
         carries it). A record whose id the ledger could not read must wait: read as unknown,
         its count would start again at 0."""
-        kinds = {m.message_id: recognise(m, self._settings.replay_target_arns) for m in messages}
+        targets, accepted = self._settings.replay_target_arns, self._settings.accepted_kinds
+        kinds = {m.message_id: recognise(m, targets, accepted) for m in messages}
         ids: dict[str, list[str]] = {}
         for m in messages:
             request_id = kinds[m.message_id].request_id
@@ -247,11 +268,13 @@ class Replayer:
         unread: tuple[str, ...] = ()
         try:
             found = self._ledger.invocations(ids)
-        except LedgerError as error:
+        except Exception as error:  # a ledger answering nonsense: its records wait, alone
             self._logger.error(
                 "invocation ledger not read; its records wait", extra={"error": str(error)}
             )
-            found, unread = error.found, error.request_ids
+            failed = error if isinstance(error, LedgerError) else None
+            found = failed.found if failed else {}
+            unread = failed.request_ids if failed else tuple(ids)
         return Lookup(
             kinds,
             known={mid: found[rid] for rid, mids in ids.items() if rid in found for mid in mids},
@@ -274,26 +297,20 @@ class Replayer:
             return {}
         if self._deliverer is None:
             raise ValueError("a record of a serverless kind needs a Deliverer")
-        from dlq_replay.targets.delivery import Delivery, Refused
-        from dlq_replay.targets.ledger import LedgerError
+        from dlq_replay.targets.delivery import Refused
 
-        results = self._deliverer.deliver(
-            [
-                Delivery(
-                    record_id=m.message_id,
-                    target_arn=decisions[m.message_id].destination or "",
-                    payload=kinds[m.message_id].payload,
-                    rule_arn=kinds[m.message_id].rule_arn,
-                    dedup_id=f"{m.message_id}-{decisions[m.message_id].attempt}",
-                )
-                for m in messages
-            ]
-        )
+        due = {}
+        for m in messages:
+            try:
+                kind = kind_of(kinds[m.message_id].kind)
+                due[m.message_id] = kind.delivery(m, kinds[m.message_id], decisions[m.message_id])
+            except Exception as raised:  # one record's fault, never the batch's
+                decisions[m.message_id] = _failed("building its delivery", raised)
+        results = self._deliverer.deliver(list(due.values()))
         invoked: dict[str, int] = {}
         refused: dict[str, int] = {}
-        for m in messages:
-            result = results[m.message_id]
-            decision = decisions[m.message_id]
+        for m in (m for m in messages if m.message_id in due):
+            result, decision = results[m.message_id], decisions[m.message_id]
             if isinstance(result, Refused):
                 refused[m.message_id] = decision.attempt or 1
                 error = error_text(f"{result.code}: {result.message}")
@@ -305,15 +322,10 @@ class Replayer:
                     dlq_url=dlq_urls[m.queue_arn],
                     now=now,
                     rng=self._rng,
+                    reason=kind_of(kinds[m.message_id].kind).refusals.get(result.code),
                 )
-                self._logger.warning(
-                    "target refused the delivery; the record waits for its next attempt",
-                    extra={
-                        "message_id": m.message_id,
-                        "target": decision.destination,
-                        "error": error,
-                    },
-                )
+                extra = {"message_id": m.message_id, "target": decision.destination, "error": error}
+                self._logger.warning("target refused the delivery", extra=extra)
                 if self._metrics is not None:
                     self._metrics.add_metric("DeliveriesRefused", MetricUnit.Count, 1)
             elif result.request_id is not None:
@@ -321,7 +333,7 @@ class Replayer:
         if invoked and self._ledger is not None:
             try:
                 self._ledger.record(invoked, now=now)
-            except LedgerError as error:
+            except Exception as error:
                 # Delivered all the same: if such an invocation fails and returns, its count
                 # starts again at 0 (logged and counted, for the alarm to see).
                 self._logger.error("invocation ledger not written", extra={"error": str(error)})
@@ -334,7 +346,7 @@ class Replayer:
         for queue_arn, queued in _by_queue(messages).items():
             refused = change_visibility(
                 self._sqs,
-                QueueArn.parse(queue_arn).url(self._settings.endpoint_url_sqs),
+                Arn.queue(queue_arn).url(self._settings.endpoint_url_sqs),
                 [(m.receipt_handle, decisions[m.message_id].delay) for m in queued],
             )
             for index, code in refused:
@@ -346,12 +358,17 @@ class Replayer:
     def _dlq_url(self, queue_arn: str) -> str | None:
         """The URL of the record's DLQ; None when its eventSourceARN names no queue."""
         try:
-            return QueueArn.parse(queue_arn).url(self._settings.endpoint_url_sqs)
+            return Arn.queue(queue_arn).url(self._settings.endpoint_url_sqs)
         except ValueError:
             return None
 
 
 _ONWARD = (Action.REPLAY, Action.DEFER, Action.RELEASE)
+
+
+def _failed(step: str, error: Exception) -> Decision:
+    """The decision of a record whose own handling raised: not done, with why."""
+    return Decision(Action.FAIL, problem=f"{step} raised {type(error).__name__}: {error}"[:500])
 
 
 def _is_fifo(message: InboundMessage) -> bool:

@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from dlq_replay.core.queues import Arn
 from dlq_replay.core.transform import TargetInput
-from dlq_replay.targets.clients import TargetArn, TargetClients
+from dlq_replay.targets.clients import TargetClients
 from dlq_replay.targets.delivery import service_error
 
 if TYPE_CHECKING:
@@ -30,7 +31,7 @@ _RULE_PREFIX = "rule/"
 
 def rule_location(rule_arn: str) -> tuple[str, str, str | None]:
     """(region, rule name, event bus name or None for the account's default bus)."""
-    arn = TargetArn.parse(rule_arn)
+    arn = Arn.parse(rule_arn)
     if arn.service != "events" or not arn.resource.startswith(_RULE_PREFIX):
         raise ValueError(f"not an EventBridge rule ARN: {rule_arn!r}")
     bus, _, name = arn.resource.removeprefix(_RULE_PREFIX).rpartition("/")
@@ -73,8 +74,11 @@ class RuleTargets:
         with self._lock:
             self._failed.clear()
 
-    def target(self, rule_arn: str, target_arn: str) -> RuleTarget | None:
-        """The rule's target `target_arn`, or None when the rule has no such target. Raises
+    def target(
+        self, rule_arn: str, target_arn: str, home_account: str | None = None
+    ) -> RuleTarget | None:
+        """The rule's target `target_arn`, or None when the rule has no such target; a rule of
+        an account other than `home_account` (the DLQ's) is read on its bus by ARN. Raises
         `RuleLookupError` when the rule's targets could not be read, ValueError for a
         malformed rule ARN."""
         with self._lock:
@@ -83,15 +87,20 @@ class RuleTargets:
             targets = self._by_rule.get(rule_arn)
             if targets is None:
                 try:
-                    targets = self._read(rule_arn)
+                    targets = self._read(rule_arn, home_account)
                 except (ClientError, BotoCoreError) as error:
                     self._failed[rule_arn] = service_error(error)
                     raise RuleLookupError(*self._failed[rule_arn]) from error
                 self._by_rule[rule_arn] = targets
         return targets.get(target_arn)
 
-    def _read(self, rule_arn: str) -> dict[str, RuleTarget]:
+    def _read(self, rule_arn: str, home_account: str | None) -> dict[str, RuleTarget]:
         region, name, bus = rule_location(rule_arn)
+        account = Arn.parse(rule_arn).account
+        if home_account and account and account != home_account:
+            # ListTargetsByRule takes the bus's ARN for a rule on another account's bus.
+            partition = Arn.parse(rule_arn).partition
+            bus = f"arn:{partition}:events:{region}:{account}:event-bus/{bus or 'default'}"
         paginator = self._clients.events(region).get_paginator("list_targets_by_rule")
         pages = (
             paginator.paginate(Rule=name)

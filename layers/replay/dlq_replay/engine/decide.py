@@ -1,0 +1,245 @@
+"""One decision for a DLQ record of any kind (docs/design.md, 'What happens to one record'):
+read the count, apply the limits, draw the backoff, then replay now (a delay the destination
+serves itself), defer (a copy that waits in the DLQ for `dlq-replay-not-before`), hold (an
+early waiting copy), release (a waiting copy whose time has come) or park. What differs by
+kind is asked of its strategy (`engine.kinds.Kind`). Pure: no client, clock or random source
+of its own; the outcome is a value, never an exception.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+from dlq_replay.core import attributes
+from dlq_replay.core.attributes import NOT_BEFORE_ATTRIBUTE
+from dlq_replay.core.backoff import RandomSource, keyed_random
+from dlq_replay.core.decision import (
+    MAX_HOLD_SECONDS,
+    NOT_BEFORE_LIMIT,
+    Action,
+    Decision,
+    ParkReason,
+    first_failure_of,
+)
+from dlq_replay.core.kinds import Recognised, RecordKind
+from dlq_replay.core.messages import InboundMessage, fits_limits, unencodable
+from dlq_replay.core.settings import Settings
+from dlq_replay.engine.kinds import Kind, kind_of, recorded_error
+from dlq_replay.engine.kinds.sqs import destination_limit
+
+_WRITES = (Action.REPLAY, Action.DEFER, Action.RELEASE)
+
+
+def decide(
+    message: InboundMessage,
+    settings: Settings,
+    *,
+    dlq_url: str | None,
+    now: float,
+    rng: RandomSource | None,
+    recognised: Recognised | None = None,
+    ledger_count: int | None = None,
+) -> Decision:
+    """Decide one record; `recognised` None: an SQS record.
+
+    The count is our attribute on the record, else `ledger_count` (the attempt whose Lambda
+    invocation came back), else 0.
+
+    `rng` None draws the delay from `keyed_random(<message id>/<attempt>)`: a retried record
+    (its write unconfirmed, or its delete lost to a crash) then decides exactly as before, so a
+    FIFO destination drops the second copy by its deduplication id instead of taking a copy
+    that went another way. Message ids are random, so the delays of different messages are
+    still independent draws.
+
+    A record holding text that cannot be encoded (`unencodable`) fails alone, with why.
+    `dlq_url` is None when the record's `eventSourceARN` names no queue (hand-made or sample
+    events): only the decisions that write back to or hide in the DLQ need it, and they fail
+    that one record instead of the whole batch.
+
+    With `max_message_age_seconds` on, a record whose first failure (`first_failure_of`) is
+    more than that many seconds before `now` is parked `max-age`, whatever else applies but an
+    invalid count or an unexpected kind; the parked copy keeps its count. A record that tells
+    no first failure is not age-checked this time: its copy then carries `now` as its first
+    failure, so the next round checks it.
+    """
+    problem = unencodable(message)
+    if problem is not None:  # nothing can be written for it, not even a park
+        return Decision(Action.FAIL, problem=problem)
+    recognised = recognised or Recognised(RecordKind.SQS, payload=message.body)
+    carried = message.attributes.get(settings.count_attribute)
+    count = attributes.parse_count(carried) if carried is not None else ledger_count or 0
+    if count is None:
+        return _park(ParkReason.INVALID_COUNT, None, recognised)
+    if recognised.kind not in settings.accepted_kinds:
+        return _park(ParkReason.UNEXPECTED_KIND, count, recognised)
+    max_age = settings.max_message_age_seconds
+    first_failure = first_failure_of(message) if max_age else None
+    if first_failure is not None and now - first_failure > max_age:
+        return _park(ParkReason.MAX_AGE, count, recognised)
+    decision = _decide(message, recognised, count, settings, dlq_url=dlq_url, now=now, rng=rng)
+    if not max_age or decision.action not in _WRITES:
+        return decision
+    return replace(
+        decision, first_failure=math.floor(now) if first_failure is None else first_failure
+    )
+
+
+def _decide(
+    message: InboundMessage,
+    recognised: Recognised,
+    count: int,
+    settings: Settings,
+    *,
+    dlq_url: str | None,
+    now: float,
+    rng: RandomSource | None,
+) -> Decision:
+    """`decide` for a record whose count is valid and whose kind is accepted."""
+    kind = kind_of(recognised.kind)
+    destination = kind.destination(message, recognised, settings)
+    waiting = NOT_BEFORE_ATTRIBUTE in message.attributes
+    attempt = count + 1
+    if not waiting and attempt > settings.max_attempts:
+        return _park(ParkReason.MAX_ATTEMPTS, count, recognised)
+    if isinstance(destination, ParkReason):
+        return _park(destination, count, recognised)
+    if waiting:
+        return _waiting(message, kind, destination, count, settings, now=now, dlq_url=dlq_url)
+    with_count = {**message.attributes, settings.count_attribute: attributes.number(attempt)}
+    if kind.delivers_a_copy and not fits_limits(message.body, with_count):
+        return _park(ParkReason.ATTRIBUTE_LIMIT, count, recognised)
+    limit = kind.delay_limit(destination)
+    return next_attempt(
+        message, destination, limit, attempt, settings, dlq_url=dlq_url, now=now, rng=rng
+    )
+
+
+def next_attempt(
+    message: InboundMessage,
+    destination: str,
+    limit: int,
+    attempt: int,
+    settings: Settings,
+    *,
+    dlq_url: str | None,
+    now: float,
+    rng: RandomSource | None,
+    at_once: bool = True,
+) -> Decision:
+    """Attempt `attempt`: sent now when its drawn delay is one the destination serves (at
+    most `limit`, and `at_once`), else a copy that waits in the DLQ until then. A copy with
+    no slot for its markers is sent now instead, its delay clamped to `limit` (or, not
+    `at_once`, parked `attribute-limit`)."""
+    source = rng if rng is not None else keyed_random(f"{message.message_id}/{attempt}")
+    delay = settings.backoff.draw(attempt, source)
+    if delay <= limit and at_once:
+        return Decision(Action.REPLAY, destination, attempt, delay, drawn_delay=delay)
+    # Rounded down, so the wait is never longer than the drawn delay (and so the cap): a hold
+    # computed on arrival then always reaches it, and a copy is released on its first arrival
+    # after its time instead of being held again for the rounding second.
+    not_before = math.floor(now) + delay
+    waiting = {
+        **message.attributes,
+        settings.count_attribute: attributes.number(attempt),
+        NOT_BEFORE_ATTRIBUTE: attributes.number(not_before),
+    }
+    if not fits_limits(message.body, waiting):
+        if at_once:
+            return Decision(Action.REPLAY, destination, attempt, limit, drawn_delay=delay)
+        return Decision(Action.PARK, attempt=attempt - 1, reason=ParkReason.ATTRIBUTE_LIMIT)
+    if dlq_url is None:
+        return _dlq_unknown(message)
+    return Decision(
+        Action.DEFER,
+        dlq_url,
+        attempt,
+        min(delay, destination_limit(dlq_url)),
+        not_before=not_before,
+        drawn_delay=delay,
+    )
+
+
+def _waiting(
+    message: InboundMessage,
+    kind: Kind,
+    destination: str,
+    count: int,
+    settings: Settings,
+    *,
+    now: float,
+    dlq_url: str | None,
+) -> Decision:
+    """A copy this function wrote back to wait: hold it until its time, then release it with
+    the count it carries.
+
+    The wait left is bounded by the cap: no copy of ours waits longer, and an absurd
+    not-before (edited by hand, or written under a larger cap) must not keep a message hidden
+    until the DLQ's retention period deletes it.
+    """
+    marker = message.attributes[NOT_BEFORE_ATTRIBUTE]
+    not_before = attributes.parse_count(marker, NOT_BEFORE_LIMIT) or 0
+    remaining = min(max(0, not_before - math.floor(now)), settings.backoff.cap_seconds)
+    if remaining <= kind.delay_limit(destination):
+        return Decision(Action.RELEASE, destination, count, delay=remaining)
+    if dlq_url is None:  # a hold hides the record in its DLQ, which must then be known
+        return _dlq_unknown(message)
+    return Decision(
+        Action.HOLD, attempt=count, delay=min(remaining, MAX_HOLD_SECONDS), not_before=not_before
+    )
+
+
+def after_refusal(
+    message: InboundMessage,
+    decision: Decision,
+    settings: Settings,
+    *,
+    error: str,
+    dlq_url: str | None,
+    now: float,
+    rng: RandomSource | None,
+    reason: ParkReason | None = None,
+) -> Decision:
+    """The target refused delivery `decision.attempt` at once. A refusal no retry can change
+    (`reason`, from the kind's `refusals`) parks now; another (throttled, missing, denied)
+    waits in the DLQ for the next attempt, or parks `max-attempts` when that was the last.
+    The parked copy carries the service's error."""
+    refused = decision.attempt or 1
+    if reason is None and refused >= settings.max_attempts:
+        reason = ParkReason.MAX_ATTEMPTS
+    if reason is not None or decision.destination is None:
+        return Decision(
+            Action.PARK, attempt=refused, reason=reason or ParkReason.MAX_ATTEMPTS, error=error
+        )
+    return next_attempt(
+        message,
+        decision.destination,
+        0,
+        refused + 1,
+        settings,
+        dlq_url=dlq_url,
+        now=now,
+        rng=rng,
+        at_once=False,
+    )
+
+
+def park_instead(decision: Decision, reason: ParkReason) -> Decision:
+    """The park that follows when a destination refused a copy for good."""
+    # A release's copy keeps its count; any other keeps the count it came with.
+    count = decision.attempt if decision.action is Action.RELEASE else (decision.attempt or 1) - 1
+    return Decision(Action.PARK, attempt=count, reason=reason)
+
+
+def _park(reason: ParkReason, count: int | None, recognised: Recognised) -> Decision:
+    return Decision(
+        Action.PARK, attempt=count, reason=reason, error=recorded_error(recognised) or None
+    )
+
+
+def _dlq_unknown(message: InboundMessage) -> Decision:
+    return Decision(
+        Action.FAIL,
+        problem=f"eventSourceARN {message.queue_arn!r} is not an SQS queue ARN, and this record "
+        "must wait in its DLQ",
+    )

@@ -1,0 +1,198 @@
+"""The kinds of record: what every kind shares, the strategy each kind fills in (`Kind`), and
+how a record's kind is told, by DLQ_KIND (docs/design.md, 'Recognition, by mode').
+
+A kind of record answers, for the one decision (`engine.decide`): is this record mine
+(`recognise`), where does it go or why can it not (`destination`), how long a delay does
+that destination take (`delay_limit`), what is written for it (`copy`), what is delivered
+(`delivery`), and which refusal of its target no retry can change (`refusals`). The
+serverless kinds share all but `recognise`: their target is an ARN in REPLAY_TARGET_ARNS, no
+target takes a delay, and the copy that waits in the DLQ or is parked carries the kind and
+the target. One module per kind (`KIND_MODULES`), imported when its kind is first asked
+for: a replay of SQS records does not load the others.
+
+Recognition reads what anyone who can send to the DLQ can write, so it runs only where it is
+asked for: with `sqs` not at all (every record is an SQS record), with `lambda` or
+`eventbridge` only that kind's recognisers (anything else is then an SQS record, which that
+mode parks `unexpected-kind`), with `any` every one of them. A recogniser that raises on a
+record (a body nested past the parser's depth, say) has not recognised it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from importlib import import_module
+from typing import TYPE_CHECKING, ClassVar
+
+from dlq_replay.core import attributes
+from dlq_replay.core.attributes import PARK_ERROR_ATTRIBUTE, Attribute
+from dlq_replay.core.decision import Action, Decision, ParkReason, build_copy
+from dlq_replay.core.kinds import KIND_ATTRIBUTE, TARGET_ATTRIBUTE, Recognised, RecordKind
+from dlq_replay.core.messages import InboundMessage, OutboundMessage, fits_limits
+from dlq_replay.core.queues import TargetService, target_allowed, target_service
+from dlq_replay.core.settings import Settings
+from dlq_replay.core.text import error_text
+
+if TYPE_CHECKING:
+    from dlq_replay.targets.delivery import Delivery
+
+
+class Kind:
+    """A serverless kind's strategy; `engine.kinds.sqs` overrides what an SQS record does."""
+
+    record_kind: ClassVar[RecordKind]
+    # True: the destination is an SQS queue that takes a copy of the record with every
+    # attribute (an SQS record). False: the payload is delivered to the target's service.
+    delivers_a_copy: ClassVar[bool] = False
+    # The target's refusal codes that no retry can change, and the park each one is.
+    refusals: ClassVar[Mapping[str, ParkReason]] = {}
+
+    def recognise(
+        self, message: InboundMessage, replay_targets: frozenset[str]
+    ) -> Recognised | None:
+        """The record as this kind reads it; None when it is not of this kind."""
+        raise NotImplementedError
+
+    def destination(
+        self, message: InboundMessage, recognised: Recognised, settings: Settings
+    ) -> str | ParkReason:
+        """Where the record goes: its target, when one is named and allowed."""
+        refusal = target_refusal(recognised.target_arn, settings.replay_target_arns)
+        return refusal or recognised.target_arn or ParkReason.UNKNOWN_TARGET
+
+    def delay_limit(self, destination: str) -> int:
+        """The longest delay the destination serves itself: no target of a serverless kind
+        takes one, so every delay is a wait in the DLQ."""
+        return 0
+
+    def copy(
+        self,
+        message: InboundMessage,
+        recognised: Recognised,
+        decision: Decision,
+        settings: Settings,
+    ) -> OutboundMessage:
+        """The copy a DEFER or PARK writes."""
+        return build_kind_copy(message, recognised, decision, settings)
+
+    def delivery(
+        self, message: InboundMessage, recognised: Recognised, decision: Decision
+    ) -> Delivery:
+        """What is delivered for a REPLAY or RELEASE: the payload, to the decision's target,
+        with a deduplication id of the record and the attempt."""
+        from dlq_replay.targets.delivery import Delivery
+
+        return Delivery(
+            record_id=message.message_id,
+            target_arn=decision.destination or "",
+            payload=recognised.payload,
+            rule_arn=recognised.rule_arn,
+            dedup_id=f"{message.message_id}-{decision.attempt}",
+            account=message.queue_arn.split(":")[4] if message.queue_arn.count(":") >= 5 else None,
+        )
+
+
+def target_refusal(target: str | None, allowed: frozenset[str]) -> ParkReason | None:
+    """Why a record may not be delivered to `target` (None: it may): no target named, a
+    service the replay does not deliver to, or an ARN outside the allowed list. The replay
+    parks for it; `redrive --to source` leaves the record in place for it."""
+    if target is None:
+        return ParkReason.UNKNOWN_TARGET
+    if target_service(target) is TargetService.OTHER:
+        return ParkReason.UNSUPPORTED_TARGET
+    if not target_allowed(target, allowed):
+        return ParkReason.TARGET_NOT_ALLOWED
+    return None
+
+
+def recorded_error(recognised: Recognised) -> str:
+    """The service's error the record carries, as `dlq-replay-error` holds one: one line,
+    "<code>: <message>", cut to the consumer toolkit's length."""
+    code, text = recognised.error_code, recognised.error_message
+    joined = f"{code}: {text}" if code and text and text != code else code or text or ""
+    return error_text(joined)
+
+
+def string_attribute(values: Mapping[str, Attribute], name: str) -> str | None:
+    """A String attribute's value (not empty); None otherwise."""
+    value = values.get(name)
+    if value is None or value.base_type != "String" or not value.string_value:
+        return None
+    return value.string_value
+
+
+def build_kind_copy(
+    message: InboundMessage, recognised: Recognised, decision: Decision, settings: Settings
+) -> OutboundMessage:
+    """The copy a DEFER or PARK writes: `build_copy`'s, then where a slot is free, in this
+    order: a parked count the record did not carry, the kind, the error of a park and the
+    target. The service's own attributes stay."""
+    copy = build_copy(message, decision, settings)
+    marked: dict[str, Attribute] = dict(copy.attributes)
+    parked = decision.action is Action.PARK
+    extras: list[tuple[str, Attribute | None]] = [
+        # A count read from the ledger is on no attribute yet: the parked copy shows it.
+        (
+            settings.count_attribute,
+            attributes.number(decision.attempt)
+            if parked and decision.attempt is not None and settings.count_attribute not in marked
+            else None,
+        ),
+        (KIND_ATTRIBUTE, attributes.string(recognised.kind.value)),
+        (
+            PARK_ERROR_ATTRIBUTE,
+            attributes.string(decision.error) if parked and decision.error else None,
+        ),
+        (
+            TARGET_ATTRIBUTE,
+            attributes.string(recognised.target_arn) if recognised.target_arn else None,
+        ),
+    ]
+    for name, value in extras:
+        if value is not None and fits_limits(message.body, with_extra := {**marked, name: value}):
+            marked = with_extra
+    return replace(copy, attributes=marked)
+
+
+# The module of each kind, in the order recognition tries them (an EventBridge record's
+# attributes are the most specific, a destination record's body the least).
+KIND_MODULES = {
+    RecordKind.EVENTBRIDGE: "eventbridge",
+    RecordKind.LAMBDA: "lambda_dlq",
+    RecordKind.LAMBDA_DESTINATION: "lambda_destination",
+    RecordKind.SQS: "sqs",
+}
+_LOADED: dict[RecordKind, Kind] = {}
+
+
+def kind_of(record_kind: RecordKind) -> Kind:
+    """The strategy of a kind (its module imported on first use)."""
+    kind = _LOADED.get(record_kind)
+    if kind is None:
+        module = import_module(f"{__name__}.{KIND_MODULES[record_kind]}")
+        kind = _LOADED[record_kind] = module.KIND
+    return kind
+
+
+def recognise(
+    message: InboundMessage,
+    replay_targets: frozenset[str],
+    accepted: frozenset[RecordKind] = frozenset(RecordKind),
+) -> Recognised:
+    """The record's kind among `accepted` (DLQ_KIND's kinds; the operator tools read every
+    kind): our own waiting copy's `dlq-replay-kind` first, then each kind's recogniser; what
+    none of them places is an SQS record."""
+    plain = Recognised(RecordKind.SQS, payload=message.body)
+    if not accepted - {RecordKind.SQS}:
+        return plain
+    marked = string_attribute(message.attributes, KIND_ATTRIBUTE)
+    order = [kind for kind in KIND_MODULES if kind in accepted and kind is not RecordKind.SQS]
+    first = [kind for kind in order if kind.value == marked]
+    for record_kind in (*first, *order):
+        try:
+            recognised = kind_of(record_kind).recognise(message, replay_targets)
+        except Exception:  # a record a recogniser cannot read is not of its kind
+            recognised = None
+        if recognised is not None:
+            return recognised
+    return plain

@@ -1,0 +1,65 @@
+"""An SQS record: a message SQS itself dead-lettered (docs/design.md, sections 3-4).
+
+Never recognised: it is what a record is when no other kind claims it, and with DLQ_KIND=sqs
+every record is one. It goes back to its allowed source queue, else the main queue, as a copy
+with every attribute; a standard queue takes up to 900 s of delay, a FIFO queue none and a
+group id always.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from dlq_replay.core.backoff import MAX_SQS_DELAY_SECONDS
+from dlq_replay.core.decision import Decision, ParkReason, build_copy
+from dlq_replay.core.kinds import Recognised, RecordKind
+from dlq_replay.core.messages import InboundMessage, OutboundMessage
+from dlq_replay.core.queues import Arn, is_fifo_url
+from dlq_replay.core.settings import Settings
+from dlq_replay.engine.kinds import Kind
+
+
+def route(message: InboundMessage, settings: Settings) -> str | None:
+    """The queue a replay goes to: its allowed source queue, else the main queue, else none."""
+    source = message.dead_letter_source_arn
+    if source and source in settings.allowed_source_queue_arns:
+        return Arn.queue(source).url(settings.endpoint_url_sqs)
+    return settings.main_queue_url
+
+
+def destination_limit(queue_url: str) -> int:
+    """The longest DelaySeconds a queue takes on one message: none at all on FIFO."""
+    return 0 if is_fifo_url(queue_url) else MAX_SQS_DELAY_SECONDS
+
+
+class SqsKind(Kind):
+    record_kind: ClassVar[RecordKind] = RecordKind.SQS
+    delivers_a_copy: ClassVar[bool] = True
+
+    def recognise(self, message: InboundMessage, replay_targets: frozenset[str]) -> Recognised:
+        return Recognised(RecordKind.SQS, payload=message.body)
+
+    def destination(
+        self, message: InboundMessage, recognised: Recognised, settings: Settings
+    ) -> str | ParkReason:
+        destination = route(message, settings)
+        if destination is None:
+            return ParkReason.UNKNOWN_SOURCE
+        if is_fifo_url(destination) and message.message_group_id is None:
+            return ParkReason.MISSING_GROUP_ID
+        return destination
+
+    def delay_limit(self, destination: str) -> int:
+        return destination_limit(destination)
+
+    def copy(
+        self,
+        message: InboundMessage,
+        recognised: Recognised,
+        decision: Decision,
+        settings: Settings,
+    ) -> OutboundMessage:
+        return build_copy(message, decision, settings)
+
+
+KIND = SqsKind()
