@@ -129,7 +129,9 @@ class Record:
             or "requestContext" in self.body
         )
 
-    def to_lambda(self, now: float) -> dict[str, Any]:
+    def to_lambda(self, now: float, *, fifo: bool = False) -> dict[str, Any]:
+        """The record as Lambda delivers it from props-dlq (props-dlq.fifo: with a sequence
+        number and a deduplication id, and the group id when it has one)."""
         system = {
             "ApproximateReceiveCount": "1",
             "SentTimestamp": str(int(now * 1000) - 5000),
@@ -142,6 +144,9 @@ class Record:
             system["MessageGroupId"] = self.group_id
         if self.source_arn is not None:
             system["DeadLetterQueueSourceArn"] = self.source_arn
+        if fifo:
+            system["SequenceNumber"] = str(18_000_000_000_000_000_000 + int(now))
+            system["MessageDeduplicationId"] = f"dedup-{self.message_id}"
         body_bytes = self.body.encode("utf-8", "surrogatepass")
         return {
             "messageId": self.message_id,
@@ -152,13 +157,13 @@ class Record:
             "md5OfBody": hashlib.md5(body_bytes).hexdigest(),
             "md5OfMessageAttributes": None,
             "eventSource": "aws:sqs",
-            "eventSourceARN": DLQ_ARN,
+            "eventSourceARN": f"{DLQ_ARN}.fifo" if fifo else DLQ_ARN,
             "awsRegion": REGION,
         }
 
 
-def event(batch: list[Record], now: float) -> dict[str, Any]:
-    return {"Records": [record.to_lambda(now) for record in batch]}
+def event(batch: list[Record], now: float, *, fifo: bool = False) -> dict[str, Any]:
+    return {"Records": [record.to_lambda(now, fifo=fifo) for record in batch]}
 
 
 # --- attribute values --------------------------------------------------------------------

@@ -88,17 +88,17 @@ def world() -> Iterator[World]:
         yield made
 
 
-_HANDLERS: dict[tuple[int, str], Handler] = {}
+_HANDLERS: dict[tuple[int, str, bool], Handler] = {}
 
 
-def run(world: World, mode: str, batch: list[Record]) -> Observed:
+def run(world: World, mode: str, batch: list[Record], *, fifo: bool = False) -> Observed:
     """One invocation of the handler for `mode` (built once per world and mode, as a Lambda
-    execution environment keeps it)."""
-    key = (id(world), mode)
+    execution environment keeps it); `fifo`: from the FIFO DLQ to the FIFO queues."""
+    key = (id(world), mode, fifo)
     if key not in _HANDLERS:
         _HANDLERS.clear()
-        _HANDLERS[key] = Handler(world, mode)
-    return _HANDLERS[key](batches.event(batch, time.time()))
+        _HANDLERS[key] = Handler(world, mode, fifo=fifo)
+    return _HANDLERS[key](batches.event(batch, time.time(), fifo=fifo))
 
 
 # --- examples: the shapes of issue 44, each a record of its own ----------------------------
@@ -147,6 +147,10 @@ def one_outcome_each(batch: list[Record], seen: Observed) -> None:
         f"{len(batch)} records, {len(seen.sent)} copies taken, {len(seen.delivered)} "
         f"deliveries taken, {len(failed)} failures"
     )
+    bodies = Counter(record.body for record in batch)
+    for record in batch:
+        if record.message_id in failed and bodies[record.body] == 1:
+            assert record.body not in {sent.body for sent in seen.sent}, "a failure sent"
     handles = {record.receipt_handle: record.message_id for record in batch}
     assert {handles.get(handle) for handle in seen.held} <= set(failed)
 
@@ -184,6 +188,26 @@ def only_allowed_targets(world: World, mode: str, seen: Observed) -> None:
     for call in attempted:
         for target in _delivered_to(call):
             assert _allowed(world, mode, target), (call.service, call.operation, target)
+
+
+@pytest.mark.parametrize("mode", ["sqs", "any"])
+@PROFILE
+@given(batch=batches.batches(batches.ordinary_bodies | batches.unwritable_bodies))
+def test_fifo_batches_get_one_outcome_each_and_a_failure_stops_its_group(
+    world: World, mode: str, batch: list[Record]
+) -> None:
+    """From a FIFO DLQ (DESIGN §4): one outcome each, and once a record of a group fails,
+    every later record of that group in the batch fails too (nothing of it is sent)."""
+    seen = run(world, mode, batch, fifo=True)
+    one_outcome_each(batch, seen)
+    only_allowed_targets(world, mode, seen)
+    failed = set(seen.failed)
+    groups: dict[str | None, list[bool]] = {}
+    for record in batch:
+        groups.setdefault(record.group_id, []).append(record.message_id in failed)
+    for group, fails in groups.items():
+        if group is not None and True in fails:
+            assert all(fails[fails.index(True) :]), (group, fails)
 
 
 def _params_of(value: Value) -> dict[str, Any]:

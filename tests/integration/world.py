@@ -34,6 +34,7 @@ NOT_BEFORE = "dlq-replay-not-before"
 PARK_REASON = "dlq-replay-park-reason"
 KIND = "dlq-replay-kind"
 TARGET = "dlq-replay-target"
+FIFO = ".fifo"
 
 # DESIGN §2-4: the only reasons an SQS record is parked for.
 SQS_PARK_REASONS = frozenset(
@@ -161,10 +162,18 @@ def observe(
         elif call.service == "sqs" and call.operation == "ChangeMessageVisibilityBatch":
             seen.held += [entry["ReceiptHandle"] for entry in call.params["Entries"]]
         elif (call.service, call.operation) in DELIVERIES and call.ok:
-            if call.operation == "PutEvents" and call.parsed.get("FailedEntryCount"):
-                continue
-            seen.delivered.append(call)
+            seen.delivered += [call] * _taken(call)
     return seen
+
+
+def _taken(call: Call) -> int:
+    """How many deliveries a call that succeeded made: one, or each entry a batch call's
+    service took (PutEvents and PublishBatch may carry several records)."""
+    if call.operation == "PutEvents":
+        return len(call.params["Entries"]) - int(call.parsed.get("FailedEntryCount", 0))
+    if call.operation == "PublishBatch":
+        return len(call.parsed.get("Successful", []))
+    return 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,12 +207,15 @@ class World:
 
     @property
     def own_queue_urls(self) -> frozenset[str]:
-        return frozenset({self.dlq_url, self.main_url, self.operator_url})
+        """The stack's queues, standard and FIFO."""
+        urls = (self.dlq_url, self.main_url, self.operator_url)
+        return frozenset({*urls, *(f"{url}{FIFO}" for url in urls)})
 
-    def environment(self, kind: str) -> dict[str, str]:
+    def environment(self, kind: str, *, fifo: bool = False) -> dict[str, str]:
+        suffix = FIFO if fifo else ""
         env = {
-            "MAIN_QUEUE_URL": self.main_url,
-            "OPERATOR_QUEUE_URL": self.operator_url,
+            "MAIN_QUEUE_URL": self.main_url + suffix,
+            "OPERATOR_QUEUE_URL": self.operator_url + suffix,
             "BACKOFF_BASE_SECONDS": "1",
             "BACKOFF_CAP_SECONDS": "2000",  # some delays take the long-delay path
             "BACKOFF_MULTIPLIER": "30",
@@ -234,6 +246,8 @@ def moto_world() -> Iterator[World]:
             arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])
             return url, arn["Attributes"]["QueueArn"]
 
+        for name in ("props-dlq", "props-main", "props-operator"):  # and the FIFO stack
+            sqs.create_queue(QueueName=f"{name}{FIFO}", Attributes={"FifoQueue": "true"})
         dlq_url, dlq_arn = queue("props-dlq")
         main_url, _ = queue("props-main")
         operator_url, _ = queue("props-operator")
@@ -295,7 +309,8 @@ def _ledger_table(dynamodb: Any, name: str) -> None:
 class Handler:
     """The replay as the Lambda function builds it for `DLQ_KIND=kind`, and its call log."""
 
-    def __init__(self, world: World, kind: str) -> None:
+    def __init__(self, world: World, kind: str, *, fifo: bool = False) -> None:
+        """`fifo`: the FIFO stack (props-dlq.fifo -> props-main.fifo, props-operator.fifo)."""
         self.world = world
         session = boto3.Session(region_name=REGION)
         self.log = CallLog(session)
@@ -303,7 +318,7 @@ class Handler:
         logger = logging.getLogger("props.replay")
         logger.setLevel(logging.CRITICAL)  # the lines are not what these tests read
         self.replay = LambdaReplay.from_env(
-            world.environment(kind), sqs=self._sqs, session=session, logger=logger
+            world.environment(kind, fifo=fifo), sqs=self._sqs, session=session, logger=logger
         )
 
     def __call__(self, event: Mapping[str, Any]) -> Observed:
