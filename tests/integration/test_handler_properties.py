@@ -77,9 +77,10 @@ def _xfail_today(*modes: str) -> list[Any]:
     ]
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def world() -> Iterator[World]:
-    """One world per test: its examples share it (each invocation empties the queues)."""
+    """One world for the module: every example of every property shares it (moto's mock sets
+    its own fake credentials; every client here names its region)."""
     with moto_world() as made:
         assert made.function_arn == batches.FUNCTION_ARN
         assert made.rule_arn == batches.RULE_ARN
