@@ -35,6 +35,8 @@ PARK_REASON = "dlq-replay-park-reason"
 KIND = "dlq-replay-kind"
 TARGET = "dlq-replay-target"
 FIFO = ".fifo"
+STATE_MACHINE_ARN = f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:props-gone"
+BUS_ARN = f"arn:aws:events:{REGION}:{ACCOUNT}:event-bus/default"
 
 # DESIGN §2-4: the only reasons an SQS record is parked for.
 SQS_PARK_REASONS = frozenset(
@@ -275,6 +277,10 @@ def moto_world() -> Iterator[World]:
                 {"Id": "queue", "Arn": target_arn},
                 {"Id": "fn", "Arn": function_arn},
                 {"Id": "topic", "Arn": topic_arn},
+                {"Id": "machine", "Arn": STATE_MACHINE_ARN, "RoleArn": role},
+                {"Id": "bus", "Arn": BUS_ARN, "RoleArn": role},
+                # In the rule, not in REPLAY_TARGET_ARNS.
+                {"Id": "other", "Arn": f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:someone-elses"},
             ],
         )
         _ledger_table(boto3.client("dynamodb", region_name=REGION), "props-ledger")
@@ -287,8 +293,8 @@ def moto_world() -> Iterator[World]:
             target_queue_url=target_url,
             function_arn=function_arn,
             topic_arn=topic_arn,
-            state_machine_arn=f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:props-gone",
-            bus_arn=f"arn:aws:events:{REGION}:{ACCOUNT}:event-bus/default",
+            state_machine_arn=STATE_MACHINE_ARN,
+            bus_arn=BUS_ARN,
             rule_arn=rule_arn,
             table="props-ledger",
         )
