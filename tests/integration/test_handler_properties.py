@@ -66,17 +66,6 @@ PROFILE = settings.get_profile(
 )
 
 MODES = ["sqs", "lambda", "eventbridge", "any"]
-ISSUE_44 = "issue 44: fixed by the engine branch"
-
-
-def _xfail_today(*modes: str) -> list[Any]:
-    """The modes as parameters, those listed marked as failing on today's engine."""
-    return [
-        pytest.param(mode, marks=pytest.mark.xfail(strict=True, reason=ISSUE_44))
-        if mode in modes
-        else mode
-        for mode in MODES
-    ]
 
 
 @pytest.fixture(scope="module")
@@ -158,7 +147,7 @@ def one_outcome_each(batch: list[Record], seen: Observed) -> None:
     assert {handles.get(handle) for handle in seen.held} <= set(failed)
 
 
-@pytest.mark.parametrize("mode", _xfail_today(*MODES))
+@pytest.mark.parametrize("mode", MODES)
 @PROFILE
 @given(batch=batches.batches(batches.hostile_bodies | batches.unwritable_bodies))
 @example(batch=[GOOD, DEEP_DESTINATION, LOOKS_LAMBDA])
@@ -269,7 +258,6 @@ def test_sqs_mode_replays_plain_records_as_sections_3_and_4(
     replayed_as_sqs(world, batch, run(world, "sqs", batch))
 
 
-@pytest.mark.xfail(strict=True, reason=ISSUE_44)
 @PROFILE
 @given(batch=batches.batches(batches.hostile_bodies | batches.unwritable_bodies))
 @example(batch=[GOOD, LOOKS_LAMBDA, LOOKS_EVENTBRIDGE, LOOKS_DESTINATION])
@@ -280,7 +268,6 @@ def test_sqs_mode_recognises_nothing(world: World, batch: list[Record]) -> None:
     replayed_as_sqs(world, batch, run(world, "sqs", batch))
 
 
-@pytest.mark.xfail(strict=True, reason=ISSUE_44)
 @pytest.mark.parametrize("mode", ["lambda", "eventbridge"])
 @PROFILE
 @given(

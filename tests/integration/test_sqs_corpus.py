@@ -105,9 +105,6 @@ def assert_same_answer(recorded: dict[str, Any], today: dict[str, Any]) -> None:
 
 
 def _param(case: dict[str, Any]) -> Any:
-    if case["name"] in LOOKALIKES:
-        marks = pytest.mark.xfail(strict=True, reason="issue 44: fixed by the engine branch")
-        return pytest.param(case, id=case["name"], marks=marks)
     return pytest.param(case, id=case["name"])
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import subprocess
 from typing import TYPE_CHECKING
 
-import pytest
 from emulation import eventually
 
 from local.support import clean_env, dlq_replay_command
@@ -47,7 +46,6 @@ def _drain(sqs: SQSClient, url: str, into: list[MessageTypeDef]) -> list[Message
     return into
 
 
-@pytest.mark.xfail(strict=True, reason="issue 44: fixed by the engine branch")
 def test_every_record_of_a_poll_is_replayed_as_an_sqs_record(
     emulator_endpoint: str, emulator_sqs: SQSClient
 ) -> None:
