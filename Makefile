@@ -56,7 +56,7 @@ CHECK_JOBS ?= 4
 
 # Top-level development requirements; `make lock` resolves them, with the project's own
 # dependencies and its `demo` extra, into requirements/dev.lock.
-LOCK_REQUIREMENTS := aws-sam-cli aws-sam-translator cfn-lint 'moto[server]' ruff mypy pytest \
+LOCK_REQUIREMENTS := aws-sam-cli aws-sam-translator cfn-lint 'moto[server]' ruff mypy pytest selenium \
 	pytest-xdist hypothesis 'boto3-stubs[sqs,sns,lambda,stepfunctions,events]'
 
 # LocalStack, the second emulator (`make test-localstack`): its own venv under build/, from
@@ -390,7 +390,7 @@ lock:
 	$(BUILD_DIR)/lock-venv/bin/python -m pip install --quiet --disable-pip-version-check \
 		--upgrade pip
 	$(BUILD_DIR)/lock-venv/bin/python -m pip install --quiet --disable-pip-version-check \
-		'.[demo]' $(LOCK_REQUIREMENTS)
+		'.[demo,console]' $(LOCK_REQUIREMENTS)
 	{ echo '# Pinned development environment (Python 3.13). Regenerate with: make lock'; \
 	  $(BUILD_DIR)/lock-venv/bin/python -m pip freeze --all --exclude pip --exclude-editable \
 	    | grep -v -i '^sqs[-_]dlq[-_]replay[ =@]'; } > requirements/dev.lock.tmp

@@ -46,9 +46,7 @@ def test_every_request_needs_the_token_and_this_host(endpoint: str, client: SQSC
 
         rebinding = stranger.request("/", headers={"Host": "evil.example:80"})
         assert rebinding.status == 400
-        rebound = stranger.request(
-            f"/?token={console.token}", headers={"Host": "attacker.test"}
-        )
+        rebound = stranger.request(f"/?token={console.token}", headers={"Host": "attacker.test"})
         assert rebound.status == 400
 
 

@@ -180,9 +180,9 @@ class Console:
 
     def start_redrive(self, order: jobs.RedriveOrder) -> jobs.Job:
         where = order.destination.name if order.destination else "source"
-        job = jobs.Job(
-            "redrive", order.source.name, f"{order.source.name} -> {where}", len(order.ids)
-        )
+        # The redrive receives the whole queue (the unchosen are given back): about as many.
+        seen = max(len(order.ids), self.snapshot(order.source).examined)
+        job = jobs.Job("redrive", order.source.name, f"{order.source.name} -> {where}", seen)
         return self.jobs.start(job, lambda j: jobs.run_redrive(self.args, self.sqs, order, j))
 
     def start_export(self, order: jobs.RedriveOrder, filename: str) -> jobs.Job:
