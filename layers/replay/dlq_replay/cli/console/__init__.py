@@ -8,11 +8,16 @@ with the console's connection options. Flask and Jinja2 come from the `console` 
 from __future__ import annotations
 
 import argparse
+import logging
 import secrets
+import signal
 import socket
 import sys
 import tempfile
+import threading
 from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING
 
 from dlq_replay.cli.auditing import add_audit_option
 from dlq_replay.cli.deployment import (
@@ -20,9 +25,13 @@ from dlq_replay.cli.deployment import (
     command_sqs,
     resolve_deployment,
 )
-from dlq_replay.cli.errors import EXIT_OK, EXIT_USAGE, CommandError, operator_command
+from dlq_replay.cli.errors import EXIT_USAGE, CommandError, operator_command
 from dlq_replay.cli.options import add_aws_options
 from dlq_replay.cli.parsing import Subparsers, int_between
+from dlq_replay.cli.shutdown import SIGNALS, exit_code, signal_name
+
+if TYPE_CHECKING:
+    from werkzeug.serving import BaseWSGIServer
 
 EXTRA_HINT = "the console needs its extra: pip install 'sqs-dlq-replay[console]'"
 
@@ -69,6 +78,8 @@ def run_console(args: argparse.Namespace) -> int:
         from dlq_replay.cli.console.state import Console
     except ImportError:
         raise CommandError(EXTRA_HINT, EXIT_USAGE) from None
+    # The server's request log would print every URL, the token's too: warnings only.
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
     deployment = resolve_deployment(args)
     sqs = command_sqs(args)
     port = args.port or _free_port(args.host)
@@ -93,14 +104,34 @@ def run_console(args: argparse.Namespace) -> int:
         if args.read_only:
             print("read-only: no action is offered or accepted", flush=True)
         print("Ctrl-C stops it", file=sys.stderr, flush=True)
-        try:
-            server.serve_forever()
-        except KeyboardInterrupt:
-            _stop(console)
-            raise
-        finally:
-            server.server_close()
-    return EXIT_OK
+        signum = _serve(server)
+        _stop(console)
+        print(f"dlq-replay: {signal_name(signum)}: console stopped", file=sys.stderr, flush=True)
+    return exit_code(signum)
+
+
+def _serve(server: BaseWSGIServer) -> int:
+    """Serve in a thread until a signal (SIGINT, SIGTERM, SIGHUP) comes; its number."""
+    received: list[int] = []
+    stopped = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        del frame
+        received.append(signum)
+        stopped.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in SIGNALS}
+    thread = threading.Thread(target=server.serve_forever, name="server", daemon=True)
+    thread.start()
+    try:
+        while not stopped.wait(0.5):
+            pass
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        server.shutdown()
+        server.server_close()
+    return received[0]
 
 
 def _stop(console: object) -> None:
