@@ -343,6 +343,7 @@ bench: $(STAMP) $(BENCH_STAMP)
 	$(BIN)/python bench/bench_outage.py
 	$(BIN)/python bench/bench_kinds.py
 	$(BIN)/python bench/bench_record_cpu.py
+	$(BIN)/python bench/bench_console.py
 	$(BIN)/python bench/bench_end_to_end.py --python $(BENCH_VENV)/bin/python
 
 # The fault-injection soak (tools/soak.py): N messages through the failure path with a chaos
@@ -378,6 +379,7 @@ bench-smoke-computing: $(STAMP)
 	$(BIN)/python bench/bench_cli_start.py --smoke
 	$(BIN)/python bench/bench_breaker.py --smoke
 	$(BIN)/python bench/bench_record_cpu.py --smoke
+	$(BIN)/python bench/bench_console.py --smoke
 	$(BIN)/python bench/bench_end_to_end.py --smoke
 
 # Regenerates requirements/dev.lock from a clean, throwaway venv, then requirements/demo.lock
