@@ -83,7 +83,7 @@ SHARE ?=
 SAR_DIR := $(BUILD_DIR)/sar
 PACKAGED := $(SAR_DIR)/packaged.yaml
 
-.PHONY: venv lint validate build unit integration template pytest test demo bench bench-smoke soak lock \
+.PHONY: venv lint validate build unit integration template pytest test demo console-demo bench bench-smoke soak lock \
 	localstack-venv test-localstack lock-localstack bench-smoke-waiting bench-smoke-computing checkov lock-checkov clean \
 	package need-bucket publish release
 
@@ -262,6 +262,11 @@ lock-localstack:
 DEMO_ARGS ?=
 demo: $(DEMO_STAMP)
 	$(DEMO_VENV)/bin/python -m dlq_replay.cli.main demo $(DEMO_ARGS)
+	@echo "Next: the web console on demo queues (parked samples): make console-demo (Ctrl-C stops it)"
+
+# `dlq-replay console --demo`: the console on the embedded emulator, until Ctrl-C (docs/console.md).
+console-demo: $(STAMP)
+	$(BIN)/dlq-replay console --demo
 
 # $(call user-venv,DIR,PYTHON,PIP OPTIONS[,editable]): a venv with the package's dependencies only
 # (requirements/demo.lock: its own and its `demo` extra's, pinned) and the package: pip's

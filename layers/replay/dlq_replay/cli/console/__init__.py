@@ -57,6 +57,12 @@ def register(subparsers: Subparsers) -> None:
     parser.add_argument(
         "--read-only", action="store_true", help="show the queues; offer and accept no action"
     )
+    parser.add_argument(
+        "--demo",
+        action="store_true",
+        help="on the demo's embedded emulator (no AWS account): its queues, with parked sample "
+        "messages (`make console-demo`; needs the demo extra too)",
+    )
     add_deployment_options(parser)
     add_audit_option(parser)
     add_aws_options(parser)
@@ -71,6 +77,14 @@ def _free_port(host: str) -> int:
 
 @operator_command
 def run_console(args: argparse.Namespace) -> int:
+    if args.demo:
+        from dlq_replay.cli.console.sample import on_demo_queues
+
+        return on_demo_queues(args, _run)
+    return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         from werkzeug.serving import make_server
 
