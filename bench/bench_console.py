@@ -69,7 +69,7 @@ def wait(check: Any, seconds: float = 600) -> Any:
     while not (found := check()):
         if time.monotonic() > deadline:
             raise SystemExit("bench_console: timed out")
-        time.sleep(0.01)
+        time.sleep(0.2)
     return found
 
 
