@@ -77,6 +77,10 @@ def test_overview_queue_filter_redrive_and_audit(
         assert str(total) in row[0].text
         assert "operator queue" in row[0].text
         screenshot(driver, "overview")
+        # It refreshes itself: a message parked now shows within the 5 s refresh.
+        park(client, queues.operator, ["one more"])
+        total += 1
+        wait_for(lambda: str(total) in driver.find_element(By.ID, "overview").text, 12)
 
         driver.find_element(By.LINK_TEXT, name).click()
         wait_for(lambda: driver.find_elements(By.ID, "messages"))

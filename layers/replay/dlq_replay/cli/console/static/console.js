@@ -27,7 +27,8 @@ function age(seconds) {
   return parts.join(" ");
 }
 
-function link(name) {
+function link(name, listed) {
+  if (listed && !listed.has(name)) return document.createTextNode(name);
   const a = document.createElement("a");
   a.href = "/q/" + encodeURIComponent(name);
   a.textContent = name;
@@ -43,6 +44,7 @@ async function refreshOverview(table) {
     view.operator_depth === null ? "-" : String(view.operator_depth);
   const body = table.tBodies[0];
   const rows = [];
+  const listed = new Set(view.rows.map((q) => q.name));
   for (const q of view.rows) {
     const tr = document.createElement("tr");
     tr.dataset.queue = q.name;
@@ -52,10 +54,14 @@ async function refreshOverview(table) {
     cell(tr, String(q.in_flight), true);
     cell(tr, String(q.delayed), true);
     cell(tr, age(q.oldest_age), true);
-    cell(tr, q.sources.length ? q.sources.join(", ") : "-");
+    const sources = cell(tr, q.sources.length ? "" : "-");
+    q.sources.forEach((source, index) => {
+      if (index) sources.appendChild(document.createTextNode(", "));
+      sources.appendChild(link(source, listed));
+    });
     const moves = cell(tr, q.moves_to ? "" : "-");
     if (q.moves_to) {
-      moves.appendChild(link(q.moves_to));
+      moves.appendChild(link(q.moves_to, listed));
       moves.appendChild(document.createTextNode(" after " + q.max_receive_count + " receives"));
     }
     const kinds = Object.entries(q.kinds).map(([k, n]) => k + " " + n).join(", ");
