@@ -5,10 +5,11 @@ Each sample is `dlq-replay redrive --client-side` of 10 parked messages, run in 
 against moto's server in a process of its own (every service on one port of 127.0.0.1, so
 every call is a real HTTP round trip, and the server's work does not share this process's
 GIL; the queues are named by URL). The clock starts when
-the command's run function is called and stops at the first request of each kind; the figure
-is the median over N runs, and `gate wait` is how long the command waited for the audit's
-begin record after its own checks (0 when the record was written while they ran). "none"
-calls the run function without its audit decorator: the baseline.
+the command's run function is called and stops at the first request of each kind (`CPU to
+send`: the process's CPU time until the first send, all threads: what a loaded machine
+stretches); the figure is the median over N runs, and `gate wait` is how long the command
+waited for the audit's begin record after its own checks (0 when the record was written
+while they ran). "none" calls the run function without its audit decorator: the baseline.
 
     python bench/bench_audit.py            # 15 runs a case
     python bench/bench_audit.py --smoke    # CI: 3 a case
@@ -28,15 +29,18 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import boto3
 from dlq_replay.cli.main import build_parser
 from dlq_replay.cli.redrive import run_redrive
 from dlq_replay.demo.emulator import create_queues, emulator_client
 
+if TYPE_CHECKING:
+    from mypy_boto3_sqs.type_defs import MessageAttributeValueTypeDef
+
 TABLE = "bench-audit"
-ATTRIBUTES = {
+ATTRIBUTES: dict[str, MessageAttributeValueTypeDef] = {
     "dlq-replay-park-reason": {"DataType": "String", "StringValue": "max-attempts"},
 }
 
@@ -114,15 +118,19 @@ def one_run(endpoint: str, urls: Any, case: str) -> dict[str, float]:
     )
     first: dict[str, float] = {}
     started = time.perf_counter()
+    cpu = time.process_time()
 
     def seen(event_name: str, **_: Any) -> None:
-        first.setdefault(event_name.rsplit(".", 1)[-1], time.perf_counter() - started)
+        operation = event_name.rsplit(".", 1)[-1]
+        if operation not in first:
+            first[operation] = time.perf_counter() - started
+            first[f"{operation} cpu"] = time.process_time() - cpu
 
     session.events.register("before-send.sqs.ReceiveMessage", seen)
     session.events.register("before-send.sqs.SendMessageBatch", seen)
     args._aws_session = session
     run = inspect.unwrap(run_redrive) if case == "none" else run_redrive
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     with contextlib.redirect_stdout(io.StringIO()):
         code = run(args)
     assert code == 0, code
@@ -130,6 +138,7 @@ def one_run(endpoint: str, urls: Any, case: str) -> dict[str, float]:
     return {
         "receive": first["ReceiveMessage"],
         "send": first["SendMessageBatch"],
+        "cpu": first["SendMessageBatch cpu"],
         "gate": recorder.waited if recorder is not None else 0.0,
     }
 
@@ -157,13 +166,16 @@ def main(argv: list[str] | None = None) -> int:
     command = "python bench/bench_audit.py" + (" --smoke" if args.smoke else "")
     print(f"bench_audit: {command} (median of {runs} runs, moto's server on 127.0.0.1)")
     print(f"load: {os.getloadavg()[0]:.1f} (1 min) on {os.cpu_count()} CPUs")
-    print(f"{'trail':<8} {'1st receive ms':>15} {'1st send ms':>12} {'gate wait ms':>13}")
+    print(
+        f"{'trail':<8} {'1st receive ms':>15} {'1st send ms':>12} {'CPU to send ms':>15} "
+        f"{'gate wait ms':>13}"
+    )
     for case, samples in results.items():
-        receive, send, gate = (
+        receive, send, cpu, gate = (
             statistics.median(sample[key] for sample in samples) * 1000
-            for key in ("receive", "send", "gate")
+            for key in ("receive", "send", "cpu", "gate")
         )
-        print(f"{case:<8} {receive:>15.1f} {send:>12.1f} {gate:>13.1f}")
+        print(f"{case:<8} {receive:>15.1f} {send:>12.1f} {cpu:>15.1f} {gate:>13.1f}")
     return 0
 
 

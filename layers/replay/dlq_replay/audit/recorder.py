@@ -22,6 +22,9 @@ from dlq_replay.audit.model import AuditRecord, Origin, Outcome, Phase, utc_text
 from dlq_replay.audit.store import AuditStore
 
 EXIT_OK, EXIT_FAILED = 0, 1
+# How long the begin waits for STS to name the caller: past it, the caller is recorded as
+# unknown (an endpoint where STS is unreachable must not hold an operator up for long).
+IDENTITY_PATIENCE_SECONDS = 3.0
 SIGNAL_EXITS = 128  # 128 + the signal's number: a signal stopped the command
 
 
@@ -78,7 +81,8 @@ class Recorder:
         self._identity = self.begin.identity
         self._details: dict[str, Any] = {}
         self._tally: Mapping[str, Any] | None = None
-        self._threads: list[threading.Thread] = []
+        self._writer: threading.Thread | None = None
+        self.identity_patience = IDENTITY_PATIENCE_SECONDS
 
     def start(self) -> None:
         """Ask who the caller is and write the begin, both in the background."""
@@ -86,7 +90,7 @@ class Recorder:
         writing = threading.Thread(
             target=self._write_begin, args=(asking,), name="audit-begin", daemon=True
         )
-        self._threads = [asking, writing]
+        self._writer = writing
         asking.start()
         writing.start()
 
@@ -99,16 +103,22 @@ class Recorder:
     def _write_begin(self, asking: threading.Thread) -> None:
         try:
             store = self._open_store()
-            asking.join()
-            self.begin = replace(self.begin, identity=self._identity, at=utc_text(_now()))
+            asking.join(self.identity_patience)
+            identity = (
+                Identity.unknown(f"STS did not answer within {self.identity_patience:g} s")
+                if asking.is_alive()
+                else self._identity
+            )
+            self.begin = replace(self.begin, identity=identity, at=utc_text(_now()))
             store.write(self.begin)
             self.store = store
         except Exception as error:  # any reason refuses the action (gate)
             self.failure = self._describe(error)
 
     def _join(self) -> None:
-        for thread in self._threads:
-            thread.join()
+        """Wait for the begin (an STS call still hanging is left to its daemon thread)."""
+        if self._writer is not None:
+            self._writer.join()
 
     def gate(self) -> None:
         """Return once the begin is written; AuditError when it could not be."""

@@ -112,8 +112,16 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
-def _identify(args: argparse.Namespace) -> audit.Identity:
-    return audit.caller_identity(clients.make_client(args, "sts"))
+def _identifier(args: argparse.Namespace) -> Callable[[], audit.Identity]:
+    """Who the caller is, asked later on the audit's thread. The STS client is made here, on
+    the command's thread and before any other: botocore's shared data (endpoints, defaults) is
+    then loaded once, where two threads making their first clients at once both load it."""
+    try:
+        sts = clients.make_client(args, "sts")
+    except Exception as error:  # the reason is recorded; the command fails on its own, if at all
+        reason = describe(error)
+        return lambda: audit.Identity.unknown(reason)
+    return lambda: audit.caller_identity(sts)
 
 
 def _changes(args: argparse.Namespace) -> bool:
@@ -132,16 +140,16 @@ def audited(
         def wrapper(args: argparse.Namespace) -> int:
             if not changes(args):
                 return run(args)
+            aws_session(args)  # one session, made here, before the threads share it
             recorder = audit.Recorder(
                 command or str(args.command),
                 origin_of(args),
                 request_of(args),
                 open_store=lambda: open_store(args),
-                identify=lambda: _identify(args),
+                identify=_identifier(args),
                 describe=describe,
             )
             setattr(args, _RECORDER, recorder)
-            aws_session(args)  # one session, made here, before the threads share it
             recorder.start()
             try:
                 code = run(args)
@@ -168,7 +176,7 @@ def gate(
 ) -> None:
     """Before the action's first change: wait until its begin record is written (the action
     is refused when it could not be), with what it works on for the end record."""
-    recorder: audit.Recorder | None = getattr(args, _RECORDER, None)
+    recorder = recorder_of(args)
     if recorder is None:
         return
     recorder.note(queues=queues, selection_size=selection_size)
@@ -179,6 +187,13 @@ def gate(
 
 def audit_tally(args: argparse.Namespace, tally: Mapping[str, Any]) -> None:
     """The action's final tally, for its end record."""
-    recorder: audit.Recorder | None = getattr(args, _RECORDER, None)
+    recorder = recorder_of(args)
     if recorder is not None:
         recorder.tally(tally)
+
+
+def recorder_of(args: argparse.Namespace) -> audit.Recorder | None:
+    """The audit of the run `args` went through (its `begin.action_id`, `failure`, `waited`),
+    for the console to link an action to its records; None when it was not recorded."""
+    found: audit.Recorder | None = getattr(args, _RECORDER, None)
+    return found

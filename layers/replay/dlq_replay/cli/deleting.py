@@ -1,0 +1,124 @@
+"""`dlq-replay delete`: delete the messages a selection takes, behind the queue's name typed
+back (`--confirm`)."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import asdict
+from typing import Any
+
+from dlq_replay import ops
+from dlq_replay.cli.auditing import add_audit_option, audit_tally, audited, gate
+from dlq_replay.cli.deployment import add_operator_options, add_receive_options, resolve_target
+from dlq_replay.cli.errors import EXIT_FAILED, EXIT_OK, operator_command
+from dlq_replay.cli.options import BUDGET_HELP
+from dlq_replay.cli.output import (
+    TallyRow,
+    count_table,
+    make_console,
+    note,
+    print_json,
+    progress_bars,
+)
+from dlq_replay.cli.parsing import Subparsers, int_between
+from dlq_replay.cli.purge import add_confirm_option, check_confirmed
+from dlq_replay.cli.selection import add_selection_options, selector_from
+from dlq_replay.cli.shutdown import Shutdown, hidden_until_text
+from dlq_replay.ops.deleting import Deleter, DeleteRequest, DeleteTally
+from dlq_replay.sqs.depth import queue_depth
+
+
+def register(subparsers: Subparsers) -> None:
+    parser = subparsers.add_parser(
+        "delete",
+        description="Delete the messages of QUEUE that the selection takes (every message "
+        "without one), for good (`dlq-replay export --delete` keeps an archive instead): "
+        "each received batch's selected messages are deleted at once, the others given back "
+        "when the run ends. Asks for the queue's name typed back with --confirm. The tally "
+        "adds up: received = deleted + skipped + failed. " + BUDGET_HELP + " Recorded in the "
+        "audit trail (docs/operator-audit.md).",
+    )
+    parser.add_argument("queue", metavar="QUEUE", help="main, dlq, operator, or a queue URL")
+    add_confirm_option(parser, "deletes")
+    parser.add_argument(
+        "--limit", type=int_between(1, 1_000_000), metavar="N", help="delete at most N messages"
+    )
+    parser.add_argument(
+        "--hide-seconds",
+        type=int_between(1, 43_200),
+        default=120,
+        help="visibility timeout of received messages: those not deleted stay hidden while "
+        "the run lasts and are made visible again when it ends; after a crash they come back "
+        "by themselves after this long (default 120)",
+    )
+    add_selection_options(parser)
+    add_receive_options(parser, count_attribute=False)
+    add_audit_option(parser)
+    add_operator_options(parser, run_delete)
+
+
+@operator_command
+@audited("delete")
+def run_delete(args: argparse.Namespace) -> int:
+    target = resolve_target(args)
+    queue = ops.queue_info(target.sqs, target.queue(args.queue, "QUEUE"))
+    check_confirmed(args, queue)
+    request = DeleteRequest(
+        source=queue,
+        selector=selector_from(args),
+        limit=args.limit,
+        hide_seconds=args.hide_seconds,
+        wait_seconds=args.wait_seconds,
+        reserve=args.reserve,
+    )
+    shutdown = Shutdown()
+    deleter = Deleter(target.sqs, request, stop=shutdown.stop)  # refuses a spent budget
+    approximate = queue_depth(target.sqs, queue.url).visible
+    gate(args, queues=(queue.url,), selection_size=approximate)
+    with progress_bars(args) as progress:
+        bar = progress.add_task(f"deleting from {queue.name}", total=approximate or None)
+
+        def show(tally: DeleteTally) -> None:
+            progress.update(bar, completed=tally.seen, total=max(approximate, tally.seen) or None)
+
+        def left() -> str:
+            receiving = deleter.receiving
+            return hidden_until_text(len(receiving.handles), receiving.hidden_until)
+
+        def report(why: str) -> None:
+            if args.json:
+                print_json({**delete_json(queue, deleter.tally()), "abandoned": why})
+            else:
+                _print(queue, deleter.tally())
+
+        tally = shutdown.run(lambda: deleter.run(show), left, report)
+    audit_tally(args, delete_json(queue, tally))
+    if tally.stopped:
+        note(tally.stopped)
+    if args.json:
+        print_json(delete_json(queue, tally))
+    else:
+        _print(queue, tally)
+    if shutdown.code is not None:
+        return shutdown.code
+    return EXIT_FAILED if tally.failed or tally.stopped else EXIT_OK
+
+
+def delete_json(queue: ops.QueueInfo, tally: DeleteTally) -> dict[str, Any]:
+    return {"queue": queue.url, **asdict(tally), "adds_up": tally.adds_up}
+
+
+def _print(queue: ops.QueueInfo, tally: DeleteTally) -> None:
+    console = make_console()
+    console.print(f"{queue.name}: deleted what the selection took")
+    rows: list[TallyRow] = [
+        ("deleted", tally.deleted),
+        ("skipped (not selected, given back)", tally.skipped),
+        ("failed (still in the queue)", tally.failed),
+        ("seen (received)", tally.seen),
+    ]
+    console.print(count_table("messages", rows))
+    if tally.not_released:
+        console.print(hidden_until_text(tally.not_released, tally.hidden_until))
+    if tally.failed:
+        console.print("failed messages come back when their hide time ends: rerun to retry")

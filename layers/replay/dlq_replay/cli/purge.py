@@ -1,0 +1,77 @@
+"""`dlq-replay purge`: PurgeQueue on one queue, behind its name typed back (`--confirm`)."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import asdict
+from typing import Any
+
+from dlq_replay import ops
+from dlq_replay.cli.auditing import add_audit_option, audit_tally, audited, gate
+from dlq_replay.cli.deployment import add_operator_options, resolve_target
+from dlq_replay.cli.errors import EXIT_OK, EXIT_USAGE, CommandError, operator_command
+from dlq_replay.cli.output import make_console, plural, print_json
+from dlq_replay.cli.parsing import Subparsers
+from dlq_replay.ops.purge import PURGE_INTERVAL_SECONDS, PurgeResult, depth_before_purge, purge
+
+
+def add_confirm_option(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
+        "--confirm",
+        required=True,
+        metavar="NAME",
+        help=f"the name of the queue, typed back (the last part of its URL): {what} only when "
+        "it is the queue's name",
+    )
+
+
+def check_confirmed(args: argparse.Namespace, queue: ops.QueueInfo) -> None:
+    """A usage error unless --confirm is the queue's own name (what a type-to-confirm sends)."""
+    if args.confirm != queue.name:
+        raise CommandError(
+            f"--confirm {args.confirm!r} is not the name of the queue {queue.url}: type its name "
+            f"({queue.name}) to confirm; nothing was done",
+            EXIT_USAGE,
+        )
+
+
+def register(subparsers: Subparsers) -> None:
+    parser = subparsers.add_parser(
+        "purge",
+        description="Delete every message of QUEUE with SQS's PurgeQueue: visible, in flight "
+        f"and delayed ones, within {PURGE_INTERVAL_SECONDS} seconds, for good (no archive: "
+        "`dlq-replay export` first to keep them). Asks for the queue's name typed back with "
+        f"--confirm. SQS allows one purge of a queue every {PURGE_INTERVAL_SECONDS} seconds. "
+        "Recorded in the audit trail (docs/operator-audit.md).",
+    )
+    parser.add_argument("queue", metavar="QUEUE", help="main, dlq, operator, or a queue URL")
+    add_confirm_option(parser, "purges")
+    add_audit_option(parser)
+    add_operator_options(parser, run_purge)
+
+
+@operator_command
+@audited("purge")
+def run_purge(args: argparse.Namespace) -> int:
+    target = resolve_target(args)
+    queue = ops.queue_info(target.sqs, target.queue(args.queue, "QUEUE"))
+    check_confirmed(args, queue)
+    before = depth_before_purge(target.sqs, queue)
+    gate(args, queues=(queue.url,), selection_size=before.total)
+    result = purge(target.sqs, queue, before)
+    audit_tally(args, purge_json(result))
+    if args.json:
+        print_json(purge_json(result))
+        return EXIT_OK
+    depth = result.before
+    make_console().print(
+        f"purged {queue.name}: about {plural(result.purged, 'message')} ({depth.visible} "
+        f"visible, {depth.in_flight} in flight, {depth.delayed} delayed); SQS removes them "
+        f"within {PURGE_INTERVAL_SECONDS} seconds",
+        soft_wrap=True,
+    )
+    return EXIT_OK
+
+
+def purge_json(result: PurgeResult) -> dict[str, Any]:
+    return {"queue": result.queue, "purged": result.purged, "before": asdict(result.before)}

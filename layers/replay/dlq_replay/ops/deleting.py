@@ -1,0 +1,121 @@
+"""`delete`: delete the messages a selection takes, receiving as `peek` and `export` do.
+
+Every receive spends the receive budget of a queue with a RedrivePolicy (`receiving`): the
+command refuses a queue where even a fresh message would keep too few receives, and stops
+before its next receive once a message it saw is spent, so looking for what to delete never
+pushes a message on to the next queue. Each selected message is deleted as soon as its batch
+is received; the others stay hidden while the run lasts (so none is received twice) and are
+made visible again at the end, also when it is stopped. The tally adds up: every message
+received is deleted, skipped (not selected, given back) or failed (SQS refused the delete:
+it comes back by itself when its hide time ends).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from dlq_replay.core import attributes
+from dlq_replay.ops.queues import QueueInfo
+from dlq_replay.ops.receiving import Receiving, usable_budget
+from dlq_replay.ops.select import Selector
+from dlq_replay.sqs.sending import delete_messages
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+    from mypy_boto3_sqs.type_defs import MessageTypeDef
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteRequest:
+    source: QueueInfo
+    selector: Selector = field(default_factory=Selector)  # empty: every message
+    limit: int | None = None  # delete at most this many
+    hide_seconds: int = 120
+    wait_seconds: int = 1
+    reserve: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteTally:
+    deleted: int = 0
+    skipped: int = 0  # received and not selected (or past --limit): given back
+    failed: int = 0  # selected, and SQS did not delete it: still in the queue
+    seen: int = 0  # received
+    stopped: str | None = None  # why it stopped before the queue was empty (the budget)
+    interrupted: bool = False  # a stop token (a signal) ended it early
+    not_released: int = 0  # skipped messages SQS refused to make visible again at once
+    hidden_until: float | None = None  # epoch seconds: when those come back by themselves
+
+    @property
+    def adds_up(self) -> bool:
+        return self.seen == self.deleted + self.skipped + self.failed
+
+
+class Deleter:
+    """One delete run; `tally()` may be read from another thread while `run` goes on."""
+
+    def __init__(
+        self,
+        sqs: SQSClient,
+        request: DeleteRequest,
+        *,
+        stop: threading.Event | None = None,
+        now: Callable[[], float] = time.time,
+    ) -> None:
+        self.request = request
+        self.stop = stop or threading.Event()
+        self.now = now
+        budget = usable_budget(sqs, request.source, request.reserve)
+        self.receiving = Receiving(
+            sqs,
+            request.source.url,
+            budget,
+            request.hide_seconds,
+            request.wait_seconds,
+            stop=self.stop,
+        )
+        self.counts: Counter[str] = Counter()
+        self.not_released = 0
+
+    def _selected(self, message: MessageTypeDef) -> bool:
+        selector = self.request.selector
+        values = attributes.from_sqs(message.get("MessageAttributes")).values
+        return selector.empty or selector.matches(message, values, self.now())
+
+    def run(self, on_progress: Callable[[DeleteTally], None] | None = None) -> DeleteTally:
+        try:
+            for batch in self.receiving.batches(self.request.limit, self._selected):
+                refused = set(delete_messages(self.receiving.sqs, self.receiving.url, batch))
+                done = [m["MessageId"] for m in batch if m["MessageId"] not in refused]
+                self.receiving.forget(done)
+                self.counts["deleted"] += len(done)
+                self.counts["failed"] += len(refused)
+                if on_progress is not None:
+                    on_progress(self.tally())
+        finally:
+            # What was not deleted: the skipped ones given back now, the failed ones too.
+            self.counts["seen"] = self._seen()
+            self.not_released = self.receiving.release()
+        return self.tally()
+
+    def _seen(self) -> int:
+        return self.counts["deleted"] + len(self.receiving.handles)
+
+    def tally(self) -> DeleteTally:
+        deleted, failed = self.counts["deleted"], self.counts["failed"]
+        seen = max(self.counts["seen"], self._seen())
+        return DeleteTally(
+            deleted=deleted,
+            skipped=seen - deleted - failed,
+            failed=failed,
+            seen=seen,
+            stopped=self.receiving.stopped,
+            interrupted=self.stop.is_set(),
+            not_released=self.not_released,
+            hidden_until=self.receiving.hidden_until if self.not_released else None,
+        )

@@ -1,0 +1,202 @@
+"""The audit trail's records and stores, without AWS: the JSON form round-trips, whatever a
+store holds besides records is skipped (never an error), the newest actions come back whole,
+and the recorder refuses an action whose begin could not be written."""
+
+from __future__ import annotations
+
+import json
+import string
+import threading
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from dlq_replay.audit import (
+    AuditError,
+    AuditRecord,
+    FileAuditStore,
+    Identity,
+    Origin,
+    Outcome,
+    Phase,
+    Recorder,
+    pair_records,
+    utc_text,
+)
+from dlq_replay.audit.store import take_actions
+from hypothesis import given
+from hypothesis import strategies as st
+
+START = datetime(2026, 11, 29, 2, 0, tzinfo=UTC)
+CALLER = Identity("arn:aws:sts::123456789012:assumed-role/Ops/alice", "123456789012", "AROA:alice")
+
+
+def record(n: int, phase: Phase, **more: object) -> AuditRecord:
+    at = utc_text(START + timedelta(seconds=n))
+    return AuditRecord(f"id{n:04d}", phase, at, at, "redrive", Origin.CLI, CALLER, **more)  # type: ignore[arg-type]
+
+
+texts = st.text(string.printable, max_size=20)
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | texts,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(texts, inner, max_size=3),
+    max_leaves=10,
+)
+
+
+@given(
+    request=st.dictionaries(texts, json_values, max_size=4),
+    tally=st.none() | st.dictionaries(texts, json_values, max_size=4),
+    size=st.none() | st.integers(0, 10**6),
+    error=st.none() | texts,
+)
+def test_a_record_round_trips_through_its_json(
+    request: dict[str, object], tally: dict[str, object] | None, size: int | None, error: str | None
+) -> None:
+    end = record(
+        1,
+        Phase.END,
+        request=request,
+        tally=tally,
+        selection_size=size,
+        error=error,
+        outcome=Outcome.FAILED,
+        exit_code=1,
+        queues=("https://q/a",),
+    )
+    text = json.dumps(end.to_json())
+    assert AuditRecord.from_json(json.loads(text)) == end
+
+
+@given(lines=st.lists(st.text(max_size=80) | json_values.map(json.dumps), max_size=8))
+def test_a_file_of_anything_lists_only_records_and_never_fails(
+    tmp_path_factory: pytest.TempPathFactory, lines: list[str]
+) -> None:
+    path = tmp_path_factory.mktemp("trail") / "audit.jsonl"
+    store = FileAuditStore(path)
+    store.write(record(1, Phase.BEGIN))
+    with path.open("a", encoding="utf-8") as file:
+        file.write("\n".join(line.replace("\n", " ") for line in lines) + "\n")
+    store.write(record(1, Phase.END, outcome=Outcome.OK, exit_code=0))
+
+    (action,) = store.actions()
+
+    assert action.begin == record(1, Phase.BEGIN)
+    assert action.end is not None
+    assert action.end.outcome is Outcome.OK
+
+
+@given(count=st.integers(0, 12), limit=st.integers(1, 12), ended=st.sets(st.integers(0, 11)))
+def test_the_newest_actions_come_back_whole_and_newest_first(
+    count: int, limit: int, ended: set[int]
+) -> None:
+    records = [record(n, Phase.BEGIN) for n in range(count)]
+    records += [record(n, Phase.END, outcome=Outcome.OK) for n in ended if n < count]
+    newest_first = sorted(records, key=lambda r: r.sort_key, reverse=True)
+
+    actions = take_actions(iter(newest_first), limit)
+
+    assert [a.record.action_id for a in actions] == [f"id{n:04d}" for n in reversed(range(count))][
+        :limit
+    ]
+    for action in actions:
+        assert action.begin is not None
+        assert (action.end is not None) == (int(action.record.action_id[2:]) in ended)
+    assert pair_records(newest_first)[:limit] == actions
+
+
+def test_since_is_the_start_time(tmp_path: Path) -> None:
+    store = FileAuditStore(tmp_path / "audit.jsonl")
+    for n in (0, 10, 20):
+        store.write(record(n, Phase.BEGIN))
+    since = utc_text(START + timedelta(seconds=10))
+    assert [a.record.action_id for a in store.actions(since=since)] == ["id0020", "id0010"]
+
+
+def recorder(store: FileAuditStore, identify: object = lambda: CALLER) -> Recorder:
+    return Recorder(
+        "purge",
+        Origin.CONSOLE,
+        {"queue": "operator"},
+        open_store=lambda: store,
+        identify=identify,  # type: ignore[arg-type]
+    )
+
+
+def test_the_begin_is_written_by_the_gate_and_the_end_after(tmp_path: Path) -> None:
+    store = FileAuditStore(tmp_path / "audit.jsonl")
+    action = recorder(store)
+    action.start()
+    action.gate()
+    (begun,) = store.actions()
+    assert begun.end is None
+    assert begun.record.identity == CALLER
+    action.note(queues=("https://q/operator",), selection_size=3)
+    action.tally({"purged": 3})
+
+    assert action.finish(0) is None
+
+    (done,) = store.actions()
+    assert done.end is not None
+    assert (done.end.outcome, done.end.tally, done.end.selection_size) == (
+        Outcome.OK,
+        {"purged": 3},
+        3,
+    )
+    assert done.record.origin is Origin.CONSOLE
+
+
+def test_an_identity_that_cannot_be_read_is_unknown_with_the_reason(tmp_path: Path) -> None:
+    store = FileAuditStore(tmp_path / "audit.jsonl")
+
+    def identify() -> Identity:
+        raise RuntimeError("no STS here")
+
+    action = recorder(store, identify)
+    action.start()
+    action.gate()
+    (begun,) = store.actions()
+    assert not begun.record.identity.known
+    assert "no STS here" in str(begun.record.identity.unknown_because)
+
+
+def test_a_begin_that_cannot_be_written_refuses_the_action(tmp_path: Path) -> None:
+    (tmp_path / "not-a-folder").write_text("")
+    store = FileAuditStore(tmp_path / "not-a-folder" / "audit.jsonl")
+    action = recorder(store)
+    action.start()
+
+    with pytest.raises(AuditError, match="did not run"):
+        action.gate()
+    assert "not recorded" in str(action.finish(None, RuntimeError("x")))
+
+
+def test_an_error_and_an_interrupt_are_recorded_as_such(tmp_path: Path) -> None:
+    store = FileAuditStore(tmp_path / "audit.jsonl")
+    for error, outcome in (
+        (RuntimeError("boom"), Outcome.ERROR),
+        (KeyboardInterrupt(), Outcome.INTERRUPTED),
+    ):
+        action = recorder(store)
+        action.start()
+        assert action.finish(None, error) is None
+        assert store.actions(limit=1)[0].end.outcome is outcome  # type: ignore[union-attr]
+
+
+def test_an_sts_that_does_not_answer_in_time_leaves_the_caller_unknown(tmp_path: Path) -> None:
+    """A network where STS is unreachable (a VPC with an SQS endpoint only) holds the action
+    up for the patience at most."""
+    store = FileAuditStore(tmp_path / "audit.jsonl")
+    answer = threading.Event()
+
+    def identify() -> Identity:
+        answer.wait(10)
+        return CALLER
+
+    action = recorder(store, identify)
+    action.identity_patience = 0.05
+    action.start()
+    action.gate()
+    answer.set()
+    (begun,) = store.actions()
+    assert begun.record.identity.unknown_because == "STS did not answer within 0.05 s"
