@@ -179,6 +179,17 @@ def _actions(app: Flask, console: Console) -> None:
         filename = request.form.get("filename", "").strip() or f"{name}-export.jsonl"
         return go(console.start_export(order, filename[:200]).id)
 
+    @app.post("/q/<name>/delete")
+    def delete(name: str) -> BaseResponse:
+        info = console.queue(name)
+        order = console.order(info, request.form)
+        return go(console.start_delete(order, request.form.get("confirm", "")).id)
+
+    @app.post("/q/<name>/purge")
+    def purge(name: str) -> BaseResponse:
+        info = console.queue(name)
+        return go(console.start_purge(info, request.form.get("confirm", "")).id)
+
     @app.post("/pause")
     def pause() -> BaseResponse:
         return go(console.start_pause(enable=request.form.get("enable") == "1").id)

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 # A job page that has not asked for its progress this long was closed: its action stops.
 ABANDONED_SECONDS = 20.0
 _ids = itertools.count(1)
-_stdout = threading.Lock()
+STDOUT = threading.Lock()  # the CLI run functions print: one at a time
 # The console's own options: how it serves, not what an action asks.
 _SERVING = frozenset({"host", "port", "read_only", "run"})
 
@@ -231,7 +231,7 @@ def run_pause(base: argparse.Namespace, job: Job, *, enable: bool) -> None:
     command = "resume" if enable else "pause"
     args = action_args(base, command, enable=enable, wait=False, timeout=60.0)
     out = io.StringIO()
-    with _stdout, contextlib.redirect_stdout(out):
+    with STDOUT, contextlib.redirect_stdout(out):
         pause.run_pause(args)
     answer = json.loads(out.getvalue() or "{}")
     job.lines = [f"{key}: {value}" for key, value in answer.items()]

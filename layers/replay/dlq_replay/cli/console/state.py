@@ -193,6 +193,25 @@ class Console:
             job, lambda j: jobs.run_export(self.sqs, self.folder, order, j, filename)
         )
 
+    def start_purge(self, info: ops.QueueInfo, confirm: str) -> jobs.Job:
+        from dlq_replay.cli.console import destructive
+
+        job = jobs.Job("purge", info.name, f"purge {info.name}")
+        return self.jobs.start(job, lambda j: destructive.run_purge(self.args, info, confirm, j))
+
+    def start_delete(self, order: jobs.RedriveOrder, confirm: str) -> jobs.Job:
+        from dlq_replay.cli.console import destructive
+
+        source = order.source
+        seen = max(len(order.ids), self.snapshot(source).examined)
+        job = jobs.Job("delete", source.name, f"delete {len(order.ids)} from {source.name}", seen)
+        return self.jobs.start(
+            job,
+            lambda j: destructive.run_delete(
+                self.args, self.sqs, source, ids=order.ids, confirm=confirm, job=j
+            ),
+        )
+
     def start_pause(self, *, enable: bool) -> jobs.Job:
         word = "resume" if enable else "pause"
         job = jobs.Job(word, "", f"{word} the replay")
