@@ -146,3 +146,37 @@ def _tally(driver: Any) -> dict[str, int]:
         label, count = row.find_elements(By.TAG_NAME, "td")
         found[label.text.strip()] = int(count.text)
     return found
+
+
+def test_closing_the_page_stops_the_redrive_and_loses_nothing(
+    driver: Any, endpoint: str, client: SQSClient
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    queues = create_queues(client, prefix=f"close{uuid.uuid4().hex[:6]}")
+    name = queues.operator.rsplit("/", 1)[-1]
+    total = 30
+    park(client, queues.operator, [f"order {n}" for n in range(total)])
+    with served(endpoint, queues) as console:
+        driver.get(console.start_url)
+        driver.get(f"{console.url}/q/{name}")
+        wait_for(lambda: driver.find_elements(By.ID, "scope-filter"))
+        driver.find_element(By.ID, "scope-filter").click()
+        driver.find_element(By.NAME, "rate").send_keys("6")
+        driver.find_element(By.ID, "plan-redrive").click()
+        wait_for(lambda: driver.find_elements(By.ID, "confirm-redrive"))[0].click()
+        wait_for(lambda: _tally(driver).get("moved (sent and deleted)", 0) >= 3)
+        driver.get("about:blank")  # the page closes: its pagehide stops the action
+        job = next(iter(console.console.jobs.jobs.values()))
+        wait_for(lambda: job.state != "running", 15)
+        assert job.state == "stopped"
+        assert job.adds_up
+        moved = dict(job.rows)["moved (sent and deleted)"]
+        assert 3 <= moved < total
+        assert "stopped: rerun to continue, nothing is lost" in job.lines
+        assert depth(client, queues.main) == moved
+        assert depth(client, queues.operator) == total - moved
+        hidden = client.get_queue_attributes(
+            QueueUrl=queues.operator, AttributeNames=["ApproximateNumberOfMessagesNotVisible"]
+        )["Attributes"]["ApproximateNumberOfMessagesNotVisible"]
+        assert hidden == "0"
