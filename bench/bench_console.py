@@ -154,6 +154,8 @@ def main(argv: list[str] | None = None) -> int:
             AWS_ACCESS_KEY_ID="bench",
             AWS_SECRET_ACCESS_KEY=secrets.token_hex(8),
             AWS_DEFAULT_REGION="us-east-1",
+            # The fake is SQS alone: STS refuses at once (the trail records "unknown").
+            AWS_ENDPOINT_URL_STS="http://127.0.0.1:9",
         )
         fake = fake_queue(latency, messages, selected)
         try:
