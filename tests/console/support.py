@@ -42,20 +42,14 @@ class Served:
 
 
 @contextmanager
-def served(endpoint: str, queues: Queues, *options: str) -> Iterator[Served]:
-    """`dlq-replay console` on these queues, on a free port, in a thread of this process."""
-    argv = [
-        "console",
-        "--endpoint-url",
-        endpoint,
-        "--main-queue-url",
-        queues.main,
-        "--dlq-url",
-        queues.dlq,
-        "--operator-queue-url",
-        queues.operator,
-        *options,
-    ]
+def served(endpoint: str, queues: Queues | None, *options: str) -> Iterator[Served]:
+    """`dlq-replay console` on these queues (None: `options` name them, e.g. --stack), on a
+    free port, in a thread of this process."""
+    named = [] if queues is None else [
+        "--main-queue-url", queues.main, "--dlq-url", queues.dlq,
+        "--operator-queue-url", queues.operator,
+    ]  # fmt: skip
+    argv = ["console", "--endpoint-url", endpoint, *named, *options]
     args = build_parser(["console"]).parse_args(argv)
     with tempfile.TemporaryDirectory() as folder:
         console = Console(
