@@ -110,8 +110,18 @@ def dlq_replay_command() -> list[str]:
 
 def clean_env(**extra: str) -> dict[str, str]:
     """The environment for a `dlq-replay` subprocess: nothing of the developer's AWS setup or of
-    the function's variables leaks in; `extra` is added on top."""
-    keep = ("PATH", "HOME", "LANG", "LC_ALL", "PYTHONPATH", "SYSTEMROOT", "TMPDIR")
+    the function's variables leaks in (the audit trail's file stays the test's: XDG_STATE_HOME);
+    `extra` is added on top."""
+    keep = (
+        "PATH",
+        "HOME",
+        "LANG",
+        "LC_ALL",
+        "PYTHONPATH",
+        "SYSTEMROOT",
+        "TMPDIR",
+        "XDG_STATE_HOME",
+    )
     env = {name: os.environ[name] for name in keep if name in os.environ}
     env["PYTHONUNBUFFERED"] = "1"
     env.update(extra)

@@ -5,6 +5,7 @@ and the recorder refuses an action whose begin could not be written."""
 from __future__ import annotations
 
 import json
+import shutil
 import string
 import threading
 from datetime import UTC, datetime, timedelta
@@ -23,6 +24,7 @@ from dlq_replay.audit import (
     pair_records,
     utc_text,
 )
+from dlq_replay.audit.recorder import outcome_of
 from dlq_replay.audit.store import take_actions
 from hypothesis import given
 from hypothesis import strategies as st
@@ -200,3 +202,28 @@ def test_an_sts_that_does_not_answer_in_time_leaves_the_caller_unknown(tmp_path:
     answer.set()
     (begun,) = store.actions()
     assert begun.record.identity.unknown_because == "STS did not answer within 0.05 s"
+
+
+def test_an_end_that_cannot_be_written_is_said_and_the_begin_stands(tmp_path: Path) -> None:
+    folder = tmp_path / "trail"
+    store = FileAuditStore(folder / "audit.jsonl")
+    action = recorder(store)
+    action.start()
+    action.gate()
+    kept = (folder / "audit.jsonl").read_text()
+    shutil.rmtree(folder)
+    folder.write_text("")  # the folder is now a file: the next write fails
+
+    problem = action.finish(0)
+
+    assert problem is not None
+    assert problem.startswith("the result was not recorded in the audit trail")
+    assert json.loads(kept)["phase"] == "begin"
+
+
+@pytest.mark.parametrize(
+    ("code", "outcome"),
+    [(0, Outcome.OK), (1, Outcome.FAILED), (2, Outcome.ERROR), (130, Outcome.INTERRUPTED)],
+)
+def test_the_exit_code_says_the_outcome(code: int, outcome: Outcome) -> None:
+    assert outcome_of(code) is outcome
