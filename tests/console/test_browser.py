@@ -36,9 +36,16 @@ def driver() -> Iterator[Any]:
 
 
 def wait_for(check: Callable[[], Any], seconds: float = 20) -> Any:
+    """`check()`'s first true answer; an element the page's script replaced meanwhile is
+    looked for again."""
+    from selenium.common.exceptions import StaleElementReferenceException
+
     deadline = time.monotonic() + seconds
     while True:
-        found = check()
+        try:
+            found = check()
+        except StaleElementReferenceException:
+            found = None
         if found:
             return found
         assert time.monotonic() < deadline, "timed out"
@@ -73,9 +80,10 @@ def test_overview_queue_filter_redrive_and_audit(
     total = 21
     with served(endpoint, queues) as console:
         driver.get(console.start_url)
-        row = wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, f'tr[data-queue="{name}"]'))
-        assert str(total) in row[0].text
-        assert "operator queue" in row[0].text
+        row = f'tr[data-queue="{name}"]'
+        text = wait_for(lambda: driver.find_element(By.CSS_SELECTOR, row).text)
+        assert str(total) in text
+        assert "operator queue" in text
         screenshot(driver, "overview")
         # It refreshes itself: a message parked now shows within the 5 s refresh.
         park(client, queues.operator, ["one more"])
@@ -138,14 +146,12 @@ def test_overview_queue_filter_redrive_and_audit(
 
 
 def _tally(driver: Any) -> dict[str, int]:
-    from selenium.webdriver.common.by import By
-
-    rows = driver.find_elements(By.CSS_SELECTOR, "#tally tbody tr")
-    found: dict[str, int] = {}
-    for row in rows:
-        label, count = row.find_elements(By.TAG_NAME, "td")
-        found[label.text.strip()] = int(count.text)
-    return found
+    """The tally table's rows, read in one script call (the page replaces them as it polls)."""
+    rows = driver.execute_script(
+        "return Array.from(document.querySelectorAll('#tally tbody tr'))"
+        ".map((tr) => Array.from(tr.cells).map((td) => td.textContent.trim()));"
+    )
+    return {label: int(count) for label, count in rows}
 
 
 def test_closing_the_page_stops_the_redrive_and_loses_nothing(
