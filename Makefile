@@ -56,7 +56,7 @@ CHECK_JOBS ?= 4
 
 # Top-level development requirements; `make lock` resolves them, with the project's own
 # dependencies and its `demo` extra, into requirements/dev.lock.
-LOCK_REQUIREMENTS := aws-sam-cli aws-sam-translator cfn-lint 'moto[server]' ruff mypy pytest \
+LOCK_REQUIREMENTS := aws-sam-cli aws-sam-translator cfn-lint 'moto[server]' ruff mypy pytest selenium \
 	pytest-xdist hypothesis 'boto3-stubs[sqs,sns,lambda,stepfunctions,events]'
 
 # LocalStack, the second emulator (`make test-localstack`): its own venv under build/, from
@@ -83,7 +83,7 @@ SHARE ?=
 SAR_DIR := $(BUILD_DIR)/sar
 PACKAGED := $(SAR_DIR)/packaged.yaml
 
-.PHONY: venv lint validate build unit integration template pytest test demo bench bench-smoke soak lock \
+.PHONY: venv lint validate build unit integration template pytest test demo console-demo bench bench-smoke soak lock \
 	localstack-venv test-localstack lock-localstack bench-smoke-waiting bench-smoke-computing checkov lock-checkov clean \
 	package need-bucket publish release
 
@@ -262,6 +262,11 @@ lock-localstack:
 DEMO_ARGS ?=
 demo: $(DEMO_STAMP)
 	$(DEMO_VENV)/bin/python -m dlq_replay.cli.main demo $(DEMO_ARGS)
+	@echo "Next: the web console on demo queues (parked samples): make console-demo (Ctrl-C stops it)"
+
+# `dlq-replay console --demo`: the console on the embedded emulator, until Ctrl-C (docs/console.md).
+console-demo: $(STAMP)
+	$(BIN)/dlq-replay console --demo
 
 # $(call user-venv,DIR,PYTHON,PIP OPTIONS[,editable]): a venv with the package's dependencies only
 # (requirements/demo.lock: its own and its `demo` extra's, pinned) and the package: pip's
@@ -343,6 +348,7 @@ bench: $(STAMP) $(BENCH_STAMP)
 	$(BIN)/python bench/bench_outage.py
 	$(BIN)/python bench/bench_kinds.py
 	$(BIN)/python bench/bench_record_cpu.py
+	$(BIN)/python bench/bench_console.py
 	$(BIN)/python bench/bench_end_to_end.py --python $(BENCH_VENV)/bin/python
 
 # The fault-injection soak (tools/soak.py): N messages through the failure path with a chaos
@@ -378,6 +384,7 @@ bench-smoke-computing: $(STAMP)
 	$(BIN)/python bench/bench_cli_start.py --smoke
 	$(BIN)/python bench/bench_breaker.py --smoke
 	$(BIN)/python bench/bench_record_cpu.py --smoke
+	$(BIN)/python bench/bench_console.py --smoke
 	$(BIN)/python bench/bench_end_to_end.py --smoke
 
 # Regenerates requirements/dev.lock from a clean, throwaway venv, then requirements/demo.lock
@@ -390,7 +397,7 @@ lock:
 	$(BUILD_DIR)/lock-venv/bin/python -m pip install --quiet --disable-pip-version-check \
 		--upgrade pip
 	$(BUILD_DIR)/lock-venv/bin/python -m pip install --quiet --disable-pip-version-check \
-		'.[demo]' $(LOCK_REQUIREMENTS)
+		'.[demo,console]' $(LOCK_REQUIREMENTS)
 	{ echo '# Pinned development environment (Python 3.13). Regenerate with: make lock'; \
 	  $(BUILD_DIR)/lock-venv/bin/python -m pip freeze --all --exclude pip --exclude-editable \
 	    | grep -v -i '^sqs[-_]dlq[-_]replay[ =@]'; } > requirements/dev.lock.tmp

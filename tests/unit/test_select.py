@@ -42,6 +42,16 @@ def test_an_empty_selector_takes_everything() -> None:
     assert selects(Selector(), "anything", sent_ago=None)
 
 
+def test_message_ids_choose_messages_one_by_one() -> None:
+    """The console's selection: only the ids chosen, and with the other conditions."""
+    assert not Selector(message_ids=frozenset({"m"})).empty
+    assert selects(Selector(message_ids=frozenset({"m", "n"})))
+    assert not selects(Selector(message_ids=frozenset({"n"})))
+    both = Selector(message_ids=frozenset({"m"}), groups=frozenset({"g"}))
+    assert selects(both, group="g")
+    assert not selects(both, group="h")
+
+
 def test_group() -> None:
     selector = Selector(groups=frozenset({"customer-1", "customer-2"}))
     assert selects(selector, group="customer-2")

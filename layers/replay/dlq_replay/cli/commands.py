@@ -36,6 +36,9 @@ COMMANDS: dict[str, Command] = {
     "audit": Command(
         "trail", "who moved, deleted or paused what, and how it ended: the audit trail"
     ),
+    "console": Command(
+        "console", "a web console on this machine: every DLQ, its messages, the actions"
+    ),
     "plan": Command(
         "plan", "what a backoff setting means: the delay of each attempt, the time to parking"
     ),

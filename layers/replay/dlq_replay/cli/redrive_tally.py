@@ -69,6 +69,15 @@ def print_tally(tally: ops.RedriveTally, request: ops.RedriveRequest, shutdown: 
     if shutdown.signum is not None:
         heading += f" (stopped by {shutdown.name}: what SQS confirmed)"
     console.print(heading)
+    console.print(count_table("messages", tally_rows(tally, request)))
+    for line in tally_lines(tally):
+        console.print(line, soft_wrap=True)
+    if shutdown.signum is not None:
+        console.print("rerun to continue: nothing is lost")
+
+
+def tally_rows(tally: ops.RedriveTally, request: ops.RedriveRequest) -> list[TallyRow]:
+    """The tally's rows, as the table shows them (the console shows the same rows)."""
     rows: list[TallyRow] = [(_moved_word(tally, request), tally.moved)]
     rows += delivery_rows(tally)
     if tally.sent_not_deleted:
@@ -84,16 +93,20 @@ def print_tally(tally: ops.RedriveTally, request: ops.RedriveRequest, shutdown: 
     if tally.unsettled:
         rows.append(("received, copy not confirmed sent (abandoned)", tally.unsettled))
     rows.append(("seen (received)", tally.seen))
-    console.print(count_table("messages", rows))
+    return rows
+
+
+def tally_lines(tally: ops.RedriveTally) -> list[str]:
+    """What the tally's table is followed by: what stays hidden, what a dry run did not do,
+    each refusal, the pace, what to do about failures."""
+    lines: list[str] = []
     if tally.not_released:
-        console.print(hidden_until_text(tally.not_released, tally.hidden_until))
+        lines.append(hidden_until_text(tally.not_released, tally.hidden_until))
     if tally.dry_run:
-        console.print("dry run: nothing was sent or deleted")
-    for line in delivery_lines(tally):
-        console.print(line, soft_wrap=True)
+        lines.append("dry run: nothing was sent or deleted")
+    lines += delivery_lines(tally)
     if tally.pace is not None:
-        console.print(pace_line(tally.pace))
+        lines.append(pace_line(tally.pace))
     if tally.failed:
-        console.print("failed messages are still in the source queue: rerun to retry them")
-    if shutdown.signum is not None:
-        console.print("rerun to continue: nothing is lost")
+        lines.append("failed messages are still in the source queue: rerun to retry them")
+    return lines

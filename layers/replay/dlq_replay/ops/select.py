@@ -126,11 +126,14 @@ class Selector:
     match_text: re.Pattern[str] | None = None  # regex searched in the body as text
     older_than: float | None = None  # seconds since SentTimestamp
     newer_than: float | None = None
+    # Chosen one by one (the console's selection, or a filter's result in its snapshot).
+    message_ids: frozenset[str] = frozenset()
 
     @property
     def empty(self) -> bool:
         return not (
-            self.reasons
+            self.message_ids
+            or self.reasons
             or self.groups
             or self.where
             or self.match is not None
@@ -152,6 +155,8 @@ class Selector:
         self, message: MessageTypeDef, attributes: Mapping[str, Attribute], now: float
     ) -> bool:
         """Whether the message is selected; `now` in epoch seconds (for the age)."""
+        if self.message_ids and message.get("MessageId") not in self.message_ids:
+            return False
         body = message.get("Body", "")
         system = message.get("Attributes", {})
         if self.reasons and not self._reason_selected(park_reason_of(body, attributes)):

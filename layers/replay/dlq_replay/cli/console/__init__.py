@@ -1,0 +1,159 @@
+"""`dlq-replay console`: a local web console over the operator commands (docs/console.md).
+
+It serves, on 127.0.0.1 and behind a random token, the overview of every dead-letter queue, a
+page per queue (read once into a snapshot) and the actions: the code each command runs, called
+with the console's connection options. Flask and Jinja2 come from the `console` extra.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import secrets
+import signal
+import socket
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING
+
+from dlq_replay.cli.auditing import add_audit_option
+from dlq_replay.cli.deployment import (
+    add_deployment_options,
+    command_sqs,
+    resolve_deployment,
+)
+from dlq_replay.cli.errors import EXIT_USAGE, CommandError, operator_command
+from dlq_replay.cli.options import add_aws_options
+from dlq_replay.cli.parsing import Subparsers, int_between
+from dlq_replay.cli.shutdown import SIGNALS, exit_code, signal_name
+
+if TYPE_CHECKING:
+    from werkzeug.serving import BaseWSGIServer
+
+EXTRA_HINT = "the console needs its extra: pip install 'sqs-dlq-replay[console]'"
+
+
+def register(subparsers: Subparsers) -> None:
+    parser = subparsers.add_parser(
+        "console",
+        description="Serve a web console on this machine: every dead-letter queue (of --stack, "
+        "or of the region), each queue's messages read once into a local snapshot (within the "
+        "receive budget, as peek reads), and the actions: plan, redrive, export, pause and "
+        "resume, each the code its command runs, recorded in the audit trail. Prints its URL "
+        "with a random token; Ctrl-C stops it (a running action ends as an interrupted "
+        "command does). Details: docs/console.md.",
+    )
+    parser.add_argument(
+        "--port", type=int_between(0, 65535), default=0, help="TCP port (default: a free one)"
+    )
+    parser.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on (default 127.0.0.1: this machine only)",
+    )
+    parser.add_argument(
+        "--read-only", action="store_true", help="show the queues; offer and accept no action"
+    )
+    parser.add_argument(
+        "--demo",
+        action="store_true",
+        help="on the demo's embedded emulator (no AWS account): its queues, with parked sample "
+        "messages (`make console-demo`; needs the demo extra too)",
+    )
+    add_deployment_options(parser)
+    add_audit_option(parser)
+    add_aws_options(parser)
+    parser.set_defaults(run=run_console)
+
+
+def _free_port(host: str) -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((host, 0))
+        return int(probe.getsockname()[1])
+
+
+@operator_command
+def run_console(args: argparse.Namespace) -> int:
+    if args.demo:
+        from dlq_replay.cli.console.sample import on_demo_queues
+
+        return on_demo_queues(args, _run)
+    return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
+        from werkzeug.serving import make_server
+
+        from dlq_replay.cli.console.app import create_app
+        from dlq_replay.cli.console.state import Console
+    except ImportError:
+        raise CommandError(EXTRA_HINT, EXIT_USAGE) from None
+    # The server's request log would print every URL, the token's too: warnings only.
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    deployment = resolve_deployment(args)
+    sqs = command_sqs(args)
+    port = args.port or _free_port(args.host)
+    hosts = {f"{name}:{port}" for name in ("127.0.0.1", "localhost", args.host)}
+    token = secrets.token_urlsafe(24)
+    with tempfile.TemporaryDirectory(prefix="dlq-replay-console-") as folder:
+        console = Console(
+            args,
+            sqs,
+            deployment,
+            Path(folder),
+            token=token,
+            csrf=secrets.token_urlsafe(24),
+            hosts=frozenset(hosts),
+        )
+        try:
+            server = make_server(args.host, port, create_app(console), threaded=True)
+        except OSError as error:
+            raise CommandError(f"cannot listen on {args.host}:{port}: {error.strerror}") from None
+        shown = "127.0.0.1" if args.host in {"127.0.0.1", "0.0.0.0"} else args.host  # noqa: S104
+        print(f"dlq-replay console: http://{shown}:{port}/?token={token}", flush=True)
+        if args.read_only:
+            print("read-only: no action is offered or accepted", flush=True)
+        print("Ctrl-C stops it", file=sys.stderr, flush=True)
+        signum = _serve(server)
+        _stop(console)
+        print(f"dlq-replay: {signal_name(signum)}: console stopped", file=sys.stderr, flush=True)
+    return exit_code(signum)
+
+
+def _serve(server: BaseWSGIServer) -> int:
+    """Serve in a thread until a signal (SIGINT, SIGTERM, SIGHUP) comes; its number."""
+    received: list[int] = []
+    stopped = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        del frame
+        received.append(signum)
+        stopped.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in SIGNALS}
+    thread = threading.Thread(target=server.serve_forever, name="server", daemon=True)
+    thread.start()
+    try:
+        while not stopped.wait(0.5):
+            pass
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        server.shutdown()
+        server.server_close()
+    return received[0]
+
+
+def _stop(console: object) -> None:
+    """Stop every action and every snapshot read; print what each did."""
+    from dlq_replay.cli.console.state import Console
+
+    assert isinstance(console, Console)
+    for snapshot in console.snapshots():
+        snapshot.stop.set()
+    for line in console.jobs.stop_all():
+        print(line, flush=True)

@@ -1,0 +1,320 @@
+"""A queue read once into a local SQLite database, which the console's filters and charts query.
+
+Reading is `dlq-replay export` without `--delete` (`ops.prepare_export`): within the receive
+budget (no message pushed toward a redrive policy's maxReceiveCount), every message received
+once and kept hidden while the read lasts, then made visible again at once; the archive's
+records (body, attributes, kind, target, the service's error) become the snapshot's rows. So a
+large queue costs one read, not one per page, filter or chart.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from dlq_replay import ops
+from dlq_replay.core.decision import park_reason_of
+from dlq_replay.ops.archive import ArchiveRecord, parse_line
+from dlq_replay.ops.select import parse_duration
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+    from mypy_boto3_sqs.type_defs import MessageTypeDef
+
+# How long the read keeps what it received hidden, at most (made visible at once when done).
+HIDE_SECONDS = 300
+PAGE_SIZE = 50
+# The age histogram's buckets: upper bounds in seconds.
+AGE_BUCKETS = (
+    (60, "< 1m"),
+    (600, "1-10m"),
+    (3600, "10m-1h"),
+    (6 * 3600, "1-6h"),
+    (86400, "6h-1d"),
+    (4 * 86400, "1-4d"),
+    (None, "> 4d"),
+)
+
+_SCHEMA = """
+CREATE TABLE messages (
+    id TEXT PRIMARY KEY, body TEXT NOT NULL, attributes TEXT NOT NULL, sent_ms INTEGER,
+    receive_count INTEGER, source_arn TEXT, kind TEXT NOT NULL, target TEXT, error TEXT,
+    reason TEXT NOT NULL, group_id TEXT, line TEXT NOT NULL
+);
+CREATE INDEX by_reason ON messages (reason);
+CREATE INDEX by_kind ON messages (kind);
+CREATE INDEX by_sent ON messages (sent_ms);
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Filter:
+    """The queue page's filters; every given one must hold (text: a substring of the body,
+    error: of the service's error; ages: durations such as 90s, 15m, 2h, 3d)."""
+
+    reason: str = ""
+    kind: str = ""
+    target: str = ""
+    error: str = ""
+    text: str = ""
+    older_than: str = ""
+    newer_than: str = ""
+
+    @classmethod
+    def from_form(cls, form: Any) -> Filter:
+        return cls(**{name: str(form.get(name, "")).strip()[:500] for name in _FIELDS})
+
+    @property
+    def empty(self) -> bool:
+        return not any(getattr(self, name) for name in _FIELDS)
+
+    def query(self) -> dict[str, str]:
+        return {name: getattr(self, name) for name in _FIELDS if getattr(self, name)}
+
+    def where(self, now: float) -> tuple[str, list[Any]]:
+        """The SQL condition and its parameters; ValueError for an age that is no duration."""
+        parts: list[str] = []
+        params: list[Any] = []
+        for column in ("reason", "kind"):
+            if getattr(self, column):
+                parts.append(f"{column} = ?")
+                params.append(getattr(self, column))
+        for column, value in (("target", self.target), ("error", self.error)):
+            if value:
+                parts.append(f"instr(coalesce({column}, ''), ?) > 0")
+                params.append(value)
+        if self.text:
+            parts.append("instr(body, ?) > 0")
+            params.append(self.text)
+        if self.older_than:
+            parts.append("sent_ms <= ?")
+            params.append((now - parse_duration(self.older_than)) * 1000)
+        if self.newer_than:
+            parts.append("sent_ms >= ?")
+            params.append((now - parse_duration(self.newer_than)) * 1000)
+        return (" AND ".join(parts) or "1"), params
+
+
+_FIELDS = ("reason", "kind", "target", "error", "text", "older_than", "newer_than")
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One message of the table, as the page shows it."""
+
+    id: str
+    body: str
+    attributes: dict[str, Any]
+    sent_ms: int | None
+    receive_count: int | None
+    source_arn: str | None
+    kind: str
+    target: str | None
+    error: str | None
+    reason: str
+    group_id: str | None
+
+    def age(self, now: float) -> float | None:
+        return None if self.sent_ms is None else max(0.0, now - self.sent_ms / 1000)
+
+    @property
+    def pretty_body(self) -> str:
+        """The body, JSON pretty-printed when it is JSON; else as it is."""
+        try:
+            return json.dumps(json.loads(self.body), indent=2, ensure_ascii=False)
+        except ValueError:
+            return self.body
+
+
+class Snapshot:
+    """One queue's snapshot: read in a thread (`read`), queried from any thread."""
+
+    def __init__(self, folder: Path, queue: ops.QueueInfo) -> None:
+        self.queue = queue
+        safe = re.sub(r"[^A-Za-z0-9_.-]", "_", queue.name)
+        self.path = folder / f"{safe}-{int(time.time() * 1000)}.sqlite"
+        self.state = "reading"
+        self.error: str | None = None
+        self.examined = 0
+        self.result: ops.ExportResult | None = None
+        self.started = time.time()
+        self.finished: float | None = None
+        self.stop = threading.Event()
+        self._lock = threading.Lock()
+
+    @property
+    def ready(self) -> bool:
+        return self.state == "ready"
+
+    def read(
+        self,
+        sqs: SQSClient,
+        replay_targets: frozenset[str],
+        *,
+        reserve: int = 1,
+        on_done: Callable[[Snapshot], None] | None = None,
+    ) -> None:
+        """Read the queue (ops.export to a file of ours, no delete), then load it."""
+        archive = self.path.with_suffix(".jsonl")
+        request = ops.ExportRequest(
+            source=self.queue,
+            path=archive,
+            hide_seconds=HIDE_SECONDS,
+            wait_seconds=1,
+            reserve=reserve,
+            replay_targets=replay_targets,
+        )
+
+        def progress(result: ops.ExportResult) -> None:
+            self.examined = result.examined
+
+        try:
+            self.result = ops.prepare_export(sqs, request, stop=self.stop).run(progress)
+            self.examined = self.result.examined
+            self._load(archive)
+            self.state = "ready"
+        except Exception as error:  # shown on the page, one line
+            self.state = "failed"
+            self.error = f"{type(error).__name__}: {' '.join(str(error).split())}"
+        finally:
+            archive.unlink(missing_ok=True)
+            self.finished = time.time()
+            if on_done is not None:
+                on_done(self)
+
+    def _load(self, archive: Path) -> None:
+        db = sqlite3.connect(self.path)
+        try:
+            db.executescript(_SCHEMA)
+            rows = (_row_of(parse_line(line)) for line in _lines(archive))
+            db.executemany("INSERT OR REPLACE INTO messages VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+            db.commit()
+        finally:
+            db.close()
+
+    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        with self._lock:
+            db = sqlite3.connect(self.path)
+            try:
+                return db.execute(sql, params).fetchall()
+            finally:
+                db.close()
+
+    def count(self, selected: Filter, now: float) -> int:
+        where, params = selected.where(now)
+        return int(self._query(f"SELECT count(*) FROM messages WHERE {where}", params)[0][0])  # noqa: S608
+
+    def rows(self, selected: Filter, now: float, page: int = 0) -> list[Row]:
+        where, params = selected.where(now)
+        found = self._query(
+            f"SELECT id, body, attributes, sent_ms, receive_count, source_arn, kind, target, "  # noqa: S608
+            f"error, reason, group_id FROM messages WHERE {where} "
+            "ORDER BY sent_ms, id LIMIT ? OFFSET ?",
+            [*params, PAGE_SIZE, page * PAGE_SIZE],
+        )
+        return [Row(r[0], r[1], json.loads(r[2]), *r[3:]) for r in found]
+
+    def ids(self, selected: Filter, now: float) -> list[str]:
+        where, params = selected.where(now)
+        return [r[0] for r in self._query(f"SELECT id FROM messages WHERE {where}", params)]  # noqa: S608
+
+    def groups(self, column: str, selected: Filter, now: float) -> list[tuple[str, int]]:
+        """Messages by `column` (reason, kind, target), most first."""
+        if column not in {"reason", "kind", "target"}:
+            raise ValueError(column)
+        where, params = selected.where(now)
+        found = self._query(
+            f"SELECT coalesce({column}, '-'), count(*) FROM messages WHERE {where} "  # noqa: S608
+            "GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 12",
+            params,
+        )
+        return [(str(value), int(n)) for value, n in found]
+
+    def ages(self, selected: Filter, now: float) -> list[tuple[str, int]]:
+        """The age histogram (AGE_BUCKETS), by SentTimestamp."""
+        where, params = selected.where(now)
+        counts = [0] * len(AGE_BUCKETS)
+        for (sent,) in self._query(f"SELECT sent_ms FROM messages WHERE {where}", params):  # noqa: S608
+            if sent is None:
+                continue
+            age = now - sent / 1000
+            index = next(i for i, (top, _) in enumerate(AGE_BUCKETS) if top is None or age < top)
+            counts[index] += 1
+        return [(label, counts[i]) for i, (_, label) in enumerate(AGE_BUCKETS)]
+
+    def oldest_age(self, now: float) -> float | None:
+        found = self._query("SELECT min(sent_ms) FROM messages")[0][0]
+        return None if found is None else max(0.0, now - found / 1000)
+
+    def messages(self, ids: Sequence[str]) -> list[MessageTypeDef]:
+        """The snapshot's messages as SQS returned them (for `ops.plan_copy`)."""
+        chosen = set(ids)
+        lines = self._query("SELECT id, line FROM messages")
+        return [message_of(parse_line(line)) for message_id, line in lines if message_id in chosen]
+
+
+def _lines(archive: Path) -> list[str]:
+    return [line for line in archive.read_text("utf-8").splitlines() if line.strip()]
+
+
+def _row_of(record: ArchiveRecord) -> tuple[Any, ...]:
+    shown = record.to_dict()["attributes"]
+    code, text = record.error_code, record.error_message
+    error = f"{code}: {text}" if code and text and text != code else code or text or None
+    return (
+        record.message_id,
+        record.body,
+        json.dumps(shown, ensure_ascii=False),
+        record.sent_timestamp,
+        record.receive_count,
+        record.source_arn,
+        record.kind or "sqs",
+        record.target_arn,
+        error,
+        park_reason_of(record.body, record.attributes) or ops.NO_REASON,
+        record.message_group_id,
+        record.to_line(),
+    )
+
+
+def message_of(record: ArchiveRecord) -> MessageTypeDef:
+    """An archive record as boto3's ReceiveMessage returns the message."""
+    attributes: dict[str, Any] = {}
+    for name, value in record.attributes.items():
+        item: dict[str, Any] = {"DataType": value.data_type}
+        if value.binary_value is not None:
+            item["BinaryValue"] = value.binary_value
+        else:
+            item["StringValue"] = value.string_value or ""
+        attributes[name] = item
+    system: dict[str, str] = {}
+    for key, known in (
+        ("DeadLetterQueueSourceArn", record.source_arn),
+        ("MessageGroupId", record.message_group_id),
+        ("MessageDeduplicationId", record.message_deduplication_id),
+        ("AWSTraceHeader", record.aws_trace_header),
+        ("SentTimestamp", None if record.sent_timestamp is None else str(record.sent_timestamp)),
+        ("ApproximateReceiveCount", str(record.receive_count or 1)),
+    ):
+        if known is not None:
+            system[key] = known
+    message: Any = {
+        "MessageId": record.message_id,
+        "ReceiptHandle": "",
+        "Body": record.body,
+        "MessageAttributes": attributes,
+        "Attributes": system,
+    }
+    return message  # type: ignore[no-any-return]
+
+
+def binary_text(value: bytes) -> str:
+    return base64.b64encode(value).decode()

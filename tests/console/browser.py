@@ -1,0 +1,80 @@
+"""Headless Chromium (Debian's chromium and chromium-driver) through Selenium.
+
+Locally the browser tests are skipped, saying why, when Chromium or its driver is missing; in CI
+(`CI=true`, where .ci/run installs both) a missing browser fails them instead."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--window-size=1360,900",
+)
+
+
+def missing() -> str | None:
+    """Why no browser can run here, or None."""
+    for path in (CHROMIUM, CHROMEDRIVER):
+        if not (os.path.exists(path) or shutil.which(Path(path).name)):
+            return f"{path} is missing (apt-get install chromium chromium-driver)"
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        return "selenium is not installed (requirements/dev.lock)"
+    return None
+
+
+def need_browser() -> None:
+    why = missing()
+    if why is None:
+        return
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"the console's browser tests need Chromium in CI: {why}")
+    pytest.skip(f"no browser: {why}")
+
+
+@contextmanager
+def chromium() -> Iterator[Any]:
+    need_browser()
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    with tempfile.TemporaryDirectory(prefix="console-chromium-") as profile:
+        options = Options()
+        options.binary_location = CHROMIUM if os.path.exists(CHROMIUM) else "chromium"
+        for flag in (*FLAGS, f"--user-data-dir={profile}"):
+            options.add_argument(flag)
+        driver_path = CHROMEDRIVER if os.path.exists(CHROMEDRIVER) else "chromedriver"
+        driver = webdriver.Chrome(service=Service(driver_path), options=options)
+        driver.set_page_load_timeout(30)
+        try:
+            yield driver
+        finally:
+            driver.quit()
+
+
+def screenshot(driver: Any, name: str) -> None:
+    """docs/img/console-NAME.png when CONSOLE_SCREENSHOTS names the folder."""
+    folder = os.environ.get("CONSOLE_SCREENSHOTS")
+    if folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        driver.save_screenshot(str(Path(folder) / f"console-{name}.png"))

@@ -1,0 +1,139 @@
+"""The console served in process on the demo's embedded moto server, and plain HTTP to it."""
+
+from __future__ import annotations
+
+import http.cookiejar
+import json
+import re
+import secrets
+import tempfile
+import threading
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from dlq_replay.cli.console.app import create_app
+from dlq_replay.cli.console.state import Console
+from dlq_replay.cli.deployment import command_sqs, resolve_deployment
+from dlq_replay.cli.main import build_parser
+from dlq_replay.demo.emulator import Queues
+from werkzeug.serving import make_server
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+
+PARK_REASON = "dlq-replay-park-reason"
+
+
+@dataclass
+class Served:
+    url: str
+    token: str
+    console: Console
+
+    @property
+    def start_url(self) -> str:
+        return f"{self.url}/?token={self.token}"
+
+
+@contextmanager
+def served(endpoint: str, queues: Queues | None, *options: str) -> Iterator[Served]:
+    """`dlq-replay console` on these queues (None: `options` name them, e.g. --stack), on a
+    free port, in a thread of this process."""
+    named = [] if queues is None else [
+        "--main-queue-url", queues.main, "--dlq-url", queues.dlq,
+        "--operator-queue-url", queues.operator,
+    ]  # fmt: skip
+    argv = ["console", "--endpoint-url", endpoint, *named, *options]
+    args = build_parser(["console"]).parse_args(argv)
+    with tempfile.TemporaryDirectory() as folder:
+        console = Console(
+            args,
+            command_sqs(args),
+            resolve_deployment(args),
+            Path(folder),
+            token=secrets.token_urlsafe(24),
+            csrf=secrets.token_urlsafe(24),
+            hosts=frozenset(),
+        )
+        server = make_server("127.0.0.1", 0, create_app(console), threaded=True)
+        port = server.server_port
+        console.hosts = frozenset({f"127.0.0.1:{port}", f"localhost:{port}"})
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        try:
+            yield Served(f"http://127.0.0.1:{port}", console.token, console)
+        finally:
+            console.jobs.stop_all(grace=2)
+            server.shutdown()
+            server.server_close()
+
+
+def park(sqs: SQSClient, url: str, bodies: list[str], reason: str = "max-attempts") -> None:
+    for start in range(0, len(bodies), 10):
+        sqs.send_message_batch(
+            QueueUrl=url,
+            Entries=[
+                {
+                    "Id": str(i),
+                    "MessageBody": body,
+                    "MessageAttributes": {
+                        PARK_REASON: {"DataType": "String", "StringValue": reason}
+                    },
+                }
+                for i, body in enumerate(bodies[start : start + 10])
+            ],
+        )
+
+
+def depth(sqs: SQSClient, url: str) -> int:
+    found = sqs.get_queue_attributes(
+        QueueUrl=url,
+        AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+    )["Attributes"]
+    return int(found["ApproximateNumberOfMessages"]) + int(
+        found["ApproximateNumberOfMessagesNotVisible"]
+    )
+
+
+@dataclass
+class Answer:
+    status: int
+    headers: Any
+    body: str
+
+
+class Browser:
+    """urllib with a cookie jar: what a page's requests carry, and nothing else."""
+
+    def __init__(self, base: str) -> None:
+        self.base = base
+        self.jar = http.cookiejar.CookieJar()
+        self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(self.jar))
+
+    def request(
+        self,
+        path: str,
+        data: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> Answer:
+        body = urllib.parse.urlencode(data, doseq=True).encode() if data is not None else None
+        request = urllib.request.Request(self.base + path, data=body, headers=headers or {})
+        try:
+            with self.opener.open(request, timeout=30) as answer:
+                return Answer(answer.status, answer.headers, answer.read().decode())
+        except urllib.error.HTTPError as error:
+            return Answer(error.code, error.headers, error.read().decode())
+
+    def csrf(self) -> str:
+        found = re.search(r'data-csrf="([^"]+)"', self.request("/").body)
+        assert found
+        return found.group(1)
+
+    def json(self, path: str) -> Any:
+        return json.loads(self.request(path).body)

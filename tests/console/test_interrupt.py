@@ -1,0 +1,89 @@
+"""Stopping the console mid-redrive (Ctrl-C: SIGINT to `dlq-replay console`) ends the action as
+an interrupted `dlq-replay redrive` ends: nothing lost, nothing left hidden, and the tally it
+prints is what the queues hold."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from typing import TYPE_CHECKING
+
+import pytest
+from dlq_replay.demo.emulator import create_queues
+
+from .support import Browser, depth, park
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from mypy_boto3_sqs import SQSClient
+
+pytestmark = pytest.mark.moto_only(reason="the demo's embedded moto server")
+TOTAL = 40
+
+
+def test_stopping_the_console_mid_redrive_loses_nothing(
+    endpoint: str, client: SQSClient, tmp_path: Path
+) -> None:
+    queues = create_queues(client, prefix=f"int{uuid.uuid4().hex[:6]}")
+    name = queues.operator.rsplit("/", 1)[-1]
+    park(client, queues.operator, [f"order {n}" for n in range(TOTAL)])
+    command = [
+        sys.executable, "-m", "dlq_replay.cli.main", "console", "--endpoint-url", endpoint,
+        "--main-queue-url", queues.main, "--operator-queue-url", queues.operator,
+    ]  # fmt: skip
+    process = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "XDG_STATE_HOME": str(tmp_path)},
+    )
+    try:
+        assert process.stdout is not None
+        first = process.stdout.readline()
+        found = re.search(r"(http://[^/]+)/\?token=(\S+)", first)
+        assert found, first
+        browser = Browser(found.group(1))
+        assert browser.request(f"/?token={found.group(2)}").status == 200
+        browser.request(f"/q/{name}")
+        deadline = time.monotonic() + 20
+        while browser.json(f"/api/q/{name}/snapshot")["state"] == "reading":
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        order = {"scope": "filter", "to": "main", "rate": "8", "csrf": browser.csrf()}
+        assert browser.request(f"/q/{name}/redrive", order).status == 200
+        while _moved(browser.json("/api/jobs/1")) < 5:
+            assert time.monotonic() < deadline + 20
+            time.sleep(0.1)
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=20)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 130, err
+    assert "Traceback" not in err
+    moved = int(re.search(r"moved \(sent and deleted\): (\d+)", out).group(1))  # type: ignore[union-attr]
+    seen = int(re.search(r"seen \(received\): (\d+)", out).group(1))  # type: ignore[union-attr]
+    assert 5 <= moved < TOTAL, out
+    assert "rerun to continue, nothing is lost" in out
+    assert seen <= TOTAL
+    # Nothing lost, nothing hidden: what the tally says moved is in the main queue, the rest
+    # is back in the operator queue, visible.
+    attributes = client.get_queue_attributes(
+        QueueUrl=queues.operator, AttributeNames=["ApproximateNumberOfMessagesNotVisible"]
+    )["Attributes"]
+    assert attributes["ApproximateNumberOfMessagesNotVisible"] == "0"
+    assert depth(client, queues.main) == moved
+    assert depth(client, queues.operator) == TOTAL - moved
+
+
+def _moved(job: dict[str, object]) -> int:
+    rows = dict(job["rows"])  # type: ignore[call-overload]
+    return int(rows.get("moved (sent and deleted)", 0))
