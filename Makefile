@@ -56,6 +56,10 @@ export UV_PYTHON_DOWNLOADS := never
 # Each venv is named by --python; an activated venv (VIRTUAL_ENV) is never the one installed into.
 UV_PIP = $(UV) pip $(1) --quiet --python $(2)
 
+# `make uv`: uv ready (.ci/run, before two makes that each need it start side by side).
+uv: | $(UV)
+	@:
+
 $(CURDIR)/$(UV_DIR)/bin/uv:
 	@test -n "$(DEMO_PY)" || { echo "make: Python 3.11 or newer not found (python3, python3.11-3.13): \
 	install one" >&2; exit 1; }
@@ -115,7 +119,7 @@ SHARE ?=
 SAR_DIR := $(BUILD_DIR)/sar
 PACKAGED := $(SAR_DIR)/packaged.yaml
 
-.PHONY: need-py venv lint validate build unit integration template pytest test demo bench bench-smoke soak lock \
+.PHONY: need-py uv venv lint validate build unit integration template pytest test demo bench bench-smoke soak lock \
 	localstack-venv test-localstack lock-localstack bench-smoke-waiting bench-smoke-computing checkov lock-checkov clean \
 	package need-bucket publish release
 
