@@ -65,9 +65,10 @@ $(CURDIR)/$(UV_DIR)/bin/uv:
 	install one" >&2; exit 1; }
 	@echo "make: fetching uv $(UV_VERSION) from PyPI into $(UV_DIR) (once; or put uv on your PATH)"
 	@rm -rf $(UV_DIR)
-	@PIP_ROOT_USER_ACTION=ignore $(DEMO_PY) -m pip install --quiet --disable-pip-version-check \
-	  --no-deps --only-binary=:all: --target $(UV_DIR) uv==$(UV_VERSION)
-	@test -x $@
+	@PIP_ROOT_USER_ACTION=ignore PIP_USER=0 PIP_REQUIRE_VIRTUALENV=0 $(DEMO_PY) -m pip install \
+	  --quiet --disable-pip-version-check --no-deps --only-binary=:all: --target $(UV_DIR) \
+	  uv==$(UV_VERSION) && test -x $@ || { echo "make: could not fetch uv with $(DEMO_PY)'s pip: \
+	install uv (docs.astral.sh/uv) or pip for that Python" >&2; rm -rf $(UV_DIR); exit 1; }
 
 # $(call uv-venv,DIR,PYTHON,LOCK,OPTIONS): a venv in DIR for PYTHON (no pip in it) holding
 # LOCK's pins, each file checked against the lock's sha256, and OPTIONS, one of:

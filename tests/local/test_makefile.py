@@ -125,6 +125,7 @@ FAKE_PYTHON = r"""#!/bin/bash
 [ "$1" = -c ] && exit 0
 echo "$(basename "$0") $*" >> "$CALLS"
 if [ "$1 $2 $3" = "-m pip install" ]; then
+  [ "$PIP_FAILS" = 1 ] && exit 1
   while [ $# -gt 0 ]; do [ "$1" = --target ] && target=$2; shift; done
   mkdir -p "$target/bin" && cp "$FAKE_UV" "$target/bin/uv"
 fi
@@ -145,7 +146,13 @@ def fake_tools(tmp_path: Path, *, uv_on_path: bool, **env: str) -> tuple[str, di
     if uv_on_path:
         shutil.copy(uv, fake / "uv")
     calls = tmp_path / "calls"
-    variables = {"CALLS": str(calls), "FAKE_UV": str(uv), "UV_SAYS": "0.13.8", "UV_FAILS": "0"}
+    variables = {
+        "CALLS": str(calls),
+        "FAKE_UV": str(uv),
+        "UV_SAYS": "0.13.8",
+        "UV_FAILS": "0",
+        "PIP_FAILS": "0",
+    }
     return f"{fake}:/usr/bin:/bin", {**variables, **env}, calls
 
 
@@ -204,6 +211,21 @@ def test_without_uv_the_makefile_fetches_it_from_pypi_once(tmp_path: Path) -> No
     )
     made = [call.split()[-1] for call in calls_of(calls) if call.startswith("uv venv")]
     assert made == [".venv-demo", ".venv"]  # by the uv it fetched
+
+
+def test_where_pip_cannot_fetch_uv_one_line_says_what_to_install(tmp_path: Path) -> None:
+    path, env, _ = fake_tools(tmp_path, uv_on_path=False, PIP_FAILS="1")
+
+    result = make(tmp_path, ".venv-demo/.installed", path=path, env=env)
+
+    assert result.returncode != 0
+    errors = [line for line in result.stderr.splitlines() if not line.startswith("make: ***")]
+    assert errors == [
+        f"make: could not fetch uv with {tmp_path}/fake/python3's pip: install uv "
+        "(docs.astral.sh/uv) or pip for that Python"
+    ]
+    assert not (tmp_path / "build" / "uv").exists()
+    assert not (tmp_path / ".venv-demo").exists()
 
 
 def test_a_uv_older_than_0_5_on_path_is_not_used(tmp_path: Path) -> None:
