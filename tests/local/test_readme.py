@@ -26,8 +26,9 @@ COMMAND = re.compile(r"^(?:\$ )?((?:make demo|dlq-replay demo)\b.*)$")
 PLACEHOLDER = re.compile(r"^[A-Z]+$")
 # The longest outage a command runs with as documented: the outage rows of reliability.md
 # (60 s, each run about 100 s) run with this one instead, appended (the last value counts): a
-# staged outage, too short to open the breaker and pause the run (4 s took 40 s, 2 s 12 s).
-SHORT_OUTAGE = ["--outage-seconds", "2"]
+# staged outage too short to open the breaker and pause the run (with 30 % transient failures
+# as well, a 2 s outage opened it once: 31 s; 1 s: 9 s).
+SHORT_OUTAGE = ["--outage-seconds", "1"]
 LONGEST_OUTAGE_SECONDS = 10
 BOUND_SECONDS = 120
 
@@ -109,11 +110,11 @@ def test_the_same_options_written_two_ways_are_one_run() -> None:
         ["dlq-replay demo --kind eventbridge", 'make demo DEMO_ARGS="--kind eventbridge"']
     ) == ['make demo DEMO_ARGS="--kind eventbridge"']
     assert as_run("dlq-replay demo --outage-seconds 60 --plain").endswith(
-        "--plain --outage-seconds 2"
+        "--plain --outage-seconds 1"
     )
     assert as_run("dlq-replay demo --outage-seconds 5") == "dlq-replay demo --outage-seconds 5"
     assert as_run('make demo DEMO_ARGS="--outage-seconds 60" | tail -1') == (
-        "make demo DEMO_ARGS='--outage-seconds 60 --outage-seconds 2' | tail -1"
+        "make demo DEMO_ARGS='--outage-seconds 60 --outage-seconds 1' | tail -1"
     )
 
 
