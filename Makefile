@@ -73,8 +73,8 @@ $(CURDIR)/$(UV_DIR)/bin/uv:
 # $(call uv-venv,DIR,PYTHON,LOCK,OPTIONS): a venv in DIR for PYTHON (no pip in it) holding
 # LOCK's pins, each file checked against the lock's sha256, and OPTIONS, one of:
 # - --require-hashes: LOCK alone, every requirement hashed (the tools' venvs);
-# - --verify-hashes -e .: the package too, editable (built by its setuptools while the pins
-#   download); every pin's hash is still checked (tests/unit/test_locks.py: every pin has them);
+# - --verify-hashes -e .: the package too, editable (built by setuptools, as pip would; it has
+#   no hash), every pin's hash still checked (tests/local/test_locks.py: every pin has them);
 # with --compile-bytecode for the venvs users run: without it, where bytecode is not written
 # (PYTHONDONTWRITEBYTECODE=1, as in many container images) every run compiles what it imports.
 # --no-deps: the lock is the whole environment, nothing is resolved at install.
