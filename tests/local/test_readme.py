@@ -142,10 +142,15 @@ def demo_venv() -> Path:
 
 
 def demo_env() -> dict[str, str]:
-    """The environment of a newcomer's shell, with .venv-demo/bin first on PATH (where the
-    README says `dlq-replay` is): nothing of the development venv or of AWS leaks in."""
-    keep = ("HOME", "LANG", "LC_ALL", "TMPDIR", "UV_CACHE_DIR", "SSL_CERT_FILE", "SSL_CERT_DIR")
-    env = {name: os.environ[name] for name in keep if name in os.environ}
+    """The environment of a newcomer's shell (proxies, certificates, pyenv kept), with
+    .venv-demo/bin first on PATH (where the README says `dlq-replay` is) and nothing of the
+    development venv or of an AWS setup."""
+    left_out = {"VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "MAKEFLAGS", "MFLAGS", "MAKELEVEL"}
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if name not in left_out and not name.startswith("AWS_")
+    }
     path = os.environ.get("PATH", "").split(os.pathsep)
     outside = [entry for entry in path if not entry.startswith(str(ROOT / ".venv"))]
     env["PATH"] = os.pathsep.join([str(DEMO_VENV / "bin"), *outside])
