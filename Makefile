@@ -297,6 +297,7 @@ BENCH_VENV := $(BUILD_DIR)/bench-venv
 BENCH_STAMP := $(BENCH_VENV)/.installed
 
 $(BENCH_STAMP): requirements/demo.lock pyproject.toml | need-py $(UV)
+	@echo "make: installing the benchmark's venv (requirements/demo.lock) into $(BENCH_VENV) with uv"
 	$(call user-venv,$(BENCH_VENV),$(PY))
 
 bench: $(STAMP) $(BENCH_STAMP)
