@@ -12,10 +12,13 @@ MAKEFLAGS += --no-builtin-rules
 
 # Python 3.13 (any patch) for the toolchain and the python3.13 runtime of `sam build`: the
 # first that runs of `python3.13` on PATH and pyenv's 3.13.x versions. Its folder goes first on
-# PATH, because `sam build` (and the layer's Makefile) look `python3.13` up there.
+# PATH, because `sam build` (and the layer's Makefile) look `python3.13` up there. PY and DEMO_PY
+# are the interpreter a candidate runs on, never a venv's (an activated .venv or .venv-demo is
+# first on PATH, and a recipe that remakes it would remove its Python).
+BASE_EXECUTABLE = print(sys._base_executable)
 PY := $(shell for candidate in python3.13 $$(pyenv root 2>/dev/null)/versions/3.13*/bin/python3.13; do \
-	  "$$candidate" -c 'import sys; assert sys.version_info[:2] == (3, 13)' >/dev/null 2>&1 \
-	  && { command -v "$$candidate"; break; }; done)
+	  "$$candidate" -c 'import sys; assert sys.version_info[:2] == (3, 13); $(BASE_EXECUTABLE)' \
+	  2>/dev/null | grep . && break; done)
 NEED_PY = @test -n "$(PY)" || { echo "make: Python 3.13 not found (neither python3.13 on PATH nor \
 	pyenv's 3.13.x): install it, e.g. \`pyenv install 3.13\` or your system's python3.13" >&2; exit 1; }
 need-py:
@@ -25,8 +28,8 @@ export PATH := $(dir $(PY)):$(PATH)
 endif
 # `make demo` needs only Python 3.11+: the first of these that is new enough.
 DEMO_PY := $(shell for candidate in python3 python3.13 python3.12 python3.11; do \
-	  "$$candidate" -c 'import sys; assert sys.version_info >= (3, 11)' >/dev/null 2>&1 \
-	  && { command -v "$$candidate"; break; }; done)
+	  "$$candidate" -c 'import sys; assert sys.version_info >= (3, 11); $(BASE_EXECUTABLE)' \
+	  2>/dev/null | grep . && break; done)
 DEMO_VENV := .venv-demo
 DEMO_STAMP := $(DEMO_VENV)/.installed
 VENV := .venv

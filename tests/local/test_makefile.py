@@ -74,6 +74,25 @@ def test_any_python313_on_path_is_found_without_pyenv_version(tmp_path: Path) ->
     assert "DEMO= " not in result.stdout  # a 3.11+ Python for the demo
 
 
+def test_a_venv_first_on_path_is_never_taken_for_the_python(tmp_path: Path) -> None:
+    """An activated venv (here the one running the tests) is first on PATH; the recipes that
+    remake a venv remove it first, so PY and DEMO_PY are the interpreters it was made from."""
+    if sys.prefix == sys.base_prefix:
+        pytest.skip("the tests do not run in a venv")
+    venv_bin = Path(sys.prefix) / "bin"
+    result = make(
+        tmp_path,
+        "--eval",
+        "show: ; @echo $(PY) $(DEMO_PY)",
+        "show",
+        path=f"{venv_bin}:{Path(sys.base_prefix) / 'bin'}:/usr/bin:/bin",
+    )
+    assert result.returncode == 0, result.stderr
+    pythons = result.stdout.split()
+    assert len(pythons) == 2, result.stdout
+    assert not any(python.startswith(sys.prefix) for python in pythons), pythons
+
+
 def test_sam_build_runs_again_only_when_what_it_reads_changed(tmp_path: Path) -> None:
     """`make test` builds before pytest, and tests/release's `make publish` reuses that build:
     `make build` calls `sam build` (and the import check) only when an input is newer."""
@@ -112,7 +131,8 @@ def test_sam_build_runs_again_only_when_what_it_reads_changed(tmp_path: Path) ->
 # Stand-ins for uv and python3 (and python3.13): each records its calls in $CALLS. `uv venv
 # ... DIR` makes DIR/bin/python; `uv pip install` fails when $UV_FAILS is 1; `uv --version` says
 # $UV_SAYS. python3's `-m pip install ... --target DIR uv==X` puts a copy of the fake uv in
-# DIR/bin, as the real wheel does; its `-c` checks (the Makefile's Python version) pass.
+# DIR/bin, as the real wheel does; its `-c` checks (the Makefile's Python version) pass, naming
+# itself as the interpreter.
 FAKE_UV = r"""#!/bin/bash
 if [ "$1" = --version ]; then echo "uv $UV_SAYS"; exit 0; fi
 echo "uv $*" >> "$CALLS"
@@ -122,7 +142,10 @@ case "$1 $2" in
 esac
 """
 FAKE_PYTHON = r"""#!/bin/bash
-[ "$1" = -c ] && exit 0
+if [ "$1" = -c ]; then
+  case "$2" in *_base_executable*) echo "$0" ;; esac
+  exit 0
+fi
 echo "$(basename "$0") $*" >> "$CALLS"
 if [ "$1 $2 $3" = "-m pip install" ]; then
   [ "$PIP_FAILS" = 1 ] && exit 1
