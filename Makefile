@@ -2,7 +2,7 @@
 # runs lint, template validation, checkov and `sam build` with an import check of what it built
 # (side by side), then pytest (in parallel processes), then the benchmark smoke, stopping at
 # the first failure. Every tool comes from requirements/dev.lock: nothing installed by hand is
-# relied on.
+# relied on. uv makes every venv and every lock (below: the one on PATH, or fetched once).
 
 SHELL := bash
 .SHELLFLAGS := -euo pipefail -c
@@ -12,22 +12,25 @@ MAKEFLAGS += --no-builtin-rules
 
 # Python 3.13 (any patch) for the toolchain and the python3.13 runtime of `sam build`: the
 # first that runs of `python3.13` on PATH and pyenv's 3.13.x versions. Its folder goes first on
-# PATH, because `sam build` (and the layer's Makefile) look `python3.13` up there.
+# PATH, because `sam build` (and the layer's Makefile) look `python3.13` up there. PY and DEMO_PY
+# are the interpreter a candidate runs on, never a venv's (an activated .venv or .venv-demo is
+# first on PATH, and a recipe that remakes it would remove its Python).
+BASE_EXECUTABLE = print(sys._base_executable)
 PY := $(shell for candidate in python3.13 $$(pyenv root 2>/dev/null)/versions/3.13*/bin/python3.13; do \
-	  "$$candidate" -c 'import sys; assert sys.version_info[:2] == (3, 13)' >/dev/null 2>&1 \
-	  && { command -v "$$candidate"; break; }; done)
+	  "$$candidate" -c 'import sys; assert sys.version_info[:2] == (3, 13); $(BASE_EXECUTABLE)' \
+	  2>/dev/null | grep . && break; done)
 NEED_PY = @test -n "$(PY)" || { echo "make: Python 3.13 not found (neither python3.13 on PATH nor \
 	pyenv's 3.13.x): install it, e.g. \`pyenv install 3.13\` or your system's python3.13" >&2; exit 1; }
+need-py:
+	$(NEED_PY)
 ifneq ($(PY),)
 export PATH := $(dir $(PY)):$(PATH)
 endif
 # `make demo` needs only Python 3.11+: the first of these that is new enough.
 DEMO_PY := $(shell for candidate in python3 python3.13 python3.12 python3.11; do \
-	  "$$candidate" -c 'import sys; assert sys.version_info >= (3, 11)' >/dev/null 2>&1 \
-	  && { command -v "$$candidate"; break; }; done)
+	  "$$candidate" -c 'import sys; assert sys.version_info >= (3, 11); $(BASE_EXECUTABLE)' \
+	  2>/dev/null | grep . && break; done)
 DEMO_VENV := .venv-demo
-# Every file the locks pin, by URL and hash (tools/wheel_links.py): what the venvs install from.
-WHEEL_LINKS := requirements/wheels.html
 DEMO_STAMP := $(DEMO_VENV)/.installed
 VENV := .venv
 BIN := $(VENV)/bin
@@ -41,6 +44,48 @@ export SAM_CLI_DISABLE_VERSION_CHECK := 1
 BUILD_DIR := build
 TRANSFORMED := $(BUILD_DIR)/transformed.json
 
+# uv (PyPI's `uv`) makes every venv (no ensurepip, no pip in it; the lock's files installed in
+# parallel from its cache, each checked against the lock's sha256) and resolves every lock
+# (`uv pip compile --generate-hashes`). The `uv` on PATH when there is one (0.5 or newer),
+# otherwise UV_VERSION, fetched once from PyPI into build/uv by the first Python 3.11+'s pip
+# (`make` does it: nothing to install by hand). It never downloads a Python: each venv is made
+# for the interpreter PY or DEMO_PY found.
+UV_VERSION := 0.13.8
+UV_DIR := $(BUILD_DIR)/uv
+UV := $(or $(shell version=$$(uv --version 2>/dev/null | cut -d' ' -f2); \
+	  [ -n "$$version" ] && [ "$$(printf '0.5.0\n%s\n' "$$version" | sort -V | head -1)" = 0.5.0 ] \
+	  && command -v uv),$(CURDIR)/$(UV_DIR)/bin/uv)
+export UV_PYTHON_DOWNLOADS := never
+# Each venv is named by --python; an activated venv (VIRTUAL_ENV) is never the one installed into.
+UV_PIP = $(UV) pip $(1) --quiet --python $(2)
+
+# `make uv`: uv ready (.ci/run, before two makes that each need it start side by side).
+uv: | $(UV)
+	@:
+
+$(CURDIR)/$(UV_DIR)/bin/uv:
+	@test -n "$(DEMO_PY)" || { echo "make: Python 3.11 or newer not found (python3, python3.11-3.13): \
+	install one" >&2; exit 1; }
+	@echo "make: fetching uv $(UV_VERSION) from PyPI into $(UV_DIR) (once; or put uv on your PATH)"
+	@rm -rf $(UV_DIR)
+	@PIP_ROOT_USER_ACTION=ignore PIP_USER=0 PIP_REQUIRE_VIRTUALENV=0 $(DEMO_PY) -m pip install \
+	  --quiet --disable-pip-version-check --no-deps --only-binary=:all: --target $(UV_DIR) \
+	  uv==$(UV_VERSION) && test -x $@ || { echo "make: could not fetch uv with $(DEMO_PY)'s pip: \
+	install uv (docs.astral.sh/uv) or pip for that Python" >&2; rm -rf $(UV_DIR); exit 1; }
+
+# $(call uv-venv,DIR,PYTHON,LOCK,OPTIONS): a venv in DIR for PYTHON (no pip in it) holding
+# LOCK's pins, each file checked against the lock's sha256, and OPTIONS, one of:
+# - --require-hashes: LOCK alone, every requirement hashed (the tools' venvs);
+# - --verify-hashes -e .: the package too, editable (built by setuptools, as pip would; it has
+#   no hash), every pin's hash still checked (tests/local/test_locks.py: every pin has them);
+# with --compile-bytecode for the venvs users run: without it, where bytecode is not written
+# (PYTHONDONTWRITEBYTECODE=1, as in many container images) every run compiles what it imports.
+# --no-deps: the lock is the whole environment, nothing is resolved at install.
+define uv-venv
+	@rm -rf $(1)
+	@$(UV) venv --quiet --python $(2) $(1)
+	@$(call UV_PIP,install,$(1)/bin/python) --no-deps $(4) -r $(3)
+endef
 # `sam build` is redone only when something it reads changed: the tests that need the built
 # artifact (tests/release runs `make publish`) use the build `make test` made before pytest.
 BUILT := .aws-sam/build/.built
@@ -53,11 +98,6 @@ BUILD_INPUTS := template.yaml samconfig.toml tools/check_build.py $(shell find f
 PYTEST_WORKERS ?= 4
 # The steps of `make test` before pytest that can run side by side (none needs another's output).
 CHECK_JOBS ?= 4
-
-# Top-level development requirements; `make lock` resolves them, with the project's own
-# dependencies and its `demo` extra, into requirements/dev.lock.
-LOCK_REQUIREMENTS := aws-sam-cli aws-sam-translator cfn-lint 'moto[server]' ruff mypy pytest selenium \
-	pytest-xdist hypothesis 'boto3-stubs[sqs,sns,lambda,stepfunctions,events]'
 
 # LocalStack, the second emulator (`make test-localstack`): its own venv under build/, from
 # requirements/localstack.lock (`make lock-localstack` regenerates it from localstack.txt).
@@ -83,32 +123,18 @@ SHARE ?=
 SAR_DIR := $(BUILD_DIR)/sar
 PACKAGED := $(SAR_DIR)/packaged.yaml
 
-.PHONY: venv lint validate build unit integration template pytest test demo console-demo bench bench-smoke soak lock \
+.PHONY: need-py uv venv lint validate build unit integration template pytest test demo console-demo bench bench-smoke soak lock \
 	localstack-venv test-localstack lock-localstack bench-smoke-waiting bench-smoke-computing checkov lock-checkov clean \
 	package need-bucket publish release
 
 venv: $(STAMP)
 
-# $(call locked-install,VENV,LOCK): LOCK's packages into VENV from the pinned releases' files
-# that tools/wheel_links.py listed in requirements/wheels.html, with their hashes: pip
-# reads no index page (most of its time otherwise). Where that fails, through the package index
-# pip is configured with. Not compiled at install: a run compiles what it imports, once, where
-# compiling every module of every package cost most of the rest.
-define locked-install
-	$(1)/bin/python -m pip install --quiet --disable-pip-version-check --no-compile \
-	    --no-index --find-links '$(CURDIR)/$(WHEEL_LINKS)' --retries 0 --timeout 10 \
-	    -r $(2) \
-	  || { echo "make: trying again through the package index" >&2; \
-	       $(1)/bin/python -m pip install --quiet --disable-pip-version-check --no-compile -r $(2); }
-endef
-
-$(STAMP): requirements/dev.lock $(WHEEL_LINKS) pyproject.toml
-	$(NEED_PY)
-	rm -rf $(VENV)
-	$(PY) -m venv $(VENV)
-	$(call locked-install,$(VENV),requirements/dev.lock)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
-	touch $@
+# The development venv: Python 3.13, requirements/dev.lock, the package editable. Not compiled
+# ahead (thousands of modules the gate mostly never imports): a run compiles what it imports.
+$(STAMP): requirements/dev.lock pyproject.toml | need-py $(UV)
+	@echo "make: installing the toolchain (requirements/dev.lock) into $(VENV) with uv"
+	$(call uv-venv,$(VENV),$(PY),requirements/dev.lock,--verify-hashes -e .)
+	@touch $@
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -203,34 +229,31 @@ checkov: $(STAMP) $(CHECKOV_STAMP) $(TRANSFORMED)
 	    -f "$$template" || exit 1; \
 	done
 
-$(CHECKOV_STAMP): requirements/checkov.lock $(WHEEL_LINKS)
-	$(NEED_PY)
-	rm -rf $(CHECKOV_VENV)
-	$(PY) -m venv $(CHECKOV_VENV)
-	$(call locked-install,$(CHECKOV_VENV),requirements/checkov.lock)
-	touch $@
+$(CHECKOV_STAMP): requirements/checkov.lock | need-py $(UV)
+	@echo "make: installing checkov (requirements/checkov.lock) into $(CHECKOV_VENV) with uv"
+	$(call uv-venv,$(CHECKOV_VENV),$(PY),requirements/checkov.lock,--require-hashes)
+	@touch $@
 
-lock-checkov:
-	$(NEED_PY)
-	rm -rf $(BUILD_DIR)/lock-checkov-venv
-	$(PY) -m venv $(BUILD_DIR)/lock-checkov-venv
-	$(BUILD_DIR)/lock-checkov-venv/bin/python -m pip install --quiet \
-		--disable-pip-version-check -r requirements/checkov.txt
-	{ echo '# Pinned checkov environment (Python 3.13) for make checkov. Regenerate with: make lock-checkov'; \
-	  $(BUILD_DIR)/lock-checkov-venv/bin/python -m pip freeze --disable-pip-version-check; \
-	} > requirements/checkov.lock.tmp
-	mv requirements/checkov.lock.tmp requirements/checkov.lock
-	rm -rf $(BUILD_DIR)/lock-checkov-venv
-	$(PY) tools/wheel_links.py
+# $(call uv-lock,INPUTS,LOCK,PYTHON VERSION,MAKE TARGET[,OPTIONS]): INPUTS resolved into LOCK,
+# every pin with the sha256 of each of its files on the index (`uv pip compile
+# --generate-hashes`), for Python PYTHON VERSION (with --universal: that version or newer, on
+# every platform). The pins LOCK already has are kept where the inputs allow (a new dependency
+# moves nothing else); LOCK_UPGRADE=1 moves every pin to its newest release.
+LOCK_UPGRADE ?=
+define uv-lock
+	$(UV) pip compile --quiet --python $(PY) --python-version $(3) --generate-hashes \
+	  --custom-compile-command 'make $(4)' $(if $(LOCK_UPGRADE),--upgrade) $(5) $(1) -o $(2)
+endef
+
+lock-checkov: | need-py $(UV)
+	$(call uv-lock,requirements/checkov.txt,requirements/checkov.lock,3.13,lock-checkov,--universal)
 
 localstack-venv: $(LOCALSTACK_STAMP)
 
-$(LOCALSTACK_STAMP): requirements/localstack.lock $(WHEEL_LINKS)
-	$(NEED_PY)
-	rm -rf $(LOCALSTACK_VENV)
-	$(PY) -m venv $(LOCALSTACK_VENV)
-	$(call locked-install,$(LOCALSTACK_VENV),requirements/localstack.lock)
-	touch $@
+$(LOCALSTACK_STAMP): requirements/localstack.lock | need-py $(UV)
+	@echo "make: installing LocalStack (requirements/localstack.lock) into $(LOCALSTACK_VENV) with uv"
+	$(call uv-venv,$(LOCALSTACK_VENV),$(PY),requirements/localstack.lock,--require-hashes)
+	@touch $@
 
 # Starts LocalStack on a free port of 127.0.0.1, runs the `emulator` tests against it, stops it
 # by its pid whatever happens (tools/localstack.py). Fails if LocalStack does not come up or no
@@ -240,83 +263,37 @@ test-localstack: $(STAMP) $(LOCALSTACK_STAMP)
 		$(BIN)/pytest --numprocesses $(PYTEST_WORKERS) -m emulator --emulator=localstack \
 		$(LOCALSTACK_TESTS)
 
-lock-localstack:
-	$(NEED_PY)
-	rm -rf $(BUILD_DIR)/lock-localstack-venv
-	$(PY) -m venv $(BUILD_DIR)/lock-localstack-venv
-	$(BUILD_DIR)/lock-localstack-venv/bin/python -m pip install --quiet \
-		--disable-pip-version-check -r requirements/localstack.txt
-	{ echo '# Pinned LocalStack environment (Python 3.13) for make test-localstack. Regenerate with: make lock-localstack'; \
-	  $(BUILD_DIR)/lock-localstack-venv/bin/python -m pip freeze --disable-pip-version-check; \
-	} > requirements/localstack.lock.tmp
-	mv requirements/localstack.lock.tmp requirements/localstack.lock
-	rm -rf $(BUILD_DIR)/lock-localstack-venv
-	$(PY) tools/wheel_links.py
+lock-localstack: | need-py $(UV)
+	$(call uv-lock,requirements/localstack.txt,requirements/localstack.lock,3.13,lock-localstack)
 
 # The README's first command: the replay on an embedded SQS emulator, no AWS account needed.
 # DEMO_ARGS passes options through, e.g. make demo DEMO_ARGS="--messages 1000 --poison-rate 0.1".
 # Its own light environment (the package and its `demo` extra, requirements/demo.lock) on any
-# Python 3.11+, so a first `make demo` does not install the whole development toolchain. Not
-# compiled at install (moto's thousands of modules for every service): the demo's first run
-# compiles the few it imports.
+# Python 3.11+, so a first `make demo` does not install the whole development toolchain. Its
+# last line says where `dlq-replay` is (the README's next commands run it).
 DEMO_ARGS ?=
 demo: $(DEMO_STAMP)
-	$(DEMO_VENV)/bin/python -m dlq_replay.cli.main demo $(DEMO_ARGS)
-	@echo "Next: the web console on demo queues (parked samples): make console-demo (Ctrl-C stops it)"
+	@$(DEMO_VENV)/bin/dlq-replay demo $(DEMO_ARGS) || status=$$?; \
+	echo "make: \`dlq-replay\` is $(DEMO_VENV)/bin/dlq-replay; \`source $(DEMO_VENV)/bin/activate\` puts it on your PATH"; \
+	echo "make: the web console on demo queues (parked samples): make console-demo (Ctrl-C stops it)"; \
+	exit $${status:-0}
 
 # `dlq-replay console --demo`: the console on the embedded emulator, until Ctrl-C (docs/console.md).
-console-demo: $(STAMP)
-	$(BIN)/dlq-replay console --demo
+console-demo: $(DEMO_STAMP)
+	$(DEMO_VENV)/bin/dlq-replay console --demo
 
-# $(call user-venv,DIR,PYTHON,PIP OPTIONS[,editable]): a venv with the package's dependencies only
-# (requirements/demo.lock: its own and its `demo` extra's, pinned) and the package: pip's
-# editable install (`editable`: the `dlq-replay` command, as users have it) or a path entry to
-# layers/replay (a .pth file: importable at once, no build, which the first `make demo` would
-# wait for). Made quickly, as the first `make demo` waits for it:
-# - PYTHON's own pip, when it is 22.3 or newer, installs into the venv (`pip --python`), so the
-#   venv is made without a pip of its own: no ensurepip, about 7 s. An older pip: the venv's own.
-# - --no-deps: the lock is the whole environment, so pip has nothing to resolve.
-# - --no-index --find-links requirements/wheels.html (tools/wheel_links.py): pip weighs
-#   only the pinned releases' wheels, not every file of every release on each package's index
-#   page (most of its time otherwise), and checks each download's sha256. Where that fails (no
-#   wheel for this platform, files.pythonhosted.org out of reach), the same pip tries again
-#   through the package index pip is configured with.
-# - The lock's lines (biggest wheel first) are dealt out to USER_VENV_JOBS pips side by side,
-#   back and forth (0 1 1 0 0 1 …), so each gets a like share of the unpacking; a pip works on
-#   one core. --no-warn-conflicts, as a package's dependencies may be another pip's. The
-#   recipe fails if any of them does, once all have ended.
-USER_VENV_JOBS := 2
-PIP_HAS_PYTHON_OPTION := import pip, sys; sys.exit(tuple(map(int, pip.__version__.split(".")[:2])) < (22, 3))
-PATH_ENTRY := import pathlib, sys, sysconfig; \
-  pathlib.Path(sysconfig.get_path("purelib"), "sqs_dlq_replay.pth").write_text(sys.argv[1] + "\n")
-DEAL_OUT := !/^(\#|$$)/ { r = int(i / n); j = i % n; if (r % 2) j = n - 1 - j; if (j == k) print; i++ }
+# $(call user-venv,DIR,PYTHON): a venv as users have one: requirements/demo.lock (the package's
+# dependencies and its `demo` extra, pinned), the package editable (the `dlq-replay` command; its
+# source is this checkout's), all of it compiled to bytecode.
 define user-venv
-	rm -rf $(1)
-	if $(2) -c '$(PIP_HAS_PYTHON_OPTION)' 2>/dev/null; then \
-	  $(2) -m venv --without-pip $(1); pip=($(2) -m pip --python $(1)/bin/python); \
-	else \
-	  $(2) -m venv $(1); pip=($(1)/bin/python -m pip); \
-	fi; \
-	pip+=(install --quiet --disable-pip-version-check --no-deps --no-warn-conflicts $(3)); \
-	pids=(); \
-	for job in $$(seq 0 $$(($(USER_VENV_JOBS) - 1))); do \
-	  awk -v n=$(USER_VENV_JOBS) -v k=$$job '$(DEAL_OUT)' requirements/demo.lock > $(1)/lock-$$job.txt; \
-	  { "$${pip[@]}" --no-index --find-links '$(CURDIR)/$(WHEEL_LINKS)' --retries 0 --timeout 10 \
-	      -r $(1)/lock-$$job.txt \
-	    || { echo "make: trying again through the package index" >&2; \
-	         "$${pip[@]}" -r $(1)/lock-$$job.txt; }; } & pids+=($$!); \
-	done; \
-	$(if $(4),"$${pip[@]}" -e . & pids+=($$!);) \
-	failed=0; for pid in "$${pids[@]}"; do wait "$$pid" || failed=1; done; test $$failed = 0
-	rm $(1)/lock-*.txt
-	$(if $(4),,$(1)/bin/python -c '$(PATH_ENTRY)' '$(CURDIR)/layers/replay')
-	touch $(1)/.installed
+	$(call uv-venv,$(1),$(2),requirements/demo.lock,--verify-hashes -e . --compile-bytecode)
+	@touch $(1)/.installed
 endef
-
-$(DEMO_STAMP): requirements/demo.lock $(WHEEL_LINKS)
+$(DEMO_STAMP): requirements/demo.lock pyproject.toml | $(UV)
 	@test -n "$(DEMO_PY)" || { echo "make: Python 3.11 or newer not found (python3, python3.11-3.13): \
 	install one" >&2; exit 1; }
-	$(call user-venv,$(DEMO_VENV),$(DEMO_PY),--no-compile)
+	@echo "make: installing the demo's environment (requirements/demo.lock) into $(DEMO_VENV) with uv"
+	$(call user-venv,$(DEMO_VENV),$(DEMO_PY))
 
 # Benchmarks: `make bench` for the figures, `make bench-smoke` (part of `make test`, after
 # `build`: bench_cold_start measures the built artifact) so the benchmark code keeps running.
@@ -327,9 +304,9 @@ $(DEMO_STAMP): requirements/demo.lock $(WHEEL_LINKS)
 BENCH_VENV := $(BUILD_DIR)/bench-venv
 BENCH_STAMP := $(BENCH_VENV)/.installed
 
-$(BENCH_STAMP): requirements/demo.lock $(WHEEL_LINKS) pyproject.toml
-	$(NEED_PY)
-	$(call user-venv,$(BENCH_VENV),$(PY),,editable)
+$(BENCH_STAMP): requirements/demo.lock pyproject.toml | need-py $(UV)
+	@echo "make: installing the benchmark's venv (requirements/demo.lock) into $(BENCH_VENV) with uv"
+	$(call user-venv,$(BENCH_VENV),$(PY))
 
 bench: $(STAMP) $(BENCH_STAMP)
 	$(MAKE) --no-print-directory build
@@ -387,35 +364,13 @@ bench-smoke-computing: $(STAMP)
 	$(BIN)/python bench/bench_console.py --smoke
 	$(BIN)/python bench/bench_end_to_end.py --smoke
 
-# Regenerates requirements/dev.lock from a clean, throwaway venv, then requirements/demo.lock
-# (the demo extra at dev.lock's versions, resolved on the demo's Python); then the locks' wheel
-# links (requirements/wheels.html, from PyPI; demo.lock is ordered biggest wheel first).
-lock:
-	$(NEED_PY)
-	rm -rf $(BUILD_DIR)/lock-venv
-	$(PY) -m venv $(BUILD_DIR)/lock-venv
-	$(BUILD_DIR)/lock-venv/bin/python -m pip install --quiet --disable-pip-version-check \
-		--upgrade pip
-	$(BUILD_DIR)/lock-venv/bin/python -m pip install --quiet --disable-pip-version-check \
-		'.[demo,console]' $(LOCK_REQUIREMENTS)
-	{ echo '# Pinned development environment (Python 3.13). Regenerate with: make lock'; \
-	  $(BUILD_DIR)/lock-venv/bin/python -m pip freeze --all --exclude pip --exclude-editable \
-	    | grep -v -i '^sqs[-_]dlq[-_]replay[ =@]'; } > requirements/dev.lock.tmp
-	mv requirements/dev.lock.tmp requirements/dev.lock
-	rm -rf $(BUILD_DIR)/lock-venv
-	rm -rf $(BUILD_DIR)/lock-demo-venv
-	$(DEMO_PY) -m venv $(BUILD_DIR)/lock-demo-venv
-	grep -v -i '^networkx' requirements/dev.lock > $(BUILD_DIR)/demo-constraints.txt
-	$(BUILD_DIR)/lock-demo-venv/bin/python -m pip install --quiet --disable-pip-version-check \
-		-c $(BUILD_DIR)/demo-constraints.txt '.[demo]'
-	{ echo "# The demo's light environment: the package and its \`demo\` extra, at dev.lock's versions (networkx"; \
-	  echo "# excepted: dev.lock's needs Python 3.12+). Works on Python 3.11 to 3.13. Regenerate: make lock"; \
-	  echo "# Biggest wheel first (tools/wheel_links.py), as make demo's pips take turns down the list."; \
-	  $(BUILD_DIR)/lock-demo-venv/bin/python -m pip freeze --exclude-editable \
-	    | grep -v -i '^sqs[-_]dlq[-_]replay[ =@]'; } > requirements/demo.lock.tmp
-	mv requirements/demo.lock.tmp requirements/demo.lock
-	rm -rf $(BUILD_DIR)/lock-demo-venv
-	$(PY) tools/wheel_links.py
+# requirements/dev.lock: the toolchain (requirements/dev.txt) with the package's dependencies and
+# every extra of it, for Python 3.13; then requirements/demo.lock: the `demo` extra at dev.lock's
+# versions (its constraints), for Python 3.11 and newer.
+lock: | need-py $(UV)
+	$(call uv-lock,pyproject.toml requirements/dev.txt,requirements/dev.lock,3.13,lock,--universal --all-extras)
+	$(call uv-lock,pyproject.toml,requirements/demo.lock,3.11,lock,--universal --extra demo --extra console \
+	  -c requirements/dev.lock)
 
 clean:
 	rm -rf $(VENV) $(DEMO_VENV) .aws-sam $(BUILD_DIR) build-check .mypy_cache .ruff_cache .pytest_cache

@@ -189,3 +189,38 @@ def test_output_cut_short_by_the_reader_is_no_traceback(missing: Path) -> None:
         code = process.wait(timeout=60)
     assert "Traceback" not in stderr
     assert code == 141
+
+
+# -- pip's plain path: `pip install .` into a user's own venv ---------------------------------
+
+
+@pytest.mark.slow
+def test_pip_install_of_the_checkout_gives_the_command_compiled(tmp_path: Path) -> None:
+    """Users who install the operator CLI into a venv of their own use pip, not uv or the
+    Makefile: `pip install .` builds the package (setuptools, pyproject.toml) and installs the
+    `dlq-replay` command with its modules compiled. --no-deps: `--help` and `--version` need
+    none of the dependencies (above), so the test fetches only the build backend."""
+    venv = tmp_path / "venv"
+    root = Path(__file__).resolve().parents[2]
+    # The venv without a pip of its own (ensurepip is most of the time): the pip of the Python
+    # it is made from installs into it (`pip --python`).
+    base = Path(sys.base_prefix) / "bin" / "python3"
+    subprocess.run([str(base), "-m", "venv", "--without-pip", str(venv)], check=True, timeout=60)
+    pip = [str(base), "-m", "pip", "--python", str(venv / "bin" / "python")]
+    install = subprocess.run(
+        [*pip, "install", "--quiet", "--disable-pip-version-check", "--no-deps", str(root)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert install.returncode == 0, install.stderr
+
+    script = venv / "bin" / "dlq-replay"
+    version = subprocess.run(
+        [str(script), "--version"], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert version.stdout.startswith("dlq-replay ")
+    packages = list(venv.glob("lib/python3*/site-packages/dlq_replay"))
+    assert len(packages) == 1
+    assert list(packages[0].glob("cli/__pycache__/main.*.pyc"))

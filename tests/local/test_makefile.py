@@ -1,6 +1,7 @@
 """The Makefile finds its Python by itself: python3.13 of any patch (PATH or pyenv) for the
-toolchain, any Python 3.11+ for the demo, and one line saying what to install otherwise; the
-demo's venv is made without a pip of its own and filled by pips side by side."""
+toolchain, any Python 3.11+ for the demo, and one line saying what to install otherwise; uv
+makes every venv (the one on PATH, or fetched from PyPI once by the Makefile itself), and a
+first `make demo` prints one short line of what it does, not its recipe."""
 
 from __future__ import annotations
 
@@ -25,13 +26,9 @@ def make(
     under PATH=`path` and the variables of `env`."""
     (tmp_path / "requirements").mkdir(exist_ok=True)
     shutil.copy(ROOT / "Makefile", tmp_path / "Makefile")
-    for name in (
-        "requirements/dev.lock",
-        "requirements/demo.lock",
-        "requirements/wheels.html",
-        "pyproject.toml",
-    ):
-        (tmp_path / name).touch()
+    for name in ("requirements/dev.lock", "requirements/demo.lock", "pyproject.toml"):
+        if not (tmp_path / name).exists():
+            (tmp_path / name).touch()
     home = os.environ.get("HOME", "/root")
     return subprocess.run(
         ["make", "--no-print-directory", *args],
@@ -77,6 +74,25 @@ def test_any_python313_on_path_is_found_without_pyenv_version(tmp_path: Path) ->
     assert "DEMO= " not in result.stdout  # a 3.11+ Python for the demo
 
 
+def test_a_venv_first_on_path_is_never_taken_for_the_python(tmp_path: Path) -> None:
+    """An activated venv (here the one running the tests) is first on PATH; the recipes that
+    remake a venv remove it first, so PY and DEMO_PY are the interpreters it was made from."""
+    if sys.prefix == sys.base_prefix:
+        pytest.skip("the tests do not run in a venv")
+    venv_bin = Path(sys.prefix) / "bin"
+    result = make(
+        tmp_path,
+        "--eval",
+        "show: ; @echo $(PY) $(DEMO_PY)",
+        "show",
+        path=f"{venv_bin}:{Path(sys.base_prefix) / 'bin'}:/usr/bin:/bin",
+    )
+    assert result.returncode == 0, result.stderr
+    pythons = result.stdout.split()
+    assert len(pythons) == 2, result.stdout
+    assert not any(python.startswith(sys.prefix) for python in pythons), pythons
+
+
 def test_sam_build_runs_again_only_when_what_it_reads_changed(tmp_path: Path) -> None:
     """`make test` builds before pytest, and tests/release's `make publish` reuses that build:
     `make build` calls `sam build` (and the import check) only when an input is newer."""
@@ -112,98 +128,165 @@ def test_sam_build_runs_again_only_when_what_it_reads_changed(tmp_path: Path) ->
     assert len(build()) == 4
 
 
-# A stand-in for python3 and pip: records each call, makes a venv a folder with a copy of
-# itself, records the path entry it is asked to write, and as pip records the requirements it
-# was given (a -r file's lines, then the rest), marked `wheels` when given the wheel links and
-# no index. It fails for FAILING, and given the links when NO_WHEELS is 1.
-FAKE_PYTHON = r"""#!/bin/bash
+# Stand-ins for uv and python3 (and python3.13): each records its calls in $CALLS. `uv venv
+# ... DIR` makes DIR/bin/python; `uv pip install` fails when $UV_FAILS is 1; `uv --version` says
+# $UV_SAYS. python3's `-m pip install ... --target DIR uv==X` puts a copy of the fake uv in
+# DIR/bin, as the real wheel does; its `-c` checks (the Makefile's Python version) pass, naming
+# itself as the interpreter.
+FAKE_UV = r"""#!/bin/bash
+if [ "$1" = --version ]; then echo "uv $UV_SAYS"; exit 0; fi
+echo "uv $*" >> "$CALLS"
 case "$1 $2" in
-  "-c "*pip.__version__*) exit "$OLD_PIP" ;;
-  "-c "*sqs_dlq_replay.pth*) echo "path entry ${@: -1}" >> "$CALLS"; exit 0 ;;
-  "-c "*) exit 0 ;;
-  "-m venv") mkdir -p "${@: -1}/bin" && cp "$0" "${@: -1}/bin/python"
-    echo "$(basename "$0") $*" >> "$CALLS"; exit 0 ;;
+  "venv "*) mkdir -p "${@: -1}/bin" && touch "${@: -1}/bin/python" ;;
+  "pip install") [ "$UV_FAILS" != 1 ] ;;
 esac
-requirements=()
-source=index
-while [ $# -gt 0 ]; do
-  case "$1" in
-    -r) requirements+=($(cat "$2")); shift ;;
-    -e) requirements+=("-e $2"); shift ;;
-    --find-links) [[ "$2" == */requirements/wheels.html ]] && source=wheels; shift ;;
-  esac
-  shift
-done
-(IFS=,; echo "pip $source ${requirements[*]}") >> "$CALLS"
-[[ $source != wheels || $NO_WHEELS != 1 ]] && [[ " ${requirements[*]} " != *" $FAILING "* ]]
 """
-LOCK = ["botocore==1", "moto==5", "boto3==1", "rich==15", "six==1"]  # biggest wheel first
+FAKE_PYTHON = r"""#!/bin/bash
+if [ "$1" = -c ]; then
+  case "$2" in *_base_executable*) echo "$0" ;; esac
+  exit 0
+fi
+echo "$(basename "$0") $*" >> "$CALLS"
+if [ "$1 $2 $3" = "-m pip install" ]; then
+  [ "$PIP_FAILS" = 1 ] && exit 1
+  while [ $# -gt 0 ]; do [ "$1" = --target ] && target=$2; shift; done
+  mkdir -p "$target/bin" && cp "$FAKE_UV" "$target/bin/uv"
+fi
+"""
 
 
-def install_demo_venv(
-    tmp_path: Path, **env: str
-) -> tuple[subprocess.CompletedProcess[str], list[str]]:
-    """`make .venv-demo/.installed` with the fake python3 (the result, calls in order)."""
+def fake_tools(tmp_path: Path, *, uv_on_path: bool, **env: str) -> tuple[str, dict[str, str], Path]:
+    """A PATH with the fake python3 and python3.13 (and uv, `uv_on_path`), the variables
+    the fakes read, and the file of their calls."""
     fake = tmp_path / "fake"
     fake.mkdir()
-    (fake / "python3").write_text(FAKE_PYTHON)
-    (fake / "python3").chmod(0o755)
-    (tmp_path / "requirements").mkdir()
-    (tmp_path / "requirements" / "demo.lock").write_text("# pinned\n" + "\n".join(LOCK) + "\n")
-    (tmp_path / "requirements" / "wheels.html").touch()
+    uv = tmp_path / "fake-uv"
+    uv.write_text(FAKE_UV)
+    uv.chmod(0o755)
+    for name in ("python3", "python3.13"):
+        (fake / name).write_text(FAKE_PYTHON)
+        (fake / name).chmod(0o755)
+    if uv_on_path:
+        shutil.copy(uv, fake / "uv")
     calls = tmp_path / "calls"
-    variables = {"CALLS": str(calls), "OLD_PIP": "0", "FAILING": "none", "NO_WHEELS": "0", **env}
-    result = make(tmp_path, ".venv-demo/.installed", path=f"{fake}:/usr/bin:/bin", env=variables)
-    return result, calls.read_text().splitlines() if calls.exists() else []
+    variables = {
+        "CALLS": str(calls),
+        "FAKE_UV": str(uv),
+        "UV_SAYS": "0.13.8",
+        "UV_FAILS": "0",
+        "PIP_FAILS": "0",
+    }
+    return f"{fake}:/usr/bin:/bin", {**variables, **env}, calls
 
 
-def pip_runs(calls: list[str], source: str) -> list[list[str]]:
-    """The requirements of each pip run from `source` (wheels or index), in order."""
-    prefix = f"pip {source} "
-    return [call.removeprefix(prefix).split(",") for call in calls if call.startswith(prefix)]
+def calls_of(calls: Path) -> list[str]:
+    return calls.read_text().splitlines() if calls.exists() else []
 
 
-def test_the_demo_venv_has_no_pip_and_its_lock_is_dealt_out_to_pips_side_by_side(
-    tmp_path: Path,
-) -> None:
-    result, calls = install_demo_venv(tmp_path)
+def test_the_demo_venv_is_made_by_uv_compiled_with_the_package_editable(tmp_path: Path) -> None:
+    path, env, calls = fake_tools(tmp_path, uv_on_path=True)
+
+    result = make(tmp_path, ".venv-demo/.installed", path=path, env=env)
 
     assert result.returncode == 0, result.stderr
-    assert calls[0] == "python3 -m venv --without-pip .venv-demo"
-    # From the wheel links alone, the lock's lines dealt back and forth: 0 1 1 0 0.
-    assert sorted(pip_runs(calls, "wheels")) == sorted(
-        [["botocore==1", "rich==15", "six==1"], ["moto==5", "boto3==1"]]
+    fake = tmp_path / "fake"
+    assert calls_of(calls) == [
+        f"uv venv --quiet --python {fake}/python3 .venv-demo",
+        "uv pip install --quiet --python .venv-demo/bin/python --no-deps --verify-hashes -e . "
+        "--compile-bytecode -r requirements/demo.lock",
+    ]
+    assert (tmp_path / ".venv-demo" / ".installed").exists()
+    # Quiet: one short line of what it does, no recipe echoed.
+    assert result.stdout.splitlines() == [
+        "make: installing the demo's environment (requirements/demo.lock) into .venv-demo with uv"
+    ]
+
+
+def test_the_toolchain_venv_is_python_313_not_compiled_ahead(tmp_path: Path) -> None:
+    path, env, calls = fake_tools(tmp_path, uv_on_path=True)
+
+    result = make(tmp_path, "venv", path=path, env=env)
+
+    assert result.returncode == 0, result.stderr
+    fake = tmp_path / "fake"
+    assert calls_of(calls) == [
+        f"uv venv --quiet --python {fake}/python3.13 .venv",
+        "uv pip install --quiet --python .venv/bin/python --no-deps --verify-hashes -e . "
+        "-r requirements/dev.lock",
+    ]
+
+
+def test_without_uv_the_makefile_fetches_it_from_pypi_once(tmp_path: Path) -> None:
+    path, env, calls = fake_tools(tmp_path, uv_on_path=False)
+
+    first = make(tmp_path, ".venv-demo/.installed", path=path, env=env)
+    second = make(tmp_path, "venv", path=path, env=env)
+
+    assert first.returncode == 0, first.stderr
+    assert second.returncode == 0, second.stderr
+    fetches = [call for call in calls_of(calls) if " -m pip " in call]
+    assert fetches == [
+        "python3 -m pip install --quiet --disable-pip-version-check --no-deps "
+        "--only-binary=:all: --target build/uv uv==0.13.8"
+    ]
+    assert first.stdout.splitlines()[0] == (
+        "make: fetching uv 0.13.8 from PyPI into build/uv (once; or put uv on your PATH)"
     )
-    assert pip_runs(calls, "index") == []
-    # The package itself: a path entry to its source, no build.
-    assert calls[-1] == f"path entry {tmp_path}/layers/replay"
-    assert (tmp_path / ".venv-demo" / ".installed").exists()
+    made = [call.split()[-1] for call in calls_of(calls) if call.startswith("uv venv")]
+    assert made == [".venv-demo", ".venv"]  # by the uv it fetched
 
 
-def test_with_a_pip_older_than_22_3_the_demo_venv_gets_its_own(tmp_path: Path) -> None:
-    result, calls = install_demo_venv(tmp_path, OLD_PIP="1")
+def test_where_pip_cannot_fetch_uv_one_line_says_what_to_install(tmp_path: Path) -> None:
+    path, env, _ = fake_tools(tmp_path, uv_on_path=False, PIP_FAILS="1")
 
-    assert result.returncode == 0, result.stderr
-    assert calls[0] == "python3 -m venv .venv-demo"
-    assert sorted(name for run in pip_runs(calls, "wheels") for name in run) == sorted(LOCK)
-
-
-def test_where_the_wheel_links_fail_each_pip_tries_again_through_the_index(
-    tmp_path: Path,
-) -> None:
-    result, calls = install_demo_venv(tmp_path, NO_WHEELS="1")
-
-    assert result.returncode == 0, result.stderr
-    assert sorted(pip_runs(calls, "index")) == sorted(pip_runs(calls, "wheels"))
-    assert sorted(name for run in pip_runs(calls, "index") for name in run) == sorted(LOCK)
-    assert result.stderr.count("make: trying again through the package index") == 2
-    assert (tmp_path / ".venv-demo" / ".installed").exists()
-
-
-def test_one_failing_pip_fails_the_demo_venv_after_all_have_ended(tmp_path: Path) -> None:
-    result, calls = install_demo_venv(tmp_path, FAILING="moto==5")
+    result = make(tmp_path, ".venv-demo/.installed", path=path, env=env)
 
     assert result.returncode != 0
-    assert len(pip_runs(calls, "wheels")) == 2
-    assert pip_runs(calls, "index") == [["moto==5", "boto3==1"]]  # only the failed one again
+    errors = [line for line in result.stderr.splitlines() if not line.startswith("make: ***")]
+    assert errors == [
+        f"make: could not fetch uv with {tmp_path}/fake/python3's pip: install uv "
+        "(docs.astral.sh/uv) or pip for that Python"
+    ]
+    assert not (tmp_path / "build" / "uv").exists()
+    assert not (tmp_path / ".venv-demo").exists()
+
+
+def test_a_uv_older_than_0_5_on_path_is_not_used(tmp_path: Path) -> None:
+    path, env, calls = fake_tools(tmp_path, uv_on_path=True, UV_SAYS="0.4.30")
+
+    result = make(tmp_path, ".venv-demo/.installed", path=path, env=env)
+
+    assert result.returncode == 0, result.stderr
+    assert any(call.endswith("--target build/uv uv==0.13.8") for call in calls_of(calls))
+    assert (tmp_path / "build" / "uv" / "bin" / "uv").exists()
+
+
+def test_a_failed_install_leaves_no_venv_taken_for_made(tmp_path: Path) -> None:
+    path, env, _ = fake_tools(tmp_path, uv_on_path=True, UV_FAILS="1")
+
+    result = make(tmp_path, ".venv-demo/.installed", path=path, env=env)
+
+    assert result.returncode != 0
     assert not (tmp_path / ".venv-demo" / ".installed").exists()
+
+
+@pytest.mark.parametrize("code", [0, 3])
+def test_make_demo_says_where_dlq_replay_is_and_keeps_the_demos_exit_code(
+    tmp_path: Path, code: int
+) -> None:
+    bin_dir = tmp_path / ".venv-demo" / "bin"
+    bin_dir.mkdir(parents=True)
+    (bin_dir / "dlq-replay").write_text(f'#!/bin/sh\necho "ran $*"\nexit {code}\n')
+    (bin_dir / "dlq-replay").chmod(0o755)
+    path, env, _ = fake_tools(tmp_path, uv_on_path=True)
+
+    result = make(
+        tmp_path, "-o", ".venv-demo/.installed", "demo", "DEMO_ARGS=--plain", path=path, env=env
+    )
+
+    assert (result.returncode == 0) is (code == 0), result.stderr
+    assert result.stdout.splitlines() == [
+        "ran demo --plain",
+        "make: `dlq-replay` is .venv-demo/bin/dlq-replay; `source .venv-demo/bin/activate` puts "
+        "it on your PATH",
+    ]

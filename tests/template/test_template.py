@@ -871,9 +871,10 @@ def test_nested_app_passes_real_parameters_and_reads_real_outputs(
 
 
 def test_samconfig_deploys_create_everything_mode_without_a_question(root: Path) -> None:
-    """`sam build && sam deploy`, the README's first deploy, needs no answer: a stack name, an
-    artifact bucket, the capabilities (CAPABILITY_RESOURCE_POLICY is SAR's only, CloudFormation
-    refuses it), no change set prompt, no guided mode, and a default for every parameter."""
+    """`make build && .venv/bin/sam deploy`, the README's first deploy, needs no answer: a stack
+    name, an artifact bucket, the capabilities (CAPABILITY_RESOURCE_POLICY is SAR's only,
+    CloudFormation refuses it), no change set prompt, no guided mode, and a default for every
+    parameter."""
     config = tomllib.loads((root / "samconfig.toml").read_text())
     default = config["default"]
     deploy = default["deploy"]["parameters"]
@@ -886,6 +887,6 @@ def test_samconfig_deploys_create_everything_mode_without_a_question(root: Path)
     parameters = load_template(root / "template.yaml")["Parameters"]
     assert [name for name, p in parameters.items() if "Default" not in p] == []
     readme = (root / "README.md").read_text()
-    assert "\n```bash\nsam build && sam deploy\n```\n" in readme
+    assert "\n```bash\nmake build && .venv/bin/sam deploy\n```\n" in readme
     assert default["build"]["parameters"]["cached"] is False
     assert default["validate"]["parameters"]["lint"] is True
