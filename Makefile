@@ -274,8 +274,8 @@ lock-localstack: | need-py $(UV)
 DEMO_ARGS ?=
 demo: $(DEMO_STAMP)
 	@$(DEMO_VENV)/bin/dlq-replay demo $(DEMO_ARGS) || status=$$?; \
-	echo "make: \`dlq-replay\` is $(DEMO_VENV)/bin/dlq-replay; \`source $(DEMO_VENV)/bin/activate\` puts it on your PATH"; \
 	echo "make: the web console on demo queues (parked samples): make console-demo (Ctrl-C stops it)"; \
+	echo "make: \`dlq-replay\` is $(DEMO_VENV)/bin/dlq-replay; \`source $(DEMO_VENV)/bin/activate\` puts it on your PATH"; \
 	exit $${status:-0}
 
 # `dlq-replay console --demo`: the console on the embedded emulator, until Ctrl-C (docs/console.md).

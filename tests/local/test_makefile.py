@@ -287,6 +287,8 @@ def test_make_demo_says_where_dlq_replay_is_and_keeps_the_demos_exit_code(
     assert (result.returncode == 0) is (code == 0), result.stderr
     assert result.stdout.splitlines() == [
         "ran demo --plain",
+        "make: the web console on demo queues (parked samples): make console-demo (Ctrl-C stops "
+        "it)",
         "make: `dlq-replay` is .venv-demo/bin/dlq-replay; `source .venv-demo/bin/activate` puts "
         "it on your PATH",
     ]
