@@ -209,6 +209,10 @@ integration: $(STAMP)
 template: $(STAMP)
 	$(BIN)/pytest tests/template
 
+# The audit trail of the commands that tests and benchmarks run lands in the build folder, never
+# in the operator's own ($XDG_STATE_HOME/dlq-replay/audit.jsonl); the tests make one each too.
+pytest bench bench-smoke test-localstack: export XDG_STATE_HOME = $(CURDIR)/$(BUILD_DIR)/state
+
 pytest: $(STAMP)
 	$(BIN)/pytest --numprocesses $(PYTEST_WORKERS)
 

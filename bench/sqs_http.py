@@ -27,6 +27,14 @@ from fake_http import FakeRequest, FakeServer
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
 SQS_JSON = {"Content-Type": "application/x-amz-json-1.0"}
+# STS's answer to GetCallerIdentity: a redrive (audited) asks it once, as against AWS.
+CALLER_IDENTITY = (
+    b'<GetCallerIdentityResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/">'
+    b"<GetCallerIdentityResult><Arn>arn:aws:iam::123456789012:user/bench</Arn>"
+    b"<UserId>AIDABENCH</UserId><Account>123456789012</Account></GetCallerIdentityResult>"
+    b"<ResponseMetadata><RequestId>bench</RequestId></ResponseMetadata>"
+    b"</GetCallerIdentityResponse>"
+)
 # The operations besides ReceiveMessage, and the methods that answer them.
 OPERATIONS = {
     "GetQueueAttributes": "_get_queue_attributes",
@@ -255,7 +263,12 @@ class _Request(FakeRequest):
     server: FakeSqs
 
     def do_POST(self) -> None:  # noqa: N802 - http.server calls it by this name
-        request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        if b"Action=GetCallerIdentity" in body:  # the CLI's audit trail asks who is calling
+            time.sleep(self.server.latency)
+            self.answer(200, CALLER_IDENTITY, {"Content-Type": "text/xml"})
+            return
+        request = json.loads(body)
         operation = self.headers["X-Amz-Target"].split(".", 1)[1]
         if self.server.first_request_at is None:
             self.server.first_request_at = time.monotonic()
