@@ -242,6 +242,9 @@ def make_replay_function(name: str, replay_targets: str) -> None:
     )
 
 
+@pytest.mark.moto_only(
+    reason="the function's REPLAY_TARGET_ARNS: Lambda, not in the LocalStack step"
+)
 def test_only_targets_the_stack_allows_too_are_called_and_one_line_names_the_rest(
     capsys: pytest.CaptureFixture[str], sqs: SQSClient, queues: Queues, targets: Targets
 ) -> None:
