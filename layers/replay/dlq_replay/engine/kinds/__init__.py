@@ -1,14 +1,9 @@
 """The kinds of record: what every kind shares, the strategy each kind fills in (`Kind`), and
 how a record's kind is told, by DLQ_KIND (docs/design.md, 'Recognition, by mode').
 
-A kind of record answers, for the one decision (`engine.decide`): is this record mine
-(`recognise`), where does it go or why can it not (`destination`), how long a delay does
-that destination take (`delay_limit`), what is written for it (`copy`), what is delivered
-(`delivery`), and which refusal of its target no retry can change (`refusals`). The
-serverless kinds share all but `recognise`: their target is an ARN in REPLAY_TARGET_ARNS, no
-target takes a delay, and the copy that waits in the DLQ or is parked carries the kind and
-the target. One module per kind (`KIND_MODULES`), imported when its kind is first asked
-for: a replay of SQS records does not load the others.
+A kind answers what the one decision (`engine.decide`) asks of it (`Kind`). The serverless
+kinds share all but their module's `recognise`. One module per kind (`KIND_MODULES`),
+imported when its kind is first asked for: a replay of SQS records does not load the others.
 
 Recognition reads what anyone who can send to the DLQ can write, so it runs only where it is
 asked for: with `sqs` not at all (every record is an SQS record), with `lambda` or

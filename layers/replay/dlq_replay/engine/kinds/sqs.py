@@ -27,11 +27,6 @@ def route(message: InboundMessage, settings: Settings) -> str | None:
     return settings.main_queue_url
 
 
-def destination_limit(queue_url: str) -> int:
-    """The longest DelaySeconds a queue takes on one message: none at all on FIFO."""
-    return 0 if is_fifo_url(queue_url) else MAX_SQS_DELAY_SECONDS
-
-
 def recognise(message: InboundMessage, replay_targets: frozenset[str]) -> Recognised:
     return Recognised(RecordKind.SQS, payload=message.body)
 
@@ -50,7 +45,8 @@ class SqsKind(Kind):
         return destination
 
     def delay_limit(self, destination: str) -> int:
-        return destination_limit(destination)
+        """The longest DelaySeconds a queue takes on one message: none at all on FIFO."""
+        return 0 if is_fifo_url(destination) else MAX_SQS_DELAY_SECONDS
 
 
 KIND = SqsKind(RecordKind.SQS, recognise)
