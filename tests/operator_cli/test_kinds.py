@@ -36,6 +36,7 @@ def records(sqs: SQSClient, queues: Queues, monkeypatch: pytest.MonkeyPatch) -> 
     record goes back to is the one function of REPLAY_TARGET_ARNS (no stack: the
     environment's)."""
     monkeypatch.setenv("REPLAY_TARGET_ARNS", f"{FUNCTION_ARN},{TARGET_QUEUE}")
+    monkeypatch.setenv("DLQ_KIND", "any")  # no stack: the environment's mode, every kind
     return {
         "eventbridge": send_eventbridge(sqs, queues.dlq, TARGET_QUEUE),
         "lambda": send_lambda(sqs, queues.dlq),
@@ -181,3 +182,59 @@ def test_status_names_the_kinds_and_targets_the_function_replays() -> None:
     # A function of SQS records (or an unknown one) and no sample: nothing is said.
     assert kinds_lines(kinds_json({"DLQ_KIND": "sqs"}, None)) == []
     assert kinds_lines(kinds_json({}, None)) == []
+
+
+@pytest.mark.parametrize("mode", [None, "sqs", "eventbridge"])
+def test_a_look_alike_reads_as_the_stacks_mode_reads_it(
+    capsys: pytest.CaptureFixture[str],
+    sqs: SQSClient,
+    queues: Queues,
+    monkeypatch: pytest.MonkeyPatch,
+    mode: str | None,
+) -> None:
+    """Lambda's attribute names on a record of a DLQ whose stack replays SQS records (the
+    default) or EventBridge ones: anyone who may send to the DLQ can write them, so the tools
+    read the record as the replay does, an SQS record with no target."""
+    monkeypatch.setenv("REPLAY_TARGET_ARNS", FUNCTION_ARN)
+    if mode is None:
+        monkeypatch.delenv("DLQ_KIND", raising=False)
+    else:
+        monkeypatch.setenv("DLQ_KIND", mode)
+    look_alike = send_lambda(sqs, queues.dlq)
+
+    peeked = run_cli(capsys, "peek", "dlq", *queues.options(), *NO_WAIT, "--json")
+    moved = run_cli(
+        capsys,
+        "redrive",
+        *queues.options(),
+        *NO_WAIT,
+        "--from",
+        "dlq",
+        "--to",
+        "source",
+        "--target-arn",
+        FUNCTION_ARN,
+        "--json",
+    )
+
+    assert peeked.code == 0, peeked
+    (shown,) = peeked.json()["messages"]
+    assert (shown["message_id"], shown["kind"], shown["target_arn"]) == (look_alike, "sqs", None)
+    tally = moved.json()
+    assert tally["delivered"] == {}, tally  # never to the function
+    assert tally["moved"] == 0
+    assert depth(sqs, queues.dlq)[0] + depth(sqs, queues.dlq)[1] == 1
+
+
+def test_a_dlq_kind_that_is_none_of_the_modes_is_one_line(
+    capsys: pytest.CaptureFixture[str], queues: Queues, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DLQ_KIND", "kinesis")
+
+    result = run_cli(capsys, "peek", "dlq", *queues.options(), *NO_WAIT)
+
+    assert result.code == 2
+    assert "Traceback" not in result.err
+    assert result.err.strip().splitlines()[-1] == (
+        "dlq-replay: error: DLQ_KIND 'kinesis' is none of sqs, lambda, eventbridge, any"
+    )

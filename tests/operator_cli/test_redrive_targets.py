@@ -47,6 +47,12 @@ def targets(sqs: SQSClient) -> Targets:
     return Targets(sqs)
 
 
+@pytest.fixture(autouse=True)
+def every_kind(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No stack: the environment's DLQ_KIND says how records are read (`any`: every kind)."""
+    monkeypatch.setenv("DLQ_KIND", "any")
+
+
 def redrive(
     capsys: pytest.CaptureFixture[str], queues: Queues, targets: Targets, *extra: str
 ) -> Any:

@@ -23,6 +23,7 @@ from dlq_replay.cli.options import (
 )
 from dlq_replay.cli.output import note
 from dlq_replay.cli.parsing import Run, int_between, queue_url
+from dlq_replay.core.kinds import KIND_CHOICES, RecordKind, accepted_kinds
 from dlq_replay.core.settings import DEFAULT_COUNT_ATTRIBUTE, SETTING, SettingsError
 
 if TYPE_CHECKING:
@@ -194,6 +195,22 @@ def replay_targets_of(args: argparse.Namespace, deployment: ops.Deployment) -> f
     return targets
 
 
+def accepted_kinds_of(
+    args: argparse.Namespace, deployment: ops.Deployment
+) -> frozenset[RecordKind]:
+    """The kinds the tools read records as: the function's DLQ_KIND's, else the environment's,
+    else `sqs`'s (the function's default). A look-alike in an SQS DLQ (Lambda's attribute
+    names, say, sent by anyone who may send to it) is then an SQS record, as the replay reads
+    it, and no redrive delivers it to a function."""
+    text = function_settings(args, deployment).get("DLQ_KIND") or os.environ.get("DLQ_KIND")
+    try:
+        return accepted_kinds((text or "sqs").strip())
+    except ValueError:
+        raise CommandError(
+            f"DLQ_KIND {text!r} is none of {', '.join(KIND_CHOICES)}", EXIT_USAGE
+        ) from None
+
+
 @dataclass(frozen=True, slots=True)
 class Target:
     """What a command works on: the deployment's queues and the SQS client, resolved once."""
@@ -211,6 +228,9 @@ class Target:
 
     def replay_targets(self) -> frozenset[str]:
         return replay_targets_of(self.args, self.deployment)
+
+    def accepted_kinds(self) -> frozenset[RecordKind]:
+        return accepted_kinds_of(self.args, self.deployment)
 
 
 def resolve_target(args: argparse.Namespace) -> Target:

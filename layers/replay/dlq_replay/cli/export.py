@@ -113,6 +113,7 @@ def run_export(args: argparse.Namespace) -> int:
         wait_seconds=args.wait_seconds,
         reserve=args.reserve,
         replay_targets=target.replay_targets(),
+        accepted_kinds=target.accepted_kinds(),
     )
     s3 = make_client(args, "s3") if args.s3_uri is not None else None
     gate(args, queues=(source.url,))

@@ -62,6 +62,7 @@ def run_peek(args: argparse.Namespace) -> int:
         wait_seconds=args.wait_seconds,
         reserve=args.reserve,
         replay_targets=target.replay_targets(),
+        accepted_kinds=target.accepted_kinds(),
     )
     result = peek(target.sqs, request)
     if result.stopped:

@@ -171,6 +171,7 @@ def run_redrive(args: argparse.Namespace) -> int:
         until_failing=until_failing_from(args, target, source, destination),
         target_arns=target_arns,
         stack_targets=stack_targets_of(target, target_arns),
+        accepted_kinds=target.accepted_kinds(),
     )
     choice = ops.choose_mode(
         sqs, request, client_side=args.client_side, sources=known.dead_letter_sources

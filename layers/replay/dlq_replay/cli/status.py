@@ -58,6 +58,7 @@ def run_status(args: argparse.Namespace) -> int:
         lam=lam,
         sample=args.sample,
         replay_targets=resolved.replay_targets() if args.sample else frozenset(),
+        accepted_kinds=resolved.accepted_kinds() if args.sample else ops.ALL_KINDS,
     )
     kinds = kinds_json(function_settings(args, deployment), result.kinds)
     breaker = None

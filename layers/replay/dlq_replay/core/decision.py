@@ -19,9 +19,7 @@ from dlq_replay.core.attributes import (
     PARK_REASON_ATTRIBUTE,
     Attribute,
 )
-from dlq_replay.core.backoff import (
-    MAX_VISIBILITY_TIMEOUT_SECONDS,
-)
+from dlq_replay.core.backoff import MAX_VISIBILITY_TIMEOUT_SECONDS
 from dlq_replay.core.messages import InboundMessage, OutboundMessage, fits_limits
 from dlq_replay.core.queues import is_fifo_url
 from dlq_replay.core.settings import Settings

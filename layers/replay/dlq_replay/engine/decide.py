@@ -26,7 +26,6 @@ from dlq_replay.core.kinds import Recognised, RecordKind
 from dlq_replay.core.messages import InboundMessage, fits_limits, unencodable
 from dlq_replay.core.settings import Settings
 from dlq_replay.engine.kinds import Kind, kind_of, recorded_error
-from dlq_replay.engine.kinds.sqs import destination_limit
 
 _WRITES = (Action.REPLAY, Action.DEFER, Action.RELEASE)
 
@@ -154,7 +153,7 @@ def next_attempt(
         Action.DEFER,
         dlq_url,
         attempt,
-        min(delay, destination_limit(dlq_url)),
+        min(delay, kind_of(RecordKind.SQS).delay_limit(dlq_url)),
         not_before=not_before,
         drawn_delay=delay,
     )

@@ -343,7 +343,7 @@ class Replayer:
 
     def _hold(self, messages: Sequence[InboundMessage], decisions: dict[str, Decision]) -> None:
         """Hide waiting copies until their time; a failed hold only means an earlier retry."""
-        for queue_arn, queued in _by_queue(messages).items():
+        for queue_arn, queued in _grouped(messages, lambda m: m.queue_arn).items():
             refused = change_visibility(
                 self._sqs,
                 Arn.queue(queue_arn).url(self._settings.endpoint_url_sqs),
@@ -381,16 +381,16 @@ def _rounds(messages: Sequence[InboundMessage]) -> Iterator[list[InboundMessage]
     if not any(_is_fifo(m) for m in messages):
         yield list(messages)
         return
-    by_group: dict[str, list[InboundMessage]] = {}
-    for m in messages:
-        by_group.setdefault(m.message_group_id or m.message_id, []).append(m)
+    by_group = _grouped(messages, lambda m: m.message_group_id or m.message_id)
     depth = max(len(group) for group in by_group.values())
     for index in range(depth):
         yield [group[index] for group in by_group.values() if index < len(group)]
 
 
-def _by_queue(messages: Sequence[InboundMessage]) -> dict[str, list[InboundMessage]]:
-    by_queue: dict[str, list[InboundMessage]] = {}
+def _grouped(
+    messages: Sequence[InboundMessage], key: Callable[[InboundMessage], str]
+) -> dict[str, list[InboundMessage]]:
+    groups: dict[str, list[InboundMessage]] = {}
     for m in messages:
-        by_queue.setdefault(m.queue_arn, []).append(m)
-    return by_queue
+        groups.setdefault(key(m), []).append(m)
+    return groups

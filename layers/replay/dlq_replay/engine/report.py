@@ -95,16 +95,14 @@ class BatchReport:
         recognised = outcome.recognised
         if recognised is not None and recognised.kind is not RecordKind.SQS:
             fields.update(kind=recognised.kind.value, target=recognised.target_arn)
-        if decision.error is not None:
-            fields["service_error"] = decision.error
-        if decision.reason is not None:
-            fields["reason"] = decision.reason.value
-        if decision.not_before is not None:
-            fields["not_before"] = decision.not_before
-        if decision.clamped:
-            fields["drawn_delay_seconds"] = decision.drawn_delay
-        if decision.problem is not None:
-            fields["problem"] = decision.problem
+        optional = {
+            "service_error": decision.error,
+            "reason": decision.reason.value if decision.reason is not None else None,
+            "not_before": decision.not_before,
+            "drawn_delay_seconds": decision.drawn_delay if decision.clamped else None,
+            "problem": decision.problem,
+        }
+        fields.update((key, value) for key, value in optional.items() if value is not None)
         if message.dropped_attributes:
             fields["dropped_attributes"] = dict(message.dropped_attributes)
         if message.message_group_id:

@@ -61,6 +61,7 @@ if TYPE_CHECKING:
         import_archive,
     )
     from dlq_replay.ops.kinds import (
+        ALL_KINDS,
         KindCounts,
         kind_counts,
         recognised,
@@ -210,7 +211,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "prepare_export",
     ),
     "importing": ("ImportFailure", "ImportRequest", "ImportTally", "Importer", "import_archive"),
-    "kinds": ("KindCounts", "kind_counts", "recognised"),
+    "kinds": ("ALL_KINDS", "KindCounts", "kind_counts", "recognised"),
     "movetask": (
         "MAX_MOVE_RATE",
         "MoveTask",
@@ -238,6 +239,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
 _HOME = {name: module for module, names in _MODULES.items() for name in names}
 
 __all__ = [
+    "ALL_KINDS",
     "DEFAULT_ADAPTIVE_RATE",
     "DEFAULT_CONCURRENCY",
     "MAX_CONCURRENCY",

@@ -31,9 +31,10 @@ from typing import TYPE_CHECKING, Any
 
 from dlq_replay.core import attributes
 from dlq_replay.core.attributes import Attribute
+from dlq_replay.core.kinds import RecordKind
 from dlq_replay.core.messages import OutboundMessage
 from dlq_replay.core.queues import is_fifo_url
-from dlq_replay.ops.kinds import recognised
+from dlq_replay.ops.kinds import ALL_KINDS, recognised
 from dlq_replay.ops.receiving import receive_count_of
 from dlq_replay.ops.redrive import FailReason
 
@@ -113,17 +114,19 @@ class ArchiveRecord:
 
 
 def from_message(
-    message: MessageTypeDef, replay_targets: frozenset[str] = frozenset()
+    message: MessageTypeDef,
+    replay_targets: frozenset[str] = frozenset(),
+    accepted_kinds: frozenset[RecordKind] = ALL_KINDS,
 ) -> ArchiveRecord | FailReason:
     """The record of a received message, or why it cannot be written (a list-valued
     attribute, which SQS would not take back on send). `replay_targets` name a `lambda`
-    record's function."""
+    record's function; `accepted_kinds` are the stack's DLQ_KIND's."""
     parsed = attributes.from_sqs(message.get("MessageAttributes"))
     if parsed.dropped:
         return FailReason.UNCOPYABLE
     system = message.get("Attributes", {})
     sent = system.get("SentTimestamp", "")
-    kind = recognised(message, replay_targets)
+    kind = recognised(message, replay_targets, accepted_kinds)
     return ArchiveRecord(
         message_id=message["MessageId"],
         body=message.get("Body", ""),

@@ -30,8 +30,10 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from dlq_replay.core import attributes
+from dlq_replay.core.kinds import RecordKind
 from dlq_replay.ops.archive import ArchiveError, from_message, parse_line
 from dlq_replay.ops.errors import OpsError
+from dlq_replay.ops.kinds import ALL_KINDS
 from dlq_replay.ops.queues import QueueInfo
 from dlq_replay.ops.receiving import Receiving, usable_budget
 from dlq_replay.ops.redrive import FailReason
@@ -58,6 +60,7 @@ class ExportRequest:
     reserve: int = 1
     # The allowed targets (REPLAY_TARGET_ARNS): they name a `lambda` record's function.
     replay_targets: frozenset[str] = frozenset()
+    accepted_kinds: frozenset[RecordKind] = ALL_KINDS  # the stack's DLQ_KIND's (ops.kinds)
 
 
 @dataclass(frozen=True, slots=True)
@@ -268,7 +271,7 @@ class _Run:
         if message["MessageId"] in self.archived:
             self.already.append(message["MessageId"])
             return
-        record = from_message(message, self.request.replay_targets)
+        record = from_message(message, self.request.replay_targets, self.request.accepted_kinds)
         if isinstance(record, FailReason):
             self.failures[record] += 1
             return

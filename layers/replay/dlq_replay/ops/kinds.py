@@ -20,10 +20,19 @@ from dlq_replay.engine.kinds import recognise
 if TYPE_CHECKING:
     from mypy_boto3_sqs.type_defs import MessageTypeDef
 
+# Every kind: what the operator tools read when no DLQ_KIND is given them.
+ALL_KINDS = frozenset(RecordKind)
 
-def recognised(message: MessageTypeDef, replay_targets: frozenset[str]) -> Recognised:
-    """The kind of a message received with boto3 (all its attributes), and its target."""
-    return recognise(InboundMessage.from_boto3(message), replay_targets)
+
+def recognised(
+    message: MessageTypeDef,
+    replay_targets: frozenset[str],
+    accepted: frozenset[RecordKind] = ALL_KINDS,
+) -> Recognised:
+    """The kind of a message received with boto3 (all its attributes), and its target, among
+    the kinds the stack's DLQ_KIND accepts (`accepted`): with `sqs` every record is an SQS
+    record, whatever its attributes look like, as the replay itself reads it."""
+    return recognise(InboundMessage.from_boto3(message), replay_targets, accepted)
 
 
 @dataclass(frozen=True, slots=True)

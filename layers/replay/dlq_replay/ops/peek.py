@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING
 
 from dlq_replay.core import attributes
 from dlq_replay.core.decision import park_reason_of
+from dlq_replay.core.kinds import RecordKind
 from dlq_replay.core.settings import DEFAULT_COUNT_ATTRIBUTE
 from dlq_replay.engine.kinds import recorded_error
-from dlq_replay.ops.kinds import recognised
+from dlq_replay.ops.kinds import ALL_KINDS, recognised
 from dlq_replay.ops.queues import QueueInfo
 from dlq_replay.ops.receiving import (
     ReceiveBudget,
@@ -70,6 +71,7 @@ class PeekRequest:
     reserve: int = 1
     # The allowed targets (REPLAY_TARGET_ARNS): they name a `lambda` record's function.
     replay_targets: frozenset[str] = frozenset()
+    accepted_kinds: frozenset[RecordKind] = ALL_KINDS  # the stack's DLQ_KIND's (ops.kinds)
 
 
 def peek(
@@ -110,7 +112,7 @@ def _peeked(
     values = parsed.values
     system = message.get("Attributes", {})
     count_value = values.get(request.count_attribute)
-    kind = recognised(message, request.replay_targets)
+    kind = recognised(message, request.replay_targets, request.accepted_kinds)
     sent_ms = system.get("SentTimestamp")
     sent_at = datetime.fromtimestamp(int(sent_ms) / 1000, UTC) if sent_ms else None
     received = receive_count_of(message)

@@ -30,7 +30,7 @@ from dlq_replay.core.messages import OutboundMessage
 from dlq_replay.core.queues import is_fifo_url, target_allowed
 from dlq_replay.core.settings import DEFAULT_COUNT_ATTRIBUTE
 from dlq_replay.engine.kinds import target_refusal
-from dlq_replay.ops.kinds import recognised
+from dlq_replay.ops.kinds import ALL_KINDS, recognised
 from dlq_replay.ops.pacing import PaceReport, PaceStop, UntilFailing
 from dlq_replay.ops.queues import QueueInfo, source_queue_url
 from dlq_replay.ops.select import Selector
@@ -107,6 +107,7 @@ class RedriveRequest:
     # ... of which only those the stack allows too (its ReplayTargetArns); None: no stack's
     # list is known, the operator's alone applies.
     stack_targets: frozenset[str] | None = None
+    accepted_kinds: frozenset[RecordKind] = ALL_KINDS  # the stack's DLQ_KIND's (ops.kinds)
 
     @property
     def rewrites(self) -> bool:
@@ -283,7 +284,7 @@ def plan_copy(
             return SkipReason.FILTERED
     system = message.get("Attributes", {})
     if request.destination is None:
-        record = recognised(message, request.target_arns)
+        record = recognised(message, request.target_arns, request.accepted_kinds)
         if record.kind is not RecordKind.SQS:
             return plan_delivery(message, record, request.target_arns, request.stack_targets)
     if request.destination is not None:

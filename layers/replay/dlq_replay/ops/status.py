@@ -7,9 +7,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from dlq_replay.core.kinds import RecordKind
 from dlq_replay.ops.depth import QueueDepth, queue_depth
 from dlq_replay.ops.errors import OpsError
-from dlq_replay.ops.kinds import KindCounts, kind_counts
+from dlq_replay.ops.kinds import ALL_KINDS, KindCounts, kind_counts
 from dlq_replay.ops.peek import PeekRequest, peek
 from dlq_replay.ops.queues import QueueInfo, queue_info
 from dlq_replay.ops.stack import Deployment
@@ -93,6 +94,7 @@ def status(
     now: datetime | None = None,
     sample: int = 0,
     replay_targets: frozenset[str] = frozenset(),
+    accepted_kinds: frozenset[RecordKind] = ALL_KINDS,
 ) -> Status:
     """Depth, age of the oldest message and redrive wiring of each known queue, and the
     state of the replay function's event source on the DLQ (when the function is known).
@@ -121,16 +123,22 @@ def status(
         dlq = next((info for role, info in infos if role == "dlq"), None)
         if dlq is None:
             raise OpsError("--sample looks at the DLQ: pass --stack NAME or --dlq-url", usage=True)
-        kinds = sample_kinds(sqs, dlq, sample, replay_targets)
+        kinds = sample_kinds(sqs, dlq, sample, replay_targets, accepted_kinds)
     return Status(queues, event_source, note, kinds)
 
 
 def sample_kinds(
-    sqs: SQSClient, dlq: QueueInfo, limit: int, replay_targets: frozenset[str]
+    sqs: SQSClient,
+    dlq: QueueInfo,
+    limit: int,
+    replay_targets: frozenset[str],
+    accepted_kinds: frozenset[RecordKind] = ALL_KINDS,
 ) -> KindSample:
     """Up to `limit` of the DLQ's records by kind, target and error: a peek (within the receive
     budget, visible again at once), so it costs a receive of each record looked at."""
-    request = PeekRequest(source=dlq, limit=limit, replay_targets=replay_targets)
+    request = PeekRequest(
+        source=dlq, limit=limit, replay_targets=replay_targets, accepted_kinds=accepted_kinds
+    )
     result = peek(sqs, request)
     return KindSample(kind_counts(result.messages), result.stopped)
 

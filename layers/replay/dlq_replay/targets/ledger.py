@@ -78,9 +78,6 @@ class Invocation:
 class InvocationLedger(Protocol):
     """Request id of a Lambda invocation we made -> the attempt it was."""
 
-    def counts(self, request_ids: Collection[str]) -> dict[str, int]:
-        """The known counts; an unknown id is absent. Raises LedgerError."""
-
     def invocations(self, request_ids: Collection[str]) -> dict[str, Invocation]:
         """The known invocations, their counts and times; an unknown id is absent. Raises
         LedgerError."""
@@ -119,10 +116,6 @@ def _invocation(item: Mapping[str, Any]) -> Invocation | None:
         return Invocation(count)
 
 
-def _counts(invocations: Mapping[str, Invocation]) -> dict[str, int]:
-    return {request_id: invocation.count for request_id, invocation in invocations.items()}
-
-
 class DynamoLedger:
     """The ledger in the breaker's DynamoDB table: BatchGetItem and BatchWriteItem in chunks,
     what comes back unprocessed retried (a bounded number of times)."""
@@ -146,9 +139,6 @@ class DynamoLedger:
         if self._client is None:
             self._client = self._make()
         return self._client
-
-    def counts(self, request_ids: Collection[str]) -> dict[str, int]:
-        return _counts(self.invocations(request_ids))
 
     def invocations(self, request_ids: Collection[str]) -> dict[str, Invocation]:
         """One BatchGetItem (consistent reads) per 100 distinct ids; an id too long to be a
@@ -245,9 +235,6 @@ class MemoryLedger:
         self._lock = threading.Lock()
         # request id -> the invocation, oldest first: expiry pops from the front.
         self._entries: dict[str, Invocation] = {}
-
-    def counts(self, request_ids: Collection[str]) -> dict[str, int]:
-        return _counts(self.invocations(request_ids))
 
     def invocations(self, request_ids: Collection[str]) -> dict[str, Invocation]:
         with self._lock:

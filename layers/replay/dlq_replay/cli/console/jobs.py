@@ -30,6 +30,7 @@ from dlq_replay.cli.options import make_deliverer
 from dlq_replay.cli.pacing import stop_text
 from dlq_replay.cli.redrive_tally import redrive_json, tally_lines, tally_rows
 from dlq_replay.cli.shutdown import GRACE_SECONDS, leftover_text
+from dlq_replay.core.kinds import RecordKind
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -157,6 +158,7 @@ class RedriveOrder:
     destination: ops.QueueInfo | None  # None: to each message's source (or target)
     ids: frozenset[str]
     target_arns: frozenset[str] = frozenset()
+    accepted_kinds: frozenset[RecordKind] = ops.ALL_KINDS  # the stack's DLQ_KIND's
     rate: float | None = None
     reset_count: bool = False
     count_attribute: str = "dlq-replay-count"
@@ -173,6 +175,7 @@ def redrive_request(order: RedriveOrder) -> ops.RedriveRequest:
         count_attribute=order.count_attribute,
         concurrency=1 if order.rate else ops.DEFAULT_CONCURRENCY,
         target_arns=order.target_arns,
+        accepted_kinds=order.accepted_kinds,
     )
 
 
@@ -245,6 +248,7 @@ def run_export(sqs: SQSClient, folder: Path, order: RedriveOrder, job: Job, name
         path=path,
         selector=ops.Selector(message_ids=order.ids),
         replay_targets=order.target_arns,
+        accepted_kinds=order.accepted_kinds,
     )
 
     def show(result: ops.ExportResult) -> None:

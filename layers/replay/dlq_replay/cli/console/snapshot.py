@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from dlq_replay import ops
 from dlq_replay.core.decision import park_reason_of
+from dlq_replay.core.kinds import RecordKind
 from dlq_replay.ops.archive import ArchiveRecord, parse_line
 from dlq_replay.ops.select import parse_duration
 
@@ -159,6 +160,7 @@ class Snapshot:
         sqs: SQSClient,
         replay_targets: frozenset[str],
         *,
+        accepted_kinds: frozenset[RecordKind] = ops.ALL_KINDS,
         reserve: int = 1,
         on_done: Callable[[Snapshot], None] | None = None,
     ) -> None:
@@ -171,6 +173,7 @@ class Snapshot:
             wait_seconds=1,
             reserve=reserve,
             replay_targets=replay_targets,
+            accepted_kinds=accepted_kinds,
         )
 
         def progress(result: ops.ExportResult) -> None:

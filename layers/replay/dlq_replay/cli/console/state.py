@@ -16,7 +16,7 @@ from flask import abort
 from dlq_replay import ops
 from dlq_replay.cli.console import inventory, jobs
 from dlq_replay.cli.console.snapshot import Filter, Snapshot
-from dlq_replay.cli.deployment import count_attribute_of, replay_targets_of
+from dlq_replay.cli.deployment import accepted_kinds_of, count_attribute_of, replay_targets_of
 from dlq_replay.core.messages import OutboundMessage
 from dlq_replay.targets.delivery import Delivery
 
@@ -98,8 +98,13 @@ class Console:
             snapshot = Snapshot(self.folder, info)
             self._snapshots[info.url] = snapshot
         targets = replay_targets_of(self.args, self.deployment)
+        kinds = {"accepted_kinds": accepted_kinds_of(self.args, self.deployment)}
         threading.Thread(
-            target=snapshot.read, args=(self.sqs, targets), name="snapshot", daemon=True
+            target=snapshot.read,
+            args=(self.sqs, targets),
+            kwargs=kinds,
+            name="snapshot",
+            daemon=True,
         ).start()
         return snapshot
 
@@ -153,6 +158,7 @@ class Console:
             target_arns=replay_targets_of(self.args, self.deployment)
             if to == "target"
             else frozenset(),
+            accepted_kinds=accepted_kinds_of(self.args, self.deployment),
             rate=rate if rate and rate > 0 else None,
             reset_count=form.get("reset_count") == "1",
             count_attribute=count_attribute_of(_with_count(self.args), self.deployment),

@@ -1,14 +1,9 @@
 """The kinds of record: what every kind shares, the strategy each kind fills in (`Kind`), and
 how a record's kind is told, by DLQ_KIND (docs/design.md, 'Recognition, by mode').
 
-A kind of record answers, for the one decision (`engine.decide`): is this record mine
-(`recognise`), where does it go or why can it not (`destination`), how long a delay does
-that destination take (`delay_limit`), what is written for it (`copy`), what is delivered
-(`delivery`), and which refusal of its target no retry can change (`refusals`). The
-serverless kinds share all but `recognise`: their target is an ARN in REPLAY_TARGET_ARNS, no
-target takes a delay, and the copy that waits in the DLQ or is parked carries the kind and
-the target. One module per kind (`KIND_MODULES`), imported when its kind is first asked
-for: a replay of SQS records does not load the others.
+A kind answers what the one decision (`engine.decide`) asks of it (`Kind`). The serverless
+kinds share all but their module's `recognise`. One module per kind (`KIND_MODULES`),
+imported when its kind is first asked for: a replay of SQS records does not load the others.
 
 Recognition reads what anyone who can send to the DLQ can write, so it runs only where it is
 asked for: with `sqs` not at all (every record is an SQS record), with `lambda` or
@@ -19,7 +14,7 @@ record (a body nested past the parser's depth, say) has not recognised it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from importlib import import_module
 from typing import TYPE_CHECKING, ClassVar
@@ -38,20 +33,24 @@ if TYPE_CHECKING:
 
 
 class Kind:
-    """A serverless kind's strategy; `engine.kinds.sqs` overrides what an SQS record does."""
+    """A kind's strategy: a serverless kind's as it stands, `engine.kinds.sqs` overrides what
+    an SQS record does. Each module's `recognise` reads the record as its kind reads it
+    (None: not of this kind)."""
 
-    record_kind: ClassVar[RecordKind]
     # True: the destination is an SQS queue that takes a copy of the record with every
     # attribute (an SQS record). False: the payload is delivered to the target's service.
     delivers_a_copy: ClassVar[bool] = False
-    # The target's refusal codes that no retry can change, and the park each one is.
-    refusals: ClassVar[Mapping[str, ParkReason]] = {}
 
-    def recognise(
-        self, message: InboundMessage, replay_targets: frozenset[str]
-    ) -> Recognised | None:
-        """The record as this kind reads it; None when it is not of this kind."""
-        raise NotImplementedError
+    def __init__(
+        self,
+        record_kind: RecordKind,
+        recognise: Callable[[InboundMessage, frozenset[str]], Recognised | None],
+        refusals: Mapping[str, ParkReason] | None = None,
+    ) -> None:
+        self.record_kind = record_kind
+        self.recognise = recognise
+        # The target's refusal codes that no retry can change, and the park each one is.
+        self.refusals: Mapping[str, ParkReason] = refusals or {}
 
     def destination(
         self, message: InboundMessage, recognised: Recognised, settings: Settings
@@ -72,7 +71,10 @@ class Kind:
         decision: Decision,
         settings: Settings,
     ) -> OutboundMessage:
-        """The copy a DEFER or PARK writes."""
+        """The copy a DEFER or PARK writes: an SQS record's as it came, a serverless one's
+        marked with its kind and target (`build_kind_copy`)."""
+        if self.delivers_a_copy:
+            return build_copy(message, decision, settings)
         return build_kind_copy(message, recognised, decision, settings)
 
     def delivery(

@@ -11,45 +11,35 @@ FIFO topic never has one: EventBridge cannot target it).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import ClassVar
-
 from dlq_replay.core.decision import ParkReason
 from dlq_replay.core.kinds import Recognised, RecordKind
 from dlq_replay.core.messages import InboundMessage
 from dlq_replay.engine.kinds import Kind, string_attribute
 
-RULE_ARN = "RULE_ARN"
-TARGET_ARN = "TARGET_ARN"
-ERROR_CODE = "ERROR_CODE"
-ERROR_MESSAGE = "ERROR_MESSAGE"
+
+def recognise(message: InboundMessage, replay_targets: frozenset[str]) -> Recognised | None:
+    values = message.attributes
+    target = string_attribute(values, "TARGET_ARN")
+    rule = string_attribute(values, "RULE_ARN")
+    if target is None or rule is None:
+        return None
+    return Recognised(
+        RecordKind.EVENTBRIDGE,
+        target_arn=target,
+        payload=message.body,
+        error_code=string_attribute(values, "ERROR_CODE"),
+        error_message=string_attribute(values, "ERROR_MESSAGE"),
+        rule_arn=rule,
+    )
 
 
-class EventBridgeKind(Kind):
-    record_kind: ClassVar[RecordKind] = RecordKind.EVENTBRIDGE
-    refusals: ClassVar[Mapping[str, ParkReason]] = {
+KIND = Kind(
+    RecordKind.EVENTBRIDGE,
+    recognise,
+    refusals={
         "TargetNotInRule": ParkReason.TARGET_NOT_IN_RULE,
         "TransformNotApplied": ParkReason.TRANSFORM_NOT_APPLIED,
         "NotAnEvent": ParkReason.NOT_AN_EVENT,
         "MissingGroupId": ParkReason.MISSING_GROUP_ID,
-    }
-
-    def recognise(
-        self, message: InboundMessage, replay_targets: frozenset[str]
-    ) -> Recognised | None:
-        values = message.attributes
-        target = string_attribute(values, TARGET_ARN)
-        rule = string_attribute(values, RULE_ARN)
-        if target is None or rule is None:
-            return None
-        return Recognised(
-            RecordKind.EVENTBRIDGE,
-            target_arn=target,
-            payload=message.body,
-            error_code=string_attribute(values, ERROR_CODE),
-            error_message=string_attribute(values, ERROR_MESSAGE),
-            rule_arn=rule,
-        )
-
-
-KIND = EventBridgeKind()
+    },
+)

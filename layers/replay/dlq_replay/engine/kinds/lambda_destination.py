@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, NamedTuple
 
 from dlq_replay.core.kinds import Recognised, RecordKind
 from dlq_replay.core.messages import InboundMessage
@@ -62,42 +62,37 @@ def _skip(text: str, position: int) -> int:
     return match.end() if match else position
 
 
-class LambdaDestinationKind(Kind):
-    record_kind: ClassVar[RecordKind] = RecordKind.LAMBDA_DESTINATION
-
-    def recognise(
-        self, message: InboundMessage, replay_targets: frozenset[str]
-    ) -> Recognised | None:
-        body = message.body
-        # Cheap first: most SQS bodies are JSON too, and reading each would cost every batch.
-        if '"requestContext"' not in body or '"requestPayload"' not in body:
-            return None
-        try:
-            found = members(body)
-        except (ValueError, RecursionError):
-            return None
-        context = found.get("requestContext") if found else None
-        payload = found.get("requestPayload") if found else None
-        if context is None or payload is None or not isinstance(context.value, dict):
-            return None
-        function, request_id = context.value.get("functionArn"), context.value.get("requestId")
-        if not isinstance(function, str) or not isinstance(request_id, str):
-            return None
-        response = found.get("responsePayload") if found else None
-        answer = response.value if response is not None and isinstance(response.value, dict) else {}
-        condition = _text(context.value.get("condition"))
-        return Recognised(
-            RecordKind.LAMBDA_DESTINATION,
-            target_arn=function,
-            payload=body[payload.start : payload.stop],
-            request_id=request_id,
-            error_code=_text(answer.get("errorType")) or condition,
-            error_message=_text(answer.get("errorMessage")) or condition,
-        )
+def recognise(message: InboundMessage, replay_targets: frozenset[str]) -> Recognised | None:
+    body = message.body
+    # Cheap first: most SQS bodies are JSON too, and reading each would cost every batch.
+    if '"requestContext"' not in body or '"requestPayload"' not in body:
+        return None
+    try:
+        found = members(body)
+    except (ValueError, RecursionError):
+        return None
+    context = found.get("requestContext") if found else None
+    payload = found.get("requestPayload") if found else None
+    if context is None or payload is None or not isinstance(context.value, dict):
+        return None
+    function, request_id = context.value.get("functionArn"), context.value.get("requestId")
+    if not isinstance(function, str) or not isinstance(request_id, str):
+        return None
+    response = found.get("responsePayload") if found else None
+    answer = response.value if response is not None and isinstance(response.value, dict) else {}
+    condition = _text(context.value.get("condition"))
+    return Recognised(
+        RecordKind.LAMBDA_DESTINATION,
+        target_arn=function,
+        payload=body[payload.start : payload.stop],
+        request_id=request_id,
+        error_code=_text(answer.get("errorType")) or condition,
+        error_message=_text(answer.get("errorMessage")) or condition,
+    )
 
 
 def _text(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-KIND = LambdaDestinationKind()
+KIND = Kind(RecordKind.LAMBDA_DESTINATION, recognise)

@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import ClassVar
 
 from dlq_replay.core.backoff import MAX_SQS_DELAY_SECONDS
-from dlq_replay.core.decision import Decision, ParkReason, build_copy
+from dlq_replay.core.decision import ParkReason
 from dlq_replay.core.kinds import Recognised, RecordKind
-from dlq_replay.core.messages import InboundMessage, OutboundMessage
+from dlq_replay.core.messages import InboundMessage
 from dlq_replay.core.queues import Arn, is_fifo_url
 from dlq_replay.core.settings import Settings
 from dlq_replay.engine.kinds import Kind
@@ -27,17 +27,12 @@ def route(message: InboundMessage, settings: Settings) -> str | None:
     return settings.main_queue_url
 
 
-def destination_limit(queue_url: str) -> int:
-    """The longest DelaySeconds a queue takes on one message: none at all on FIFO."""
-    return 0 if is_fifo_url(queue_url) else MAX_SQS_DELAY_SECONDS
+def recognise(message: InboundMessage, replay_targets: frozenset[str]) -> Recognised:
+    return Recognised(RecordKind.SQS, payload=message.body)
 
 
 class SqsKind(Kind):
-    record_kind: ClassVar[RecordKind] = RecordKind.SQS
     delivers_a_copy: ClassVar[bool] = True
-
-    def recognise(self, message: InboundMessage, replay_targets: frozenset[str]) -> Recognised:
-        return Recognised(RecordKind.SQS, payload=message.body)
 
     def destination(
         self, message: InboundMessage, recognised: Recognised, settings: Settings
@@ -50,16 +45,8 @@ class SqsKind(Kind):
         return destination
 
     def delay_limit(self, destination: str) -> int:
-        return destination_limit(destination)
-
-    def copy(
-        self,
-        message: InboundMessage,
-        recognised: Recognised,
-        decision: Decision,
-        settings: Settings,
-    ) -> OutboundMessage:
-        return build_copy(message, decision, settings)
+        """The longest DelaySeconds a queue takes on one message: none at all on FIFO."""
+        return 0 if is_fifo_url(destination) else MAX_SQS_DELAY_SECONDS
 
 
-KIND = SqsKind()
+KIND = SqsKind(RecordKind.SQS, recognise)
