@@ -51,10 +51,8 @@ ALLOWED_TARGETS = (
     STATE_MACHINE_ARN,
     BUS_ARN,
 )
-SERVICE_NAMES = (
-    "RequestID",
-    "ErrorCode",
-    "ErrorMessage",
+LAMBDA_NAMES = frozenset({"RequestID", "ErrorCode", "ErrorMessage"})
+EVENTBRIDGE_ORDER = (
     "RULE_ARN",
     "TARGET_ARN",
     "ERROR_CODE",
@@ -62,18 +60,10 @@ SERVICE_NAMES = (
     "EXHAUSTED_RETRY_CONDITION",
     "RETRY_ATTEMPTS",
 )
+EVENTBRIDGE_NAMES = frozenset(EVENTBRIDGE_ORDER)
+# Lambda's three, then EventBridge's six (SERVICE_NAMES[3:] is EventBridge's, in order).
+SERVICE_NAMES = ("RequestID", "ErrorCode", "ErrorMessage", *EVENTBRIDGE_ORDER)
 OWN_NAMES = (COUNT, NOT_BEFORE, KIND, TARGET)
-LAMBDA_NAMES = frozenset({"RequestID", "ErrorCode", "ErrorMessage"})
-EVENTBRIDGE_NAMES = frozenset(
-    {
-        "RULE_ARN",
-        "TARGET_ARN",
-        "ERROR_CODE",
-        "ERROR_MESSAGE",
-        "EXHAUSTED_RETRY_CONDITION",
-        "RETRY_ATTEMPTS",
-    }
-)
 
 DEEP = 20_000  # past CPython's recursion limit for json.loads
 
