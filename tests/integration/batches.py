@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hypothesis import strategies as st
+from unit._support import EVENTBRIDGE_DLQ_ATTRIBUTES
 
 from integration.world import ACCOUNT, COUNT, KIND, NOT_BEFORE, REGION, TARGET
 
@@ -52,17 +53,9 @@ ALLOWED_TARGETS = (
     BUS_ARN,
 )
 LAMBDA_NAMES = frozenset({"RequestID", "ErrorCode", "ErrorMessage"})
-EVENTBRIDGE_ORDER = (
-    "RULE_ARN",
-    "TARGET_ARN",
-    "ERROR_CODE",
-    "ERROR_MESSAGE",
-    "EXHAUSTED_RETRY_CONDITION",
-    "RETRY_ATTEMPTS",
-)
-EVENTBRIDGE_NAMES = frozenset(EVENTBRIDGE_ORDER)
-# Lambda's three, then EventBridge's six (SERVICE_NAMES[3:] is EventBridge's, in order).
-SERVICE_NAMES = ("RequestID", "ErrorCode", "ErrorMessage", *EVENTBRIDGE_ORDER)
+EVENTBRIDGE_NAMES = EVENTBRIDGE_DLQ_ATTRIBUTES
+# Lambda's three, then EventBridge's six, sorted (SERVICE_NAMES[3:] is EventBridge's).
+SERVICE_NAMES = ("RequestID", "ErrorCode", "ErrorMessage", *sorted(EVENTBRIDGE_NAMES))
 OWN_NAMES = (COUNT, NOT_BEFORE, KIND, TARGET)
 
 DEEP = 20_000  # past CPython's recursion limit for json.loads
