@@ -32,6 +32,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import boto3
+from dlq_replay.audit.store import TABLE_KEYS
 from dlq_replay.cli.main import build_parser
 from dlq_replay.cli.redrive import run_redrive
 from dlq_replay.demo.emulator import create_queues, emulator_client
@@ -82,14 +83,7 @@ def create_table(endpoint: str) -> None:
     ).create_table(
         TableName=TABLE,
         BillingMode="PAY_PER_REQUEST",
-        AttributeDefinitions=[
-            {"AttributeName": "pk", "AttributeType": "S"},
-            {"AttributeName": "sk", "AttributeType": "S"},
-        ],
-        KeySchema=[
-            {"AttributeName": "pk", "KeyType": "HASH"},
-            {"AttributeName": "sk", "KeyType": "RANGE"},
-        ],
+        **TABLE_KEYS,
     )
 
 

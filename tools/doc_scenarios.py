@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import boto3
+from dlq_replay.audit.store import TABLE_KEYS
 
 from tools.standin_stack import FUNCTION_ENVIRONMENT, template
 
@@ -96,14 +97,7 @@ def _variables(endpoint: str, urls: dict[str, str]) -> dict[str, str]:
     _client("dynamodb", endpoint).create_table(
         TableName=AUDIT_TABLE,
         BillingMode="PAY_PER_REQUEST",
-        AttributeDefinitions=[
-            {"AttributeName": "pk", "AttributeType": "S"},
-            {"AttributeName": "sk", "AttributeType": "S"},
-        ],
-        KeySchema=[
-            {"AttributeName": "pk", "KeyType": "HASH"},
-            {"AttributeName": "sk", "KeyType": "RANGE"},
-        ],
+        **TABLE_KEYS,
     )
     return {
         "QUEUES": _queue_options(urls),

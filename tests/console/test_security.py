@@ -12,7 +12,7 @@ import pytest
 from dlq_replay.demo.emulator import create_queues
 from werkzeug.http import parse_options_header
 
-from .support import Browser, depth, park, served
+from .support import Browser, Served, depth, park, served
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -25,6 +25,15 @@ def wait_ready(browser: Browser, name: str) -> None:
     while browser.json(f"/api/q/{name}/snapshot")["state"] == "reading":
         assert time.monotonic() < deadline
         time.sleep(0.1)
+
+
+def opened(console: Served, name: str) -> Browser:
+    """A browser that has traded the token for its cookie and seen the queue's page read."""
+    browser = Browser(console.url)
+    browser.request(f"/?token={console.token}")
+    browser.request(f"/q/{name}")
+    wait_ready(browser, name)
+    return browser
 
 
 def test_every_request_needs_the_token_and_this_host(endpoint: str, client: SQSClient) -> None:
@@ -70,10 +79,7 @@ def test_no_action_without_the_csrf_token(endpoint: str, client: SQSClient) -> N
     park(client, queues.operator, ["a", "b", "c"])
     name = queues.operator.rsplit("/", 1)[-1]
     with served(endpoint, queues) as console:
-        browser = Browser(console.url)
-        browser.request(f"/?token={console.token}")
-        browser.request(f"/q/{name}")
-        wait_ready(browser, name)
+        browser = opened(console, name)
         order = {"scope": "filter", "to": "main"}
         for path in (f"/q/{name}/redrive", f"/q/{name}/export", "/pause", f"/q/{name}/reread"):
             assert browser.request(path, order).status == 403, path
@@ -103,10 +109,7 @@ def test_read_only_hides_and_refuses_every_action(endpoint: str, client: SQSClie
     park(client, queues.operator, ["x"])
     name = queues.operator.rsplit("/", 1)[-1]
     with served(endpoint, queues, "--read-only") as console:
-        browser = Browser(console.url)
-        browser.request(f"/?token={console.token}")
-        browser.request(f"/q/{name}")
-        wait_ready(browser, name)
+        browser = opened(console, name)
         page = browser.request(f"/q/{name}").body
         assert "plan-redrive" not in page
         assert 'name="id"' not in page
@@ -123,10 +126,7 @@ def test_an_export_filename_stays_a_filename(endpoint: str, client: SQSClient) -
     park(client, queues.operator, ['{"a": 1}', "two"])
     name = queues.operator.rsplit("/", 1)[-1]
     with served(endpoint, queues) as console:
-        browser = Browser(console.url)
-        browser.request(f"/?token={console.token}")
-        browser.request(f"/q/{name}")
-        wait_ready(browser, name)
+        browser = opened(console, name)
         hostile = 'a"; filename=evil.sh; x="<b>.jsonl'
         job = browser.request(
             f"/q/{name}/export",

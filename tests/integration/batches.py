@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hypothesis import strategies as st
+from unit._support import EVENTBRIDGE_DLQ_ATTRIBUTES
 
 from integration.world import ACCOUNT, COUNT, KIND, NOT_BEFORE, REGION, TARGET
 
@@ -51,29 +52,11 @@ ALLOWED_TARGETS = (
     STATE_MACHINE_ARN,
     BUS_ARN,
 )
-SERVICE_NAMES = (
-    "RequestID",
-    "ErrorCode",
-    "ErrorMessage",
-    "RULE_ARN",
-    "TARGET_ARN",
-    "ERROR_CODE",
-    "ERROR_MESSAGE",
-    "EXHAUSTED_RETRY_CONDITION",
-    "RETRY_ATTEMPTS",
-)
-OWN_NAMES = (COUNT, NOT_BEFORE, KIND, TARGET)
 LAMBDA_NAMES = frozenset({"RequestID", "ErrorCode", "ErrorMessage"})
-EVENTBRIDGE_NAMES = frozenset(
-    {
-        "RULE_ARN",
-        "TARGET_ARN",
-        "ERROR_CODE",
-        "ERROR_MESSAGE",
-        "EXHAUSTED_RETRY_CONDITION",
-        "RETRY_ATTEMPTS",
-    }
-)
+EVENTBRIDGE_NAMES = EVENTBRIDGE_DLQ_ATTRIBUTES
+# Lambda's three, then EventBridge's six, sorted (SERVICE_NAMES[3:] is EventBridge's).
+SERVICE_NAMES = ("RequestID", "ErrorCode", "ErrorMessage", *sorted(EVENTBRIDGE_NAMES))
+OWN_NAMES = (COUNT, NOT_BEFORE, KIND, TARGET)
 
 DEEP = 20_000  # past CPython's recursion limit for json.loads
 

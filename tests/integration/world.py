@@ -17,16 +17,15 @@ import zipfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import boto3
 from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 from dlq_replay.aws_lambda.replay import LambdaReplay
 from moto import mock_aws
-from samtranslator.yaml_helper import yaml_parse
 
-ROOT = Path(__file__).resolve().parents[2]
+from integration.harness import breaker_table
+
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
 COUNT = "sqs-dlq-replay-nb"
@@ -283,7 +282,7 @@ def moto_world() -> Iterator[World]:
                 {"Id": "other", "Arn": f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:someone-elses"},
             ],
         )
-        _ledger_table(boto3.client("dynamodb", region_name=REGION), "props-ledger")
+        breaker_table(boto3.client("dynamodb", region_name=REGION), "props-ledger")
         yield World(
             dlq_arn=dlq_arn,
             dlq_url=dlq_url,
@@ -298,18 +297,6 @@ def moto_world() -> Iterator[World]:
             rule_arn=rule_arn,
             table="props-ledger",
         )
-
-
-def _ledger_table(dynamodb: Any, name: str) -> None:
-    """The stack's table as template.yaml defines it (its keys and billing)."""
-    template = yaml_parse((ROOT / "template.yaml").read_text(encoding="utf-8"))
-    properties = template["Resources"]["OutageBreakerTable"]["Properties"]
-    dynamodb.create_table(
-        TableName=name,
-        BillingMode=properties["BillingMode"],
-        AttributeDefinitions=properties["AttributeDefinitions"],
-        KeySchema=properties["KeySchema"],
-    )
 
 
 class Handler:

@@ -20,6 +20,7 @@ from dlq_replay.breaker.state import Cause, Phase
 from dlq_replay.core.settings import Settings
 from dlq_replay.engine.replayer import Outcome, Replayer
 from dlq_replay.local.records import lambda_event
+from integration.harness import breaker_table
 
 from .stack import deploy
 from .support import REGION, run_cli
@@ -112,19 +113,7 @@ class Deployed:
 def deployed(aws: None) -> Deployed:
     cfn: CloudFormationClient = boto3.client("cloudformation")
     outputs = deploy(cfn, "shop")
-    dynamodb = boto3.client("dynamodb")
-    dynamodb.create_table(
-        TableName=TABLE,
-        BillingMode="PAY_PER_REQUEST",
-        AttributeDefinitions=[
-            {"AttributeName": "pk", "AttributeType": "S"},
-            {"AttributeName": "sk", "AttributeType": "S"},
-        ],
-        KeySchema=[
-            {"AttributeName": "pk", "KeyType": "HASH"},
-            {"AttributeName": "sk", "KeyType": "RANGE"},
-        ],
-    )
+    breaker_table(boto3.client("dynamodb"), TABLE)  # template.yaml's OutageBreakerTable
     events = boto3.client("events")
     events.put_rule(Name=RULE, ScheduleExpression="rate(1 minute)", State="DISABLED")
     lam = boto3.client("lambda")

@@ -22,6 +22,18 @@ from typing import Any, Protocol
 from dlq_replay.audit.model import AuditAction, AuditRecord, pair_records
 
 PARTITION = "audit"
+# The keys of the table an operator makes for the trail (docs/operator-audit.md): `pk` and
+# `sk`, both strings; for create_table, with the table's name and billing.
+TABLE_KEYS: dict[str, Any] = {
+    "AttributeDefinitions": [
+        {"AttributeName": "pk", "AttributeType": "S"},
+        {"AttributeName": "sk", "AttributeType": "S"},
+    ],
+    "KeySchema": [
+        {"AttributeName": "pk", "KeyType": "HASH"},
+        {"AttributeName": "sk", "KeyType": "RANGE"},
+    ],
+}
 FILE_NAME = "audit.jsonl"
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from dlq_replay import ops
 from dlq_replay.cli.auditing import add_audit_option, audit_tally, audited, gate
-from dlq_replay.cli.deployment import add_operator_options, add_receive_options, resolve_target
+from dlq_replay.cli.deployment import add_operator_options, add_receive_options
 from dlq_replay.cli.errors import EXIT_FAILED, EXIT_OK, operator_command
 from dlq_replay.cli.options import BUDGET_HELP
 from dlq_replay.cli.output import (
@@ -21,7 +21,7 @@ from dlq_replay.cli.output import (
     progress_bars,
 )
 from dlq_replay.cli.parsing import Subparsers, int_between
-from dlq_replay.cli.purge import add_confirm_option, check_confirmed
+from dlq_replay.cli.purge import add_confirm_option, confirmed_queue
 from dlq_replay.cli.selection import add_selection_options, selector_from
 from dlq_replay.cli.shutdown import Shutdown, hidden_until_text
 from dlq_replay.ops.deleting import Deleter, DeleteRequest, DeleteTally
@@ -60,9 +60,7 @@ def register(subparsers: Subparsers) -> None:
 @operator_command
 @audited("delete")
 def run_delete(args: argparse.Namespace) -> int:
-    target = resolve_target(args)
-    queue = ops.queue_info(target.sqs, target.queue(args.queue, "QUEUE"))
-    check_confirmed(args, queue)
+    target, queue = confirmed_queue(args)
     request = DeleteRequest(
         source=queue,
         selector=selector_from(args),

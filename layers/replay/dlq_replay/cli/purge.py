@@ -8,7 +8,7 @@ from typing import Any
 
 from dlq_replay import ops
 from dlq_replay.cli.auditing import add_audit_option, audit_tally, audited, gate
-from dlq_replay.cli.deployment import add_operator_options, resolve_target
+from dlq_replay.cli.deployment import Target, add_operator_options, resolve_target
 from dlq_replay.cli.errors import EXIT_OK, EXIT_USAGE, CommandError, operator_command
 from dlq_replay.cli.output import make_console, plural, print_json
 from dlq_replay.cli.parsing import Subparsers
@@ -35,6 +35,14 @@ def check_confirmed(args: argparse.Namespace, queue: ops.QueueInfo) -> None:
         )
 
 
+def confirmed_queue(args: argparse.Namespace) -> tuple[Target, ops.QueueInfo]:
+    """The run's target and its QUEUE, once --confirm is checked: purge and delete start here."""
+    target = resolve_target(args)
+    queue = ops.queue_info(target.sqs, target.queue(args.queue, "QUEUE"))
+    check_confirmed(args, queue)
+    return target, queue
+
+
 def register(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
         "purge",
@@ -53,9 +61,7 @@ def register(subparsers: Subparsers) -> None:
 @operator_command
 @audited("purge")
 def run_purge(args: argparse.Namespace) -> int:
-    target = resolve_target(args)
-    queue = ops.queue_info(target.sqs, target.queue(args.queue, "QUEUE"))
-    check_confirmed(args, queue)
+    target, queue = confirmed_queue(args)
     before = depth_before_purge(target.sqs, queue)
     gate(args, queues=(queue.url,), selection_size=before.total)
     result = purge(target.sqs, queue, before)
