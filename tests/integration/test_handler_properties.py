@@ -1,7 +1,7 @@
 """Property-based: the Lambda handler, per `DLQ_KIND`, over generated batches of what anyone who
 can send to a DLQ can write (tests/integration/batches.py), on moto.
 
-Invariants (DESIGN §3-4 and §11, "Recognition, by mode"):
+Invariants (docs/design.md: one record's fate, long delays, and "Recognition, by mode"):
 - the handler never raises, and every record gets exactly one outcome: a copy taken by SQS
   (replayed, written back to wait, or parked), a delivery taken by its target, or a batch item
   failure, which leaves nothing sent for it;
@@ -188,8 +188,8 @@ def only_allowed_targets(world: World, mode: str, seen: Observed) -> None:
 def test_fifo_batches_get_one_outcome_each_and_a_failure_stops_its_group(
     world: World, mode: str, batch: list[Record]
 ) -> None:
-    """From a FIFO DLQ (DESIGN §4): one outcome each, and once a record of a group fails,
-    every later record of that group in the batch fails too (nothing of it is sent)."""
+    """From a FIFO DLQ (docs/design.md, FIFO queues): one outcome each, and once a record of a
+    group fails, every later record of that group in the batch fails too (nothing is sent)."""
     seen = run(world, mode, batch, fifo=True)
     one_outcome_each(batch, seen)
     only_allowed_targets(world, mode, seen)
@@ -216,8 +216,9 @@ def _kept(attributes: dict[str, Any]) -> dict[str, Any]:
 
 
 def replayed_as_sqs(world: World, batch: list[Record], seen: Observed) -> None:
-    """DESIGN §3-4 only: replayed to the main queue, written back to wait, parked for a reason
-    of §3-4, or failed; every attribute kept; no other service called."""
+    """docs/design.md's one-record rules only: replayed to the main queue, written back to
+    wait, parked for one of their reasons, or failed; every attribute kept; no other service
+    called."""
     one_outcome_each(batch, seen)
     assert {call.service for call in seen.calls} <= {"sqs"}, [
         (call.service, call.operation) for call in seen.calls if call.service != "sqs"

@@ -37,7 +37,7 @@ FIFO = ".fifo"
 STATE_MACHINE_ARN = f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:props-gone"
 BUS_ARN = f"arn:aws:events:{REGION}:{ACCOUNT}:event-bus/default"
 
-# DESIGN §2-4: the only reasons an SQS record is parked for.
+# docs/design.md, "What happens to one record": the only reasons an SQS record is parked for.
 SQS_PARK_REASONS = frozenset(
     {
         "max-attempts",

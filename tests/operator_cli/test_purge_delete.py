@@ -164,7 +164,8 @@ def test_delete_on_a_dlq_keeps_the_receive_budget(
     capsys: pytest.CaptureFixture[str], sqs: SQSClient
 ) -> None:
     """A DLQ whose messages arrive with 3 receives and move on at 3: one look would move them
-    to the operator queue, so the delete refuses before any receive (DESIGN: operator tools)."""
+    to the operator queue, so the delete refuses before any receive (docs/design.md, "Operator
+    tools")."""
     wired = make_queues(sqs, "tight", main_max_receive_count=3, dlq_max_receive_count=3)
     park(sqs, wired.dlq, ["a"])
 
