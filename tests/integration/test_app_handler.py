@@ -17,6 +17,8 @@ from integration.harness import (
     Outgoing,
     ReplayQueues,
     Sqs,
+    drain_within,
+    number,
     string,
 )
 
@@ -201,3 +203,62 @@ def test_records_whose_text_cannot_be_encoded_fail_alone_with_one_line_each(
     )
     if log_body:
         assert errors[0]["body"] == '{"orderId": "o-2001", "note": "caf\\udce9"}'
+
+
+LOOK_ALIKES = [
+    # An application's own attributes that happen to bear the services' names.
+    Outgoing("order 1", {"RequestID": string("req-1"), "ErrorCode": number(500)}),
+    Outgoing(
+        "order 2",
+        {"RULE_ARN": string("arn:aws:events:us-east-1:1:rule/r")}
+        | {"TARGET_ARN": string("arn:aws:lambda:us-east-1:1:function:f")},
+    ),
+    # A body an application consumed that is shaped like a Lambda destination record.
+    Outgoing(
+        json.dumps(
+            {
+                "requestContext": {
+                    "functionArn": "arn:aws:lambda:us-east-1:1:function:f",
+                    "requestId": "r",
+                },
+                "requestPayload": {"order": 3},
+            }
+        )
+    ),
+    # JSON nested past any parser's depth (about 20 KB).
+    Outgoing('{"a":' * 5000 + "1" + "}" * 5000),
+    *(Outgoing(f"plain {index}") for index in range(6)),
+]
+
+
+def test_default_mode_replays_look_alikes_and_a_hostile_body_to_the_main_queue(
+    app: AppHandle, app_env: pytest.MonkeyPatch, sqs: Sqs, queues: ReplayQueues
+) -> None:
+    """DLQ_KIND unset (sqs): no recognition. Every one of the ten records is replayed to the
+    main queue, the deep one included; the batch fails for none of them."""
+    app_env.delenv("DLQ_KIND", raising=False)
+    app_env.setenv("BACKOFF_BASE_SECONDS", "1")
+    event = sqs.dead_letter_event(queues, LOOK_ALIKES)
+    assert len(event["Records"]) == 10
+
+    assert app.handler(event) == {"batchItemFailures": []}
+    assert sqs.total(queues.main) == 10
+    assert sqs.total(queues.operator) == 0
+
+
+@pytest.mark.parametrize("mode", ["lambda", "eventbridge"])
+def test_a_serverless_mode_parks_a_plain_record_unexpected_kind(
+    app: AppHandle, app_env: pytest.MonkeyPatch, sqs: Sqs, queues: ReplayQueues, mode: str
+) -> None:
+    app_env.setenv("DLQ_KIND", mode)
+    app_env.setenv("REPLAY_TARGET_ARNS", "arn:aws:lambda:us-east-1:123456789012:function:f")
+    # Read only for a Lambda record that comes back; a plain one never reaches it.
+    app_env.setenv("INVOCATION_LEDGER_TABLE", "never-read")
+    event = sqs.dead_letter_event(queues, [Outgoing("a plain SQS dead letter")])
+
+    assert app.handler(event) == {"batchItemFailures": []}
+    (parked,) = drain_within(sqs.client, queues.operator.url, batches=5)
+    assert parked["MessageAttributes"]["dlq-replay-park-reason"]["StringValue"] == (
+        "unexpected-kind"
+    )
+    assert sqs.total(queues.main) == 0

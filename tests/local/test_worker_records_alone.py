@@ -9,6 +9,7 @@ from __future__ import annotations
 import subprocess
 from typing import TYPE_CHECKING
 
+import pytest
 from emulation import eventually
 
 from local.support import clean_env, dlq_replay_command
@@ -46,6 +47,7 @@ def _drain(sqs: SQSClient, url: str, into: list[MessageTypeDef]) -> list[Message
     return into
 
 
+@pytest.mark.emulator
 def test_every_record_of_a_poll_is_replayed_as_an_sqs_record(
     emulator_endpoint: str, emulator_sqs: SQSClient
 ) -> None:
