@@ -10,16 +10,19 @@ from __future__ import annotations
 
 import copy
 import importlib
+import io
 import json
 import re
 import time
 import uuid
+import zipfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+import boto3
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from dlq_replay.aws_lambda.replay import LambdaReplay
 from dlq_replay.core.settings import Settings
@@ -475,3 +478,23 @@ def breaker_table(dynamodb: Any, name: str) -> None:
         TableName=name,
         TimeToLiveSpecification={"AttributeName": ttl["AttributeName"], "Enabled": True},
     )
+
+
+def moto_function(name: str, environment: Mapping[str, str] | None = None) -> str:
+    """A Lambda function in moto (which accepts Invoke without running code), with a role of
+    its own: what a replay target or the stack's replay function needs to exist. Its ARN."""
+    code = io.BytesIO()
+    with zipfile.ZipFile(code, "w") as archive:
+        archive.writestr("app.py", "def handler(event, context):\n    return event\n")
+    role = boto3.client("iam", region_name=REGION).create_role(
+        RoleName=f"{name}-role", AssumeRolePolicyDocument="{}"
+    )["Role"]["Arn"]
+    function = boto3.client("lambda", region_name=REGION).create_function(
+        FunctionName=name,
+        Runtime="python3.13",
+        Role=role,
+        Handler="app.handler",
+        Code={"ZipFile": code.getvalue()},
+        Environment={"Variables": dict(environment or {})},
+    )
+    return str(function["FunctionArn"])

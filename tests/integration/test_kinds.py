@@ -9,10 +9,8 @@ given is read from the request the replay's client made (a botocore event hook).
 
 from __future__ import annotations
 
-import io
 import json
 import time
-import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -44,6 +42,7 @@ from integration.harness import (
     attributes_of,
     breaker_table,
     failed_ids,
+    moto_function,
     number,
     string,
 )
@@ -76,13 +75,6 @@ class Stack:
     table: str
 
 
-def _zip() -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        archive.writestr("index.py", "def handler(event, context):\n    return event\n")
-    return buffer.getvalue()
-
-
 @pytest.fixture
 def stack() -> Iterator[Stack]:
     with mock_aws(config={"lambda": {"use_docker": False}}):
@@ -91,16 +83,7 @@ def stack() -> Iterator[Stack]:
         operator = sqs.create_queue("fn-operator")
         target = sqs.create_queue("orders-target")
         fifo_target = sqs.create_queue("orders-target.fifo", {"FifoQueue": "true"})
-        role = boto3.client("iam", region_name=REGION).create_role(
-            RoleName="fn", AssumeRolePolicyDocument="{}"
-        )["Role"]["Arn"]
-        function_arn = boto3.client("lambda", region_name=REGION).create_function(
-            FunctionName="orders",
-            Runtime="python3.13",
-            Role=role,
-            Handler="index.handler",
-            Code={"ZipFile": _zip()},
-        )["FunctionArn"]
+        function_arn = moto_function("orders")
         events = boto3.client("events", region_name=REGION)
         rule_arn = events.put_rule(Name="orders", EventPattern='{"source":["shop.orders"]}')[
             "RuleArn"

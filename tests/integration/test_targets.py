@@ -4,11 +4,9 @@ byte for byte, and what the service refuses. moto's Lambda accepts invocations w
 
 from __future__ import annotations
 
-import io
 import json
 import threading
 import time
-import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,6 +17,8 @@ from dlq_replay.targets.clients import TargetClients
 from dlq_replay.targets.deliverer import Deliverer
 from dlq_replay.targets.delivery import Delivered, Delivery, Refused
 from moto import mock_aws
+
+from integration.harness import moto_function
 
 if TYPE_CHECKING:
     from mypy_boto3_events.type_defs import TargetTypeDef
@@ -283,33 +283,8 @@ def test_a_payload_that_is_not_an_event_is_refused_unsent(
     assert calls == []
 
 
-LAMBDA_TRUST = {
-    "Version": "2012-10-17",
-    "Statement": [
-        {
-            "Effect": "Allow",
-            "Principal": {"Service": "lambda.amazonaws.com"},
-            "Action": "sts:AssumeRole",
-        }
-    ],
-}
-
-
 def make_function(name: str) -> str:
-    archive = io.BytesIO()
-    with zipfile.ZipFile(archive, "w") as zipped:
-        zipped.writestr("app.py", "def handler(event, context):\n    return event\n")
-    role = boto3.client("iam", region_name=REGION).create_role(
-        RoleName=f"{name}-role", AssumeRolePolicyDocument=json.dumps(LAMBDA_TRUST)
-    )["Role"]["Arn"]
-    function = boto3.client("lambda", region_name=REGION).create_function(
-        FunctionName=name,
-        Runtime="python3.13",
-        Role=role,
-        Handler="app.handler",
-        Code={"ZipFile": archive.getvalue()},
-    )
-    return str(function["FunctionArn"])
+    return moto_function(name)
 
 
 def test_a_function_is_invoked_and_the_invocations_request_id_returned(

@@ -10,10 +10,8 @@ tests judge what was sent, not what the package says it sent.
 
 from __future__ import annotations
 
-import io
 import json
 import logging
-import zipfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -24,7 +22,7 @@ from aws_lambda_powertools.utilities.batch.types import PartialItemFailureRespon
 from dlq_replay.aws_lambda.replay import LambdaReplay
 from moto import mock_aws
 
-from integration.harness import breaker_table
+from integration.harness import breaker_table, moto_function
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
@@ -228,13 +226,6 @@ class World:
         return env
 
 
-def _function_zip() -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        archive.writestr("index.py", "def handler(event, context):\n    return event\n")
-    return buffer.getvalue()
-
-
 @contextmanager
 def moto_world() -> Iterator[World]:
     """Queues, a function moto accepts invocations of (it runs no code), a topic, a rule with
@@ -253,16 +244,8 @@ def moto_world() -> Iterator[World]:
         main_url, _ = queue("props-main")
         operator_url, _ = queue("props-operator")
         target_url, target_arn = queue("props-target")
-        role = boto3.client("iam", region_name=REGION).create_role(
-            RoleName="props", AssumeRolePolicyDocument="{}"
-        )["Role"]["Arn"]
-        function_arn = boto3.client("lambda", region_name=REGION).create_function(
-            FunctionName="props-fn",
-            Runtime="python3.13",
-            Role=role,
-            Handler="index.handler",
-            Code={"ZipFile": _function_zip()},
-        )["FunctionArn"]
+        function_arn = moto_function("props-fn")
+        role = f"arn:aws:iam::{ACCOUNT}:role/props-fn-role"  # moto_function made it
         topic_arn = boto3.client("sns", region_name=REGION).create_topic(Name="props-topic")[
             "TopicArn"
         ]

@@ -5,9 +5,7 @@ deleted, the others left in place and counted with why."""
 
 from __future__ import annotations
 
-import io
 import json
-import zipfile
 from typing import TYPE_CHECKING, Any
 
 import boto3
@@ -19,6 +17,7 @@ from dlq_replay.ops.redrive import SkipReason, both_allow, plan_delivery
 from dlq_replay.targets.delivery import Delivery
 from hypothesis import given
 from hypothesis import strategies as st
+from integration.harness import moto_function
 
 from .records import EVENT, FUNCTION_ARN, destination_body, send_eventbridge, send_lambda
 from .support import ACCOUNT, REGION, Queues, assert_one_line_error, depth, queue_arn, run_cli
@@ -232,20 +231,7 @@ def test_a_lambda_record_goes_back_to_its_function_with_the_payload_the_replay_d
 
 def make_replay_function(name: str, replay_targets: str) -> None:
     """The stack's replay function, as far as the redrive reads it: its REPLAY_TARGET_ARNS."""
-    role = boto3.client("iam", region_name=REGION).create_role(
-        RoleName=f"{name}-role", AssumeRolePolicyDocument="{}"
-    )["Role"]["Arn"]
-    code = io.BytesIO()
-    with zipfile.ZipFile(code, "w") as archive:
-        archive.writestr("app.py", "def handler(event, context):\n    return {}\n")
-    boto3.client("lambda", region_name=REGION).create_function(
-        FunctionName=name,
-        Runtime="python3.13",
-        Role=role,
-        Handler="app.handler",
-        Code={"ZipFile": code.getvalue()},
-        Environment={"Variables": {"REPLAY_TARGET_ARNS": replay_targets}},
-    )
+    moto_function(name, {"REPLAY_TARGET_ARNS": replay_targets})
 
 
 @pytest.mark.moto_only(
