@@ -20,7 +20,7 @@ from dlq_replay.core.queues import TargetService, target_allowed, target_service
 from dlq_replay.core.settings import Settings, SettingsError
 from dlq_replay.engine.decide import after_refusal
 from dlq_replay.engine.decide import decide as decide_kind
-from dlq_replay.engine.kinds import build_kind_copy, recognise
+from dlq_replay.engine.kinds import kind_of, recognise
 
 from ._support import ACCOUNT, COUNT, DLQ, DLQ_ARN, NOW, OPERATOR, FixedRandom
 
@@ -182,9 +182,8 @@ def test_every_delay_is_a_wait_in_the_dlq() -> None:
     decision = decide(eventbridge(), settings())
     assert (decision.action, decision.destination, decision.attempt) == (Action.DEFER, DLQ, 1)
     assert decision.not_before == int(NOW) + 30  # the drawn delay
-    copy = build_kind_copy(
-        eventbridge(), recognise(eventbridge(), frozenset()), decision, settings()
-    )
+    recognised = recognise(eventbridge(), frozenset())
+    copy = kind_of(recognised.kind).copy(eventbridge(), recognised, decision, settings())
     assert copy.queue_url == DLQ
     assert copy.body == EVENT
     assert copy.attributes[KIND_ATTRIBUTE].string_value == "eventbridge"
@@ -217,9 +216,8 @@ def test_the_ledger_counts_a_returning_invocation_and_the_limit_parks_it_with_it
         ParkReason.MAX_ATTEMPTS,
         3,
     )
-    copy = build_kind_copy(
-        lambda_dlq(), recognise(lambda_dlq(), settings().replay_target_arns), parked, settings()
-    )
+    recognised = recognise(lambda_dlq(), settings().replay_target_arns)
+    copy = kind_of(recognised.kind).copy(lambda_dlq(), recognised, parked, settings())
     assert copy.queue_url == OPERATOR
     assert copy.attributes[PARK_REASON_ATTRIBUTE].string_value == "max-attempts"
     assert copy.attributes[PARK_ERROR_ATTRIBUTE].string_value == "200: boom"
@@ -262,7 +260,8 @@ def test_the_target_marker_is_the_first_to_go_at_ten_attributes() -> None:
     )
     s = settings()
     decision = decide(full, s)
-    copy = build_kind_copy(full, recognise(full, s.replay_target_arns), decision, s)
+    recognised = recognise(full, s.replay_target_arns)
+    copy = kind_of(recognised.kind).copy(full, recognised, decision, s)
     assert len(copy.attributes) == 10
     assert KIND_ATTRIBUTE in copy.attributes
     assert TARGET_ATTRIBUTE not in copy.attributes

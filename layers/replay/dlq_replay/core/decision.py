@@ -7,7 +7,7 @@ is a value, never an exception (docs/design.md, 'What happens to one record').
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -124,8 +124,8 @@ def build_copy(message: InboundMessage, decision: Decision, settings: Settings) 
     if decision.action is Action.PARK:
         queue_url = settings.operator_queue_url
         if decision.reason is not None:
-            with_reason = {**carried, PARK_REASON_ATTRIBUTE: attributes.string(decision.reason)}
-            carried = with_reason if fits_limits(message.body, with_reason) else carried
+            reason = attributes.string(decision.reason)
+            carried = with_room(message.body, carried, [(PARK_REASON_ATTRIBUTE, reason)])
         suffix = "park"
     else:
         if decision.destination is None or decision.attempt is None:
@@ -134,17 +134,14 @@ def build_copy(message: InboundMessage, decision: Decision, settings: Settings) 
         carried[settings.count_attribute] = _count_attribute(message, decision, settings)
         if decision.not_before is not None:
             carried[NOT_BEFORE_ATTRIBUTE] = attributes.number(decision.not_before)
+        # Where a slot is free, after the count and the not-before marker: the first failure,
+        # then the origin (an aid, never worth a park or a clamped delay).
+        optional = []
         if decision.first_failure is not None and FIRST_FAILURE_ATTRIBUTE not in carried:
-            # Last in line for a slot: the count and the not-before marker come first.
-            with_first = {
-                **carried,
-                FIRST_FAILURE_ATTRIBUTE: attributes.number(decision.first_failure),
-            }
-            carried = with_first if fits_limits(message.body, with_first) else carried
+            optional.append((FIRST_FAILURE_ATTRIBUTE, attributes.number(decision.first_failure)))
         if settings.write_origin:
-            # After every marker: an origin is an aid, never worth a park or a clamped delay.
-            with_origin = {**carried, ORIGIN_ATTRIBUTE: _origin(message, decision)}
-            carried = with_origin if fits_limits(message.body, with_origin) else carried
+            optional.append((ORIGIN_ATTRIBUTE, _origin(message, decision)))
+        carried = with_room(message.body, carried, optional)
         suffix = f"{decision.action.value}-{decision.attempt}"
     fifo = is_fifo_url(queue_url)
     group = message.message_group_id
@@ -161,6 +158,16 @@ def build_copy(message: InboundMessage, decision: Decision, settings: Settings) 
         deduplication_id=f"{message.message_id}-{suffix}" if fifo else None,
         trace_header=message.trace_header,
     )
+
+
+def with_room(
+    body: str, carried: dict[str, Attribute], optional: Iterable[tuple[str, Attribute]]
+) -> dict[str, Attribute]:
+    """`carried` with each optional attribute, in order, that still fits SQS's limits."""
+    for name, value in optional:
+        if fits_limits(body, added := {**carried, name: value}):
+            carried = added
+    return carried
 
 
 def _origin(message: InboundMessage, decision: Decision) -> Attribute:

@@ -9,7 +9,7 @@ of its own; the outcome is a value, never an exception.
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from dlq_replay.core import attributes
 from dlq_replay.core.attributes import NOT_BEFORE_ATTRIBUTE
@@ -76,115 +76,11 @@ def decide(
     first_failure = first_failure_of(message) if max_age else None
     if first_failure is not None and now - first_failure > max_age:
         return _park(ParkReason.MAX_AGE, count, recognised)
-    decision = _decide(message, recognised, count, settings, dlq_url=dlq_url, now=now, rng=rng)
+    decision = _Record(message, settings, dlq_url, now, rng).decide(recognised, count)
     if not max_age or decision.action not in _WRITES:
         return decision
     return replace(
         decision, first_failure=math.floor(now) if first_failure is None else first_failure
-    )
-
-
-def _decide(
-    message: InboundMessage,
-    recognised: Recognised,
-    count: int,
-    settings: Settings,
-    *,
-    dlq_url: str | None,
-    now: float,
-    rng: RandomSource | None,
-) -> Decision:
-    """`decide` for a record whose count is valid and whose kind is accepted."""
-    kind = kind_of(recognised.kind)
-    destination = kind.destination(message, recognised, settings)
-    waiting = NOT_BEFORE_ATTRIBUTE in message.attributes
-    attempt = count + 1
-    if not waiting and attempt > settings.max_attempts:
-        return _park(ParkReason.MAX_ATTEMPTS, count, recognised)
-    if isinstance(destination, ParkReason):
-        return _park(destination, count, recognised)
-    if waiting:
-        return _waiting(message, kind, destination, count, settings, now=now, dlq_url=dlq_url)
-    with_count = {**message.attributes, settings.count_attribute: attributes.number(attempt)}
-    if kind.delivers_a_copy and not fits_limits(message.body, with_count):
-        return _park(ParkReason.ATTRIBUTE_LIMIT, count, recognised)
-    limit = kind.delay_limit(destination)
-    return next_attempt(
-        message, destination, limit, attempt, settings, dlq_url=dlq_url, now=now, rng=rng
-    )
-
-
-def next_attempt(
-    message: InboundMessage,
-    destination: str,
-    limit: int,
-    attempt: int,
-    settings: Settings,
-    *,
-    dlq_url: str | None,
-    now: float,
-    rng: RandomSource | None,
-    at_once: bool = True,
-) -> Decision:
-    """Attempt `attempt`: sent now when its drawn delay is one the destination serves (at
-    most `limit`, and `at_once`), else a copy that waits in the DLQ until then. A copy with
-    no slot for its markers is sent now instead, its delay clamped to `limit` (or, not
-    `at_once`, parked `attribute-limit`)."""
-    source = rng if rng is not None else keyed_random(f"{message.message_id}/{attempt}")
-    delay = settings.backoff.draw(attempt, source)
-    if delay <= limit and at_once:
-        return Decision(Action.REPLAY, destination, attempt, delay, drawn_delay=delay)
-    # Rounded down, so the wait is never longer than the drawn delay (and so the cap): a hold
-    # computed on arrival then always reaches it, and a copy is released on its first arrival
-    # after its time instead of being held again for the rounding second.
-    not_before = math.floor(now) + delay
-    waiting = {
-        **message.attributes,
-        settings.count_attribute: attributes.number(attempt),
-        NOT_BEFORE_ATTRIBUTE: attributes.number(not_before),
-    }
-    if not fits_limits(message.body, waiting):
-        if at_once:
-            return Decision(Action.REPLAY, destination, attempt, limit, drawn_delay=delay)
-        return Decision(Action.PARK, attempt=attempt - 1, reason=ParkReason.ATTRIBUTE_LIMIT)
-    if dlq_url is None:
-        return _dlq_unknown(message)
-    return Decision(
-        Action.DEFER,
-        dlq_url,
-        attempt,
-        min(delay, kind_of(RecordKind.SQS).delay_limit(dlq_url)),
-        not_before=not_before,
-        drawn_delay=delay,
-    )
-
-
-def _waiting(
-    message: InboundMessage,
-    kind: Kind,
-    destination: str,
-    count: int,
-    settings: Settings,
-    *,
-    now: float,
-    dlq_url: str | None,
-) -> Decision:
-    """A copy this function wrote back to wait: hold it until its time, then release it with
-    the count it carries.
-
-    The wait left is bounded by the cap: no copy of ours waits longer, and an absurd
-    not-before (edited by hand, or written under a larger cap) must not keep a message hidden
-    until the DLQ's retention period deletes it.
-    """
-    marker = message.attributes[NOT_BEFORE_ATTRIBUTE]
-    not_before = attributes.parse_count(marker, NOT_BEFORE_LIMIT) or 0
-    remaining = min(max(0, not_before - math.floor(now)), settings.backoff.cap_seconds)
-    if remaining <= kind.delay_limit(destination):
-        return Decision(Action.RELEASE, destination, count, delay=remaining)
-    if dlq_url is None:  # a hold hides the record in its DLQ, which must then be known
-        return _dlq_unknown(message)
-    return Decision(
-        Action.HOLD, attempt=count, delay=min(remaining, MAX_HOLD_SECONDS), not_before=not_before
     )
 
 
@@ -210,17 +106,8 @@ def after_refusal(
         return Decision(
             Action.PARK, attempt=refused, reason=reason or ParkReason.MAX_ATTEMPTS, error=error
         )
-    return next_attempt(
-        message,
-        decision.destination,
-        0,
-        refused + 1,
-        settings,
-        dlq_url=dlq_url,
-        now=now,
-        rng=rng,
-        at_once=False,
-    )
+    record = _Record(message, settings, dlq_url, now, rng)
+    return record.next_attempt(decision.destination, 0, refused + 1, at_once=False)
 
 
 def park_instead(decision: Decision, reason: ParkReason) -> Decision:
@@ -230,15 +117,101 @@ def park_instead(decision: Decision, reason: ParkReason) -> Decision:
     return Decision(Action.PARK, attempt=count, reason=reason)
 
 
+@dataclass(frozen=True, slots=True)
+class _Record:
+    """One record and what its decision is made with (see `decide`)."""
+
+    message: InboundMessage
+    settings: Settings
+    dlq_url: str | None
+    now: float
+    rng: RandomSource | None
+
+    def decide(self, recognised: Recognised, count: int) -> Decision:
+        """`decide` for a record whose count is valid and whose kind is accepted."""
+        message, settings = self.message, self.settings
+        kind = kind_of(recognised.kind)
+        destination = kind.destination(message, recognised, settings)
+        waiting = NOT_BEFORE_ATTRIBUTE in message.attributes
+        attempt = count + 1
+        if not waiting and attempt > settings.max_attempts:
+            return _park(ParkReason.MAX_ATTEMPTS, count, recognised)
+        if isinstance(destination, ParkReason):
+            return _park(destination, count, recognised)
+        if waiting:
+            return self._waiting(kind, destination, count)
+        with_count = {**message.attributes, settings.count_attribute: attributes.number(attempt)}
+        if kind.delivers_a_copy and not fits_limits(message.body, with_count):
+            return _park(ParkReason.ATTRIBUTE_LIMIT, count, recognised)
+        return self.next_attempt(destination, kind.delay_limit(destination), attempt)
+
+    def next_attempt(
+        self, destination: str, limit: int, attempt: int, *, at_once: bool = True
+    ) -> Decision:
+        """Attempt `attempt`: sent now when its drawn delay is one the destination serves (at
+        most `limit`, and `at_once`), else a copy that waits in the DLQ until then. A copy with
+        no slot for its markers is sent now instead, its delay clamped to `limit` (or, not
+        `at_once`, parked `attribute-limit`)."""
+        message = self.message
+        source = (
+            self.rng if self.rng is not None else keyed_random(f"{message.message_id}/{attempt}")
+        )
+        delay = self.settings.backoff.draw(attempt, source)
+        if delay <= limit and at_once:
+            return Decision(Action.REPLAY, destination, attempt, delay, drawn_delay=delay)
+        # Rounded down, so the wait is never longer than the drawn delay (and so the cap): a
+        # hold computed on arrival then always reaches it, and a copy is released on its first
+        # arrival after its time instead of being held again for the rounding second.
+        not_before = math.floor(self.now) + delay
+        waiting = {
+            **message.attributes,
+            self.settings.count_attribute: attributes.number(attempt),
+            NOT_BEFORE_ATTRIBUTE: attributes.number(not_before),
+        }
+        if not fits_limits(message.body, waiting):
+            if at_once:
+                return Decision(Action.REPLAY, destination, attempt, limit, drawn_delay=delay)
+            return Decision(Action.PARK, attempt=attempt - 1, reason=ParkReason.ATTRIBUTE_LIMIT)
+        if self.dlq_url is None:
+            return self._dlq_unknown()
+        dlq_limit = kind_of(RecordKind.SQS).delay_limit(self.dlq_url)
+        return Decision(
+            Action.DEFER,
+            self.dlq_url,
+            attempt,
+            min(delay, dlq_limit),
+            not_before=not_before,
+            drawn_delay=delay,
+        )
+
+    def _waiting(self, kind: Kind, destination: str, count: int) -> Decision:
+        """A copy this function wrote back to wait: hold it until its time, then release it
+        with the count it carries.
+
+        The wait left is bounded by the cap: no copy of ours waits longer, and an absurd
+        not-before (edited by hand, or written under a larger cap) must not keep a message
+        hidden until the DLQ's retention period deletes it.
+        """
+        marker = self.message.attributes[NOT_BEFORE_ATTRIBUTE]
+        not_before = attributes.parse_count(marker, NOT_BEFORE_LIMIT) or 0
+        cap = self.settings.backoff.cap_seconds
+        remaining = min(max(0, not_before - math.floor(self.now)), cap)
+        if remaining <= kind.delay_limit(destination):
+            return Decision(Action.RELEASE, destination, count, delay=remaining)
+        if self.dlq_url is None:  # a hold hides the record in its DLQ, which must then be known
+            return self._dlq_unknown()
+        hidden = min(remaining, MAX_HOLD_SECONDS)
+        return Decision(Action.HOLD, attempt=count, delay=hidden, not_before=not_before)
+
+    def _dlq_unknown(self) -> Decision:
+        return Decision(
+            Action.FAIL,
+            problem=f"eventSourceARN {self.message.queue_arn!r} is not an SQS queue ARN, and "
+            "this record must wait in its DLQ",
+        )
+
+
 def _park(reason: ParkReason, count: int | None, recognised: Recognised) -> Decision:
     return Decision(
         Action.PARK, attempt=count, reason=reason, error=recorded_error(recognised) or None
-    )
-
-
-def _dlq_unknown(message: InboundMessage) -> Decision:
-    return Decision(
-        Action.FAIL,
-        problem=f"eventSourceARN {message.queue_arn!r} is not an SQS queue ARN, and this record "
-        "must wait in its DLQ",
     )

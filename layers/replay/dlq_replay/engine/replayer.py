@@ -164,26 +164,30 @@ class Replayer:
     def _process_round(self, messages: Sequence[InboundMessage], lookup: Lookup) -> list[Outcome]:
         now = self._clock()
         dlq_urls = {arn: self._dlq_url(arn) for arn in {m.queue_arn for m in messages}}
-        kinds = {m.message_id: lookup.kinds[m.message_id] for m in messages}
+        kinds = lookup.kinds
         decisions = {
             m.message_id: self._decide(m, lookup, dlq_urls[m.queue_arn], now) for m in messages
         }
         self._hold(
             [m for m in messages if decisions[m.message_id].action is Action.HOLD], decisions
         )
-        deliveries = [
+        copied = {
+            m.message_id for m in messages if kind_of(kinds[m.message_id].kind).delivers_a_copy
+        }
+        due = [
             m
             for m in messages
-            if not kind_of(kinds[m.message_id].kind).delivers_a_copy
+            if m.message_id not in copied
             and decisions[m.message_id].action in (Action.REPLAY, Action.RELEASE)
         ]
-        refused = self._deliver(deliveries, kinds, decisions, dlq_urls, now)
-        delivered = {m.message_id for m in deliveries}
+        refused = self._deliver(due, kinds, decisions, dlq_urls, now)
+        # What a copy is written for: any write of an SQS record; a serverless record's own
+        # only when it waits (a delivery its target refused, or a long delay).
         onward = [
             m
             for m in messages
-            if decisions[m.message_id].action in _ONWARD
-            and (m.message_id not in delivered or decisions[m.message_id].action is Action.DEFER)
+            if decisions[m.message_id].action in _WRITES
+            and (m.message_id in copied or decisions[m.message_id].action is Action.DEFER)
         ]
         failures: dict[str, SendFailure] = {}
         for record_id, failure in self._sender.send(self._copies(onward, kinds, decisions)).items():
@@ -363,7 +367,7 @@ class Replayer:
             return None
 
 
-_ONWARD = (Action.REPLAY, Action.DEFER, Action.RELEASE)
+_WRITES = (Action.REPLAY, Action.DEFER, Action.RELEASE)
 
 
 def _failed(step: str, error: Exception) -> Decision:

@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, ClassVar
 
 from dlq_replay.core import attributes
 from dlq_replay.core.attributes import PARK_ERROR_ATTRIBUTE, Attribute
-from dlq_replay.core.decision import Action, Decision, ParkReason, build_copy
+from dlq_replay.core.decision import Action, Decision, ParkReason, build_copy, with_room
 from dlq_replay.core.kinds import KIND_ATTRIBUTE, TARGET_ATTRIBUTE, Recognised, RecordKind
-from dlq_replay.core.messages import InboundMessage, OutboundMessage, fits_limits
+from dlq_replay.core.messages import InboundMessage, OutboundMessage
 from dlq_replay.core.queues import TargetService, target_allowed, target_service
 from dlq_replay.core.settings import Settings
 from dlq_replay.core.text import error_text
@@ -71,11 +71,24 @@ class Kind:
         decision: Decision,
         settings: Settings,
     ) -> OutboundMessage:
-        """The copy a DEFER or PARK writes: an SQS record's as it came, a serverless one's
-        marked with its kind and target (`build_kind_copy`)."""
-        if self.delivers_a_copy:
-            return build_copy(message, decision, settings)
-        return build_kind_copy(message, recognised, decision, settings)
+        """The copy a DEFER or PARK writes: `build_copy`'s, then where a slot is free, in this
+        order: a parked count the record did not carry (one read from the ledger), the kind,
+        the error of a park and the target. The service's own attributes stay."""
+        copy = build_copy(message, decision, settings)
+        parked = decision.action is Action.PARK
+        marks = []
+        if (
+            parked
+            and decision.attempt is not None
+            and settings.count_attribute not in copy.attributes
+        ):
+            marks.append((settings.count_attribute, attributes.number(decision.attempt)))
+        marks.append((KIND_ATTRIBUTE, attributes.string(recognised.kind.value)))
+        if parked and decision.error:
+            marks.append((PARK_ERROR_ATTRIBUTE, attributes.string(decision.error)))
+        if recognised.target_arn:
+            marks.append((TARGET_ATTRIBUTE, attributes.string(recognised.target_arn)))
+        return replace(copy, attributes=with_room(message.body, dict(copy.attributes), marks))
 
     def delivery(
         self, message: InboundMessage, recognised: Recognised, decision: Decision
@@ -121,39 +134,6 @@ def string_attribute(values: Mapping[str, Attribute], name: str) -> str | None:
     if value is None or value.base_type != "String" or not value.string_value:
         return None
     return value.string_value
-
-
-def build_kind_copy(
-    message: InboundMessage, recognised: Recognised, decision: Decision, settings: Settings
-) -> OutboundMessage:
-    """The copy a DEFER or PARK writes: `build_copy`'s, then where a slot is free, in this
-    order: a parked count the record did not carry, the kind, the error of a park and the
-    target. The service's own attributes stay."""
-    copy = build_copy(message, decision, settings)
-    marked: dict[str, Attribute] = dict(copy.attributes)
-    parked = decision.action is Action.PARK
-    extras: list[tuple[str, Attribute | None]] = [
-        # A count read from the ledger is on no attribute yet: the parked copy shows it.
-        (
-            settings.count_attribute,
-            attributes.number(decision.attempt)
-            if parked and decision.attempt is not None and settings.count_attribute not in marked
-            else None,
-        ),
-        (KIND_ATTRIBUTE, attributes.string(recognised.kind.value)),
-        (
-            PARK_ERROR_ATTRIBUTE,
-            attributes.string(decision.error) if parked and decision.error else None,
-        ),
-        (
-            TARGET_ATTRIBUTE,
-            attributes.string(recognised.target_arn) if recognised.target_arn else None,
-        ),
-    ]
-    for name, value in extras:
-        if value is not None and fits_limits(message.body, with_extra := {**marked, name: value}):
-            marked = with_extra
-    return replace(copy, attributes=marked)
 
 
 # The module of each kind, in the order recognition tries them (an EventBridge record's
