@@ -18,10 +18,11 @@ from dlq_replay.core.decision import (
     build_copy,
     park_reason_of,
 )
+from dlq_replay.core.kinds import Recognised, RecordKind
 from dlq_replay.core.messages import MAX_MESSAGE_BYTES, InboundMessage
 from dlq_replay.core.settings import Settings
 from dlq_replay.engine.decide import decide, park_instead
-from dlq_replay.engine.kinds.sqs import route
+from dlq_replay.engine.kinds import kind_of
 
 from ._support import (
     COUNT,
@@ -718,6 +719,11 @@ def test_fair_queue_group_is_carried_on_replay_and_park(settings: Settings) -> N
 # --- routing ---------------------------------------------------------------------------------
 
 
+def route(message: InboundMessage, settings: Settings) -> str | ParkReason:
+    """Where the SQS kind sends a record."""
+    return kind_of(RecordKind.SQS).destination(message, Recognised(RecordKind.SQS), settings)
+
+
 def test_allowed_source_routes_to_that_queue(rng: random.Random) -> None:
     payments = "arn:aws:sqs:eu-west-1:210987654321:payments"
     settings = make_settings(allowed=frozenset({SOURCE_ARN, payments}))
@@ -758,7 +764,7 @@ def test_source_not_allowed_or_absent_goes_to_main(settings: Settings) -> None:
 def test_no_main_queue_and_no_allowed_source_parks_unknown_source() -> None:
     settings = make_settings(main=None, allowed=frozenset({SOURCE_ARN}))
     msg = message(system={"DeadLetterQueueSourceArn": "arn:aws:sqs:us-east-1:123456789012:x"})
-    assert route(msg, settings) is None
+    assert route(msg, settings) is ParkReason.UNKNOWN_SOURCE
     decision = decide(msg, settings, dlq_url=DLQ, now=NOW, rng=NoRandom())
     assert decision == Decision(Action.PARK, attempt=0, reason=ParkReason.UNKNOWN_SOURCE)
     copy = build_copy(msg, decision, settings)

@@ -15,7 +15,7 @@ record (a body nested past the parser's depth, say) has not recognised it.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from importlib import import_module
 from typing import TYPE_CHECKING, ClassVar
 
@@ -32,25 +32,19 @@ if TYPE_CHECKING:
     from dlq_replay.targets.delivery import Delivery
 
 
+@dataclass(frozen=True)
 class Kind:
     """A kind's strategy: a serverless kind's as it stands, `engine.kinds.sqs` overrides what
-    an SQS record does. Each module's `recognise` reads the record as its kind reads it
-    (None: not of this kind)."""
+    an SQS record does. `recognise` reads the record as the kind reads it (None: not of this
+    kind); `refusals` are the target's refusal codes no retry can change, and the park each
+    one is."""
 
+    record_kind: RecordKind
+    recognise: Callable[[InboundMessage, frozenset[str]], Recognised | None]
+    refusals: Mapping[str, ParkReason] = field(default_factory=dict)
     # True: the destination is an SQS queue that takes a copy of the record with every
     # attribute (an SQS record). False: the payload is delivered to the target's service.
     delivers_a_copy: ClassVar[bool] = False
-
-    def __init__(
-        self,
-        record_kind: RecordKind,
-        recognise: Callable[[InboundMessage, frozenset[str]], Recognised | None],
-        refusals: Mapping[str, ParkReason] | None = None,
-    ) -> None:
-        self.record_kind = record_kind
-        self.recognise = recognise
-        # The target's refusal codes that no retry can change, and the park each one is.
-        self.refusals: Mapping[str, ParkReason] = refusals or {}
 
     def destination(
         self, message: InboundMessage, recognised: Recognised, settings: Settings

@@ -19,26 +19,19 @@ from dlq_replay.core.settings import Settings
 from dlq_replay.engine.kinds import Kind
 
 
-def route(message: InboundMessage, settings: Settings) -> str | None:
-    """The queue a replay goes to: its allowed source queue, else the main queue, else none."""
-    source = message.dead_letter_source_arn
-    if source and source in settings.allowed_source_queue_arns:
-        return Arn.queue(source).url(settings.endpoint_url_sqs)
-    return settings.main_queue_url
-
-
-def recognise(message: InboundMessage, replay_targets: frozenset[str]) -> Recognised:
-    return Recognised(RecordKind.SQS, payload=message.body)
-
-
 class SqsKind(Kind):
     delivers_a_copy: ClassVar[bool] = True
 
     def destination(
         self, message: InboundMessage, recognised: Recognised, settings: Settings
     ) -> str | ParkReason:
-        destination = route(message, settings)
-        if destination is None:
+        """Its allowed source queue, else the main queue; a FIFO queue only with a group id."""
+        source = message.dead_letter_source_arn
+        if source and source in settings.allowed_source_queue_arns:
+            destination = Arn.queue(source).url(settings.endpoint_url_sqs)
+        elif settings.main_queue_url is not None:
+            destination = settings.main_queue_url
+        else:
             return ParkReason.UNKNOWN_SOURCE
         if is_fifo_url(destination) and message.message_group_id is None:
             return ParkReason.MISSING_GROUP_ID
@@ -59,4 +52,4 @@ class SqsKind(Kind):
         return build_copy(message, decision, settings)
 
 
-KIND = SqsKind(RecordKind.SQS, recognise)
+KIND = SqsKind(RecordKind.SQS, lambda message, replay_targets: None)
