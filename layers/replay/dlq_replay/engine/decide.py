@@ -1,9 +1,7 @@
 """One decision for a DLQ record of any kind (docs/design.md, 'What happens to one record'):
-read the count, apply the limits, draw the backoff, then replay now (a delay the destination
-serves itself), defer (a copy that waits in the DLQ for `dlq-replay-not-before`), hold (an
-early waiting copy), release (a waiting copy whose time has come) or park. What differs by
-kind is asked of its strategy (`engine.kinds.Kind`). Pure: no client, clock or random source
-of its own; the outcome is a value, never an exception.
+count, limits, backoff, then replay, defer, hold, release or park (`core.decision.Action`).
+What differs by kind is asked of its strategy (`engine.kinds.Kind`). Pure: no client, clock or
+random source of its own; the outcome is a value, never an exception.
 """
 
 from __future__ import annotations
@@ -40,27 +38,18 @@ def decide(
     recognised: Recognised | None = None,
     ledger_count: int | None = None,
 ) -> Decision:
-    """Decide one record; `recognised` None: an SQS record.
+    """Decide one record (`recognised` None: an SQS record). The count is our attribute, else
+    `ledger_count` (the attempt whose Lambda invocation came back), else 0.
 
-    The count is our attribute on the record, else `ledger_count` (the attempt whose Lambda
-    invocation came back), else 0.
+    `rng` None keys the draw by `<message id>/<attempt>` (`keyed_random`; ids are random, so
+    messages still draw independently): a retried record (its write unconfirmed, or its delete
+    lost) decides as before, and a FIFO destination drops the second copy by its deduplication
+    id. `dlq_url` None (an `eventSourceARN` that names no queue): the decisions that write back
+    to or hide in the DLQ fail that record alone.
 
-    `rng` None draws the delay from `keyed_random(<message id>/<attempt>)`: a retried record
-    (its write unconfirmed, or its delete lost to a crash) then decides exactly as before, so a
-    FIFO destination drops the second copy by its deduplication id instead of taking a copy
-    that went another way. Message ids are random, so the delays of different messages are
-    still independent draws.
-
-    A record holding text that cannot be encoded (`unencodable`) fails alone, with why.
-    `dlq_url` is None when the record's `eventSourceARN` names no queue (hand-made or sample
-    events): only the decisions that write back to or hide in the DLQ need it, and they fail
-    that one record instead of the whole batch.
-
-    With `max_message_age_seconds` on, a record whose first failure (`first_failure_of`) is
-    more than that many seconds before `now` is parked `max-age`, whatever else applies but an
-    invalid count or an unexpected kind; the parked copy keeps its count. A record that tells
-    no first failure is not age-checked this time: its copy then carries `now` as its first
-    failure, so the next round checks it.
+    With `max_message_age_seconds` on, a record that first failed (`first_failure_of`) longer
+    ago is parked `max-age` (only an invalid count or an unexpected kind come first). One that
+    tells no first failure is checked next round: its copy carries `now` as its first failure.
     """
     problem = unencodable(message)
     if problem is not None:  # nothing can be written for it, not even a park
@@ -95,10 +84,9 @@ def after_refusal(
     rng: RandomSource | None,
     reason: ParkReason | None = None,
 ) -> Decision:
-    """The target refused delivery `decision.attempt` at once. A refusal no retry can change
-    (`reason`, from the kind's `refusals`) parks now; another (throttled, missing, denied)
-    waits in the DLQ for the next attempt, or parks `max-attempts` when that was the last.
-    The parked copy carries the service's error."""
+    """The target refused delivery `decision.attempt`. A refusal no retry can change (`reason`,
+    from the kind's `refusals`) parks now, another waits in the DLQ for the next attempt (or
+    parks `max-attempts` after the last); the park carries the service's error."""
     refused = decision.attempt or 1
     if reason is None and refused >= settings.max_attempts:
         reason = ParkReason.MAX_ATTEMPTS
@@ -148,10 +136,9 @@ class _Record:
     def next_attempt(
         self, destination: str, limit: int, attempt: int, *, at_once: bool = True
     ) -> Decision:
-        """Attempt `attempt`: sent now when its drawn delay is one the destination serves (at
-        most `limit`, and `at_once`), else a copy that waits in the DLQ until then. A copy with
-        no slot for its markers is sent now instead, its delay clamped to `limit` (or, not
-        `at_once`, parked `attribute-limit`)."""
+        """Attempt `attempt`: now when the drawn delay is at most `limit` (and `at_once`), else
+        a copy that waits in the DLQ. A copy with no slot for its markers is sent now with its
+        delay clamped to `limit` (not `at_once`: parked `attribute-limit`)."""
         message = self.message
         source = (
             self.rng if self.rng is not None else keyed_random(f"{message.message_id}/{attempt}")
@@ -159,9 +146,8 @@ class _Record:
         delay = self.settings.backoff.draw(attempt, source)
         if delay <= limit and at_once:
             return Decision(Action.REPLAY, destination, attempt, delay, drawn_delay=delay)
-        # Rounded down, so the wait is never longer than the drawn delay (and so the cap): a
-        # hold computed on arrival then always reaches it, and a copy is released on its first
-        # arrival after its time instead of being held again for the rounding second.
+        # Rounded down: never longer than the drawn delay (so the cap), and a copy is released
+        # on its first arrival after its time, not held again for the rounding second.
         not_before = math.floor(self.now) + delay
         waiting = {
             **message.attributes,
@@ -185,13 +171,9 @@ class _Record:
         )
 
     def _waiting(self, kind: Kind, destination: str, count: int) -> Decision:
-        """A copy this function wrote back to wait: hold it until its time, then release it
-        with the count it carries.
-
-        The wait left is bounded by the cap: no copy of ours waits longer, and an absurd
-        not-before (edited by hand, or written under a larger cap) must not keep a message
-        hidden until the DLQ's retention period deletes it.
-        """
+        """A copy we wrote back to wait: held until its time, then released with its count.
+        The wait left is bounded by the cap: an absurd not-before (edited by hand, or written
+        under a larger cap) must not hide a message until the DLQ's retention deletes it."""
         marker = self.message.attributes[NOT_BEFORE_ATTRIBUTE]
         not_before = attributes.parse_count(marker, NOT_BEFORE_LIMIT) or 0
         cap = self.settings.backoff.cap_seconds

@@ -1,21 +1,19 @@
-"""The kinds of record: what every kind shares, the strategy each kind fills in (`Kind`), and
-how a record's kind is told, by DLQ_KIND (docs/design.md, 'Recognition, by mode').
+"""The kinds of record: the strategy each kind fills in (`Kind`: what the one decision,
+`engine.decide`, asks of a kind), one module per kind (`KIND_MODULES`, imported on first use:
+a replay of SQS records loads no other), and how a record's kind is told by DLQ_KIND
+(docs/design.md, 'Recognition, by mode').
 
-A kind answers what the one decision (`engine.decide`) asks of it (`Kind`). The serverless
-kinds share all but their module's `recognise`. One module per kind (`KIND_MODULES`),
-imported when its kind is first asked for: a replay of SQS records does not load the others.
-
-Recognition reads what anyone who can send to the DLQ can write, so it runs only where it is
-asked for: with `sqs` not at all (every record is an SQS record), with `lambda` or
-`eventbridge` only that kind's recognisers (anything else is then an SQS record, which that
-mode parks `unexpected-kind`), with `any` every one of them. A recogniser that raises on a
-record (a body nested past the parser's depth, say) has not recognised it.
+Recognition reads what anyone who can send to the DLQ can write, so it runs only where asked:
+with `sqs` not at all, with `lambda` or `eventbridge` only that kind's recognisers (anything
+else is an SQS record, which that mode parks `unexpected-kind`), with `any` all of them. A
+recogniser that raises on a record (a body nested past the parser's depth) did not recognise it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import cache
 from importlib import import_module
 from typing import TYPE_CHECKING, ClassVar
 
@@ -54,8 +52,7 @@ class Kind:
         return refusal or recognised.target_arn or ParkReason.UNKNOWN_TARGET
 
     def delay_limit(self, destination: str) -> int:
-        """The longest delay the destination serves itself: no target of a serverless kind
-        takes one, so every delay is a wait in the DLQ."""
+        """The longest delay the destination serves itself: none for a serverless target."""
         return 0
 
     def copy(
@@ -87,8 +84,7 @@ class Kind:
     def delivery(
         self, message: InboundMessage, recognised: Recognised, decision: Decision
     ) -> Delivery:
-        """What is delivered for a REPLAY or RELEASE: the payload, to the decision's target,
-        with a deduplication id of the record and the attempt."""
+        """What a REPLAY or RELEASE delivers: the payload, keyed by the record and attempt."""
         from dlq_replay.targets.delivery import Delivery
 
         return Delivery(
@@ -102,9 +98,8 @@ class Kind:
 
 
 def target_refusal(target: str | None, allowed: frozenset[str]) -> ParkReason | None:
-    """Why a record may not be delivered to `target` (None: it may): no target named, a
-    service the replay does not deliver to, or an ARN outside the allowed list. The replay
-    parks for it; `redrive --to source` leaves the record in place for it."""
+    """Why a record may not be delivered to `target` (None: it may). The replay parks for it;
+    `redrive --to source` leaves the record in place."""
     if target is None:
         return ParkReason.UNKNOWN_TARGET
     if target_service(target) is TargetService.OTHER:
@@ -138,15 +133,12 @@ KIND_MODULES = {
     RecordKind.LAMBDA_DESTINATION: "lambda_destination",
     RecordKind.SQS: "sqs",
 }
-_LOADED: dict[RecordKind, Kind] = {}
 
 
+@cache
 def kind_of(record_kind: RecordKind) -> Kind:
     """The strategy of a kind (its module imported on first use)."""
-    kind = _LOADED.get(record_kind)
-    if kind is None:
-        module = import_module(f"{__name__}.{KIND_MODULES[record_kind]}")
-        kind = _LOADED[record_kind] = module.KIND
+    kind: Kind = import_module(f"{__name__}.{KIND_MODULES[record_kind]}").KIND
     return kind
 
 
@@ -155,16 +147,14 @@ def recognise(
     replay_targets: frozenset[str],
     accepted: frozenset[RecordKind] = frozenset(RecordKind),
 ) -> Recognised:
-    """The record's kind among `accepted` (DLQ_KIND's kinds; the operator tools read every
-    kind): our own waiting copy's `dlq-replay-kind` first, then each kind's recogniser; what
-    none of them places is an SQS record."""
+    """The record's kind among `accepted` (DLQ_KIND's; the operator tools read every kind),
+    the kind our own copy is marked with tried first; what no recogniser places is SQS."""
     plain = Recognised(RecordKind.SQS, payload=message.body)
     if not accepted - {RecordKind.SQS}:
         return plain
     marked = string_attribute(message.attributes, KIND_ATTRIBUTE)
     order = [kind for kind in KIND_MODULES if kind in accepted and kind is not RecordKind.SQS]
-    first = [kind for kind in order if kind.value == marked]
-    for record_kind in (*first, *order):
+    for record_kind in sorted(order, key=lambda kind: kind.value != marked):  # marked first
         try:
             recognised = kind_of(record_kind).recognise(message, replay_targets)
         except Exception:  # a record a recogniser cannot read is not of its kind

@@ -1,12 +1,10 @@
 """An EventBridge rule target's DLQ (the target's `DeadLetterConfig`): the body is the event
 that matched the rule; `RULE_ARN` and `TARGET_ARN` (String) name the rule and the target, with
-`ERROR_CODE` and `ERROR_MESSAGE` the error. The target is delivered to by its service, the
-event given as the rule's target configuration gives it (targets/deliverer.py).
+`ERROR_CODE` and `ERROR_MESSAGE` the error. The target is given the event as the rule's
+target configuration gives it (targets/deliverer.py).
 
-A refusal that comes from the rule or the target type, not from the moment, parks at once:
-the rule no longer has the target, its transformation cannot be applied to the record, the
-payload for an event bus is no event, or a FIFO target has no group id in its rule (an SNS
-FIFO topic never has one: EventBridge cannot target it).
+A refusal that comes from the rule or the target's type, not from the moment, parks at once
+(`refusals`); an SNS FIFO topic never has a group id (EventBridge cannot target one).
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """A Lambda `OnFailure` destination that is an SQS queue: the body is Lambda's invocation
 record, JSON with `requestContext.functionArn`, `requestContext.requestId` and
-`requestPayload`. The function named is invoked again with `requestPayload` as the payload,
-as the record's own text of it: the value's span is cut out of the body, never parsed and
-written again, so numbers such as `1e400` or long decimals and duplicate keys reach the
-function byte for byte as Lambda recorded them.
+`requestPayload`. The function named is invoked again with the record's own text of
+`requestPayload`, cut out of the body, never parsed and written again: `1e400`, long decimals
+and duplicate keys reach the function byte for byte as Lambda recorded them.
 """
 
 from __future__ import annotations
@@ -68,17 +67,16 @@ def recognise(message: InboundMessage, replay_targets: frozenset[str]) -> Recogn
     if '"requestContext"' not in body or '"requestPayload"' not in body:
         return None
     try:
-        found = members(body)
+        found = members(body) or {}
     except (ValueError, RecursionError):
         return None
-    context = found.get("requestContext") if found else None
-    payload = found.get("requestPayload") if found else None
+    context, payload = found.get("requestContext"), found.get("requestPayload")
     if context is None or payload is None or not isinstance(context.value, dict):
         return None
     function, request_id = context.value.get("functionArn"), context.value.get("requestId")
     if not isinstance(function, str) or not isinstance(request_id, str):
         return None
-    response = found.get("responsePayload") if found else None
+    response = found.get("responsePayload")
     answer = response.value if response is not None and isinstance(response.value, dict) else {}
     condition = _text(context.value.get("condition"))
     return Recognised(

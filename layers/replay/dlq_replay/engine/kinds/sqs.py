@@ -1,9 +1,6 @@
-"""An SQS record: a message SQS itself dead-lettered (docs/design.md, sections 3-4).
-
-Never recognised: it is what a record is when no other kind claims it, and with DLQ_KIND=sqs
-every record is one. It goes back to its allowed source queue, else the main queue, as a copy
-with every attribute; a standard queue takes up to 900 s of delay, a FIFO queue none and a
-group id always.
+"""An SQS record: a message SQS itself dead-lettered (docs/design.md, sections 3-4). Never
+recognised: it is what no other kind claims (with DLQ_KIND=sqs, every record). It goes back
+as a copy with every attribute; a standard queue takes up to 900 s of delay, a FIFO queue none.
 """
 
 from __future__ import annotations
