@@ -1,8 +1,5 @@
-"""The vocabulary of a record's decision (replay, write back to wait, hold, release, park), and
-the SQS copy a decision writes. The decision itself is made by `dlq_replay.engine.decide`.
-
-Pure: no AWS client, no clock of its own, no random source of its own. The outcome for a record
-is a value, never an exception (docs/design.md, 'What happens to one record').
+"""The vocabulary of a record's decision, and the SQS copy a decision writes (the decision
+itself: `dlq_replay.engine.decide`). Pure: no client, clock or random source of its own.
 """
 
 from __future__ import annotations
@@ -88,11 +85,9 @@ class Decision:
 
 
 def first_failure_of(message: InboundMessage) -> int | None:
-    """When the message first failed, in epoch seconds, as far as the record tells.
-
-    The first-failure attribute a replayed copy carries, else SQS's first receive of this very
-    copy (a later time, so the age read is a lower bound); None when the record has neither.
-    """
+    """When the message first failed (epoch seconds): the first-failure attribute a replayed
+    copy carries, else SQS's first receive of this copy (later, so the age is a lower bound);
+    None when the record has neither."""
     carried = message.attributes.get(FIRST_FAILURE_ATTRIBUTE)
     if carried is not None:
         value = attributes.parse_count(carried, NOT_BEFORE_LIMIT)
@@ -104,13 +99,9 @@ def first_failure_of(message: InboundMessage) -> int | None:
 
 
 def park_reason_of(body: str, values: Mapping[str, Attribute]) -> str | None:
-    """Why an operator-queue message was parked, as the operator tools show and filter it.
-
-    Its park-reason attribute when it has one. A message without one that has no room for it
-    (ten attributes, or the 1 MiB limit) reads as `attribute-limit`: `build_copy` could not
-    add the reason to it, which is always the case for an `attribute-limit` park and for any
-    other park of a message already at the limit. None: parked by SQS's own safety net.
-    """
+    """Why an operator-queue message was parked, as the operator tools show and filter it:
+    its park-reason attribute; `attribute-limit` for one with no room for it (`build_copy`
+    could not add it); None for SQS's own safety net's park."""
     reason = values.get(PARK_REASON_ATTRIBUTE)
     if reason is not None:
         return reason.string_value
@@ -171,9 +162,8 @@ def with_room(
 
 
 def _origin(message: InboundMessage, decision: Decision) -> Attribute:
-    """`<first DLQ message id>/<attempt>`: the id part is kept from the copy's own origin, so
-    it names the first failure (a standard redrive keeps the original message id) however
-    many replays later."""
+    """`<first DLQ message id>/<attempt>`: the id is kept from the copy's own origin, so it
+    names the first failure however many replays later."""
     carried = message.attributes.get(ORIGIN_ATTRIBUTE)
     text = carried.string_value if carried is not None else None
     first_id = text.rsplit("/", 1)[0] if text else message.message_id

@@ -1,8 +1,6 @@
-"""The kinds of DLQ record: who wrote a record, what DLQ_KIND accepts, and what a record of a
-serverless kind carries (docs/design.md, 'Every serverless dead-letter queue').
-
-Only the vocabulary: how each kind is recognised, routed and delivered is its strategy in
-`dlq_replay.engine.kinds`.
+"""The kinds of DLQ record, what DLQ_KIND accepts, and what a serverless record carries
+(docs/design.md, 'Every serverless dead-letter queue'). Only the vocabulary: each kind's
+strategy is in `dlq_replay.engine.kinds`.
 """
 
 from __future__ import annotations

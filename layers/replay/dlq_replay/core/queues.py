@@ -1,8 +1,6 @@
-"""Identities: ARNs (`Arn`, the one type every ARN is parsed with, and which ARNs the replay
-delivers to), queue names and URLs, and what a queue's name says about its type.
-
-One definition of each, used by the settings, the routing of replays, the deliveries and the
-operator CLI, so they all accept exactly what AWS itself accepts.
+"""Identities: ARNs (`Arn`, the one ARN type, and which ARNs the replay delivers to), queue
+names and URLs. One definition of each for the settings, the replay, the deliveries and the
+operator CLI, so they all accept exactly what AWS accepts.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
-"""One batch of DLQ records in, every record accounted for out.
-
-The replayer decides each record (`engine.decide`, with the strategy of its kind), hides the
-waiting copies that are early, delivers the serverless kinds' records that are due, writes
-the copies in batches, turns a destination's permanent refusal into a park, and reports per
-record whether its copy was written. A record is "not done" (a batch item failure, retried
-by the event source) only when nothing was written for it, or when it is a waiting copy that
-was hidden again. Whatever one record raises is that record's outcome alone (it fails and
-waits): it never fails the batch.
+"""One batch of DLQ records in, every record accounted for out: each decided (`engine.decide`),
+early waiting copies hidden again, serverless records delivered, copies written in batches,
+a permanent refusal parked. A record is "not done" (a batch item failure, retried by the event
+source) only when nothing was written for it or it was hidden again. Whatever one record
+raises is its own outcome (it fails and waits), never the batch's.
 """
 
 from __future__ import annotations
@@ -47,9 +43,8 @@ __all__ = ["Collaborators", "Lookup", "Outcome", "Replayer"]
 
 @dataclass(frozen=True, slots=True)
 class Lookup:
-    """What the replay reads of a batch before deciding it, by message id: each record's kind
-    (recognised once), the invocations its Lambda records return from (the ledger's), and the
-    records whose ids the ledger could not read."""
+    """What the replay reads of a batch before deciding it, by message id: each record's kind,
+    the ledger's invocations its Lambda records return from, the ids the ledger could not read."""
 
     kinds: Mapping[str, Recognised] = field(default_factory=dict)
     known: Mapping[str, Invocation] = field(default_factory=dict)
@@ -57,9 +52,8 @@ class Lookup:
 
 
 class Collaborators(NamedTuple):
-    """The replay's services besides SQS. `sns` publishes the park notices (required when the
-    settings name a topic); `deliverer` delivers the records of serverless kinds and `ledger`
-    counts their returns (both required when DLQ_KIND is not sqs)."""
+    """The replay's services besides SQS: `sns` for park notices (when the settings name a
+    topic); `deliverer` and `ledger` for the serverless kinds (when DLQ_KIND is not sqs)."""
 
     sns: SnsClient | None = None
     deliverer: Deliverer | None = None
@@ -84,8 +78,7 @@ class Replayer:
         on_outcome: Callable[[Outcome], None] | None = None,
         collaborators: Collaborators | None = None,
     ) -> None:
-        """`on_outcome` sees each record's outcome once its batch is reported (the demo counts
-        them); without it nothing is called."""
+        """`on_outcome` sees each record's outcome once its batch is reported (the demo's)."""
         collaborators = collaborators or Collaborators()
         if settings.park_notification_topic_arn is not None and collaborators.sns is None:
             raise ValueError("PARK_NOTIFICATION_TOPIC_ARN is set, but no SNS client was given")
@@ -109,8 +102,7 @@ class Replayer:
     def process(
         self, messages: Sequence[InboundMessage], lookup: Lookup | None = None
     ) -> dict[str, Outcome]:
-        """Handle a batch; the result has one outcome per message id, in the batch's order.
-        `lookup`: what `look_up` read of this batch (read here when None)."""
+        """One outcome per message id, in the batch's order (`lookup`: `look_up`'s, or read)."""
         if lookup is None:
             lookup = self.look_up(messages)
         outcomes: dict[str, Outcome] = {}
@@ -136,8 +128,8 @@ class Replayer:
         return ordered
 
     def _notify(self, outcomes: Iterable[Outcome]) -> None:
-        """One SNS notice per park written, once per batch; a failed one is logged and counted,
-        never a failed record: the message is parked all the same."""
+        """One SNS notice per park written; a failed one is logged and counted, never a failed
+        record: the message is parked all the same."""
         topic = self._settings.park_notification_topic_arn
         if topic is None or self._sns is None:
             return
@@ -238,8 +230,7 @@ class Replayer:
         kinds: Mapping[str, Recognised],
         decisions: dict[str, Decision],
     ) -> list[OutboundMessage]:
-        """The copy each record's decision writes, by its kind; a record whose copy cannot be
-        built fails alone (nothing written, it waits)."""
+        """The copy each record's decision writes; one that cannot be built fails alone."""
         copies = []
         for m in messages:
             recognised = kinds[m.message_id]
@@ -254,10 +245,9 @@ class Replayer:
         return copies
 
     def look_up(self, messages: Sequence[InboundMessage]) -> Lookup:
-        """Each record's kind, and the invocations the batch's Lambda records return from, as
-        the ledger knows them, for the records that carry no count of ours (a copy we wrote
-        carries it). A record whose id the ledger could not read must wait: read as unknown,
-        its count would start again at 0."""
+        """Each record's kind, and the ledger's invocations for the Lambda records that carry
+        no count of ours. A record whose id the ledger could not read must wait: read as
+        unknown, its count would start again at 0."""
         targets, accepted = self._settings.replay_target_arns, self._settings.accepted_kinds
         kinds = {m.message_id: recognise(m, targets, accepted) for m in messages}
         ids: dict[str, list[str]] = {}
@@ -293,10 +283,9 @@ class Replayer:
         dlq_urls: Mapping[str, str | None],
         now: float,
     ) -> dict[str, int]:
-        """Deliver the records due to their targets. A refusal becomes the next attempt's
-        waiting copy (or a park at the limit), written with the rest; an invocation Lambda
-        accepted is recorded against its request id, so its return is counted. Returns the
-        attempt each refused record's target refused, by message id (for the breaker)."""
+        """Deliver the records due. A refusal becomes the next attempt's waiting copy (or a
+        park); an invocation Lambda accepted is recorded against its request id, so its return
+        is counted. Returns the attempt each target refused, by message id (for the breaker)."""
         if not messages:
             return {}
         if self._deliverer is None:
@@ -380,8 +369,8 @@ def _is_fifo(message: InboundMessage) -> bool:
 
 
 def _rounds(messages: Sequence[InboundMessage]) -> Iterator[list[InboundMessage]]:
-    """Standard queues: the whole batch at once. FIFO: the n-th record of every group per round,
-    so a record is only attempted once the one before it in its group is done."""
+    """Standard queues: the whole batch at once. FIFO: the n-th record of every group per
+    round, so a record is attempted only once the one before it in its group is done."""
     if not any(_is_fifo(m) for m in messages):
         yield list(messages)
         return
