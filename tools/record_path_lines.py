@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import ast
 import io
+import shutil
 import subprocess
 import sys
 import tokenize
@@ -33,22 +34,22 @@ _NOT_CODE = {
 }
 
 
+def _git(*args: str) -> str:
+    git = shutil.which("git")
+    if git is None:
+        raise SystemExit("record_path_lines: needs git on PATH")
+    return subprocess.run([git, *args], capture_output=True, text=True, check=True).stdout
+
+
 def files_at(commit: str) -> list[str]:
     """The record path's Python files at `commit`, relative to the package."""
-    listed = subprocess.run(
-        ["git", "ls-tree", "-r", "--name-only", commit, f"{PACKAGE}/"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
+    listed = _git("ls-tree", "-r", "--name-only", commit, f"{PACKAGE}/").split()
     relative = [path.removeprefix(f"{PACKAGE}/") for path in listed if path.endswith(".py")]
     return sorted(p for p in relative if p in SINGLE or p.startswith(FOLDERS))
 
 
 def text_at(commit: str, path: str) -> str:
-    return subprocess.run(
-        ["git", "show", f"{commit}:{PACKAGE}/{path}"], capture_output=True, text=True, check=True
-    ).stdout
+    return _git("show", f"{commit}:{PACKAGE}/{path}")
 
 
 def code_lines(text: str) -> int:
@@ -57,9 +58,12 @@ def code_lines(text: str) -> int:
     for node in ast.walk(ast.parse(text)):
         if isinstance(node, ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             first = node.body[0] if node.body else None
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
-                if isinstance(first.value.value, str):
-                    docstrings.update(range(first.lineno, (first.end_lineno or 0) + 1))
+            if (
+                isinstance(first, ast.Expr)
+                and isinstance(first.value, ast.Constant)
+                and isinstance(first.value.value, str)
+            ):
+                docstrings.update(range(first.lineno, (first.end_lineno or 0) + 1))
     lines: set[int] = set()
     for token in tokenize.generate_tokens(io.StringIO(text).readline):
         if token.type not in _NOT_CODE:
