@@ -108,12 +108,9 @@ class Replayer:
         outcomes: dict[str, Outcome] = {}
         blocked_groups: set[str] = set()
         for round_ in _rounds(messages):
-            ready = []
-            for message in round_:
-                if message.message_group_id in blocked_groups:
-                    outcomes[message.message_id] = Outcome(message, Decision(Action.SKIP))
-                else:
-                    ready.append(message)
+            skipped = [m for m in round_ if m.message_group_id in blocked_groups]
+            outcomes.update((m.message_id, Outcome(m, Decision(Action.SKIP))) for m in skipped)
+            ready = [m for m in round_ if m not in skipped]
             for outcome in self._process_round(ready, lookup):
                 outcomes[outcome.message.message_id] = outcome
                 group = outcome.message.message_group_id
@@ -235,11 +232,8 @@ class Replayer:
         for m in messages:
             recognised = kinds[m.message_id]
             try:
-                copies.append(
-                    kind_of(recognised.kind).copy(
-                        m, recognised, decisions[m.message_id], self._settings
-                    )
-                )
+                kind = kind_of(recognised.kind)
+                copies.append(kind.copy(m, recognised, decisions[m.message_id], self._settings))
             except Exception as error:  # one record's fault, never the batch's
                 decisions[m.message_id] = _failed("building its copy", error)
         return copies
@@ -266,9 +260,8 @@ class Replayer:
             self._logger.error(
                 "invocation ledger not read; its records wait", extra={"error": str(error)}
             )
-            failed = error if isinstance(error, LedgerError) else None
-            found = failed.found if failed else {}
-            unread = failed.request_ids if failed else tuple(ids)
+            found = error.found if isinstance(error, LedgerError) else {}
+            unread = error.request_ids if isinstance(error, LedgerError) else tuple(ids)
         return Lookup(
             kinds,
             known={mid: found[rid] for rid, mids in ids.items() if rid in found for mid in mids},
