@@ -135,9 +135,7 @@ class DynamoLedger:
     def invocations(self, request_ids: Collection[str]) -> dict[str, Invocation]:
         """One BatchGetItem (consistent reads) per 100 distinct ids; an id too long to be a
         key is unknown."""
-        keys = [
-            _key(request_id) for request_id in sorted(set(request_ids)) if _storable(request_id)
-        ]
+        keys = [_key(request_id) for request_id in sorted(filter(_storable, set(request_ids)))]
         found: dict[str, Invocation] = {}
         errors: list[str] = []
         failed = self._in_chunks(lambda keys: self._get(keys, found), keys, GET_CHUNK, errors)

@@ -31,10 +31,8 @@ _RULE_PREFIX = "rule/"
 def rule_location(rule_arn: str) -> tuple[str, str, str | None]:
     """(region, rule name, event bus name or None for the account's default bus)."""
     arn = Arn.parse(rule_arn)
-    if arn.service != "events" or not arn.resource.startswith(_RULE_PREFIX):
-        raise ValueError(f"not an EventBridge rule ARN: {rule_arn!r}")
     bus, _, name = arn.resource.removeprefix(_RULE_PREFIX).rpartition("/")
-    if not name:
+    if arn.service != "events" or not arn.resource.startswith(_RULE_PREFIX) or not name:
         raise ValueError(f"not an EventBridge rule ARN: {rule_arn!r}")
     return arn.region, name, bus or None
 
