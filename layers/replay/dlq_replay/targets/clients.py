@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import boto3
 from botocore.config import Config
@@ -24,8 +24,6 @@ if TYPE_CHECKING:
     from mypy_boto3_sns import SNSClient
     from mypy_boto3_sqs import SQSClient
     from mypy_boto3_stepfunctions import SFNClient
-
-_Client = TypeVar("_Client")
 
 # As the SQS client's (sqs/client.py, which this layer may not import): the tool named in the
 # User-Agent, standard retries (throttling and 5xx, with backoff), timeouts that keep one slow
@@ -54,7 +52,7 @@ class TargetClients:
     ) -> None:
         self._session = session
         self._config = config or TARGET_CLIENT_CONFIG
-        self._url_of = endpoint_url
+        self._url_of = endpoint_url or (lambda _: None)
         self._clients: dict[tuple[str, str], Any] = {}
         # Making a client from a session is not thread-safe; deliveries run on a pool.
         self._lock = threading.Lock()
@@ -76,16 +74,12 @@ class TargetClients:
 
     def _client(self, service: str, region: str) -> Any:
         with self._lock:
-            client = self._clients.get((service, region))
-            if client is None:
-                if self._session is None:
-                    self._session = boto3.Session()
-                endpoint = self._url_of(service) if self._url_of else None
-                client = self._session.client(
+            if (service, region) not in self._clients:
+                self._session = self._session or boto3.Session()
+                self._clients[service, region] = self._session.client(
                     service,  # type: ignore[call-overload]
                     region,
                     config=self._config,
-                    endpoint_url=endpoint,
+                    endpoint_url=self._url_of(service),
                 )
-                self._clients[(service, region)] = client
-            return client
+            return self._clients[service, region]

@@ -17,18 +17,18 @@ No delivery raises: every error of a target's API, after botocore's retries (thr
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from dlq_replay.core.queues import Arn
+from dlq_replay.core.queues import is_target_arn
 from dlq_replay.core.transform import NotApplied, target_payload
 from dlq_replay.targets.clients import TargetClients
-from dlq_replay.targets.delivery import Delivery, DeliveryResult, Refused, service_error
-from dlq_replay.targets.rule_targets import RuleLookupError, RuleTarget, RuleTargets, rule_location
-from dlq_replay.targets.services import sender
+from dlq_replay.targets.delivery import Delivery, DeliveryResult, Refused
+from dlq_replay.targets.rule_targets import RuleTargets, rule_location
+from dlq_replay.targets.services import send
 
 
 class Deliverer:
@@ -47,46 +47,32 @@ class Deliverer:
         """Deliver them all; the result maps each record id to what came of it."""
         self._rules.forget_failures()
         tasks = _in_order_per_fifo_target(deliveries)
-        outcomes: dict[str, DeliveryResult] = {}
         workers = min(self._concurrency, len(tasks))
         if workers <= 1:
-            for task in tasks:
-                outcomes.update(self._deliver_in_order(task))
-            return outcomes
+            return _by_record(map(self._deliver_in_order, tasks))
         with ThreadPoolExecutor(workers, thread_name_prefix="deliver") as pool:
-            for result in pool.map(self._deliver_in_order, tasks):
-                outcomes.update(result)
-        return outcomes
+            return _by_record(pool.map(self._deliver_in_order, tasks))
 
-    def _deliver_in_order(self, task: Sequence[Delivery]) -> dict[str, DeliveryResult]:
-        return {delivery.record_id: self._deliver_one(delivery) for delivery in task}
+    def _deliver_in_order(self, task: Sequence[Delivery]) -> list[DeliveryResult]:
+        return [self._deliver_one(delivery) for delivery in task]
 
     def _deliver_one(self, delivery: Delivery) -> DeliveryResult:
         """One delivery; every error it meets is its refusal."""
         try:
             return self._send(delivery)
-        except (ClientError, BotoCoreError) as error:
-            return Refused(delivery.record_id, *service_error(error))
-        except RuleLookupError as error:
-            return Refused(delivery.record_id, error.code, error.message)
-        except ValueError as error:
-            # A malformed target or rule ARN (a forged record that still passed the checks).
-            return Refused(delivery.record_id, "InvalidTarget", str(error))
-        except Exception as error:  # an answer we cannot read: this record's refusal alone
-            return Refused(delivery.record_id, type(error).__name__, str(error))
+        except Exception as error:  # whatever it is, this record's refusal alone
+            return _refusal(delivery.record_id, error)
 
     def _send(self, delivery: Delivery) -> DeliveryResult:
         """The delivery by its target's service, the rule's configuration applied first."""
-        send = sender(delivery.target_arn)
-        if send is None:
+        if not is_target_arn(delivery.target_arn):
             return Refused(
                 delivery.record_id,
                 "UnsupportedTarget",
                 f"no delivery to this target: {delivery.target_arn}",
             )
-        arn = Arn.parse(delivery.target_arn)
         if delivery.rule_arn is None:
-            return send(self._clients, delivery, arn, None)
+            return send(self._clients, delivery, None)
         rule = self._rules.target(delivery.rule_arn, delivery.target_arn, delivery.account)
         if rule is None:
             return Refused(
@@ -95,37 +81,41 @@ class Deliverer:
                 f"rule {delivery.rule_arn} has no target {delivery.target_arn}: what it "
                 "would be given is unknown",
             )
-        transformed = _as_the_rule_gives_it(delivery, rule)
-        if isinstance(transformed, Refused):
-            return transformed
-        return send(self._clients, transformed, arn, rule)
+        # The payload the rule's target is given: the event transformed by its input settings.
+        payload = target_payload(
+            delivery.payload,
+            rule.input,
+            rule_arn=delivery.rule_arn,
+            rule_name=rule_location(delivery.rule_arn)[1],
+        )
+        if isinstance(payload, NotApplied):
+            return Refused(delivery.record_id, "TransformNotApplied", payload.reason)
+        return send(self._clients, replace(delivery, payload=payload), rule)
 
 
-def _as_the_rule_gives_it(delivery: Delivery, rule: RuleTarget) -> Delivery | Refused:
-    """The delivery with the payload the rule's target is given: the event transformed by the
-    target's input settings, or the refusal that says why it cannot be."""
-    if not rule.input.transforms:
-        return delivery
-    rule_arn = delivery.rule_arn or ""
-    payload = target_payload(
-        delivery.payload, rule.input, rule_arn=rule_arn, rule_name=rule_location(rule_arn)[1]
-    )
-    if isinstance(payload, NotApplied):
-        return Refused(delivery.record_id, "TransformNotApplied", payload.reason)
-    return replace(delivery, payload=payload)
+def _refusal(record_id: str, error: Exception) -> Refused:
+    """The refusal a delivery's error is: the service's own code and message for an answer it
+    gave; `InvalidTarget` for a malformed target or rule ARN (a forged record that still
+    passed the checks); else the exception's class and text (not connected, timed out, a
+    parameter botocore refused before sending, an answer we cannot read)."""
+    if isinstance(error, ClientError):
+        info = error.response.get("Error", {})
+        code, message = info.get("Code") or "ClientError", info.get("Message") or error
+        return Refused(record_id, str(code), str(message))
+    if isinstance(error, ValueError) and not isinstance(error, BotoCoreError):
+        return Refused(record_id, "InvalidTarget", str(error))
+    return Refused(record_id, type(error).__name__, str(error))
+
+
+def _by_record(done: Iterable[list[DeliveryResult]]) -> dict[str, DeliveryResult]:
+    return {result.record_id: result for results in done for result in results}
 
 
 def _in_order_per_fifo_target(deliveries: Sequence[Delivery]) -> list[list[Delivery]]:
     """Tasks for the pool: one per delivery, but a FIFO target's deliveries all in one task, in
     the batch's order."""
-    tasks: list[list[Delivery]] = []
-    fifo: dict[str, list[Delivery]] = {}
-    for delivery in deliveries:
-        if delivery.target_arn.endswith(".fifo"):
-            if delivery.target_arn not in fifo:
-                fifo[delivery.target_arn] = []
-                tasks.append(fifo[delivery.target_arn])
-            fifo[delivery.target_arn].append(delivery)
-        else:
-            tasks.append([delivery])
-    return tasks
+    tasks: dict[str | int, list[Delivery]] = {}
+    for index, delivery in enumerate(deliveries):
+        fifo = delivery.target_arn.endswith(".fifo")
+        tasks.setdefault(delivery.target_arn if fifo else index, []).append(delivery)
+    return list(tasks.values())

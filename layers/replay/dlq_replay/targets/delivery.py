@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from botocore.exceptions import BotoCoreError, ClientError
-
 
 @dataclass(frozen=True, slots=True)
 class Delivery:
@@ -52,13 +50,3 @@ class Refused:
 
 
 DeliveryResult = Delivered | Refused
-
-
-def service_error(error: ClientError | BotoCoreError) -> tuple[str, str]:
-    """The code and message a refusal reports for a botocore error: the service's own for an
-    answer it gave; the exception's class and text for one that never came (not connected,
-    timed out, a parameter botocore refused before sending)."""
-    if isinstance(error, ClientError):
-        info = error.response.get("Error", {})
-        return str(info.get("Code") or "ClientError"), str(info.get("Message") or error)
-    return type(error).__name__, str(error)

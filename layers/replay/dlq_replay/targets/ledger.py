@@ -18,10 +18,12 @@ start its count again at 0).
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import math
 import threading
 import time
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -46,7 +48,6 @@ WRITE_CHUNK = 25  # BatchWriteItem's limit of requests per request
 MAX_REQUESTS = 5
 RETRY_BASE_SECONDS = 0.05
 MAX_KEY_BYTES = 2048  # DynamoDB's limit for a partition key value
-_REQUEST_FAILED = (ClientError, BotoCoreError)
 
 
 class LedgerError(Exception):
@@ -100,20 +101,14 @@ def _storable(request_id: str) -> bool:
     return len(f"{KEY_PREFIX}{request_id}".encode()) <= MAX_KEY_BYTES
 
 
-def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
-
-
 def _invocation(item: Mapping[str, Any]) -> Invocation | None:
     try:
         count = int(item[COUNT_FIELD]["N"])
     except (KeyError, TypeError, ValueError):
         return None  # not an item this ledger wrote: no count known
-    try:
+    with contextlib.suppress(KeyError, TypeError, ValueError):
         return Invocation(count, float(item[INVOKED_FIELD]["N"]))
-    except (KeyError, TypeError, ValueError):
-        return Invocation(count)
+    return Invocation(count)
 
 
 class DynamoLedger:
@@ -130,32 +125,20 @@ class DynamoLedger:
         """`dynamodb` makes the client (or returns one): called at the first request, so a
         batch without Lambda records makes none."""
         self._make = dynamodb
-        self._client: Any = None
         self._table = table
         self._sleep = sleep
 
-    @property
+    @functools.cached_property
     def _db(self) -> Any:
-        if self._client is None:
-            self._client = self._make()
-        return self._client
+        return self._make()
 
     def invocations(self, request_ids: Collection[str]) -> dict[str, Invocation]:
         """One BatchGetItem (consistent reads) per 100 distinct ids; an id too long to be a
         key is unknown."""
-        wanted = sorted({request_id for request_id in request_ids if _storable(request_id)})
+        keys = [_key(request_id) for request_id in sorted(filter(_storable, set(request_ids)))]
         found: dict[str, Invocation] = {}
-        failed: list[str] = []
         errors: list[str] = []
-        for chunk in _chunks(wanted, GET_CHUNK):
-            request: dict[str, Any] = {
-                "Keys": [_key(request_id) for request_id in chunk],
-                "ConsistentRead": True,
-                "ProjectionExpression": "pk, #count, #at",
-                "ExpressionAttributeNames": {"#count": COUNT_FIELD, "#at": INVOKED_FIELD},
-            }
-            left = self._retried(lambda pending: self._get(pending, found), request, "Keys", errors)
-            failed += [_request_id(key) for key in left]
+        failed = self._in_chunks(lambda keys: self._get(keys, found), keys, GET_CHUNK, errors)
         if failed:
             raise LedgerError("read", failed, errors[-1], found)
         return found
@@ -167,65 +150,64 @@ class DynamoLedger:
         invoked = str(round(now, 3))
         failed = [request_id for request_id in counts if not _storable(request_id)]
         errors = ["request id too long for a key"] if failed else []
-        puts = [
+        items = [
             {
-                "PutRequest": {
-                    "Item": {
-                        **_key(request_id),
-                        COUNT_FIELD: {"N": str(int(count))},
-                        INVOKED_FIELD: {"N": invoked},
-                        "expires_at": {"N": expires},
-                    }
-                }
+                **_key(request_id),
+                COUNT_FIELD: {"N": str(int(count))},
+                INVOKED_FIELD: {"N": invoked},
+                "expires_at": {"N": expires},
             }
             for request_id, count in sorted(counts.items())
             if _storable(request_id)
         ]
-        for chunk in _chunks(puts, WRITE_CHUNK):
-            left = self._retried(self._write, list(chunk), None, errors)
-            failed += [_request_id(put["PutRequest"]["Item"]) for put in left]
+        failed += self._in_chunks(self._write, items, WRITE_CHUNK, errors)
         if failed:
             raise LedgerError("written", failed, errors[-1])
 
-    def _get(
-        self, request: Mapping[str, Any], found: dict[str, Invocation]
-    ) -> Mapping[str, Any] | None:
+    def _get(self, keys: list[Any], found: dict[str, Invocation]) -> list[Any]:
+        """Read `keys`, adding what is found to `found`; the keys left unprocessed."""
+        request = {
+            "Keys": keys,
+            "ConsistentRead": True,
+            "ProjectionExpression": "pk, #count, #at",
+            "ExpressionAttributeNames": {"#count": COUNT_FIELD, "#at": INVOKED_FIELD},
+        }
         response = self._db.batch_get_item(RequestItems={self._table: request})
         for item in response.get("Responses", {}).get(self._table, []):
             invocation = _invocation(item)
             if invocation is not None:
                 found[_request_id(item)] = invocation
-        left: Mapping[str, Any] | None = response.get("UnprocessedKeys", {}).get(self._table)
-        return left if left and left.get("Keys") else None
+        return list(response.get("UnprocessedKeys", {}).get(self._table, {}).get("Keys", []))
 
-    def _write(self, puts: Sequence[Mapping[str, Any]]) -> list[Any] | None:
-        response = self._db.batch_write_item(RequestItems={self._table: list(puts)})
-        left: list[Any] | None = response.get("UnprocessedItems", {}).get(self._table)
-        return left or None
+    def _write(self, items: list[Any]) -> list[Any]:
+        """Write `items`; the items left unprocessed."""
+        puts = [{"PutRequest": {"Item": item}} for item in items]
+        response = self._db.batch_write_item(RequestItems={self._table: puts})
+        left = response.get("UnprocessedItems", {}).get(self._table, [])
+        return [put["PutRequest"]["Item"] for put in left]
 
-    def _retried(
-        self,
-        send: Callable[[Any], Any],
-        pending: Any,
-        field: str | None,
-        errors: list[str],
-    ) -> list[Any]:
-        """Send `pending`, then what comes back unprocessed, up to MAX_REQUESTS requests in
-        all; what is still left (`pending[field]` when the request wraps its list)."""
-        for attempt in range(MAX_REQUESTS):
-            if attempt:
-                self._sleep(RETRY_BASE_SECONDS * 2 ** (attempt - 1))
-            try:
-                left = send(pending)
-            except _REQUEST_FAILED as error:
-                errors.append(f"{type(error).__name__}: {error}")
-                break
-            if left is None:
-                return []
-            pending = left
-        else:
-            errors.append(f"still unprocessed after {MAX_REQUESTS} requests")
-        return list(pending[field] if field else pending)
+    def _in_chunks(
+        self, send: Callable[[list[Any]], list[Any]], items: list[Any], size: int, errors: list[str]
+    ) -> list[str]:
+        """Send `items` (keys or items) `size` at a time, then what comes back unprocessed, up
+        to MAX_REQUESTS requests per chunk in all; the request ids still left."""
+        left: list[Any] = []
+        for start in range(0, len(items), size):
+            pending = items[start : start + size]
+            for attempt in range(MAX_REQUESTS):
+                if attempt:
+                    self._sleep(RETRY_BASE_SECONDS * 2 ** (attempt - 1))
+                try:
+                    pending = send(pending)
+                except (ClientError, BotoCoreError) as error:
+                    errors.append(f"{type(error).__name__}: {error}")
+                    break
+                if not pending:
+                    break
+            else:
+                errors.append(f"still unprocessed after {MAX_REQUESTS} requests")
+            left += pending
+        return [_request_id(key) for key in left]
 
 
 class MemoryLedger:
@@ -268,10 +250,8 @@ def invocation_ledger(
         return None
 
     def client() -> Any:
-        if session is not None:
-            return session.client("dynamodb")
         import boto3
 
-        return boto3.client("dynamodb")
+        return session.client("dynamodb") if session else boto3.client("dynamodb")
 
     return DynamoLedger(client, table)

@@ -19,7 +19,6 @@ from botocore.exceptions import BotoCoreError, ClientError
 from dlq_replay.core.queues import Arn
 from dlq_replay.core.transform import TargetInput
 from dlq_replay.targets.clients import TargetClients
-from dlq_replay.targets.delivery import service_error
 
 if TYPE_CHECKING:
     from mypy_boto3_events.type_defs import TargetOutputTypeDef
@@ -32,10 +31,8 @@ _RULE_PREFIX = "rule/"
 def rule_location(rule_arn: str) -> tuple[str, str, str | None]:
     """(region, rule name, event bus name or None for the account's default bus)."""
     arn = Arn.parse(rule_arn)
-    if arn.service != "events" or not arn.resource.startswith(_RULE_PREFIX):
-        raise ValueError(f"not an EventBridge rule ARN: {rule_arn!r}")
     bus, _, name = arn.resource.removeprefix(_RULE_PREFIX).rpartition("/")
-    if not name:
+    if arn.service != "events" or not arn.resource.startswith(_RULE_PREFIX) or not name:
         raise ValueError(f"not an EventBridge rule ARN: {rule_arn!r}")
     return arn.region, name, bus or None
 
@@ -48,15 +45,6 @@ class RuleTarget:
     input: TargetInput
 
 
-class RuleLookupError(Exception):
-    """The rule's targets could not be read: the error, as a refusal reports it."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(f"{code}: {message}")
-        self.code = code
-        self.message = message
-
-
 class RuleTargets:
     """Each rule's targets, read once per rule and kept: a rule's target configuration seldom
     changes, and a batch of records from one rule's DLQ asks the same question many times. A
@@ -66,7 +54,7 @@ class RuleTargets:
     def __init__(self, clients: TargetClients) -> None:
         self._clients = clients
         self._by_rule: dict[str, Mapping[str, RuleTarget]] = {}
-        self._failed: dict[str, tuple[str, str]] = {}
+        self._failed: dict[str, ClientError | BotoCoreError] = {}
         # One read per rule even when its records are delivered concurrently.
         self._lock = threading.Lock()
 
@@ -79,28 +67,29 @@ class RuleTargets:
     ) -> RuleTarget | None:
         """The rule's target `target_arn`, or None when the rule has no such target; a rule of
         an account other than `home_account` (the DLQ's) is read on its bus by ARN. Raises
-        `RuleLookupError` when the rule's targets could not be read, ValueError for a
-        malformed rule ARN."""
+        botocore's error when the rule's targets could not be read, ValueError for a malformed
+        rule ARN."""
         with self._lock:
             if rule_arn in self._failed:
-                raise RuleLookupError(*self._failed[rule_arn])
+                # Raised again for each of the rule's records: a fresh traceback each time, or
+                # the one error would hold the frames of them all.
+                raise self._failed[rule_arn].with_traceback(None)
             targets = self._by_rule.get(rule_arn)
             if targets is None:
                 try:
                     targets = self._read(rule_arn, home_account)
                 except (ClientError, BotoCoreError) as error:
-                    self._failed[rule_arn] = service_error(error)
-                    raise RuleLookupError(*self._failed[rule_arn]) from error
+                    self._failed[rule_arn] = error
+                    raise
                 self._by_rule[rule_arn] = targets
         return targets.get(target_arn)
 
     def _read(self, rule_arn: str, home_account: str | None) -> dict[str, RuleTarget]:
         region, name, bus = rule_location(rule_arn)
-        account = Arn.parse(rule_arn).account
-        if home_account and account and account != home_account:
+        arn = Arn.parse(rule_arn)
+        if home_account and arn.account and arn.account != home_account:
             # ListTargetsByRule takes the bus's ARN for a rule on another account's bus.
-            partition = Arn.parse(rule_arn).partition
-            bus = f"arn:{partition}:events:{region}:{account}:event-bus/{bus or 'default'}"
+            bus = f"arn:{arn.partition}:events:{region}:{arn.account}:event-bus/{bus or 'default'}"
         paginator = self._clients.events(region).get_paginator("list_targets_by_rule")
         pages = (
             paginator.paginate(Rule=name)
@@ -115,15 +104,13 @@ class RuleTargets:
 
 
 def _rule_target(target: TargetOutputTypeDef) -> RuleTarget:
-    transformer = target.get("InputTransformer")
+    transformer = target.get("InputTransformer", {})
     return RuleTarget(
         group_id=target.get("SqsParameters", {}).get("MessageGroupId") or None,
         input=TargetInput(
             input=target.get("Input"),
             input_path=target.get("InputPath"),
-            paths=tuple(sorted(transformer.get("InputPathsMap", {}).items()))
-            if transformer
-            else (),
-            template=transformer["InputTemplate"] if transformer else None,
+            paths=tuple(sorted(transformer.get("InputPathsMap", {}).items())),
+            template=transformer.get("InputTemplate"),
         ),
     )

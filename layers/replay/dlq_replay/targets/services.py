@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -35,17 +34,35 @@ from dlq_replay.targets.delivery import Delivered, Delivery, DeliveryResult, Ref
 from dlq_replay.targets.rule_targets import RuleTarget
 
 if TYPE_CHECKING:
+    from mypy_boto3_events import EventBridgeClient
     from mypy_boto3_events.type_defs import PutEventsRequestEntryTypeDef
+    from mypy_boto3_lambda import LambdaClient
+    from mypy_boto3_sns import SNSClient
+    from mypy_boto3_sqs import SQSClient
     from mypy_boto3_sqs.type_defs import SendMessageRequestTypeDef
-
-# The rule's configuration of the target: None for a record that names no rule.
-Send = Callable[[TargetClients, Delivery, Arn, RuleTarget | None], DeliveryResult]
+    from mypy_boto3_stepfunctions import SFNClient
 
 
-def invoke_function(
-    clients: TargetClients, delivery: Delivery, arn: Arn, rule: RuleTarget | None
-) -> DeliveryResult:
-    response = clients.lambda_client(arn.region).invoke(
+def send(clients: TargetClients, delivery: Delivery, rule: RuleTarget | None) -> DeliveryResult:
+    """`delivery` by its target's service, with `rule`, its rule's configuration of the target
+    (None for a record that names no rule). The target is one of a service the replay delivers
+    to (`is_target_arn`: the deliverer refuses the others first)."""
+    region = Arn.parse(delivery.target_arn).region
+    match target_service(delivery.target_arn):
+        case TargetService.LAMBDA:
+            return invoke_function(clients.lambda_client(region), delivery)
+        case TargetService.SQS:
+            return send_to_queue(clients.sqs(region), delivery, rule)
+        case TargetService.SNS:
+            return publish_to_topic(clients.sns(region), delivery)
+        case TargetService.STATES:
+            return start_execution(clients.stepfunctions(region), delivery)
+        case _:  # TargetService.EVENTS, the one left
+            return put_event(clients.events(region), delivery)
+
+
+def invoke_function(client: LambdaClient, delivery: Delivery) -> DeliveryResult:
+    response = client.invoke(
         FunctionName=delivery.target_arn,
         InvocationType="Event",
         Payload=delivery.payload.encode("utf-8"),
@@ -56,43 +73,37 @@ def invoke_function(
     return Delivered(delivery.record_id, response["ResponseMetadata"]["RequestId"])
 
 
-def send_to_queue(
-    clients: TargetClients, delivery: Delivery, arn: Arn, rule: RuleTarget | None
-) -> DeliveryResult:
+def send_to_queue(sqs: SQSClient, delivery: Delivery, rule: RuleTarget | None) -> DeliveryResult:
     queue = Arn.queue(delivery.target_arn)
-    sqs = clients.sqs(arn.region)
     # The URL on the client's own endpoint: AWS's, or an emulator's from AWS_ENDPOINT_URL.
     request: SendMessageRequestTypeDef = {
         "QueueUrl": queue.url(sqs.meta.endpoint_url),
         "MessageBody": delivery.payload,
     }
-    if not queue.is_fifo and rule is not None and rule.group_id is not None:
-        request["MessageGroupId"] = rule.group_id  # a fair queue: its tenant, as the rule says
-    if queue.is_fifo:
-        if rule is None:
-            return _no_group(delivery, "the record names no rule to read it from")
-        if rule.group_id is None:
-            return _no_group(delivery, f"rule {delivery.rule_arn} has no group id for the target")
-        request["MessageGroupId"] = rule.group_id
-        if delivery.dedup_id is not None:
-            request["MessageDeduplicationId"] = delivery.dedup_id
+    group = rule.group_id if rule else None
+    if queue.is_fifo and group is None:
+        return _no_group(
+            delivery,
+            f"rule {delivery.rule_arn} has no group id for the target"
+            if rule
+            else "the record names no rule to read it from",
+        )
+    if group is not None:  # a FIFO queue's group, or a fair queue's tenant, as the rule says
+        request["MessageGroupId"] = group
+    if queue.is_fifo and delivery.dedup_id is not None:
+        request["MessageDeduplicationId"] = delivery.dedup_id
     sqs.send_message(**request)
     return Delivered(delivery.record_id, None)
 
 
-def publish_to_topic(
-    clients: TargetClients, delivery: Delivery, arn: Arn, rule: RuleTarget | None
-) -> DeliveryResult:
-    if arn.resource.endswith(".fifo"):
+def publish_to_topic(sns: SNSClient, delivery: Delivery) -> DeliveryResult:
+    if delivery.target_arn.endswith(".fifo"):
         return _no_group(delivery, "an EventBridge target names no group id for a FIFO topic")
-    clients.sns(arn.region).publish(TopicArn=delivery.target_arn, Message=delivery.payload)
+    sns.publish(TopicArn=delivery.target_arn, Message=delivery.payload)
     return Delivered(delivery.record_id, None)
 
 
-def start_execution(
-    clients: TargetClients, delivery: Delivery, arn: Arn, rule: RuleTarget | None
-) -> DeliveryResult:
-    client = clients.stepfunctions(arn.region)
+def start_execution(client: SFNClient, delivery: Delivery) -> DeliveryResult:
     # ExecutionAlreadyExists: this record's attempt started it already (a retried request).
     with contextlib.suppress(client.exceptions.ExecutionAlreadyExists):
         client.start_execution(
@@ -110,13 +121,11 @@ def execution_name(key: str) -> str:
     return f"dlq-replay-{hashlib.sha256(key.encode('utf-8', 'surrogatepass')).hexdigest()}"
 
 
-def put_event(
-    clients: TargetClients, delivery: Delivery, arn: Arn, rule: RuleTarget | None
-) -> DeliveryResult:
+def put_event(client: EventBridgeClient, delivery: Delivery) -> DeliveryResult:
     entry = event_entry(delivery.payload, delivery.target_arn)
     if isinstance(entry, str):
         return Refused(delivery.record_id, "NotAnEvent", entry)
-    response = clients.events(arn.region).put_events(Entries=[entry])
+    response = client.put_events(Entries=[entry])
     if response.get("FailedEntryCount", 0):
         failed = response["Entries"][0]
         return Refused(
@@ -168,18 +177,3 @@ def _not_an_event(event: Any) -> str | None:
 
 def _no_group(delivery: Delivery, why: str) -> Refused:
     return Refused(delivery.record_id, "MissingGroupId", f"FIFO target without a group id: {why}")
-
-
-_SENDERS: Mapping[TargetService, Send] = {
-    TargetService.LAMBDA: invoke_function,
-    TargetService.SQS: send_to_queue,
-    TargetService.SNS: publish_to_topic,
-    TargetService.STATES: start_execution,
-    TargetService.EVENTS: put_event,
-}
-
-
-def sender(target_arn: str) -> Send | None:
-    """How a target of this ARN is delivered to; None for a service (or a resource of it)
-    that no DLQ record is delivered to (core/kinds.py says which)."""
-    return _SENDERS.get(target_service(target_arn))
