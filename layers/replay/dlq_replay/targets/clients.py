@@ -1,9 +1,6 @@
-"""The clients a delivery uses: one per service and region, made when first needed.
-
-A target's region is its ARN's, whatever the function's own region: a rule's target, or a
-function named in `ReplayTargetArns`, may live elsewhere. The endpoint is boto3's choice
-(`AWS_ENDPOINT_URL`, `AWS_ENDPOINT_URL_<SERVICE>` for an emulator), so the code is the same
-against AWS and against an emulator.
+"""The clients a delivery uses: one per service and region (a target's region is its ARN's,
+whatever the function's own), made when first needed. The endpoint is boto3's choice
+(`AWS_ENDPOINT_URL[_<SERVICE>]` for an emulator), so the code is the same against both.
 """
 
 from __future__ import annotations

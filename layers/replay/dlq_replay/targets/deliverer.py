@@ -1,18 +1,13 @@
 """Deliver records to their targets, several at once, each answered `Delivered` or `Refused`.
 
-A batch of DLQ records is up to 10,000 deliveries, each one API call: one after another they
-take as many round trips, so up to `concurrency` run at once (a pool per call, as the SQS
-sends do: no thread outlives the invocation). Deliveries to one FIFO queue or topic go one at
-a time in the batch's order, as SQS keeps a group's order only as messages are sent.
+A batch is up to 10,000 deliveries of one API call each, so up to `concurrency` run at once
+(a pool per call: no thread outlives the invocation). Deliveries to one FIFO queue or topic go
+one at a time in the batch's order, as SQS keeps a group's order only as messages are sent.
 
-An EventBridge record (one that names its rule) first gets its target's configuration from
-the rule (`rules`, one `ListTargetsByRule` per rule): the target's `Input`, `InputPath` or
-`InputTransformer` is applied to the event (core/transform.py), as EventBridge would have
-before its delivery failed. A rule that cannot be read, a target the rule no longer has, or a
-transformation that cannot be applied is the record's refusal: nothing is sent.
-
-No delivery raises: every error of a target's API, after botocore's retries (throttling and
-5xx), is the record's `Refused(code, message)`, and the replay decides what it means.
+An EventBridge record's payload is first given the rule target's `Input`, `InputPath` or
+`InputTransformer` (core/transform.py), as EventBridge would have. No delivery raises: a rule
+that cannot be read, a target the rule no longer has, a transformation that cannot be applied
+and every error of a target's API (after botocore's retries) are the record's `Refused`.
 """
 
 from __future__ import annotations

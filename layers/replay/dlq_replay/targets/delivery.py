@@ -1,7 +1,5 @@
-"""What is delivered and what came of it: the vocabulary between the replay and `Deliverer`.
-
-Plain values, so the replay decides what a refusal means (a new waiting copy, or a park) and
-the delivery only reports what the target's service said.
+"""What is delivered and what came of it, between the replay and `Deliverer`: plain values, so
+the replay decides what a refusal means and the delivery only reports what the service said.
 """
 
 from __future__ import annotations
@@ -11,12 +9,9 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True, slots=True)
 class Delivery:
-    """One record to deliver: `payload` goes to `target_arn` as the target's service takes it.
-
-    `rule_arn` (an EventBridge record's RULE_ARN) names the rule whose target configures a FIFO
-    queue's message group id; `dedup_id` is a FIFO queue's deduplication id, the same for the
-    same record and attempt, so a send repeated after a lost answer is not delivered twice.
-    """
+    """One record to deliver: `payload` to `target_arn`. `rule_arn`: the rule whose target
+    configuration applies; `dedup_id`: the same for the same record and attempt, so a send
+    repeated after a lost answer is not delivered twice."""
 
     record_id: str
     target_arn: str
@@ -40,9 +35,7 @@ class Delivered:
 @dataclass(frozen=True, slots=True)
 class Refused:
     """The target's service refused the record, or it could not be sent: the service's error
-    code and message (throttled, missing, denied, invalid), or the delivery's own reason
-    (`NotAnEvent`, `MissingGroupId`, `UnsupportedTarget`, `TargetNotInRule`,
-    `TransformNotApplied`)."""
+    code and message, or the delivery's own reason (`NotAnEvent`, `TargetNotInRule`, ...)."""
 
     record_id: str
     code: str

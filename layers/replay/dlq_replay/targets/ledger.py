@@ -1,19 +1,15 @@
 """The request-id ledger: how many attempts a Lambda invocation we made stands for.
 
-A delivery Lambda accepts (`Invoke`, `Event`) can fail later; it then comes back into the DLQ
-as a new record that carries only the request id Lambda gave the invocation, not our count.
-The replay records `request id -> attempt` when Lambda accepts a delivery, and reads it back
-when that id returns. In Lambda the ledger lives in the outage breaker's table (one item per
-invocation, partition `invocation#<request id>`, sort key `count`, attributes `count`,
-`invoked_at` and `expires_at`; the breaker reads only its own partition `breaker`), expiring
-after the longest time SQS keeps a message. The worker keeps it in memory. When the
-invocation was made (`invoked_at`) is what the outage breaker counts a return against: the
-record Lambda writes to the DLQ is sent minutes after our `Invoke`, after Lambda's own retries.
+An invocation Lambda accepted (`Invoke`, `Event`) that fails later comes back into the DLQ as
+a new record with only Lambda's request id, not our count: the replay records `request id ->
+attempt` when Lambda accepts a delivery and reads it back when the id returns. In Lambda the
+ledger is in the outage breaker's table (partition `invocation#<request id>`, sort key `count`;
+attributes `count`, `invoked_at`, `expires_at`), expiring after the longest time SQS keeps a
+message; the worker keeps it in memory. The breaker counts a return against `invoked_at`:
+Lambda writes the record minutes after our `Invoke`, after its own retries.
 
-A ledger that cannot be read or written raises `LedgerError` naming the request ids it
-could not handle (after retrying what DynamoDB left unprocessed, a bounded number of times):
-the caller logs it, and must not take an id it could not read for an unknown one (that would
-start its count again at 0).
+A ledger that cannot be read or written raises `LedgerError` naming the request ids it could
+not handle: an id not read must not be taken for an unknown one (its count would restart at 0).
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """A rule's target as the rule configures it: a FIFO queue's message group id and the input
-the target is given (`Input`, `InputPath`, `InputTransformer`).
-
-The DLQ record names the rule (`RULE_ARN`) and the target (`TARGET_ARN`) but neither the group
-nor the transformation, so they are read back with `ListTargetsByRule`, once per rule, for
-every EventBridge record whose rule is known: whether a target transforms its input is only
-known from the rule.
+the target is given (`Input`, `InputPath`, `InputTransformer`). The DLQ record names the rule
+and the target but neither of these, so they are read back with `ListTargetsByRule`, once per
+rule.
 """
 
 from __future__ import annotations
