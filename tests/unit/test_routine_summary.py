@@ -1,4 +1,4 @@
-"""The line a batch's routine records share (sqs/replayer.routine_summary): each record short,
+"""The line a batch's routine records share (engine/report.routine_summary): each record short,
 the destination once when they all went to one place, on each record when they did not."""
 
 from __future__ import annotations

@@ -75,7 +75,7 @@ class Decision:
     problem: str | None = None  # why a FAIL: one line for the log
     # Epoch seconds the written copy carries as its first failure (max-age policy on only).
     first_failure: int | None = None
-    # The service's error a parked delivery carries in `dlq-replay-error` (core/delivery.py).
+    # The service's error a parked delivery carries in `dlq-replay-error` (engine/kinds).
     error: str | None = None
 
     @property
