@@ -36,11 +36,8 @@ PARTITION_DNS_SUFFIX = {
 
 
 def queue_url_problem(url: str) -> str | None:
-    """Why `url` cannot be an SQS queue URL, or None when it can.
-
-    `http(s)://host/.../<queue name>`: SQS's own URLs and every SQS-compatible endpoint's
-    (emulators, brokers) end in the queue's name.
-    """
+    """Why `url` cannot be an SQS queue URL, or None when it can: `http(s)://host/.../<queue
+    name>`, as SQS's own and every SQS-compatible endpoint's URLs end in the queue's name."""
     if _UNPRINTABLE.search(url):
         return "holds white space or control characters"
     try:

@@ -1,23 +1,19 @@
 """One delivery by the target's service, each the call that service's own delivery makes.
 
-- Lambda function: `Invoke` with `InvocationType=Event` (asynchronous, as EventBridge and
-  every asynchronous caller invoke), the payload's bytes unchanged; the answer's request id is
-  the one a later failure of this invocation carries back to the DLQ.
-- SQS queue: `SendMessage` of the payload; a FIFO queue gets the group id the rule's target is
-  configured with and the delivery's deduplication id, a fair (standard) queue the group id
-  when the rule configures one.
-- SNS topic: `Publish` of the payload. A rule's target, as `ListTargetsByRule` describes it
-  (botocore 1.43), configures no group id for a FIFO topic, so a FIFO topic is refused
-  (`MissingGroupId`) rather than sent with a made-up group.
-- Step Functions state machine: `StartExecution` with the payload as the input and a name of
-  the record and the attempt, so botocore's retry of a request whose answer was lost cannot
-  start a second execution (`ExecutionAlreadyExists` reads as delivered).
-- Event bus: `PutEvents` of the event the payload holds (its source, detail-type, detail,
-  resources and time; EventBridge gives it a new id). A payload that is not a whole event
-  (an input transformer's output, say) is refused (`NotAnEvent`).
+- Lambda function: `Invoke`, `InvocationType=Event` (as every asynchronous caller), the
+  payload's bytes unchanged; a later failure of it returns with the answer's request id.
+- SQS queue: `SendMessage`; a FIFO queue gets the rule target's group id and the delivery's
+  deduplication id, a fair (standard) queue the group id when the rule configures one.
+- SNS topic: `Publish`. A rule's target (`ListTargetsByRule`, botocore 1.43) has no group id
+  for a FIFO topic, so one is refused (`MissingGroupId`), never sent with a made-up group.
+- Step Functions: `StartExecution`, named by the record and the attempt, so botocore's retry
+  of a request whose answer was lost cannot start a second execution
+  (`ExecutionAlreadyExists` reads as delivered).
+- Event bus: `PutEvents` of the event the payload holds (EventBridge gives it a new id); a
+  payload that is not a whole event (a transformer's output, say) is refused (`NotAnEvent`).
 
-Errors of the service's API are raised (the caller turns them into a refusal); what this
-module itself refuses is returned as `Refused`.
+Errors of the service's API are raised (the caller makes them refusals); what this module
+itself refuses is returned as `Refused`.
 """
 
 from __future__ import annotations
