@@ -53,8 +53,9 @@ def send(clients: TargetClients, delivery: Delivery, rule: RuleTarget | None) ->
             return publish_to_topic(clients.sns(region), delivery)
         case TargetService.STATES:
             return start_execution(clients.stepfunctions(region), delivery)
-        case _:  # TargetService.EVENTS, the one left
+        case TargetService.EVENTS:
             return put_event(clients.events(region), delivery)
+    raise ValueError(f"no delivery to this target: {delivery.target_arn}")  # the deliverer's check
 
 
 def invoke_function(client: LambdaClient, delivery: Delivery) -> DeliveryResult:
