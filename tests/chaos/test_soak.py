@@ -19,9 +19,13 @@ from tools.soak import SoakOptions, soak
 )
 def test_nothing_is_lost(options: SoakOptions) -> None:
     result = soak(options)
+    # Every assertion says the whole result: a failure under load must tell what happened.
+    told = f"{result.line()}; {result.seconds:.0f} s; parked {result.parked_by_reason}"
 
-    assert result.lost == 0, result.line()
-    assert result.consumed + result.parked + result.in_dlq + result.in_main == options.messages
-    assert sum(result.faults.values()) > 0  # the proxy did inject faults
+    assert result.lost == 0, told
+    assert result.consumed + result.parked + result.in_dlq + result.in_main == options.messages, (
+        told
+    )
+    assert sum(result.faults.values()) > 0, told  # the proxy did inject faults
     known = {"invalid-count", "attribute-limit", "max-attempts", "(no reason)"}
-    assert set(result.parked_by_reason) <= known
+    assert set(result.parked_by_reason) <= known, told
