@@ -16,8 +16,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from aws_lambda_powertools.metrics import MetricUnit
 
@@ -82,8 +81,7 @@ class Switch(Protocol):
     def resumed_by_someone_else(self) -> bool: ...
 
 
-@dataclass(frozen=True, slots=True)
-class Evidence:
+class Evidence(NamedTuple):
     """What the breaker reads besides its window, each only when the rule needs it
     (`breaker.evidence` makes them): the DLQ's retention left and depth, the main queue's
     redelivery timing (read at the first batch, again every TIMING_READ_SECONDS: the window
@@ -98,8 +96,7 @@ class Evidence:
     deleting: Deleting | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Notices:
+class Notices(NamedTuple):
     """Who hears of a change: the metrics, a notice on the topic (`source` names the replay
     in it), and a hook (`on_change`: the worker's stats, Lambda's probe rule)."""
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING, NamedTuple
 
 from aws_lambda_powertools.metrics import MetricUnit
@@ -41,13 +41,12 @@ if TYPE_CHECKING:
 __all__ = ["Collaborators", "Lookup", "Outcome", "Replayer"]
 
 
-@dataclass(frozen=True, slots=True)
-class Lookup:
+class Lookup(NamedTuple):
     """What the replay reads of a batch before deciding it, by message id: each record's kind,
     the ledger's invocations its Lambda records return from, the ids the ledger could not read."""
 
-    kinds: Mapping[str, Recognised] = field(default_factory=dict)
-    known: Mapping[str, Invocation] = field(default_factory=dict)
+    kinds: Mapping[str, Recognised]
+    known: Mapping[str, Invocation] = MappingProxyType({})
     unread: frozenset[str] = frozenset()
 
 

@@ -12,7 +12,7 @@ recogniser that raises on a record (a body nested past the parser's depth) did n
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from functools import cache
 from importlib import import_module
 from typing import TYPE_CHECKING, ClassVar
@@ -30,19 +30,23 @@ if TYPE_CHECKING:
     from dlq_replay.targets.delivery import Delivery
 
 
-@dataclass(frozen=True)
 class Kind:
     """A kind's strategy: a serverless kind's as it stands, `engine.kinds.sqs` overrides what
     an SQS record does. `recognise` reads the record as the kind reads it (None: not of this
     kind); `refusals` are the target's refusal codes no retry can change, and the park each
-    one is."""
+    one is. (A plain class: a dataclass would cost the cold start half a millisecond.)"""
 
-    record_kind: RecordKind
-    recognise: Callable[[InboundMessage, frozenset[str]], Recognised | None]
-    refusals: Mapping[str, ParkReason] = field(default_factory=dict)
     # True: the destination is an SQS queue that takes a copy of the record with every
     # attribute (an SQS record). False: the payload is delivered to the target's service.
     delivers_a_copy: ClassVar[bool] = False
+
+    def __init__(
+        self,
+        record_kind: RecordKind,
+        recognise: Callable[[InboundMessage, frozenset[str]], Recognised | None],
+        refusals: Mapping[str, ParkReason] | None = None,
+    ) -> None:
+        self.record_kind, self.recognise, self.refusals = record_kind, recognise, refusals or {}
 
     def destination(
         self, message: InboundMessage, recognised: Recognised, settings: Settings
