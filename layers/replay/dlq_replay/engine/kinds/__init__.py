@@ -66,10 +66,12 @@ class Kind:
         decision: Decision,
         settings: Settings,
     ) -> OutboundMessage:
-        """The copy a DEFER or PARK writes: `build_copy`'s, then where a slot is free, in this
-        order: a parked count the record did not carry (one read from the ledger), the kind,
-        the error of a park and the target. The service's own attributes stay."""
+        """The copy a DEFER or PARK writes: `build_copy`'s (an SQS record's, as it came); a
+        serverless record's then marked where a slot is free, in this order: a parked count it
+        did not carry (one read from the ledger), the kind, a park's error and the target."""
         copy = build_copy(message, decision, settings)
+        if self.delivers_a_copy:
+            return copy
         parked = decision.action is Action.PARK
         marks = []
         if (

@@ -8,9 +8,9 @@ from __future__ import annotations
 from typing import ClassVar
 
 from dlq_replay.core.backoff import MAX_SQS_DELAY_SECONDS
-from dlq_replay.core.decision import Decision, ParkReason, build_copy
+from dlq_replay.core.decision import ParkReason
 from dlq_replay.core.kinds import Recognised, RecordKind
-from dlq_replay.core.messages import InboundMessage, OutboundMessage
+from dlq_replay.core.messages import InboundMessage
 from dlq_replay.core.queues import Arn, is_fifo_url
 from dlq_replay.core.settings import Settings
 from dlq_replay.engine.kinds import Kind
@@ -37,16 +37,6 @@ class SqsKind(Kind):
     def delay_limit(self, destination: str) -> int:
         """The longest DelaySeconds a queue takes on one message: none at all on FIFO."""
         return 0 if is_fifo_url(destination) else MAX_SQS_DELAY_SECONDS
-
-    def copy(
-        self,
-        message: InboundMessage,
-        recognised: Recognised,
-        decision: Decision,
-        settings: Settings,
-    ) -> OutboundMessage:
-        """The record as it came, with the replay's own attributes."""
-        return build_copy(message, decision, settings)
 
 
 KIND = SqsKind(RecordKind.SQS, lambda message, replay_targets: None)
