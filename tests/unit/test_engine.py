@@ -16,7 +16,7 @@ from dlq_replay.core.decision import Action, Decision, ParkReason
 from dlq_replay.core.kinds import RecordKind
 from dlq_replay.core.messages import InboundMessage
 from dlq_replay.core.settings import Settings
-from dlq_replay.engine.decide import after_refusal, decide
+from dlq_replay.engine.decide import RecordCase, decide
 from dlq_replay.engine.kinds import kind_of, recognise
 from dlq_replay.engine.replayer import Collaborators, Replayer
 from dlq_replay.sqs.client import sqs_client
@@ -171,11 +171,10 @@ def test_a_refusal_no_retry_can_change_parks_at_the_first_attempt(
     )
     assert (first.action, first.attempt) == (Action.REPLAY, 1)
     refusal = kind_of(RecordKind.EVENTBRIDGE).refusals.get(code)
-    parked = after_refusal(
-        message, first, s, error=f"{code}: no", dlq_url=DLQ, now=NOW, rng=None, reason=refusal
-    )
+    case = RecordCase(message, s, DLQ, NOW, None)
+    parked = case.after_refusal(first, error=f"{code}: no", reason=refusal)
     assert (parked.action, parked.reason, parked.attempt) == (Action.PARK, reason, 1)
-    throttled = after_refusal(message, first, s, error="Throttled", dlq_url=DLQ, now=NOW, rng=None)
+    throttled = case.after_refusal(first, error="Throttled")
     assert throttled.action is Action.DEFER  # what a retry can change waits
 
 

@@ -18,7 +18,7 @@ from dlq_replay.core.kinds import KIND_ATTRIBUTE, TARGET_ATTRIBUTE, RecordKind, 
 from dlq_replay.core.messages import InboundMessage
 from dlq_replay.core.queues import TargetService, target_allowed, target_service
 from dlq_replay.core.settings import Settings, SettingsError
-from dlq_replay.engine.decide import after_refusal
+from dlq_replay.engine.decide import RecordCase
 from dlq_replay.engine.decide import decide as decide_kind
 from dlq_replay.engine.kinds import kind_of, recognise
 
@@ -230,20 +230,11 @@ def test_the_ledger_counts_a_returning_invocation_and_the_limit_parks_it_with_it
 def test_a_refusal_waits_for_the_next_attempt_and_the_last_one_parks() -> None:
     s = settings()
     first = decide(eventbridge(), s, rng=0)
-    waiting = after_refusal(
-        eventbridge(),
-        first,
-        s,
-        error="Throttled: slow down",
-        dlq_url=DLQ,
-        now=NOW,
-        rng=FixedRandom(0),
-    )
+    case = RecordCase(eventbridge(), s, DLQ, NOW, FixedRandom(0))
+    waiting = case.after_refusal(first, error="Throttled: slow down")
     assert (waiting.action, waiting.attempt, waiting.destination) == (Action.DEFER, 2, DLQ)
     last = replace(first, attempt=3)
-    parked = after_refusal(
-        eventbridge(), last, s, error="Throttled: slow down", dlq_url=DLQ, now=NOW, rng=None
-    )
+    parked = case._replace(rng=None).after_refusal(last, error="Throttled: slow down")
     assert (parked.action, parked.reason, parked.attempt, parked.error) == (
         Action.PARK,
         ParkReason.MAX_ATTEMPTS,

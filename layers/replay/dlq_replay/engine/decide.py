@@ -39,64 +39,8 @@ def decide(
     recognised: Recognised | None = None,
     ledger_count: int | None = None,
 ) -> Decision:
-    """Decide one record (`recognised` None: an SQS record). The count is our attribute, else
-    `ledger_count` (the attempt whose Lambda invocation came back), else 0.
-
-    `rng` None keys the draw by `<message id>/<attempt>` (`keyed_random`; ids are random, so
-    messages still draw independently): a retried record (its write unconfirmed, or its delete
-    lost) decides as before, and a FIFO destination drops the second copy by its deduplication
-    id. `dlq_url` None (an `eventSourceARN` that names no queue): the decisions that write back
-    to or hide in the DLQ fail that record alone.
-
-    With `max_message_age_seconds` on, a record that first failed (`first_failure_of`) longer
-    ago is parked `max-age` (only an invalid count or an unexpected kind come first). One that
-    tells no first failure is checked next round: its copy carries `now` as its first failure.
-    """
-    problem = unencodable(message)
-    if problem is not None:  # nothing can be written for it, not even a park
-        return Decision(Action.FAIL, problem=problem)
-    recognised = recognised or Recognised(RecordKind.SQS, payload=message.body)
-    carried = message.attributes.get(settings.count_attribute)
-    count = attributes.parse_count(carried) if carried is not None else ledger_count or 0
-    if count is None:
-        return _park(ParkReason.INVALID_COUNT, None, recognised)
-    if recognised.kind not in settings.accepted_kinds:
-        return _park(ParkReason.UNEXPECTED_KIND, count, recognised)
-    max_age = settings.max_message_age_seconds
-    first_failure = first_failure_of(message) if max_age else None
-    if first_failure is not None and now - first_failure > max_age:
-        return _park(ParkReason.MAX_AGE, count, recognised)
-    decision = _Record(message, settings, dlq_url, now, rng).decide(recognised, count)
-    if not max_age or decision.action not in _WRITES:
-        return decision
-    return replace(
-        decision, first_failure=math.floor(now) if first_failure is None else first_failure
-    )
-
-
-def after_refusal(
-    message: InboundMessage,
-    decision: Decision,
-    settings: Settings,
-    *,
-    error: str,
-    dlq_url: str | None,
-    now: float,
-    rng: RandomSource | None,
-    reason: ParkReason | None = None,
-) -> Decision:
-    """The target refused delivery `decision.attempt`. A refusal no retry can change (`reason`,
-    from the kind's `refusals`) parks now, another waits in the DLQ for the next attempt (or
-    parks `max-attempts` after the last); the park carries the service's error."""
-    refused = decision.attempt or 1
-    if reason is None and refused >= settings.max_attempts:
-        reason = ParkReason.MAX_ATTEMPTS
-    if reason is not None or decision.destination is None:
-        return Decision(
-            Action.PARK, attempt=refused, reason=reason or ParkReason.MAX_ATTEMPTS, error=error
-        )
-    record = _Record(message, settings, dlq_url, now, rng)
-    return record.next_attempt(decision.destination, 0, refused + 1, at_once=False)
+    """One record's decision (`RecordCase.decide`), for a caller with one record."""
+    return RecordCase(message, settings, dlq_url, now, rng).decide(recognised, ledger_count)
 
 
 def park_instead(decision: Decision, reason: ParkReason) -> Decision:
@@ -106,9 +50,14 @@ def park_instead(decision: Decision, reason: ParkReason) -> Decision:
     return Decision(Action.PARK, attempt=count, reason=reason)
 
 
-class _Record(NamedTuple):
-    """One record and what its decision is made with (see `decide`). A NamedTuple, not a
-    dataclass: defining one costs a quarter of a dataclass's import time."""
+class RecordCase(NamedTuple):
+    """One record and what its decisions are made with. `rng` None keys the draw by
+    `<message id>/<attempt>` (`keyed_random`; ids are random, so messages still draw
+    independently): a retried record (its write unconfirmed, or its delete lost) decides as
+    before, and a FIFO destination drops the second copy by its deduplication id. `dlq_url`
+    None (an `eventSourceARN` that names no queue): the decisions that write back to or hide
+    in the DLQ fail that record alone. (A NamedTuple: a dataclass costs the cold start four
+    times as much to define.)"""
 
     message: InboundMessage
     settings: Settings
@@ -116,7 +65,53 @@ class _Record(NamedTuple):
     now: float
     rng: RandomSource | None
 
-    def decide(self, recognised: Recognised, count: int) -> Decision:
+    def decide(
+        self, recognised: Recognised | None = None, ledger_count: int | None = None
+    ) -> Decision:
+        """Decide the record (`recognised` None: an SQS record). The count is our attribute,
+        else `ledger_count` (the attempt whose Lambda invocation came back), else 0.
+
+        With `max_message_age_seconds` on, a record that first failed (`first_failure_of`)
+        longer ago is parked `max-age` (only an invalid count or an unexpected kind come
+        first). One that tells no first failure is checked next round: its copy carries `now`
+        as its first failure."""
+        message, settings = self.message, self.settings
+        problem = unencodable(message)
+        if problem is not None:  # nothing can be written for it, not even a park
+            return Decision(Action.FAIL, problem=problem)
+        recognised = recognised or Recognised(RecordKind.SQS, payload=message.body)
+        carried = message.attributes.get(settings.count_attribute)
+        count = attributes.parse_count(carried) if carried is not None else ledger_count or 0
+        if count is None:
+            return _park(ParkReason.INVALID_COUNT, None, recognised)
+        if recognised.kind not in settings.accepted_kinds:
+            return _park(ParkReason.UNEXPECTED_KIND, count, recognised)
+        max_age = settings.max_message_age_seconds
+        first_failure = first_failure_of(message) if max_age else None
+        if first_failure is not None and self.now - first_failure > max_age:
+            return _park(ParkReason.MAX_AGE, count, recognised)
+        decision = self._decide(recognised, count)
+        if not max_age or decision.action not in _WRITES:
+            return decision
+        first_failure = math.floor(self.now) if first_failure is None else first_failure
+        return replace(decision, first_failure=first_failure)
+
+    def after_refusal(
+        self, decision: Decision, *, error: str, reason: ParkReason | None = None
+    ) -> Decision:
+        """The target refused delivery `decision.attempt`. A refusal no retry can change
+        (`reason`, from the kind's `refusals`) parks now, another waits in the DLQ for the next
+        attempt (or parks `max-attempts` after the last); the park carries the service's
+        error."""
+        refused = decision.attempt or 1
+        if reason is None and refused >= self.settings.max_attempts:
+            reason = ParkReason.MAX_ATTEMPTS
+        if reason is not None or decision.destination is None:
+            reason = reason or ParkReason.MAX_ATTEMPTS
+            return Decision(Action.PARK, attempt=refused, reason=reason, error=error)
+        return self.next_attempt(decision.destination, 0, refused + 1, at_once=False)
+
+    def _decide(self, recognised: Recognised, count: int) -> Decision:
         """`decide` for a record whose count is valid and whose kind is accepted."""
         message, settings = self.message, self.settings
         kind = kind_of(recognised.kind)

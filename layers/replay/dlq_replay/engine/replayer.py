@@ -23,7 +23,7 @@ from dlq_replay.core.notices import park_notice
 from dlq_replay.core.queues import Arn
 from dlq_replay.core.settings import Settings
 from dlq_replay.core.text import error_text
-from dlq_replay.engine.decide import after_refusal, decide, park_instead
+from dlq_replay.engine.decide import RecordCase, park_instead
 from dlq_replay.engine.kinds import kind_of, recognise
 from dlq_replay.engine.report import BatchReport, Outcome
 from dlq_replay.notify.sns import SnsClient, publish_notices
@@ -153,9 +153,11 @@ class Replayer:
         now = self._clock()
         dlq_urls = {arn: self._dlq_url(arn) for arn in {m.queue_arn for m in messages}}
         kinds = lookup.kinds
-        decisions = {
-            m.message_id: self._decide(m, lookup, dlq_urls[m.queue_arn], now) for m in messages
+        cases = {
+            m.message_id: RecordCase(m, self._settings, dlq_urls[m.queue_arn], now, self._rng)
+            for m in messages
         }
+        decisions = {m.message_id: self._decide(cases[m.message_id], lookup) for m in messages}
         self._hold(
             [m for m in messages if decisions[m.message_id].action is Action.HOLD], decisions
         )
@@ -168,7 +170,7 @@ class Replayer:
             if m.message_id not in copied
             and decisions[m.message_id].action in (Action.REPLAY, Action.RELEASE)
         ]
-        refused = self._deliver(due, kinds, decisions, dlq_urls, now)
+        refused = self._deliver(due, kinds, decisions, cases, now)
         # What a copy is written for: any write of an SQS record; a serverless record's own
         # only when it waits (a delivery its target refused, or a long delay).
         onward = [
@@ -200,23 +202,14 @@ class Replayer:
             for m in messages
         ]
 
-    def _decide(
-        self, message: InboundMessage, lookup: Lookup, dlq_url: str | None, now: float
-    ) -> Decision:
+    def _decide(self, case: RecordCase, lookup: Lookup) -> Decision:
         """One record's decision; what deciding it raises is its own failure."""
-        if message.message_id in lookup.unread:
+        message_id = case.message.message_id
+        if message_id in lookup.unread:
             return Decision(Action.FAIL, problem="invocation ledger not read")
-        known = lookup.known.get(message.message_id)
+        known = lookup.known.get(message_id)
         try:
-            return decide(
-                message,
-                self._settings,
-                dlq_url=dlq_url,
-                now=now,
-                rng=self._rng,
-                recognised=lookup.kinds[message.message_id],
-                ledger_count=known.count if known is not None else None,
-            )
+            return case.decide(lookup.kinds[message_id], known.count if known else None)
         except Exception as error:  # one record's fault, never the batch's
             return _failed("deciding", error)
 
@@ -272,7 +265,7 @@ class Replayer:
         messages: Sequence[InboundMessage],
         kinds: Mapping[str, Recognised],
         decisions: dict[str, Decision],
-        dlq_urls: Mapping[str, str | None],
+        cases: Mapping[str, RecordCase],
         now: float,
     ) -> dict[str, int]:
         """Deliver the records due. A refusal becomes the next attempt's waiting copy (or a
@@ -299,15 +292,9 @@ class Replayer:
             if isinstance(result, Refused):
                 refused[m.message_id] = decision.attempt or 1
                 error = error_text(f"{result.code}: {result.message}")
-                decisions[m.message_id] = after_refusal(
-                    m,
-                    decision,
-                    self._settings,
-                    error=error,
-                    dlq_url=dlq_urls[m.queue_arn],
-                    now=now,
-                    rng=self._rng,
-                    reason=kind_of(kinds[m.message_id].kind).refusals.get(result.code),
+                reason = kind_of(kinds[m.message_id].kind).refusals.get(result.code)
+                decisions[m.message_id] = cases[m.message_id].after_refusal(
+                    decision, error=error, reason=reason
                 )
                 extra = {"message_id": m.message_id, "target": decision.destination, "error": error}
                 self._logger.warning("target refused the delivery", extra=extra)
