@@ -101,14 +101,11 @@ class BatchReport:
             "not_before": decision.not_before,
             "drawn_delay_seconds": decision.drawn_delay if decision.clamped else None,
             "problem": decision.problem,
+            "dropped_attributes": dict(message.dropped_attributes) or None,
+            "message_group_id": printable(message.message_group_id or "") or None,
+            "body": printable(message.body) if self._settings.log_message_body else None,
         }
         fields.update((key, value) for key, value in optional.items() if value is not None)
-        if message.dropped_attributes:
-            fields["dropped_attributes"] = dict(message.dropped_attributes)
-        if message.message_group_id:
-            fields["message_group_id"] = printable(message.message_group_id)
-        if self._settings.log_message_body:
-            fields["body"] = printable(message.body)
         if outcome.failure is not None:
             fields.update(
                 error_code=outcome.failure.code,
