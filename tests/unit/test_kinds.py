@@ -234,7 +234,8 @@ def test_a_refusal_waits_for_the_next_attempt_and_the_last_one_parks() -> None:
     waiting = case.after_refusal(first, error="Throttled: slow down")
     assert (waiting.action, waiting.attempt, waiting.destination) == (Action.DEFER, 2, DLQ)
     last = replace(first, attempt=3)
-    parked = case._replace(rng=None).after_refusal(last, error="Throttled: slow down")
+    keyed = RecordCase(eventbridge(), s, DLQ, NOW, None)
+    parked = keyed.after_refusal(last, error="Throttled: slow down")
     assert (parked.action, parked.reason, parked.attempt, parked.error) == (
         Action.PARK,
         ParkReason.MAX_ATTEMPTS,
