@@ -122,7 +122,7 @@ class Replayer:
         for round_ in _rounds(messages):
             skipped = [m for m in round_ if m.message_group_id in blocked_groups]
             outcomes.update((m.message_id, Outcome(m, Decision(Action.SKIP))) for m in skipped)
-            ready = [m for m in round_ if m not in skipped]
+            ready = [m for m in round_ if m.message_group_id not in blocked_groups]
             for outcome in self._process_round(ready, lookup):
                 outcomes[outcome.message.message_id] = outcome
                 group = outcome.message.message_group_id
