@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from dlq_replay.audit.store import TABLE_KEYS
+
 FUNCTION_ENVIRONMENT = {
     "MAX_ATTEMPTS": "4",
     "BACKOFF_BASE_SECONDS": "30",
@@ -70,14 +72,7 @@ def template(*, create_main: bool = True, prefix: str | None = None) -> dict[str
             "Type": "AWS::DynamoDB::Table",
             "Properties": {
                 "BillingMode": "PAY_PER_REQUEST",
-                "AttributeDefinitions": [
-                    {"AttributeName": "pk", "AttributeType": "S"},
-                    {"AttributeName": "sk", "AttributeType": "S"},
-                ],
-                "KeySchema": [
-                    {"AttributeName": "pk", "KeyType": "HASH"},
-                    {"AttributeName": "sk", "KeyType": "RANGE"},
-                ],
+                **TABLE_KEYS,
             },
         },
         "ReplayFunctionDeadLetterQueueEvent": {

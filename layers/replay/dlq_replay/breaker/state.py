@@ -17,7 +17,7 @@ callers (`breaker.controller`, `breaker.dynamo`, `breaker.worker`).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
@@ -130,17 +130,12 @@ def give_back(
     attempt it spent given back. How many were given back."""
     if not state.outages:
         return list(messages), 0
-    given = 0
-    out: list[InboundMessage] = []
-    for message in messages:
-        found = returned(message, count_attribute, known)
-        if found is not None and found[1] is not None and state.in_outage(found[1]):
-            values = {**message.attributes, count_attribute: attributes.number(found[0] - 1)}
-            out.append(replace(message, attributes=values))
-            given += 1
-        else:
-            out.append(message)
-    return out, given
+    return _one_lower(
+        messages,
+        count_attribute,
+        known,
+        lambda found: found[1] is not None and state.in_outage(found[1]),
+    )
 
 
 def held_back(
@@ -153,17 +148,28 @@ def held_back(
     `last_attempt`: the replay would park it) one count lower: it is replayed at its last
     attempt again instead. For a suspected outage only (the caller's judgement): parking
     now would spend for good what the outage, once known, gives back. How many."""
-    held = 0
+    return _one_lower(messages, count_attribute, known, lambda found: found[0] >= last_attempt)
+
+
+def _one_lower(
+    messages: Sequence[InboundMessage],
+    count_attribute: str,
+    known: Known,
+    chosen: Callable[[tuple[int, float | None]], bool],
+) -> tuple[list[InboundMessage], int]:
+    """The records with each return `chosen` picks (its count and when its copy was sent)
+    written one count lower in the count attribute; how many."""
+    lowered = 0
     out: list[InboundMessage] = []
     for message in messages:
         found = returned(message, count_attribute, known)
-        if found is not None and found[0] >= last_attempt:
+        if found is not None and chosen(found):
             values = {**message.attributes, count_attribute: attributes.number(found[0] - 1)}
             out.append(replace(message, attributes=values))
-            held += 1
+            lowered += 1
         else:
             out.append(message)
-    return out, held
+    return out, lowered
 
 
 def _ended(outages: tuple[Outage, ...], at: float) -> tuple[Outage, ...]:
