@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import ast
 import json
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
+from dlq_replay import targets
 from dlq_replay.core.attributes import (
     NOT_BEFORE_ATTRIBUTE,
     PARK_ERROR_ATTRIBUTE,
@@ -21,6 +24,7 @@ from dlq_replay.core.settings import Settings, SettingsError
 from dlq_replay.engine.decide import RecordCase
 from dlq_replay.engine.decide import decide as decide_kind
 from dlq_replay.engine.kinds import kind_of, recognise
+from dlq_replay.targets.delivery import RefusalCode
 
 from ._support import ACCOUNT, COUNT, DLQ, DLQ_ARN, NOW, OPERATOR, FixedRandom
 
@@ -257,3 +261,21 @@ def test_the_target_marker_is_the_first_to_go_at_ten_attributes() -> None:
     assert len(copy.attributes) == 10
     assert KIND_ATTRIBUTE in copy.attributes
     assert TARGET_ATTRIBUTE not in copy.attributes
+
+
+def test_refusal_codes_are_one_enum_that_targets_write_and_the_kinds_read() -> None:
+    """Every refusal a kind parks at once is a `RefusalCode`, and targets/ writes no code of
+    its own as a bare string (a service's own code is passed on as it came)."""
+    for record_kind in RecordKind:
+        assert all(isinstance(code, RefusalCode) for code in kind_of(record_kind).refusals)
+    written = []
+    for path in sorted(Path(targets.__file__).parent.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Refused":
+                code = node.args[1] if len(node.args) > 1 else None
+                if isinstance(code, ast.Constant):
+                    written.append(f"{path.name}:{node.lineno}: {code.value!r}")
+    assert written == []
+    assert kind_of(RecordKind.EVENTBRIDGE).refusals[RefusalCode.NOT_AN_EVENT] is (
+        ParkReason.NOT_AN_EVENT
+    )

@@ -16,7 +16,7 @@ from dlq_replay.core.attributes import (
     PARK_REASON_ATTRIBUTE,
     Attribute,
 )
-from dlq_replay.core.backoff import MAX_VISIBILITY_TIMEOUT_SECONDS
+from dlq_replay.core.backoff import MAX_SQS_DELAY_SECONDS, MAX_VISIBILITY_TIMEOUT_SECONDS
 from dlq_replay.core.messages import InboundMessage, OutboundMessage, fits_limits
 from dlq_replay.core.queues import is_fifo_url
 from dlq_replay.core.settings import Settings
@@ -84,6 +84,11 @@ class Decision:
         return self.action is Action.REPLAY and self.drawn_delay not in (None, self.delay)
 
 
+def queue_delay_limit(queue_url: str) -> int:
+    """The longest DelaySeconds a queue takes on one message: none at all on FIFO."""
+    return 0 if is_fifo_url(queue_url) else MAX_SQS_DELAY_SECONDS
+
+
 def first_failure_of(message: InboundMessage) -> int | None:
     """When the message first failed (epoch seconds): the first-failure attribute a replayed
     copy carries, else SQS's first receive of this copy (later, so the age is a lower bound);
@@ -134,19 +139,29 @@ def build_copy(message: InboundMessage, decision: Decision, settings: Settings) 
             optional.append((ORIGIN_ATTRIBUTE, _origin(message, decision)))
         carried = with_room(message.body, carried, optional)
         suffix = f"{decision.action.value}-{decision.attempt}"
+    return sqs_copy(message, queue_url, carried, suffix, decision.delay)
+
+
+def sqs_copy(
+    message: InboundMessage,
+    queue_url: str,
+    carried: Mapping[str, Attribute],
+    key: str,
+    delay: int = 0,
+) -> OutboundMessage:
+    """The one builder of a copy, the replay's and every operator move's: `message` with the
+    attributes `carried`. On FIFO: no delay, the record's group (`FALLBACK_GROUP_ID` for none)
+    and the deduplication id `<message id>-<key>`, the same for the same record and step, so
+    SQS drops a send repeated after a crash within its 5-minute window."""
     fifo = is_fifo_url(queue_url)
-    group = message.message_group_id
-    if fifo and group is None:
-        group = FALLBACK_GROUP_ID
     return OutboundMessage(
         record_id=message.message_id,
         queue_url=queue_url,
         body=message.body,
         attributes=carried,
-        delay_seconds=0 if fifo else decision.delay,
-        message_group_id=group,
-        # Deterministic, so SQS drops a send repeated after a crash within its 5-minute window.
-        deduplication_id=f"{message.message_id}-{suffix}" if fifo else None,
+        delay_seconds=0 if fifo else delay,
+        message_group_id=message.message_group_id or (FALLBACK_GROUP_ID if fifo else None),
+        deduplication_id=f"{message.message_id}-{key}" if fifo else None,
         trace_header=message.trace_header,
     )
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from dlq_replay.core import attributes
 from dlq_replay.core.attributes import NOT_BEFORE_ATTRIBUTE
@@ -19,13 +20,18 @@ from dlq_replay.core.decision import (
     Decision,
     ParkReason,
     first_failure_of,
+    queue_delay_limit,
 )
 from dlq_replay.core.kinds import Recognised, RecordKind
 from dlq_replay.core.messages import InboundMessage, fits_limits, unencodable
 from dlq_replay.core.settings import Settings
-from dlq_replay.engine.kinds import Kind, kind_of, recorded_error
+from dlq_replay.engine.kinds import kind_of, recorded_error
+
+if TYPE_CHECKING:
+    from dlq_replay.sqs.sending import SendFailure
 
 _WRITES = (Action.REPLAY, Action.DEFER, Action.RELEASE)
+UNDECIDED = Decision(Action.FAIL, problem="not decided")  # a case's, until decided
 
 
 def decide(
@@ -39,7 +45,9 @@ def decide(
     ledger_count: int | None = None,
 ) -> Decision:
     """One record's decision (`RecordCase.decide`), for a caller with one record."""
-    return RecordCase(message, settings, dlq_url, now, rng).decide(recognised, ledger_count)
+    return RecordCase(
+        message, settings, dlq_url, now, rng, recognised=recognised, ledger_count=ledger_count
+    ).decide()
 
 
 def park_instead(decision: Decision, reason: ParkReason) -> Decision:
@@ -50,15 +58,30 @@ def park_instead(decision: Decision, reason: ParkReason) -> Decision:
 
 
 class RecordCase:
-    """One record and what its decisions are made with. `rng` None keys the draw by
-    `<message id>/<attempt>` (`keyed_random`; ids are random, so messages still draw
-    independently): a retried record (its write unconfirmed, or its delete lost) decides as
-    before, and a FIFO destination drops the second copy by its deduplication id. `dlq_url`
-    None (an `eventSourceARN` that names no queue): the decisions that write back to or hide
-    in the DLQ fail that record alone. (A plain class: a dataclass costs the cold start ~0.45
-    ms to define.)"""
+    """One record through the replay, from recognition to report: the record, its kind
+    (`recognised`, None: SQS; and its strategy `kind`, looked up once), what its decisions are
+    made with (`ledger_count`: the attempt whose Lambda invocation came back), its `decision`,
+    the attempt its target `refused` and its write's `failure`. `rng` None
+    keys the draw by `<message id>/<attempt>` (`keyed_random`; ids are random, so messages
+    still draw independently): a retried record (its write unconfirmed, or its delete lost)
+    decides as before, and a FIFO destination drops the second copy by its deduplication id.
+    `dlq_url` None (an `eventSourceARN` that names no queue): the decisions that write back to
+    or hide in the DLQ fail that record alone. (A plain class: a dataclass costs the cold
+    start ~0.45 ms to define.)"""
 
-    __slots__ = ("dlq_url", "message", "now", "rng", "settings")
+    __slots__ = (
+        "decision",
+        "dlq_url",
+        "failure",
+        "kind",
+        "ledger_count",
+        "message",
+        "now",
+        "recognised",
+        "refused",
+        "rng",
+        "settings",
+    )
 
     def __init__(
         self,
@@ -67,27 +90,31 @@ class RecordCase:
         dlq_url: str | None,
         now: float,
         rng: RandomSource | None,
+        *,
+        recognised: Recognised | None = None,
+        ledger_count: int | None = None,
     ) -> None:
         self.message, self.settings, self.dlq_url = message, settings, dlq_url
-        self.now, self.rng = now, rng
+        self.now, self.rng, self.ledger_count = now, rng, ledger_count
+        self.recognised = recognised or Recognised(RecordKind.SQS, payload=message.body)
+        self.kind = kind_of(self.recognised.kind)
+        self.decision = UNDECIDED
+        self.refused: int | None = None
+        self.failure: SendFailure | None = None
 
-    def decide(
-        self, recognised: Recognised | None = None, ledger_count: int | None = None
-    ) -> Decision:
-        """Decide the record (`recognised` None: an SQS record). The count is our attribute,
-        else `ledger_count` (the attempt whose Lambda invocation came back), else 0.
+    def decide(self) -> Decision:
+        """Decide the record. The count is our attribute, else the ledger's, else 0.
 
         With `max_message_age_seconds` on, a record that first failed (`first_failure_of`)
         longer ago is parked `max-age` (only an invalid count or an unexpected kind come
         first). One that tells no first failure is checked next round: its copy carries `now`
         as its first failure."""
-        message, settings = self.message, self.settings
+        message, settings, recognised = self.message, self.settings, self.recognised
         problem = unencodable(message)
         if problem is not None:  # nothing can be written for it, not even a park
             return Decision(Action.FAIL, problem=problem)
-        recognised = recognised or Recognised(RecordKind.SQS, payload=message.body)
         carried = message.attributes.get(settings.count_attribute)
-        count = attributes.parse_count(carried) if carried is not None else ledger_count or 0
+        count = attributes.parse_count(carried) if carried is not None else self.ledger_count or 0
         if count is None:
             return _park(ParkReason.INVALID_COUNT, None, recognised)
         if recognised.kind not in settings.accepted_kinds:
@@ -96,7 +123,7 @@ class RecordCase:
         first_failure = first_failure_of(message) if max_age else None
         if first_failure is not None and self.now - first_failure > max_age:
             return _park(ParkReason.MAX_AGE, count, recognised)
-        decision = self._decide(recognised, count)
+        decision = self._decide(count)
         if not max_age or decision.action not in _WRITES:
             return decision
         first_failure = math.floor(self.now) if first_failure is None else first_failure
@@ -117,22 +144,21 @@ class RecordCase:
             return Decision(Action.PARK, attempt=refused, reason=reason, error=error)
         return self.next_attempt(decision.destination, 0, refused + 1, at_once=False)
 
-    def _decide(self, recognised: Recognised, count: int) -> Decision:
+    def _decide(self, count: int) -> Decision:
         """`decide` for a record whose count is valid and whose kind is accepted."""
-        message, settings = self.message, self.settings
-        kind = kind_of(recognised.kind)
-        destination = kind.destination(message, recognised, settings)
+        message, settings, kind = self.message, self.settings, self.kind
+        destination = kind.destination(message, self.recognised, settings)
         waiting = NOT_BEFORE_ATTRIBUTE in message.attributes
         attempt = count + 1
         if not waiting and attempt > settings.max_attempts:
-            return _park(ParkReason.MAX_ATTEMPTS, count, recognised)
+            return _park(ParkReason.MAX_ATTEMPTS, count, self.recognised)
         if isinstance(destination, ParkReason):
-            return _park(destination, count, recognised)
+            return _park(destination, count, self.recognised)
         if waiting:
-            return self._waiting(kind, destination, count)
+            return self._waiting(destination, count)
         with_count = {**message.attributes, settings.count_attribute: attributes.number(attempt)}
         if kind.delivers_a_copy and not fits_limits(message.body, with_count):
-            return _park(ParkReason.ATTRIBUTE_LIMIT, count, recognised)
+            return _park(ParkReason.ATTRIBUTE_LIMIT, count, self.recognised)
         return self.next_attempt(destination, kind.delay_limit(destination), attempt)
 
     def next_attempt(
@@ -162,17 +188,16 @@ class RecordCase:
             return Decision(Action.PARK, attempt=attempt - 1, reason=ParkReason.ATTRIBUTE_LIMIT)
         if self.dlq_url is None:
             return self._dlq_unknown()
-        dlq_limit = kind_of(RecordKind.SQS).delay_limit(self.dlq_url)
         return Decision(
             Action.DEFER,
             self.dlq_url,
             attempt,
-            min(delay, dlq_limit),
+            min(delay, queue_delay_limit(self.dlq_url)),
             not_before=not_before,
             drawn_delay=delay,
         )
 
-    def _waiting(self, kind: Kind, destination: str, count: int) -> Decision:
+    def _waiting(self, destination: str, count: int) -> Decision:
         """A copy we wrote back to wait: held until its time, then released with its count.
         The wait left is bounded by the cap: an absurd not-before (edited by hand, or written
         under a larger cap) must not hide a message until the DLQ's retention deletes it."""
@@ -180,7 +205,7 @@ class RecordCase:
         not_before = attributes.parse_count(marker, NOT_BEFORE_LIMIT) or 0
         cap = self.settings.backoff.cap_seconds
         remaining = min(max(0, not_before - math.floor(self.now)), cap)
-        if remaining <= kind.delay_limit(destination):
+        if remaining <= self.kind.delay_limit(destination):
             return Decision(Action.RELEASE, destination, count, delay=remaining)
         if self.dlq_url is None:  # a hold hides the record in its DLQ, which must then be known
             return self._dlq_unknown()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from aws_lambda_powertools.metrics import MetricUnit
 
@@ -17,13 +17,13 @@ from dlq_replay.core.backoff import RandomSource
 from dlq_replay.core.decision import Action, Decision, ParkReason
 from dlq_replay.core.kinds import Recognised
 from dlq_replay.core.log import Log
-from dlq_replay.core.messages import InboundMessage, OutboundMessage
+from dlq_replay.core.messages import InboundMessage
 from dlq_replay.core.notices import park_notice
 from dlq_replay.core.queues import Arn
 from dlq_replay.core.settings import Settings
 from dlq_replay.core.text import error_text
 from dlq_replay.engine.decide import RecordCase, park_instead
-from dlq_replay.engine.kinds import kind_of, recognise
+from dlq_replay.engine.kinds import delivery_of, recognise
 from dlq_replay.engine.report import BatchReport, Outcome
 from dlq_replay.notify.sns import SnsClient, publish_notices
 from dlq_replay.sqs.sending import BatchSender, SendFailure, change_visibility
@@ -38,6 +38,8 @@ if TYPE_CHECKING:
     from dlq_replay.targets.ledger import Invocation, InvocationLedger
 
 __all__ = ["Collaborators", "Lookup", "Outcome", "Replayer"]
+
+_T = TypeVar("_T")
 
 
 class Lookup:
@@ -98,17 +100,12 @@ class Replayer:
             collaborators.deliverer is None or collaborators.ledger is None
         ):
             raise ValueError(f"DLQ_KIND={settings.dlq_kind} needs a Deliverer and a ledger")
-        self._deliverer = collaborators.deliverer
-        self._ledger = collaborators.ledger
-        self._sns = collaborators.sns
+        self._deliverer, self._ledger = collaborators.deliverer, collaborators.ledger
+        self._sns, self._settings, self._sqs = collaborators.sns, settings, sqs
         self._report = BatchReport(settings, logger=logger, metrics=metrics)
-        self._settings = settings
-        self._sqs = sqs
         self._sender = BatchSender(sqs, settings.send_concurrency)
-        self._logger = logger
-        self._metrics = metrics
-        self._clock = clock
-        self._rng = rng  # None: each record's delay is keyed by its id (see `decide`)
+        self._logger, self._metrics, self._clock = logger, metrics, clock
+        self._rng = rng  # None: each record's delay is keyed by its id (see `RecordCase`)
         self._on_outcome = on_outcome
 
     def process(
@@ -163,85 +160,70 @@ class Replayer:
                 self._metrics.add_metric("ParkNoticeFailures", MetricUnit.Count, 1)
 
     def _process_round(self, messages: Sequence[InboundMessage], lookup: Lookup) -> list[Outcome]:
+        """One record object each (`RecordCase`), decided, then written: waiting copies hidden,
+        serverless records delivered, copies sent, parks last (a permanent refusal among)."""
         now = self._clock()
         dlq_urls = {arn: self._dlq_url(arn) for arn in {m.queue_arn for m in messages}}
-        kinds = lookup.kinds
-        cases = {
-            m.message_id: RecordCase(m, self._settings, dlq_urls[m.queue_arn], now, self._rng)
-            for m in messages
-        }
-        decisions = {m.message_id: self._decide(cases[m.message_id], lookup) for m in messages}
-        self._hold(
-            [m for m in messages if decisions[m.message_id].action is Action.HOLD], decisions
+        cases = [self._case(m, lookup, dlq_urls[m.queue_arn], now) for m in messages]
+        self._hold([c for c in cases if c.decision.action is Action.HOLD])
+        self._deliver(
+            [c for c in cases if not c.kind.delivers_a_copy and c.decision.action in _DELIVERS],
+            now,
         )
-        copied = {
-            m.message_id for m in messages if kind_of(kinds[m.message_id].kind).delivers_a_copy
-        }
-        due = [
-            m
-            for m in messages
-            if m.message_id not in copied
-            and decisions[m.message_id].action in (Action.REPLAY, Action.RELEASE)
-        ]
-        refused = self._deliver(due, kinds, decisions, cases, now)
         # What a copy is written for: any write of an SQS record; a serverless record's own
         # only when it waits (a delivery its target refused, or a long delay).
-        onward = [
-            m
-            for m in messages
-            if decisions[m.message_id].action in _WRITES
-            and (m.message_id in copied or decisions[m.message_id].action is Action.DEFER)
-        ]
-        failures: dict[str, SendFailure] = {}
-        for record_id, failure in self._sender.send(self._copies(onward, kinds, decisions)).items():
+        for case, failure in self._send(
+            c
+            for c in cases
+            if c.decision.action in _WRITES
+            and (c.kind.delivers_a_copy or c.decision.action is Action.DEFER)
+        ):
             if failure.permanent:
-                decisions[record_id] = park_instead(decisions[record_id], ParkReason.REJECTED)
+                case.decision = park_instead(case.decision, ParkReason.REJECTED)
                 self._logger.warning(
                     "destination refused the copy; parking it",
-                    extra={"message_id": record_id, "code": failure.code, "error": failure.message},
+                    extra={
+                        "message_id": case.message.message_id,
+                        "code": failure.code,
+                        "error": failure.message,
+                    },
                 )
             else:
-                failures[record_id] = failure
-        parks = [m for m in messages if decisions[m.message_id].action is Action.PARK]
-        failures.update(self._sender.send(self._copies(parks, kinds, decisions)))
-        return [
-            Outcome(
-                m,
-                decisions[m.message_id],
-                failures.get(m.message_id),
-                kinds[m.message_id],
-                refused.get(m.message_id),
-            )
-            for m in messages
-        ]
+                case.failure = failure
+        for case, failure in self._send(c for c in cases if c.decision.action is Action.PARK):
+            case.failure = failure
+        return [Outcome(c.message, c.decision, c.failure, c.recognised, c.refused) for c in cases]
 
-    def _decide(self, case: RecordCase, lookup: Lookup) -> Decision:
-        """One record's decision; what deciding it raises is its own failure."""
-        message_id = case.message.message_id
-        if message_id in lookup.unread:
-            return Decision(Action.FAIL, problem="invocation ledger not read")
-        known = lookup.known.get(message_id)
+    def _case(
+        self, message: InboundMessage, lookup: Lookup, dlq_url: str | None, now: float
+    ) -> RecordCase:
+        """The record's object, decided; what deciding it raises is its own failure."""
+        known = lookup.known.get(message.message_id)
+        case = RecordCase(
+            *(message, self._settings, dlq_url, now, self._rng),
+            recognised=lookup.kinds[message.message_id],
+            ledger_count=known.count if known else None,
+        )
         try:
-            return case.decide(lookup.kinds[message_id], known.count if known else None)
+            case.decision = _UNREAD if message.message_id in lookup.unread else case.decide()
         except Exception as error:  # one record's fault, never the batch's
-            return _failed("deciding", error)
+            case.decision = _failed("deciding", error)
+        return case
 
-    def _copies(
-        self,
-        messages: Sequence[InboundMessage],
-        kinds: Mapping[str, Recognised],
-        decisions: dict[str, Decision],
-    ) -> list[OutboundMessage]:
-        """The copy each record's decision writes; one that cannot be built fails alone."""
+    def _send(self, cases: Iterable[RecordCase]) -> list[tuple[RecordCase, SendFailure]]:
+        """Write the copy each decision makes (one that cannot be built fails alone); the
+        cases whose write failed, with why."""
+        by_id: dict[str, RecordCase] = {}
         copies = []
-        for m in messages:
-            recognised = kinds[m.message_id]
+        for case in cases:
             try:
-                kind = kind_of(recognised.kind)
-                copies.append(kind.copy(m, recognised, decisions[m.message_id], self._settings))
+                copies.append(
+                    case.kind.copy(case.message, case.recognised, case.decision, self._settings)
+                )
+                by_id[case.message.message_id] = case
             except Exception as error:  # one record's fault, never the batch's
-                decisions[m.message_id] = _failed("building its copy", error)
-        return copies
+                case.decision = _failed("building its copy", error)
+        return [(by_id[rid], failure) for rid, failure in self._sender.send(copies).items()]
 
     def look_up(self, messages: Sequence[InboundMessage]) -> Lookup:
         """Each record's kind, and the ledger's invocations for the Lambda records that carry
@@ -273,43 +255,33 @@ class Replayer:
             unread=frozenset(mid for rid in unread for mid in ids.get(rid, ())),
         )
 
-    def _deliver(
-        self,
-        messages: Sequence[InboundMessage],
-        kinds: Mapping[str, Recognised],
-        decisions: dict[str, Decision],
-        cases: Mapping[str, RecordCase],
-        now: float,
-    ) -> dict[str, int]:
+    def _deliver(self, cases: Sequence[RecordCase], now: float) -> None:
         """Deliver the records due. A refusal becomes the next attempt's waiting copy (or a
-        park); an invocation Lambda accepted is recorded against its request id, so its return
-        is counted. Returns the attempt each target refused, by message id (for the breaker)."""
-        if not messages:
-            return {}
+        park), the case keeping the attempt refused (for the breaker); an invocation Lambda
+        accepted is recorded against its request id, so its return is counted."""
+        if not cases:
+            return
         if self._deliverer is None:
             raise ValueError("a record of a serverless kind needs a Deliverer")
         from dlq_replay.targets.delivery import Refused
 
-        due = {}
-        for m in messages:
-            try:
-                kind = kind_of(kinds[m.message_id].kind)
-                due[m.message_id] = kind.delivery(m, kinds[m.message_id], decisions[m.message_id])
-            except Exception as raised:  # one record's fault, never the batch's
-                decisions[m.message_id] = _failed("building its delivery", raised)
-        results = self._deliverer.deliver(list(due.values()))
+        deliveries = [
+            delivery_of(
+                c.message, c.recognised, c.decision.destination or "", str(c.decision.attempt)
+            )
+            for c in cases
+        ]
+        results = self._deliverer.deliver(deliveries)
         invoked: dict[str, int] = {}
-        refused: dict[str, int] = {}
-        for m in (m for m in messages if m.message_id in due):
-            result, decision = results[m.message_id], decisions[m.message_id]
+        for case in cases:
+            message_id, decision = case.message.message_id, case.decision
+            result = results[message_id]
             if isinstance(result, Refused):
-                refused[m.message_id] = decision.attempt or 1
+                case.refused = decision.attempt or 1
                 error = error_text(f"{result.code}: {result.message}")
-                reason = kind_of(kinds[m.message_id].kind).refusals.get(result.code)
-                decisions[m.message_id] = cases[m.message_id].after_refusal(
-                    decision, error=error, reason=reason
-                )
-                extra = {"message_id": m.message_id, "target": decision.destination, "error": error}
+                reason = case.kind.refusals.get(result.code)
+                case.decision = case.after_refusal(decision, error=error, reason=reason)
+                extra = {"message_id": message_id, "target": decision.destination, "error": error}
                 self._logger.warning("target refused the delivery", extra=extra)
                 if self._metrics is not None:
                     self._metrics.add_metric("DeliveriesRefused", MetricUnit.Count, 1)
@@ -324,20 +296,19 @@ class Replayer:
                 self._logger.error("invocation ledger not written", extra={"error": str(error)})
                 if self._metrics is not None:
                     self._metrics.add_metric("LedgerWriteFailures", MetricUnit.Count, 1)
-        return refused
 
-    def _hold(self, messages: Sequence[InboundMessage], decisions: dict[str, Decision]) -> None:
+    def _hold(self, cases: Sequence[RecordCase]) -> None:
         """Hide waiting copies until their time; a failed hold only means an earlier retry."""
-        for queue_arn, queued in _grouped(messages, lambda m: m.queue_arn).items():
+        for queue_arn, queued in _grouped(cases, lambda c: c.message.queue_arn).items():
             refused = change_visibility(
                 self._sqs,
                 Arn.queue(queue_arn).url(self._settings.endpoint_url_sqs),
-                [(m.receipt_handle, decisions[m.message_id].delay) for m in queued],
+                [(c.message.receipt_handle, c.decision.delay) for c in queued],
             )
             for index, code in refused:
                 self._logger.warning(
                     "could not hide a waiting copy; it returns after its visibility timeout",
-                    extra={"message_id": queued[index].message_id, "code": code},
+                    extra={"message_id": queued[index].message.message_id, "code": code},
                 )
 
     def _dlq_url(self, queue_arn: str) -> str | None:
@@ -349,6 +320,10 @@ class Replayer:
 
 
 _WRITES = (Action.REPLAY, Action.DEFER, Action.RELEASE)
+_DELIVERS = (Action.REPLAY, Action.RELEASE)
+# A record whose count the ledger may hold but could not tell: read as unknown, it would
+# start again at 0, so it waits.
+_UNREAD = Decision(Action.FAIL, problem="invocation ledger not read")
 
 
 def _failed(step: str, error: Exception) -> Decision:
@@ -372,10 +347,8 @@ def _rounds(messages: Sequence[InboundMessage]) -> Iterator[list[InboundMessage]
         yield [group[index] for group in by_group.values() if index < len(group)]
 
 
-def _grouped(
-    messages: Sequence[InboundMessage], key: Callable[[InboundMessage], str]
-) -> dict[str, list[InboundMessage]]:
-    groups: dict[str, list[InboundMessage]] = {}
-    for m in messages:
-        groups.setdefault(key(m), []).append(m)
+def _grouped(items: Sequence[_T], key: Callable[[_T], str]) -> dict[str, list[_T]]:
+    groups: dict[str, list[_T]] = {}
+    for item in items:
+        groups.setdefault(key(item), []).append(item)
     return groups

@@ -46,9 +46,7 @@ class BatchReport:
     """Logs and counts a batch's outcomes (the replayer's last step)."""
 
     def __init__(self, settings: Settings, *, logger: Log, metrics: Metrics | None) -> None:
-        self._settings = settings
-        self._logger = logger
-        self._metrics = metrics
+        self._settings, self._logger, self._metrics = settings, logger, metrics
 
     def __call__(self, outcomes: Iterable[Outcome]) -> None:
         """A line of its own for each record an operator may have to act on (parked, not done),

@@ -13,8 +13,9 @@ originals of the copies it confirmed are deleted, and every other message held i
 again at once. The tally counts only what SQS confirmed.
 
 With `--to source`, a batch's records of serverless kinds go to their targets through a
-`Deliverer` instead (`plan_copy` makes each `Delivery`): delivered ones are deleted like sent
-copies, refused ones stay in the source queue, counted by the service's error code.
+`Deliverer` instead (`plan_copy` makes each `Delivery` as the replay does): delivered ones
+are deleted like sent copies, refused ones stay in the source queue, counted by the
+service's error code.
 """
 
 from __future__ import annotations
@@ -40,11 +41,7 @@ from dlq_replay.ops.redrive import (
     deliveries_sent,
     plan_copy,
 )
-from dlq_replay.sqs.sending import (
-    BatchSender,
-    SendFailure,
-    delete_messages,
-)
+from dlq_replay.sqs.sending import BatchSender, SendFailure, delete_messages
 from dlq_replay.targets.delivery import Delivery
 
 # What a batch sends: copies to SQS queues, or deliveries to the targets of serverless records.

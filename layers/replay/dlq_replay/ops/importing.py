@@ -20,7 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-from dlq_replay.core.messages import OutboundMessage
+from dlq_replay.core.decision import sqs_copy
+from dlq_replay.core.messages import InboundMessage, OutboundMessage
+from dlq_replay.core.queues import is_fifo_url
 from dlq_replay.ops.archive import ArchiveError, parse_line
 from dlq_replay.ops.pacing import PaceReport, PaceStop, UntilFailing, make_pace
 from dlq_replay.ops.queues import QueueInfo, source_queue_url
@@ -171,11 +173,25 @@ class Importer:
                 ImportFailure(number, record.message_id, f"{SkipReason.NO_SOURCE}: {why}")
             )
             return
-        outcome = record.outbound(queue_url, drop=self.drop)
-        if isinstance(outcome, FailReason):
-            self.failures.append(ImportFailure(number, record.message_id, outcome.value))
+        group = record.message_group_id or None
+        if group is None and is_fifo_url(queue_url):
+            self.failures.append(
+                ImportFailure(number, record.message_id, FailReason.MISSING_GROUP.value)
+            )
             return
-        self.pending.append((number, outcome))
+        # The record as it was, but for `drop` (the count with --reset-count), by the replay's
+        # builder; a FIFO queue's deduplication id `<message id>-import` absorbs a rerun.
+        message = InboundMessage(
+            record.message_id,
+            "",
+            record.body,
+            record.attributes,
+            "",
+            message_group_id=group,
+            trace_header=record.aws_trace_header,
+        )
+        carried = {k: v for k, v in record.attributes.items() if k not in self.drop}
+        self.pending.append((number, sqs_copy(message, queue_url, carried, "import")))
 
     def _queue_url(self, source_arn: str | None) -> str | None:
         if self.request.destination is not None:

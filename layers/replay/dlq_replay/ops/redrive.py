@@ -16,21 +16,19 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from dlq_replay.core import attributes
 from dlq_replay.core.attributes import (
     FIRST_FAILURE_ATTRIBUTE,
     NOT_BEFORE_ATTRIBUTE,
     PARK_ERROR_ATTRIBUTE,
     PARK_REASON_ATTRIBUTE,
-    Attribute,
 )
-from dlq_replay.core.decision import ParkReason
+from dlq_replay.core.decision import ParkReason, sqs_copy
 from dlq_replay.core.kinds import Recognised, RecordKind
-from dlq_replay.core.messages import OutboundMessage
+from dlq_replay.core.messages import InboundMessage, OutboundMessage
 from dlq_replay.core.queues import is_fifo_url, target_allowed
 from dlq_replay.core.settings import DEFAULT_COUNT_ATTRIBUTE
-from dlq_replay.engine.kinds import target_refusal
-from dlq_replay.ops.kinds import ALL_KINDS, recognised
+from dlq_replay.engine.kinds import delivery_of, recognise, target_refusal
+from dlq_replay.ops.kinds import ALL_KINDS
 from dlq_replay.ops.pacing import PaceReport, PaceStop, UntilFailing
 from dlq_replay.ops.queues import QueueInfo, source_queue_url
 from dlq_replay.ops.select import Selector
@@ -51,6 +49,15 @@ DEFAULT_CONCURRENCY = 16
 MAX_CONCURRENCY = 64
 
 
+# The key of a redrive's FIFO deduplication id (`<message id>-redrive`): a rerun after a crash
+# between send and delete is deduplicated by SQS within its 5-minute window.
+REDRIVE_KEY = "redrive"
+# What a redrive's copy leaves off: the park's marks, and the replay's wait and first failure.
+_MOVE_DROPS = frozenset(
+    {PARK_REASON_ATTRIBUTE, PARK_ERROR_ATTRIBUTE, NOT_BEFORE_ATTRIBUTE, FIRST_FAILURE_ATTRIBUTE}
+)
+
+
 class MoveMode(StrEnum):
     NATIVE = "native"  # SQS's StartMessageMoveTask
     CLIENT = "client"  # receive, send copies, delete what was sent
@@ -68,15 +75,7 @@ class SkipReason(StrEnum):
 
 
 # The skips of `--to source` that leave a record in place for want of a destination.
-NOT_ROUTED = frozenset(
-    {
-        SkipReason.NO_SOURCE,
-        SkipReason.NO_TARGETS,
-        SkipReason.UNKNOWN_TARGET,
-        SkipReason.UNSUPPORTED_TARGET,
-        SkipReason.TARGET_NOT_ALLOWED,
-    }
-)
+NOT_ROUTED = frozenset(SkipReason) - {SkipReason.FILTERED}
 
 
 class FailReason(StrEnum):
@@ -111,14 +110,7 @@ class RedriveRequest:
 
     @property
     def rewrites(self) -> bool:
-        return (
-            bool(self.target_arns)
-            or self.reset_count
-            or self.keep
-            or not self.selector.empty
-            or self.limit is not None
-            or self.until_failing is not None
-        )
+        return bool(rewrites_of(self))
 
 
 class ModeReason(StrEnum):
@@ -270,68 +262,49 @@ def plan_copy(
     source_urls: dict[str, str | None],
     now: float | None = None,
 ) -> OutboundMessage | Delivery | SkipReason | FailReason:
-    """The copy of one received message, or why it is skipped or cannot be copied.
+    """The copy of one received message, or why it is skipped or cannot be copied: the
+    replay's builders (`sqs_copy`, `delivery_of`) with the redrive's key.
 
-    Body and every attribute byte for byte, except the park reason and the not-before
-    attribute (never on a message for the main queue) and, with `reset_count`, the count.
-    To the source, a serverless kind's record is a `Delivery` to its target instead.
-    """
-    parsed = attributes.from_sqs(message.get("MessageAttributes"))
-    values = parsed.values
+    Body and every attribute byte for byte, except the park's marks and the replay's wait and
+    first failure (`_MOVE_DROPS`: a fresh start) and, with `reset_count`, the count. To the
+    source, a serverless kind's record is a `Delivery` to its target instead."""
+    inbound = InboundMessage.from_boto3(message, request.source.arn)
     if not request.selector.empty:
         at = time.time() if now is None else now
-        if not request.selector.matches(message, values, at):
+        if not request.selector.matches(message, inbound.attributes, at):
             return SkipReason.FILTERED
-    system = message.get("Attributes", {})
-    if request.destination is None:
-        record = recognised(message, request.target_arns, request.accepted_kinds)
-        if record.kind is not RecordKind.SQS:
-            return plan_delivery(message, record, request.target_arns, request.stack_targets)
     if request.destination is not None:
         destination = request.destination.url
     else:
-        source_arn = system.get("DeadLetterQueueSourceArn")
+        record = recognise(inbound, request.target_arns, request.accepted_kinds)
+        if record.kind is not RecordKind.SQS:
+            return plan_delivery(inbound, record, request.target_arns, request.stack_targets)
+        source_arn = inbound.dead_letter_source_arn
         found = source_queue_url(sqs, source_arn, source_urls) if source_arn else None
         if found is None:
             return SkipReason.NO_SOURCE
         destination = found
-    if parsed.dropped:
+    if inbound.dropped_attributes:
         return FailReason.UNCOPYABLE
-    group = system.get("MessageGroupId")
-    fifo = is_fifo_url(destination)
-    if fifo and not group:
+    if is_fifo_url(destination) and inbound.message_group_id is None:
         return FailReason.MISSING_GROUP
-    dropped = {
-        PARK_REASON_ATTRIBUTE,
-        PARK_ERROR_ATTRIBUTE,
-        NOT_BEFORE_ATTRIBUTE,
-        FIRST_FAILURE_ATTRIBUTE,
-    }
-    if request.reset_count:
-        dropped.add(request.count_attribute)
-    carried: dict[str, Attribute] = {k: v for k, v in values.items() if k not in dropped}
-    return OutboundMessage(
-        record_id=message["MessageId"],
-        queue_url=destination,
-        body=message.get("Body", ""),
-        attributes=carried,
-        message_group_id=group,
-        # Deterministic: a rerun after a crash between send and delete is deduplicated by SQS
-        # within its 5-minute window; fresh, because each parked message has its own id.
-        deduplication_id=f"{message['MessageId']}-redrive" if fifo else None,
-        trace_header=system.get("AWSTraceHeader"),
-    )
+    dropped = _MOVE_DROPS | {request.count_attribute} if request.reset_count else _MOVE_DROPS
+    carried = {k: v for k, v in inbound.attributes.items() if k not in dropped}
+    return sqs_copy(inbound, destination, carried, REDRIVE_KEY)
 
 
 def plan_delivery(
-    message: MessageTypeDef,
+    message: MessageTypeDef | InboundMessage,
     record: Recognised,
     target_arns: frozenset[str],
     stack_targets: frozenset[str] | None = None,
 ) -> Delivery | SkipReason:
     """A serverless kind's record back to its target, by the replay's rules, if both the
     operator (`target_arns`) and the stack (`stack_targets`, when known) allow it; the payload
-    as the replay delivers it (the body, or a destination record's request payload)."""
+    as the replay delivers it (the body, or a destination record's request payload), and the
+    account of the DLQ it was read from (`InboundMessage.queue_arn`), as the replay's."""
+    if not isinstance(message, InboundMessage):
+        message = InboundMessage.from_boto3(message)
     if not target_arns:
         return SkipReason.NO_TARGETS
     refusal = target_refusal(record.target_arn, target_arns)
@@ -342,15 +315,9 @@ def plan_delivery(
         refusal = ParkReason.TARGET_NOT_ALLOWED
     if refusal is not None or record.target_arn is None:
         return SkipReason(refusal or ParkReason.UNKNOWN_TARGET)
-    return Delivery(
-        record_id=message["MessageId"],
-        target_arn=record.target_arn,
-        payload=record.payload,
-        rule_arn=record.rule_arn,
-        # A FIFO target: a rerun after a crash between delivery and delete is deduplicated
-        # within SQS's five minutes, as a copy to a FIFO queue is.
-        dedup_id=f"{message['MessageId']}-redrive",
-    )
+    # A FIFO target: a rerun after a crash between delivery and delete is deduplicated within
+    # SQS's five minutes, as a copy to a FIFO queue is.
+    return delivery_of(message, record, record.target_arn, REDRIVE_KEY)
 
 
 def both_allow(listed: frozenset[str], allowed: frozenset[str]) -> frozenset[str]:

@@ -21,7 +21,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from dlq_replay.core.queues import is_target_arn
 from dlq_replay.core.transform import NotApplied, target_payload
 from dlq_replay.targets.clients import TargetClients
-from dlq_replay.targets.delivery import Delivery, DeliveryResult, Refused
+from dlq_replay.targets.delivery import Delivery, DeliveryResult, RefusalCode, Refused
 from dlq_replay.targets.rule_targets import RuleTargets, rule_location
 from dlq_replay.targets.services import send
 
@@ -61,18 +61,15 @@ class Deliverer:
     def _send(self, delivery: Delivery) -> DeliveryResult:
         """The delivery by its target's service, the rule's configuration applied first."""
         if not is_target_arn(delivery.target_arn):
-            return Refused(
-                delivery.record_id,
-                "UnsupportedTarget",
-                f"no delivery to this target: {delivery.target_arn}",
-            )
+            why = f"no delivery to this target: {delivery.target_arn}"
+            return Refused(delivery.record_id, RefusalCode.UNSUPPORTED_TARGET, why)
         if delivery.rule_arn is None:
             return send(self._clients, delivery, None)
         rule = self._rules.target(delivery.rule_arn, delivery.target_arn, delivery.account)
         if rule is None:
             return Refused(
                 delivery.record_id,
-                "TargetNotInRule",
+                RefusalCode.TARGET_NOT_IN_RULE,
                 f"rule {delivery.rule_arn} has no target {delivery.target_arn}: what it "
                 "would be given is unknown",
             )
@@ -84,7 +81,7 @@ class Deliverer:
             rule_name=rule_location(delivery.rule_arn)[1],
         )
         if isinstance(payload, NotApplied):
-            return Refused(delivery.record_id, "TransformNotApplied", payload.reason)
+            return Refused(delivery.record_id, RefusalCode.TRANSFORM_NOT_APPLIED, payload.reason)
         return send(self._clients, replace(delivery, payload=payload), rule)
 
 
@@ -95,10 +92,10 @@ def _refusal(record_id: str, error: Exception) -> Refused:
     parameter botocore refused before sending, an answer we cannot read)."""
     if isinstance(error, ClientError):
         info = error.response.get("Error", {})
-        code, message = info.get("Code") or "ClientError", info.get("Message") or error
+        code, message = info.get("Code") or RefusalCode.CLIENT_ERROR, info.get("Message") or error
         return Refused(record_id, str(code), str(message))
     if isinstance(error, ValueError) and not isinstance(error, BotoCoreError):
-        return Refused(record_id, "InvalidTarget", str(error))
+        return Refused(record_id, RefusalCode.INVALID_TARGET, str(error))
     return Refused(record_id, type(error).__name__, str(error))
 
 

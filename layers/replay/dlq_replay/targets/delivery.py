@@ -5,6 +5,21 @@ the replay decides what a refusal means and the delivery only reports what the s
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
+
+
+class RefusalCode(StrEnum):
+    """The refusals the delivery gives itself, as targets/ writes and the kinds read them
+    (`Kind.refusals`); a service's own error code is passed on as the service wrote it."""
+
+    UNSUPPORTED_TARGET = "UnsupportedTarget"  # no delivered service (core.queues.is_target_arn)
+    INVALID_TARGET = "InvalidTarget"  # a malformed target or rule ARN
+    TARGET_NOT_IN_RULE = "TargetNotInRule"
+    TRANSFORM_NOT_APPLIED = "TransformNotApplied"
+    NOT_AN_EVENT = "NotAnEvent"  # PutEvents: the payload is not a whole event
+    MISSING_GROUP_ID = "MissingGroupId"  # a FIFO target and no group id to send with
+    FAILED_ENTRY = "FailedEntry"  # PutEvents failed the entry without a code
+    CLIENT_ERROR = "ClientError"  # the service answered an error without a code
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +50,7 @@ class Delivered:
 @dataclass(frozen=True, slots=True)
 class Refused:
     """The target's service refused the record, or it could not be sent: the service's error
-    code and message, or the delivery's own reason (`NotAnEvent`, `TargetNotInRule`, ...)."""
+    code and message, or the delivery's own (`RefusalCode`)."""
 
     record_id: str
     code: str

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from dlq_replay.core.queues import Arn, TargetService, target_service
 from dlq_replay.targets.clients import TargetClients
-from dlq_replay.targets.delivery import Delivered, Delivery, DeliveryResult, Refused
+from dlq_replay.targets.delivery import Delivered, Delivery, DeliveryResult, RefusalCode, Refused
 from dlq_replay.targets.rule_targets import RuleTarget
 
 if TYPE_CHECKING:
@@ -121,13 +121,13 @@ def execution_name(key: str) -> str:
 def put_event(client: EventBridgeClient, delivery: Delivery) -> DeliveryResult:
     entry = event_entry(delivery.payload, delivery.target_arn)
     if isinstance(entry, str):
-        return Refused(delivery.record_id, "NotAnEvent", entry)
+        return Refused(delivery.record_id, RefusalCode.NOT_AN_EVENT, entry)
     response = client.put_events(Entries=[entry])
     if response.get("FailedEntryCount", 0):
         failed = response["Entries"][0]
         return Refused(
             delivery.record_id,
-            failed.get("ErrorCode", "FailedEntry"),
+            failed.get("ErrorCode", RefusalCode.FAILED_ENTRY),
             failed.get("ErrorMessage", "PutEvents did not accept the event"),
         )
     return Delivered(delivery.record_id, None)
@@ -173,4 +173,5 @@ def _not_an_event(event: Any) -> str | None:
 
 
 def _no_group(delivery: Delivery, why: str) -> Refused:
-    return Refused(delivery.record_id, "MissingGroupId", f"FIFO target without a group id: {why}")
+    why = f"FIFO target without a group id: {why}"
+    return Refused(delivery.record_id, RefusalCode.MISSING_GROUP_ID, why)

@@ -27,7 +27,7 @@ from dlq_replay.core.settings import Settings
 from dlq_replay.core.text import error_text
 
 if TYPE_CHECKING:
-    from dlq_replay.targets.delivery import Delivery
+    from dlq_replay.targets.delivery import Delivery  # imported by delivery_of, when used
 
 
 class Kind:
@@ -87,20 +87,25 @@ class Kind:
             marks.append((TARGET_ATTRIBUTE, attributes.string(recognised.target_arn)))
         return replace(copy, attributes=with_room(message.body, dict(copy.attributes), marks))
 
-    def delivery(
-        self, message: InboundMessage, recognised: Recognised, decision: Decision
-    ) -> Delivery:
-        """What a REPLAY or RELEASE delivers: the payload, keyed by the record and attempt."""
-        from dlq_replay.targets.delivery import Delivery
 
-        return Delivery(
-            record_id=message.message_id,
-            target_arn=decision.destination or "",
-            payload=recognised.payload,
-            rule_arn=recognised.rule_arn,
-            dedup_id=f"{message.message_id}-{decision.attempt}",
-            account=message.queue_arn.split(":")[4] if message.queue_arn.count(":") >= 5 else None,
-        )
+def delivery_of(
+    message: InboundMessage, recognised: Recognised, target_arn: str, key: str
+) -> Delivery:
+    """The one builder of a delivery, the replay's (a REPLAY or RELEASE, keyed by the attempt)
+    and the redrive's: the payload to
+    `target_arn`, deduplicated by `<message id>-<key>`, with the account of the DLQ the
+    record came from (a rule of another account is read on its bus by ARN)."""
+    from dlq_replay.targets.delivery import Delivery
+
+    arn = message.queue_arn
+    return Delivery(
+        record_id=message.message_id,
+        target_arn=target_arn,
+        payload=recognised.payload,
+        rule_arn=recognised.rule_arn,
+        dedup_id=f"{message.message_id}-{key}",
+        account=arn.split(":")[4] if arn.count(":") >= 5 else None,
+    )
 
 
 def target_refusal(target: str | None, allowed: frozenset[str]) -> ParkReason | None:
@@ -131,20 +136,22 @@ def string_attribute(values: Mapping[str, Attribute], name: str) -> str | None:
     return value.string_value
 
 
-# The module of each kind, in the order recognition tries them (an EventBridge record's
-# attributes are the most specific, a destination record's body the least).
+# The module of each kind (relative to this package, or absolute), in the order recognition
+# tries them (an EventBridge record's attributes are the most specific, a destination
+# record's body the least). What a new kind takes: docs/development.md, 'One record, one
+# redrive, and a new kind'.
 KIND_MODULES = {
-    RecordKind.EVENTBRIDGE: "eventbridge",
-    RecordKind.LAMBDA: "lambda_dlq",
-    RecordKind.LAMBDA_DESTINATION: "lambda_destination",
-    RecordKind.SQS: "sqs",
+    RecordKind.EVENTBRIDGE: ".eventbridge",
+    RecordKind.LAMBDA: ".lambda_dlq",
+    RecordKind.LAMBDA_DESTINATION: ".lambda_destination",
+    RecordKind.SQS: ".sqs",
 }
 
 
 @cache
 def kind_of(record_kind: RecordKind) -> Kind:
     """The strategy of a kind (its module imported on first use)."""
-    kind: Kind = import_module(f"{__name__}.{KIND_MODULES[record_kind]}").KIND
+    kind: Kind = import_module(KIND_MODULES[record_kind], __name__).KIND
     return kind
 
 

@@ -13,6 +13,7 @@ from dlq_replay.core.decision import ParkReason
 from dlq_replay.core.kinds import Recognised, RecordKind
 from dlq_replay.core.messages import InboundMessage
 from dlq_replay.engine.kinds import Kind, string_attribute
+from dlq_replay.targets.delivery import RefusalCode
 
 
 def recognise(message: InboundMessage, replay_targets: frozenset[str]) -> Recognised | None:
@@ -35,9 +36,9 @@ KIND = Kind(
     RecordKind.EVENTBRIDGE,
     recognise,
     refusals={
-        "TargetNotInRule": ParkReason.TARGET_NOT_IN_RULE,
-        "TransformNotApplied": ParkReason.TRANSFORM_NOT_APPLIED,
-        "NotAnEvent": ParkReason.NOT_AN_EVENT,
-        "MissingGroupId": ParkReason.MISSING_GROUP_ID,
+        RefusalCode.TARGET_NOT_IN_RULE: ParkReason.TARGET_NOT_IN_RULE,
+        RefusalCode.TRANSFORM_NOT_APPLIED: ParkReason.TRANSFORM_NOT_APPLIED,
+        RefusalCode.NOT_AN_EVENT: ParkReason.NOT_AN_EVENT,
+        RefusalCode.MISSING_GROUP_ID: ParkReason.MISSING_GROUP_ID,
     },
 )

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from dlq_replay.core.backoff import MAX_SQS_DELAY_SECONDS
-from dlq_replay.core.decision import ParkReason
+from dlq_replay.core.decision import ParkReason, queue_delay_limit
 from dlq_replay.core.kinds import Recognised, RecordKind
 from dlq_replay.core.messages import InboundMessage
 from dlq_replay.core.queues import Arn, is_fifo_url
@@ -35,8 +34,7 @@ class SqsKind(Kind):
         return destination
 
     def delay_limit(self, destination: str) -> int:
-        """The longest DelaySeconds a queue takes on one message: none at all on FIFO."""
-        return 0 if is_fifo_url(destination) else MAX_SQS_DELAY_SECONDS
+        return queue_delay_limit(destination)
 
 
 KIND = SqsKind(RecordKind.SQS, lambda message, replay_targets: None)
