@@ -32,8 +32,6 @@ from typing import TYPE_CHECKING, Any
 from dlq_replay.core import attributes
 from dlq_replay.core.attributes import Attribute
 from dlq_replay.core.kinds import RecordKind
-from dlq_replay.core.messages import OutboundMessage
-from dlq_replay.core.queues import is_fifo_url
 from dlq_replay.ops.kinds import ALL_KINDS, recognised
 from dlq_replay.ops.receiving import receive_count_of
 from dlq_replay.ops.redrive import FailReason
@@ -42,9 +40,6 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs.type_defs import MessageTypeDef
 
 FORMAT = "dlq-replay/1"
-# What `import` adds to the message id for a FIFO destination's deduplication id: a rerun
-# within SQS's five-minute window is absorbed, and each record has its own.
-IMPORT_DEDUPLICATION_SUFFIX = "-import"
 _BASE_TYPES = ("String", "Number", "Binary")
 # Line breaks to str.splitlines() and JavaScript, not to JSON: only ever inside a string.
 _LINE_BREAKS = {ord(c): f"\\u{ord(c):04x}" for c in "\x85\u2028\u2029"}
@@ -92,25 +87,6 @@ class ArchiveRecord:
         """The record as one line of JSON, with its newline. Non-ASCII text is kept as is but
         for the characters other tools take for line breaks (NEL, U+2028, U+2029), escaped."""
         return json.dumps(self.to_dict(), ensure_ascii=False).translate(_LINE_BREAKS) + "\n"
-
-    def outbound(
-        self, queue_url: str, *, drop: frozenset[str] = frozenset()
-    ) -> OutboundMessage | FailReason:
-        """The message `import` sends: body and attributes as in the record, but for those
-        named in `drop` (the count with --reset-count); on a FIFO queue the group id and the
-        deduplication id `<message_id>-import`."""
-        fifo = is_fifo_url(queue_url)
-        if fifo and not self.message_group_id:
-            return FailReason.MISSING_GROUP
-        return OutboundMessage(
-            record_id=self.message_id,
-            queue_url=queue_url,
-            body=self.body,
-            attributes={k: v for k, v in self.attributes.items() if k not in drop},
-            message_group_id=self.message_group_id,
-            deduplication_id=f"{self.message_id}{IMPORT_DEDUPLICATION_SUFFIX}" if fifo else None,
-            trace_header=self.aws_trace_header,
-        )
 
 
 def from_message(
