@@ -8,7 +8,8 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -72,9 +73,29 @@ def chromium() -> Iterator[Any]:
             driver.quit()
 
 
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "build" / "screenshots"
+
+
 def screenshot(driver: Any, name: str) -> None:
-    """docs/img/console-NAME.png when CONSOLE_SCREENSHOTS names the folder."""
-    folder = os.environ.get("CONSOLE_SCREENSHOTS")
-    if folder:
-        Path(folder).mkdir(parents=True, exist_ok=True)
-        driver.save_screenshot(str(Path(folder) / f"console-{name}.png"))
+    """console-NAME.png in build/screenshots/, or in the folder CONSOLE_SCREENSHOTS names
+    (docs/img, to refresh the docs' pictures)."""
+    folder = Path(os.environ.get("CONSOLE_SCREENSHOTS") or SCREENSHOTS)
+    folder.mkdir(parents=True, exist_ok=True)
+    driver.save_screenshot(str(folder / f"console-{name}.png"))
+
+
+def wait_for(check: Callable[[], Any], seconds: float = 20) -> Any:
+    """`check()`'s first true answer; an element the page's script replaced meanwhile is
+    looked for again."""
+    from selenium.common.exceptions import StaleElementReferenceException
+
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            found = check()
+        except StaleElementReferenceException:
+            found = None
+        if found:
+            return found
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.1)

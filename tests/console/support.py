@@ -8,12 +8,13 @@ import re
 import secrets
 import tempfile
 import threading
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,19 +33,52 @@ PARK_REASON = "dlq-replay-park-reason"
 
 @dataclass
 class Served:
+    """A console served in this process. `url` is where its pages live, the token's path
+    included, without the final slash (`url + "/audit"`); `origin` is the server alone;
+    `requests` every request: when (monotonic), its path as the server received it, status."""
+
     url: str
     token: str
     console: Console
+    origin: str = ""
+    requests: list[tuple[float, str, int]] = field(default_factory=list)
 
     @property
     def start_url(self) -> str:
-        return f"{self.url}/?token={self.token}"
+        """What `dlq-replay console` prints."""
+        return f"{self.url}/"
+
+    def asked(self, path: str, since: float = 0.0) -> int:
+        """How many requests for `path` (under the token) came after `since` (a
+        `time.monotonic()`) and were answered 200."""
+        wanted = f"/{self.token}{path}"
+        return sum(
+            1
+            for at, seen, status in self.requests[:]
+            if at > since and seen == wanted and status == 200
+        )
+
+
+def recording(app: Any, requests: list[tuple[float, str, int]]) -> Any:
+    """The WSGI app, noting each request's path (as the server received it), when it came and
+    the status of its answer."""
+
+    def recorded(environ: dict[str, Any], start_response: Any) -> Any:
+        at, path = time.monotonic(), str(environ.get("PATH_INFO", ""))
+
+        def answer(status: str, headers: Any, exc_info: Any = None) -> Any:
+            requests.append((at, path, int(status[:3])))
+            return start_response(status, headers, exc_info)
+
+        return app(environ, answer)
+
+    return recorded
 
 
 @contextmanager
-def served(endpoint: str, queues: Queues | None, *options: str) -> Iterator[Served]:
-    """`dlq-replay console` on these queues (None: `options` name them, e.g. --stack), on a
-    free port, in a thread of this process."""
+def console_of(endpoint: str, queues: Queues | None, *options: str) -> Iterator[Console]:
+    """The state of `dlq-replay console` on these queues (None: `options` name them, e.g.
+    --stack), as its command builds it, in a temporary folder; its actions stopped after."""
     named = [] if queues is None else [
         "--main-queue-url", queues.main, "--dlq-url", queues.dlq,
         "--operator-queue-url", queues.operator,
@@ -59,15 +93,31 @@ def served(endpoint: str, queues: Queues | None, *options: str) -> Iterator[Serv
             Path(folder),
             token=secrets.token_urlsafe(24),
             csrf=secrets.token_urlsafe(24),
-            hosts=frozenset(),
+            hosts=frozenset({"localhost", "127.0.0.1"}),
         )
-        server = make_server("127.0.0.1", 0, create_app(console), threaded=True)
-        port = server.server_port
-        console.hosts = frozenset({f"127.0.0.1:{port}", f"localhost:{port}"})
+        try:
+            yield console
+        finally:
+            console.jobs.stop_all(grace=2)
+            close = getattr(console, "close", None)
+            if callable(close):
+                close()
+
+
+@contextmanager
+def served(endpoint: str, queues: Queues | None, *options: str) -> Iterator[Served]:
+    """`dlq-replay console` on these queues (see `console_of`), on a free port, in a thread of
+    this process."""
+    with console_of(endpoint, queues, *options) as console:
+        requests: list[tuple[float, str, int]] = []
+        server = make_server(
+            "127.0.0.1", 0, recording(create_app(console), requests), threaded=True
+        )
+        origin = f"http://127.0.0.1:{server.server_port}"
         thread = threading.Thread(target=server.serve_forever, daemon=True)
         thread.start()
         try:
-            yield Served(f"http://127.0.0.1:{port}", console.token, console)
+            yield Served(f"{origin}/{console.token}", console.token, console, origin, requests)
         finally:
             console.jobs.stop_all(grace=2)
             server.shutdown()
@@ -109,7 +159,8 @@ class Answer:
 
 
 class Browser:
-    """urllib with a cookie jar: what a page's requests carry, and nothing else."""
+    """urllib with a cookie jar: what a page's requests carry, and nothing else. `base` is
+    where the pages live (`Served.url`); the jar shows that the console sets no cookie."""
 
     def __init__(self, base: str) -> None:
         self.base = base

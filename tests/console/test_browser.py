@@ -1,26 +1,26 @@
-"""The console in a real browser (headless Chromium) on moto: the overview, a queue's page with
-hostile bodies shown as text, a filter, a redrive of a selection whose tally in the page equals
-what arrived, and the audit page listing the console's action and the CLI's."""
+"""The console in a real browser (headless Chromium) on the suite's emulator (moto, or
+LocalStack in `make test-localstack`): the overview, a queue's page with hostile bodies shown as
+text, a filter, a redrive of a selection whose tally in the page equals what arrived, and the
+audit page listing the console's action and the CLI's."""
 
 from __future__ import annotations
 
 import json
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import pytest
 from dlq_replay.cli.main import main
 from dlq_replay.demo.emulator import create_queues
 
-from .browser import chromium, screenshot
+from .browser import chromium, screenshot, wait_for
 from .support import depth, park, served
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
-pytestmark = pytest.mark.moto_only(reason="the demo's embedded moto server")
+pytestmark = pytest.mark.emulator
 
 HOSTILE = [
     "<script>window.hacked = 1; alert('body')</script>",
@@ -33,23 +33,6 @@ HOSTILE = [
 def driver() -> Iterator[Any]:
     with chromium() as found:
         yield found
-
-
-def wait_for(check: Callable[[], Any], seconds: float = 20) -> Any:
-    """`check()`'s first true answer; an element the page's script replaced meanwhile is
-    looked for again."""
-    from selenium.common.exceptions import StaleElementReferenceException
-
-    deadline = time.monotonic() + seconds
-    while True:
-        try:
-            found = check()
-        except StaleElementReferenceException:
-            found = None
-        if found:
-            return found
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.1)
 
 
 def no_alert(driver: Any) -> None:
@@ -154,13 +137,17 @@ def _tally(driver: Any) -> dict[str, int]:
     return {label: int(count) for label, count in rows}
 
 
-def test_closing_the_page_stops_the_redrive_and_loses_nothing(
+def test_leaving_the_page_leaves_the_redrive_running_and_stop_loses_nothing(
     driver: Any, endpoint: str, client: SQSClient
 ) -> None:
+    """The action runs in the console: another page (here the overview) shows it in the
+    running bar, whose link leads back to it; its Stop button ends it as Ctrl-C ends the
+    command."""
     from selenium.webdriver.common.by import By
 
     queues = create_queues(client, prefix=f"close{uuid.uuid4().hex[:6]}")
     name = queues.operator.rsplit("/", 1)[-1]
+    main_name = queues.main.rsplit("/", 1)[-1]
     total = 30
     park(client, queues.operator, [f"order {n}" for n in range(total)])
     with served(endpoint, queues) as console:
@@ -168,12 +155,21 @@ def test_closing_the_page_stops_the_redrive_and_loses_nothing(
         driver.get(f"{console.url}/q/{name}")
         wait_for(lambda: driver.find_elements(By.ID, "scope-filter"))
         driver.find_element(By.ID, "scope-filter").click()
-        driver.find_element(By.NAME, "rate").send_keys("6")
+        driver.find_element(By.NAME, "rate").send_keys("4")
         driver.find_element(By.ID, "plan-redrive").click()
         wait_for(lambda: driver.find_elements(By.ID, "confirm-redrive"))[0].click()
         wait_for(lambda: _tally(driver).get("moved (sent and deleted)", 0) >= 3)
-        driver.get("about:blank")  # the page closes: its pagehide stops the action
+        job_url = driver.current_url
+        driver.get("about:blank")  # the page closes
+        driver.get(console.start_url)
         job = next(iter(console.console.jobs.jobs.values()))
+        assert job.state == "running"
+        bar = driver.find_element(By.ID, "running")
+        assert f"running: redrive {name} -> {main_name}" in bar.text
+        screenshot(driver, "running")
+        bar.find_element(By.TAG_NAME, "a").click()
+        wait_for(lambda: driver.current_url == job_url)
+        wait_for(lambda: driver.find_elements(By.ID, "job-stop"))[0].click()
         wait_for(lambda: job.state != "running", 15)
         assert job.state == "stopped"
         assert job.adds_up
@@ -186,3 +182,8 @@ def test_closing_the_page_stops_the_redrive_and_loses_nothing(
             QueueUrl=queues.operator, AttributeNames=["ApproximateNumberOfMessagesNotVisible"]
         )["Attributes"]["ApproximateNumberOfMessagesNotVisible"]
         assert hidden == "0"
+        # The page shows the end the console recorded; the bar is gone.
+        wait_for(lambda: driver.find_element(By.ID, "job-state").text == "stopped")
+        driver.refresh()
+        assert driver.find_element(By.ID, "job-state").text == "stopped"
+        assert not driver.find_elements(By.ID, "running")

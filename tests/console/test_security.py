@@ -1,14 +1,16 @@
-"""No action without the token, from another Host, or without the CSRF token; the headers
-that keep the page to itself; read-only refuses every action; a download's name stays a name.
-Plain HTTP (urllib): fast."""
+"""No page without the token's path, from another Host, or an action without the CSRF token;
+no cookie; the headers that keep the page to itself; read-only refuses every action but a
+re-read; a download's name stays a name. Plain HTTP (urllib): fast."""
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from typing import TYPE_CHECKING
 
 import pytest
+from dlq_replay.cli.console.app import CSP
 from dlq_replay.demo.emulator import create_queues
 from werkzeug.http import parse_options_header
 
@@ -17,7 +19,7 @@ from .support import Browser, Served, depth, park, served
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
-pytestmark = pytest.mark.moto_only(reason="the demo's embedded moto server")
+pytestmark = pytest.mark.emulator
 
 
 def wait_ready(browser: Browser, name: str) -> None:
@@ -28,9 +30,8 @@ def wait_ready(browser: Browser, name: str) -> None:
 
 
 def opened(console: Served, name: str) -> Browser:
-    """A browser that has traded the token for its cookie and seen the queue's page read."""
+    """A browser at the console's URL that has seen the queue's page read."""
     browser = Browser(console.url)
-    browser.request(f"/?token={console.token}")
     browser.request(f"/q/{name}")
     wait_ready(browser, name)
     return browser
@@ -39,31 +40,43 @@ def opened(console: Served, name: str) -> Browser:
 def test_every_request_needs_the_token_and_this_host(endpoint: str, client: SQSClient) -> None:
     queues = create_queues(client, prefix=f"sec{uuid.uuid4().hex[:6]}")
     with served(endpoint, queues) as console:
-        stranger = Browser(console.url)
-        assert stranger.request("/").status == 403
-        assert stranger.request("/api/overview").status == 403
-        assert stranger.request("/?token=wrong").status == 403
+        stranger = Browser(console.origin)
+        for path in ("/", "/api/overview", "/static/console.js", f"/?token={console.token}"):
+            refused = stranger.request(path)
+            assert refused.status == 403, path
+            assert refused.body == "no token: open the URL the console printed\n"
+            assert refused.headers["Content-Security-Policy"] == CSP
+            assert refused.headers["Referrer-Policy"] == "no-referrer"
+        wrong = console.token[:-1] + ("A" if console.token[-1] != "A" else "B")
+        for path in (f"/{wrong}/", f"/{console.token[:-1]}/", f"/x{console.token}/"):
+            assert stranger.request(path).status == 403, path
 
-        first = stranger.request(f"/?token={console.token}")
+        browser = Browser(console.url)
+        first = browser.request("/")
         assert first.status == 200
-        cookie = next(c for c in stranger.jar if c.name == "dlq_console")
-        assert cookie.value == console.token
-        assert cookie.has_nonstandard_attr("HttpOnly")
-        assert cookie.get_nonstandard_attr("SameSite") == "Strict"
-        # The token leaves the URL at once (no Referer, no history entry holds it).
-        assert console.token not in first.body
+        assert "Set-Cookie" not in first.headers
+        assert list(browser.jar) == []  # no cookie: nothing another port's server could get
+        # Every link of the page carries the token's path.
+        links = re.findall(r'(?:href|action|src|data-[a-z]+)="(/[^"]*)"', first.body)
+        assert links
+        assert all(link.startswith(f"/{console.token}/") for link in links), links
 
-        rebinding = stranger.request("/", headers={"Host": "evil.example:80"})
+        rebinding = browser.request("/", headers={"Host": "evil.example:80"})
         assert rebinding.status == 400
-        rebound = stranger.request(f"/?token={console.token}", headers={"Host": "attacker.test"})
-        assert rebound.status == 400
+        port = console.origin.rsplit(":", 1)[1]
+        for host in ("attacker.test", f"attacker.test:{port}", f"127.0.0.1.nip.io:{port}"):
+            assert browser.request("/", headers={"Host": host}).status == 400, host
+        # Another port's name for the same address is not this console.
+        assert browser.request("/", headers={"Host": "127.0.0.1:1"}).status == 400
+        for host in (f"localhost:{port}", f"LOCALHOST:{port}", f"10.1.2.3:{port}", f"[::1]:{port}"):
+            assert browser.request("/", headers={"Host": host}).status == 200, host
 
 
 def test_headers_keep_the_page_to_itself(endpoint: str, client: SQSClient) -> None:
     queues = create_queues(client, prefix=f"hdr{uuid.uuid4().hex[:6]}")
     with served(endpoint, queues) as console:
         browser = Browser(console.url)
-        answer = browser.request(f"/?token={console.token}")
+        answer = browser.request("/")
         csp = answer.headers["Content-Security-Policy"]
         assert "default-src 'self'" in csp
         assert "frame-ancestors 'none'" in csp
@@ -84,8 +97,10 @@ def test_no_action_without_the_csrf_token(endpoint: str, client: SQSClient) -> N
         for path in (f"/q/{name}/redrive", f"/q/{name}/export", "/pause", f"/q/{name}/reread"):
             assert browser.request(path, order).status == 403, path
             assert browser.request(path, {**order, "csrf": "forged"}).status == 403, path
-        stranger = Browser(console.url)
+        stranger = Browser(console.origin)
         assert stranger.request(f"/q/{name}/redrive", {**order, "csrf": "x"}).status == 403
+        csrf = browser.csrf()
+        assert stranger.request(f"/q/{name}/redrive", {**order, "csrf": csrf}).status == 403
         assert console.console.jobs.jobs == {}
         assert depth(client, queues.operator) == 3
         assert depth(client, queues.main) == 0
@@ -118,6 +133,20 @@ def test_read_only_hides_and_refuses_every_action(endpoint: str, client: SQSClie
         for path in (f"/q/{name}/redrive", f"/q/{name}/plan", "/pause"):
             answer = browser.request(path, {"scope": "filter", "to": "main", "csrf": csrf})
             assert answer.status == 403, path
+            assert "read-only console: no action is accepted" in answer.body
+        for path in (f"/q/{name}/export", f"/q/{name}/delete", f"/q/{name}/purge", "/jobs/1/stop"):
+            answer = browser.request(path, {"scope": "filter", "confirm": name, "csrf": csrf})
+            assert answer.status == 403, path
+        assert console.console.jobs.jobs == {}
+        assert depth(client, queues.operator) == 1
+        # A re-read is a read, not an action: offered and accepted (with the CSRF token only).
+        assert 'id="reread"' in page
+        assert browser.request(f"/q/{name}/reread", {}).status == 403
+        before = console.console.snapshot(console.console.queue(name))
+        reread = browser.request(f"/q/{name}/reread", {"csrf": csrf})
+        assert reread.status == 200
+        assert console.console.snapshot(console.console.queue(name)) is not before
+        wait_ready(browser, name)
         assert depth(client, queues.operator) == 1
 
 

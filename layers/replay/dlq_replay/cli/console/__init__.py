@@ -69,10 +69,38 @@ def register(subparsers: Subparsers) -> None:
     parser.set_defaults(run=run_console)
 
 
-def _free_port(host: str) -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind((host, 0))
-        return int(probe.getsockname()[1])
+def _listen(host: str, port: int) -> socket.socket:
+    """A listening socket on host:port (port 0: a free one); a one-line usage error for a host
+    that cannot be resolved or bound here, or a port in use (werkzeug would exit by itself)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        address = socket.getaddrinfo(host, port, family, socket.SOCK_STREAM)[0][4]
+        listener = socket.socket(family, socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as error:
+        raise CommandError(f"cannot listen on {host}: {_why(error)}", EXIT_USAGE) from None
+    try:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(address)
+        listener.listen(128)
+    except OSError as error:
+        listener.close()
+        where = f"{host}:{port}" if port else host
+        raise CommandError(f"cannot listen on {where}: {_why(error)}", EXIT_USAGE) from None
+    return listener
+
+
+def _why(error: BaseException) -> str:
+    if isinstance(error, OSError) and error.strerror:
+        return error.strerror
+    return " ".join(str(error).split()) or type(error).__name__
+
+
+def console_url(host: str, port: int, token: str) -> str:
+    """The URL to open: every page lives under the token's path (docs/console.md)."""
+    shown = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host)  # noqa: S104
+    if ":" in shown:
+        shown = f"[{shown}]"
+    return f"http://{shown}:{port}/{token}/"
 
 
 @operator_command
@@ -96,27 +124,28 @@ def _run(args: argparse.Namespace) -> int:
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
     deployment = resolve_deployment(args)
     sqs = command_sqs(args)
-    port = args.port or _free_port(args.host)
-    hosts = {f"{name}:{port}" for name in ("127.0.0.1", "localhost", args.host)}
-    token = secrets.token_urlsafe(24)
+    listener = _listen(args.host, args.port)
+    port = int(listener.getsockname()[1])
     with tempfile.TemporaryDirectory(prefix="dlq-replay-console-") as folder:
         console = Console(
             args,
             sqs,
             deployment,
             Path(folder),
-            token=token,
+            token=secrets.token_urlsafe(24),
             csrf=secrets.token_urlsafe(24),
-            hosts=frozenset(hosts),
+            hosts=frozenset({"localhost", args.host.lower()}),
         )
         try:
-            server = make_server(args.host, port, create_app(console), threaded=True)
-        except OSError as error:
-            raise CommandError(f"cannot listen on {args.host}:{port}: {error.strerror}") from None
-        shown = "127.0.0.1" if args.host in {"127.0.0.1", "0.0.0.0"} else args.host  # noqa: S104
-        print(f"dlq-replay console: http://{shown}:{port}/?token={token}", flush=True)
+            console.read_kinds()  # a DLQ_KIND that is none of its values: said now, once
+            server = make_server(
+                args.host, port, create_app(console), threaded=True, fd=listener.fileno()
+            )
+        finally:
+            listener.close()  # the server holds its own duplicate
+        print(f"dlq-replay console: {console_url(args.host, port, console.token)}", flush=True)
         if args.read_only:
-            print("read-only: no action is offered or accepted", flush=True)
+            print("read-only: no action is offered or accepted (a re-read is)", flush=True)
         print("Ctrl-C stops it", file=sys.stderr, flush=True)
         signum = _serve(server)
         _stop(console)
@@ -153,6 +182,7 @@ def _stop(console: object) -> None:
     from dlq_replay.cli.console.state import Console
 
     assert isinstance(console, Console)
+    console.close()
     for snapshot in console.snapshots():
         snapshot.stop.set()
     for line in console.jobs.stop_all():

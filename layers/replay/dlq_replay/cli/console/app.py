@@ -1,33 +1,117 @@
 """The console's web application (Flask, Jinja2 with autoescape): pages over `Console`'s state.
 
-Safety (docs/console.md): every request needs the token (from the URL once, then an HttpOnly
-SameSite=Strict cookie) and a Host header naming this server (DNS rebinding); every POST a CSRF
-token; every answer a strict Content-Security-Policy (no inline script or style), nosniff and
-no referrer. Bodies and attributes are data, rendered as text by the templates' autoescape.
+Safety (docs/console.md, "Safety model"): every page lives under a secret path prefix,
+`/<token>/`, checked by `TokenPrefix` in front of Flask, which moves it into SCRIPT_NAME so
+that `url_for` puts it in every link, form, redirect, script and fragment URL; there is no
+cookie (a cookie reaches every port of the host, a URL only its own origin). The Host header
+must name this server (DNS rebinding), every POST carry the CSRF token, every answer a strict
+Content-Security-Policy (no inline script or style), nosniff and no referrer. Bodies and
+attributes are data, rendered as text by the templates' autoescape; the page's script swaps in
+fragments the server rendered, so each table has one renderer.
 """
 
 from __future__ import annotations
 
+import ipaddress
+import logging
+import re
 import secrets
 import time
-from collections.abc import Callable
+import unicodedata
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from flask import Flask, Response, abort, jsonify, redirect, render_template, request, send_file
+from botocore.exceptions import BotoCoreError, ClientError
+from flask import Flask, Response, jsonify, redirect, render_template, request, send_file, url_for
+from werkzeug.exceptions import Forbidden, HTTPException
 from werkzeug.wrappers import Response as BaseResponse
 
-from dlq_replay.cli.console import charts
+from dlq_replay import ops
+from dlq_replay.cli.console import charts, problems
 from dlq_replay.cli.console.snapshot import PAGE_SIZE, Filter
+from dlq_replay.cli.errors import EXIT_USAGE, CommandError, describe_error
 from dlq_replay.cli.output import duration
+from dlq_replay.ops.select import parse_duration
 
 if TYPE_CHECKING:
+    from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
+
+    from dlq_replay.cli.console.jobs import RedriveOrder
     from dlq_replay.cli.console.state import Console
 
-COOKIE = "dlq_console"
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 )
+SECURITY_HEADERS = {
+    "Content-Security-Policy": CSP,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "X-Frame-Options": "DENY",
+    "Cache-Control": "no-store",
+}
+NO_TOKEN = "no token: open the URL the console printed"  # noqa: S105 - a message
+UNKNOWN_HOST = "unknown Host: open the URL the console printed (by name or IP address)"
+# A page number past any queue's last page (SQLite's OFFSET is a 64-bit integer).
+MAX_PAGE = 10_000_000
+LOG = logging.getLogger("dlq_replay.console")
+
+
+def host_allowed(host: str | None, names: Iterable[str], port: str) -> bool:
+    """Whether a Host header names this server: `localhost` or a `--host` name, or any IP
+    literal (v4, or v6 in brackets), with our port. A DNS-rebinding page's requests carry its
+    own domain name in Host, never an IP literal, so any address of this machine may be used
+    (`--host 0.0.0.0` reached by its LAN address)."""
+    if not host:
+        return False
+    found = re.fullmatch(r"(\[[^\]]*\]|[^:\[\]]*)(?::(\d{1,5}))?", host.strip().lower())
+    if found is None or (found.group(2) or "80") != port:
+        return False
+    name = found.group(1)
+    if name.startswith("["):
+        try:
+            return ipaddress.ip_address(name[1:-1]).version == 6
+        except ValueError:
+            return False
+    try:
+        ipaddress.IPv4Address(name)
+    except ValueError:
+        return name in {n.lower() for n in names}
+    return True
+
+
+class TokenPrefix:
+    """WSGI middleware in front of Flask: a request whose path does not start with the token
+    gets 403 (or 400 for a Host that is not this server); the token segment moves into
+    SCRIPT_NAME, so Flask routes the rest and `url_for` prefixes every URL it builds."""
+
+    def __init__(self, app: WSGIApplication, *, token: str, names: frozenset[str]) -> None:
+        self.app = app
+        self.token = token.encode()
+        self.names = names
+
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        port = str(environ.get("SERVER_PORT", ""))
+        if not host_allowed(environ.get("HTTP_HOST"), self.names, port):
+            return _refusal(400, UNKNOWN_HOST)(environ, start_response)
+        path = str(environ.get("PATH_INFO", ""))
+        first, _, rest = path.removeprefix("/").partition("/")
+        # PATH_INFO is bytes as latin-1 text (PEP 3333): back to bytes for a constant-time check.
+        if not secrets.compare_digest(first.encode("latin-1", "replace"), self.token):
+            return _refusal(403, NO_TOKEN)(environ, start_response)
+        environ["SCRIPT_NAME"] = f"{environ.get('SCRIPT_NAME', '')}/{first}"
+        environ["PATH_INFO"] = f"/{rest}"
+        return self.app(environ, start_response)
+
+
+def _refusal(status: int, line: str) -> BaseResponse:
+    return BaseResponse(f"{line}\n", status, mimetype="text/plain", headers=dict(SECURITY_HEADERS))
+
+
+def _same(given: str, secret: str) -> bool:
+    return secrets.compare_digest(
+        given.encode("utf-8", "surrogatepass"), secret.encode("utf-8", "surrogatepass")
+    )
 
 
 def create_app(console: Console) -> Flask:
@@ -35,84 +119,177 @@ def create_app(console: Console) -> Flask:
     app.config.update(MAX_CONTENT_LENGTH=2_000_000, JSON_SORT_KEYS=False)
     app.jinja_env.autoescape = True  # every template, whatever its name
     app.jinja_env.globals.update(duration=_age, csrf=console.csrf, read_only=console.read_only)
+    app.wsgi_app = TokenPrefix(  # type: ignore[method-assign]
+        app.wsgi_app, token=console.token, names=console.hosts
+    )
 
     @app.before_request
-    def guard() -> BaseResponse | None:
-        if request.host not in console.hosts:
-            abort(400, "unknown Host")
-        given = request.args.get("token")
-        if given is not None and secrets.compare_digest(given, console.token):
-            response = redirect(request.path)
-            response.set_cookie(COOKIE, console.token, httponly=True, samesite="Strict", path="/")
-            return response
-        if not secrets.compare_digest(request.cookies.get(COOKIE, ""), console.token):
-            abort(403, "no token: open the URL the console printed")
-        if request.method == "POST":
-            if console.read_only:
-                abort(403, "read-only console")
-            sent = request.form.get("csrf") or request.headers.get("X-CSRF-Token", "")
-            if not secrets.compare_digest(sent, console.csrf):
-                abort(403, "no CSRF token")
-        return None
+    def guard() -> None:
+        if request.method != "POST":
+            return
+        sent = request.form.get("csrf") or request.headers.get("X-CSRF-Token", "")
+        if not _same(sent, console.csrf):
+            raise Forbidden("no CSRF token: reload the page")
+        # A re-read is a read (it moves nothing, within the receive budget): allowed.
+        if console.read_only and request.endpoint != "reread":
+            raise Forbidden("read-only console: no action is accepted")
 
     @app.after_request
     def headers(response: Response) -> Response:
-        response.headers["Content-Security-Policy"] = CSP
-        response.headers["X-Content-Type-Options"] = "nosniff"
-        response.headers["Referrer-Policy"] = "no-referrer"
-        response.headers["X-Frame-Options"] = "DENY"
-        response.headers["Cache-Control"] = "no-store"
+        response.headers.update(SECURITY_HEADERS)
         return response
 
+    @app.context_processor
+    def everywhere() -> dict[str, Any]:
+        return {"running": console.jobs.running()}
+
+    _errors(app)
     _pages(app, console)
     _actions(app, console)
     return app
+
+
+def _errors(app: Flask) -> None:
+    """Every refusal as a page (or `{"error": line}` under /api/) that says what was wrong;
+    500 only for a bug, logged, its details never in the answer."""
+
+    @app.errorhandler(problems.ConsoleProblem)
+    def problem(error: problems.ConsoleProblem) -> tuple[Any, int]:
+        return _answer(error.status, str(error))
+
+    @app.errorhandler(HTTPException)
+    def http_problem(error: HTTPException) -> Any:
+        if error.code is None or error.code < 400:
+            return error
+        return _answer(error.code, error.description or error.name)
+
+    @app.errorhandler(ClientError)
+    @app.errorhandler(BotoCoreError)
+    @app.errorhandler(ops.OpsError)
+    @app.errorhandler(CommandError)
+    def aws_problem(error: Exception) -> tuple[Any, int]:
+        line, code = describe_error(error)
+        usage = code == EXIT_USAGE or getattr(error, "usage", False)
+        return _answer(400 if usage else 502, line)
+
+    @app.errorhandler(Exception)
+    def bug(error: Exception) -> tuple[Any, int]:
+        LOG.error("console: %s %s failed", request.method, request.path, exc_info=error)
+        return _answer(500, "the console failed (a bug): its terminal shows the details")
+
+
+def _answer(status: int, line: str) -> tuple[Any, int]:
+    line = " ".join(line.split())
+    if request.path.startswith("/api/"):
+        return jsonify({"error": line}), status
+    try:
+        return render_template("error.html", status=status, line=line), status
+    except Exception:  # the error page itself failed: the line, as text
+        LOG.exception("console: the error page failed")
+        return Response(f"{line}\n", mimetype="text/plain"), status
 
 
 def _age(seconds: float | None) -> str:
     return "-" if seconds is None else duration(int(seconds))
 
 
+def checked_filter(form: Any) -> Filter:
+    """The form's filter; BadRequest (the line says which field) for an age that is no
+    duration."""
+    selected = Filter.from_form(form)
+    for name, value in (("older than", selected.older_than), ("newer than", selected.newer_than)):
+        if value:
+            try:
+                parse_duration(value)
+            except ValueError as error:
+                raise problems.BadRequest(f"{name}: {error}") from None
+    return selected
+
+
+def checked_rate(form: Any) -> None:
+    text = str(form.get("rate", "")).strip()
+    if not text:
+        return
+    try:
+        rate = float(text)
+    except ValueError:
+        rate = float("nan")
+    if not 0 < rate < 1e6:
+        raise problems.BadRequest(f"rate: {text[:40]!r} is no number of messages per second")
+
+
+def safe_filename(given: str, default: str) -> str:
+    """A download's name as a plain file name: no control or format characters (CR, LF, NUL,
+    bidi overrides), no path separators, at most 200 characters; `default` when none is left."""
+    kept = "".join(
+        "_" if char in "/\\" else char
+        for char in given
+        if unicodedata.category(char)[0] != "C" and unicodedata.category(char) not in {"Zl", "Zp"}
+    )
+    name = " ".join(kept.split())[:200].strip(" .")
+    return name or default
+
+
+def _page(value: str | None) -> int:
+    try:
+        return min(max(0, int(value or 0)), MAX_PAGE)
+    except ValueError:
+        return 0
+
+
 def _pages(app: Flask, console: Console) -> None:
     @app.get("/")
     def overview() -> str:
-        return render_template("overview.html", view=console.overview(), now=time.time())
+        return render_template("overview.html", **_overview_view(console))
+
+    @app.get("/fragments/overview")
+    def overview_fragment() -> str:
+        return render_template("_overview_table.html", **_overview_view(console))
 
     @app.get("/api/overview")
     def overview_json() -> Response:
         return jsonify(console.overview_json())
 
     @app.get("/q/<name>")
-    def queue(name: str) -> str:
+    def queue(name: str) -> tuple[str, int]:
         info = console.queue(name)
         snapshot = console.snapshot(info)
-        selected = Filter.from_form(request.args)
-        page = max(0, request.args.get("page", 0, type=int))
+        page = _page(request.args.get("page"))
         now = time.time()
-        view: dict[str, Any] = {"info": info, "snapshot": snapshot, "filter": selected}
+        view: dict[str, Any] = {"info": info, "snapshot": snapshot, "count": 0, "rows": []}
+        status = 200
+        try:
+            selected = checked_filter(request.args)
+        except problems.BadRequest as error:
+            selected, status = Filter.from_form(request.args), error.status
+            view["problem"] = str(error)
+        view["filter"] = selected
+        if snapshot.ready and status == 200:
+            count = snapshot.count(selected, now)
+            page = min(page, max(0, count - 1) // PAGE_SIZE)
+            view.update(
+                count=count,
+                rows=snapshot.rows(selected, now, page),
+                reasons=charts.bar_chart("park reasons", snapshot.groups("reason", selected, now)),
+                kinds=charts.bar_chart("kinds", snapshot.groups("kind", selected, now)),
+                ages=charts.bar_chart("ages", snapshot.ages(selected, now)),
+            )
         if snapshot.ready:
-            try:
-                view.update(
-                    count=snapshot.count(selected, now),
-                    rows=snapshot.rows(selected, now, page),
-                    reasons=charts.bar_chart(
-                        "park reasons", snapshot.groups("reason", selected, now)
-                    ),
-                    kinds=charts.bar_chart("kinds", snapshot.groups("kind", selected, now)),
-                    ages=charts.bar_chart("ages", snapshot.ages(selected, now)),
-                    all_reasons=[r for r, _ in snapshot.groups("reason", Filter(), now)],
-                    all_kinds=[k for k, _ in snapshot.groups("kind", Filter(), now)],
-                )
-            except ValueError as error:
-                view.update(count=0, rows=[], problem=str(error))
-        return render_template(
+            view.update(
+                all_reasons=[r for r, _ in snapshot.groups("reason", Filter(), now)],
+                all_kinds=[k for k, _ in snapshot.groups("kind", Filter(), now)],
+            )
+        html = render_template(
             "queue.html",
             view=view,
             page=page,
             page_size=PAGE_SIZE,
             now=now,
             destinations=console.destinations(info),
+            kinds_read=console.read_kinds()[1],
+            reread_refusal=console.reread_refusal(info),
         )
+        return html, status
 
     @app.get("/api/q/<name>/snapshot")
     def snapshot_json(name: str) -> Response:
@@ -122,6 +299,12 @@ def _pages(app: Flask, console: Console) -> None:
     @app.get("/jobs/<job_id>")
     def job(job_id: str) -> str:
         return render_template("job.html", job=console.job(job_id))
+
+    @app.get("/jobs/<job_id>/fragment")
+    def job_fragment(job_id: str) -> str:
+        found = console.job(job_id)
+        found.polled = time.monotonic()
+        return render_template("_job.html", job=found)
 
     @app.get("/api/jobs/<job_id>")
     def job_json(job_id: str) -> Response:
@@ -133,7 +316,7 @@ def _pages(app: Flask, console: Console) -> None:
     def download(job_id: str) -> Response:
         found = console.job(job_id)
         if found.download is None:
-            abort(404)
+            raise problems.NotFound("this action has no download (yet)")
         return send_file(
             found.download,
             mimetype="application/x-ndjson",
@@ -147,43 +330,50 @@ def _pages(app: Flask, console: Console) -> None:
         return render_template("audit.html", actions=actions, where=where, problem=problem)
 
 
+def _overview_view(console: Console) -> dict[str, Any]:
+    return {"view": console.overview(), "kinds_read": console.read_kinds()[1]}
+
+
 def _actions(app: Flask, console: Console) -> None:
     def go(job_id: str) -> BaseResponse:
-        return redirect(f"/jobs/{job_id}", code=303)
+        return redirect(url_for("job", job_id=job_id), code=303)
+
+    def order(name: str) -> RedriveOrder:
+        """The form's order, its filter and rate checked first (a line for each mistake)."""
+        checked_filter(request.form)
+        checked_rate(request.form)
+        return console.order(console.queue(name), request.form)
 
     @app.post("/q/<name>/reread")
     def reread(name: str) -> BaseResponse:
-        console.snapshot(console.queue(name), fresh=True)
-        return redirect(f"/q/{name}", code=303)
+        console.snapshot(console.queue(name), fresh=True)  # Refused when a read could move one
+        return redirect(url_for("queue", name=name), code=303)
 
     @app.post("/q/<name>/plan")
     def plan(name: str) -> str:
-        info = console.queue(name)
-        order = console.order(info, request.form)
+        chosen = order(name)
         return render_template(
             "plan.html",
-            info=info,
-            order=order,
-            plan=console.plan(order),
+            info=chosen.source,
+            order=chosen,
+            plan=console.plan(chosen),
             form=request.form,
         )
 
     @app.post("/q/<name>/redrive")
     def redrive(name: str) -> BaseResponse:
-        order = console.order(console.queue(name), request.form)
-        return go(console.start_redrive(order).id)
+        return go(console.start_redrive(order(name)).id)
 
     @app.post("/q/<name>/export")
     def export(name: str) -> BaseResponse:
-        order = console.order(console.queue(name), request.form)
-        filename = request.form.get("filename", "").strip() or f"{name}-export.jsonl"
-        return go(console.start_export(order, filename[:200]).id)
+        chosen = order(name)
+        filename = safe_filename(request.form.get("filename", ""), f"{name}-export.jsonl")
+        return go(console.start_export(chosen, filename).id)
 
     @app.post("/q/<name>/delete")
     def delete(name: str) -> BaseResponse:
-        info = console.queue(name)
-        order = console.order(info, request.form)
-        return go(console.start_delete(order, request.form.get("confirm", "")).id)
+        chosen = order(name)
+        return go(console.start_delete(chosen, request.form.get("confirm", "")).id)
 
     @app.post("/q/<name>/purge")
     def purge(name: str) -> BaseResponse:
@@ -196,12 +386,5 @@ def _actions(app: Flask, console: Console) -> None:
 
     @app.post("/jobs/<job_id>/stop")
     def stop(job_id: str) -> Response:
-        console.job(job_id).stop.set()
+        console.job(job_id).halt()
         return jsonify({"stopping": True})
-
-
-def not_found(_: Any) -> tuple[str, int]:
-    return "not found", 404
-
-
-Handler = Callable[..., Any]
