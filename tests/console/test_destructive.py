@@ -16,7 +16,7 @@ from .support import Browser, depth, park, served
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
-pytestmark = pytest.mark.moto_only(reason="the demo's embedded moto server")
+pytestmark = pytest.mark.emulator
 
 
 def finished(browser: Browser, answer_body: str) -> dict[str, Any]:
@@ -36,7 +36,6 @@ def test_delete_and_purge_need_the_name_typed_back(endpoint: str, client: SQSCli
     park(client, queues.operator, [f"drop {n}" for n in range(3)], reason="rejected")
     with served(endpoint, queues) as console:
         browser = Browser(console.url)
-        browser.request(f"/?token={console.token}")
         browser.request(f"/q/{name}")
         deadline = time.monotonic() + 20
         while browser.json(f"/api/q/{name}/snapshot")["state"] == "reading":

@@ -1,9 +1,10 @@
 """Stopping the console mid-redrive (Ctrl-C: SIGINT to `dlq-replay console`) ends the action as
-an interrupted `dlq-replay redrive` ends: nothing lost, nothing left hidden, and the tally it
-prints is what the queues hold."""
+an interrupted `dlq-replay redrive` ends: nothing lost, nothing left hidden, the tally it
+prints is what the queues hold, and the audit trail records it `interrupted`, exit code 130."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 
     from mypy_boto3_sqs import SQSClient
 
-pytestmark = pytest.mark.moto_only(reason="the demo's embedded moto server")
+pytestmark = pytest.mark.emulator
 TOTAL = 40
 
 
@@ -47,10 +48,10 @@ def test_stopping_the_console_mid_redrive_loses_nothing(
     try:
         assert process.stdout is not None
         first = process.stdout.readline()
-        found = re.search(r"(http://[^/]+)/\?token=(\S+)", first)
+        found = re.search(r"(http://[^/]+/[A-Za-z0-9_-]{32})/$", first.strip())
         assert found, first
         browser = Browser(found.group(1))
-        assert browser.request(f"/?token={found.group(2)}").status == 200
+        assert browser.request("/").status == 200
         browser.request(f"/q/{name}")
         deadline = time.monotonic() + 20
         while browser.json(f"/api/q/{name}/snapshot")["state"] == "reading":
@@ -73,6 +74,14 @@ def test_stopping_the_console_mid_redrive_loses_nothing(
     seen = int(re.search(r"seen \(received\): (\d+)", out).group(1))  # type: ignore[union-attr]
     assert 5 <= moved < TOTAL, out
     assert "rerun to continue, nothing is lost" in out
+    # The trail says what the page said: stopped, as a Ctrl-C'd `dlq-replay redrive` is.
+    trail = (tmp_path / "dlq-replay" / "audit.jsonl").read_text().splitlines()
+    (end,) = [record for line in trail if (record := json.loads(line))["phase"] == "end"]
+    assert (end["command"], end["origin"]) == ("redrive", "console")
+    assert (end["outcome"], end["exit_code"]) == ("interrupted", 130)
+    assert end["tally"]["moved"] == moved
+    assert end["tally"]["interrupted"] == "console stopped"
+    assert end["left"] == "no message is left hidden"
     assert seen <= TOTAL
     # Nothing lost, nothing hidden: what the tally says moved is in the main queue, the rest
     # is back in the operator queue, visible.

@@ -9,8 +9,12 @@ from typing import TYPE_CHECKING, Any
 
 import boto3
 import pytest
+from dlq_replay import ops
+from dlq_replay.cli.console.connection import Connection
+from dlq_replay.cli.console.destructive import run_purge
+from dlq_replay.cli.console.jobs import Job
+from dlq_replay.cli.errors import CommandError
 from dlq_replay.cli.main import build_parser
-from dlq_replay.cli.purge import run_purge
 
 from .stack import deploy
 from .support import Queues, assert_one_line_error, depth, make_queues, park, run_cli
@@ -176,18 +180,32 @@ def test_delete_on_a_dlq_keeps_the_receive_budget(
     assert depth(sqs, wired.operator) == (0, 0)
 
 
-def test_the_console_calls_the_same_run_function_and_is_recorded_as_such(
+def test_the_console_purge_is_recorded_as_the_console_s_with_the_cli_s_request(
     capsys: pytest.CaptureFixture[str], shop: dict[str, str], sqs: SQSClient
 ) -> None:
+    """The console purges through `ops` (no run function, no Namespace): its records say
+    `console`, with the options `dlq-replay purge` records, by the same names."""
     operator = shop["OperatorQueueUrl"]
-    park(sqs, operator, ["a"])
-    args = build_parser(["purge"]).parse_args(
-        ["purge", "operator", "--stack", "shop", "--confirm", name_of(operator), "--json"]
-    )
-    args.origin = "console"
+    dlq = shop["DeadLetterQueueUrl"]
+    park(sqs, dlq, ["a"])
+    typed = run_cli(capsys, "purge", "dlq", "--stack", "shop", "--confirm", name_of(dlq))
+    assert typed.code == 0, typed
+    park(sqs, operator, ["b"])
+    args = build_parser(["console"]).parse_args(["console", "--stack", "shop"])
+    job = Job("purge", name_of(operator), "purge")
 
-    assert run_purge(args) == 0
+    connection, queue = Connection.from_args(args), ops.queue_info(sqs, operator)
 
-    (action,) = audit_of(capsys)
-    assert action["origin"] == "console"
-    assert action["command"] == "purge"
+    with pytest.raises(CommandError, match="is not the name of the queue"):
+        run_purge(connection, sqs, queue, "x", job)
+    run_purge(connection, sqs, queue, queue.name, job)
+
+    console, wrong, cli = audit_of(capsys)
+    assert (console["origin"], console["command"], console["outcome"]) == ("console", "purge", "ok")
+    assert console["request"].keys() == cli["request"].keys() == {"queue", "confirm", "stack"}
+    assert cli["origin"] == "cli"
+    assert console["tally"]["purged"] == 1
+    assert console["queues"] == [operator]
+    assert wrong["outcome"] == "error"
+    assert "is not the name of the queue" in wrong["error"]
+    assert depth(sqs, operator) == (0, 0)

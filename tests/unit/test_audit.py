@@ -1,18 +1,24 @@
 """The audit trail's records and stores, without AWS: the JSON form round-trips, whatever a
 store holds besides records is skipped (never an error), the newest actions come back whole,
-and the recorder refuses an action whose begin could not be written."""
+the action refuses to run when its begin could not be written, and every way an action ends
+(its exit code, an error, a signal, a stop token, a run abandoned on a second signal) gives
+one end record of the same shape."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import string
 import threading
+import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from dlq_replay.audit import (
+    Action,
     AuditError,
     AuditRecord,
     FileAuditStore,
@@ -20,11 +26,10 @@ from dlq_replay.audit import (
     Origin,
     Outcome,
     Phase,
-    Recorder,
     pair_records,
     utc_text,
 )
-from dlq_replay.audit.recorder import outcome_of
+from dlq_replay.audit.recorder import ABANDON_SECONDS, outcome_of
 from dlq_replay.audit.store import take_actions
 from hypothesis import given
 from hypothesis import strategies as st
@@ -51,9 +56,16 @@ json_values = st.recursive(
     tally=st.none() | st.dictionaries(texts, json_values, max_size=4),
     size=st.none() | st.integers(0, 10**6),
     error=st.none() | texts,
+    left=st.none() | st.text(max_size=20),
+    abandoned=st.none() | st.text(max_size=20),
 )
 def test_a_record_round_trips_through_its_json(
-    request: dict[str, object], tally: dict[str, object] | None, size: int | None, error: str | None
+    request: dict[str, object],
+    tally: dict[str, object] | None,
+    size: int | None,
+    error: str | None,
+    left: str | None,
+    abandoned: str | None,
 ) -> None:
     end = record(
         1,
@@ -65,6 +77,8 @@ def test_a_record_round_trips_through_its_json(
         outcome=Outcome.FAILED,
         exit_code=1,
         queues=("https://q/a",),
+        left=left,
+        abandoned=abandoned,
     )
     text = json.dumps(end.to_json())
     assert AuditRecord.from_json(json.loads(text)) == end
@@ -115,13 +129,18 @@ def test_since_is_the_start_time(tmp_path: Path) -> None:
     assert [a.record.action_id for a in store.actions(since=since)] == ["id0020", "id0010"]
 
 
-def recorder(store: FileAuditStore, identify: object = lambda: CALLER) -> Recorder:
-    return Recorder(
+def recorder(
+    store: FileAuditStore,
+    identify: Callable[[], Identity] = lambda: CALLER,
+    stop: threading.Event | None = None,
+) -> Action:
+    return Action(
         "purge",
         Origin.CONSOLE,
         {"queue": "operator"},
         open_store=lambda: store,
-        identify=identify,  # type: ignore[arg-type]
+        identify=identify,
+        stop=stop,
     )
 
 
@@ -227,3 +246,136 @@ def test_an_end_that_cannot_be_written_is_said_and_the_begin_stands(tmp_path: Pa
 )
 def test_the_exit_code_says_the_outcome(code: int, outcome: Outcome) -> None:
     assert outcome_of(code) is outcome
+
+
+def test_an_action_held_in_a_with_block_ends_by_its_exit_code(tmp_path: Path) -> None:
+    store = FileAuditStore(tmp_path / "audit.jsonl")
+    with recorder(store) as action:
+        action.gate(queues=("https://q/operator",), selection_size=2)
+        action.tally({"deleted": 1, "failed": 1})
+        action.leftover("never read: the action was not stopped")
+        action.ended(1)
+
+    (done,) = store.actions()
+    assert done.end is not None
+    assert (done.end.outcome, done.end.exit_code, done.end.left) == (Outcome.FAILED, 1, None)
+    assert action.problem is None
+
+
+class Signalled(KeyboardInterrupt):
+    """What `cli.shutdown.Interrupted` is to the audit: a KeyboardInterrupt with its code."""
+
+    code = 143
+
+
+def _stopped_by_token(action: Action, stop: threading.Event) -> None:
+    stop.set()
+    action.ended(0)  # the work returned normally, having seen the token
+
+
+def _stopped_by_signal(action: Action, stop: threading.Event) -> None:
+    raise Signalled("interrupted (SIGTERM)")
+
+
+def _stopped_by_ctrl_c(action: Action, stop: threading.Event) -> None:
+    raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize(
+    ("stopping", "code", "error"),
+    [
+        (_stopped_by_token, 130, None),
+        (_stopped_by_signal, 143, "Signalled: interrupted (SIGTERM)"),
+        (_stopped_by_ctrl_c, 130, "KeyboardInterrupt: "),
+    ],
+)
+def test_a_stopped_action_ends_interrupted_with_its_tally_and_what_was_left(
+    tmp_path: Path,
+    stopping: Callable[[Action, threading.Event], None],
+    code: int,
+    error: str | None,
+) -> None:
+    store = FileAuditStore(tmp_path / "audit.jsonl")
+    stop = threading.Event()
+
+    def run() -> None:
+        with recorder(store, stop=stop) as action:
+            action.gate(queues=("https://q/operator",), selection_size=9)
+            action.tally({"moved": 4, "interrupted": "SIGINT"})
+            action.leftover("no message is left hidden")
+            stopping(action, stop)
+
+    with pytest.raises(KeyboardInterrupt) if error else contextlib.nullcontext():
+        run()
+
+    (done,) = store.actions()
+    end = done.end
+    assert end is not None
+    assert (end.outcome, end.exit_code) == (Outcome.INTERRUPTED, code)
+    assert end.tally == {"moved": 4, "interrupted": "SIGINT"}
+    assert end.left == "no message is left hidden"
+    assert end.error == error
+    shape = {"queues", "selection_size", "outcome", "exit_code", "tally", "left"}
+    assert set(end.to_json()) - set(done.record.to_json()) - {"error"} == shape
+
+
+def test_an_abandoned_action_writes_its_end_at_once_and_only_once(tmp_path: Path) -> None:
+    """A second signal: the end is written before the process exits (`abandon`), and the
+    unwinding that follows in the same process writes no second end."""
+    path = tmp_path / "audit.jsonl"
+    store = FileAuditStore(path)
+    problems: list[str | None] = []
+
+    def run() -> None:
+        with recorder(store) as action:
+            action.gate()
+            action.tally({"moved": 2})
+            problems.append(action.abandon("second signal (SIGINT)", 130, "3 stay hidden"))
+            raise KeyboardInterrupt("abandoned")  # what Shutdown.run raises when exit returns
+
+    with pytest.raises(KeyboardInterrupt):
+        run()
+    assert problems == [None]
+
+    assert len(path.read_text().splitlines()) == 2
+    (done,) = store.actions()
+    assert done.end is not None
+    assert (done.end.outcome, done.end.exit_code) == (Outcome.INTERRUPTED, 130)
+    assert (done.end.abandoned, done.end.left) == ("second signal (SIGINT)", "3 stay hidden")
+    assert done.end.tally == {"moved": 2}
+
+
+class Hanging(FileAuditStore):
+    """A trail whose end never gets written (a DynamoDB that stopped answering)."""
+
+    def write(self, record: AuditRecord) -> None:
+        if record.phase is Phase.END:
+            threading.Event().wait(30)
+        super().write(record)
+
+
+def test_an_abandoned_action_waits_for_its_end_no_longer_than_the_bound(tmp_path: Path) -> None:
+    action = Action(
+        "redrive",
+        Origin.CLI,
+        {},
+        open_store=lambda: Hanging(tmp_path / "audit.jsonl"),
+        identify=lambda: CALLER,
+    )
+    action.start()
+    action.gate()
+    started = time.monotonic()
+
+    problem = action.abandon("second signal (SIGINT)", 130, "")
+
+    assert time.monotonic() - started < ABANDON_SECONDS + 0.5
+    assert problem == "the result was not recorded in the audit trail in 2 s"
+
+
+def test_an_unrecorded_action_writes_nothing(tmp_path: Path) -> None:
+    with Action.unrecorded("redrive") as action:
+        action.gate(queues=("https://q/a",))
+        action.tally({"moved": 1})
+        action.ended(0)
+    assert action.end is None
+    assert action.problem is None

@@ -4,7 +4,8 @@ how it ended (docs/operator-audit.md).
 An action is recorded twice, append-only: a `begin` record before it changes anything and an
 `end` record with its tally or its error. `model` holds the records, `identity` asks STS who
 the caller is, `store` keeps them (the stack's DynamoDB table, or a local JSON Lines file),
-`recorder` writes them around an action. Never in the Lambda layer: only operators write it.
+`recorder.Action` writes them around an action, held by the command that runs it. Never in
+the Lambda layer: only operators write it.
 """
 
 from dlq_replay.audit.identity import Identity, caller_identity
@@ -17,7 +18,7 @@ from dlq_replay.audit.model import (
     pair_records,
     utc_text,
 )
-from dlq_replay.audit.recorder import AuditError, Recorder
+from dlq_replay.audit.recorder import Action, AuditError
 from dlq_replay.audit.store import (
     AuditStore,
     DynamoAuditStore,
@@ -26,6 +27,7 @@ from dlq_replay.audit.store import (
 )
 
 __all__ = [
+    "Action",
     "AuditAction",
     "AuditError",
     "AuditRecord",
@@ -36,7 +38,6 @@ __all__ = [
     "Origin",
     "Outcome",
     "Phase",
-    "Recorder",
     "caller_identity",
     "default_file_path",
     "pair_records",

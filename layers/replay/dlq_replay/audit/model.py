@@ -57,6 +57,8 @@ class AuditRecord:
     exit_code: int | None = None
     tally: Mapping[str, Any] | None = None
     error: str | None = None
+    left: str | None = None  # an interrupted action's leftovers: hidden messages, until when
+    abandoned: str | None = None  # why its process exited without waiting for the work
 
     @property
     def sort_key(self) -> str:
@@ -81,6 +83,8 @@ class AuditRecord:
             "exit_code": self.exit_code,
             "tally": None if self.tally is None else dict(self.tally),
             "error": self.error,
+            "left": self.left,
+            "abandoned": self.abandoned,
         }
         data.update({key: value for key, value in optional.items() if value is not None})
         return data
@@ -105,8 +109,14 @@ class AuditRecord:
             outcome=None if outcome is None else Outcome(outcome),
             exit_code=None if code is None else int(code),
             tally=data.get("tally"),
-            error=None if data.get("error") is None else str(data["error"]),
+            error=_text(data.get("error")),
+            left=_text(data.get("left")),
+            abandoned=_text(data.get("abandoned")),
         )
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +157,8 @@ class AuditAction:
             "exit_code": self.end.exit_code if self.end else None,
             "tally": self.end.tally if self.end else None,
             "error": self.end.error if self.end else None,
+            "left": self.end.left if self.end else None,
+            "abandoned": self.end.abandoned if self.end else None,
         }
 
 

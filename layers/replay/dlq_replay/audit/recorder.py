@@ -1,20 +1,30 @@
-"""Recording one action: its `begin` written in the background from the moment the action is
-named, `gate()` before its first change, its `end` with the tally or the error.
+"""Recording one action: `Action`, a context manager the command holds from the moment the
+action is named to its end. The begin record is written in the background from the start,
+`gate()` waits for it before the first change, and leaving the `with` block writes the end with
+the outcome, the exit code, the tally and what was left.
 
 The begin is written on a thread while the command does its own checks (reading the stack,
 the queues), so the audit costs the action no time unless the write is slower than those
 checks; `gate()` then waits for it and refuses the action when it failed: an action that
 cannot be recorded does not run. Two threads: one asks STS who the caller is, the other opens
 the store (which may read the stack) and writes the begin once the identity is known.
+
+One end shape whoever runs the action (the CLI or the console): a normal exit is `ok` or
+`failed` by its exit code; a KeyboardInterrupt (the CLI's signals), or a stop token that was set
+(the console's Stop button, the console stopped), is `interrupted` with 128 + the signal's
+number (130 when no signal is named), the tally so far and what was left (`leftover`). A run
+abandoned on a second signal writes its end at once (`abandon`), within `ABANDON_SECONDS`.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
+from types import TracebackType
 from typing import Any
 
 from dlq_replay.audit.identity import Identity
@@ -26,6 +36,9 @@ EXIT_OK, EXIT_FAILED = 0, 1
 # unknown (an endpoint where STS is unreachable must not hold an operator up for long).
 IDENTITY_PATIENCE_SECONDS = 3.0
 SIGNAL_EXITS = 128  # 128 + the signal's number: a signal stopped the command
+EXIT_STOPPED = 130  # a stop without a signal of its own (a Stop button): as SIGINT's
+# An abandoned run (a second signal) exits this long after it at the latest: the end's write.
+ABANDON_SECONDS = 2.0
 
 
 class AuditError(Exception):
@@ -48,8 +61,16 @@ def outcome_of(exit_code: int) -> Outcome:
     return Outcome.FAILED if exit_code == EXIT_FAILED else Outcome.ERROR
 
 
-class Recorder:
-    """The audit of one action (start(), gate(), note(), finish())."""
+def interrupt_code(error: KeyboardInterrupt) -> int:
+    """The exit code of a KeyboardInterrupt: an `Interrupted`'s own (128 + its signal), 130."""
+    code = getattr(error, "code", None)
+    return code if isinstance(code, int) and code >= SIGNAL_EXITS else EXIT_STOPPED
+
+
+class Action:
+    """The audit of one action: `with Action(...) as action:` around the work, `gate()` before
+    its first change, `tally()` and `leftover()` as they become known, `ended(code)` with the
+    exit code. Not recorded at all (a dry run): `Action.unrecorded()`."""
 
     def __init__(
         self,
@@ -60,6 +81,9 @@ class Recorder:
         open_store: Callable[[], AuditStore],
         identify: Callable[[], Identity],
         describe: Callable[[BaseException], str] = _plain,
+        stop: threading.Event | None = None,
+        announce: Callable[[AuditStore], None] | None = None,
+        recorded: bool = True,
     ) -> None:
         self.started = _now()
         self.begin = AuditRecord(
@@ -72,20 +96,48 @@ class Recorder:
             identity=Identity.unknown("not asked yet"),
             request=dict(request),
         )
+        self.recorded = recorded
+        self.stop = stop  # set: the action was stopped (the end is `interrupted`)
         self.store: AuditStore | None = None
         self.failure: str | None = None  # why the begin could not be written
+        self.problem: str | None = None  # why the end could not be written
+        self.end: AuditRecord | None = None  # once written
         self.waited = 0.0  # seconds gate() waited for the begin
+        self.identity_patience = IDENTITY_PATIENCE_SECONDS
         self._open_store = open_store
         self._identify = identify
         self._describe = describe
+        self._announce = announce
         self._identity = self.begin.identity
         self._details: dict[str, Any] = {}
         self._tally: Mapping[str, Any] | None = None
+        self._left: str | None = None
+        self._code: int | None = None
         self._writer: threading.Thread | None = None
-        self.identity_patience = IDENTITY_PATIENCE_SECONDS
+        self._ending = threading.Lock()  # one end, whoever writes it first
+
+    @classmethod
+    def unrecorded(cls, command: str, origin: Origin = Origin.CLI) -> Action:
+        """An action that changes nothing (a dry run): the same calls, nothing written."""
+        return cls(
+            command,
+            origin,
+            {},
+            open_store=_no_store,
+            identify=lambda: Identity.unknown("not recorded"),
+            recorded=False,
+        )
+
+    @property
+    def action_id(self) -> str:
+        return self.begin.action_id
+
+    # -- the begin ---------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Ask who the caller is and write the begin, both in the background."""
+        """Ask who the caller is and write the begin, both in the background (once)."""
+        if not self.recorded or self._writer is not None:
+            return
         asking = threading.Thread(target=self._ask, name="audit-identity", daemon=True)
         writing = threading.Thread(
             target=self._write_begin, args=(asking,), name="audit-begin", daemon=True
@@ -115,20 +167,30 @@ class Recorder:
         except Exception as error:  # any reason refuses the action (gate)
             self.failure = self._describe(error)
 
-    def _join(self) -> None:
+    def _join(self, timeout: float | None = None) -> None:
         """Wait for the begin (an STS call still hanging is left to its daemon thread)."""
         if self._writer is not None:
-            self._writer.join()
+            self._writer.join(timeout)
 
-    def gate(self) -> None:
-        """Return once the begin is written; AuditError when it could not be."""
-        waiting = _now()
+    def gate(self, *, queues: tuple[str, ...] = (), selection_size: int | None = None) -> None:
+        """Before the first change: what the action works on (for the end), then return once
+        the begin is written; AuditError when it could not be."""
+        self.note(queues=queues, selection_size=selection_size)
+        if not self.recorded:
+            return
+        self.start()
+        waiting = time.monotonic()
         self._join()
-        self.waited += (_now() - waiting).total_seconds()
+        self.waited += time.monotonic() - waiting
         if self.failure is not None:
             raise AuditError(
                 f"the action was not recorded in the audit trail, so it did not run: {self.failure}"
             )
+        if self._announce is not None and self.store is not None:
+            announce, self._announce = self._announce, None
+            announce(self.store)
+
+    # -- what the end says -------------------------------------------------------------------
 
     def note(self, *, queues: tuple[str, ...] = (), selection_size: int | None = None) -> None:
         """What the action works on, once the command has resolved it (for the end)."""
@@ -138,22 +200,66 @@ class Recorder:
             self._details["selection_size"] = selection_size
 
     def tally(self, tally: Mapping[str, Any]) -> None:
-        """The action's final tally (for the end)."""
+        """The action's tally, final or so far (for the end)."""
         self._tally = tally
+
+    def leftover(self, text: str) -> None:
+        """What a stopped action left (hidden messages, copies to check), for the end."""
+        self._left = text
+
+    def ended(self, exit_code: int) -> int:
+        """The run's exit code, for the end; returned."""
+        self._code = exit_code
+        return exit_code
+
+    # -- the end -----------------------------------------------------------------------------
+
+    def __enter__(self) -> Action:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if isinstance(error, AuditError) or not self.recorded:
+            return  # refused before it ran, or nothing to record
+        self.problem = self.finish(self._code, error)
 
     def finish(self, exit_code: int | None, error: BaseException | None = None) -> str | None:
         """Write the end: the exit code's outcome, or the error's. What went wrong with the
         audit itself, in one line, else None."""
         self._join()
-        if self.store is None:
-            return f"the action was not recorded in the audit trail: {self.failure}"
-        if error is not None:
-            interrupted = isinstance(error, KeyboardInterrupt)
-            outcome = Outcome.INTERRUPTED if interrupted else Outcome.ERROR
-            text: str | None = self._describe(error)
+        return self._write_end(self._end_record(exit_code, error), deadline=None)
+
+    def abandon(self, why: str, exit_code: int, left: str) -> str | None:
+        """The run is abandoned (a second signal, requests that never came back) and the
+        process exits now: write the end at once, within `ABANDON_SECONDS` (the begin's write
+        included). What went wrong with the audit, else None."""
+        if not self.recorded:
+            return None
+        deadline = time.monotonic() + ABANDON_SECONDS
+        self._left = left
+        self._join(ABANDON_SECONDS)
+        record = self._end_record(exit_code, None)
+        return self._write_end(replace(record, abandoned=why), deadline=deadline)
+
+    def _end_record(self, exit_code: int | None, error: BaseException | None) -> AuditRecord:
+        text: str | None = None
+        if isinstance(error, KeyboardInterrupt):
+            outcome, exit_code = Outcome.INTERRUPTED, interrupt_code(error)
+            text = self._describe(error)
+        elif error is not None:
+            outcome, text = Outcome.ERROR, self._describe(error)
         else:
-            outcome, text = outcome_of(exit_code or 0), None
-        end = replace(
+            exit_code = EXIT_OK if exit_code is None else exit_code
+            if self.stop is not None and self.stop.is_set() and exit_code < SIGNAL_EXITS:
+                exit_code = EXIT_STOPPED
+            outcome = outcome_of(exit_code)
+        stopped = outcome is Outcome.INTERRUPTED
+        return replace(
             self.begin,
             phase=Phase.END,
             at=utc_text(_now()),
@@ -161,10 +267,44 @@ class Recorder:
             exit_code=exit_code,
             tally=self._tally,
             error=text,
+            left=(self._left or "nothing is known to be left") if stopped else None,
             **self._details,
         )
-        try:
-            self.store.write(end)
-        except Exception as failure:  # the action is over: say so, mask nothing
-            return f"the result was not recorded in the audit trail: {self._describe(failure)}"
+
+    def _write_end(self, end: AuditRecord, deadline: float | None) -> str | None:
+        """Write `end` unless an end was written already. A signal while it is written does not
+        cut it short; with a `deadline` (monotonic) it is given up at that time."""
+        if not self._ending.acquire(blocking=False):
+            return None  # another path is writing (or wrote) the end
+        store = self.store
+        if store is None:
+            why = self.failure or f"its begin was not written within {ABANDON_SECONDS:g} s"
+            return f"the action was not recorded in the audit trail: {why}"
+        failure: list[BaseException] = []
+
+        def write() -> None:
+            try:
+                store.write(end)
+            except Exception as error:  # said below: the action is over, mask nothing
+                failure.append(error)
+
+        writer = threading.Thread(target=write, name="audit-end", daemon=True)
+        writer.start()
+        while writer.is_alive():
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                return f"the result was not recorded in the audit trail in {ABANDON_SECONDS:g} s"
+            try:
+                writer.join(0.1 if left is None else min(0.1, left))
+            except KeyboardInterrupt:
+                # Another signal: the end is written first, within the time a stop allows.
+                if deadline is None:
+                    deadline = time.monotonic() + ABANDON_SECONDS
+        if failure:
+            return f"the result was not recorded in the audit trail: {self._describe(failure[0])}"
+        self.end = end
         return None
+
+
+def _no_store() -> AuditStore:
+    raise AuditError("not recorded")

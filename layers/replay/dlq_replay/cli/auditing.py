@@ -1,11 +1,13 @@
 """The audit trail around the commands that move, delete, edit or pause: `@audited("name")` on
-a command's run function records it (docs/operator-audit.md), `gate()` before its first change,
-`audit_tally()` with its result.
+a command's run function records it (docs/operator-audit.md). The run function takes the
+`audit.Action` as its second argument and holds it: `action.gate(...)` before its first change,
+`action.tally(...)` with its result, `action.leftover(...)` when stopped; the end is written
+when the run returns or raises, and a `Shutdown` that abandons the run writes it first.
 
-The console calls the same run functions: it sets `args.origin = "console"` (the CLI's is
-`cli`). Where the trail is kept: `--audit-table NAME` or DLQ_REPLAY_AUDIT_TABLE, else the table
-of `--stack` (its AuditTableName output), else a JSON Lines file on this machine, with a warning
-that no other operator sees it. A dry run changes nothing and is not recorded.
+Where the trail is kept: `--audit-table NAME` or DLQ_REPLAY_AUDIT_TABLE, else the table of
+`--stack` (its AuditTableName output), else a JSON Lines file on this machine, with a warning
+that no other operator sees it. A dry run changes nothing and is not recorded. The console
+builds its own `audit.Action` (origin `console`) from the same `store_of` and `request_from`.
 """
 
 from __future__ import annotations
@@ -32,11 +34,12 @@ from dlq_replay.ops.stack import stack_outputs
 TABLE_VARIABLE = "DLQ_REPLAY_AUDIT_TABLE"
 # Stack outputs naming the table, in order: older stacks have the second only with the breaker.
 TABLE_OUTPUTS = ("AuditTableName", "OutageBreakerTableName")
-_RECORDER = "_audit"
 # Options that say how to reach AWS or how to print, not what the action does.
 _NOT_THE_REQUEST = frozenset(
     {"run", "json", "command", "origin", "audit_table", "profile", "poll_seconds", "timeout"}
 )
+# A run function that holds its audit.
+AuditedRun = Callable[[argparse.Namespace, audit.Action], int]
 
 
 def add_audit_option(parser: argparse.ArgumentParser) -> None:
@@ -48,25 +51,33 @@ def add_audit_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def origin_of(args: argparse.Namespace) -> audit.Origin:
-    return audit.Origin(getattr(args, "origin", None) or audit.Origin.CLI)
+def store_of(
+    table: str | None, stack: str | None, client: Callable[[str], Any]
+) -> audit.AuditStore:
+    """The trail: `table` (else DLQ_REPLAY_AUDIT_TABLE, else `stack`'s output), else the file;
+    `client(service)` makes the CloudFormation and DynamoDB clients."""
+    table = table or os.environ.get(TABLE_VARIABLE)
+    if not table and stack:
+        outputs = stack_outputs(client("cloudformation"), stack)
+        table = next((outputs[name] for name in TABLE_OUTPUTS if outputs.get(name)), None)
+    if table:
+        return audit.DynamoAuditStore(client("dynamodb"), table)
+    return audit.FileAuditStore()
 
 
 def open_store(args: argparse.Namespace) -> audit.AuditStore:
     """The trail of this command's deployment (see the module's docstring)."""
-    table = getattr(args, "audit_table", None) or os.environ.get(TABLE_VARIABLE)
-    if not table and getattr(args, "stack", None):
-        outputs = stack_outputs(clients.make_client(args, "cloudformation"), args.stack)
-        table = next((outputs[name] for name in TABLE_OUTPUTS if outputs.get(name)), None)
-    if table:
-        return audit.DynamoAuditStore(clients.make_client(args, "dynamodb"), table)
-    return audit.FileAuditStore()
+    return store_of(
+        getattr(args, "audit_table", None),
+        getattr(args, "stack", None),
+        lambda service: clients.make_client(args, service),
+    )
 
 
-def unshared_text(args: argparse.Namespace, store: audit.AuditStore) -> str:
+def unshared_text(stack: str | None, store: audit.AuditStore) -> str:
     why = (
-        f"stack {args.stack} has no {TABLE_OUTPUTS[0]} output (update it)"
-        if getattr(args, "stack", None)
+        f"stack {stack} has no {TABLE_OUTPUTS[0]} output (update it)"
+        if stack
         else "pass --stack NAME or --audit-table NAME"
     )
     return f"audit: recorded in {store.where}, which no other operator sees ({why})"
@@ -82,15 +93,21 @@ def describe(error: BaseException) -> str:
     return text if isinstance(error, CommandError) else f"{type(error).__name__}: {text}"
 
 
-def request_of(args: argparse.Namespace) -> dict[str, Any]:
-    """The options as given, for the begin record: what was asked for, not how to connect."""
+def request_from(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The options as given (by their argparse names), for the begin record: what was asked
+    for, not how to connect or print; empty ones left out."""
     return {
         name: _plain(value)
-        for name, value in sorted(vars(args).items())
+        for name, value in sorted(options.items())
         if not name.startswith("_")
         and name not in _NOT_THE_REQUEST
         and value not in (None, False, [], (), "")
     }
+
+
+def request_of(args: argparse.Namespace) -> dict[str, Any]:
+    """The command line's options, for the begin record (`request_from`)."""
+    return request_from(vars(args))
 
 
 def _plain(value: Any) -> Any:
@@ -109,16 +126,36 @@ def _plain(value: Any) -> Any:
     return str(value)  # a Path, and anything else, as its text
 
 
-def _identifier(args: argparse.Namespace) -> Callable[[], audit.Identity]:
+def identifier(sts: Callable[[], Any]) -> Callable[[], audit.Identity]:
     """Who the caller is, asked later on the audit's thread. The STS client is made here, on
-    the command's thread and before any other: botocore's shared data (endpoints, defaults) is
+    the caller's thread and before any other: botocore's shared data (endpoints, defaults) is
     then loaded once, where two threads making their first clients at once both load it."""
     try:
-        sts = clients.make_client(args, "sts")
+        client = sts()
     except Exception as error:  # the reason is recorded; the command fails on its own, if at all
         reason = describe(error)
         return lambda: audit.Identity.unknown(reason)
-    return lambda: audit.caller_identity(sts)
+    return lambda: audit.caller_identity(client)
+
+
+def action_of(args: argparse.Namespace, command: str) -> audit.Action:
+    """The audit of this command line's run (origin `cli`), not started yet: `with` starts it."""
+    aws_session(args)  # one session, made here, before the threads share it
+    stack = getattr(args, "stack", None)
+
+    def announce(store: audit.AuditStore) -> None:
+        if not store.shared:
+            note(unshared_text(stack, store))
+
+    return audit.Action(
+        command,
+        audit.Origin.CLI,
+        request_of(args),
+        open_store=lambda: open_store(args),
+        identify=identifier(lambda: clients.make_client(args, "sts")),
+        describe=describe,
+        announce=announce,
+    )
 
 
 def _changes(args: argparse.Namespace) -> bool:
@@ -127,70 +164,28 @@ def _changes(args: argparse.Namespace) -> bool:
 
 def audited(
     command: str | None = None, *, changes: Callable[[argparse.Namespace], bool] = _changes
-) -> Callable[[Run], Run]:
+) -> Callable[[AuditedRun], Run]:
     """Record every run of `command` (default: `args.command`) in the audit trail, when it
-    `changes` something (default: not a dry run). The begin is written in the background from
-    the start; the run must call `gate(args)` before its first change."""
+    `changes` something (default: not a dry run): the run gets its `audit.Action`, whose begin
+    is written in the background from the start, and must call `action.gate(...)` before its
+    first change. A begin that could not be written: one line, exit 2, nothing done."""
 
-    def wrap(run: Run) -> Run:
+    def wrap(run: AuditedRun) -> Run:
         @functools.wraps(run)
         def wrapper(args: argparse.Namespace) -> int:
+            name = command or str(args.command)
             if not changes(args):
-                return run(args)
-            aws_session(args)  # one session, made here, before the threads share it
-            recorder = audit.Recorder(
-                command or str(args.command),
-                origin_of(args),
-                request_of(args),
-                open_store=lambda: open_store(args),
-                identify=_identifier(args),
-                describe=describe,
-            )
-            setattr(args, _RECORDER, recorder)
-            recorder.start()
+                return run(args, audit.Action.unrecorded(name))
+            action = action_of(args, name)
             try:
-                code = run(args)
+                with action:
+                    return action.ended(run(args, action))
             except audit.AuditError as refused:
                 raise CommandError(f"audit: {refused}", EXIT_USAGE) from None
-            except BaseException as error:
-                _warn(recorder.finish(None, error))
-                raise
-            _warn(recorder.finish(code))
-            return code
+            finally:
+                if action.problem:
+                    note(f"audit: {action.problem}")
 
         return wrapper
 
     return wrap
-
-
-def _warn(problem: str | None) -> None:
-    if problem:
-        note(f"audit: {problem}")
-
-
-def gate(
-    args: argparse.Namespace, *, queues: tuple[str, ...] = (), selection_size: int | None = None
-) -> None:
-    """Before the action's first change: wait until its begin record is written (the action
-    is refused when it could not be), with what it works on for the end record."""
-    recorder = recorder_of(args)
-    if recorder is None:
-        return
-    recorder.note(queues=queues, selection_size=selection_size)
-    recorder.gate()
-    if recorder.store is not None and not recorder.store.shared:
-        note(unshared_text(args, recorder.store))
-
-
-def audit_tally(args: argparse.Namespace, tally: Mapping[str, Any]) -> None:
-    """The action's final tally, for its end record."""
-    recorder = recorder_of(args)
-    if recorder is not None:
-        recorder.tally(tally)
-
-
-def recorder_of(args: argparse.Namespace) -> audit.Recorder | None:
-    """The audit of the run `args` went through (its `begin.action_id`, `failure`, `waited`),
-    for the console to link an action to its records; None when it was not recorded."""
-    found: audit.Recorder | None = getattr(args, _RECORDER, None)
-    return found

@@ -13,7 +13,10 @@ the command prints as the truth, with the signal's exit code. The main thread do
 should the work still run `GRACE_SECONDS` after the signal (a slow or failing endpoint), or a
 second signal arrive, it prints what is left (`left()`: what stays hidden and until when, what
 may be sent twice), then the tally as far as it goes (`report`, on stdout: a `--json` reader
-gets its object on every exit path), and exits at once, abandoning the work's threads.
+gets its object on every exit path), and exits at once, abandoning the work's threads. The
+command's audit (`audit.Action`, given to `Shutdown`) writes its end record first, `interrupted`
+with the exit code, why it was abandoned and what is left, within `ABANDON_SECONDS`: a second
+Ctrl-C never leaves a begin without an end. A signal while that is written is ignored.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 if TYPE_CHECKING:
+    from dlq_replay.audit import Action
     from dlq_replay.ops.redrive import Leftover
 
 T = TypeVar("T")
@@ -113,8 +117,11 @@ class Shutdown:
         grace_seconds: float = GRACE_SECONDS,
         *,
         exit_now: Callable[[int], None] = os._exit,
+        audit: Action | None = None,
     ) -> None:
         self.stop = threading.Event()
+        self.audit = audit  # its end is written before an abandoned run exits
+        self._abandoning = False
         self.signum: int | None = None
         self.grace_seconds = grace_seconds
         self._signalled_at = 0.0
@@ -147,6 +154,9 @@ class Shutdown:
         )
 
     def _abandon(self, why: str, code: int) -> None:
+        if self._abandoning:
+            return  # a third signal: the exit is already on its way, bounded
+        self._abandoning = True
         try:
             left = self._left()
         except Exception as error:  # the line must go out whatever the state
@@ -165,6 +175,10 @@ class Shutdown:
                     flush=True,
                 )
         sys.stdout.flush()
+        if self.audit is not None:
+            problem = self.audit.abandon(why, code, left)
+            if problem:
+                print(f"dlq-replay: audit: {problem}", file=sys.stderr, flush=True)
         self._exit_now(code)
 
     def run(

@@ -1,46 +1,47 @@
 """The console's actions, each in a thread of its own with a stop token, as the CLI runs its
-commands under `Shutdown.run`: closing the page or stopping the console sets the token, and
-the action ends as an interrupted command does (requests in flight finish, the originals of
-confirmed copies are deleted, every other message is given back) with its tally.
+commands under `Shutdown.run`. An action runs in the console, not in the page: leaving or
+closing its page changes nothing. The Stop button (`Job.halt`) or stopping the console
+(`Jobs.stop_all`) sets the token, and the action ends as an interrupted command does (requests
+in flight finish, the originals of confirmed copies are deleted, every other message is given
+back) with its tally, recorded in the audit trail as `interrupted`, exit code 130, with what
+was left: the end record a stopped `dlq-replay redrive` writes.
 
-Redrive is `ops.prepare` and `ClientMove.run` (what `dlq-replay redrive` runs client-side),
-recorded in the audit trail by the CLI's own `audited` / `gate` / `audit_tally`; the tally's
-rows are `redrive_tally.tally_rows`, the lines the CLI prints under its table. Pause and
-resume are the CLI's `run_pause` itself; export is `ops.prepare_export`.
+Every action is an `ops` call with an `audit.Action` the job holds: redrive is `ops.prepare`
+and `ClientMove.run` (what `dlq-replay redrive` runs client-side), its rows the CLI's
+(`redrive_tally.tally_rows`); pause and resume are `ops.set_event_source` and the breaker's
+take-over; export is `ops.prepare_export`. Purge and delete are in `destructive`.
 """
 
 from __future__ import annotations
 
-import argparse
-import contextlib
-import io
 import itertools
 import json
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dlq_replay import ops
-from dlq_replay.cli.auditing import audit_tally, audited, gate
-from dlq_replay.cli.errors import describe_error
-from dlq_replay.cli.options import make_deliverer
+from dlq_replay import audit, ops
+from dlq_replay.audit.recorder import EXIT_STOPPED
+from dlq_replay.cli.errors import EXIT_FAILED, EXIT_OK, CommandError, describe_error
 from dlq_replay.cli.pacing import stop_text
-from dlq_replay.cli.redrive_tally import redrive_json, tally_lines, tally_rows
+from dlq_replay.cli.pause import take_over
+from dlq_replay.cli.redrive_tally import nothing_movable, redrive_json, tally_lines, tally_rows
 from dlq_replay.cli.shutdown import GRACE_SECONDS, leftover_text
 from dlq_replay.core.kinds import RecordKind
+from dlq_replay.ops.receivememory import ReceiveMemory
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
-# A job page that has not asked for its progress this long was closed: its action stops.
-ABANDONED_SECONDS = 20.0
+    from dlq_replay.cli.console.connection import Connection
+
 _ids = itertools.count(1)
-STDOUT = threading.Lock()  # the CLI run functions print: one at a time
-# The console's own options: how it serves, not what an action asks.
-_SERVING = frozenset({"host", "port", "read_only", "run"})
+STOP_BUTTON = "Stop button"  # who stopped a job: its page's button
+CONSOLE_STOPPED = "console stopped"  # ... or the console itself (Ctrl-C, SIGTERM)
+STOPPED_LINE = "stopped: rerun to continue, nothing is lost"
 
 
 @dataclass(slots=True)
@@ -61,9 +62,24 @@ class Job:
     adds_up: bool | None = None
     download: Path | None = None
     download_name: str = ""
+    started: float = field(default_factory=time.time)
+    # When its page last asked for it: shown nowhere, acted on by nothing (no watchdog).
     polled: float = field(default_factory=time.monotonic)
+    stopped_by: str | None = None  # STOP_BUTTON, CONSOLE_STOPPED
+    action_id: str | None = None  # its records in the audit trail
     move: Any = None  # the ClientMove, for what an abandoned run leaves
     thread: threading.Thread | None = None
+
+    def halt(self, by: str = STOP_BUTTON) -> None:
+        """Stop the action (the first reason given is kept)."""
+        if self.stopped_by is None:
+            self.stopped_by = by
+        self.stop.set()
+
+    @property
+    def interrupted_by(self) -> str:
+        """Who stopped it, for its tally's `interrupted` (the CLI names the signal there)."""
+        return self.stopped_by or STOP_BUTTON
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -78,6 +94,7 @@ class Job:
             "error": self.error,
             "adds_up": self.adds_up,
             "download": self.download is not None,
+            "action_id": self.action_id,
         }
 
     def show(self, tally: ops.RedriveTally, request: ops.RedriveRequest) -> None:
@@ -97,13 +114,20 @@ def flat_rows(tally: ops.RedriveTally, request: ops.RedriveRequest) -> list[tupl
     return flat
 
 
+def _describe(error: BaseException) -> str:
+    if isinstance(error, ops.OpsError):
+        return str(error)
+    if isinstance(error, Exception):
+        return describe_error(error)[0]
+    return "stopped"
+
+
 class Jobs:
-    """Every action of this console, by id."""
+    """Every action of this console, by id. Nothing watches the pages: an action runs until
+    it ends, its Stop button is pressed or the console stops."""
 
     def __init__(self) -> None:
         self.jobs: dict[str, Job] = {}
-        self._watch = threading.Thread(target=self._watch_pages, name="pages", daemon=True)
-        self._watch.start()
 
     def start(self, job: Job, work: Callable[[Job], None]) -> Job:
         def body() -> None:
@@ -113,27 +137,22 @@ class Jobs:
                     job.state = "stopped" if job.stop.is_set() else "done"
             except BaseException as error:  # shown on the page
                 job.state = "failed"
-                job.error = describe_error(error)[0] if isinstance(error, Exception) else "stopped"
+                job.error = _describe(error)
 
         job.thread = threading.Thread(target=body, name=f"job-{job.id}", daemon=True)
         self.jobs[job.id] = job
         job.thread.start()
         return job
 
-    def _watch_pages(self) -> None:
-        """Stop an action whose page went away (no progress asked for in a while)."""
-        while True:
-            time.sleep(2)
-            now = time.monotonic()
-            for job in list(self.jobs.values()):
-                if job.state == "running" and now - job.polled > ABANDONED_SECONDS:
-                    job.stop.set()
+    def running(self) -> list[Job]:
+        """The actions still running, oldest first (every page links back to them)."""
+        return [job for job in list(self.jobs.values()) if job.state == "running"]
 
     def stop_all(self, grace: float = GRACE_SECONDS) -> list[str]:
         """Stop every running action, wait `grace` for them; what each did, in lines."""
-        running = [job for job in self.jobs.values() if job.state == "running"]
+        running = self.running()
         for job in running:
-            job.stop.set()
+            job.halt(CONSOLE_STOPPED)
         deadline = time.monotonic() + grace
         report: list[str] = []
         for job in running:
@@ -148,6 +167,21 @@ class Jobs:
             report += [f"  {label}: {count}" for label, count in job.rows]
             report += [f"  {line}" for line in job.lines]
         return report
+
+
+def recorded(job: Job, action: audit.Action, work: Callable[[], int]) -> None:
+    """`work()` under its audit: the begin before its first change (`action.gate` in it),
+    the end with its exit code, or `interrupted` when it was stopped. A begin that could not
+    be written fails the job, nothing done; an end that could not be, is said on the page."""
+    job.action_id = action.action_id
+    try:
+        with action:
+            action.ended(work())
+    except audit.AuditError as refused:
+        raise CommandError(f"audit: {refused}") from None
+    finally:
+        if action.problem:
+            job.lines.append(f"audit: {action.problem}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,69 +213,89 @@ def redrive_request(order: RedriveOrder) -> ops.RedriveRequest:
     )
 
 
-def action_args(base: argparse.Namespace, command: str, **request: Any) -> argparse.Namespace:
-    """The console's connection options with what this action asks (for the audit trail)."""
-    kept = {k: v for k, v in vars(base).items() if not k.startswith("_") and k not in _SERVING}
-    args = argparse.Namespace(**kept)
-    args.command = command
-    args.origin = "console"
-    args.json = True
-    for name, value in request.items():
-        setattr(args, name, value)
-    return args
+def redrive_options(order: RedriveOrder, request: ops.RedriveRequest) -> dict[str, Any]:
+    """What a console redrive asks, by `dlq-replay redrive`'s option names (its selection:
+    how many ids were ticked, and the filter that chose them)."""
+    return {
+        "source": order.source.url,
+        "destination": order.destination.url if order.destination else "source",
+        "client_side": True,
+        "rate": order.rate,
+        "reset_count": order.reset_count,
+        "target_arns": sorted(order.target_arns),
+        "hide_seconds": request.hide_seconds,
+        "wait_seconds": request.wait_seconds,
+        "reserve": request.reserve,
+        "selection": len(order.ids),
+        "filter": json.dumps(order.filter, sort_keys=True) if order.filter else None,
+    }
 
 
-def run_redrive(base: argparse.Namespace, sqs: SQSClient, order: RedriveOrder, job: Job) -> None:
+def run_redrive(connection: Connection, sqs: SQSClient, order: RedriveOrder, job: Job) -> None:
     """The client-side move of the selection, audited as the CLI's redrive is."""
     request = redrive_request(order)
     destination = order.destination.url if order.destination else "source"
-    args = action_args(
-        base,
-        "redrive",
-        source=order.source.url,
-        destination=destination,
-        selection=len(order.ids),
-        filter=json.dumps(order.filter, sort_keys=True) if order.filter else None,
-        rate=order.rate,
-        reset_count=order.reset_count,
-        target_arns=sorted(order.target_arns),
+    action = connection.action(
+        "redrive", connection.options(**redrive_options(order, request)), job.stop
     )
 
-    @audited("redrive")
-    def run(args: argparse.Namespace) -> int:
-        deliverer = make_deliverer(args) if order.target_arns else None
+    def work() -> int:
+        deliverer = connection.deliverer() if order.target_arns else None
         move = ops.prepare(sqs, request, stop=job.stop, deliverer=deliverer)
         job.move = move
-        gate(args, queues=(order.source.url, destination), selection_size=len(order.ids))
+        action.gate(queues=(order.source.url, destination), selection_size=len(order.ids))
         tally = move.run(lambda t: job.show(t, request))
         job.show(tally, request)
         job.lines = tally_lines(tally)
         if tally.stopped:
             job.lines.insert(0, stop_text(tally.stopped))
+        stopped = job.interrupted_by if tally.interrupted else None
+        action.tally({**redrive_json(tally, request), "interrupted": stopped})
+        action.leftover(leftover_text(move.leftover(), "source queue"))
         if tally.interrupted:
             job.state = "stopped"
-            job.lines.append("stopped: rerun to continue, nothing is lost")
-        audit_tally(args, redrive_json(tally, request))
-        return 0
+            job.lines.append(STOPPED_LINE)
+            return EXIT_STOPPED
+        failed = tally.failed or tally.sent_not_deleted or tally.stopped
+        return EXIT_FAILED if failed or nothing_movable(tally) else EXIT_OK
 
-    run(args)
+    recorded(job, action, work)
 
 
-def run_pause(base: argparse.Namespace, job: Job, *, enable: bool) -> None:
-    """The CLI's `pause` / `resume` run function, its JSON answer shown on the page."""
-    from dlq_replay.cli import pause
-
+def run_pause(
+    connection: Connection,
+    sqs: SQSClient,
+    deployment: ops.Deployment,
+    job: Job,
+    *,
+    enable: bool,
+) -> None:
+    """`pause` / `resume` as the CLI runs them (the event source, then the breaker), audited
+    with the CLI's request; not stoppable (one call each)."""
     command = "resume" if enable else "pause"
-    args = action_args(base, command, enable=enable, wait=False, timeout=60.0)
-    out = io.StringIO()
-    with STDOUT, contextlib.redirect_stdout(out):
-        pause.run_pause(args)
-    answer = json.loads(out.getvalue() or "{}")
-    job.lines = [f"{key}: {value}" for key, value in answer.items()]
+    request = connection.options(enable=enable, wait=False)
+    action = connection.action(command, request)
+
+    def work() -> int:
+        function = deployment.function_name
+        if not function:
+            raise CommandError("which function? pass --stack NAME or --function-name NAME")
+        dlq_arn = ops.queue_info(sqs, deployment.dlq).arn if deployment.dlq else None
+        lam = connection.client("lambda")
+        action.gate(queues=(deployment.dlq,) if deployment.dlq else ())
+        result = ops.set_event_source(lam, function, dlq_arn, enabled=enable)
+        breaker = take_over(lam, lambda: connection.client("dynamodb"), function, enable=enable)
+        answer = {**asdict(result), "breaker": breaker}
+        action.tally(answer)
+        job.lines = [f"{key}: {value}" for key, value in answer.items() if value is not None]
+        return EXIT_OK
+
+    recorded(job, action, work)
 
 
 def run_export(sqs: SQSClient, folder: Path, order: RedriveOrder, job: Job, name: str) -> None:
-    """`export` (no delete) of the selection into a file the browser downloads."""
+    """`export` (no delete: not recorded, it changes nothing) of the selection into a file the
+    browser downloads."""
     path = folder / f"export-{job.id}.jsonl"
     request = ops.ExportRequest(
         source=order.source,
@@ -254,7 +308,9 @@ def run_export(sqs: SQSClient, folder: Path, order: RedriveOrder, job: Job, name
     def show(result: ops.ExportResult) -> None:
         job.seen = result.examined
 
-    result = ops.prepare_export(sqs, request, stop=job.stop).run(show)
+    # A read like the snapshot's: refused while it could move a message earlier reads saw.
+    memory = ReceiveMemory.local()
+    result = ops.prepare_export(sqs, request, stop=job.stop, memory=memory).run(show)
     job.seen = result.examined
     job.rows = [
         ("exported", result.exported),

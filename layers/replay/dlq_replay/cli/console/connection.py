@@ -1,0 +1,137 @@
+"""How the console reaches AWS, fixed once at its start: region, profile, endpoints, the stack and
+the audit table, with the options that named the deployment. Its actions make their clients
+here and record what they were asked with the CLI's option names (`options()`), so no action
+needs the command line's Namespace."""
+
+from __future__ import annotations
+
+import argparse
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import boto3
+from botocore.config import Config
+
+from dlq_replay import audit
+from dlq_replay.cli.auditing import describe, identifier, request_from, store_of
+from dlq_replay.cli.options import (
+    INTERACTIVE_ATTEMPTS,
+    INTERACTIVE_CONNECT_TIMEOUT,
+    aws_session,
+    endpoint,
+)
+from dlq_replay.local.answers import refuse_html_answers
+
+if TYPE_CHECKING:
+    from dlq_replay.targets.deliverer import Deliverer
+
+# Every service an action or the audit calls; their endpoints are resolved at start, where a
+# wrong AWS_ENDPOINT_URL_<SERVICE> is one line before anything is served.
+SERVICES = (
+    "cloudformation",
+    "dynamodb",
+    "events",
+    "lambda",
+    "s3",
+    "sns",
+    "sqs",
+    "stepfunctions",
+    "sts",
+)
+# As the CLI's look-ups (`cli.deployment`): a person is waiting, so they fail fast.
+LOOKUP_CONFIG = Config(
+    retries={"mode": "standard", "total_max_attempts": INTERACTIVE_ATTEMPTS},
+    connect_timeout=INTERACTIVE_CONNECT_TIMEOUT,
+    read_timeout=15,
+)
+# The options that name the deployment, as the CLI records them when given.
+DEPLOYMENT_OPTIONS = (
+    "stack",
+    "main_queue_url",
+    "dlq_url",
+    "operator_queue_url",
+    "function_name",
+    "region",
+    "endpoint_url",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Connection:
+    """The console's connection. Clients are made once each, under a lock (a boto3 session
+    is not safe to make clients from in two threads at once) and shared by the actions."""
+
+    region: str | None
+    profile: str | None
+    endpoint_url: str | None
+    stack: str | None
+    audit_table: str | None
+    given: Mapping[str, str]  # DEPLOYMENT_OPTIONS as given on the command line
+    endpoints: Mapping[str, str | None]  # by service
+    session: boto3.Session = field(repr=False, compare=False)
+    _clients: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> Connection:
+        given = {
+            name: str(value) for name in DEPLOYMENT_OPTIONS if (value := getattr(args, name, None))
+        }
+        return cls(
+            region=args.region,
+            profile=args.profile,
+            endpoint_url=args.endpoint_url,
+            stack=args.stack,
+            audit_table=getattr(args, "audit_table", None),
+            given=given,
+            endpoints={service: endpoint(args, service) for service in SERVICES},
+            session=aws_session(args),  # the session the console's SQS client came from
+        )
+
+    def client(self, service: str) -> Any:
+        """The console's client of `service` (made on first use)."""
+        with self._lock:
+            if service not in self._clients:
+                self._clients[service] = self.session.client(
+                    service,  # type: ignore[call-overload]
+                    endpoint_url=self.endpoints.get(service),
+                    config=LOOKUP_CONFIG,
+                )
+            return self._clients[service]
+
+    def deliverer(self, concurrency: int = 8) -> Deliverer:
+        """Delivery to a record's target (a redrive `--to source` of serverless kinds), on
+        this connection's profile and endpoints, as the CLI's `make_deliverer`."""
+        from dlq_replay.targets.clients import TargetClients
+        from dlq_replay.targets.deliverer import Deliverer
+
+        session = boto3.Session(profile_name=self.profile, region_name=self.region)
+        refuse_html_answers(session)
+        clients = TargetClients(session, endpoint_url=self.endpoints.get)
+        return Deliverer(clients, concurrency=concurrency)
+
+    def options(self, **asked: Any) -> dict[str, Any]:
+        """What an action records as its request: the deployment's options as given and what
+        it asks for, by the CLI's option names, as the CLI's command would record them."""
+        return request_from({**self.given, **asked})
+
+    def action(
+        self, command: str, request: Mapping[str, Any], stop: threading.Event | None = None
+    ) -> audit.Action:
+        """The audit of one console action (origin `console`), not started yet; `stop` set
+        makes its end `interrupted`."""
+        return audit.Action(
+            command,
+            audit.Origin.CONSOLE,
+            request,
+            open_store=self.store,
+            identify=identifier(lambda: self.client("sts")),
+            describe=describe,
+            stop=stop,
+        )
+
+    def store(self) -> audit.AuditStore:
+        """The audit trail, as the CLI finds it with the same options."""
+        return store_of(self.audit_table, self.stack, self.client)
