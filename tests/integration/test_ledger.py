@@ -5,8 +5,10 @@ Stubber where DynamoDB leaves keys or items unprocessed or refuses; and the work
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterator, Sequence
+from decimal import Decimal
 from typing import Any
 
 import boto3
@@ -26,6 +28,8 @@ from dlq_replay.targets.ledger import (
     MemoryLedger,
     invocation_ledger,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from integration.harness import REGION, breaker_table
 
@@ -327,3 +331,193 @@ def test_the_memory_ledger_reads_back_overwrites_and_expires() -> None:
     ledger.record({"r4": 1}, now=NOW + RETENTION_SECONDS + 5)  # r1 expired, r2 rewritten later
     assert counts_of(ledger, ["r1", "r2", "r3", "r4"]) == {"r2": 2, "r3": 1, "r4": 1}
     assert ledger.invocations(["r2"]) == {"r2": Invocation(2, NOW + 10)}
+
+
+# The items are typed by boto3's TypeSerializer: every request keeps the shape the stores
+# wrote by hand before it (numbers as the digits str() writes, keys, conditions), here spelt
+# out as they were.
+
+
+@pytest.fixture(scope="module")
+def bare_client() -> Any:
+    """One client for every example (a Stubber is put on it per example)."""
+    return boto3.client("dynamodb", region_name=REGION)
+
+
+def breaker_key(sort_key: str) -> dict[str, Any]:
+    return {"pk": {"S": "breaker"}, "sk": {"S": sort_key}}
+
+
+@given(
+    buckets=st.dictionaries(
+        st.integers(0, 10**11), st.tuples(*[st.integers(0, 10**12)] * 3), max_size=4
+    ),
+    version=st.integers(0, 10**12),
+)
+@settings(max_examples=50, deadline=None)
+def test_the_breaker_store_writes_and_reads_the_items_it_always_did(
+    bare_client: Any, buckets: dict[int, tuple[int, int, int]], version: int
+) -> None:
+    store = DynamoBreakerStore(lambda: bare_client, TABLE)
+    state = BreakerState(phase=Phase.OPEN, since=NOW, openings=2, version=version + 1)
+    state_text = json.dumps(state.to_item(), sort_keys=True)
+    window = [(f"w#{bucket:012d}", counts) for bucket, counts in sorted(buckets.items())]
+    with Stubber(bare_client) as stub:
+        for (key_, (replays, returns, sent)), bucket in zip(window, sorted(buckets), strict=True):
+            update = {
+                "TableName": TABLE,
+                "Key": breaker_key(key_),
+                "UpdateExpression": "ADD replays :r, #ret :t, sent :s SET expires_at = :e",
+                "ExpressionAttributeNames": {"#ret": "returns"},
+                "ExpressionAttributeValues": {
+                    ":r": {"N": str(replays)},
+                    ":t": {"N": str(returns)},
+                    ":s": {"N": str(sent)},
+                    ":e": {"N": str(bucket * 5 + 86_400)},
+                },
+            }
+            stub.add_response("update_item", {}, update)
+        put = {
+            "TableName": TABLE,
+            "Item": {
+                "pk": {"S": "breaker"},
+                "sk": {"S": "x#state"},
+                "state": {"S": state_text},
+                "version": {"N": str(version + 1)},
+            },
+            "ConditionExpression": "attribute_not_exists(version) OR version = :v",
+            "ExpressionAttributeValues": {":v": {"N": str(version)}},
+        }
+        stub.add_response("put_item", {}, put)
+        items = [
+            {**breaker_key(key_), **{n: {"N": str(v)} for n, v in zip(NAMES, counts, strict=True)}}
+            for key_, counts in window
+        ]
+        state_item = {**breaker_key("x#state"), "state": {"S": state_text}}
+        query = {
+            "TableName": TABLE,
+            "KeyConditionExpression": "pk = :p AND sk >= :from",
+            "ExpressionAttributeValues": {":p": {"S": "breaker"}, ":from": {"S": "w#000000000000"}},
+            "ConsistentRead": True,
+        }
+        stub.add_response("query", {"Items": [*items, state_item]}, query)
+        get = {"TableName": TABLE, "Key": breaker_key("x#state"), "ConsistentRead": True}
+        stub.add_response("get_item", {"Item": state_item}, get)
+        stub.add_response("get_item", {}, get)
+
+        store.record([(bucket * 5.0 + 1, Counts(*counts)) for bucket, counts in buckets.items()])
+        assert store.save(state, version)
+        read_state, read_window = store.read(5.0, BreakerPolicy(window_seconds=5.0))
+        assert (store.load(), store.load()) == (state, BreakerState())
+        stub.assert_no_pending_responses()
+
+    assert read_state == state
+    assert [counts for _, counts in read_window] == [Counts(*c) for _, c in window]
+
+
+NAMES = ("replays", "returns", "sent")
+
+
+@given(
+    counts=st.dictionaries(
+        st.text(st.characters(codec="utf-8"), min_size=1, max_size=40),
+        st.integers(1, 10**9),
+        max_size=30,
+    ),
+    now=st.floats(0, 1e11),
+)
+@settings(max_examples=50, deadline=None)
+def test_the_ledger_writes_the_items_it_always_did(
+    bare_client: Any, counts: dict[str, int], now: float
+) -> None:
+    ledger = DynamoLedger(lambda: bare_client, TABLE)
+    puts = [
+        {
+            "PutRequest": {
+                "Item": {
+                    **key(request_id),
+                    "count": {"N": str(count)},
+                    "invoked_at": {"N": str(round(now, 3))},
+                    "expires_at": {"N": str(math.ceil(now + 14 * 86_400))},
+                }
+            }
+        }
+        for request_id, count in sorted(counts.items())
+    ]
+    with Stubber(bare_client) as stub:
+        for start in range(0, len(puts), 25):
+            chunk = {"RequestItems": {TABLE: puts[start : start + 25]}}
+            stub.add_response("batch_write_item", {"UnprocessedItems": {}}, chunk)
+        ledger.record(counts, now=now)
+        stub.assert_no_pending_responses()
+
+
+# What DynamoDB may answer in the ledger's attributes, valid or not as numbers.
+number_text = st.one_of(
+    st.integers(-(10**40), 10**40).map(str),
+    st.decimals(allow_nan=True, allow_infinity=True).map(str),
+    st.floats().map(str),
+    st.text(max_size=12),
+)
+attribute_value = st.one_of(
+    st.builds(lambda text: {"N": text}, number_text),
+    st.builds(lambda text: {"S": text}, st.text(max_size=12)),
+    st.builds(lambda flag: {"BOOL": flag}, st.booleans()),
+    st.just({"NULL": True}),
+    st.builds(lambda texts: {"NS": texts}, st.lists(number_text, min_size=1, max_size=3)),
+    st.builds(lambda texts: {"SS": texts}, st.lists(st.text(max_size=5), min_size=1, max_size=3)),
+)
+
+
+def read_back(client: Any, found: dict[str, dict[str, Any]]) -> dict[str, Invocation]:
+    """What the ledger reads of `found` (request id -> its item's attributes), answered so."""
+    ledger = DynamoLedger(lambda: client, TABLE)
+    items = [{**key(request_id), **attributes} for request_id, attributes in found.items()]
+    with Stubber(client) as stub:
+        asked = {"RequestItems": get(["r1", "r2", "r3"])}
+        stub.add_response("batch_get_item", {"Responses": {TABLE: items}}, asked)
+        return ledger.invocations(["r1", "r2", "r3"])
+
+
+@given(
+    found=st.dictionaries(
+        st.sampled_from(["r1", "r2", "r3"]),
+        st.fixed_dictionaries(
+            {}, optional={"count": attribute_value, "invoked_at": attribute_value}
+        ),
+    )
+)
+@settings(max_examples=200, deadline=None)
+def test_whatever_the_ledgers_items_hold_a_read_never_fails_and_takes_only_whole_counts(
+    bare_client: Any, found: dict[str, dict[str, Any]]
+) -> None:
+    read = read_back(bare_client, found)
+
+    for request_id, invocation in read.items():
+        count = found[request_id]["count"]["N"]
+        assert Decimal(count) == invocation.count  # a whole number, nothing else
+        if invocation.at is not None:
+            assert math.isfinite(invocation.at)
+            assert invocation.at == float(found[request_id]["invoked_at"]["N"])
+
+
+@given(
+    found=st.dictionaries(
+        st.sampled_from(["r1", "r2", "r3"]),
+        st.fixed_dictionaries(
+            {"count": st.integers(-(10**37), 10**37).map(lambda n: {"N": str(n)})},
+            optional={"invoked_at": st.floats(0, 1e11).map(lambda f: {"N": str(round(f, 3))})},
+        ),
+    )
+)
+@settings(max_examples=100, deadline=None)
+def test_every_item_the_ledger_writes_reads_back_exactly(
+    bare_client: Any, found: dict[str, dict[str, Any]]
+) -> None:
+    read = read_back(bare_client, found)
+
+    assert set(read) == set(found)
+    for request_id, attributes in found.items():
+        at = attributes.get("invoked_at")
+        expected = Invocation(int(attributes["count"]["N"]), at and float(at["N"]))
+        assert read[request_id] == expected

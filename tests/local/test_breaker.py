@@ -263,6 +263,28 @@ def test_the_queues_total_falls_only_by_what_the_consumer_deletes() -> None:
         assert totals.deleting(start, 7) is False
 
 
+def test_a_fall_since_the_first_sample_counts_for_an_earlier_moment() -> None:
+    """The veto looks back before a stretch, possibly before the pollers' first sample: a fall
+    since that sample is a fall since the earlier moment too; too small a fall says nothing."""
+    with mock_aws():
+        import boto3
+        from dlq_replay.breaker.evidence import QueueTotals
+
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        urls = [sqs.create_queue(QueueName=name)["QueueUrl"] for name in ("main", "dlq", "op")]
+        for n in range(30):
+            sqs.send_message(QueueUrl=urls[0], MessageBody=f"m{n}")
+        clock = Clock()
+        totals = QueueTotals(sqs, urls, clock=clock)
+        totals.sample()
+        earlier = clock.now - 10
+        for message in _receive(sqs, urls[0], 6):
+            sqs.delete_message(QueueUrl=urls[0], ReceiptHandle=message["ReceiptHandle"])
+        clock.now += 2
+        assert totals.deleting(earlier, 5) is True
+        assert totals.deleting(earlier, 7) is None  # not known: deletions before the sample
+
+
 def _receive(sqs: Any, url: str, count: int) -> list[dict[str, Any]]:
     got: list[dict[str, Any]] = []
     while len(got) < count:

@@ -258,7 +258,7 @@ class Breaker:
             enough = max(
                 policy.min_returns, math.ceil((1.0 - policy.return_ratio) * counts.replays)
             )
-            if deleting(signal.start, enough):  # read only when the rule trips
+            if deleting(policy.deletions_from(signal.start), enough):  # only when it trips
                 self._logger.info(
                     "first replays came back, but the main queue's consumer deletes messages: "
                     "bad messages, not an outage; the breaker stays closed",

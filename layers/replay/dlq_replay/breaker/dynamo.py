@@ -15,6 +15,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from dlq_replay.breaker.items import from_item, to_item
 from dlq_replay.breaker.rule import BreakerPolicy, Counts
 from dlq_replay.breaker.state import BreakerState
 
@@ -58,15 +59,13 @@ class DynamoBreakerStore:
         for bucket, counts in sorted(buckets.items()):
             self._db.update_item(
                 TableName=self._table,
-                Key={"pk": {"S": PARTITION}, "sk": {"S": _bucket_key(bucket)}},
+                Key=to_item({"pk": PARTITION, "sk": _bucket_key(bucket)}),
                 UpdateExpression="ADD replays :r, #ret :t, sent :s SET expires_at = :e",
                 ExpressionAttributeNames={"#ret": "returns"},
-                ExpressionAttributeValues={
-                    ":r": {"N": str(counts.replays)},
-                    ":t": {"N": str(counts.returns)},
-                    ":s": {"N": str(counts.sent)},
-                    ":e": {"N": str(bucket * BUCKET_SECONDS + BUCKET_TTL_SECONDS)},
-                },
+                ExpressionAttributeValues=to_item(
+                    {":r": counts.replays, ":t": counts.returns, ":s": counts.sent}
+                    | {":e": bucket * BUCKET_SECONDS + BUCKET_TTL_SECONDS}
+                ),
             )
 
     def read(
@@ -78,17 +77,13 @@ class DynamoBreakerStore:
         items = self._query(_bucket_key(start))
         state = BreakerState()
         raw_buckets: list[tuple[int, Counts]] = []
-        for item in items:
-            key = item["sk"]["S"]
+        for values in map(from_item, items):
+            key = values["sk"]
             if key == STATE_KEY:
-                state = BreakerState.from_item(json.loads(item["state"]["S"]))
+                state = BreakerState.from_item(json.loads(values["state"]))
             elif key.startswith("w#"):
-                counts = Counts(
-                    int(item.get("replays", {}).get("N", "0")),
-                    int(item.get("returns", {}).get("N", "0")),
-                    int(item.get("sent", {}).get("N", "0")),
-                )
-                raw_buckets.append((int(key[2:]), counts))
+                counts = [int(values.get(name, 0)) for name in ("replays", "returns", "sent")]
+                raw_buckets.append((int(key[2:]), Counts(*counts)))
         # A bucket stands for its last moment (now, for the one still filling): the probe's
         # first replays share a bucket with the moment it began, and must count for it (while
         # open, nothing was received to fill that bucket before).
@@ -98,28 +93,22 @@ class DynamoBreakerStore:
         ]
 
     def load(self) -> BreakerState:
-        response = self._db.get_item(
-            TableName=self._table,
-            Key={"pk": {"S": PARTITION}, "sk": {"S": STATE_KEY}},
-            ConsistentRead=True,
-        )
-        item = response.get("Item")
-        return BreakerState.from_item(json.loads(item["state"]["S"])) if item else BreakerState()
+        key = to_item({"pk": PARTITION, "sk": STATE_KEY})
+        found = self._db.get_item(TableName=self._table, Key=key, ConsistentRead=True)
+        item = from_item(found.get("Item", {}))
+        return BreakerState.from_item(json.loads(item["state"])) if item else BreakerState()
 
     def save(self, state: BreakerState, expected_version: int) -> bool:
         """Write `state` only over the version it was decided on; False when another
         invocation changed the state first (it then decided instead)."""
+        text = json.dumps(state.to_item(), sort_keys=True)
+        item = to_item({"pk": PARTITION, "sk": STATE_KEY, "state": text, "version": state.version})
         try:
             self._db.put_item(
                 TableName=self._table,
-                Item={
-                    "pk": {"S": PARTITION},
-                    "sk": {"S": STATE_KEY},
-                    "state": {"S": json.dumps(state.to_item(), sort_keys=True)},
-                    "version": {"N": str(state.version)},
-                },
+                Item=item,
                 ConditionExpression="attribute_not_exists(version) OR version = :v",
-                ExpressionAttributeValues={":v": {"N": str(expected_version)}},
+                ExpressionAttributeValues=to_item({":v": expected_version}),
             )
         except ClientError as error:
             if error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
@@ -132,7 +121,7 @@ class DynamoBreakerStore:
         request: dict[str, Any] = {
             "TableName": self._table,
             "KeyConditionExpression": "pk = :p AND sk >= :from",
-            "ExpressionAttributeValues": {":p": {"S": PARTITION}, ":from": {"S": from_key}},
+            "ExpressionAttributeValues": to_item({":p": PARTITION, ":from": from_key}),
             "ConsistentRead": True,
         }
         while True:

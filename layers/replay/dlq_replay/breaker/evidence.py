@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from dlq_replay.breaker.rule import WINDOW_SECONDS, QueueTiming
+from dlq_replay.core.queues import queue_name
 from dlq_replay.sqs.depth import queue_depth
 from dlq_replay.sqs.queue_age import queue_time_left
 
@@ -62,7 +63,7 @@ def consumer_deleting(
     at least `enough` of them. None when CloudWatch has no datapoint there (it publishes
     minutes late, and never off AWS) or cannot be read. `cloudwatch` makes the client at
     the first read."""
-    name = queue_url.rstrip("/").rsplit("/", 1)[-1]
+    name = queue_name(queue_url)
     client: list[Any] = []
 
     def deleting(start: float, enough: int) -> bool | None:
@@ -143,13 +144,15 @@ class QueueTotals:
 
     def deleting(self, start: float, enough: int) -> bool | None:
         """Whether the total fell by at least `enough` since `start` (the last sample taken
-        by then); None without a sample from before `start`."""
+        by then). Without a sample from before `start`, a fall that large since the first
+        sample (a later moment) still says so; a smaller one is None: unknown."""
         self.sample()
         with self._lock:
-            before = [total for when, total in self._samples if when <= start]
-            if not before or not self._samples:
+            if not self._samples:
                 return None
-            return before[-1] - self._samples[-1][1] >= max(1, enough)
+            before = [total for when, total in self._samples if when <= start]
+            fell = (before or [self._samples[0][1]])[-1] - self._samples[-1][1] >= max(1, enough)
+            return fell if before or fell else None
 
 
 def dlq_depth(sqs: SQSClient, queue_url: QueueUrl) -> Callable[[], int | None]:

@@ -94,6 +94,10 @@ class BreakerPolicy:
     probe_replays: int = PROBE_REPLAYS
     retention_margin_seconds: float = RETENTION_MARGIN_SECONDS
     probe_wait_seconds: float = WINDOW_SECONDS  # half-open: closed after this without returns
+    # How long a message fails in the main queue before it reaches the DLQ, as far as the
+    # replay can tell (0: unknown): the consumer's deletions count from this long before a
+    # stretch (`deletions_from`).
+    failing_seconds: float = 0.0
 
     def outage(self, counts: Counts) -> bool:
         """Many first replays and their returns, and nearly all of those replays came back."""
@@ -123,7 +127,20 @@ class BreakerPolicy:
             first_pause_seconds=first,
             max_pause_seconds=min(self.max_pause_seconds, max(first, 10.0 * cycle)),
             probe_wait_seconds=min(self.probe_wait_seconds, max(first, 1.5 * cycle)),
+            failing_seconds=timing.max_receive_count
+            * min(timing.visibility_seconds, max(0.0, delay_seconds)),
         )
+
+    def deletions_from(self, start: float) -> float:
+        """From when the main queue's consumer deleting others vetoes a stretch whose first
+        replays were sent from `start`: `failing_seconds` before it, while its messages were
+        failing in the main queue. A consumer that deleted others meanwhile works: they are
+        bad messages. Behind the consumer toolkit's backoff the poison alone reaches the DLQ,
+        after the good messages sent with it are done, and its first replays all come back
+        with nothing left to delete since then. Each of the `maxReceiveCount` receives waits
+        the visibility timeout, or behind the toolkit a backoff delay of at most the cap: the
+        shorter of the two keeps the look back from reaching far before an outage."""
+        return start - self.failing_seconds
 
 
 @dataclass(frozen=True, slots=True)

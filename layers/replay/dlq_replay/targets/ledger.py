@@ -21,10 +21,12 @@ import threading
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Protocol
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from dlq_replay.breaker.items import from_item, to_item
 from dlq_replay.core.settings_rules import TABLE_NAME_PATTERN, TABLE_NAME_RULE, resource_name
 
 if TYPE_CHECKING:
@@ -83,12 +85,12 @@ class InvocationLedger(Protocol):
         """Remember each request id's attempt (`now`: epoch seconds). Raises LedgerError."""
 
 
-def _key(request_id: str) -> dict[str, dict[str, str]]:
-    return {"pk": {"S": f"{KEY_PREFIX}{request_id}"}, "sk": {"S": SORT_KEY}}
+def _key(request_id: str) -> dict[str, Any]:
+    return to_item({"pk": f"{KEY_PREFIX}{request_id}", "sk": SORT_KEY})
 
 
 def _request_id(key: Mapping[str, Any]) -> str:
-    return str(key["pk"]["S"]).removeprefix(KEY_PREFIX)
+    return str(from_item(key)["pk"]).removeprefix(KEY_PREFIX)
 
 
 def _storable(request_id: str) -> bool:
@@ -98,13 +100,12 @@ def _storable(request_id: str) -> bool:
 
 
 def _invocation(item: Mapping[str, Any]) -> Invocation | None:
-    try:
-        count = int(item[COUNT_FIELD]["N"])
-    except (KeyError, TypeError, ValueError):
-        return None  # not an item this ledger wrote: no count known
-    with contextlib.suppress(KeyError, TypeError, ValueError):
-        return Invocation(count, float(item[INVOKED_FIELD]["N"]))
-    return Invocation(count)
+    with contextlib.suppress(TypeError, ArithmeticError):
+        count, at = map(from_item(item).get, (COUNT_FIELD, INVOKED_FIELD))
+        if isinstance(count, Decimal) and count.is_finite() and count == int(count):
+            when = float(at) if isinstance(at, Decimal) and at.is_finite() else None
+            return Invocation(int(count), when)
+    return None  # not an item this ledger wrote: no count known
 
 
 class DynamoLedger:
@@ -142,17 +143,12 @@ class DynamoLedger:
     def record(self, counts: Mapping[str, int], *, now: float) -> None:
         """One BatchWriteItem per 25 ids, made `now` (the invocations' time), each item
         expiring RETENTION_SECONDS from then."""
-        expires = str(math.ceil(now + RETENTION_SECONDS))
-        invoked = str(round(now, 3))
+        expires, invoked = math.ceil(now + RETENTION_SECONDS), Decimal(str(round(now, 3)))
         failed = [request_id for request_id in counts if not _storable(request_id)]
         errors = ["request id too long for a key"] if failed else []
         items = [
-            {
-                **_key(request_id),
-                COUNT_FIELD: {"N": str(int(count))},
-                INVOKED_FIELD: {"N": invoked},
-                "expires_at": {"N": expires},
-            }
+            _key(request_id)
+            | to_item({COUNT_FIELD: int(count), INVOKED_FIELD: invoked, "expires_at": expires})
             for request_id, count in sorted(counts.items())
             if _storable(request_id)
         ]
