@@ -104,7 +104,7 @@ CHECK_JOBS ?= 4
 LOCALSTACK_VENV := $(BUILD_DIR)/localstack-venv
 LOCALSTACK_STAMP := $(LOCALSTACK_VENV)/.installed
 # The tests marked `emulator` in these directories (tests/emulation.py) run against LocalStack.
-LOCALSTACK_TESTS := tests/integration tests/local tests/operator_cli
+LOCALSTACK_TESTS := tests/integration tests/local tests/operator_cli tests/console
 
 # checkov, in its own venv under build/ too, from requirements/checkov.lock.
 CHECKOV_VENV := $(BUILD_DIR)/checkov-venv
@@ -213,7 +213,9 @@ template: $(STAMP)
 # in the operator's own ($XDG_STATE_HOME/dlq-replay/audit.jsonl); the tests make one each too.
 pytest bench bench-smoke test-localstack: export XDG_STATE_HOME = $(CURDIR)/$(BUILD_DIR)/state
 
-pytest: $(STAMP)
+# .venv-demo first: tests/console/test_demo_venv.py serves `make console-demo`'s console from it
+# (a fresh clone's), and in CI fails without it.
+pytest: $(STAMP) $(DEMO_STAMP)
 	$(BIN)/pytest --numprocesses $(PYTEST_WORKERS)
 
 # Each step's output is printed whole when it ends (--output-sync); a failure stops the gate
@@ -330,6 +332,7 @@ bench: $(STAMP) $(BENCH_STAMP)
 	$(BIN)/python bench/bench_kinds.py
 	$(BIN)/python bench/bench_record_cpu.py
 	$(BIN)/python bench/bench_console.py
+	$(BIN)/python bench/bench_overview.py
 	$(BIN)/python bench/bench_end_to_end.py --python $(BENCH_VENV)/bin/python
 
 # The fault-injection soak (tools/soak.py): N messages through the failure path with a chaos
@@ -366,6 +369,7 @@ bench-smoke-computing: $(STAMP)
 	$(BIN)/python bench/bench_breaker.py --smoke
 	$(BIN)/python bench/bench_record_cpu.py --smoke
 	$(BIN)/python bench/bench_console.py --smoke
+	$(BIN)/python bench/bench_overview.py --smoke
 	$(BIN)/python bench/bench_end_to_end.py --smoke
 
 # requirements/dev.lock: the toolchain (requirements/dev.txt) with the package's dependencies and

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import boto3
 
+from dlq_replay.core.queues import queue_name
 from dlq_replay.sqs.client import SQS_CLIENT_CONFIG
 
 if TYPE_CHECKING:
@@ -57,6 +58,9 @@ _RECHECK_SECONDS = 0.2
 _SHUTDOWN_POLL_SECONDS = 0.05
 _RECEIVE = "AmazonSQS.ReceiveMessage"
 _EVENTS = "AWSEvents."
+# The services moto's SQS app answers for (by the request's signing name): any other (the
+# console's CloudWatch and STS) gets an AWS-shaped error at once, not a traceback and a 500.
+_SERVED = frozenset({"sqs", "events"})
 
 StartResponse = Callable[..., Any]
 WsgiApp = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
@@ -182,7 +186,7 @@ class SqsEmulator:
 
         with self.app.lock:
             backend = sqs_backends[DEFAULT_ACCOUNT_ID][REGION]
-            queue = backend.get_queue(queue_url.rsplit("/", maxsplit=1)[-1])
+            queue = backend.get_queue(queue_name(queue_url))
             return [str(message.body) for message in queue._messages]
 
 
@@ -225,6 +229,9 @@ def _moto_sqs_app() -> WsgiApp:
     from werkzeug.wrappers import Response
 
     def app(environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        service = _signing_service(environ)
+        if service and service not in _SERVED:
+            return _unknown_service(service, environ, start_response)
         request = Request(environ)
         events = str(environ.get("HTTP_X_AMZ_TARGET", "")).startswith(_EVENTS)
         try:
@@ -237,6 +244,36 @@ def _moto_sqs_app() -> WsgiApp:
         return answer(environ, start_response)
 
     return app
+
+
+def _signing_service(environ: dict[str, Any]) -> str:
+    """The service a request was signed for (SigV4's credential scope: KEY/DATE/REGION/
+    SERVICE/aws4_request), or "" when unsigned."""
+    authorization = str(environ.get("HTTP_AUTHORIZATION", ""))
+    scope = authorization.partition("Credential=")[2].partition(",")[0].split("/")
+    return scope[3] if len(scope) > 3 else ""
+
+
+def _unknown_service(
+    service: str, environ: dict[str, Any], start_response: StartResponse
+) -> Iterable[bytes]:
+    """HTTP 400 with an error botocore parses (JSON for the JSON protocols, else the query
+    protocol's XML): the caller sees a ClientError, code UnknownService, with no retry."""
+    from werkzeug.wrappers import Response
+
+    message = f"the demo's emulator serves SQS and EventBridge only, not {service}"
+    if "json" in str(environ.get("CONTENT_TYPE", "")):
+        body = json.dumps({"__type": "UnknownService", "message": message})
+        kind = "application/x-amz-json-1.0"
+    else:
+        body = (
+            "<ErrorResponse><Error><Type>Sender</Type><Code>UnknownService</Code>"
+            f"<Message>{message}</Message></Error></ErrorResponse>"
+        )
+        kind = "text/xml"
+    answer = Response(body, status=400, headers={"x-amzn-ErrorType": "UnknownService"})
+    answer.content_type = kind
+    return answer(environ, start_response)
 
 
 @contextmanager

@@ -1,17 +1,25 @@
 """The overview: every dead-letter queue the console knows, sorted by backlog.
 
 A queue is a DLQ when some queue's RedrivePolicy names it; the stack's DLQ and operator queue
-are listed whatever they hold. Depths are SQS's approximate counters (`ops.queue_depth`, as
-`status` reads them), the oldest message's age CloudWatch's (`ops.oldest_message_ages`) or,
-where CloudWatch has none, the snapshot's; the replay's state is `status`'s (event source and
-outage breaker). Nothing here receives a message.
+are listed whatever they hold. Depths are SQS's approximate counters (as `status` reads them),
+the oldest message's age CloudWatch's (`ops.oldest_message_ages`) or, where CloudWatch has
+none, the snapshot's; the replay's state is `status`'s (event source and outage breaker).
+Nothing here receives a message.
+
+One read costs a bounded number of SQS calls whatever the region holds: ListQueues once per
+1,000 queues, then one GetQueueAttributes per queue (its identity, redrive policy and counters
+together), READ_WORKERS of them in flight at once; CloudWatch once per 500 DLQs. The console
+shares one read among every open page (`state.Console.overview`).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -19,10 +27,37 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from dlq_replay import ops
 from dlq_replay.cli import deployment as clients
-from dlq_replay.ops.depth import queue_depth
+from dlq_replay.core.queues import arn_name, is_fifo_url
+from dlq_replay.ops.depth import QueueDepth
+from dlq_replay.ops.queues import DEFAULT_RETENTION_SECONDS, RedrivePolicy
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
+    from mypy_boto3_sqs.literals import QueueAttributeNameType
+
+# GetQueueAttributes calls in flight at once: 500 queues in about 63 round trips, well within
+# the SQS client's connection pool (32) and SQS's request rate.
+READ_WORKERS = 8
+# ListQueues' largest page (SQS returns at most 1,000 URLs, and a NextToken only when asked
+# for a page size).
+LIST_PAGE_SIZE = 1000
+# GetMetricData takes at most 500 queries per call.
+METRIC_QUERIES = 500
+
+_ATTRIBUTES: list[QueueAttributeNameType] = [
+    "QueueArn",
+    "FifoQueue",
+    "VisibilityTimeout",
+    "RedrivePolicy",
+    "MessageRetentionPeriod",
+    "ApproximateNumberOfMessages",
+    "ApproximateNumberOfMessagesNotVisible",
+    "ApproximateNumberOfMessagesDelayed",
+]
+_GONE = ("NonExistentQueue", "QueueDoesNotExist")
+
+# A queue's kinds and oldest age from its snapshot (empty and None when not read), by URL.
+Kinds = Callable[[str], tuple[Mapping[str, int], float | None]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,89 +90,231 @@ class Overview:
     read_at: float = 0.0
 
 
+@dataclass(frozen=True, slots=True)
+class Queue:
+    """One queue as one GetQueueAttributes answer describes it."""
+
+    info: ops.QueueInfo
+    depth: QueueDepth
+
+
+def queue_of(url: str, attributes: Mapping[str, object]) -> Queue | None:
+    """A queue from its attributes, which whoever owns it wrote: an unreadable RedrivePolicy is
+    no policy, an unreadable setting its default and an unreadable counter 0, so one odd queue
+    never hides the others. None without an ARN (nothing to name the queue by)."""
+    arn = attributes.get("QueueArn")
+    if not isinstance(arn, str) or not arn_name(arn):
+        return None
+    fifo = attributes.get("FifoQueue")
+    info = ops.QueueInfo(
+        url=url,
+        arn=arn,
+        fifo=(isinstance(fifo, str) and fifo.lower() == "true") or is_fifo_url(url),
+        visibility_timeout=_number(attributes.get("VisibilityTimeout"), 30),
+        redrive=redrive_policy(attributes.get("RedrivePolicy")),
+        retention_seconds=_number(
+            attributes.get("MessageRetentionPeriod"), DEFAULT_RETENTION_SECONDS
+        ),
+    )
+    visible, in_flight, delayed = (
+        _number(attributes.get(name), 0)
+        for name in (
+            "ApproximateNumberOfMessages",
+            "ApproximateNumberOfMessagesNotVisible",
+            "ApproximateNumberOfMessagesDelayed",
+        )
+    )
+    return Queue(info, QueueDepth(visible, in_flight, delayed))
+
+
+def redrive_policy(text: object) -> RedrivePolicy | None:
+    """A RedrivePolicy attribute's target and receive count; None when it is absent or not
+    one (malformed JSON, a missing or mistyped field)."""
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        policy = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(policy, dict):
+        return None
+    target, count = policy.get("deadLetterTargetArn"), policy.get("maxReceiveCount")
+    if not isinstance(target, str) or not target or isinstance(count, bool):
+        return None
+    if isinstance(count, str):
+        count = _number(count, -1)
+    elif isinstance(count, float) and count.is_integer():
+        count = int(count)
+    if not isinstance(count, int) or count < 0:
+        return None
+    return RedrivePolicy(target, count)
+
+
+def _number(value: object, default: int) -> int:
+    """A counter or setting as SQS sends it (decimal digits), else `default`."""
+    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 18:
+        return int(value)
+    return default
+
+
 def queue_urls(sqs: SQSClient) -> list[str]:
     urls: list[str] = []
-    for page in sqs.get_paginator("list_queues").paginate():
+    pages = sqs.get_paginator("list_queues").paginate(PaginationConfig={"PageSize": LIST_PAGE_SIZE})
+    for page in pages:
         urls.extend(page.get("QueueUrls", []))
     return urls
 
 
-def _infos(sqs: SQSClient, urls: list[str]) -> dict[str, ops.QueueInfo]:
-    infos: dict[str, ops.QueueInfo] = {}
-    for url in urls:
+def read_queues(
+    sqs: SQSClient, urls: list[str], notes: list[str], workers: int = READ_WORKERS
+) -> dict[str, Queue]:
+    """Each queue's attributes, one call per queue, `workers` at a time; by ARN. A queue
+    deleted meanwhile is left out; one SQS refused to describe is left out with a note. The
+    first failure to reach SQS at all (BotoCoreError) ends the read: the calls not yet made
+    are not made, each would wait out its own retries."""
+    refused: dict[str, int] = {}
+    lock = threading.Lock()
+    unreachable = threading.Event()
+
+    def one(url: str) -> Queue | None:
+        if unreachable.is_set():
+            return None
         try:
-            info = ops.queue_info(sqs, url)
-        except (ops.OpsError, ClientError):
-            continue  # deleted meanwhile
-        infos[info.arn] = info
-    return infos
+            found = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=_ATTRIBUTES)
+        except ClientError as error:
+            code = str(error.response.get("Error", {}).get("Code", "error"))
+            if not any(gone in code for gone in _GONE):
+                with lock:
+                    refused[code] = refused.get(code, 0) + 1
+            return None
+        except BotoCoreError:
+            unreachable.set()
+            raise
+        return queue_of(url, {str(k): v for k, v in found.get("Attributes", {}).items()})
+
+    if not urls:
+        return {}
+    with ThreadPoolExecutor(min(workers, len(urls)), thread_name_prefix="overview") as pool:
+        queues = list(pool.map(one, urls))
+    notes.extend(f"{n} queue(s) not shown: SQS said {code}" for code, n in refused.items())
+    return {queue.info.arn: queue for queue in queues if queue is not None}
 
 
-def overview(
-    args: argparse.Namespace, sqs: SQSClient, deployment: ops.Deployment, kinds: Any
-) -> Overview:
-    """Every DLQ (of the stack, or of the region without one), sorted by backlog; `kinds(url)`
-    gives a queue's kinds from its snapshot (empty when not read)."""
-    known = dict(deployment.known_queues())
-    urls = queue_urls(sqs)
-    urls += [url for url in known.values() if url not in urls]
-    infos = _infos(sqs, urls)
-    sources: dict[str, list[str]] = {}
-    for info in infos.values():
-        if info.redrive is not None:
-            sources.setdefault(info.redrive.target_arn, []).append(info.name)
-    roles_by_url = {url: role for role, url in known.items()}
-    stack_urls = set(known.values())
-    stack_names = {info.name for info in infos.values() if info.url in stack_urls}
+class OverviewReader:
+    """Reads the overview, its clients made once (a read every few seconds makes none)."""
 
-    def listed(info: ops.QueueInfo) -> bool:
-        if roles_by_url.get(info.url) in {"dlq", "operator"}:
-            return True
-        named_by = sources.get(info.arn, [])
-        return bool(named_by) and (not deployment.stack or bool(stack_names & set(named_by)))
+    def __init__(
+        self,
+        args: argparse.Namespace,
+        sqs: SQSClient,
+        deployment: ops.Deployment,
+        kinds: Kinds,
+        *,
+        workers: int = READ_WORKERS,
+    ) -> None:
+        self.args = args
+        self.sqs = sqs
+        self.deployment = deployment
+        self.kinds = kinds
+        self.workers = workers
+        self._clients: dict[str, Any] = {}
 
-    chosen = [info for info in infos.values() if listed(info)]
-    notes: list[str] = []
-    ages: dict[str, float] = {}
-    try:
-        cloudwatch = clients.make_client(args, "cloudwatch")
-        ages, note = ops.oldest_message_ages(cloudwatch, [info.name for info in chosen])
-        if note:
-            notes.append(note)
-    except (ClientError, BotoCoreError) as error:
-        notes.append(f"oldest ages from the snapshots only (CloudWatch: {type(error).__name__})")
-    rows = [
-        _row(
-            sqs, info, roles_by_url.get(info.url), sources=sources, ages=ages, kinds=kinds(info.url)
+    def _client(self, service: str) -> Any:
+        if service not in self._clients:
+            self._clients[service] = clients.make_client(self.args, service)
+        return self._clients[service]
+
+    def read(self) -> Overview:
+        """Every DLQ (of the stack, or of the region without one), sorted by backlog."""
+        deployment = self.deployment
+        known = dict(deployment.known_queues())
+        urls = queue_urls(self.sqs)
+        urls += [url for url in known.values() if url not in urls]
+        notes: list[str] = []
+        queues = read_queues(self.sqs, urls, notes, self.workers)
+        sources: dict[str, list[str]] = {}
+        for queue in queues.values():
+            if queue.info.redrive is not None:
+                sources.setdefault(queue.info.redrive.target_arn, []).append(queue.info.name)
+        roles_by_url = {url: role for role, url in known.items()}
+        stack_urls = set(known.values())
+        stack_names = {q.info.name for q in queues.values() if q.info.url in stack_urls}
+
+        def listed(info: ops.QueueInfo) -> bool:
+            if roles_by_url.get(info.url) in {"dlq", "operator"}:
+                return True
+            named_by = sources.get(info.arn, [])
+            return bool(named_by) and (not deployment.stack or bool(stack_names & set(named_by)))
+
+        chosen = [queue for queue in queues.values() if listed(queue.info)]
+        ages = self._ages([queue.info.name for queue in chosen], notes)
+        rows = [
+            _row(queue, roles_by_url.get(queue.info.url), sources, ages, self.kinds)
+            for queue in chosen
+        ]
+        rows.sort(key=lambda row: (-row.backlog, row.name))
+        operator = next((row for row in rows if "operator queue" in row.roles), None)
+        dlq = next((q.info.arn for q in queues.values() if q.info.url == deployment.dlq), None)
+        replay = self._replay_state(dlq, notes)
+        return Overview(
+            tuple(rows),
+            deployment.stack,
+            replay,
+            operator.backlog if operator else None,
+            tuple(notes),
+            time.time(),
         )
-        for info in chosen
-    ]
-    rows.sort(key=lambda row: (-row.backlog, row.name))
-    operator = next((row for row in rows if "operator queue" in row.roles), None)
-    replay = replay_state(args, sqs, deployment, notes)
-    return Overview(
-        tuple(rows),
-        deployment.stack,
-        replay,
-        operator.backlog if operator else None,
-        tuple(notes),
-        time.time(),
-    )
+
+    def _ages(self, names: list[str], notes: list[str]) -> dict[str, float]:
+        """CloudWatch's oldest ages, one call per METRIC_QUERIES queues; a note when none."""
+        ages: dict[str, float] = {}
+        try:
+            cloudwatch = self._client("cloudwatch")
+            for start in range(0, len(names), METRIC_QUERIES):
+                found, note = ops.oldest_message_ages(
+                    cloudwatch, names[start : start + METRIC_QUERIES]
+                )
+                ages.update(found)
+                if note:
+                    notes.append(note)
+                    break
+        except (ClientError, BotoCoreError) as error:
+            notes.append(
+                f"oldest ages from the snapshots only (CloudWatch: {type(error).__name__})"
+            )
+        return ages
+
+    def _replay_state(self, dlq_arn: str | None, notes: list[str]) -> str | None:
+        """`status`'s answer in a word or three: running, paused, outage breaker open."""
+        function = self.deployment.function_name
+        if not function:
+            return None
+        try:
+            lam = self._client("lambda")
+            source = ops.event_source_status(lam, function, dlq_arn)
+            breaker = ops.breaker_status(lam, self._client("dynamodb"), function)
+        except (ClientError, BotoCoreError, ops.OpsError) as error:
+            notes.append(f"replay state unknown ({type(error).__name__})")
+            return "unknown"
+        if breaker.phase == "open":
+            return "outage breaker open (paused itself)"
+        if breaker.phase == "half-open":
+            return "outage breaker half-open (probing)"
+        if not source.found:
+            return "no event source on the DLQ"
+        return "running" if source.enabled else f"paused ({source.state})"
 
 
 def _row(
-    sqs: SQSClient,
-    info: ops.QueueInfo,
+    queue: Queue,
     role: str | None,
-    *,
     sources: dict[str, list[str]],
     ages: dict[str, float],
-    kinds: tuple[Mapping[str, int], float | None],
+    kinds: Kinds,
 ) -> DlqRow:
-    depth = queue_depth(sqs, info.url)
-    counts, snapshot_age = kinds
+    info, depth = queue.info, queue.depth
+    counts, snapshot_age = kinds(info.url)
     roles = {"dlq": "stack DLQ", "operator": "operator queue"}
-    age = ages.get(info.name, snapshot_age)
     return DlqRow(
         name=info.name,
         url=info.url,
@@ -146,34 +323,9 @@ def _row(
         visible=depth.visible,
         in_flight=depth.in_flight,
         delayed=depth.delayed,
-        oldest_age=age,
+        oldest_age=ages.get(info.name, snapshot_age),
         sources=tuple(sorted(sources.get(info.arn, []))),
         moves_to=info.redrive.target_name if info.redrive else None,
         max_receive_count=info.redrive.max_receive_count if info.redrive else None,
         kinds=counts,
     )
-
-
-def replay_state(
-    args: argparse.Namespace, sqs: SQSClient, deployment: ops.Deployment, notes: list[str]
-) -> str | None:
-    """`status`'s answer in a word or three: running, paused (by whom), outage breaker open."""
-    if not deployment.function_name:
-        return None
-    try:
-        lam = clients.make_client(args, "lambda")
-        dlq_arn = ops.queue_info(sqs, deployment.dlq).arn if deployment.dlq else None
-        source = ops.event_source_status(lam, deployment.function_name, dlq_arn)
-        breaker = ops.breaker_status(
-            lam, clients.make_client(args, "dynamodb"), deployment.function_name
-        )
-    except (ClientError, BotoCoreError, ops.OpsError) as error:
-        notes.append(f"replay state unknown ({type(error).__name__})")
-        return "unknown"
-    if breaker.phase == "open":
-        return "outage breaker open (paused itself)"
-    if breaker.phase == "half-open":
-        return "outage breaker half-open (probing)"
-    if not source.found:
-        return "no event source on the DLQ"
-    return "running" if source.enabled else f"paused ({source.state})"

@@ -1,6 +1,12 @@
 """`dlq-replay console --demo`: the console on the demo's embedded emulator, its queues wired
 as a stack's (main -> DLQ -> operator queue) and holding parked sample messages of several
-reasons, sizes and ages, a few of them hostile text, so every page has something to show."""
+reasons, sizes and ages, a few of them hostile text, so every page has something to show.
+
+It runs on the demo's own emulator (`sqs_emulator()`: moto's SQS served by werkzeug, what the
+`demo` extra installs), not moto's whole server (`moto[server]`, which `make demo`'s venv does
+not have). The console's other services answer there at once with an error it shows as a note:
+CloudWatch (oldest ages: from the snapshots instead), STS (the audit trail's identity:
+unknown); no Lambda is asked, the demo has no replay function."""
 
 from __future__ import annotations
 
@@ -32,9 +38,10 @@ def sample_bodies(count: int, rng: random.Random) -> list[tuple[str, str]]:
 
 def on_demo_queues(args: argparse.Namespace, run: Callable[[argparse.Namespace], int]) -> int:
     require_moto()
-    from dlq_replay.demo.emulator import create_queues, emulator, emulator_client
+    from dlq_replay.demo.emulator import create_queues, emulator_client, sqs_emulator
 
-    with emulator() as endpoint:
+    with sqs_emulator() as running:
+        endpoint = running.endpoint_url
         sqs = emulator_client(endpoint)
         queues = create_queues(sqs, prefix="demo")
         rng = random.Random(7)  # noqa: S311 - sample data
