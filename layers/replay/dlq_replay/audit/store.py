@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from dlq_replay.audit.model import AuditAction, AuditRecord, pair_records
+from dlq_replay.targets.dynamo_items import from_item, to_item
 
 PARTITION = "audit"
 # The keys of the table an operator makes for the trail (docs/operator-audit.md): `pk` and
@@ -92,18 +93,20 @@ class DynamoAuditStore:
     def write(self, record: AuditRecord) -> None:
         self._dynamodb.put_item(
             TableName=self.table,
-            Item={
-                "pk": {"S": PARTITION},
-                "sk": {"S": record.sort_key},
-                "action_id": {"S": record.action_id},
-                "phase": {"S": str(record.phase)},
-                "command": {"S": record.command},
-                "origin": {"S": str(record.origin)},
-                "caller_arn": {"S": record.identity.arn},
-                "at": {"S": record.at},
-                # The whole record, as the file store keeps it: one reader for both.
-                "record": {"S": json.dumps(record.to_json(), separators=(",", ":"))},
-            },
+            Item=to_item(
+                {
+                    "pk": PARTITION,
+                    "sk": record.sort_key,
+                    "action_id": record.action_id,
+                    "phase": str(record.phase),
+                    "command": record.command,
+                    "origin": str(record.origin),
+                    "caller_arn": record.identity.arn,
+                    "at": record.at,
+                    # The whole record, as the file store keeps it: one reader for both.
+                    "record": json.dumps(record.to_json(), separators=(",", ":")),
+                }
+            ),
             ConditionExpression="attribute_not_exists(pk)",
         )
 
@@ -112,9 +115,7 @@ class DynamoAuditStore:
 
     def _records(self, since: str | None, page: int) -> Iterator[AuditRecord]:
         condition = "pk = :p" + (" AND sk >= :s" if since else "")
-        values: dict[str, Any] = {":p": {"S": PARTITION}}
-        if since:
-            values[":s"] = {"S": since}
+        values = to_item({":p": PARTITION} | ({":s": since} if since else {}))
         query: dict[str, Any] = {
             "TableName": self.table,
             "KeyConditionExpression": condition,
@@ -125,7 +126,7 @@ class DynamoAuditStore:
         while True:
             found = self._dynamodb.query(**query)
             for item in found.get("Items", []):
-                record = _parsed(item.get("record", {}).get("S", ""))
+                record = _parsed(_record_text(item))
                 if record is not None:
                     yield record
             last = found.get("LastEvaluatedKey")
@@ -176,6 +177,15 @@ class FileAuditStore:
         chosen = [r for r in records if since is None or r.sort_key >= since]
         chosen.sort(key=lambda record: record.sort_key, reverse=True)
         return take_actions(chosen, limit)
+
+
+def _record_text(item: dict[str, Any]) -> str:
+    """An item's whole record, or "" for an item that holds none (a foreign one)."""
+    try:
+        text = from_item({"record": item["record"]})["record"]
+    except (KeyError, TypeError, AttributeError):
+        return ""
+    return text if isinstance(text, str) else ""
 
 
 def _parsed(text: str) -> AuditRecord | None:

@@ -15,7 +15,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from dlq_replay.breaker.items import from_item, to_item
+from dlq_replay.targets.dynamo_items import from_item, to_item
 from dlq_replay.breaker.rule import BreakerPolicy, Counts
 from dlq_replay.breaker.state import BreakerState
 
