@@ -4,8 +4,7 @@ and name are the lookup of a FIFO target's group id)."""
 from __future__ import annotations
 
 import pytest
-from dlq_replay.core.queues import Arn
-from dlq_replay.targets.rule_targets import rule_location
+from dlq_replay.core.queues import Arn, rule_location
 
 
 def test_an_arns_parts_keep_the_colons_of_its_resource() -> None:

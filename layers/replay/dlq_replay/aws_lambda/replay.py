@@ -21,6 +21,7 @@ from dlq_replay.breaker.function import LambdaBreaker, is_probe_event, lambda_br
 from dlq_replay.core.attributes import is_mapping
 from dlq_replay.core.log import Log
 from dlq_replay.core.messages import InboundMessage
+from dlq_replay.core.queues import is_fifo_arn
 from dlq_replay.core.settings import Settings, SettingsError
 from dlq_replay.engine.replayer import Collaborators, Outcome, Replayer
 from dlq_replay.notify.sns import notice_client
@@ -132,7 +133,7 @@ class LambdaReplay:
                 outcomes.values(), sent_at, received, known=lookup.known, refused=refused
             )
         processor: BatchProcessor
-        if any(str(r.get("eventSourceARN", "")).endswith(".fifo") for r in records):
+        if any(is_fifo_arn(str(r.get("eventSourceARN", ""))) for r in records):
             processor = SqsFifoPartialProcessor(skip_group_on_error=True)
         else:
             processor = BatchProcessor(event_type=EventType.SQS)

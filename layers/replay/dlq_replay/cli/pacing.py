@@ -12,6 +12,7 @@ from dlq_replay.cli.deployment import Target, make_client
 from dlq_replay.cli.errors import EXIT_FAILED, EXIT_USAGE, CommandError
 from dlq_replay.cli.output import note
 from dlq_replay.cli.parsing import int_between, positive_number
+from dlq_replay.core.queues import queue_name
 
 DEFAULT_CHECK_SECONDS = 10
 DEFAULT_FAILURE_THRESHOLD = 1
@@ -38,16 +39,16 @@ def add_pace_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--check-seconds",
         type=int_between(1, 3600),
-        metavar="S",
-        help=f"--until-failing: how often the DLQ is looked at (default {DEFAULT_CHECK_SECONDS})",
+        metavar="SECONDS",
+        help=f"--until-failing: how often the DLQ is looked at (default: {DEFAULT_CHECK_SECONDS})",
     )
     parser.add_argument(
         "--failure-threshold",
         type=int_between(1, 1_000_000),
         metavar="N",
         help="--until-failing: new DLQ messages within one check that count as failing "
-        f"(default {DEFAULT_FAILURE_THRESHOLD}; raise it when the queue fails a few messages "
-        "anyway)",
+        "(raise it when the queue fails a few messages anyway) "
+        f"(default: {DEFAULT_FAILURE_THRESHOLD})",
     )
 
 
@@ -114,7 +115,7 @@ def _warn_if_replayed(target: Target, watched: ops.QueueInfo) -> None:
 
 def pace_line(report: ops.PaceReport) -> str:
     """One line for the human output."""
-    name = report.watched.rsplit("/", 1)[-1]
+    name = queue_name(report.watched)
     line = (
         f"until failing: {report.arrivals} arrived in {name} over {report.checks} checks "
         f"({report.watched_seconds:.0f} s); {report.backoffs} backoffs, ending at "

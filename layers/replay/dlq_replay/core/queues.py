@@ -1,6 +1,7 @@
 """Identities: ARNs (`Arn`, the one ARN type, and which ARNs the replay delivers to), queue
-names and URLs. One definition of each for the settings, the replay, the deliveries and the
-operator CLI, so they all accept exactly what AWS accepts.
+names and URLs, FIFO-ness. The one home of each fact for the settings, the replay, the
+deliveries and the operator CLI, so they all read a name, a region or `.fifo` the same way
+(tests/unit/test_one_home.py fails when one is parsed inline elsewhere).
 """
 
 from __future__ import annotations
@@ -18,6 +19,13 @@ QUEUE_ARN_PATTERN = re.compile(
     r"arn:(?P<partition>aws[a-z-]*):sqs:(?P<region>[a-z0-9-]+):(?P<account>\d{12}):"
     rf"(?P<name>{QUEUE_NAME})"
 )
+# SNS topic ARNs: 1-256 of A-Z a-z 0-9 - _ as the name, FIFO topics ending in .fifo.
+SNS_TOPIC_ARN_PATTERN = re.compile(
+    r"arn:(?P<partition>aws[a-z-]*):sns:(?P<region>[a-z0-9-]+):(?P<account>\d{12}):"
+    r"(?P<name>[A-Za-z0-9_-]{1,251}(?:\.fifo)?|[A-Za-z0-9_-]{252,256})"
+)
+# The characters of a region (no regex: `url_region` is not worth one more compile at import).
+_REGION_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-")
 # Control characters and white space have no place in a URL (and would end up in logs).
 _UNPRINTABLE = re.compile(r"[\x00-\x20\x7f-\x9f]")
 
@@ -46,7 +54,7 @@ def queue_url_problem(url: str) -> str | None:
         return "is not a valid URL"
     if parts.scheme not in ("http", "https") or not parts.netloc:
         return "is not an http:// or https:// URL"
-    name = parts.path.rstrip("/").rsplit("/", 1)[-1]
+    name = queue_name(parts.path)
     if not QUEUE_NAME_PATTERN.fullmatch(name):
         return (
             f"does not end in a queue name (1-80 of A-Z a-z 0-9 - _, FIFO names ending in "
@@ -55,9 +63,62 @@ def queue_url_problem(url: str) -> str | None:
     return None
 
 
+def queue_name(url: str) -> str:
+    """A queue URL's last path segment, a trailing slash ignored: SQS's own and every
+    SQS-compatible endpoint's URLs end in the queue's name. Unchecked (`queue_url_problem`)."""
+    return url.rstrip("/").rsplit("/", 1)[-1]
+
+
+def url_region(url: str) -> str | None:
+    """The region an AWS queue URL names, `https://sqs.<region>.amazonaws.com[.cn]/...`; None
+    for any other text (an emulator's URL)."""
+    region, dot, rest = url.removeprefix("https://sqs.").partition(".")
+    found = url.startswith("https://sqs.") and dot and rest.startswith("amazonaws.com")
+    return region if found and region and _REGION_CHARACTERS.issuperset(region) else None
+
+
+def is_fifo_name(name: str) -> bool:
+    """FIFO queue and topic names end in `.fifo` (an SQS and SNS naming rule)."""
+    return name.endswith(".fifo")
+
+
 def is_fifo_url(queue_url: str) -> bool:
-    """FIFO queue names, and so their URLs, end in `.fifo` (an SQS naming rule)."""
-    return queue_url.rstrip("/").endswith(".fifo")
+    """A FIFO queue's URL: it ends in the queue's name."""
+    return is_fifo_name(queue_url.rstrip("/"))
+
+
+def is_fifo_arn(arn: str) -> bool:
+    """A FIFO queue's or topic's ARN: it ends in the name. Unchecked: any text a record names."""
+    return is_fifo_name(arn)
+
+
+# ARN-shaped text others send (a record's queue ARN, an emulator's, a caller identity's),
+# read without `Arn.parse`'s checks, which would refuse what the replay has always accepted:
+# `arn:<partition>:<service>:<region>:<account>:<resource>`, the resource possibly with colons.
+
+
+def arn_name(arn: str) -> str:
+    """A queue's or topic's name: what follows the ARN's last colon (the whole text if none)."""
+    return arn.rsplit(":", 1)[-1]
+
+
+def arn_resource(arn: str) -> str:
+    """What follows the fifth colon, colons and all (the last field of text with fewer)."""
+    return arn.split(":", 5)[-1]
+
+
+def arn_account(arn: str) -> str | None:
+    """The account field of text with all six ARN fields; None for text with fewer."""
+    fields = arn.split(":", 5)
+    return fields[4] if len(fields) == 6 else None
+
+
+def arn_region(arn: str) -> str:
+    """The region field; ValueError for text with fewer than four fields."""
+    fields = arn.split(":", 4)
+    if len(fields) < 4:
+        raise ValueError(f"not an ARN: {arn!r}")
+    return fields[3]
 
 
 _ARN = re.compile(
@@ -103,7 +164,11 @@ class Arn:
 
     @property
     def is_fifo(self) -> bool:
-        return self.resource.endswith(".fifo")
+        return is_fifo_name(self.resource)
+
+    def sibling(self, resource: str) -> str:
+        """The ARN of another resource of this service, region and account."""
+        return f"arn:{self.partition}:{self.service}:{self.region}:{self.account}:{resource}"
 
     def url(self, endpoint_url: str | None = None) -> str:
         """A queue's URL: on `endpoint_url` when given (an emulator), else AWS's own endpoint."""
@@ -111,6 +176,20 @@ class Arn:
             return f"{endpoint_url.rstrip('/')}/{self.account}/{self.name}"
         suffix = PARTITION_DNS_SUFFIX.get(self.partition, "amazonaws.com")
         return f"https://sqs.{self.region}.{suffix}/{self.account}/{self.name}"
+
+
+# A rule's ARN: `arn:<partition>:events:<region>:<account>:rule/[<bus name>/]<rule name>`; a
+# bus name may hold slashes (a partner bus, `aws.partner/<saas>/<name>`), a rule name may not.
+_RULE_PREFIX = "rule/"
+
+
+def rule_location(rule_arn: str) -> tuple[str, str, str | None]:
+    """(region, rule name, event bus name or None for the account's default bus)."""
+    arn = Arn.parse(rule_arn)
+    bus, _, name = arn.resource.removeprefix(_RULE_PREFIX).rpartition("/")
+    if arn.service != "events" or not arn.resource.startswith(_RULE_PREFIX) or not name:
+        raise ValueError(f"not an EventBridge rule ARN: {rule_arn!r}")
+    return arn.region, name, bus or None
 
 
 class TargetService(StrEnum):

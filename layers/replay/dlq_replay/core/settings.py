@@ -18,10 +18,9 @@ from typing import Any
 from dlq_replay.core.attributes import INTERNAL_ATTRIBUTE_PREFIX
 from dlq_replay.core.backoff import MAX_VISIBILITY_TIMEOUT_SECONDS, BackoffPolicy, Jitter
 from dlq_replay.core.kinds import KIND_CHOICES, RecordKind
-from dlq_replay.core.queues import is_target_arn, queue_url_problem
+from dlq_replay.core.queues import SNS_TOPIC_ARN_PATTERN, is_target_arn, queue_url_problem
 from dlq_replay.core.settings_rules import (
     ATTRIBUTE_NAME_PARAMETER_PATTERN,
-    SNS_TOPIC_ARN_PATTERN,
     TOPIC_ARN_PARAMETER_PATTERN,
     Rule,
     Setting,

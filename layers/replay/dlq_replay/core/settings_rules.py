@@ -9,13 +9,7 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from dlq_replay.core.attributes import INTERNAL_ATTRIBUTE_PREFIX
-from dlq_replay.core.queues import QUEUE_ARN_PATTERN, queue_url_problem
-
-# SNS topic ARNs: 1-256 of A-Z a-z 0-9 - _ as the name, FIFO topics ending in .fifo.
-SNS_TOPIC_ARN_PATTERN = re.compile(
-    r"arn:(?P<partition>aws[a-z-]*):sns:(?P<region>[a-z0-9-]+):(?P<account>\d{12}):"
-    r"(?P<name>[A-Za-z0-9_-]{1,251}(?:\.fifo)?|[A-Za-z0-9_-]{252,256})"
-)
+from dlq_replay.core.queues import QUEUE_ARN_PATTERN, SNS_TOPIC_ARN_PATTERN, queue_url_problem
 
 # SQS message attribute names: up to 256 of A-Z a-z 0-9 _ - . ; no leading or trailing period,
 # no two periods in a row, not starting with AWS. or Amazon. (any case).

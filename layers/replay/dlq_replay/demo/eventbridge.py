@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from dlq_replay.core.queues import Arn, arn_account
 from dlq_replay.demo.emulator import (
     DLQ_VISIBILITY_TIMEOUT,
     MAIN_VISIBILITY_TIMEOUT,
@@ -114,7 +115,7 @@ def create_wiring(sqs: SQSClient, events: EventBridgeClient) -> Wiring:
             }
         ],
     )
-    account_prefix = target_arn.rsplit(":", 1)[0]
+    target_queue = Arn.queue(target_arn)
     return Wiring(
         bus_arn=bus_arn,
         rule_arn=rule_arn,
@@ -122,8 +123,8 @@ def create_wiring(sqs: SQSClient, events: EventBridgeClient) -> Wiring:
         target_arn=target_arn,
         dlq_url=dlq,
         operator_url=operator,
-        retired_arn=f"{account_prefix}:demo-orders-v1",
-        outside_arn=f"{account_prefix}:not-ours",
+        retired_arn=target_queue.sibling("demo-orders-v1"),
+        outside_arn=target_queue.sibling("not-ours"),
     )
 
 
@@ -223,7 +224,7 @@ def dlq_record(event_id: str, fate: str, wiring: Wiring) -> dict[str, Any]:
 
 def _event(event_id: str, fate: str, wiring: Wiring) -> dict[str, Any]:
     """The event as EventBridge hands it to a target (no input transformer)."""
-    account = wiring.bus_arn.split(":")[4]
+    account = arn_account(wiring.bus_arn)
     return {
         "version": "0",
         "id": str(uuid.uuid4()),

@@ -19,7 +19,7 @@ from dlq_replay.core.kinds import Recognised
 from dlq_replay.core.log import Log
 from dlq_replay.core.messages import InboundMessage
 from dlq_replay.core.notices import park_notice
-from dlq_replay.core.queues import Arn
+from dlq_replay.core.queues import Arn, is_fifo_arn
 from dlq_replay.core.settings import Settings
 from dlq_replay.core.text import error_text
 from dlq_replay.engine.decide import RecordCase, park_instead
@@ -332,7 +332,7 @@ def _failed(step: str, error: Exception) -> Decision:
 
 
 def _is_fifo(message: InboundMessage) -> bool:
-    return message.queue_arn.endswith(".fifo")
+    return is_fifo_arn(message.queue_arn)
 
 
 def _rounds(messages: Sequence[InboundMessage]) -> Iterator[list[InboundMessage]]:

@@ -20,7 +20,8 @@ from botocore.exceptions import ConnectionError as BotoConnectionError
 from botocore.retries.standard import RetryContext, ThrottledRetryableChecker
 
 from dlq_replay.core.log import Log
-from dlq_replay.local.answers import HtmlAnswerError, error_text
+from dlq_replay.core.queues import arn_region
+from dlq_replay.local.answers import ForeignAnswerError, error_text
 from dlq_replay.local.records import lambda_record
 from dlq_replay.sqs.sending import change_visibility, delete_messages
 
@@ -122,7 +123,7 @@ class LocalEventSource:
         self._polling = polling
         self._logger: Log = logger or logging.getLogger("dlq_replay.local.eventsource")
         self.queue_arn = queue_arn or _queue_arn(sqs, queue_url)
-        self.region = self.queue_arn.split(":")[3]
+        self.region = arn_region(self.queue_arn)
         self.stats = stats or PollStats()  # the caller's, to read what is under way
         self._gate = gate
 
@@ -245,7 +246,7 @@ def can_heal(error: Exception) -> bool:
     """Whether waiting may cure the error: throttling (botocore's own list of codes), a 5xx,
     or an endpoint not reachable (or a proxy's error page in its place). A missing queue,
     access denied, bad credentials or a web server on the wrong port cannot."""
-    if isinstance(error, HtmlAnswerError):
+    if isinstance(error, ForeignAnswerError):
         return error.status >= 500
     if isinstance(error, ClientError):
         status = int(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0))

@@ -15,7 +15,7 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
 from dlq_replay.core.notices import ParkNotice
-from dlq_replay.core.settings import SNS_TOPIC_ARN_PATTERN
+from dlq_replay.core.queues import SNS_TOPIC_ARN_PATTERN, is_fifo_arn
 
 if TYPE_CHECKING:
     from mypy_boto3_sns.type_defs import (
@@ -75,7 +75,7 @@ def publish_notices(
 ) -> list[NoticeFailure]:
     """Publish every notice; the result holds one failure per notice SNS did not take (all of
     a request's on a ClientError or BotoCoreError)."""
-    fifo = topic_arn.endswith(".fifo")
+    fifo = is_fifo_arn(topic_arn)
     failures: list[NoticeFailure] = []
     for request in _requests(notices):
         entries = [_entry(str(index), notice, fifo) for index, notice in enumerate(request)]

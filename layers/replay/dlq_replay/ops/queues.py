@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from dlq_replay.core.queues import Arn, is_fifo_url
+from dlq_replay.core.queues import Arn, arn_name, is_fifo_url
 from dlq_replay.ops.errors import QueueNotFoundError
 
 if TYPE_CHECKING:
@@ -21,7 +21,7 @@ class RedrivePolicy:
 
     @property
     def target_name(self) -> str:
-        return self.target_arn.rsplit(":", 1)[-1]
+        return arn_name(self.target_arn)
 
 
 DEFAULT_RETENTION_SECONDS = 345_600  # SQS's default MessageRetentionPeriod, 4 days
@@ -38,7 +38,7 @@ class QueueInfo:
 
     @property
     def name(self) -> str:
-        return self.arn.rsplit(":", 1)[-1]
+        return arn_name(self.arn)
 
 
 def queue_info(sqs: SQSClient, url: str) -> QueueInfo:

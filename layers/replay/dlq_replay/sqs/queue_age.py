@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from dlq_replay.core.queues import queue_name
+
 
 def seconds_until_expiry(retention_seconds: int, age_seconds: float | None) -> float | None:
     """Retention minus age, never below 0 (a late metric may lag a deletion); None when the
@@ -81,4 +83,4 @@ def queue_time_left(sqs: Any, cloudwatch: Any, queue_url: str) -> float | None:
     retention = sqs.get_queue_attributes(
         QueueUrl=queue_url, AttributeNames=["MessageRetentionPeriod"]
     )["Attributes"]["MessageRetentionPeriod"]
-    return time_left(cloudwatch, queue_url.rstrip("/").rsplit("/", 1)[-1], int(retention))
+    return time_left(cloudwatch, queue_name(queue_url), int(retention))

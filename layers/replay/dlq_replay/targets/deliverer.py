@@ -18,11 +18,11 @@ from dataclasses import replace
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from dlq_replay.core.queues import is_target_arn
+from dlq_replay.core.queues import is_fifo_arn, is_target_arn, rule_location
 from dlq_replay.core.transform import NotApplied, target_payload
 from dlq_replay.targets.clients import TargetClients
 from dlq_replay.targets.delivery import Delivery, DeliveryResult, RefusalCode, Refused
-from dlq_replay.targets.rule_targets import RuleTargets, rule_location
+from dlq_replay.targets.rule_targets import RuleTargets
 from dlq_replay.targets.services import send
 
 
@@ -108,6 +108,6 @@ def _in_order_per_fifo_target(deliveries: Sequence[Delivery]) -> list[list[Deliv
     the batch's order."""
     tasks: dict[str | int, list[Delivery]] = {}
     for index, delivery in enumerate(deliveries):
-        fifo = delivery.target_arn.endswith(".fifo")
+        fifo = is_fifo_arn(delivery.target_arn)
         tasks.setdefault(delivery.target_arn if fifo else index, []).append(delivery)
     return list(tasks.values())

@@ -13,25 +13,12 @@ from typing import TYPE_CHECKING
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from dlq_replay.core.queues import Arn
+from dlq_replay.core.queues import Arn, rule_location
 from dlq_replay.core.transform import TargetInput
 from dlq_replay.targets.clients import TargetClients
 
 if TYPE_CHECKING:
     from mypy_boto3_events.type_defs import TargetOutputTypeDef
-
-# A rule's ARN: `arn:<partition>:events:<region>:<account>:rule/[<bus name>/]<rule name>`; a
-# bus name may hold slashes (a partner bus, `aws.partner/<saas>/<name>`), a rule name may not.
-_RULE_PREFIX = "rule/"
-
-
-def rule_location(rule_arn: str) -> tuple[str, str, str | None]:
-    """(region, rule name, event bus name or None for the account's default bus)."""
-    arn = Arn.parse(rule_arn)
-    bus, _, name = arn.resource.removeprefix(_RULE_PREFIX).rpartition("/")
-    if arn.service != "events" or not arn.resource.startswith(_RULE_PREFIX) or not name:
-        raise ValueError(f"not an EventBridge rule ARN: {rule_arn!r}")
-    return arn.region, name, bus or None
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +73,7 @@ class RuleTargets:
         arn = Arn.parse(rule_arn)
         if home_account and arn.account and arn.account != home_account:
             # ListTargetsByRule takes the bus's ARN for a rule on another account's bus.
-            bus = f"arn:{arn.partition}:events:{region}:{arn.account}:event-bus/{bus or 'default'}"
+            bus = arn.sibling(f"event-bus/{bus or 'default'}")
         paginator = self._clients.events(region).get_paginator("list_targets_by_rule")
         pages = (
             paginator.paginate(Rule=name)

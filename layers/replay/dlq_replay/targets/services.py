@@ -24,7 +24,7 @@ import json
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from dlq_replay.core.queues import Arn, TargetService, target_service
+from dlq_replay.core.queues import Arn, TargetService, is_fifo_arn, target_service
 from dlq_replay.targets.clients import TargetClients
 from dlq_replay.targets.delivery import Delivered, Delivery, DeliveryResult, RefusalCode, Refused
 from dlq_replay.targets.rule_targets import RuleTarget
@@ -94,7 +94,7 @@ def send_to_queue(sqs: SQSClient, delivery: Delivery, rule: RuleTarget | None) -
 
 
 def publish_to_topic(sns: SNSClient, delivery: Delivery) -> DeliveryResult:
-    if delivery.target_arn.endswith(".fifo"):
+    if is_fifo_arn(delivery.target_arn):
         return _no_group(delivery, "an EventBridge target names no group id for a FIFO topic")
     sns.publish(TopicArn=delivery.target_arn, Message=delivery.payload)
     return Delivered(delivery.record_id, None)

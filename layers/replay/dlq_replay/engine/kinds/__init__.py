@@ -22,7 +22,7 @@ from dlq_replay.core.attributes import PARK_ERROR_ATTRIBUTE, Attribute
 from dlq_replay.core.decision import Action, Decision, ParkReason, build_copy, with_room
 from dlq_replay.core.kinds import KIND_ATTRIBUTE, TARGET_ATTRIBUTE, Recognised, RecordKind
 from dlq_replay.core.messages import InboundMessage, OutboundMessage
-from dlq_replay.core.queues import TargetService, target_allowed, target_service
+from dlq_replay.core.queues import TargetService, arn_account, target_allowed, target_service
 from dlq_replay.core.settings import Settings
 from dlq_replay.core.text import error_text
 
@@ -104,7 +104,7 @@ def delivery_of(
         payload=recognised.payload,
         rule_arn=recognised.rule_arn,
         dedup_id=f"{message.message_id}-{key}",
-        account=arn.split(":")[4] if arn.count(":") >= 5 else None,
+        account=arn_account(arn),
     )
 
 
