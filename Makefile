@@ -333,6 +333,7 @@ bench: $(STAMP) $(BENCH_STAMP)
 	$(BIN)/python bench/bench_record_cpu.py
 	$(BIN)/python bench/bench_console.py
 	$(BIN)/python bench/bench_overview.py
+	$(BIN)/python bench/bench_answers.py
 	$(BIN)/python bench/bench_end_to_end.py --python $(BENCH_VENV)/bin/python
 
 # The fault-injection soak (tools/soak.py): N messages through the failure path with a chaos
@@ -370,6 +371,7 @@ bench-smoke-computing: $(STAMP)
 	$(BIN)/python bench/bench_record_cpu.py --smoke
 	$(BIN)/python bench/bench_console.py --smoke
 	$(BIN)/python bench/bench_overview.py --smoke
+	$(BIN)/python bench/bench_answers.py --smoke
 	$(BIN)/python bench/bench_end_to_end.py --smoke
 
 # requirements/dev.lock: the toolchain (requirements/dev.txt) with the package's dependencies and

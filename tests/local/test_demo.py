@@ -118,6 +118,40 @@ def test_with_consumer_backoff_only_poison_reaches_the_dlq_and_invalid_is_parked
     assert result.deliveries_by_attempt[0] == result.sent
 
 
+@pytest.mark.usefixtures("fresh_backends")
+@pytest.mark.parametrize(
+    ("seed", "failure_rate", "poison_rate"),
+    [
+        (3, DemoOptions().failure_rate, DemoOptions().poison_rate),  # docs/consumer.md: 22 poison
+        (7, 0.0, 0.1),  # no transient failures: the good messages are all done first
+    ],
+)
+def test_with_consumer_backoff_the_poison_alone_in_the_dlq_never_opens_the_breaker(
+    seed: int, failure_rate: float, poison_rate: float
+) -> None:
+    """Behind the consumer's backoff the poison reaches the DLQ alone, after the messages sent
+    with it were deleted, and its first replays all come back: bad messages, not an outage.
+    (Before the breaker looked for the consumer's deletions from before the first replays, the
+    second case opened it within 10 s, and again at every probe, until the time limit.)"""
+    options = DemoOptions(
+        seed=seed,
+        failure_rate=failure_rate,
+        poison_rate=poison_rate,
+        consumer_backoff=True,
+        live=False,
+        timeout_seconds=120,
+    )
+    kinds = planned_kinds(options)
+    assert kinds["poison"] >= 20, kinds  # enough returns for the rule to trip
+
+    result = demo(options)
+
+    assert result.completed, result
+    assert (result.breaker_openings, result.lost, result.not_yet_done) == (0, 0, 0), result
+    assert result.parked_by_reason["max-attempts"] == kinds["poison"]
+    assert result.processed == kinds.get("ok", 0) + kinds.get("transient", 0)
+
+
 SUMMARY = re.compile(
     r"sent (?P<sent>\d+), processed (?P<processed>\d+), parked (?P<parked>\d+) \(.*\), "
     r"not yet done (?P<not_yet_done>\d+), lost (?P<lost>\d+)"

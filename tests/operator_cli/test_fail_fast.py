@@ -108,3 +108,73 @@ def test_a_queue_url_of_another_region_is_named(
     assert "names region eu-west-1, the command used us-east-1: pass --region eu-west-1" in (
         result.err
     )
+
+
+class SilentEndpoint:
+    """A TCP endpoint on 127.0.0.1 that accepts each connection, reads the request and never
+    answers; it counts the requests."""
+
+    def __init__(self) -> None:
+        self._server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._server.bind(("127.0.0.1", 0))
+        self._server.listen(16)
+        self._server.settimeout(0.2)
+        self.url = f"http://127.0.0.1:{self._server.getsockname()[1]}"
+        self.requests = 0
+        self._held: list[socket.socket] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                connection, _ = self._server.accept()
+            except TimeoutError:
+                continue
+            self.requests += 1
+            self._held.append(connection)  # open, silent: the client waits for its timeout
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        for connection in self._held:
+            connection.close()
+        self._server.close()
+
+
+def test_an_endpoint_that_never_answers_is_one_line_stating_the_read_timeout(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Was 30.7 s (status) and 61.4 s (peek) of silence, then a line naming neither the
+    timeout nor what happened; now 2 attempts of 10 s (docs/operator-commands.md)."""
+    silent = SilentEndpoint()
+    try:
+        queue = f"{silent.url}{QUEUE_PATH}"
+        result = run_cli(
+            capsys, "status", "--operator-queue-url", queue, "--endpoint-url", silent.url
+        )
+    finally:
+        silent.close()
+    assert result.code == 1, result
+    (line,) = result.err.strip().splitlines()
+    assert line == (
+        f"dlq-replay: error: GetQueueAttributes failed: no answer from {silent.url} within "
+        "10 s (read timeout)"
+    )
+    assert silent.requests == 2  # the interactive config's attempts
+
+
+@pytest.mark.parametrize(("wait", "read_timeout"), [(None, 11), ("0", 10), ("1", 11), ("20", 30)])
+def test_a_receiving_command_s_read_timeout_covers_its_long_poll(
+    wait: str | None, read_timeout: int
+) -> None:
+    """SQS holds a receive's answer up to --wait-seconds: the read timeout is on top of it."""
+    from dlq_replay.cli.main import build_parser
+    from dlq_replay.cli.options import sqs_client
+
+    argv = ["peek", "https://sqs.us-east-1.amazonaws.com/123456789012/q"]
+    args = build_parser(["peek"]).parse_args(argv + (["--wait-seconds", wait] if wait else []))
+    args.region = "us-east-1"
+    config = sqs_client(args).meta.config
+    assert config.read_timeout == read_timeout  # type: ignore[attr-defined]  # default wait: 1

@@ -14,11 +14,12 @@ from pathlib import Path
 import boto3
 import pytest
 from dlq_replay.local.answers import (
+    ForeignAnswerError,
     HtmlAnswerError,
     endpoint_of,
     error_text,
     is_html,
-    refuse_html_answers,
+    refuse_foreign_answers,
 )
 from dlq_replay.local.eventsource import LocalEventSource, Polling, can_heal
 from dlq_replay.sqs.client import sqs_client
@@ -148,7 +149,7 @@ def test_the_worker_logs_an_html_answer_in_one_line(
     """A poll that meets the page logs one line (no page) and keeps polling."""
     endpoint, status = html
     session = boto3.Session(region_name="us-east-1")
-    refuse_html_answers(session)
+    refuse_foreign_answers(session)
     client = sqs_client(endpoint, session=session)
     logger = logging.getLogger("test.html")
     source = LocalEventSource(
@@ -181,6 +182,11 @@ def test_the_worker_logs_an_html_answer_in_one_line(
 def test_only_a_proxy_s_error_page_may_heal(status: int, heals: bool) -> None:
     error = HtmlAnswerError(operation="GetQueueAttributes", endpoint="http://x", status=status)
     assert can_heal(error) is heals
+    # The same for any answer that is not AWS's (a proxy's empty 502, another server's JSON).
+    other = ForeignAnswerError(
+        operation="ReceiveMessage", endpoint="http://x", status=status, what="an empty body"
+    )
+    assert can_heal(other) is heals
 
 
 @given(

@@ -7,8 +7,8 @@ import argparse
 from dataclasses import asdict
 from typing import Any
 
-from dlq_replay import ops
-from dlq_replay.cli.auditing import add_audit_option, audit_tally, audited, gate
+from dlq_replay import audit
+from dlq_replay.cli.auditing import add_audit_option, audited
 from dlq_replay.cli.deployment import add_operator_options, add_receive_options
 from dlq_replay.cli.errors import EXIT_FAILED, EXIT_OK, operator_command
 from dlq_replay.cli.options import BUDGET_HELP
@@ -25,6 +25,7 @@ from dlq_replay.cli.purge import add_confirm_option, confirmed_queue
 from dlq_replay.cli.selection import add_selection_options, selector_from
 from dlq_replay.cli.shutdown import Shutdown, hidden_until_text
 from dlq_replay.ops.deleting import Deleter, DeleteRequest, DeleteTally
+from dlq_replay.ops.queues import QueueInfo
 from dlq_replay.sqs.depth import queue_depth
 
 
@@ -47,9 +48,10 @@ def register(subparsers: Subparsers) -> None:
         "--hide-seconds",
         type=int_between(1, 43_200),
         default=120,
+        metavar="SECONDS",
         help="visibility timeout of received messages: those not deleted stay hidden while "
         "the run lasts and are made visible again when it ends; after a crash they come back "
-        "by themselves after this long (default 120)",
+        "by themselves after this long",
     )
     add_selection_options(parser)
     add_receive_options(parser, count_attribute=False)
@@ -59,7 +61,7 @@ def register(subparsers: Subparsers) -> None:
 
 @operator_command
 @audited("delete")
-def run_delete(args: argparse.Namespace) -> int:
+def run_delete(args: argparse.Namespace, action: audit.Action) -> int:
     target, queue = confirmed_queue(args)
     request = DeleteRequest(
         source=queue,
@@ -69,10 +71,10 @@ def run_delete(args: argparse.Namespace) -> int:
         wait_seconds=args.wait_seconds,
         reserve=args.reserve,
     )
-    shutdown = Shutdown()
+    shutdown = Shutdown(audit=action)
     deleter = Deleter(target.sqs, request, stop=shutdown.stop)  # refuses a spent budget
     approximate = queue_depth(target.sqs, queue.url).visible
-    gate(args, queues=(queue.url,), selection_size=approximate)
+    action.gate(queues=(queue.url,), selection_size=approximate)
     with progress_bars(args) as progress:
         bar = progress.add_task(f"deleting from {queue.name}", total=approximate or None)
 
@@ -84,13 +86,15 @@ def run_delete(args: argparse.Namespace) -> int:
             return hidden_until_text(len(receiving.handles), receiving.hidden_until)
 
         def report(why: str) -> None:
+            action.tally(delete_json(queue, deleter.tally()))
             if args.json:
                 print_json({**delete_json(queue, deleter.tally()), "abandoned": why})
             else:
                 _print(queue, deleter.tally())
 
         tally = shutdown.run(lambda: deleter.run(show), left, report)
-    audit_tally(args, delete_json(queue, tally))
+    action.tally(delete_json(queue, tally))
+    action.leftover(hidden_until_text(tally.not_released, tally.hidden_until))
     if tally.stopped:
         note(tally.stopped)
     if args.json:
@@ -102,11 +106,11 @@ def run_delete(args: argparse.Namespace) -> int:
     return EXIT_FAILED if tally.failed or tally.stopped else EXIT_OK
 
 
-def delete_json(queue: ops.QueueInfo, tally: DeleteTally) -> dict[str, Any]:
+def delete_json(queue: QueueInfo, tally: DeleteTally) -> dict[str, Any]:
     return {"queue": queue.url, **asdict(tally), "adds_up": tally.adds_up}
 
 
-def _print(queue: ops.QueueInfo, tally: DeleteTally) -> None:
+def _print(queue: QueueInfo, tally: DeleteTally) -> None:
     console = make_console()
     console.print(f"{queue.name}: deleted what the selection took")
     rows: list[TallyRow] = [

@@ -43,16 +43,22 @@ def register(subparsers: Subparsers) -> None:
         "--kind",
         choices=DEMO_KINDS,
         default="sqs",
+        metavar="KIND",
         help="the DLQ the demo replays: sqs (a queue's redrive) or eventbridge (a rule target's "
         "DLQ; moto writes no such records, so the demo stages them in EventBridge's documented "
         "shape)",
     )
     parser.add_argument(
-        "--messages", type=int_between(1, 100_000), default=defaults.messages, help="to send"
+        "--messages",
+        type=int_between(1, 100_000),
+        default=defaults.messages,
+        metavar="N",
+        help="messages to send",
     )
     parser.add_argument(
         "--failure-rate",
         type=share,
+        metavar="SHARE",
         default=defaults.failure_rate,
         help="share of messages that fail transiently (succeed once replayed); "
         "eventbridge: events whose delivery failed (delivered by the replay)",
@@ -60,6 +66,7 @@ def register(subparsers: Subparsers) -> None:
     parser.add_argument(
         "--poison-rate",
         type=share,
+        metavar="SHARE",
         default=defaults.poison_rate,
         help="share of messages that always fail (end parked); eventbridge: records "
         "naming a retired target queue (every delivery refused)",
@@ -67,6 +74,7 @@ def register(subparsers: Subparsers) -> None:
     parser.add_argument(
         "--invalid-rate",
         type=share,
+        metavar="SHARE",
         default=defaults.invalid_rate,
         help="share of messages the consumer parks at once (ParkMessage); eventbridge: "
         "records naming a target outside REPLAY_TARGET_ARNS (parked target-not-allowed)",
@@ -88,8 +96,8 @@ def register(subparsers: Subparsers) -> None:
         "--outage-seconds",
         type=int_between(0, 3600),
         default=int(defaults.outage_seconds),
-        metavar="N",
-        help="the consumer fails every message for the first N seconds (an outage)",
+        metavar="SECONDS",
+        help="the consumer fails every message for the first SECONDS (an outage)",
     )
     parser.add_argument(
         "--no-breaker",
@@ -97,17 +105,23 @@ def register(subparsers: Subparsers) -> None:
         help="no outage breaker: the replay keeps replaying (and parking) through an outage",
     )
     parser.add_argument(
-        "--pollers", type=int_between(1, MAX_POLLERS), default=defaults.pollers, help="DLQ pollers"
+        "--pollers",
+        type=int_between(1, MAX_POLLERS),
+        default=defaults.pollers,
+        metavar="N",
+        help="DLQ pollers",
     )
     parser.add_argument(
         "--timeout",
         type=positive_number,
         default=defaults.timeout_seconds,
         metavar="SECONDS",
-        help="stop waiting after this long and report what is not yet done (default: 60 s, "
-        "0.1 s more a message, and the backoff cap + 15 s more an attempt)",
+        help="stop waiting after this long and report what is not yet done (default: 60, plus "
+        "0.1 a message, plus the backoff cap + 15 an attempt)",
     )
-    parser.add_argument("--seed", type=int, default=None, help="make the run repeatable")
+    parser.add_argument(
+        "--seed", type=int, default=None, metavar="N", help="make the run repeatable"
+    )
     parser.add_argument("--plain", action="store_true", help="no live display (CI logs)")
     parser.set_defaults(run=run_demo_command)
 
@@ -160,7 +174,11 @@ def require_moto() -> None:
         importlib.import_module("moto")
     except ImportError:
         hint = install_hint(Path(dlq_replay.__file__).parent)
-        raise CommandError(f"the demo needs moto, from the `demo` extra: {hint}") from None
+        # A usage error (2), as every missing extra is (the console's Flask too): the
+        # command is fine, the installation lacks what it needs.
+        raise CommandError(
+            f"the demo needs moto, from the `demo` extra: {hint}", EXIT_USAGE
+        ) from None
 
 
 def install_hint(package_dir: Path) -> str:

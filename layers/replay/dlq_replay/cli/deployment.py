@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Any
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from dlq_replay import ops
 from dlq_replay.cli.errors import EXIT_USAGE, CommandError, error_code
 from dlq_replay.cli.options import (
     INTERACTIVE_ATTEMPTS,
     INTERACTIVE_CONNECT_TIMEOUT,
+    INTERACTIVE_READ_TIMEOUT,
     add_aws_options,
     aws_session,
     endpoint,
@@ -25,6 +25,7 @@ from dlq_replay.cli.output import note
 from dlq_replay.cli.parsing import Run, int_between, queue_url
 from dlq_replay.core.kinds import KIND_CHOICES, RecordKind, accepted_kinds
 from dlq_replay.core.settings import DEFAULT_COUNT_ATTRIBUTE, SETTING, SettingsError
+from dlq_replay.ops.stack import QUEUE_ROLES, Deployment, discover, function_environment
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
 _LOOKUP_CONFIG = Config(
     retries={"mode": "standard", "total_max_attempts": INTERACTIVE_ATTEMPTS},
     connect_timeout=INTERACTIVE_CONNECT_TIMEOUT,
-    read_timeout=15,
+    read_timeout=INTERACTIVE_READ_TIMEOUT,
 )
 # CloudWatch is a nice-to-have for `status` (the age of the oldest message): fail fast.
 _OPTIONAL_CONFIG = Config(
@@ -96,25 +97,25 @@ def add_operator_options(parser: argparse.ArgumentParser, run: Run) -> None:
     parser.set_defaults(run=run)
 
 
-def resolve_deployment(args: argparse.Namespace) -> ops.Deployment:
-    explicit = ops.Deployment(
+def resolve_deployment(args: argparse.Namespace) -> Deployment:
+    explicit = Deployment(
         main=args.main_queue_url,
         dlq=args.dlq_url,
         operator=args.operator_queue_url,
         function_name=args.function_name,
     )
     cfn = make_client(args, "cloudformation") if args.stack else None
-    return ops.discover(explicit, cfn, args.stack)
+    return discover(explicit, cfn, args.stack)
 
 
-def resolve_queue(deployment: ops.Deployment, name: str, option: str) -> str:
+def resolve_queue(deployment: Deployment, name: str, option: str) -> str:
     """A role (main, dlq, operator) or a queue URL."""
     if "://" in name:
         try:
             return queue_url(name)
         except argparse.ArgumentTypeError as error:
             raise CommandError(f"{option}: {error}", EXIT_USAGE) from None
-    if name not in ops.QUEUE_ROLES:
+    if name not in QUEUE_ROLES:
         raise CommandError(
             f"{option}: {name!r} is neither main, dlq, operator nor a queue URL", EXIT_USAGE
         )
@@ -144,17 +145,19 @@ def add_receive_options(parser: argparse.ArgumentParser, *, count_attribute: boo
         "--reserve",
         type=int_between(1, 1000),
         default=1,
+        metavar="N",
         help="receives every message must keep before its maxReceiveCount",
     )
     parser.add_argument(
         "--wait-seconds",
         type=int_between(0, 20),
         default=1,
+        metavar="SECONDS",
         help="long-poll wait of each receive: 1 or more asks every SQS server, 0 only some",
     )
 
 
-def function_settings(args: argparse.Namespace, deployment: ops.Deployment) -> dict[str, str]:
+def function_settings(args: argparse.Namespace, deployment: Deployment) -> dict[str, str]:
     """The replay function's environment (its settings), read once per command; empty when no
     function is known, or when it cannot be read (a note says why)."""
     cached: dict[str, str] | None = getattr(args, "_function_settings", None)
@@ -163,17 +166,19 @@ def function_settings(args: argparse.Namespace, deployment: ops.Deployment) -> d
     env: dict[str, str] = {}
     if deployment.function_name:
         try:
-            env = ops.function_environment(make_client(args, "lambda"), deployment.function_name)
+            env = function_environment(make_client(args, "lambda"), deployment.function_name)
         except (ClientError, BotoCoreError) as error:
             note(f"could not read the function's settings ({error_code(error)})")
     args._function_settings = env
     return env
 
 
-def count_attribute_of(args: argparse.Namespace, deployment: ops.Deployment) -> str:
-    """--count-attribute, else the function's REPLAY_COUNT_ATTRIBUTE, else the environment."""
-    if args.count_attribute:
-        return str(args.count_attribute)
+def count_attribute_of(args: argparse.Namespace, deployment: Deployment) -> str:
+    """--count-attribute, else the function's REPLAY_COUNT_ATTRIBUTE, else the environment
+    (a command without the option, the console, takes the function's)."""
+    given = getattr(args, "count_attribute", None)
+    if given:
+        return str(given)
     env = function_settings(args, deployment)
     return (
         env.get("REPLAY_COUNT_ATTRIBUTE")
@@ -182,7 +187,7 @@ def count_attribute_of(args: argparse.Namespace, deployment: ops.Deployment) -> 
     )
 
 
-def replay_targets_of(args: argparse.Namespace, deployment: ops.Deployment) -> frozenset[str]:
+def replay_targets_of(args: argparse.Namespace, deployment: Deployment) -> frozenset[str]:
     """The allowed targets, which name a `lambda` record's function: the function's
     REPLAY_TARGET_ARNS, else the environment's; none when unreadable (a note says so)."""
     variable = "REPLAY_TARGET_ARNS"
@@ -195,9 +200,7 @@ def replay_targets_of(args: argparse.Namespace, deployment: ops.Deployment) -> f
     return targets
 
 
-def accepted_kinds_of(
-    args: argparse.Namespace, deployment: ops.Deployment
-) -> frozenset[RecordKind]:
+def accepted_kinds_of(args: argparse.Namespace, deployment: Deployment) -> frozenset[RecordKind]:
     """The kinds the tools read records as: the function's DLQ_KIND's, else the environment's,
     else `sqs`'s (the function's default). A look-alike in an SQS DLQ (Lambda's attribute
     names, say, sent by anyone who may send to it) is then an SQS record, as the replay reads
@@ -216,7 +219,7 @@ class Target:
     """What a command works on: the deployment's queues and the SQS client, resolved once."""
 
     args: argparse.Namespace
-    deployment: ops.Deployment
+    deployment: Deployment
     sqs: SQSClient
 
     def queue(self, name: str, option: str) -> str:

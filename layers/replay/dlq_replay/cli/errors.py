@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import re
 from collections.abc import Callable
 
 import boto3
@@ -22,8 +21,9 @@ from botocore.exceptions import ConnectionError as BotoConnectionError
 from botocore.parsers import ResponseParserError
 
 from dlq_replay.cli.parsing import Run
+from dlq_replay.core.queues import url_region
 from dlq_replay.core.settings import SETTING, SettingsError
-from dlq_replay.local.answers import HtmlAnswerError
+from dlq_replay.local.answers import ForeignAnswerError, NoAnswerError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -77,6 +77,9 @@ _BOTOCORE_LINES: tuple[
         EXIT_USAGE,
     ),
     (ProfileNotFound, str, EXIT_USAGE),
+    # An answer that is not the service's, or none within the read timeout (local.answers):
+    # the endpoint, the operation and what came back, in the error's own line.
+    ((ForeignAnswerError, NoAnswerError), str, EXIT_FAILED),
     (
         (BotoConnectionError, HTTPClientError),
         # botocore names the URL it tried; the retries behind it are the client's config.
@@ -85,7 +88,6 @@ _BOTOCORE_LINES: tuple[
         ),
         EXIT_FAILED,
     ),
-    (HtmlAnswerError, str, EXIT_FAILED),
     (ResponseParserError, _unparsable, EXIT_FAILED),
 )
 
@@ -153,10 +155,6 @@ def operator_command(run: Run) -> Run:
     return wrapper
 
 
-# The region an AWS queue URL names: https://sqs.<region>.amazonaws.com[.cn]/<account>/<name>.
-_URL_REGION = re.compile(r"^https://sqs\.([a-z0-9-]+)\.amazonaws\.com")
-
-
 def _queue_not_found(error: Exception) -> bool:
     code = error.response.get("Error", {}).get("Code", "") if isinstance(error, ClientError) else ""
     return "NonExistentQueue" in str(code) or code == "QueueDoesNotExist"
@@ -178,10 +176,10 @@ def region_hint(args: argparse.Namespace) -> str:
         )
     ]
     for url in named:
-        found = _URL_REGION.match(url) if isinstance(url, str) else None
-        if found and found.group(1) != client_region:
+        region = url_region(url) if isinstance(url, str) else None
+        if region and region != client_region:
             return (
-                f" (the URL {url} names region {found.group(1)}, the command used "
-                f"{client_region}: pass --region {found.group(1)})"
+                f" (the URL {url} names region {region}, the command used "
+                f"{client_region}: pass --region {region})"
             )
     return ""

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import asdict
-from pathlib import Path
 
-from dlq_replay import ops
-from dlq_replay.cli.auditing import add_audit_option, audit_tally, audited, gate
+from dlq_replay import audit
+from dlq_replay.cli.auditing import add_audit_option, audited
 from dlq_replay.cli.deployment import (
     add_count_attribute_option,
     add_operator_options,
@@ -17,7 +16,6 @@ from dlq_replay.cli.deployment import (
 from dlq_replay.cli.errors import (
     EXIT_FAILED,
     EXIT_OK,
-    EXIT_USAGE,
     CommandError,
     file_error,
     operator_command,
@@ -33,8 +31,10 @@ from dlq_replay.cli.output import (
     progress_bars,
 )
 from dlq_replay.cli.pacing import add_pace_options, pace_line, stop_text, until_failing_from
-from dlq_replay.cli.parsing import Subparsers
+from dlq_replay.cli.parsing import Subparsers, readable_file
 from dlq_replay.cli.shutdown import Shutdown
+from dlq_replay.ops.importing import Importer, ImportRequest, ImportTally
+from dlq_replay.ops.queues import queue_info
 
 
 def register(subparsers: Subparsers) -> None:
@@ -48,7 +48,7 @@ def register(subparsers: Subparsers) -> None:
         "interrupted or partly failed import is run again as it was. A line that is not a "
         "record counts as failed, with its line number. Exit 1 if any record failed.",
     )
-    parser.add_argument("path", type=Path, metavar="PATH", help="the archive to read")
+    parser.add_argument("path", type=readable_file, metavar="PATH", help="the archive to read")
     parser.add_argument(
         "--to",
         dest="destination",
@@ -70,18 +70,14 @@ def register(subparsers: Subparsers) -> None:
 
 @operator_command
 @audited("import")
-def run_import(args: argparse.Namespace) -> int:
-    if args.path.is_dir():
-        raise CommandError(f"{args.path}: is a directory, not an archive", EXIT_USAGE)
-    if not args.path.is_file():
-        raise CommandError(f"{args.path}: no such file", EXIT_USAGE)
+def run_import(args: argparse.Namespace, action: audit.Action) -> int:
     target = resolve_target(args)
     destination = (
         None
         if args.destination == "source"
-        else ops.queue_info(target.sqs, target.queue(args.destination, "--to"))
+        else queue_info(target.sqs, target.queue(args.destination, "--to"))
     )
-    request = ops.ImportRequest(
+    request = ImportRequest(
         path=args.path,
         destination=destination,
         reset_count=args.reset_count,
@@ -89,14 +85,14 @@ def run_import(args: argparse.Namespace) -> int:
         rate=args.rate,
         until_failing=until_failing_from(args, target, None, destination),
     )
-    shutdown = Shutdown()
-    gate(args, queues=(request.destination.url if request.destination else "source",))
+    shutdown = Shutdown(audit=action)
+    action.gate(queues=(request.destination.url if request.destination else "source",))
     try:
-        importer = ops.Importer(target.sqs, request, stop=shutdown.stop)
+        importer = Importer(target.sqs, request, stop=shutdown.stop)
         with progress_bars(args) as progress:
             bar = progress.add_task(f"importing into {destination_name(destination)}", total=None)
 
-            def show(tally: ops.ImportTally) -> None:
+            def show(tally: ImportTally) -> None:
                 progress.update(bar, completed=tally.read)
 
             def left() -> str:
@@ -114,6 +110,7 @@ def run_import(args: argparse.Namespace) -> int:
 
             def report(why: str) -> None:
                 snapshot = importer.tally()
+                action.tally(_import_json(request, snapshot, shutdown))
                 if args.json:
                     print_json({**_import_json(request, snapshot, shutdown), "abandoned": why})
                 else:
@@ -124,7 +121,11 @@ def run_import(args: argparse.Namespace) -> int:
         raise CommandError(file_error(error, "rerun to continue")) from None
     if tally.stopped:
         note(stop_text(tally.stopped))
-    audit_tally(args, _import_json(request, tally, shutdown))
+    action.tally(_import_json(request, tally, shutdown))
+    action.leftover(
+        f"{plural(tally.sent, 'record')} sent and listed in {request.progress_path}; "
+        "rerun to continue"
+    )
     if args.json:
         print_json(_import_json(request, tally, shutdown))
     else:
@@ -139,7 +140,7 @@ def run_import(args: argparse.Namespace) -> int:
 
 
 def _import_json(
-    request: ops.ImportRequest, tally: ops.ImportTally, shutdown: Shutdown
+    request: ImportRequest, tally: ImportTally, shutdown: Shutdown
 ) -> dict[str, object]:
     return {
         "destination": request.destination.url if request.destination else "source",
@@ -151,7 +152,7 @@ def _import_json(
     }
 
 
-def _print_import(tally: ops.ImportTally, request: ops.ImportRequest) -> None:
+def _print_import(tally: ImportTally, request: ImportRequest) -> None:
     console = make_console()
     console.print(f"{request.path} -> {destination_name(request.destination)}")
     rows: list[TallyRow] = [

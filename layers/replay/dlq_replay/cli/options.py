@@ -12,7 +12,7 @@ from botocore.config import Config
 
 from dlq_replay.cli.errors import EXIT_USAGE, CommandError
 from dlq_replay.cli.parsing import ENDPOINT_FORM, endpoint_problem, endpoint_url, region_name
-from dlq_replay.local.answers import refuse_html_answers
+from dlq_replay.local.answers import refuse_foreign_answers
 from dlq_replay.sqs import client as sqs_clients
 
 if TYPE_CHECKING:
@@ -21,16 +21,18 @@ if TYPE_CHECKING:
     from dlq_replay.targets.deliverer import Deliverer
 
 
-# Interactive commands (status, peek, redrive, plan) fail fast when the endpoint is down; the
-# worker keeps the patient retries of the Lambda (dlq_replay.sqs.client). The read timeout
-# leaves room for a 20 s long poll.
+# Interactive commands (status, peek, redrive, plan) fail fast when the endpoint is down or
+# never answers: 2 attempts of at most 2 s to connect and 10 s to answer (plus the long poll of
+# a command that receives, `sqs_client`), about 20 s in all (docs/operator-commands.md); the
+# worker keeps the patient retries of the Lambda (dlq_replay.sqs.client).
 INTERACTIVE_ATTEMPTS = 2
 INTERACTIVE_CONNECT_TIMEOUT = 2
+INTERACTIVE_READ_TIMEOUT = 10
 INTERACTIVE_CONFIG = sqs_clients.APP_ID.merge(
     Config(
         retries={"mode": "standard", "total_max_attempts": INTERACTIVE_ATTEMPTS},
         connect_timeout=INTERACTIVE_CONNECT_TIMEOUT,
-        read_timeout=30,
+        read_timeout=INTERACTIVE_READ_TIMEOUT,
     )
 )
 MAX_POLLERS = 64  # threads in one process (worker, demo); run more processes for more
@@ -46,7 +48,7 @@ def aws_session(args: argparse.Namespace) -> boto3.Session:
     session: boto3.Session | None = getattr(args, "_aws_session", None)
     if session is None:
         session = boto3.Session(profile_name=args.profile, region_name=args.region)
-        refuse_html_answers(session)
+        refuse_foreign_answers(session)
         args._aws_session = session
     return session
 
@@ -59,7 +61,7 @@ def make_deliverer(args: argparse.Namespace, concurrency: int = 8) -> Deliverer:
     from dlq_replay.targets.deliverer import Deliverer
 
     session = boto3.Session(profile_name=args.profile, region_name=args.region)
-    refuse_html_answers(session)
+    refuse_foreign_answers(session)
     clients = TargetClients(session, endpoint_url=lambda service: endpoint(args, service))
     return Deliverer(clients, concurrency=concurrency)
 
@@ -68,10 +70,19 @@ def sqs_client(
     args: argparse.Namespace, *, patient: bool = False, config: Config | None = None
 ) -> SQSClient:
     """An SQS client from the AWS CLI-style options (profile, region, endpoint): fast to fail
-    for a person waiting at a prompt, patient for the long-running worker (or `config`)."""
+    for a person waiting at a prompt, patient for the long-running worker (or `config`). A
+    command's long poll (--wait-seconds) comes on top of the read timeout: SQS holds the
+    answer to a receive that long."""
     session = aws_session(args)
     if config is None:
-        config = sqs_clients.SQS_CLIENT_CONFIG if patient else INTERACTIVE_CONFIG
+        # A command may name its own (redrive's moves: `sqs.client.lean`), else by patience.
+        config = getattr(args, "_sqs_config", None) or (
+            sqs_clients.SQS_CLIENT_CONFIG if patient else INTERACTIVE_CONFIG
+        )
+    wait = getattr(args, "wait_seconds", None)
+    read_timeout = getattr(config, "read_timeout", None)  # public, though not in the stubs
+    if isinstance(wait, int) and wait > 0 and isinstance(read_timeout, int | float):
+        config = config.merge(Config(read_timeout=read_timeout + wait))
     return sqs_clients.sqs_client(endpoint(args), session=session, config=config)
 
 
@@ -123,7 +134,29 @@ def _checked(variable: str) -> str:
     return value
 
 
+# The AWS services each command may call, as --endpoint-url's help names them (an emulator
+# must serve them all on the one endpoint). A command without a row fails at registration.
+_AUDIT = ("DynamoDB", "STS")  # the audit trail's table, and who the caller is
+_TARGETS = ("SNS", "Step Functions", "EventBridge")  # records of serverless kinds delivered
+SERVICES_CALLED: dict[str, tuple[str, ...]] = {
+    "worker": ("SQS", "Lambda", *_TARGETS, "CloudWatch"),
+    "status": ("SQS", "CloudFormation", "Lambda", "CloudWatch", "DynamoDB"),
+    "pause": ("SQS", "CloudFormation", "Lambda", *_AUDIT),
+    "resume": ("SQS", "CloudFormation", "Lambda", *_AUDIT),
+    "peek": ("SQS", "CloudFormation", "Lambda"),
+    "redrive": ("SQS", "CloudFormation", "Lambda", *_TARGETS, *_AUDIT),
+    "export": ("SQS", "CloudFormation", "Lambda", "S3", *_AUDIT),
+    "import": ("SQS", "CloudFormation", "Lambda", *_AUDIT),
+    "purge": ("SQS", "CloudFormation", "Lambda", *_AUDIT),
+    "delete": ("SQS", "CloudFormation", "Lambda", *_AUDIT),
+    "audit": ("DynamoDB", "CloudFormation"),
+    "console": ("SQS", "CloudFormation", "Lambda", "CloudWatch", *_TARGETS, *_AUDIT),
+    "plan": ("SQS", "CloudFormation", "Lambda"),
+}
+
+
 def add_aws_options(parser: argparse.ArgumentParser) -> None:
+    services = SERVICES_CALLED[parser.prog.rsplit(" ", 1)[-1]]
     group = parser.add_argument_group("AWS")
     group.add_argument(
         "--region",
@@ -135,10 +168,10 @@ def add_aws_options(parser: argparse.ArgumentParser) -> None:
         "--endpoint-url",
         type=endpoint_url,
         metavar="URL",
-        help="endpoint of every service the command calls (SQS; with --stack and for status, "
-        "plan, pause and resume also CloudFormation, Lambda and CloudWatch): an emulator or "
-        "SQS-compatible broker; AWS_ENDPOINT_URL_<SERVICE> still wins for one service (default: "
-        "AWS_ENDPOINT_URL_SQS, else AWS_ENDPOINT_URL, else AWS's own endpoints)",
+        help=f"endpoint of every service the command calls ({', '.join(services)}): an "
+        "emulator or SQS-compatible broker; AWS_ENDPOINT_URL_<SERVICE> still wins for one "
+        "service (default: AWS_ENDPOINT_URL_SQS, else AWS_ENDPOINT_URL, else AWS's own "
+        "endpoints)",
     )
 
 

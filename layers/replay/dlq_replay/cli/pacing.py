@@ -4,15 +4,28 @@ stopping when they start failing again (`ops.pacing`)."""
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from dlq_replay import ops
 from dlq_replay.cli.deployment import Target, make_client
 from dlq_replay.cli.errors import EXIT_FAILED, EXIT_USAGE, CommandError
 from dlq_replay.cli.output import note
 from dlq_replay.cli.parsing import int_between, positive_number
 from dlq_replay.core.queues import queue_name
+from dlq_replay.ops.pacing import (
+    DEFAULT_ADAPTIVE_RATE,
+    PaceReport,
+    UntilFailing,
+    WatchError,
+    WatchProblem,
+    failure_delay,
+)
+from dlq_replay.ops.pacing import watched_dlq as pacing_watched_dlq
+
+if TYPE_CHECKING:
+    from dlq_replay.ops.queues import QueueInfo
+    from dlq_replay.ops.redrive import Stop
 
 DEFAULT_CHECK_SECONDS = 10
 DEFAULT_FAILURE_THRESHOLD = 1
@@ -24,7 +37,7 @@ def add_pace_options(parser: argparse.ArgumentParser) -> None:
         type=positive_number,
         metavar="PER_SEC",
         help="messages per second at most; with --until-failing the top speed (default: none, "
-        f"with --until-failing {ops.DEFAULT_ADAPTIVE_RATE:g})",
+        f"with --until-failing {DEFAULT_ADAPTIVE_RATE:g})",
     )
     parser.add_argument(
         "--until-failing",
@@ -55,9 +68,9 @@ def add_pace_options(parser: argparse.ArgumentParser) -> None:
 def until_failing_from(
     args: argparse.Namespace,
     target: Target,
-    source: ops.QueueInfo | None,
-    destination: ops.QueueInfo | None,
-) -> ops.UntilFailing | None:
+    source: QueueInfo | None,
+    destination: QueueInfo | None,
+) -> UntilFailing | None:
     """The adaptive pace asked for, with the DLQ it watches; notes on stderr what to expect."""
     if not args.until_failing:
         for flag, value in (
@@ -68,15 +81,15 @@ def until_failing_from(
                 raise CommandError(f"{flag} only applies with --until-failing", EXIT_USAGE)
         return None
     try:
-        watched_dlq = ops.watched_dlq(target.sqs, source, destination)
-    except ops.WatchError as error:
+        watched_dlq = pacing_watched_dlq(target.sqs, source, destination)
+    except WatchError as error:
         raise CommandError(_watch_text(error), EXIT_USAGE if error.usage else EXIT_FAILED) from None
-    policy = ops.UntilFailing(
+    policy = UntilFailing(
         watched=watched_dlq,
-        rate=args.rate or ops.DEFAULT_ADAPTIVE_RATE,
+        rate=args.rate or DEFAULT_ADAPTIVE_RATE,
         check_seconds=args.check_seconds or DEFAULT_CHECK_SECONDS,
         threshold=args.failure_threshold or DEFAULT_FAILURE_THRESHOLD,
-        failure_seconds=ops.failure_delay(destination),
+        failure_seconds=failure_delay(destination),
     )
     watched = policy.watched
     if not args.json:
@@ -95,15 +108,15 @@ def until_failing_from(
     return policy
 
 
-def _warn_if_replayed(target: Target, watched: ops.QueueInfo) -> None:
+def _warn_if_replayed(target: Target, watched: QueueInfo) -> None:
     """The replay taking messages off the watched DLQ hides them from the count: say so."""
     function_name = target.deployment.function_name
     if not function_name or watched.url != target.deployment.dlq:
         return
+    from dlq_replay.ops.status import event_source_status  # late: peek and status, 24 ms
+
     try:
-        found = ops.event_source_status(
-            make_client(target.args, "lambda"), function_name, watched.arn
-        )
+        found = event_source_status(make_client(target.args, "lambda"), function_name, watched.arn)
     except (ClientError, BotoCoreError):
         return
     if found.enabled:
@@ -113,7 +126,7 @@ def _warn_if_replayed(target: Target, watched: ops.QueueInfo) -> None:
         )
 
 
-def pace_line(report: ops.PaceReport) -> str:
+def pace_line(report: PaceReport) -> str:
     """One line for the human output."""
     name = queue_name(report.watched)
     line = (
@@ -130,13 +143,13 @@ def pace_line(report: ops.PaceReport) -> str:
     return line
 
 
-def _watch_text(error: ops.WatchError) -> str:
-    if error.problem is ops.WatchProblem.SEVERAL_DESTINATIONS:
+def _watch_text(error: WatchError) -> str:
+    if error.problem is WatchProblem.SEVERAL_DESTINATIONS:
         return (
             "--until-failing watches one destination's DLQ, and with --to source the records "
             "may go to several queues: import them per queue (main or a URL)"
         )
-    if error.problem is ops.WatchProblem.NO_REDRIVE_POLICY:
+    if error.problem is WatchProblem.NO_REDRIVE_POLICY:
         return (
             f"--until-failing: {error.queue} has no redrive policy, so messages that fail "
             "there never reach a DLQ to watch"
@@ -144,9 +157,11 @@ def _watch_text(error: ops.WatchError) -> str:
     return f"--until-failing: {error.queue}'s DLQ was not found"
 
 
-def stop_text(stop: ops.Stop) -> str:
+def stop_text(stop: Stop) -> str:
     """Why a run stopped before it was done, for the user."""
-    if isinstance(stop, ops.BudgetStop):
+    from dlq_replay.ops.redrive import BudgetStop  # late: `redrive --help` needs none of it
+
+    if isinstance(stop, BudgetStop):
         return (
             f"stopped: a message left in {stop.queue} has {stop.reserve} or fewer receives "
             f"before SQS moves it to {stop.target}"

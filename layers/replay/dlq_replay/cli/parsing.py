@@ -10,6 +10,7 @@ import math
 import re
 import textwrap
 from collections.abc import Callable, Collection, Mapping, Sequence
+from pathlib import Path
 from typing import Any, NoReturn
 from urllib.parse import urlsplit
 
@@ -38,6 +39,8 @@ class CommandHelpFormatter(argparse.HelpFormatter):
             return text
         extras = []
         bounds = getattr(action.type, "range_text", None)
+        if action.choices is not None:  # argparse's own choices: listed as every list is
+            bounds = one_of([str(choice) for choice in action.choices])
         if bounds and bounds not in text:
             extras.append(bounds)
         own = _OWN_DEFAULT.search(text)
@@ -73,7 +76,19 @@ def _default_text(action: argparse.Action) -> str:
         # off)" would read as the breaker being off by default.
         negated = [name[5:] for name in action.option_strings if name.startswith("--no-")]
         return f"default: {negated[0]} on" if negated else "default: off"
-    return f"default: {'none' if action.default is None else action.default}"
+    return f"default: {value_text(action.default)}"
+
+
+def value_text(value: object) -> str:
+    """A default as --help writes it: "none", "2" for 2.0, "0.3" for 0.3."""
+    if value is None:
+        return "none"
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def one_of(values: Sequence[str]) -> str:
+    """A closed list of values as every --help writes it."""
+    return f"one of: {', '.join(values)}"
 
 
 class CommandParser(argparse.ArgumentParser):
@@ -107,8 +122,25 @@ class SettingType:
 
     def __init__(self, setting: Setting[Any]) -> None:
         self.setting = setting
-        self.range_text = setting.rule.summary
+        allowed = setting.rule.constraints.get("AllowedValues")
+        self.choices: tuple[str, ...] = (
+            tuple(map(str, allowed)) if isinstance(allowed, list) else ()
+        )
+        self.range_text = one_of(self.choices) if self.choices else setting.rule.summary
         self.__name__ = setting.variable  # argparse names the type in some messages
+
+    @property
+    def metavar(self) -> str:
+        """The option's value as --help names it: SECONDS, N (a count), URL, ARN, else VALUE."""
+        variable = self.setting.variable
+        if variable.endswith("_SECONDS"):
+            return "SECONDS"
+        if isinstance(self.setting.rule.constraints.get("MaxValue"), int):  # integer_rule
+            return "N"
+        for suffix, label in (("_URL", "URL"), ("_ARN", "ARN"), ("_ARNS", "ARN")):
+            if variable.endswith(suffix):
+                return label
+        return "VALUE"
 
     def __call__(self, text: str) -> str:
         try:
@@ -148,23 +180,23 @@ def add_setting_options(
         )
         if defaults is not None:
             default: object = defaults[setting.variable]
-            shown = f"default: {default}"
+            shown = f"default: {value_text(default)}"
         else:
             default = None
             fallback = "required" if setting.required else (setting.default or "none")
             shown = f"default: ${setting.variable}, else {fallback}"
         several = setting.variable in repeatable
+        kind = SettingType(setting)
         common: dict[str, Any] = {
             "dest": setting.variable,
-            "metavar": "VALUE",
-            "type": SettingType(setting),
+            "metavar": kind.metavar,
+            "type": kind,
             "action": JoinedValues if several else "store",
         }
         group.add_argument(
             name,
             default=default,
-            help=f"{setting.help} ({setting.rule.summary}{'; repeatable' if several else ''}; "
-            f"{shown})",
+            help=f"{setting.help} ({kind.range_text}{'; repeatable' if several else ''}; {shown})",
             **common,
         )
         for option in hidden:
@@ -243,10 +275,33 @@ class _Share:
 share = _Share()
 
 
-def positive_number(text: str) -> float:
-    if not (value := _number(text)) > 0:
-        raise argparse.ArgumentTypeError(f"must be above 0, got {text}")
-    return value
+class _Positive:
+    """argparse type: a number above 0; the help shows the range."""
+
+    range_text = "> 0"
+    __name__ = "positive number"
+
+    def __call__(self, text: str) -> float:
+        if not (value := _number(text)) > 0:
+            raise argparse.ArgumentTypeError(f"must be above 0, got {text}")
+        return value
+
+
+positive_number = _Positive()
+
+
+def readable_file(text: str) -> Path:
+    """argparse type of a file the command reads (import's archive): there, a file, and open
+    to this user, checked at parse time, before any client is made or AWS is asked anything."""
+    path = Path(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: is a directory, not a file")
+    try:
+        with path.open("rb"):
+            pass
+    except OSError as error:
+        raise argparse.ArgumentTypeError(f"{text}: {error.strerror or error}") from None
+    return path
 
 
 ENDPOINT_FORM = "http:// or https://, a host and an optional port, e.g. http://localhost:4566"

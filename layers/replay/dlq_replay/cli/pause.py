@@ -3,20 +3,25 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from dlq_replay import ops
+from dlq_replay import audit
 
 # `clients.make_client` is looked up at call time: the tests hand the command emulator clients.
 from dlq_replay.cli import deployment as clients
-from dlq_replay.cli.auditing import add_audit_option, audit_tally, audited, gate
+from dlq_replay.cli.auditing import add_audit_option, audited
 from dlq_replay.cli.deployment import add_operator_options, resolve_target
 from dlq_replay.cli.errors import EXIT_OK, EXIT_USAGE, CommandError, operator_command
 from dlq_replay.cli.output import make_console, print_json
 from dlq_replay.cli.parsing import Subparsers, positive_number
+from dlq_replay.ops.breaker import operator_took_over
+from dlq_replay.ops.pause import PauseResult, set_event_source, wait_for_state
+from dlq_replay.ops.queues import queue_info
+from dlq_replay.ops.stack import Deployment
 
 _TARGET = (
     "--stack NAME, or --function-name NAME with --dlq-url URL choosing the mapping when the "
@@ -55,7 +60,7 @@ def register(subparsers: Subparsers) -> None:
             type=positive_number,
             default=60.0,
             metavar="SECONDS",
-            help="how long --wait waits at most (default 60, any positive number)",
+            help="how long --wait waits at most",
         )
         parser.set_defaults(enable=command == "resume")
         add_audit_option(parser)
@@ -68,22 +73,27 @@ def _goal(command: str) -> str:
 
 @operator_command
 @audited()
-def run_pause(args: argparse.Namespace) -> int:
+def run_pause(args: argparse.Namespace, action: audit.Action) -> int:
     resolved = resolve_target(args)
     deployment = resolved.deployment
     if not deployment.function_name:
         raise CommandError("which function? pass --stack NAME or --function-name NAME", EXIT_USAGE)
-    dlq_arn = ops.queue_info(resolved.sqs, deployment.dlq).arn if deployment.dlq else None
+    dlq_arn = queue_info(resolved.sqs, deployment.dlq).arn if deployment.dlq else None
     lam = clients.make_client(args, "lambda")
-    gate(args, queues=(deployment.dlq,) if deployment.dlq else ())
-    result = ops.set_event_source(lam, deployment.function_name, dlq_arn, enabled=args.enable)
+    action.gate(queues=(deployment.dlq,) if deployment.dlq else ())
+    result = set_event_source(lam, deployment.function_name, dlq_arn, enabled=args.enable)
     # The operator decides from now on: an open breaker closes and never resumes this pause.
-    breaker = _take_over(args, lam, deployment.function_name)
+    breaker = take_over(
+        lam,
+        lambda: clients.make_client(args, "dynamodb"),
+        deployment.function_name,
+        enable=args.enable,
+    )
     state = result.after
     # Also when it already was on its way (Disabling for a pause): --wait means "until done".
     if args.wait and state != _goal(args.command):
-        state = ops.wait_for_state(lam, result.uuid, _goal(args.command), timeout=args.timeout)
-    audit_tally(args, {**asdict(result), "after": state, "breaker": breaker})
+        state = wait_for_state(lam, result.uuid, _goal(args.command), timeout=args.timeout)
+    action.tally({**asdict(result), "after": state, "breaker": breaker})
     if args.json:
         told = {"breaker": breaker} if breaker else {}  # only when the breaker was open
         print_json({**asdict(result), "after": state, "waited": bool(args.wait), **told})
@@ -95,23 +105,24 @@ def run_pause(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _take_over(args: argparse.Namespace, lam: Any, function_name: str) -> str | None:
-    """Close an open outage breaker for the operator; what to say about it, if anything."""
+def take_over(
+    lam: Any, dynamodb: Callable[[], Any], function_name: str, *, enable: bool
+) -> str | None:
+    """Close an open outage breaker for the operator (`dynamodb()` makes the breaker's
+    client); what to say about it, if anything. The console's pause and resume call it too."""
     try:
-        closed = ops.operator_took_over(
-            lam, clients.make_client(args, "dynamodb"), function_name, paused=not args.enable
-        )
+        closed = operator_took_over(lam, dynamodb(), function_name, paused=not enable)
     except (ClientError, BotoCoreError) as error:
         return f"note: the outage breaker could not be told ({type(error).__name__})"
     if closed is None:
         return None
-    if args.enable:
+    if enable:
         return "outage breaker closed: the replay runs as usual"
     return "outage breaker closed: it will not resume this pause; `dlq-replay resume` does"
 
 
 def _summary(
-    args: argparse.Namespace, result: ops.PauseResult, state: str, deployment: ops.Deployment
+    args: argparse.Namespace, result: PauseResult, state: str, deployment: Deployment
 ) -> str:
     if not result.changed:
         word = "resumed" if args.enable else "paused"
@@ -124,7 +135,7 @@ def _summary(
     )
 
 
-def _selector(args: argparse.Namespace, deployment: ops.Deployment) -> str:
+def _selector(args: argparse.Namespace, deployment: Deployment) -> str:
     """The options that name the same event source again, for the `resume` hint."""
     if args.stack:
         return f"--stack {args.stack}"

@@ -10,8 +10,6 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from dlq_replay import ops
-
 # `clients.make_client` is looked up at call time: the tests hand the command emulator clients.
 from dlq_replay.cli import deployment as clients
 from dlq_replay.cli.deployment import add_json_option
@@ -26,15 +24,22 @@ from dlq_replay.cli.options import add_aws_options
 from dlq_replay.cli.output import duration, make_console, print_json
 from dlq_replay.cli.parsing import Subparsers, add_setting_options, int_between, queue_url
 from dlq_replay.core.backoff import BackoffPolicy
+from dlq_replay.core.queues import is_fifo_url, queue_name
 from dlq_replay.core.settings import SETTING
+from dlq_replay.local.answers import ForeignAnswerError
+from dlq_replay.ops.errors import OpsError
 from dlq_replay.ops.plan import (
     DEFAULT_MAIN_MAX_RECEIVE_COUNT,
     MAIN_MAX_RECEIVE_COUNT_LIMIT,
+    BackoffPlan,
     ConsumerBackoffPlan,
     ScheduleRow,
     StepKind,
+    backoff_plan,
     consumer_backoff_plan,
 )
+from dlq_replay.ops.queues import queue_info
+from dlq_replay.ops.stack import STACK_OUTPUTS, function_environment, stack_outputs
 
 # The settings `plan` reads (the worker's names), and the short names it took before, which
 # scripts may still pass (not shown in --help).
@@ -127,8 +132,8 @@ def run_plan(args: argparse.Namespace) -> int:
     )
     max_attempts: int = SETTING["MAX_ATTEMPTS"].read(merged)
     main_queue_url: str | None = args.main_queue_url or SETTING["MAIN_QUEUE_URL"].read(merged)
-    fifo = args.fifo or (main_queue_url or "").endswith(".fifo")
-    plan = ops.backoff_plan(policy, max_attempts, fifo=fifo)
+    fifo = args.fifo or is_fifo_url(main_queue_url or "")
+    plan = backoff_plan(policy, max_attempts, fifo=fifo)
     if overrides:
         origin += ", overridden by options: " + ", ".join(f"{k}={v}" for k, v in overrides.items())
     combined: tuple[ConsumerBackoffPlan, str] | None = None
@@ -157,12 +162,12 @@ def _plan_environment(
     function_name = args.function_name
     outputs: Mapping[str, str] | None = None
     if args.stack and not function_name:
-        outputs = ops.stack_outputs(clients.make_client(args, "cloudformation"), args.stack)
-        function_name = outputs.get(ops.STACK_OUTPUTS["function"])
+        outputs = stack_outputs(clients.make_client(args, "cloudformation"), args.stack)
+        function_name = outputs.get(STACK_OUTPUTS["function"])
         if not function_name:
-            raise ops.OpsError(f"stack {args.stack} has no ReplayFunctionName output")
+            raise OpsError(f"stack {args.stack} has no ReplayFunctionName output")
     if function_name:
-        env = ops.function_environment(clients.make_client(args, "lambda"), function_name)
+        env = function_environment(clients.make_client(args, "lambda"), function_name)
         return env, f"function {function_name}", outputs
     if any(os.environ.get(variable) for variable in _PLAN_VARIABLES):
         return os.environ, "environment", outputs
@@ -179,22 +184,24 @@ def _main_max_receive_count(
     fallback = f"template default {DEFAULT_MAIN_MAX_RECEIVE_COUNT}"
     if url is None and args.stack:
         if outputs is None:
-            outputs = ops.stack_outputs(clients.make_client(args, "cloudformation"), args.stack)
-        url = outputs.get(ops.STACK_OUTPUTS["main"])
+            outputs = stack_outputs(clients.make_client(args, "cloudformation"), args.stack)
+        url = outputs.get(STACK_OUTPUTS["main"])
     if url is None:
         return DEFAULT_MAIN_MAX_RECEIVE_COUNT, f"{fallback}: no main queue known"
-    name = url.rstrip("/").rsplit("/", 1)[-1]
+    name = queue_name(url)
     try:
-        info = ops.queue_info(clients.make_client(args, "sqs"), url)
-    except (ClientError, BotoCoreError, ops.OpsError) as error:
-        line = str(error) if isinstance(error, ops.OpsError) else describe_error(error)[0]
+        info = queue_info(clients.make_client(args, "sqs"), url)
+    except ForeignAnswerError:
+        raise  # not SQS at all: a wrong --endpoint-url, not a queue to plan without
+    except (ClientError, BotoCoreError, OpsError) as error:
+        line = str(error) if isinstance(error, OpsError) else describe_error(error)[0]
         return DEFAULT_MAIN_MAX_RECEIVE_COUNT, f"{fallback}: {name} not read: {line}"
     if info.redrive is None:
         return DEFAULT_MAIN_MAX_RECEIVE_COUNT, f"{fallback}: {name} has no RedrivePolicy"
     return info.redrive.max_receive_count, f"RedrivePolicy of {name}"
 
 
-def plan_json(plan: ops.BackoffPlan, origin: str) -> dict[str, Any]:
+def plan_json(plan: BackoffPlan, origin: str) -> dict[str, Any]:
     policy = plan.policy
     return {
         "settings": {
@@ -229,7 +236,7 @@ def consumer_backoff_json(plan: ConsumerBackoffPlan, origin: str) -> dict[str, A
     }
 
 
-def _print_plan(plan: ops.BackoffPlan, origin: str) -> None:
+def _print_plan(plan: BackoffPlan, origin: str) -> None:
     from rich.table import Table
 
     console = make_console()
@@ -284,7 +291,7 @@ def _waits(dlq_share: float, limit: str) -> str:
     return f"{dlq_share:.0%} in the DLQ ({limit})"
 
 
-def plan_chart(plan: ops.BackoffPlan, width: int = 40) -> list[str]:
+def plan_chart(plan: BackoffPlan, width: int = 40) -> list[str]:
     """A bar per attempt on one scale: # up to the median, = up to p95, - up to the ceiling."""
     scale = max((a.high for a in plan.attempts), default=0) or 1
     label = len(str(plan.max_attempts))

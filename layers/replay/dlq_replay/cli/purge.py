@@ -6,13 +6,14 @@ import argparse
 from dataclasses import asdict
 from typing import Any
 
-from dlq_replay import ops
-from dlq_replay.cli.auditing import add_audit_option, audit_tally, audited, gate
+from dlq_replay import audit
+from dlq_replay.cli.auditing import add_audit_option, audited
 from dlq_replay.cli.deployment import Target, add_operator_options, resolve_target
 from dlq_replay.cli.errors import EXIT_OK, EXIT_USAGE, CommandError, operator_command
 from dlq_replay.cli.output import make_console, plural, print_json
 from dlq_replay.cli.parsing import Subparsers
 from dlq_replay.ops.purge import PURGE_INTERVAL_SECONDS, PurgeResult, depth_before_purge, purge
+from dlq_replay.ops.queues import QueueInfo, queue_info
 
 
 def add_confirm_option(parser: argparse.ArgumentParser, what: str) -> None:
@@ -25,21 +26,22 @@ def add_confirm_option(parser: argparse.ArgumentParser, what: str) -> None:
     )
 
 
-def check_confirmed(args: argparse.Namespace, queue: ops.QueueInfo) -> None:
-    """A usage error unless --confirm is the queue's own name (what a type-to-confirm sends)."""
-    if args.confirm != queue.name:
+def check_confirmed(confirm: str, queue: QueueInfo) -> None:
+    """A usage error unless `confirm` (--confirm, or the console's field) is the queue's own
+    name (what a type-to-confirm sends)."""
+    if confirm != queue.name:
         raise CommandError(
-            f"--confirm {args.confirm!r} is not the name of the queue {queue.url}: type its name "
+            f"--confirm {confirm!r} is not the name of the queue {queue.url}: type its name "
             f"({queue.name}) to confirm; nothing was done",
             EXIT_USAGE,
         )
 
 
-def confirmed_queue(args: argparse.Namespace) -> tuple[Target, ops.QueueInfo]:
+def confirmed_queue(args: argparse.Namespace) -> tuple[Target, QueueInfo]:
     """The run's target and its QUEUE, once --confirm is checked: purge and delete start here."""
     target = resolve_target(args)
-    queue = ops.queue_info(target.sqs, target.queue(args.queue, "QUEUE"))
-    check_confirmed(args, queue)
+    queue = queue_info(target.sqs, target.queue(args.queue, "QUEUE"))
+    check_confirmed(args.confirm, queue)
     return target, queue
 
 
@@ -60,12 +62,12 @@ def register(subparsers: Subparsers) -> None:
 
 @operator_command
 @audited("purge")
-def run_purge(args: argparse.Namespace) -> int:
+def run_purge(args: argparse.Namespace, action: audit.Action) -> int:
     target, queue = confirmed_queue(args)
     before = depth_before_purge(target.sqs, queue)
-    gate(args, queues=(queue.url,), selection_size=before.total)
+    action.gate(queues=(queue.url,), selection_size=before.total)
     result = purge(target.sqs, queue, before)
-    audit_tally(args, purge_json(result))
+    action.tally(purge_json(result))
     if args.json:
         print_json(purge_json(result))
         return EXIT_OK

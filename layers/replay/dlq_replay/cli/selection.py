@@ -67,10 +67,10 @@ def _add_reason_option(group: argparse._ArgumentGroup) -> None:
         action="append",
         type=park_reason,
         metavar="REASON",
-        help=f"only messages parked for REASON (repeatable): {', '.join(reasons)}, "
-        f"consumer:<reason> (parked by a consumer's ParkMessage), {ANY_CONSUMER_REASON} (every "
-        f"consumer park), or {NO_REASON} for messages without a park reason (moved by SQS's "
-        "safety net)",
+        help="only messages parked for REASON (repeatable), one of: "
+        f"{', '.join(reasons)}, consumer:<reason> (parked by a consumer's ParkMessage), "
+        f"{ANY_CONSUMER_REASON} (every consumer park), {NO_REASON} (messages without a park "
+        "reason: moved by SQS's safety net)",
     )
 
 

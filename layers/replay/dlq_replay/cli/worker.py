@@ -56,21 +56,31 @@ def register(subparsers: Subparsers) -> None:
         "again after a pause (--no-breaker: off).",
     )
     parser.add_argument(
-        "--dlq-url", required=True, type=queue_url, help="the dead-letter queue to replay"
+        "--dlq-url",
+        required=True,
+        type=queue_url,
+        metavar="URL",
+        help="the dead-letter queue to replay",
     )
     parser.add_argument(
-        "--pollers", type=int_between(1, MAX_POLLERS), default=1, help="concurrent pollers"
+        "--pollers",
+        type=int_between(1, MAX_POLLERS),
+        default=1,
+        metavar="N",
+        help="concurrent pollers",
     )
     parser.add_argument(
         "--batch-size",
         type=int_between(1, MAX_RECEIVE_BATCH),
         default=MAX_RECEIVE_BATCH,
+        metavar="N",
         help="messages per receive, as Lambda's BatchSize on SQS",
     )
     parser.add_argument(
         "--wait-seconds",
         type=int_between(0, MAX_WAIT_SECONDS),
         default=DEFAULT_WAIT_SECONDS,
+        metavar="SECONDS",
         help="long-poll wait of each receive; above 3 a receive still "
         "waiting when a signal comes may be abandoned, what it brings then staying hidden "
         "until the DLQ's visibility timeout ends",
@@ -89,7 +99,7 @@ def register(subparsers: Subparsers) -> None:
         choices=LOG_LEVELS,
         metavar="LEVEL",
         default=os.environ.get("LOG_LEVEL", "INFO").upper(),
-        help=f"one of {', '.join(LOG_LEVELS)}, any case (default: $LOG_LEVEL, else INFO)",
+        help="how much the worker logs, in any case (default: $LOG_LEVEL, else INFO)",
     )
     parser.add_argument(
         "--no-breaker",

@@ -1,45 +1,316 @@
-"""An endpoint that answers with an HTML page in place of an AWS response (a proxy's error page,
-a web server on the wrong port): one line naming the endpoint and the HTTP status, never the
-page.
+"""An endpoint that answers with something that is not the AWS service's answer (a proxy's
+error page, a web server on the wrong port, another service's JSON, an empty 404), or that
+never answers: one line naming the endpoint, the operation and what came back, never the page
+and never a traceback.
 
 Left to itself botocore raises `ResponseParserError` (not a `BotoCoreError`, so no command's
 error handling sees it) with the whole page in its message, or a `ClientError` whose message
-is the page, or (JSON protocols, status 200) an empty answer that fails later as a KeyError.
-`refuse_html_answers` makes every client of a session raise `HtmlAnswerError` instead, through
-botocore's public event hooks, before the answer is parsed."""
+is the page or whose code is the bare HTTP status, or (JSON protocols) an AttributeError or
+UnicodeDecodeError from deep in its parser; and an answer of the right syntax but another
+shape (HTTP 200 with `{"hello": 1}`) parses as an empty answer that fails later as a KeyError,
+or worse, reads as "nothing there". `refuse_foreign_answers` makes every client of a session
+check each answer before botocore parses it (`foreign_answer`), through botocore's public
+event hooks, and raise `ForeignAnswerError` (`HtmlAnswerError` for a page); and turn a read
+timeout into `NoAnswerError`, which states the timeout."""
 
 from __future__ import annotations
 
+import base64
+import json
 import threading
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
+from xml.etree import ElementTree
 
-from botocore.exceptions import BotoCoreError
+from botocore.exceptions import BotoCoreError, ReadTimeoutError
+from botocore.utils import parse_timestamp
 
 if TYPE_CHECKING:
     import boto3
+    from botocore.model import OperationModel, Shape
 
 _HTML_STARTS = (b"<!doctype html", b"<html")
 
+# Keys AWS always sends in these answers, which the code reads without a default: an answer
+# without one is another server's, whatever else it holds. (service id, operation): keys.
+ALWAYS_SENT: Mapping[tuple[str, str], tuple[str, ...]] = {
+    ("SQS", "GetQueueAttributes"): ("Attributes",),
+    ("SQS", "GetQueueUrl"): ("QueueUrl",),
+    ("SQS", "CreateQueue"): ("QueueUrl",),
+    ("SQS", "SendMessage"): ("MessageId",),
+    ("SQS", "StartMessageMoveTask"): ("TaskHandle",),
+    ("DynamoDB", "Query"): ("Items",),
+    ("DynamoDB", "Scan"): ("Items",),
+    ("Lambda", "ListEventSourceMappings"): ("EventSourceMappings",),
+}
+# The root element of a query-protocol (XML) error answer, AWS's and S3's.
+_XML_ERROR_ROOTS = frozenset({"ErrorResponse", "Error", "Response"})
+# What each JSON type of an output shape's member must be, by the shape's type name.
+_JSON_TYPES: Mapping[str, tuple[type, ...]] = {
+    "structure": (dict,),
+    "map": (dict,),
+    "list": (list,),
+    "string": (str,),
+    "blob": (str,),
+    "integer": (int,),
+    "long": (int,),
+    "boolean": (bool,),
+    "float": (int, float),
+    "double": (int, float),
+    "timestamp": (int, float, str),
+}
+_JSON_NAMES = {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}
 
-class HtmlAnswerError(BotoCoreError):
-    """An HTML page where an AWS response was expected; `status` is the HTTP status."""
 
-    fmt = (
-        "{operation} failed: {endpoint} answered HTTP {status} with an HTML page, not an AWS "
-        "response"
-    )
+class ForeignAnswerError(BotoCoreError):
+    """An answer that is not the AWS service's: `status` is its HTTP status, `what` says what
+    came back."""
 
-    def __init__(self, *, operation: str, endpoint: str, status: int) -> None:
-        super().__init__(operation=operation, endpoint=endpoint, status=status)
+    fmt = "{operation} failed: {endpoint} answered HTTP {status} with {what}"
+
+    def __init__(self, *, operation: str, endpoint: str, status: int, what: str) -> None:
+        super().__init__(operation=operation, endpoint=endpoint, status=status, what=what)
+        self.operation = operation
+        self.endpoint = endpoint
         self.status = status
 
 
-def is_html(response: dict[str, Any]) -> bool:
+class HtmlAnswerError(ForeignAnswerError):
+    """An HTML page where an AWS response was expected; `status` is the HTTP status."""
+
+    def __init__(self, *, operation: str, endpoint: str, status: int) -> None:
+        super().__init__(
+            operation=operation,
+            endpoint=endpoint,
+            status=status,
+            what="an HTML page, not an AWS response",
+        )
+
+
+class NoAnswerError(ReadTimeoutError):
+    """The endpoint took the request and sent nothing back within the client's read timeout
+    (after the client's retries). Still a ReadTimeoutError: a worker rides it out."""
+
+    fmt = "{operation} failed: no answer from {endpoint} within {seconds} s (read timeout)"
+
+
+def is_html(response: Mapping[str, Any]) -> bool:
     """Whether an answer (botocore's response dict) is an HTML page, by how its body starts.
     Not by its Content-Type: emulators (moto's server) send AWS's JSON and XML as text/html."""
     body = response.get("body")
     return isinstance(body, bytes) and body[:64].lstrip().lower().startswith(_HTML_STARTS)
+
+
+def foreign_answer(operation: OperationModel, response: Mapping[str, Any]) -> str | None:
+    """What came back, when an answer (botocore's response dict, before parsing) is not the
+    service's answer to `operation`; None when it is, or may be (botocore parses it then).
+
+    Checked: the syntax of the service's protocol (JSON, XML), an error answer's form,
+    and a JSON answer's shape against the operation's output: a non-empty object none of
+    whose keys the output has, a member of the wrong type (botocore's parser would fail on
+    it), a key AWS always sends (ALWAYS_SENT) missing. Unknown keys beside known ones pass:
+    AWS adds output members before this botocore knows them."""
+    body = response.get("body")
+    if operation.http.get("method") == "HEAD" or not isinstance(body, bytes):
+        return None  # no body (HEAD), or a stream botocore hands on unparsed (S3's GetObject)
+    if is_html(response):
+        return "an HTML page, not an AWS response"
+    status = int(response.get("status_code") or 0)
+    headers: Mapping[str, str] = response.get("headers") or {}
+    protocol = protocol_of(operation)
+    if protocol in {"json", "rest-json"}:
+        return _foreign_json(operation, status, headers, body)
+    if protocol in {"query", "rest-xml", "ec2"}:
+        return _foreign_xml(operation, status, body)
+    return None
+
+
+def protocol_of(operation: OperationModel) -> str:
+    """The protocol the client speaks: the first of the service's that this botocore supports
+    (CloudWatch lists CBOR first, yet this botocore may speak JSON to it)."""
+    model = operation.service_model
+    return str(getattr(model, "resolved_protocol", None) or model.protocol)
+
+
+def _answer(operation: OperationModel, status: int) -> str:
+    """ "an SQS GetQueueAttributes answer", "an AWS error answer"."""
+    if status >= 300:
+        return "an AWS error answer"
+    service = str(operation.service_model.metadata.get("serviceId", "AWS"))
+    vowel = service[:1] in set("AEIOU") or (
+        service[:2].isupper() and service[:1] in set("FHLMNRSX")
+    )
+    return f"{'an' if vowel else 'a'} {service} {operation.name} answer"
+
+
+def _foreign_json(
+    operation: OperationModel, status: int, headers: Mapping[str, str], body: bytes
+) -> str | None:
+    answer = _answer(operation, status)
+    body_shape = _body_shape(operation)
+    if status < 300 and body_shape is None and operation.output_shape is not None:
+        return _untext(body, answer)  # a raw payload: anything botocore can decode
+    if not body.strip():
+        if status >= 300 and "x-amzn-errortype" not in headers:
+            return f"an empty body, not {answer}"
+        document: object = {}
+    else:
+        try:
+            document = json.loads(body)
+        except (ValueError, RecursionError):  # not UTF-8 or not JSON; nested past the stack
+            return f"a body that is not JSON, not {answer}"
+    if not isinstance(document, dict):
+        return f"JSON that is not {answer} ({_json_type(document)}, not an object)"
+    if status >= 300:
+        # botocore reads the error's code from one of these (a string) or from the header.
+        coded = any(isinstance(document.get(key), str) for key in ("__type", "code", "Code"))
+        known = coded or "x-amzn-errortype" in headers
+        return None if known else f"JSON that is not {answer} (no __type)"
+    problem = _output_problem(operation, body_shape, document)
+    return f"JSON that is not {answer} ({problem})" if problem else None
+
+
+def _untext(body: bytes, answer: str) -> str | None:
+    try:
+        body.decode()
+    except UnicodeDecodeError:
+        return f"a body that is not text, not {answer}"
+    return None
+
+
+def _body_shape(operation: OperationModel) -> Shape | None:
+    """The shape of a JSON answer's body: the output's, or its payload member's when that is
+    a structure; None without an output, or for a raw payload (Lambda's Invoke: the
+    function's own bytes, JSON or not)."""
+    shape: Shape | None = operation.output_shape
+    payload = None if shape is None else shape.serialization.get("payload")
+    if shape is None or payload is None:
+        return shape
+    inner: Shape = shape.members[payload]  # type: ignore[attr-defined]
+    return inner if inner.type_name == "structure" else None
+
+
+def _output_problem(
+    operation: OperationModel, shape: Shape | None, document: dict[str, Any]
+) -> str | None:
+    members: dict[str, Shape] = {}
+    if shape is not None:
+        members = {
+            name: member
+            for name, member in shape.members.items()  # type: ignore[attr-defined]
+            if member.serialization.get("location") is None
+        }
+    keys = {member.serialization.get("name", name): name for name, member in members.items()}
+    if document and not set(document) & set(keys):
+        return f"unknown key {_first(document)!r}"
+    for key, name in keys.items():
+        if key in document:
+            problem = _type_problem(document[key], members[name], depth=0)
+            if problem:
+                return f"{key}: {problem}"
+    service = str(operation.service_model.metadata.get("serviceId", ""))
+    for key in ALWAYS_SENT.get((service, operation.name), ()):
+        if key not in document:
+            return f"no {key}"
+    return None
+
+
+_MAX_DEPTH = 32  # a recursive shape (DynamoDB's AttributeValue) checked this deep, no deeper
+
+
+def _type_problem(value: object, shape: Shape, depth: int) -> str | None:
+    """Why `value` is not of `shape`'s JSON type (None: it is, as far as botocore cares)."""
+    wanted = _JSON_TYPES.get(shape.type_name)
+    if value is None or depth > _MAX_DEPTH or wanted is None:
+        return None  # botocore skips a null member
+    if (
+        not isinstance(value, wanted)
+        or (isinstance(value, bool) and bool not in wanted)
+        or (isinstance(value, str) and not _decodes(value, shape.type_name))
+    ):
+        return f"{_json_type(value)}, not {_type_text(shape)}"
+    for item, inner in _children(value, shape):
+        if found := _type_problem(item, inner, depth + 1):
+            return found
+    return None
+
+
+def _decodes(text: str, type_name: str) -> bool:
+    """Whether botocore can read a string member of this type: base64 for a blob, a date for
+    a timestamp (an ISO 8601 one, say; JSON protocols send epoch numbers)."""
+    try:
+        if type_name == "blob":
+            base64.b64decode(text)
+        elif type_name == "timestamp":
+            parse_timestamp(text)
+    except (ValueError, TypeError, OverflowError):  # binascii.Error is a ValueError
+        return False
+    return True
+
+
+def _children(value: object, shape: Shape) -> list[tuple[object, Shape]]:
+    """The values inside `value` (of `shape`'s type), each with its own shape."""
+    if isinstance(value, dict) and shape.type_name == "structure":
+        members = shape.members.items()  # type: ignore[attr-defined]
+        named = ((member.serialization.get("name", name), member) for name, member in members)
+        return [(value[key], member) for key, member in named if key in value]
+    if isinstance(value, dict):
+        return [(item, shape.value) for item in value.values()]  # type: ignore[attr-defined]
+    if isinstance(value, list):
+        return [(item, shape.member) for item in value]  # type: ignore[attr-defined]
+    return []
+
+
+def _json_type(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return "a number"
+    return _JSON_NAMES.get(type(value), type(value).__name__)
+
+
+def _type_text(shape: Shape) -> str:
+    kind = shape.type_name
+    return {"structure": "an object", "map": "an object", "list": "a list"}.get(
+        kind, f"a {'number' if kind in {'integer', 'long', 'float', 'double'} else kind}"
+    )
+
+
+def _first(document: dict[str, Any]) -> str:
+    key = next(iter(document))
+    return key if len(key) <= 40 else key[:40] + "..."
+
+
+def _foreign_xml(operation: OperationModel, status: int, body: bytes) -> str | None:
+    answer = _answer(operation, status)
+    protocol = protocol_of(operation)
+    if not body.strip():
+        # S3 (rest-xml) answers most writes with headers alone; query and errors never.
+        return None if protocol == "rest-xml" and status < 300 else f"an empty body, not {answer}"
+    try:
+        root = ElementTree.fromstring(body)  # noqa: S314 - expat expands no external entity
+    except (ElementTree.ParseError, ValueError, RecursionError):
+        return f"a body that is not XML, not {answer}"
+    tag = _local(root.tag)
+    if status >= 300:
+        problem = None if tag in _XML_ERROR_ROOTS else f"<{tag[:40]}>"
+    elif protocol != "query":
+        problem = None
+    elif tag != f"{operation.name}Response":
+        problem = f"<{tag[:40]}>, not <{operation.name}Response>"
+    elif operation.output_shape is not None and f"{operation.name}Result" not in map(
+        _local, (child.tag for child in root)
+    ):
+        problem = f"no <{operation.name}Result>"
+    else:
+        problem = None
+    return f"XML that is not {answer} ({problem})" if problem else None
+
+
+def _local(tag: object) -> str:
+    """An element's name without its namespace."""
+    return str(tag).rsplit("}", 1)[-1]
 
 
 def error_text(error: BaseException) -> str:
@@ -56,22 +327,46 @@ def endpoint_of(url: str) -> str:
     return f"{parts.scheme}://{parts.netloc}" if parts.netloc else (url or "the endpoint")
 
 
-def refuse_html_answers(session: boto3.Session) -> None:
-    """Make every client made from `session` from now on raise `HtmlAnswerError` for an HTML
-    answer. botocore's `before-parse` event does not carry the request's URL: `before-send`,
-    which runs just before it in the same thread for the same request, keeps it."""
+def refuse_foreign_answers(session: boto3.Session) -> None:
+    """Make every client made from `session` from now on raise `ForeignAnswerError` for an
+    answer that is not the service's (`HtmlAnswerError` for a page), before botocore parses
+    it, and `NoAnswerError` for a read timeout once its retries are spent. botocore's
+    `before-parse` event does not carry the request's URL: `before-send`, which runs just
+    before it in the same thread for the same request, keeps it."""
     sent = threading.local()
 
     def remember(request: Any, **_: Any) -> None:
         sent.url = str(request.url)
 
-    def refuse(operation_model: Any, response_dict: dict[str, Any], **_: Any) -> None:
+    def refuse(operation_model: OperationModel, response_dict: dict[str, Any], **_: Any) -> None:
+        what = foreign_answer(operation_model, response_dict)
+        if what is None:
+            return
+        name = str(operation_model.name)
+        endpoint = endpoint_of(getattr(sent, "url", ""))
+        status = int(response_dict.get("status_code") or 0)
         if is_html(response_dict):
-            raise HtmlAnswerError(
-                operation=str(operation_model.name),
-                endpoint=endpoint_of(getattr(sent, "url", "")),
-                status=int(response_dict.get("status_code", 0)),
-            )
+            raise HtmlAnswerError(operation=name, endpoint=endpoint, status=status)
+        raise ForeignAnswerError(operation=name, endpoint=endpoint, status=status, what=what)
 
-    session.events.register("before-send", remember, unique_id="dlq-replay-html-url")
-    session.events.register("before-parse", refuse, unique_id="dlq-replay-html-refuse")
+    def unanswered(
+        exception: Exception, context: Mapping[str, Any], event_name: str, **_: Any
+    ) -> None:
+        if isinstance(exception, ReadTimeoutError) and not isinstance(exception, NoAnswerError):
+            config = context.get("client_config")
+            seconds = getattr(config, "read_timeout", None) or 60  # botocore's default
+            url = str(exception.kwargs.get("endpoint_url", ""))
+            raise NoAnswerError(
+                endpoint_url=url,
+                operation=event_name.rsplit(".", 1)[-1],
+                endpoint=endpoint_of(url),
+                seconds=f"{seconds:g}",
+            ) from exception
+
+    session.events.register("before-send", remember, unique_id="dlq-replay-answer-url")
+    session.events.register("before-parse", refuse, unique_id="dlq-replay-answer-refuse")
+    session.events.register("after-call-error", unanswered, unique_id="dlq-replay-no-answer")
+
+
+# The former name (the console's connection still calls it so).
+refuse_html_answers = refuse_foreign_answers
