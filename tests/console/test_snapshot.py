@@ -8,10 +8,10 @@ import time
 from pathlib import Path
 from tempfile import TemporaryDirectory
 
-from dlq_replay import ops
 from dlq_replay.cli.console.snapshot import Filter, Snapshot, message_of
 from dlq_replay.core.attributes import Attribute
 from dlq_replay.ops.archive import ArchiveRecord, from_message
+from dlq_replay.ops.queueinfo import QueueInfo
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -33,7 +33,7 @@ records = st.builds(
     kind=st.just("sqs"),
 )
 
-QUEUE = ops.QueueInfo("http://q/orders-operator", "arn:aws:sqs:us-east-1:1:orders-operator",
+QUEUE = QueueInfo("http://q/orders-operator", "arn:aws:sqs:us-east-1:1:orders-operator",
                       fifo=False, visibility_timeout=30, redrive=None)  # fmt: skip
 
 

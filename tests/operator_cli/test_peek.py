@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import pytest
-from dlq_replay import ops
 from dlq_replay.ops.draining import drain
+from dlq_replay.ops.receiving import ReceiveBudget
 
 from .support import (
     COUNT,
@@ -256,13 +256,13 @@ def test_peek_stops_before_pushing_messages_over_their_max_receive_count(
 
 
 def test_receive_budget_rule() -> None:
-    budget = ops.ReceiveBudget(max_receive_count=10, arrival_count=5, reserve=2)
+    budget = ReceiveBudget(max_receive_count=10, arrival_count=5, reserve=2)
     assert budget.fresh_left == 4
     assert not budget.exhausted
     assert budget.left(8) == 2
     assert budget.stop_after(8)
     assert not budget.stop_after(7)
-    assert ops.ReceiveBudget(max_receive_count=3, arrival_count=1, reserve=2).exhausted
+    assert ReceiveBudget(max_receive_count=3, arrival_count=1, reserve=2).exhausted
 
 
 def test_peek_missing_queue_is_one_line(capsys: pytest.CaptureFixture[str], sqs: SQSClient) -> None:

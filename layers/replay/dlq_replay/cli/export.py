@@ -7,8 +7,8 @@ import argparse
 from dataclasses import asdict
 from pathlib import Path
 
-from dlq_replay import ops
-from dlq_replay.cli.auditing import add_audit_option, audit_tally, audited, gate
+from dlq_replay import audit
+from dlq_replay.cli.auditing import add_audit_option, audited
 from dlq_replay.cli.deployment import (
     add_operator_options,
     add_receive_options,
@@ -37,13 +37,22 @@ from dlq_replay.cli.parsing import Subparsers, int_between
 from dlq_replay.cli.selection import add_selection_options, selector_from
 from dlq_replay.cli.shutdown import Shutdown, hidden_at_most_text, hidden_until_text
 from dlq_replay.ops.archive import FORMAT
-from dlq_replay.ops.depth import queue_depth
+from dlq_replay.ops.export import (
+    ExportLeftover,
+    ExportPhase,
+    ExportRequest,
+    ExportResult,
+    prepare_export,
+)
+from dlq_replay.ops.queueinfo import QueueInfo, queue_info
+from dlq_replay.ops.receivememory import ReceiveMemory
+from dlq_replay.ops.s3archive import S3Location
 
 
-def s3_uri(text: str) -> ops.S3Location:
+def s3_uri(text: str) -> S3Location:
     """argparse type: s3://BUCKET/KEY."""
     try:
-        return ops.S3Location.parse(text)
+        return S3Location.parse(text)
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
 
@@ -73,7 +82,9 @@ def register(subparsers: Subparsers) -> None:
         metavar="s3://BUCKET/KEY",
         help="also (or, without --file, only) PUT the archive to this S3 object",
     )
-    parser.add_argument("--limit", type=int_between(1, 1_000_000), help="export at most N messages")
+    parser.add_argument(
+        "--limit", type=int_between(1, 1_000_000), metavar="N", help="export at most N messages"
+    )
     parser.add_argument(
         "--delete",
         action="store_true",
@@ -84,8 +95,9 @@ def register(subparsers: Subparsers) -> None:
         "--hide-seconds",
         type=int_between(1, 43_200),
         default=120,
+        metavar="SECONDS",
         help="visibility timeout of received messages while the export runs; after a crash "
-        "they come back by themselves after this long (default 120)",
+        "they come back by themselves after this long",
     )
     add_selection_options(parser)
     add_receive_options(parser, count_attribute=False)
@@ -95,14 +107,14 @@ def register(subparsers: Subparsers) -> None:
 
 @operator_command
 @audited("export", changes=lambda args: bool(args.delete))  # --delete deletes what it exported
-def run_export(args: argparse.Namespace) -> int:
+def run_export(args: argparse.Namespace, action: audit.Action) -> int:
     if args.file is None and args.s3_uri is None:
         raise CommandError(
             "name the archive: --file PATH and/or --s3-uri s3://BUCKET/KEY", EXIT_USAGE
         )
     target = resolve_target(args)
-    source = ops.queue_info(target.sqs, target.queue(args.queue, "QUEUE"))
-    request = ops.ExportRequest(
+    source = queue_info(target.sqs, target.queue(args.queue, "QUEUE"))
+    request = ExportRequest(
         source=source,
         path=args.file,
         s3=args.s3_uri,
@@ -116,25 +128,28 @@ def run_export(args: argparse.Namespace) -> int:
         accepted_kinds=target.accepted_kinds(),
     )
     s3 = make_client(args, "s3") if args.s3_uri is not None else None
-    gate(args, queues=(source.url,))
-    shutdown = Shutdown()
+    action.gate(queues=(source.url,))
+    shutdown = Shutdown(audit=action)
     try:
-        job = ops.prepare_export(target.sqs, request, s3=s3, stop=shutdown.stop)
+        job = prepare_export(
+            target.sqs, request, s3=s3, stop=shutdown.stop, memory=ReceiveMemory.local()
+        )
     except OSError as error:
         raise CommandError(file_error(error, "nothing was received")) from None
     if job.state.archived and not args.json:
         note(f"continuing {_places(request)}: {plural(len(job.state.archived), 'record')} in it")
-    approximate = queue_depth(target.sqs, source.url).visible
+    approximate = job.state.expected or 0  # visible and in flight before the read
     total = min(approximate, args.limit) if args.limit else approximate
     try:
         with progress_bars(args) as progress:
             bar = progress.add_task(f"exporting {source.name}", total=total or None)
 
-            def show(result: ops.ExportResult) -> None:
+            def show(result: ExportResult) -> None:
                 progress.update(bar, completed=result.examined)
 
             def report(why: str) -> None:
                 result, left = job.state.result(), job.leftover()
+                action.tally(_export_json(source, result, shutdown))
                 if args.json:
                     print_json(
                         {
@@ -152,8 +167,10 @@ def run_export(args: argparse.Namespace) -> int:
     except OSError as error:
         raise CommandError(file_error(error, "nothing was deleted")) from None
     if result.stopped:
-        note(result.stopped)
-    audit_tally(args, _export_json(source, result, shutdown))
+        note(f"{result.stopped} ({_read_of(result)})")
+    action.tally(_export_json(source, result, shutdown))
+    if shutdown.code is not None:
+        action.leftover(_export_interrupted(result, request, shutdown))
     if args.json:
         print_json(_export_json(source, result, shutdown))
     else:
@@ -164,9 +181,7 @@ def run_export(args: argparse.Namespace) -> int:
     return EXIT_FAILED if result.failed or result.not_deleted or result.stopped else EXIT_OK
 
 
-def _export_json(
-    source: ops.QueueInfo, result: ops.ExportResult, shutdown: Shutdown
-) -> dict[str, object]:
+def _export_json(source: QueueInfo, result: ExportResult, shutdown: Shutdown) -> dict[str, object]:
     return {
         "queue": source.url,
         **asdict(result),
@@ -175,18 +190,22 @@ def _export_json(
     }
 
 
-def _places(request: ops.ExportRequest) -> str:
+def _read_of(result: ExportResult) -> str:
+    """How much of the queue a partial export read: N of about M messages."""
+    about = f" of about {result.expected}" if result.expected is not None else ""
+    return f"partial: {plural(result.examined, 'message')}{about} read"
+
+
+def _places(request: ExportRequest) -> str:
     return " and ".join(str(p) for p in (request.path, request.s3) if p is not None)
 
 
-def _rerun(request: ops.ExportRequest) -> str:
+def _rerun(request: ExportRequest) -> str:
     option = f"--file {request.path}" if request.path is not None else f"--s3-uri {request.s3}"
     return f"rerun with the same {option} to continue the same archive"
 
 
-def _export_interrupted(
-    result: ops.ExportResult, request: ops.ExportRequest, shutdown: Shutdown
-) -> str:
+def _export_interrupted(result: ExportResult, request: ExportRequest, shutdown: Shutdown) -> str:
     """The line after a graceful stop: what exists only in the archive, and where."""
     only = (
         f"{plural(result.deleted, 'message')} deleted from the queue exist only in the archive "
@@ -199,13 +218,13 @@ def _export_interrupted(
     return f"{shutdown.name}: export stopped early: {only}; {back}; {_rerun(request)}"
 
 
-def _export_leftover(left: ops.ExportLeftover, request: ops.ExportRequest) -> str:
+def _export_leftover(left: ExportLeftover, request: ExportRequest) -> str:
     """The line when the export is abandoned mid-flight."""
-    receives = 1 if left.receiving_up_to else 0  # one at a time
+    receives = left.receives
     hidden = hidden_at_most_text(
         left.hidden, left.hidden_until, receives, left.receiving_up_to, left.receiving_until
     )
-    if left.phase is ops.ExportPhase.RECEIVING:
+    if left.phase is ExportPhase.RECEIVING:
         part = f" ({request.path}.part is incomplete)" if request.path is not None else ""
         return f"nothing was deleted{part}; {hidden}; {_rerun(request)}"
     deleted = (
@@ -217,7 +236,7 @@ def _export_leftover(left: ops.ExportLeftover, request: ops.ExportRequest) -> st
     return f"{deleted}; {hidden}; {_rerun(request)}"
 
 
-def _print_export(result: ops.ExportResult, request: ops.ExportRequest) -> None:
+def _print_export(result: ExportResult, request: ExportRequest) -> None:
     console = make_console()
     places = [p for p in (result.path, result.s3_uri) if p]
     console.print(

@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-from dlq_replay import ops
 from dlq_replay.cli.deployment import add_operator_options, add_receive_options, resolve_target
 from dlq_replay.cli.errors import EXIT_OK, operator_command
 from dlq_replay.cli.options import BUDGET_HELP
@@ -15,7 +14,9 @@ from dlq_replay.cli.output import duration, make_console, note, plural, print_js
 from dlq_replay.cli.parsing import Subparsers, int_between
 from dlq_replay.cli.selection import add_selection_options, selector_from
 from dlq_replay.core.kinds import RecordKind
-from dlq_replay.ops.peek import peek
+from dlq_replay.ops.peek import PeekedMessage, PeekRequest, PeekResult, peek
+from dlq_replay.ops.queueinfo import queue_info
+from dlq_replay.ops.receivememory import ReceiveMemory
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -31,7 +32,7 @@ def register(subparsers: Subparsers) -> None:
     )
     parser.add_argument("queue", metavar="QUEUE", help="main, dlq, operator, or a queue URL")
     parser.add_argument(
-        "--limit", type=int_between(1, 100), default=10, help="messages to show (default 10)"
+        "--limit", type=int_between(1, 100), default=10, metavar="N", help="messages to show"
     )
     parser.add_argument("--body", action="store_true", help="show the message bodies")
     add_selection_options(parser)
@@ -43,7 +44,7 @@ def register(subparsers: Subparsers) -> None:
 def run_peek(args: argparse.Namespace) -> int:
     target = resolve_target(args)
     url = target.queue(args.queue, "QUEUE")
-    info = ops.queue_info(target.sqs, url)
+    info = queue_info(target.sqs, url)
     if info.redrive is not None:
         note(
             f"{info.name} has a RedrivePolicy (maxReceiveCount "
@@ -53,7 +54,7 @@ def run_peek(args: argparse.Namespace) -> int:
             "still delivering it)."
         )
     selector = selector_from(args)
-    request = ops.PeekRequest(
+    request = PeekRequest(
         source=info,
         limit=args.limit,
         body=args.body,
@@ -64,7 +65,7 @@ def run_peek(args: argparse.Namespace) -> int:
         replay_targets=target.replay_targets(),
         accepted_kinds=target.accepted_kinds(),
     )
-    result = peek(target.sqs, request)
+    result = peek(target.sqs, request, memory=ReceiveMemory.local())
     if result.stopped:
         note(result.stopped)
     if result.not_released:
@@ -81,7 +82,7 @@ def run_peek(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def peek_json(result: ops.PeekResult) -> dict[str, Any]:
+def peek_json(result: PeekResult) -> dict[str, Any]:
     return {
         "queue": {"name": result.queue.name, "url": result.queue.url, "fifo": result.queue.fifo},
         "max_receive_count": result.budget.max_receive_count if result.budget else None,
@@ -94,7 +95,7 @@ def peek_json(result: ops.PeekResult) -> dict[str, Any]:
     }
 
 
-def _kinds_table(messages: Sequence[ops.PeekedMessage]) -> Table:
+def _kinds_table(messages: Sequence[PeekedMessage]) -> Table:
     from rich.table import Table
 
     table = Table(
@@ -110,7 +111,7 @@ def _kinds_table(messages: Sequence[ops.PeekedMessage]) -> Table:
     return table
 
 
-def _print_peek(result: ops.PeekResult) -> None:
+def _print_peek(result: PeekResult) -> None:
     from rich.table import Table
 
     console = make_console()

@@ -14,31 +14,37 @@ safe in the archive), and the rename replaces PATH with the longer file. So an i
 `export --delete` is rerun with the same `--file` (or the same `--s3-uri` alone), and one
 archive holds every message once. A stop token (a signal) ends the receiving; what was
 received is then archived, deleted with `delete`, and the rest given back, as in a full run.
+
+The result says whether the read saw the whole queue: `partial` says why not (`receiving`:
+the receive budget, a message shown again, the hide time nearly gone, a stop), `expected` how
+many the queue held before (visible and in flight). With a `ReceiveMemory` the export is
+refused while a message earlier reads saw could be moved on by it, and leaves what it saw.
 """
 
 from __future__ import annotations
 
-import os
-import tempfile
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 from dlq_replay.core import attributes
 from dlq_replay.core.kinds import RecordKind
 from dlq_replay.ops.archive import ArchiveError, from_message, parse_line
-from dlq_replay.ops.errors import OpsError
-from dlq_replay.ops.kinds import ALL_KINDS
-from dlq_replay.ops.queues import QueueInfo
-from dlq_replay.ops.receiving import Receiving, usable_budget
+from dlq_replay.ops.archivefile import ArchiveFile
+from dlq_replay.ops.opserror import OpsError
+from dlq_replay.ops.queueinfo import QueueInfo
+from dlq_replay.ops.receivememory import ReceiveMemory
+from dlq_replay.ops.receiving import Receiving, in_parallel, usable_budget
+from dlq_replay.ops.recognition import ALL_KINDS
 from dlq_replay.ops.redrive import FailReason
-from dlq_replay.ops.s3archive import CONTENT_TYPE, S3Location, check_writable, existing_object
+from dlq_replay.ops.s3archive import S3Location, check_writable, existing_object
 from dlq_replay.ops.select import Selector
+from dlq_replay.sqs.depth import queue_depth
 from dlq_replay.sqs.sending import MAX_BATCH_ENTRIES, delete_messages
 
 if TYPE_CHECKING:
@@ -60,7 +66,7 @@ class ExportRequest:
     reserve: int = 1
     # The allowed targets (REPLAY_TARGET_ARNS): they name a `lambda` record's function.
     replay_targets: frozenset[str] = frozenset()
-    accepted_kinds: frozenset[RecordKind] = ALL_KINDS  # the stack's DLQ_KIND's (ops.kinds)
+    accepted_kinds: frozenset[RecordKind] = ALL_KINDS  # the stack's DLQ_KIND's (ops.recognition)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +90,8 @@ class ExportResult:
     continued: int = 0  # records the archive held before this run
     interrupted: bool = False  # the stop token ended the receiving
     hidden_until: float | None = None  # when the `not_released` come back, at the latest
+    partial: str | None = None  # why the read did not see the whole queue; None: it did
+    expected: int | None = None  # messages in the queue before the read (visible, in flight)
 
     @property
     def adds_up(self) -> bool:
@@ -108,6 +116,7 @@ class ExportLeftover:
     receiving_up_to: int = 0  # asked for by a receive in flight: hidden too if SQS answers
     receiving_until: float | None = None  # epoch seconds: when those come back at the latest
     settling: int = 0  # of `hidden`: a delete or a change back to visible of theirs in flight
+    receives: int = 0  # ReceiveMessage calls in flight
 
     @property
     def at_most(self) -> int:
@@ -123,9 +132,10 @@ def export(
     on_progress: Callable[[ExportResult], None] | None = None,
     now: Callable[[], float] = time.time,
     stop: threading.Event | None = None,
+    memory: ReceiveMemory | None = None,
 ) -> ExportResult:
     """Write the selected messages of `request.source` to the archive; see the module."""
-    return prepare_export(sqs, request, s3=s3, now=now, stop=stop).run(on_progress)
+    return prepare_export(sqs, request, s3=s3, now=now, stop=stop, memory=memory).run(on_progress)
 
 
 def prepare_export(
@@ -135,9 +145,11 @@ def prepare_export(
     s3: S3Client | None = None,
     now: Callable[[], float] = time.time,
     stop: threading.Event | None = None,
+    memory: ReceiveMemory | None = None,
 ) -> Export:
     """The export, checked before anything is received: the archive to continue, the S3 object
-    writable, the receive budget."""
+    writable, the receive budget and what `memory` holds (with `delete`, a message may spend
+    its last receive: it is deleted)."""
     if request.path is None and request.s3 is None:
         raise OpsError("name a file or an S3 object to export to", usage=True)
     if request.s3 is not None and s3 is None:
@@ -153,10 +165,15 @@ def prepare_export(
     if request.s3 is not None and s3 is not None:
         check_writable(s3, request.s3)
     budget = usable_budget(sqs, request.source, request.reserve)
+    if memory is not None and budget is not None:
+        memory.check(request.source, replace(budget, reserve=0) if request.delete else budget)
+    expected = queue_depth(sqs, request.source.url)
     receiving = Receiving(
         sqs, request.source.url, budget, request.hide_seconds, request.wait_seconds, stop=stop
     )
-    return Export(request, receiving, s3, now, earlier=earlier, archived=archived)
+    job = Export(request, receiving, s3, now, earlier=earlier, archived=archived)
+    job.memory, job.state.expected = memory, expected.visible + expected.in_flight
+    return job
 
 
 class Export:
@@ -178,11 +195,18 @@ class Export:
         self.earlier = earlier
         self.state = _Run(request, receiving, now, archived)
         self.phase = ExportPhase.RECEIVING
+        self.memory: ReceiveMemory | None = None  # what the read saw goes there
 
-    def run(self, on_progress: Callable[[ExportResult], None] | None = None) -> ExportResult:
+    def run(
+        self,
+        on_progress: Callable[[ExportResult], None] | None = None,
+        on_archived: Callable[[], None] | None = None,
+    ) -> ExportResult:
+        """The export; `on_archived` is called once the archive is complete (its reader can
+        start while the messages are deleted or given back)."""
         request, run, receiving = self.request, self.state, self.receiving
         try:
-            with _ArchiveFile(request.path, self.earlier) as archive:
+            with ArchiveFile(request.path, self.earlier) as archive:
                 for batch in receiving.batches(request.limit, run.selected):
                     for message in batch:
                         run.write(archive, message)
@@ -195,10 +219,14 @@ class Export:
                 if request.s3 is not None and self.s3 is not None:
                     archive.upload(self.s3, request.s3)
                 self.phase = ExportPhase.ARCHIVED
+                if on_archived is not None:
+                    on_archived()
                 if request.delete:
                     run.delete()
         finally:
             run.not_released += receiving.release()
+            if self.memory is not None:
+                self.memory.record(request.source, receiving.sighting)
         return run.result()
 
     def leftover(self) -> ExportLeftover:
@@ -206,6 +234,7 @@ class Export:
         # Read before the handles: a receive that ends meanwhile is then counted twice, never
         # missed (an upper bound); a release in flight still counts the messages it names.
         asked, releasing = receiving.receiving_up_to, receiving.releasing
+        receives = receiving.receives
         answered_by = time.time() + receiving.wait_seconds + receiving.hide_seconds
         return ExportLeftover(
             phase=self.phase,
@@ -216,6 +245,7 @@ class Export:
             receiving_up_to=asked,
             receiving_until=answered_by if asked else None,
             settling=releasing + run.deleting,
+            receives=receives if asked else 0,
         )
 
 
@@ -259,6 +289,8 @@ class _Run:
         self.deleting = 0  # in a delete request in flight
         self.not_released = 0
         self.bytes = 0
+        self.expected: int | None = None
+        self._lock = threading.Lock()  # the deletes go several at once
 
     def selected(self, message: MessageTypeDef) -> bool:
         request = self.request
@@ -267,7 +299,7 @@ class _Run:
         self.filtered += not chosen
         return chosen
 
-    def write(self, archive: _ArchiveFile, message: MessageTypeDef) -> None:
+    def write(self, archive: ArchiveFile, message: MessageTypeDef) -> None:
         if message["MessageId"] in self.archived:
             self.already.append(message["MessageId"])
             return
@@ -283,24 +315,31 @@ class _Run:
         return [m for m in self.receiving.handles if m not in written]
 
     def delete(self) -> None:
-        """Delete what the archive holds, 10 a request, counting each confirmed batch."""
+        """Delete what the archive holds, 10 a request and several at once, counting each
+        confirmed batch."""
         handles = self.receiving.handles
         in_hand: list[MessageTypeDef] = [
             {"MessageId": m, "ReceiptHandle": handles[m]}
             for m in [*self.already, *self.exported]
             if m in handles
         ]
-        for start in range(0, len(in_hand), MAX_BATCH_ENTRIES):
-            batch = in_hand[start : start + MAX_BATCH_ENTRIES]
-            self.deleting = len(batch)
-            try:
-                refused = set(delete_messages(self.receiving.sqs, self.receiving.url, batch))
-            finally:
-                self.deleting = 0
-            done = [m["MessageId"] for m in batch if m["MessageId"] not in refused]
-            self.receiving.forget(done)
+        step = MAX_BATCH_ENTRIES
+        in_parallel([in_hand[i : i + step] for i in range(0, len(in_hand), step)], self._delete)
+
+    def _delete(self, batch: list[MessageTypeDef]) -> int:
+        with self._lock:
+            self.deleting += len(batch)
+        try:
+            refused = set(delete_messages(self.receiving.sqs, self.receiving.url, batch))
+        finally:
+            with self._lock:
+                self.deleting -= len(batch)
+        done = [m["MessageId"] for m in batch if m["MessageId"] not in refused]
+        self.receiving.forget(done)
+        with self._lock:
             self.deleted += len(done)
             self.not_deleted += len(batch) - len(done)
+        return len(done)
 
     def result(self) -> ExportResult:
         request = self.request
@@ -322,59 +361,6 @@ class _Run:
             continued=len(self.archived),
             interrupted=bool(self.receiving.stop and self.receiving.stop.is_set()),
             hidden_until=self.receiving.hidden_until if self.not_released else None,
+            partial=self.receiving.partial,
+            expected=self.expected,
         )
-
-
-class _ArchiveFile:
-    """The lines go to `PATH.part` and become PATH only once flushed and fsync'ed: PATH, when
-    it exists, is complete. Without a PATH, to an anonymous temporary file (for S3). The file
-    starts with `earlier`, the archive this run continues."""
-
-    def __init__(self, path: Path | None, earlier: bytes = b"") -> None:
-        self.path = path
-        self.part = path.with_name(f"{path.name}.part") if path is not None else None
-        # Closed by __exit__: this class is the context manager.
-        self.file: IO[bytes] = (
-            self.part.open("wb") if self.part is not None else tempfile.TemporaryFile()  # noqa: SIM115
-        )
-        if earlier and not earlier.endswith(b"\n"):
-            earlier += b"\n"
-        self.file.write(earlier)
-        self.size = len(earlier)
-        self.committed = False
-
-    def __enter__(self) -> _ArchiveFile:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.file.close()
-        if self.part is not None and not self.committed:
-            self.part.unlink(missing_ok=True)
-
-    def write(self, line: str) -> None:
-        data = line.encode("utf-8")
-        self.file.write(data)
-        self.size += len(data)
-
-    def commit(self) -> None:
-        self.file.flush()
-        os.fsync(self.file.fileno())
-        if self.path is None or self.part is None:
-            return
-        self.file.close()
-        os.replace(self.part, self.path)
-        self.committed = True
-        if os.name == "posix":  # the rename itself, on disk
-            folder = os.open(self.path.parent, os.O_RDONLY)
-            try:
-                os.fsync(folder)
-            finally:
-                os.close(folder)
-
-    def upload(self, s3: S3Client, location: S3Location) -> None:
-        """PUT the committed lines as one object (PutObject takes up to 5 GB)."""
-        with self.path.open("rb") if self.path is not None else self.file as body:
-            body.seek(0)
-            s3.put_object(
-                Bucket=location.bucket, Key=location.key, Body=body, ContentType=CONTENT_TYPE
-            )

@@ -13,14 +13,15 @@ from dlq_replay.core.decision import park_reason_of
 from dlq_replay.core.kinds import RecordKind
 from dlq_replay.core.settings import DEFAULT_COUNT_ATTRIBUTE
 from dlq_replay.engine.kinds import recorded_error
-from dlq_replay.ops.kinds import ALL_KINDS, recognised
-from dlq_replay.ops.queues import QueueInfo
+from dlq_replay.ops.queueinfo import QueueInfo
+from dlq_replay.ops.receivememory import ReceiveMemory
 from dlq_replay.ops.receiving import (
     ReceiveBudget,
     Receiving,
     receive_count_of,
     usable_budget,
 )
+from dlq_replay.ops.recognition import ALL_KINDS, recognised
 from dlq_replay.ops.select import Selector
 
 if TYPE_CHECKING:
@@ -54,7 +55,7 @@ class PeekResult:
     queue: QueueInfo
     messages: tuple[PeekedMessage, ...]
     budget: ReceiveBudget | None
-    stopped: str | None = None  # why the peek stopped before its limit
+    stopped: str | None = None  # why the peek stopped before its limit (or the queue's end)
     not_released: int = 0  # messages SQS refused to make visible again
     examined: int = 0  # messages received, selected or not
 
@@ -71,11 +72,15 @@ class PeekRequest:
     reserve: int = 1
     # The allowed targets (REPLAY_TARGET_ARNS): they name a `lambda` record's function.
     replay_targets: frozenset[str] = frozenset()
-    accepted_kinds: frozenset[RecordKind] = ALL_KINDS  # the stack's DLQ_KIND's (ops.kinds)
+    accepted_kinds: frozenset[RecordKind] = ALL_KINDS  # the stack's DLQ_KIND's (ops.recognition)
 
 
 def peek(
-    sqs: SQSClient, request: PeekRequest, *, now: Callable[[], float] = time.time
+    sqs: SQSClient,
+    request: PeekRequest,
+    *,
+    now: Callable[[], float] = time.time,
+    memory: ReceiveMemory | None = None,
 ) -> PeekResult:
     """Look at up to `request.limit` messages without consuming them.
 
@@ -84,10 +89,14 @@ def peek(
     never returned twice and so never received twice by one peek. On a queue with a
     RedrivePolicy the receive budget applies; the first receive takes a single message.
     With a `selector`, only selected messages count toward `limit` and are shown; the others
-    stay hidden until the peek ends, like the rest, so none is received twice.
+    stay hidden until the peek ends, like the rest, so none is received twice. With a
+    `memory`, a peek that could move a message earlier reads saw is refused, and what this one
+    saw is kept there.
     """
     queue, selector = request.source, request.selector
     budget = usable_budget(sqs, queue, request.reserve)
+    if memory is not None and budget is not None:
+        memory.check(queue, budget)
     receiving = Receiving(sqs, queue.url, budget, request.hide_seconds, request.wait_seconds)
     selected: list[MessageTypeDef] = []
 
@@ -101,6 +110,8 @@ def peek(
     finally:
         examined = len(receiving.handles)
         refused = receiving.release()
+        if memory is not None:
+            memory.record(queue, receiving.sighting)
     messages = tuple(_peeked(m, request, budget, now()) for m in selected[: request.limit])
     return PeekResult(queue, messages, budget, receiving.stopped, refused, examined=examined)
 

@@ -4,14 +4,16 @@ spends a budget (`ReceiveBudget`) and stops before it is gone."""
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
-from dlq_replay.ops.errors import OpsError
-from dlq_replay.ops.queues import QueueInfo, queue_info
+from dlq_replay.ops.opserror import OpsError
+from dlq_replay.ops.queueinfo import QueueInfo, queue_info
 from dlq_replay.sqs.sending import MAX_BATCH_ENTRIES, change_visibility
 from dlq_replay.sqs.sources import dead_letter_sources
 
@@ -19,6 +21,15 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
     from mypy_boto3_sqs.type_defs import MessageTypeDef
 
+# Receives (and releases) in flight at once on a long read: SQS answers each in a round trip,
+# so one at a time spends the read waiting (the client's pool has 10 connections). A read goes
+# one receive at a time until it holds SEQUENTIAL_UP_TO messages (a small queue gains little,
+# and its order stays that of one reader), a release or delete of as many in one request line.
+RECEIVERS = 8
+SEQUENTIAL_UP_TO = 500
+# A read stops once this share of its hide time is gone: what it hid first would show again.
+HIDE_MARGIN = 0.8
+_Chunk = TypeVar("_Chunk")
 
 # -- the receive budget -----------------------------------------------------------------------
 
@@ -113,9 +124,20 @@ def receive(
 def release(sqs: SQSClient, url: str, receipt_handles: Iterable[str]) -> int:
     """Make received messages visible again at once; returns how many SQS refused.
 
-    A refusal loses nothing: such a message comes back when its visibility timeout ends.
+    Requests of 10 go out `RECEIVERS` at once (10,000 messages are 1,000 requests). A refusal
+    loses nothing: such a message comes back when its visibility timeout ends.
     """
-    return len(change_visibility(sqs, url, [(handle, 0) for handle in receipt_handles]))
+    changes = [(handle, 0) for handle in receipt_handles]
+    chunks = [changes[i : i + MAX_BATCH_ENTRIES] for i in range(0, len(changes), MAX_BATCH_ENTRIES)]
+    return sum(in_parallel(chunks, lambda chunk: len(change_visibility(sqs, url, chunk))))
+
+
+def in_parallel(chunks: Sequence[_Chunk], work: Callable[[_Chunk], int]) -> list[int]:
+    """`work` of each chunk, up to `RECEIVERS` at once (the boto3 client is thread-safe)."""
+    if len(chunks) * MAX_BATCH_ENTRIES <= SEQUENTIAL_UP_TO:
+        return [work(chunk) for chunk in chunks]
+    with ThreadPoolExecutor(min(RECEIVERS, len(chunks)), thread_name_prefix="batch") as pool:
+        return list(pool.map(work, chunks))
 
 
 def receive_count_of(message: MessageTypeDef) -> int:
@@ -129,14 +151,52 @@ def budget_stop(budget: ReceiveBudget) -> str:
     )
 
 
+def shown_again(hide_seconds: int) -> str:
+    return (
+        "stopped: SQS showed again a message this read already holds (its hide time of "
+        f"{hide_seconds} s ran out, or SQS delivered a second copy), so the rest was not read"
+    )
+
+
+def near_hide_time(elapsed: float, hide_seconds: int) -> str:
+    return (
+        f"stopped: the read took {elapsed:.0f} s, near its hide time of {hide_seconds} s "
+        "(the messages it hid first would show again and be received twice)"
+    )
+
+
+INTERRUPTED = "stopped before the end of the queue"
+
+
+@dataclass(slots=True)
+class Sighting:
+    """The receive counts one run saw on a queue with a budget (for `receivememory`): each id
+    near its limit with its count, of the others only the counts; and the ids it deleted."""
+
+    near: dict[str, int] = field(default_factory=dict)
+    counts: dict[int, str] = field(default_factory=dict)  # count -> one message id with it
+    removed: set[str] = field(default_factory=set)
+
+    def saw(self, messages: Iterable[MessageTypeDef], budget: ReceiveBudget) -> None:
+        for message in messages:
+            count, message_id = receive_count_of(message), message["MessageId"]
+            if budget.left(count) <= budget.reserve + 1 or message_id in self.near:
+                self.near[message_id] = max(count, self.near.get(message_id, 0))
+            else:
+                self.counts.setdefault(count, message_id)
+
+
 @dataclass(slots=True)
 class Receiving:
-    """One command's receives on one queue (peek, export): every message is received once.
+    """One command's receives on one queue (peek, export, delete): every message is received
+    once, by up to `receivers` receives at once once it holds `sequential_up_to`.
 
     Messages stay hidden for `hide_seconds` while the command runs, so none comes back and is
     received twice, and are made visible again by `release` (whatever the command has not
     deleted), also when it is interrupted. On a queue with a budget the first receive takes a
-    single message, and the run stops before its next receive once a message is spent.
+    single message (a sample), and the run stops before its next receive once a message is
+    spent. The run also stops, as partial, when a message it holds shows again (its hide time
+    ran out) and before its hide time runs out (at `HIDE_MARGIN` of it); `partial` says why.
     """
 
     sqs: SQSClient
@@ -145,63 +205,179 @@ class Receiving:
     hide_seconds: int = 30
     wait_seconds: int = 1
     handles: dict[str, str] = field(default_factory=dict)  # message id -> latest handle
-    stopped: str | None = None
+    stopped: str | None = None  # why the read ended before the queue did (not a stop token)
     stop: threading.Event | None = None  # a stop token: no receive once it is set
     hidden_until: float | None = None  # epoch seconds: the latest receive's hide time ends
-    # In flight, for what an abandoned run leaves hidden: the messages a receive asked for,
-    # and those a release is making visible (no longer in `handles`, maybe still hidden).
+    # In flight, for what an abandoned run leaves hidden: the receives and the messages they
+    # asked for, and those a release is making visible (no longer in `handles`, maybe hidden).
     receiving_up_to: int = 0
+    receives: int = 0
     releasing: int = 0
+    receivers: int = RECEIVERS
+    sequential_up_to: int = SEQUENTIAL_UP_TO  # one receive at a time until it holds as many
+    complete: bool = False  # the read reached the queue's end (an empty receive) or its limit
+    sighting: Sighting = field(default_factory=Sighting)
+    clock: Callable[[], float] = time.monotonic
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _ended: bool = False
+    _started: float | None = None
+    _taken: int = 0  # selected messages
+    _reserved: int = 0  # asked for by receives in flight (for a limit)
+
+    @property
+    def partial(self) -> str | None:
+        """Why the read did not see the whole queue (one line); None when it did."""
+        return self.stopped or (None if self.complete else INTERRUPTED)
 
     def batches(
         self, limit: int | None, select: Callable[[MessageTypeDef], bool]
     ) -> Iterator[list[MessageTypeDef]]:
         """The selected messages of each receive, at most `limit` in all (None: no limit),
-        until a receive brings nothing new or the budget stops it."""
-        taken = 0
-        while (limit is None or taken < limit) and not (self.stop and self.stop.is_set()):
-            want = MAX_BATCH_ENTRIES if limit is None else limit - taken
-            if self.budget is not None and not self.handles:
-                want = 1
-            self.receiving_up_to = want
-            try:
-                batch = receive(
-                    self.sqs,
-                    self.url,
-                    want,
-                    visibility_timeout=self.hide_seconds,
-                    wait_seconds=self.wait_seconds,
-                )
-            except BaseException:
-                self.receiving_up_to = 0
-                raise
-            if batch:
-                self.hidden_until = time.time() + self.hide_seconds
-            fresh = [m for m in batch if m["MessageId"] not in self.handles]
-            for message in batch:
-                self.handles[message["MessageId"]] = message["ReceiptHandle"]
-            self.receiving_up_to = 0  # only now: in hand, so never missed by `leftover`
-            chosen = [m for m in fresh if select(m)]
-            taken += len(chosen)
+        until a receive brings nothing or the run stops. `select` is called under a lock."""
+        most = 1 if self.budget is not None else MAX_BATCH_ENTRIES  # a sample first
+        while len(self.handles) < self.sequential_up_to:
+            chosen = self._step(limit, select, most)
+            if chosen is None:
+                return
             if chosen:
                 yield chosen
-            if not fresh:
-                return
-            if self.budget is not None and self.budget.spent_by(fresh):
-                self.stopped = budget_stop(self.budget)
-                return
+            most = MAX_BATCH_ENTRIES
+        if self._ended:
+            return
+        found: queue.SimpleQueue[list[MessageTypeDef] | BaseException | None] = queue.SimpleQueue()
+        workers = [
+            threading.Thread(target=self._work, args=(limit, select, found), name="receive")
+            for _ in range(max(1, self.receivers))
+        ]
+        for worker in workers:
+            worker.start()
+        failure: BaseException | None = None
+        try:
+            running = len(workers)
+            while running:
+                item = found.get()
+                if item is None:
+                    running -= 1
+                elif isinstance(item, BaseException):
+                    failure = failure or item
+                elif item:
+                    yield item
+        finally:
+            with self._lock:
+                self._ended = True
+            for worker in workers:
+                worker.join()
+        if failure is not None:
+            raise failure
+
+    def _work(
+        self,
+        limit: int | None,
+        select: Callable[[MessageTypeDef], bool],
+        found: queue.SimpleQueue[list[MessageTypeDef] | BaseException | None],
+    ) -> None:
+        try:
+            while (chosen := self._step(limit, select)) is not None:
+                found.put(chosen)
+        except BaseException as error:  # handed to the reader, which raises it
+            with self._lock:
+                self._ended = True
+            found.put(error)
+        finally:
+            found.put(None)
+
+    def _step(
+        self,
+        limit: int | None,
+        select: Callable[[MessageTypeDef], bool],
+        most: int = MAX_BATCH_ENTRIES,
+    ) -> list[MessageTypeDef] | None:
+        """One receive: the selected new messages; None once the read has ended."""
+        with self._lock:
+            want = min(most, MAX_BATCH_ENTRIES)
+            if limit is not None:
+                want = min(want, limit - self._taken - self._reserved)
+            if self._ended or self._stops() or want <= 0:
+                return None
+            self._reserved += want
+            self.receiving_up_to += want
+            self.receives += 1
+            if self._started is None:
+                self._started = self.clock()
+        try:
+            batch = receive(
+                self.sqs,
+                self.url,
+                want,
+                visibility_timeout=self.hide_seconds,
+                wait_seconds=self.wait_seconds,
+            )
+        except BaseException:
+            with self._lock:
+                self._reserved -= want
+                self.receiving_up_to -= want
+                self.receives -= 1
+            raise
+        with self._lock:
+            # In hand in the same moment they stop counting as in flight: never missed.
+            self._reserved -= want
+            self.receiving_up_to -= want
+            self.receives -= 1
+            return self._took(batch, limit, select)
+
+    def _stops(self) -> bool:
+        """Whether the run must end before another receive (under the lock)."""
+        if self.stop is not None and self.stop.is_set():
+            self._ended = True
+        elif self._started is not None:
+            elapsed = self.clock() - self._started
+            if elapsed >= HIDE_MARGIN * self.hide_seconds:
+                self.stopped = self.stopped or near_hide_time(elapsed, self.hide_seconds)
+                self._ended = True
+        return self._ended
+
+    def _took(
+        self,
+        batch: list[MessageTypeDef],
+        limit: int | None,
+        select: Callable[[MessageTypeDef], bool],
+    ) -> list[MessageTypeDef]:
+        if batch:
+            self.hidden_until = time.time() + self.hide_seconds
+        fresh = [m for m in batch if m["MessageId"] not in self.handles]
+        for message in batch:
+            self.handles[message["MessageId"]] = message["ReceiptHandle"]
+        if self.budget is not None:
+            self.sighting.saw(batch, self.budget)
+        chosen = [m for m in fresh if select(m)]
+        self._taken += len(chosen)
+        if not batch or (limit is not None and self._taken >= limit):
+            self.complete = not self.stopped
+            self._ended = True
+        elif len(fresh) < len(batch):
+            self.stopped = self.stopped or shown_again(self.hide_seconds)
+            self._ended = True
+        elif self.budget is not None and self.budget.spent_by(fresh):
+            self.stopped = self.stopped or budget_stop(self.budget)
+            self._ended = True
+        return chosen
 
     def forget(self, message_ids: Iterable[str]) -> None:
         """Messages deleted: nothing to release."""
-        for message_id in message_ids:
-            self.handles.pop(message_id, None)
+        with self._lock:
+            for message_id in message_ids:
+                self.handles.pop(message_id, None)
+                if self.budget is not None:
+                    self.sighting.removed.add(message_id)
+                    self.sighting.near.pop(message_id, None)
 
     def release(self, message_ids: Iterable[str] | None = None) -> int:
         """Make these messages (None: every one still in hand) visible again at once; returns
         how many SQS refused (they come back when `hide_seconds` ends)."""
-        chosen = list(self.handles) if message_ids is None else list(message_ids)
-        self.releasing = len([m for m in chosen if m in self.handles])
-        handles = [self.handles.pop(m) for m in chosen if m in self.handles]
+        with self._lock:
+            chosen = list(self.handles) if message_ids is None else list(message_ids)
+            self.releasing = len([m for m in chosen if m in self.handles])
+            handles = [self.handles.pop(m) for m in chosen if m in self.handles]
         try:
             return release(self.sqs, self.url, handles)
         finally:

@@ -23,15 +23,24 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dlq_replay import audit, ops
+from dlq_replay import audit
 from dlq_replay.audit.recorder import EXIT_STOPPED
 from dlq_replay.cli.errors import EXIT_FAILED, EXIT_OK, CommandError, describe_error
-from dlq_replay.cli.pacing import stop_text
+from dlq_replay.cli.pace_options import stop_text
 from dlq_replay.cli.pause import take_over
 from dlq_replay.cli.redrive_tally import nothing_movable, redrive_json, tally_lines, tally_rows
 from dlq_replay.cli.shutdown import GRACE_SECONDS, leftover_text
 from dlq_replay.core.kinds import RecordKind
+from dlq_replay.ops.clientmove import prepare
+from dlq_replay.ops.export import ExportRequest, ExportResult, prepare_export
+from dlq_replay.ops.opserror import OpsError
+from dlq_replay.ops.pause import set_event_source
+from dlq_replay.ops.queueinfo import QueueInfo, queue_info
 from dlq_replay.ops.receivememory import ReceiveMemory
+from dlq_replay.ops.recognition import ALL_KINDS
+from dlq_replay.ops.redrive import DEFAULT_CONCURRENCY, RedriveRequest, RedriveTally
+from dlq_replay.ops.select import Selector
+from dlq_replay.ops.stack import Deployment
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -97,13 +106,13 @@ class Job:
             "action_id": self.action_id,
         }
 
-    def show(self, tally: ops.RedriveTally, request: ops.RedriveRequest) -> None:
+    def show(self, tally: RedriveTally, request: RedriveRequest) -> None:
         self.seen = tally.seen
         self.rows = flat_rows(tally, request)
         self.adds_up = tally.adds_up
 
 
-def flat_rows(tally: ops.RedriveTally, request: ops.RedriveRequest) -> list[tuple[str, int]]:
+def flat_rows(tally: RedriveTally, request: RedriveRequest) -> list[tuple[str, int]]:
     """The CLI's tally table, row by row (a mapping's rows indented, as the table has them)."""
     flat: list[tuple[str, int]] = []
     for row in tally_rows(tally, request):
@@ -115,7 +124,7 @@ def flat_rows(tally: ops.RedriveTally, request: ops.RedriveRequest) -> list[tupl
 
 
 def _describe(error: BaseException) -> str:
-    if isinstance(error, ops.OpsError):
+    if isinstance(error, OpsError):
         return str(error)
     if isinstance(error, Exception):
         return describe_error(error)[0]
@@ -188,32 +197,32 @@ def recorded(job: Job, action: audit.Action, work: Callable[[], int]) -> None:
 class RedriveOrder:
     """What the page asked for: a selection (ids) from a queue, to a destination."""
 
-    source: ops.QueueInfo
-    destination: ops.QueueInfo | None  # None: to each message's source (or target)
+    source: QueueInfo
+    destination: QueueInfo | None  # None: to each message's source (or target)
     ids: frozenset[str]
     target_arns: frozenset[str] = frozenset()
-    accepted_kinds: frozenset[RecordKind] = ops.ALL_KINDS  # the stack's DLQ_KIND's
+    accepted_kinds: frozenset[RecordKind] = ALL_KINDS  # the stack's DLQ_KIND's
     rate: float | None = None
     reset_count: bool = False
     count_attribute: str = "dlq-replay-count"
     filter: dict[str, str] = field(default_factory=dict)
 
 
-def redrive_request(order: RedriveOrder) -> ops.RedriveRequest:
-    return ops.RedriveRequest(
+def redrive_request(order: RedriveOrder) -> RedriveRequest:
+    return RedriveRequest(
         source=order.source,
         destination=order.destination,
         rate=order.rate,
         reset_count=order.reset_count,
-        selector=ops.Selector(message_ids=order.ids),
+        selector=Selector(message_ids=order.ids),
         count_attribute=order.count_attribute,
-        concurrency=1 if order.rate else ops.DEFAULT_CONCURRENCY,
+        concurrency=1 if order.rate else DEFAULT_CONCURRENCY,
         target_arns=order.target_arns,
         accepted_kinds=order.accepted_kinds,
     )
 
 
-def redrive_options(order: RedriveOrder, request: ops.RedriveRequest) -> dict[str, Any]:
+def redrive_options(order: RedriveOrder, request: RedriveRequest) -> dict[str, Any]:
     """What a console redrive asks, by `dlq-replay redrive`'s option names (its selection:
     how many ids were ticked, and the filter that chose them)."""
     return {
@@ -241,7 +250,7 @@ def run_redrive(connection: Connection, sqs: SQSClient, order: RedriveOrder, job
 
     def work() -> int:
         deliverer = connection.deliverer() if order.target_arns else None
-        move = ops.prepare(sqs, request, stop=job.stop, deliverer=deliverer)
+        move = prepare(sqs, request, stop=job.stop, deliverer=deliverer)
         job.move = move
         action.gate(queues=(order.source.url, destination), selection_size=len(order.ids))
         tally = move.run(lambda t: job.show(t, request))
@@ -265,7 +274,7 @@ def run_redrive(connection: Connection, sqs: SQSClient, order: RedriveOrder, job
 def run_pause(
     connection: Connection,
     sqs: SQSClient,
-    deployment: ops.Deployment,
+    deployment: Deployment,
     job: Job,
     *,
     enable: bool,
@@ -280,10 +289,10 @@ def run_pause(
         function = deployment.function_name
         if not function:
             raise CommandError("which function? pass --stack NAME or --function-name NAME")
-        dlq_arn = ops.queue_info(sqs, deployment.dlq).arn if deployment.dlq else None
+        dlq_arn = queue_info(sqs, deployment.dlq).arn if deployment.dlq else None
         lam = connection.client("lambda")
         action.gate(queues=(deployment.dlq,) if deployment.dlq else ())
-        result = ops.set_event_source(lam, function, dlq_arn, enabled=enable)
+        result = set_event_source(lam, function, dlq_arn, enabled=enable)
         breaker = take_over(lam, lambda: connection.client("dynamodb"), function, enable=enable)
         answer = {**asdict(result), "breaker": breaker}
         action.tally(answer)
@@ -297,20 +306,20 @@ def run_export(sqs: SQSClient, folder: Path, order: RedriveOrder, job: Job, name
     """`export` (no delete: not recorded, it changes nothing) of the selection into a file the
     browser downloads."""
     path = folder / f"export-{job.id}.jsonl"
-    request = ops.ExportRequest(
+    request = ExportRequest(
         source=order.source,
         path=path,
-        selector=ops.Selector(message_ids=order.ids),
+        selector=Selector(message_ids=order.ids),
         replay_targets=order.target_arns,
         accepted_kinds=order.accepted_kinds,
     )
 
-    def show(result: ops.ExportResult) -> None:
+    def show(result: ExportResult) -> None:
         job.seen = result.examined
 
     # A read like the snapshot's: refused while it could move a message earlier reads saw.
     memory = ReceiveMemory.local()
-    result = ops.prepare_export(sqs, request, stop=job.stop, memory=memory).run(show)
+    result = prepare_export(sqs, request, stop=job.stop, memory=memory).run(show)
     job.seen = result.examined
     job.rows = [
         ("exported", result.exported),

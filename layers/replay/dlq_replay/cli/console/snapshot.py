@@ -5,11 +5,17 @@ budget (no message pushed toward a redrive policy's maxReceiveCount), every mess
 once and kept hidden while the read lasts, then made visible again at once; the archive's
 records (body, attributes, kind, target, the service's error) become the snapshot's rows. So a
 large queue costs one read, not one per page, filter or chart.
+
+The read goes through the receive memory (`ops.receivememory`): refused while a message an
+earlier read saw could be moved on by it, and leaving what it saw for the next one. A read
+that ends before the queue does says so (`partial`: why, `expected`: how many the queue held
+before). The archive is loaded in chunks, so a large one never sits in memory whole.
 """
 
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import re
 import sqlite3
@@ -20,11 +26,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dlq_replay import ops
 from dlq_replay.core.decision import park_reason_of
 from dlq_replay.core.kinds import RecordKind
 from dlq_replay.ops.archive import ArchiveRecord, parse_line
-from dlq_replay.ops.select import parse_duration
+from dlq_replay.ops.clientmove import ClientMove
+from dlq_replay.ops.export import ExportRequest, ExportResult, prepare_export
+from dlq_replay.ops.opserror import OpsError
+from dlq_replay.ops.queueinfo import QueueInfo
+from dlq_replay.ops.receivememory import ReceiveMemory
+from dlq_replay.ops.receiving import ReceiveBudget
+from dlq_replay.ops.recognition import ALL_KINDS
+from dlq_replay.ops.select import NO_REASON, parse_duration
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -32,7 +44,9 @@ if TYPE_CHECKING:
 
 # How long the read keeps what it received hidden, at most (made visible at once when done).
 HIDE_SECONDS = 300
+READ_RESERVE = 1  # receives a read leaves every message before its maxReceiveCount
 PAGE_SIZE = 50
+LOAD_CHUNK = 2000  # archive lines parsed and inserted at a time
 # The age histogram's buckets: upper bounds in seconds.
 AGE_BUCKETS = (
     (60, "< 1m"),
@@ -50,6 +64,8 @@ CREATE TABLE messages (
     receive_count INTEGER, source_arn TEXT, kind TEXT NOT NULL, target TEXT, error TEXT,
     reason TEXT NOT NULL, group_id TEXT, line TEXT NOT NULL
 );
+"""
+_INDEXES = """
 CREATE INDEX by_reason ON messages (reason);
 CREATE INDEX by_kind ON messages (kind);
 CREATE INDEX by_sent ON messages (sent_ms);
@@ -128,24 +144,27 @@ class Row:
 
     @property
     def pretty_body(self) -> str:
-        """The body, JSON pretty-printed when it is JSON; else as it is."""
+        """The body, JSON pretty-printed when it is JSON; else (or when it nests deeper than
+        the parser goes, which any sender may do within 256 KB) as it is."""
         try:
             return json.dumps(json.loads(self.body), indent=2, ensure_ascii=False)
-        except ValueError:
+        except (ValueError, RecursionError):
             return self.body
 
 
 class Snapshot:
     """One queue's snapshot: read in a thread (`read`), queried from any thread."""
 
-    def __init__(self, folder: Path, queue: ops.QueueInfo) -> None:
+    def __init__(self, folder: Path, queue: QueueInfo) -> None:
         self.queue = queue
         safe = re.sub(r"[^A-Za-z0-9_.-]", "_", queue.name)
         self.path = folder / f"{safe}-{int(time.time() * 1000)}.sqlite"
         self.state = "reading"
         self.error: str | None = None
         self.examined = 0
-        self.result: ops.ExportResult | None = None
+        self.result: ExportResult | None = None
+        self.partial: str | None = None  # why the read did not see the whole queue
+        self.expected: int | None = None  # messages in the queue before the read
         self.started = time.time()
         self.finished: float | None = None
         self.stop = threading.Event()
@@ -160,46 +179,69 @@ class Snapshot:
         sqs: SQSClient,
         replay_targets: frozenset[str],
         *,
-        accepted_kinds: frozenset[RecordKind] = ops.ALL_KINDS,
-        reserve: int = 1,
+        accepted_kinds: frozenset[RecordKind] = ALL_KINDS,
+        reserve: int = READ_RESERVE,
+        memory: ReceiveMemory | None = None,
+        wait_seconds: int = 1,
         on_done: Callable[[Snapshot], None] | None = None,
     ) -> None:
         """Read the queue (ops.export to a file of ours, no delete), then load it."""
         archive = self.path.with_suffix(".jsonl")
-        request = ops.ExportRequest(
+        request = ExportRequest(
             source=self.queue,
             path=archive,
             hide_seconds=HIDE_SECONDS,
-            wait_seconds=1,
+            wait_seconds=wait_seconds,
             reserve=reserve,
             replay_targets=replay_targets,
             accepted_kinds=accepted_kinds,
         )
 
-        def progress(result: ops.ExportResult) -> None:
+        def progress(result: ExportResult) -> None:
             self.examined = result.examined
 
+        # The archive loads while the read gives the messages back (both mostly wait).
+        loading: list[BaseException] = []
+        loader = threading.Thread(target=self._load, args=(archive, loading), name="load")
         try:
-            self.result = ops.prepare_export(sqs, request, stop=self.stop).run(progress)
-            self.examined = self.result.examined
-            self._load(archive)
+            job = prepare_export(sqs, request, stop=self.stop, memory=memory)
+            self.expected = job.state.expected
+            self.result = job.run(progress, on_archived=loader.start)
+            self.examined, self.partial = self.result.examined, self.result.partial
+            loader.join()
+            if loading:
+                raise loading[0]
             self.state = "ready"
         except Exception as error:  # shown on the page, one line
             self.state = "failed"
-            self.error = f"{type(error).__name__}: {' '.join(str(error).split())}"
+            text = " ".join(str(error).split())
+            self.error = text if isinstance(error, OpsError) else f"{type(error).__name__}: {text}"
         finally:
+            if loader.ident is not None:
+                loader.join()
             archive.unlink(missing_ok=True)
             self.finished = time.time()
             if on_done is not None:
                 on_done(self)
 
-    def _load(self, archive: Path) -> None:
+    def _load(self, archive: Path, failed: list[BaseException] | None = None) -> None:
+        """The archive into the database, LOAD_CHUNK lines at a time; the indexes after. In a
+        thread of its own, an error goes to `failed`."""
         db = sqlite3.connect(self.path)
         try:
             db.executescript(_SCHEMA)
-            rows = (_row_of(parse_line(line)) for line in _lines(archive))
-            db.executemany("INSERT OR REPLACE INTO messages VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+            with archive.open(encoding="utf-8", newline="") as lines:
+                rows = (_row_of(line) for line in lines if line.strip())
+                while chunk := list(itertools.islice(rows, LOAD_CHUNK)):
+                    db.executemany(
+                        "INSERT OR REPLACE INTO messages VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", chunk
+                    )
+            db.executescript(_INDEXES)
             db.commit()
+        except Exception as error:
+            if failed is None:
+                raise
+            failed.append(error)
         finally:
             db.close()
 
@@ -264,11 +306,44 @@ class Snapshot:
         return [message_of(parse_line(line)) for message_id, line in lines if message_id in chosen]
 
 
-def _lines(archive: Path) -> list[str]:
-    return [line for line in archive.read_text("utf-8").splitlines() if line.strip()]
+def read_refusal(info: QueueInfo, memory: ReceiveMemory) -> str | None:
+    """Why a read of the queue now would be refused (one line), or None: a message earlier
+    reads saw could be moved on by it, or the memory's file is unreadable."""
+    if info.redrive is None:
+        return None
+    policy = info.redrive
+    budget = ReceiveBudget(policy.max_receive_count, 0, READ_RESERVE, policy.target_name)
+    try:
+        return memory.refusal(info, budget)
+    except OpsError as error:
+        return str(error)
 
 
-def _row_of(record: ArchiveRecord) -> tuple[Any, ...]:
+def forget_removed(
+    memory: ReceiveMemory,
+    source: QueueInfo,
+    ids: frozenset[str],
+    move: ClientMove | None,
+    rows: dict[str, int],
+) -> None:
+    """What the console's redrive (`move`) or delete (its tally `rows`) of `ids` removed from
+    `source`, no longer remembered: the originals the redrive deleted (not in its hands any
+    more), the chosen ids when the delete deleted every one (else which is unknown: kept)."""
+    if source.redrive is None:
+        return
+    removed: set[str] = set()
+    if move is not None:
+        with move.lock:
+            removed = {m for m in move.seen if m not in move.in_hand}
+    elif rows.get("deleted") == len(ids):
+        removed = set(ids)
+    if removed:
+        memory.forget(source, removed)
+
+
+def _row_of(line: str) -> tuple[Any, ...]:
+    """One archive line (a record as `export` wrote it) as a row of the table."""
+    record = parse_line(line)
     shown = record.to_dict()["attributes"]
     code, text = record.error_code, record.error_message
     error = f"{code}: {text}" if code and text and text != code else code or text or None
@@ -282,9 +357,9 @@ def _row_of(record: ArchiveRecord) -> tuple[Any, ...]:
         record.kind or "sqs",
         record.target_arn,
         error,
-        park_reason_of(record.body, record.attributes) or ops.NO_REASON,
+        park_reason_of(record.body, record.attributes) or NO_REASON,
         record.message_group_id,
-        record.to_line(),
+        line.rstrip("\n"),
     )
 
 

@@ -4,26 +4,42 @@ actions; the pages (`app`) ask it."""
 from __future__ import annotations
 
 import argparse
+import os
 import threading
 import time
 from collections import defaultdict
-from dataclasses import asdict
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from flask import abort
-
-from dlq_replay import ops
 from dlq_replay.cli.console import inventory, jobs
-from dlq_replay.cli.console.snapshot import Filter, Snapshot
-from dlq_replay.cli.deployment import accepted_kinds_of, count_attribute_of, replay_targets_of
+from dlq_replay.cli.console.connection import Connection
+from dlq_replay.cli.console.problems import BadRequest, NotFound, Refused
+from dlq_replay.cli.console.snapshot import Filter, Snapshot, forget_removed, read_refusal
+from dlq_replay.cli.deployment import (
+    accepted_kinds_of,
+    count_attribute_of,
+    function_settings,
+    replay_targets_of,
+)
+from dlq_replay.core.kinds import KIND_CHOICES, RecordKind
 from dlq_replay.core.messages import OutboundMessage
+from dlq_replay.core.queues import queue_name
+from dlq_replay.ops.queueinfo import QueueInfo, queue_info
+from dlq_replay.ops.receivememory import ReceiveMemory
+from dlq_replay.ops.recognition import ALL_KINDS
+from dlq_replay.ops.redrive import plan_copy
+from dlq_replay.ops.stack import Deployment
 from dlq_replay.targets.delivery import Delivery
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
-OVERVIEW_SECONDS = 2.0  # the overview is read again at most this often
+# The overview is read by one refresher thread every OVERVIEW_SECONDS (the page's own refresh
+# period) and shared by every open page, while a page asked for it within OVERVIEW_IDLE_SECONDS.
+OVERVIEW_SECONDS = 5.0
+OVERVIEW_IDLE_SECONDS = 60.0
 
 
 class Console:
@@ -33,7 +49,7 @@ class Console:
         self,
         args: argparse.Namespace,
         sqs: SQSClient,
-        deployment: ops.Deployment,
+        deployment: Deployment,
         folder: Path,
         *,
         token: str,
@@ -49,13 +65,19 @@ class Console:
         self.hosts = hosts
         self.read_only = bool(args.read_only)
         self.jobs = jobs.Jobs()
+        self.connection = Connection.from_args(args)  # what the actions reach AWS with
         self._snapshots: dict[str, Snapshot] = {}
         self._overview: inventory.Overview | None = None
         self._lock = threading.Lock()
+        self._reader = inventory.OverviewReader(args, sqs, deployment, self._kinds)
+        self._reading = threading.Lock()  # one overview read at a time
+        self._asked_at = 0.0  # time.monotonic() a page last asked for the overview
+        self._refresher: threading.Thread | None = None
+        self._closed = threading.Event()
 
     # -- reading -----------------------------------------------------------------------------
 
-    def _kinds(self, url: str) -> tuple[dict[str, int], float | None]:
+    def _kinds(self, url: str) -> tuple[Mapping[str, int], float | None]:
         snapshot = self._snapshots.get(url)
         if snapshot is None or not snapshot.ready:
             return {}, None
@@ -63,14 +85,66 @@ class Console:
         return dict(snapshot.groups("kind", Filter(), now)), snapshot.oldest_age(now)
 
     def overview(self) -> inventory.Overview:
+        """The overview every page shares: the refresher's latest read. Read here only when
+        the refresher is not running (the first request, or the first after a minute nobody
+        asked), once however many pages ask at the same moment; asking keeps it running."""
         with self._lock:
-            fresh = self._overview and time.time() - self._overview.read_at < OVERVIEW_SECONDS
-            if not fresh:
-                self._overview = inventory.overview(
-                    self.args, self.sqs, self.deployment, self._kinds
-                )
-            assert self._overview is not None
-            return self._overview
+            self._asked_at = time.monotonic()
+            seen = self._overview if self._refresher is not None else None
+        if seen is None:
+            with self._reading:
+                with self._lock:
+                    latest = self._overview if self._refresher is not None else None
+                if latest is None:  # nobody read it while this request waited
+                    latest = self._reader.read()
+                    with self._lock:
+                        self._overview = latest
+                self._start_refresher()
+            return latest
+        return seen
+
+    def _start_refresher(self) -> None:
+        with self._lock:
+            if self._refresher is not None or self._closed.is_set():
+                return
+            self._refresher = threading.Thread(
+                target=self._refresh, name="overview-refresher", daemon=True
+            )
+            self._refresher.start()
+
+    def _refresh(self) -> None:
+        """Read the overview every OVERVIEW_SECONDS (resting at least as long as a read took:
+        a slow region is not read back to back) until no page asked for a minute, or close."""
+        started = time.monotonic()
+        while True:
+            elapsed = time.monotonic() - started
+            if self._closed.wait(max(OVERVIEW_SECONDS - elapsed, elapsed, 0.0)):
+                return
+            with self._lock:
+                if time.monotonic() - self._asked_at > OVERVIEW_IDLE_SECONDS:
+                    self._refresher = None
+                    return
+            started = time.monotonic()
+            with self._reading:
+                try:
+                    latest = self._reader.read()
+                except Exception as error:  # kept as a note on the last overview read
+                    latest = self._failed_refresh(error)
+                with self._lock:
+                    self._overview = latest
+
+    def _failed_refresh(self, error: Exception) -> inventory.Overview:
+        with self._lock:
+            last = self._overview
+        assert last is not None  # the refresher starts after the first read
+        when = time.strftime("%H:%M:%S", time.localtime(last.read_at))
+        note = f"refresh failed ({type(error).__name__}): the counters are those of {when}"
+        kept = tuple(n for n in last.notes if not n.startswith("refresh failed ("))
+        return replace(last, notes=(*kept, note))
+
+    def close(self) -> None:
+        """Stop the refresher (the console is stopping)."""
+        self._closed.set()
 
     def overview_json(self) -> dict[str, Any]:
         view = self.overview()
@@ -79,26 +153,36 @@ class Console:
             "replay": view.replay,
             "operator_depth": view.operator_depth,
             "notes": list(view.notes),
+            "read_at": view.read_at,
             "rows": [{**asdict(row), "backlog": row.backlog} for row in view.rows],
         }
 
-    def queue(self, name: str) -> ops.QueueInfo:
+    def queue(self, name: str) -> QueueInfo:
         """A queue of the overview, by name; 404 for any other."""
         row = next((row for row in self.overview().rows if row.name == name), None)
         if row is None:
-            abort(404, "no such dead-letter queue")
-        return ops.queue_info(self.sqs, row.url)
+            raise NotFound("no such dead-letter queue")
+        return queue_info(self.sqs, row.url)
 
-    def snapshot(self, info: ops.QueueInfo, *, fresh: bool = False) -> Snapshot:
-        """The queue's snapshot; read now when there is none (or `fresh`, unless reading)."""
+    def snapshot(self, info: QueueInfo, *, fresh: bool = False) -> Snapshot:
+        """The queue's snapshot; read now when there is none (or `fresh`, unless reading).
+        A fresh read the receive memory refuses (`reread_refusal`) is Refused; a first read
+        it refuses fails, its snapshot saying why."""
         with self._lock:
             current = self._snapshots.get(info.url)
             if current is not None and (not fresh or current.state == "reading"):
                 return current
+        refused = self.reread_refusal(info) if fresh else None
+        if refused is not None:
+            raise Refused(refused)
+        with self._lock:
+            current = self._snapshots.get(info.url)
+            if current is not None and (not fresh or current.state == "reading"):
+                return current  # another request started one meanwhile
             snapshot = Snapshot(self.folder, info)
             self._snapshots[info.url] = snapshot
         targets = replay_targets_of(self.args, self.deployment)
-        kinds = {"accepted_kinds": accepted_kinds_of(self.args, self.deployment)}
+        kinds = {"accepted_kinds": self.read_kinds()[0], "memory": ReceiveMemory.local()}
         threading.Thread(
             target=snapshot.read,
             args=(self.sqs, targets),
@@ -111,19 +195,54 @@ class Console:
     def snapshots(self) -> list[Snapshot]:
         return list(self._snapshots.values())
 
+    def reread_refusal(self, info: QueueInfo) -> str | None:
+        """Why a new read of the queue would be refused (one line): a message earlier reads
+        saw (here or by the CLI) could be moved on by it. None: the page may offer Re-read."""
+        return read_refusal(info, ReceiveMemory.local())
+
+    def _forgetting(
+        self, source: QueueInfo, ids: frozenset[str], work: Callable[[jobs.Job], None]
+    ) -> Callable[[jobs.Job], None]:
+        """`work` (a redrive or a delete), then what it removed no longer remembered."""
+
+        def run(job: jobs.Job) -> None:
+            try:
+                work(job)
+            finally:
+                forget_removed(ReceiveMemory.local(), source, ids, job.move, dict(job.rows))
+
+        return run
+
+    def read_kinds(self) -> tuple[frozenset[RecordKind], str]:
+        """The kinds records are read as, and the page's line saying why. With a function (or
+        DLQ_KIND set here), its DLQ_KIND, as every command reads it; without one, every kind:
+        the CLI's default (`sqs`) is the function's default, and no function is known here."""
+        setting = function_settings(self.args, self.deployment).get("DLQ_KIND")
+        if not (self.deployment.function_name or os.environ.get("DLQ_KIND")):
+            return ALL_KINDS, "DLQ_KIND=any (no --stack: every kind recognised)"
+        kinds = accepted_kinds_of(self.args, self.deployment)
+        name = next((n for n, k in KIND_CHOICES.items() if k == kinds), "?")
+        if setting:
+            why = "the function's setting"
+        elif os.environ.get("DLQ_KIND"):
+            why = "DLQ_KIND of this shell"
+        else:
+            why = "the function's default"
+        return kinds, f"DLQ_KIND={name} ({why})"
+
     # -- actions -----------------------------------------------------------------------------
 
-    def destinations(self, info: ops.QueueInfo) -> list[tuple[str, str]]:
+    def destinations(self, info: QueueInfo) -> list[tuple[str, str]]:
         """Where a redrive from this queue can go: (form value, words)."""
         found = [("source", "each message's source queue (as SQS recorded it)")]
         main = self._main_for(info)
         if main is not None:
-            found.insert(0, ("main", f"the main queue ({main.rsplit('/', 1)[-1]})"))
+            found.insert(0, ("main", f"the main queue ({queue_name(main)})"))
         if replay_targets_of(self.args, self.deployment):
             found.append(("target", "each record's recorded target (the stack's allowed targets)"))
         return found
 
-    def _main_for(self, info: ops.QueueInfo) -> str | None:
+    def _main_for(self, info: QueueInfo) -> str | None:
         if self.deployment.main and info.url != self.deployment.main:
             return self.deployment.main
         row = next((row for row in self.overview().rows if row.url == info.url), None)
@@ -131,7 +250,7 @@ class Console:
             return str(self.sqs.get_queue_url(QueueName=row.sources[0])["QueueUrl"])
         return None
 
-    def order(self, info: ops.QueueInfo, form: Any) -> jobs.RedriveOrder:
+    def order(self, info: QueueInfo, form: Any) -> jobs.RedriveOrder:
         """The selection (ticked ids) or the filter's result in the snapshot, and where to."""
         snapshot = self.snapshot(info)
         selected = Filter.from_form(form)
@@ -140,16 +259,16 @@ class Console:
         else:
             ids = frozenset(str(i) for i in form.getlist("id"))
         if not ids:
-            abort(400, "nothing selected: tick messages, or choose the filter's result")
+            raise BadRequest("nothing selected: tick messages, or choose the filter's result")
         to = form.get("to", "main")
-        destination: ops.QueueInfo | None = None
+        destination: QueueInfo | None = None
         if to == "main":
             main = self._main_for(info)
             if main is None:
-                abort(400, "no main queue known for this queue")
-            destination = ops.queue_info(self.sqs, main)
+                raise BadRequest("no main queue known for this queue")
+            destination = queue_info(self.sqs, main)
         elif to not in {"source", "target"}:
-            abort(400, "unknown destination")
+            raise BadRequest("unknown destination")
         rate = form.get("rate", type=float)
         return jobs.RedriveOrder(
             source=info,
@@ -158,10 +277,10 @@ class Console:
             target_arns=replay_targets_of(self.args, self.deployment)
             if to == "target"
             else frozenset(),
-            accepted_kinds=accepted_kinds_of(self.args, self.deployment),
+            accepted_kinds=self.read_kinds()[0],
             rate=rate if rate and rate > 0 else None,
             reset_count=form.get("reset_count") == "1",
-            count_attribute=count_attribute_of(_with_count(self.args), self.deployment),
+            count_attribute=count_attribute_of(self.args, self.deployment),
             filter=selected.query() if form.get("scope") == "filter" else {},
         )
 
@@ -172,9 +291,9 @@ class Console:
         counts: dict[str, int] = defaultdict(int)
         source_urls: dict[str, str | None] = {}
         for message in self.snapshot(order.source).messages(sorted(order.ids)):
-            planned = ops.plan_copy(self.sqs, message, request, source_urls)
+            planned = plan_copy(self.sqs, message, request, source_urls)
             if isinstance(planned, OutboundMessage):
-                counts[f"move to {planned.queue_url.rsplit('/', 1)[-1]}"] += 1
+                counts[f"move to {queue_name(planned.queue_url)}"] += 1
             elif isinstance(planned, Delivery):
                 counts[f"deliver to {planned.target_arn}"] += 1
             else:
@@ -189,7 +308,14 @@ class Console:
         # The redrive receives the whole queue (the unchosen are given back): about as many.
         seen = max(len(order.ids), self.snapshot(order.source).examined)
         job = jobs.Job("redrive", order.source.name, f"{order.source.name} -> {where}", seen)
-        return self.jobs.start(job, lambda j: jobs.run_redrive(self.args, self.sqs, order, j))
+        return self.jobs.start(
+            job,
+            self._forgetting(
+                order.source,
+                order.ids,
+                lambda j: jobs.run_redrive(self.connection, self.sqs, order, j),
+            ),
+        )
 
     def start_export(self, order: jobs.RedriveOrder, filename: str) -> jobs.Job:
         job = jobs.Job(
@@ -199,11 +325,13 @@ class Console:
             job, lambda j: jobs.run_export(self.sqs, self.folder, order, j, filename)
         )
 
-    def start_purge(self, info: ops.QueueInfo, confirm: str) -> jobs.Job:
+    def start_purge(self, info: QueueInfo, confirm: str) -> jobs.Job:
         from dlq_replay.cli.console import destructive
 
         job = jobs.Job("purge", info.name, f"purge {info.name}")
-        return self.jobs.start(job, lambda j: destructive.run_purge(self.args, info, confirm, j))
+        return self.jobs.start(
+            job, lambda j: destructive.run_purge(self.connection, self.sqs, info, confirm, j)
+        )
 
     def start_delete(self, order: jobs.RedriveOrder, confirm: str) -> jobs.Job:
         from dlq_replay.cli.console import destructive
@@ -213,47 +341,51 @@ class Console:
         job = jobs.Job("delete", source.name, f"delete {len(order.ids)} from {source.name}", seen)
         return self.jobs.start(
             job,
-            lambda j: destructive.run_delete(
-                self.args, self.sqs, source, ids=order.ids, confirm=confirm, job=j
+            self._forgetting(
+                source,
+                order.ids,
+                lambda j: destructive.run_delete(
+                    self.connection, self.sqs, source, ids=order.ids, confirm=confirm, job=j
+                ),
             ),
         )
 
     def start_pause(self, *, enable: bool) -> jobs.Job:
         word = "resume" if enable else "pause"
         job = jobs.Job(word, "", f"{word} the replay")
-        return self.jobs.start(job, lambda j: jobs.run_pause(self.args, j, enable=enable))
+        return self.jobs.start(
+            job,
+            lambda j: jobs.run_pause(self.connection, self.sqs, self.deployment, j, enable=enable),
+        )
 
     def job(self, job_id: str) -> jobs.Job:
         found = self.jobs.jobs.get(job_id)
         if found is None:
-            abort(404, "no such action")
+            raise NotFound("no such action")
         return found
 
     def audit_actions(self) -> tuple[list[Any], str, str | None]:
         """The trail's latest actions (the CLI's and this console's), where it is kept."""
         from dlq_replay.cli import trail
-        from dlq_replay.cli.auditing import open_store
 
         try:
-            store = open_store(self.args)
+            store = self.connection.store()
             actions = store.actions(limit=200)
         except Exception as error:  # shown on the page
             return [], "", f"{type(error).__name__}: {error}"
+        # Escaped as the CLI's table is: a bidi control would reorder the page's text too.
         rows = [
             {
-                "started": action.record.started_at.replace("T", " ")[:19],
-                "command": action.record.command,
-                "origin": str(action.record.origin),
-                "who": trail.who_text(action.record.identity),
-                "what": trail.what_text(action.record, action.end),
-                "result": trail.result_text(action),
+                name: trail.visible(text)
+                for name, text in (
+                    ("started", action.record.started_at.replace("T", " ")[:19]),
+                    ("command", action.record.command),
+                    ("origin", str(action.record.origin)),
+                    ("who", trail.who_text(action.record.identity)),
+                    ("what", trail.what_text(action.record, action.end)),
+                    ("result", trail.result_text(action)),
+                )
             }
             for action in actions
         ]
-        return rows, store.where, None
-
-
-def _with_count(args: argparse.Namespace) -> argparse.Namespace:
-    if not hasattr(args, "count_attribute"):
-        args.count_attribute = None
-    return args
+        return rows, trail.visible(store.where), None
