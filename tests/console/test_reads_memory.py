@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from dlq_replay.cli.console.state import Console
     from mypy_boto3_sqs import SQSClient
 
-pytestmark = pytest.mark.moto_only(reason="the demo's embedded moto server, in this process")
+pytestmark = pytest.mark.emulator
 
 REFUSED = "a read now could move it"
 

@@ -20,6 +20,8 @@ from .support import park, served
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
+pytestmark = pytest.mark.emulator
+
 
 PAGE = b"""<!doctype html><html><head><title>another server</title></head><body>
 <p id="other">another server on this machine</p><img src="/pixel.png" alt="">

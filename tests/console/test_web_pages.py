@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from flask.testing import FlaskClient
     from mypy_boto3_sqs import SQSClient
 
-pytestmark = pytest.mark.moto_only(reason="the demo's embedded moto server, in this process")
+pytestmark = pytest.mark.emulator
 
 
 def part(html: str, opening: str, closing: str) -> str:
@@ -113,13 +113,13 @@ def test_the_running_bar_and_a_partial_snapshot(endpoint: str, client: SQSClient
 def test_a_refused_re_read_is_not_offered(endpoint: str, client: SQSClient) -> None:
     """When a new read could move a message on (here: the receive memory is unreadable, so
     nothing can be known), the queue page says why instead of offering Re-read."""
-    from dlq_replay import ops
+    from dlq_replay.ops.queueinfo import queue_info
     from dlq_replay.ops.receivememory import ReceiveMemory
 
     queues = create_queues(client, prefix=f"ref{uuid.uuid4().hex[:6]}")
     name = queues.dlq.rsplit("/", 1)[-1]
     park(client, queues.dlq, ["one"])
-    memory = ReceiveMemory.local().path(ops.queue_info(client, queues.dlq))
+    memory = ReceiveMemory.local().path(queue_info(client, queues.dlq))
     memory.parent.mkdir(parents=True, exist_ok=True)
     memory.write_text("not a memory")
     with console_of(endpoint, queues) as console:
