@@ -3,7 +3,7 @@
 The worker's breaker counts every batch (`Breaker.after_batch`: record the batch's replays,
 read the window back, look for the outage signal). Its window is five minutes, so a drain that
 runs longer reads back everything of the last five minutes on every batch. This benchmark
-feeds `breaker.worker.worker_breaker` the events of a busy drain (one replay event of 10 copies
+feeds `breaker.worker_side.worker_breaker` the events of a busy drain (one replay event of 10 copies
 per batch, BATCHES_PER_SECOND of them, on an injected clock: recorded in one go, as the drain's
 batches would have) and measures the CPU of one more batch after 10 s, 60 s and 300 s of them;
 the 10 s figure is the baseline of the same run.
@@ -30,7 +30,7 @@ MEASURED_BATCHES = 200
 def measure(seconds_of_drain: list[int]) -> list[float]:
     """CPU microseconds of one batch's `after_batch` after each length of drain."""
     from dlq_replay.breaker.rule import Counts
-    from dlq_replay.breaker.worker import worker_breaker
+    from dlq_replay.breaker.worker_side import worker_breaker
 
     results = []
     now = [0.0]  # the injected clock, moved by hand

@@ -75,10 +75,10 @@ def measure(batches: int, repeats: int) -> list[float]:
     """CPU µs per record of `repeats` runs of `batches` batches, after a warm-up."""
     from aws_lambda_powertools import Logger
     from dlq_replay.aws_lambda.replay import LambdaReplay
-    from dlq_replay.breaker.worker import worker_breaker
+    from dlq_replay.breaker.worker_side import worker_breaker
     from dlq_replay.engine.replayer import Replayer
     from dlq_replay.local.eventsource import LocalEventSource
-    from dlq_replay.local.worker import settings_from
+    from dlq_replay.local.worker_loop import settings_from
 
     settings = settings_from(
         {

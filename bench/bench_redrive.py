@@ -11,8 +11,15 @@ another, in the same process run:
   batches in flight.
 
 Every case must move every message exactly once (the fake checks it), so the speed is never
-bought with a lost or doubled message. Run on demand with `make bench`; CI runs `make
-bench-smoke` (fewer messages, same code).
+bought with a lost or doubled message.
+
+Then botocore's own CPU per call, which bounds a real redrive once calls are quick: the same
+receive / send / delete rounds through a real boto3 client against the in-memory SQS over
+HTTP (bench/sqs_http.py, no latency), with the other interactive commands' configuration and
+with the redrive's (`sqs.client.lean`: no parameter check, a User-Agent written once),
+interleaved, the calling thread's CPU, the best of several rounds.
+
+Run on demand with `make bench`; CI runs `make bench-smoke` (fewer messages, same code).
 """
 
 from __future__ import annotations
@@ -24,9 +31,9 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING, Any, cast
 
-from dlq_replay import ops
 from dlq_replay.ops.clientmove import redrive
-from dlq_replay.ops.queues import QueueInfo
+from dlq_replay.ops.queueinfo import QueueInfo
+from dlq_replay.ops.redrive import DEFAULT_CONCURRENCY, RedriveRequest
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -147,7 +154,7 @@ def sequential_loop(sqs: Any) -> None:
 
 def our_redrive(concurrency: int) -> Callable[[Any], None]:
     def run(sqs: Any) -> None:
-        request = ops.RedriveRequest(
+        request = RedriveRequest(
             source=QueueInfo(
                 SOURCE, "arn:aws:sqs:us-east-1:123456789012:orders-operator", False, 120, None
             ),
@@ -174,6 +181,76 @@ def measure(case: Callable[[Any], None], messages: int, latency: float) -> tuple
     return messages / elapsed, sqs.calls
 
 
+def client_cpu(rounds: int, repeats: int) -> None:
+    """CPU per call of a boto3 client set up as the CLI's (one session, foreign answers
+    refused), with the interactive configuration and with the redrive's."""
+    import boto3
+    from bench_end_to_end import ATTRIBUTES, BODY_PADDING
+    from dlq_replay.cli.options import INTERACTIVE_CONFIG
+    from dlq_replay.local.answers import refuse_foreign_answers
+    from dlq_replay.sqs.client import lean
+    from sqs_http import FakeSqs
+
+    fake = FakeSqs(0.0)
+    for name in ("source", "target"):
+        fake.queue(name)
+    fake.start()
+    configs = {"interactive (peek, export, ...)": INTERACTIVE_CONFIG}
+    configs["redrive (lean)"] = lean(INTERACTIVE_CONFIG)
+    best: dict[str, float] = {}
+    try:
+        for _ in range(repeats):
+            for label, config in configs.items():
+                session = boto3.Session(
+                    aws_access_key_id="bench",
+                    aws_secret_access_key="bench",
+                    region_name="us-east-1",
+                )
+                refuse_foreign_answers(session)
+                sqs = session.client("sqs", endpoint_url=fake.endpoint_url, config=config)
+                moved = len(fake.queues["target"].arrived)
+                fake.fill(
+                    "source", [f"m {n} {BODY_PADDING}" for n in range(rounds * 10)], ATTRIBUTES
+                )
+                sqs.get_queue_url(QueueName="source")  # the connection and the client's caches
+                started = time.thread_time()
+                for _ in range(rounds):
+                    one_round(sqs, fake.url("source"), fake.url("target"))
+                spent = (time.thread_time() - started) / (3 * rounds)
+                best[label] = min(best.get(label, spent), spent)
+                if len(fake.queues["target"].arrived) - moved != rounds * 10:
+                    sys.exit("benchmark: a round lost or doubled messages")
+    finally:
+        fake.stop()
+    print(f"\nbotocore's CPU per call, best of {repeats} x {rounds} receive/send/delete rounds:")
+    first = next(iter(best.values()))
+    for label, spent in best.items():
+        print(f"{label:<36} {spent * 1000:>7.3f} ms {spent / first:>11.2f}x")
+
+
+def one_round(sqs: Any, source: str, target: str) -> None:
+    """Receive 10 as the redrive does, send them, delete them."""
+    batch = sqs.receive_message(
+        QueueUrl=source,
+        MaxNumberOfMessages=10,
+        VisibilityTimeout=120,
+        WaitTimeSeconds=0,
+        MessageAttributeNames=["All"],
+        MessageSystemAttributeNames=["All"],
+    )["Messages"]
+    sqs.send_message_batch(
+        QueueUrl=target,
+        Entries=[
+            {"Id": str(i), "MessageBody": m["Body"], "MessageAttributes": m["MessageAttributes"]}
+            for i, m in enumerate(batch)
+        ],
+    )
+    sqs.delete_message_batch(
+        QueueUrl=source,
+        Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(batch)],
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=3000)
@@ -186,8 +263,8 @@ def main() -> None:
         ("sequential loop (baseline)", sequential_loop),
         ("redrive --concurrency 1", our_redrive(1)),
         (
-            f"redrive --concurrency {ops.DEFAULT_CONCURRENCY} (default)",
-            our_redrive(ops.DEFAULT_CONCURRENCY),
+            f"redrive --concurrency {DEFAULT_CONCURRENCY} (default)",
+            our_redrive(DEFAULT_CONCURRENCY),
         ),
         ("redrive --concurrency 32", our_redrive(32)),
     ]
@@ -198,6 +275,7 @@ def main() -> None:
         rate, calls = measure(case, messages, latency)
         baseline = baseline or rate
         print(f"{name:<36} {rate:>8.0f} {calls:>6} {rate / baseline:>11.1f}x")
+    client_cpu(20 if args.smoke else 100, 2 if args.smoke else 7)
 
 
 if __name__ == "__main__":

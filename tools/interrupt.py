@@ -56,7 +56,7 @@ class Scenario:
 
 
 @dataclass
-class Outcome:
+class RunOutcome:
     code: int | None  # None: it did not exit within `exit_timeout`
     seconds_to_exit: float
     stdout: str
@@ -218,7 +218,7 @@ class Run:
 
     # -- the scenario ---------------------------------------------------------------------------
 
-    def interrupted(self, exit_timeout: float = 30.0) -> Outcome:
+    def interrupted(self, exit_timeout: float = 30.0) -> RunOutcome:
         self.proxy_url = self.proxy.start() if self.s.proxy else self.s.endpoint
         try:
             self.setup()
@@ -252,7 +252,9 @@ class Run:
             self.proxy.faults = Faults(spike=1.0, spike_seconds=self.s.latency)
             hidden = 0 if self.s.command == "import" else _depth(self.sqs, self.source)[1]
             stdout = output.get("out", "")
-            outcome = Outcome(code, seconds, stdout, output.get("err", ""), hidden, _json(stdout))
+            outcome = RunOutcome(
+                code, seconds, stdout, output.get("err", ""), hidden, _json(stdout)
+            )
             if outcome.tally is not None:
                 outcome.said = int(outcome.tally.get("sent_not_deleted") or 0)
             if self.s.command != "import":
@@ -264,7 +266,7 @@ class Run:
                 # Requests of the abandoned run may still be held by the proxy.
                 self.proxy.faults = Faults()
 
-    def rerun(self, outcome: Outcome) -> Outcome:
+    def rerun(self, outcome: RunOutcome) -> RunOutcome:
         """Run the command again to the end (the worker until the DLQ is empty), import what
         was exported, and count every id."""
         command = self.s.command
@@ -320,7 +322,7 @@ def _json(text: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def interrupt_and_rerun(scenario: Scenario) -> Outcome:
+def interrupt_and_rerun(scenario: Scenario) -> RunOutcome:
     run = Run(scenario)
     try:
         return run.rerun(run.interrupted())

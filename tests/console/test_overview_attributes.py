@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from dlq_replay.cli.console.inventory import queue_of, redrive_policy
-from dlq_replay.ops.queues import DEFAULT_RETENTION_SECONDS
+from dlq_replay.ops.queueinfo import DEFAULT_RETENTION_SECONDS
 from hypothesis import given
 from hypothesis import strategies as st
 

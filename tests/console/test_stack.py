@@ -39,7 +39,7 @@ def test_the_overview_shows_the_replay_and_pauses_and_resumes_it(endpoint: str) 
     cfn.create_stack(StackName=name, TemplateBody=json.dumps(template(prefix=name)))
     with served(endpoint, None, "--stack", name, "--region", "us-east-1") as console:
         browser = Browser(console.url)
-        page = browser.request(f"/?token={console.token}").body
+        page = browser.request("/").body
         assert f"of stack {name}" in page
         overview = browser.json("/api/overview")
         roles = {row["name"]: row["roles"] for row in overview["rows"]}

@@ -19,15 +19,15 @@ from typing import TYPE_CHECKING, Any
 import boto3
 import pytest
 from dlq_replay.aws_lambda.replay import LambdaReplay
+from dlq_replay.breaker.breaker_state import Cause, Phase
 from dlq_replay.breaker.dynamo import DynamoBreakerStore
 from dlq_replay.breaker.function import lambda_breaker
 from dlq_replay.breaker.rule import BreakerPolicy, QueueTiming
-from dlq_replay.breaker.state import Cause, Phase
 from dlq_replay.consumer import replay_attempt
 from dlq_replay.core.settings import Settings
 from dlq_replay.engine.replayer import Replayer
 from dlq_replay.local.records import lambda_event
-from dlq_replay.ops.depth import queue_depth
+from dlq_replay.sqs.depth import queue_depth
 
 from .deployment import PARAMETERS, REGION, Deployment
 

@@ -28,8 +28,8 @@ from dlq_replay.aws_lambda.replay import LambdaReplay
 from dlq_replay.core.settings import Settings
 from dlq_replay.engine.replayer import Clock, Collaborators, Outcome, Replayer
 from dlq_replay.local.records import lambda_event
-from dlq_replay.ops.depth import queue_depth
 from dlq_replay.ops.draining import drained_batches
+from dlq_replay.sqs.depth import queue_depth
 from samtranslator.yaml_helper import yaml_parse
 
 if TYPE_CHECKING:

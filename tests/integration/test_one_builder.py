@@ -12,7 +12,6 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from dlq_replay import ops
 from dlq_replay.core.backoff import BackoffPolicy
 from dlq_replay.core.decision import Action
 from dlq_replay.core.kinds import RecordKind
@@ -20,6 +19,8 @@ from dlq_replay.core.messages import InboundMessage, OutboundMessage
 from dlq_replay.core.settings import Settings
 from dlq_replay.engine.decide import RecordCase
 from dlq_replay.engine.kinds import delivery_of, recognise
+from dlq_replay.ops.queueinfo import queue_info
+from dlq_replay.ops.redrive import RedriveRequest, plan_copy
 from dlq_replay.targets.delivery import Delivery
 from mypy_boto3_sqs.type_defs import MessageAttributeValueTypeDef, MessageTypeDef
 
@@ -96,18 +97,18 @@ def replays(
     )
     decision = case.decide()
     assert decision.action is Action.REPLAY, decision
-    if case.kind.delivers_a_copy:
-        return case.kind.copy(inbound, recognised, decision, settings)
+    if case.strategy.delivers_a_copy:
+        return case.strategy.copy(inbound, recognised, decision, settings)
     return delivery_of(inbound, recognised, decision.destination or "", str(decision.attempt))
 
 
 def redrives(
     sqs: Sqs, message: MessageTypeDef, queues: ReplayQueues, targets: frozenset[str]
 ) -> OutboundMessage | Delivery:
-    request = ops.RedriveRequest(
-        source=ops.queue_info(sqs.client, queues.dlq.url), destination=None, target_arns=targets
+    request = RedriveRequest(
+        source=queue_info(sqs.client, queues.dlq.url), destination=None, target_arns=targets
     )
-    planned = ops.plan_copy(sqs.client, message, request, {})
+    planned = plan_copy(sqs.client, message, request, {})
     assert isinstance(planned, OutboundMessage | Delivery), planned
     return planned
 

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dlq_replay.ops.depth import queue_depth
+from dlq_replay.sqs.depth import queue_depth
 from integration.harness import drain_within
 
 if TYPE_CHECKING:

@@ -9,15 +9,15 @@ import threading
 from typing import Any
 
 import pytest
+from dlq_replay.breaker.breaker_state import Phase
 from dlq_replay.breaker.rule import Counts
-from dlq_replay.breaker.state import Phase
-from dlq_replay.breaker.worker import BreakerGate, worker_breaker
+from dlq_replay.breaker.worker_side import BreakerGate, worker_breaker
 from dlq_replay.cli.main import main
 from dlq_replay.demo.run import demo
 from dlq_replay.demo.scenario import DemoOptions
 from dlq_replay.demo.view import breaker_line
 from dlq_replay.local.eventsource import LocalEventSource, Polling
-from dlq_replay.local.worker import settings_from
+from dlq_replay.local.worker_loop import settings_from
 from moto import mock_aws
 
 LOG = logging.getLogger("test.breaker")
@@ -165,8 +165,8 @@ def test_the_worker_applies_the_retention_bound_from_cloudwatch_read_once_a_minu
     (the replay parks as usual), and an open one closes; CloudWatch is asked once a minute."""
     from datetime import UTC, datetime, timedelta
 
+    from dlq_replay.breaker.breaker_state import Cause
     from dlq_replay.breaker.evidence import dlq_time_left
-    from dlq_replay.breaker.state import Cause
 
     clock = Clock()
     with mock_aws():

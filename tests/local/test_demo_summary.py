@@ -9,12 +9,12 @@ import io
 import re
 import time
 
-from dlq_replay.breaker.state import BreakerState, Phase
-from dlq_replay.breaker.worker import BreakerStats
+from dlq_replay.breaker.breaker_state import BreakerState, Phase
+from dlq_replay.breaker.worker_side import BreakerStats
 from dlq_replay.demo.run import progress_line
 from dlq_replay.demo.scenario import DemoResult, Tally
 from dlq_replay.demo.view import breaker_line, breaker_progress, render, summary
-from dlq_replay.ops.depth import QueueDepth
+from dlq_replay.sqs.depth import QueueDepth
 from rich.console import Console
 
 

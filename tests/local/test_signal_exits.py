@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tools.interrupt import Outcome, Run, Scenario, console_command
+from tools.interrupt import Run, RunOutcome, Scenario, console_command
 
 from .support import dlq_replay_command
 
@@ -89,7 +89,7 @@ def _said_hidden(tally: dict[str, Any]) -> tuple[int, int]:
     return int(left["hidden_at_most"]), slack
 
 
-def _check_tally(outcome: Outcome, command: str, path: str, signame: str) -> None:
+def _check_tally(outcome: RunOutcome, command: str, path: str, signame: str) -> None:
     tally = outcome.tally
     assert tally is not None, f"no --json tally on stdout: {outcome.stdout!r} {outcome.stderr}"
     assert tally["adds_up"], tally

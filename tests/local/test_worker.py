@@ -19,8 +19,8 @@ import pytest
 from dlq_replay.cli.shutdown import Shutdown
 from dlq_replay.core.settings import Settings
 from dlq_replay.demo.emulator import create_queues
-from dlq_replay.local.worker import WorkerOptions, run_worker, settings_from
-from dlq_replay.ops.depth import queue_depth
+from dlq_replay.local.worker_loop import WorkerOptions, run_worker, settings_from
+from dlq_replay.sqs.depth import queue_depth
 from emulation import eventually
 from integration.harness import COUNT, ReplayQueues, Sqs
 

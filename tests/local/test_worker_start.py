@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 from dlq_replay.core.settings import Settings
-from dlq_replay.local.worker import WorkerOptions, run_worker
+from dlq_replay.local.worker_loop import WorkerOptions, run_worker
 from integration.harness import RecordingLog, ReplayQueues, Sqs
 
 from .support import clean_env, dlq_replay_command, drain_ids, send_ids

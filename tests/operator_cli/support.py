@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from dlq_replay.cli import main as cli
-from dlq_replay.ops.depth import queue_depth
+from dlq_replay.sqs.depth import queue_depth
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient

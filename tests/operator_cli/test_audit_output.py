@@ -11,7 +11,7 @@ import unicodedata
 from pathlib import Path
 
 import pytest
-from dlq_replay.audit import AuditRecord, FileAuditStore, Identity, Origin, Outcome, Phase
+from dlq_replay.audit import AuditOutcome, AuditPhase, AuditRecord, FileAuditStore, Identity, Origin
 from dlq_replay.cli.trail import actions_table, visible
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -40,11 +40,11 @@ def records(command: str, option: str, value: str, error: str, who: str) -> list
     at = "2026-11-29T02:00:00.000000Z"
     identity = Identity(f"arn:aws:sts::123456789012:assumed-role/{who}", "123456789012", who)
     begin = AuditRecord(
-        "a1", Phase.BEGIN, at, at, command, Origin.CLI, identity, request={option: value}
+        "a1", AuditPhase.BEGIN, at, at, command, Origin.CLI, identity, request={option: value}
     )
     end = AuditRecord(
         "a1",
-        Phase.END,
+        AuditPhase.END,
         at,
         at,
         command,
@@ -52,7 +52,7 @@ def records(command: str, option: str, value: str, error: str, who: str) -> list
         identity,
         request={option: [value]},
         queues=(f"https://sqs/1/{value}",),
-        outcome=Outcome.INTERRUPTED,
+        outcome=AuditOutcome.INTERRUPTED,
         exit_code=130,
         tally={"moved": 1},
         error=error,

@@ -23,7 +23,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from tools.chaos import Faults  # noqa: E402
-from tools.interrupt import REGION, Outcome, Run, Scenario, console_command  # noqa: E402
+from tools.interrupt import REGION, Run, RunOutcome, Scenario, console_command  # noqa: E402
 
 pytestmark = pytest.mark.moto_only(reason="moto's own server in this process, behind a proxy")
 MAIN = "dlq_replay.cli.main"
@@ -54,7 +54,7 @@ def run_of(server: str, tmp_path: Path, **env: str) -> Run:
     )
 
 
-def interrupted_twice(run: Run) -> Outcome:
+def interrupted_twice(run: Run) -> RunOutcome:
     try:
         return run.interrupted(exit_timeout=20)
     finally:

@@ -11,15 +11,16 @@ from typing import TYPE_CHECKING, Any
 
 import boto3
 import pytest
-from dlq_replay import ops
 from dlq_replay.aws_lambda.replay import LambdaReplay
+from dlq_replay.breaker.breaker_state import Cause, Phase
 from dlq_replay.breaker.dynamo import DynamoBreakerStore
 from dlq_replay.breaker.function import LambdaBreaker, lambda_breaker
 from dlq_replay.breaker.rule import Counts
-from dlq_replay.breaker.state import Cause, Phase
 from dlq_replay.core.settings import Settings
 from dlq_replay.engine.replayer import Outcome, Replayer
 from dlq_replay.local.records import lambda_event
+from dlq_replay.ops.stack import function_environment
+from dlq_replay.ops.status import event_source_status
 from integration.harness import breaker_table
 
 from .stack import deploy
@@ -67,7 +68,7 @@ class Deployed:
         return self.outputs["DeadLetterQueueUrl"]
 
     def mapping(self) -> str:
-        status = ops.event_source_status(
+        status = event_source_status(
             self.lam, self.outputs["ReplayFunctionName"], self.outputs["DeadLetterQueueArn"]
         )
         return str(status.state)
@@ -118,7 +119,7 @@ def deployed(aws: None) -> Deployed:
     events.put_rule(Name=RULE, ScheduleExpression="rate(1 minute)", State="DISABLED")
     lam = boto3.client("lambda")
     function = outputs["ReplayFunctionName"]
-    env = dict(ops.function_environment(lam, function))
+    env = dict(function_environment(lam, function))
     env.update(OUTAGE_BREAKER="on", OUTAGE_BREAKER_TABLE=TABLE, OUTAGE_BREAKER_RULE=RULE)
     lam.update_function_configuration(FunctionName=function, Environment={"Variables": env})
     return Deployed(outputs, {**env, "AWS_LAMBDA_FUNCTION_NAME": function})
@@ -230,7 +231,7 @@ def test_a_mapping_turned_on_by_someone_else_closes_the_breaker(deployed: Deploy
     clock = Clock()
     breaker = deployed.breaker(clock)
     breaker.breaker.after_batch(outage(clock.now))
-    uuid = ops.event_source_status(deployed.lam, deployed.outputs["ReplayFunctionName"], None).uuid
+    uuid = event_source_status(deployed.lam, deployed.outputs["ReplayFunctionName"], None).uuid
     deployed.lam.update_event_source_mapping(UUID=str(uuid), Enabled=True)  # console, stack
 
     state = breaker.tick()

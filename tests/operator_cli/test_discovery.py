@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import boto3
 import pytest
-from dlq_replay import ops
+from dlq_replay.ops.stack import STACK_OUTPUTS
 
 from .stack import FUNCTION_ENVIRONMENT, deploy, template_output_names
 from .support import assert_one_line_error, depth, park, run_cli
@@ -22,7 +22,7 @@ def cfn(aws: None) -> CloudFormationClient:
 
 
 def test_the_output_names_are_those_of_template_yaml() -> None:
-    assert set(ops.STACK_OUTPUTS.values()) <= template_output_names()
+    assert set(STACK_OUTPUTS.values()) <= template_output_names()
 
 
 def test_status_from_stack_outputs(

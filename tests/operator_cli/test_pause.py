@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any
 import boto3
 import pytest
 from botocore.config import Config
-from dlq_replay import ops
-from dlq_replay.ops.errors import OpsError
+from dlq_replay.ops.opserror import OpsError
+from dlq_replay.ops.pause import set_event_source, wait_for_state
+from dlq_replay.ops.status import event_source_status
 
 from .stack import deploy
 from .support import REGION, Queues, assert_one_line_error, queue_arn, run_cli
@@ -41,7 +42,7 @@ def lam(aws: None) -> LambdaClient:
 
 def mapping_state(lam: LambdaClient, outputs: dict[str, str]) -> str:
     function = outputs["ReplayFunctionName"]
-    state = ops.event_source_status(lam, function, outputs["DeadLetterQueueArn"]).state
+    state = event_source_status(lam, function, outputs["DeadLetterQueueArn"]).state
     return str(state)
 
 
@@ -88,9 +89,9 @@ def test_wait_follows_the_state_until_it_is_reached(
 ) -> None:
     outputs = deploy(cfn, "shop")
     function, dlq = outputs["ReplayFunctionName"], outputs["DeadLetterQueueArn"]
-    result = ops.set_event_source(lam, function, dlq, enabled=False)
+    result = set_event_source(lam, function, dlq, enabled=False)
     assert result.changed
-    assert ops.wait_for_state(lam, result.uuid, "Disabled", timeout=5, poll_seconds=0.01) == (
+    assert wait_for_state(lam, result.uuid, "Disabled", timeout=5, poll_seconds=0.01) == (
         "Disabled"
     )
     now = [0.0]
@@ -99,7 +100,7 @@ def test_wait_follows_the_state_until_it_is_reached(
         now[0] += seconds
 
     with pytest.raises(OpsError, match="still Disabled after 3s"):
-        ops.wait_for_state(
+        wait_for_state(
             lam,
             result.uuid,
             "Enabled",

@@ -9,14 +9,15 @@ from typing import TYPE_CHECKING
 
 import boto3
 import pytest
-from dlq_replay import ops
 from dlq_replay.cli.output import duration
 from dlq_replay.cli.plan import plan_chart
 from dlq_replay.core.backoff import BackoffPolicy, Jitter
 from dlq_replay.ops.plan import (
     DEFAULT_MAIN_MAX_RECEIVE_COUNT,
     StepKind,
+    backoff_plan,
     consumer_backoff_plan,
+    quantile,
 )
 
 from .stack import ROOT, deploy
@@ -44,7 +45,7 @@ def smallest_at_least(low: int, high: int, share: float) -> int:
 @pytest.mark.parametrize("policy", POLICIES, ids=lambda p: f"{p.jitter}-{p.base_seconds}")
 def test_figures_follow_design_section_3(policy: BackoffPolicy) -> None:
     attempts = 12
-    plan = ops.backoff_plan(policy, attempts)
+    plan = backoff_plan(policy, attempts)
 
     typical = 0.0
     worst = 0
@@ -82,25 +83,25 @@ def test_the_figures_match_what_the_replay_draws() -> None:
     """The plan describes BackoffPolicy.draw itself: its sampled quantiles agree."""
     policy = BackoffPolicy(60, 2.0, 900, Jitter.FULL)
     rng = random.Random(7)
-    for row in ops.backoff_plan(policy, 5).attempts:
+    for row in backoff_plan(policy, 5).attempts:
         draws = sorted(policy.draw(row.attempt, rng) for _ in range(4000))
         assert abs(draws[len(draws) // 2] - row.median) <= 0.05 * row.ceiling
         assert abs(draws[int(len(draws) * 0.95)] - row.p95) <= 0.03 * row.ceiling
 
 
 def test_fifo_every_delay_waits_in_the_dlq() -> None:
-    plan = ops.backoff_plan(BackoffPolicy(1, 2.0, 4, Jitter.FULL), 3, fifo=True)
+    plan = backoff_plan(BackoffPolicy(1, 2.0, 4, Jitter.FULL), 3, fifo=True)
     # every delay but 0 waits in the DLQ: a FIFO queue takes no per-message delay
     assert [row.dlq_share for row in plan.attempts] == [1 / 2, 2 / 3, 4 / 5]
 
 
 def test_quantile_edges() -> None:
-    assert ops.quantile(0, 0, 50) == 0
-    assert ops.quantile(0, 1, 50) == 0
-    assert ops.quantile(0, 99, 95) == 94  # 95 of 100 values are <= 94
-    assert ops.quantile(5, 5, 95) == 5
+    assert quantile(0, 0, 50) == 0
+    assert quantile(0, 1, 50) == 0
+    assert quantile(0, 99, 95) == 94  # 95 of 100 values are <= 94
+    assert quantile(5, 5, 95) == 5
     with pytest.raises(ValueError, match="percent"):
-        ops.quantile(0, 10, 0)
+        quantile(0, 10, 0)
 
 
 def test_plan_defaults_come_from_the_environment(
@@ -143,7 +144,7 @@ def test_plan_prints_a_table_and_a_chart(capsys: pytest.CaptureFixture[str]) -> 
 
 
 def test_chart_is_to_scale() -> None:
-    plan = ops.backoff_plan(BackoffPolicy(60, 2.0, 900, Jitter.FULL), 3)
+    plan = backoff_plan(BackoffPolicy(60, 2.0, 900, Jitter.FULL), 3)
     lines = plan_chart(plan, width=40)
     bars = [line.split("|")[1] for line in lines[1:]]
     assert bars[2].rstrip() == "#" * 20 + "=" * 18 + "-" * 2  # 120 / 228 / 240 s of 240

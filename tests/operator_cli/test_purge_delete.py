@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING, Any
 
 import boto3
 import pytest
-from dlq_replay import ops
 from dlq_replay.cli.console.connection import Connection
 from dlq_replay.cli.console.destructive import run_purge
 from dlq_replay.cli.console.jobs import Job
 from dlq_replay.cli.errors import CommandError
 from dlq_replay.cli.main import build_parser
+from dlq_replay.ops.queueinfo import queue_info
 
 from .stack import deploy
 from .support import Queues, assert_one_line_error, depth, make_queues, park, run_cli
@@ -194,7 +194,7 @@ def test_the_console_purge_is_recorded_as_the_console_s_with_the_cli_s_request(
     args = build_parser(["console"]).parse_args(["console", "--stack", "shop"])
     job = Job("purge", name_of(operator), "purge")
 
-    connection, queue = Connection.from_args(args), ops.queue_info(sqs, operator)
+    connection, queue = Connection.from_args(args), queue_info(sqs, operator)
 
     with pytest.raises(CommandError, match="is not the name of the queue"):
         run_purge(connection, sqs, queue, "x", job)

@@ -12,11 +12,23 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from botocore.exceptions import ClientError
-from dlq_replay import ops
-from dlq_replay.cli.redrive import mode_text
+from dlq_replay.cli.redrive_tally import mode_text
 from dlq_replay.core.messages import OutboundMessage
 from dlq_replay.ops.clientmove import redrive as move_client_side
 from dlq_replay.ops.draining import drain
+from dlq_replay.ops.queueinfo import queue_info
+from dlq_replay.ops.redrive import (
+    FailReason,
+    ModeChoice,
+    ModeReason,
+    MoveMode,
+    RedriveRequest,
+    Rewrite,
+    SkipReason,
+    choose_mode,
+    plan_copy,
+)
+from dlq_replay.ops.select import Selector
 
 from .support import (
     ACCOUNT,
@@ -106,15 +118,13 @@ def test_keep_is_client_side_and_says_copied(
     capsys: pytest.CaptureFixture[str], sqs: SQSClient, queues: Queues
 ) -> None:
     park(sqs, queues.operator, ["a"])
-    request = ops.RedriveRequest(
-        source=ops.queue_info(sqs, queues.operator),
-        destination=ops.queue_info(sqs, queues.main),
+    request = RedriveRequest(
+        source=queue_info(sqs, queues.operator),
+        destination=queue_info(sqs, queues.main),
         keep=True,
     )
-    choice = ops.choose_mode(sqs, request, client_side=False)
-    assert choice == ops.ModeChoice(
-        ops.MoveMode.CLIENT, ops.ModeReason.REWRITES, (ops.Rewrite.KEEP,)
-    )
+    choice = choose_mode(sqs, request, client_side=False)
+    assert choice == ModeChoice(MoveMode.CLIENT, ModeReason.REWRITES, (Rewrite.KEEP,))
     assert mode_text(choice, request.source) == "--keep: only a client-side move can do that"
 
     result = run_cli(capsys, "redrive", *queues.options(), *FAST, "--keep")
@@ -149,11 +159,11 @@ def test_selection_by_group_and_text(sqs: SQSClient) -> None:
     fifo = make_queues(sqs, "groups", fifo=True)
     for group in ("customer-1", "customer-2", "customer-3"):
         park(sqs, fifo.operator, [f"{group}: timeout after 30ms", f"{group}: refused"], group=group)
-    request = ops.RedriveRequest(
-        source=ops.queue_info(sqs, fifo.operator),
-        destination=ops.queue_info(sqs, fifo.main),
+    request = RedriveRequest(
+        source=queue_info(sqs, fifo.operator),
+        destination=queue_info(sqs, fifo.main),
         wait_seconds=0,
-        selector=ops.Selector(
+        selector=Selector(
             groups=frozenset({"customer-1", "customer-3"}),
             match_text=re.compile(r"timeout after \d+ms"),
         ),
@@ -506,9 +516,9 @@ def test_rate_limit_spaces_the_sends(sqs: SQSClient, queues: Queues) -> None:
         pauses.append(seconds)
         now[0] += seconds
 
-    request = ops.RedriveRequest(
-        source=ops.queue_info(sqs, queues.operator),
-        destination=ops.queue_info(sqs, queues.main),
+    request = RedriveRequest(
+        source=queue_info(sqs, queues.operator),
+        destination=queue_info(sqs, queues.main),
         rate=5,
         wait_seconds=0,
         concurrency=1,  # one fake clock: the schedule in order
@@ -522,32 +532,32 @@ def test_rate_limit_spaces_the_sends(sqs: SQSClient, queues: Queues) -> None:
 
 
 def test_mode_choice(sqs: SQSClient, queues: Queues) -> None:
-    operator = ops.queue_info(sqs, queues.operator)
-    main = ops.queue_info(sqs, queues.main)
-    plain = ops.RedriveRequest(source=operator, destination=main)
-    assert ops.choose_mode(sqs, plain, client_side=False).mode is ops.MoveMode.NATIVE
-    assert ops.choose_mode(sqs, plain, client_side=True).mode is ops.MoveMode.CLIENT
+    operator = queue_info(sqs, queues.operator)
+    main = queue_info(sqs, queues.main)
+    plain = RedriveRequest(source=operator, destination=main)
+    assert choose_mode(sqs, plain, client_side=False).mode is MoveMode.NATIVE
+    assert choose_mode(sqs, plain, client_side=True).mode is MoveMode.CLIENT
     for rewrite in (
-        ops.RedriveRequest(source=operator, destination=main, reset_count=True),
-        ops.RedriveRequest(
+        RedriveRequest(source=operator, destination=main, reset_count=True),
+        RedriveRequest(
             source=operator,
             destination=main,
-            selector=ops.Selector(reasons=frozenset({"rejected"})),
+            selector=Selector(reasons=frozenset({"rejected"})),
         ),
-        ops.RedriveRequest(source=operator, destination=main, limit=3),
+        RedriveRequest(source=operator, destination=main, limit=3),
     ):
-        assert ops.choose_mode(sqs, rewrite, client_side=False).mode is ops.MoveMode.CLIENT
-    by_reason = ops.RedriveRequest(
-        source=operator, destination=main, selector=ops.Selector(reasons=frozenset({"rejected"}))
+        assert choose_mode(sqs, rewrite, client_side=False).mode is MoveMode.CLIENT
+    by_reason = RedriveRequest(
+        source=operator, destination=main, selector=Selector(reasons=frozenset({"rejected"}))
     )
-    choice = ops.choose_mode(sqs, by_reason, client_side=False)
+    choice = choose_mode(sqs, by_reason, client_side=False)
     assert mode_text(choice, by_reason.source).startswith("--filter-reason:")
     # an operator queue that is no queue's DLQ (existing-queue mode): StartMessageMoveTask
     # would refuse it
     lone = sqs.create_queue(QueueName="lone-operator")["QueueUrl"]
-    alone = ops.RedriveRequest(source=ops.queue_info(sqs, lone), destination=main)
-    choice = ops.choose_mode(sqs, alone, client_side=False)
-    assert choice.mode is ops.MoveMode.CLIENT
+    alone = RedriveRequest(source=queue_info(sqs, lone), destination=main)
+    choice = choose_mode(sqs, alone, client_side=False)
+    assert choice.mode is MoveMode.CLIENT
     assert "no queue's DLQ" in mode_text(choice, alone.source)
 
 
@@ -566,7 +576,7 @@ def test_copies_go_back_to_the_source_queue_sqs_recorded(sqs: SQSClient, queues:
     """`--to source`: the DeadLetterQueueSourceArn SQS sets when it moves a message (moto
     does not set it, so the received message is built here)."""
     source_arn = f"arn:aws:sqs:us-east-1:{ACCOUNT}:orders-main"
-    request = ops.RedriveRequest(source=ops.queue_info(sqs, queues.operator), destination=None)
+    request = RedriveRequest(source=queue_info(sqs, queues.operator), destination=None)
     message: Any = {
         "MessageId": "m-1",
         "ReceiptHandle": "r",
@@ -575,20 +585,20 @@ def test_copies_go_back_to_the_source_queue_sqs_recorded(sqs: SQSClient, queues:
         "MessageAttributes": {PARK_REASON: {"DataType": "String", "StringValue": "rejected"}},
     }
 
-    copy = ops.plan_copy(sqs, message, request, {})
+    copy = plan_copy(sqs, message, request, {})
 
     assert isinstance(copy, OutboundMessage)
     assert copy.queue_url == queues.main
     assert copy.trace_header == "Root=1-x"
     assert dict(copy.attributes) == {}
     unknown: Any = {**message, "Attributes": {"DeadLetterQueueSourceArn": source_arn + "-gone"}}
-    assert ops.plan_copy(sqs, unknown, request, {}) is ops.SkipReason.NO_SOURCE
+    assert plan_copy(sqs, unknown, request, {}) is SkipReason.NO_SOURCE
 
 
 def test_copies_that_cannot_be_made_are_failures(sqs: SQSClient) -> None:
     fifo = make_queues(sqs, "pay", fifo=True)
-    operator = ops.queue_info(sqs, fifo.operator)
-    request = ops.RedriveRequest(source=operator, destination=ops.queue_info(sqs, fifo.main))
+    operator = queue_info(sqs, fifo.operator)
+    request = RedriveRequest(source=operator, destination=queue_info(sqs, fifo.main))
     no_group: Any = {"MessageId": "m", "ReceiptHandle": "r", "Body": "b", "Attributes": {}}
     listed: Any = {
         **no_group,
@@ -596,8 +606,8 @@ def test_copies_that_cannot_be_made_are_failures(sqs: SQSClient) -> None:
         "MessageAttributes": {"tags": {"DataType": "String", "StringListValues": ["a"]}},
     }
 
-    assert ops.plan_copy(sqs, no_group, request, {}) is ops.FailReason.MISSING_GROUP
-    assert ops.plan_copy(sqs, listed, request, {}) is ops.FailReason.UNCOPYABLE
+    assert plan_copy(sqs, no_group, request, {}) is FailReason.MISSING_GROUP
+    assert plan_copy(sqs, listed, request, {}) is FailReason.UNCOPYABLE
 
 
 def test_redrive_from_the_dlq_stops_before_its_safety_net(

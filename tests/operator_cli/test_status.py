@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Any
 import boto3
 import pytest
 from botocore.config import Config
-from dlq_replay import ops
 from dlq_replay.cli import deployment as cli_deployment
 from dlq_replay.demo.emulator import create_queues, emulator, emulator_client
+from dlq_replay.ops.status import event_source_status
 
 from .support import Queues, assert_one_line_error, depth, park, run_cli
 
@@ -314,11 +314,11 @@ def test_event_source_state_is_read_from_lambda(aws: None) -> None:
     function = outputs["ReplayFunctionName"]
     dlq_arn = outputs["DeadLetterQueueArn"]
     (mapping,) = lam.list_event_source_mappings(FunctionName=function)["EventSourceMappings"]
-    assert ops.event_source_status(lam, function, dlq_arn).enabled
+    assert event_source_status(lam, function, dlq_arn).enabled
 
     lam.update_event_source_mapping(UUID=mapping["UUID"], Enabled=False)
 
-    state = ops.event_source_status(lam, function, dlq_arn)
+    state = event_source_status(lam, function, dlq_arn)
     assert state.found
     assert not state.enabled
-    assert not ops.event_source_status(lam, function, dlq_arn + "-other").found
+    assert not event_source_status(lam, function, dlq_arn + "-other").found

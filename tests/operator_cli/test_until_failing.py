@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from dlq_replay.ops.depth import queue_depth
+from dlq_replay.sqs.depth import queue_depth
 
 from .support import Queues, assert_one_line_error, make_queues, park, run_cli
 

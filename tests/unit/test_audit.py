@@ -20,12 +20,12 @@ import pytest
 from dlq_replay.audit import (
     Action,
     AuditError,
+    AuditOutcome,
+    AuditPhase,
     AuditRecord,
     FileAuditStore,
     Identity,
     Origin,
-    Outcome,
-    Phase,
     pair_records,
     utc_text,
 )
@@ -38,7 +38,7 @@ START = datetime(2026, 11, 29, 2, 0, tzinfo=UTC)
 CALLER = Identity("arn:aws:sts::123456789012:assumed-role/Ops/alice", "123456789012", "AROA:alice")
 
 
-def record(n: int, phase: Phase, **more: object) -> AuditRecord:
+def record(n: int, phase: AuditPhase, **more: object) -> AuditRecord:
     at = utc_text(START + timedelta(seconds=n))
     return AuditRecord(f"id{n:04d}", phase, at, at, "redrive", Origin.CLI, CALLER, **more)  # type: ignore[arg-type]
 
@@ -69,12 +69,12 @@ def test_a_record_round_trips_through_its_json(
 ) -> None:
     end = record(
         1,
-        Phase.END,
+        AuditPhase.END,
         request=request,
         tally=tally,
         selection_size=size,
         error=error,
-        outcome=Outcome.FAILED,
+        outcome=AuditOutcome.FAILED,
         exit_code=1,
         queues=("https://q/a",),
         left=left,
@@ -90,24 +90,24 @@ def test_a_file_of_anything_lists_only_records_and_never_fails(
 ) -> None:
     path = tmp_path_factory.mktemp("trail") / "audit.jsonl"
     store = FileAuditStore(path)
-    store.write(record(1, Phase.BEGIN))
+    store.write(record(1, AuditPhase.BEGIN))
     with path.open("a", encoding="utf-8") as file:
         file.write("\n".join(line.replace("\n", " ") for line in lines) + "\n")
-    store.write(record(1, Phase.END, outcome=Outcome.OK, exit_code=0))
+    store.write(record(1, AuditPhase.END, outcome=AuditOutcome.OK, exit_code=0))
 
     (action,) = store.actions()
 
-    assert action.begin == record(1, Phase.BEGIN)
+    assert action.begin == record(1, AuditPhase.BEGIN)
     assert action.end is not None
-    assert action.end.outcome is Outcome.OK
+    assert action.end.outcome is AuditOutcome.OK
 
 
 @given(count=st.integers(0, 12), limit=st.integers(1, 12), ended=st.sets(st.integers(0, 11)))
 def test_the_newest_actions_come_back_whole_and_newest_first(
     count: int, limit: int, ended: set[int]
 ) -> None:
-    records = [record(n, Phase.BEGIN) for n in range(count)]
-    records += [record(n, Phase.END, outcome=Outcome.OK) for n in ended if n < count]
+    records = [record(n, AuditPhase.BEGIN) for n in range(count)]
+    records += [record(n, AuditPhase.END, outcome=AuditOutcome.OK) for n in ended if n < count]
     newest_first = sorted(records, key=lambda r: r.sort_key, reverse=True)
 
     actions = take_actions(iter(newest_first), limit)
@@ -124,7 +124,7 @@ def test_the_newest_actions_come_back_whole_and_newest_first(
 def test_since_is_the_start_time(tmp_path: Path) -> None:
     store = FileAuditStore(tmp_path / "audit.jsonl")
     for n in (0, 10, 20):
-        store.write(record(n, Phase.BEGIN))
+        store.write(record(n, AuditPhase.BEGIN))
     since = utc_text(START + timedelta(seconds=10))
     assert [a.record.action_id for a in store.actions(since=since)] == ["id0020", "id0010"]
 
@@ -160,7 +160,7 @@ def test_the_begin_is_written_by_the_gate_and_the_end_after(tmp_path: Path) -> N
     (done,) = store.actions()
     assert done.end is not None
     assert (done.end.outcome, done.end.tally, done.end.selection_size) == (
-        Outcome.OK,
+        AuditOutcome.OK,
         {"purged": 3},
         3,
     )
@@ -195,8 +195,8 @@ def test_a_begin_that_cannot_be_written_refuses_the_action(tmp_path: Path) -> No
 def test_an_error_and_an_interrupt_are_recorded_as_such(tmp_path: Path) -> None:
     store = FileAuditStore(tmp_path / "audit.jsonl")
     for error, outcome in (
-        (RuntimeError("boom"), Outcome.ERROR),
-        (KeyboardInterrupt(), Outcome.INTERRUPTED),
+        (RuntimeError("boom"), AuditOutcome.ERROR),
+        (KeyboardInterrupt(), AuditOutcome.INTERRUPTED),
     ):
         action = recorder(store)
         action.start()
@@ -242,9 +242,14 @@ def test_an_end_that_cannot_be_written_is_said_and_the_begin_stands(tmp_path: Pa
 
 @pytest.mark.parametrize(
     ("code", "outcome"),
-    [(0, Outcome.OK), (1, Outcome.FAILED), (2, Outcome.ERROR), (130, Outcome.INTERRUPTED)],
+    [
+        (0, AuditOutcome.OK),
+        (1, AuditOutcome.FAILED),
+        (2, AuditOutcome.ERROR),
+        (130, AuditOutcome.INTERRUPTED),
+    ],
 )
-def test_the_exit_code_says_the_outcome(code: int, outcome: Outcome) -> None:
+def test_the_exit_code_says_the_outcome(code: int, outcome: AuditOutcome) -> None:
     assert outcome_of(code) is outcome
 
 
@@ -258,7 +263,7 @@ def test_an_action_held_in_a_with_block_ends_by_its_exit_code(tmp_path: Path) ->
 
     (done,) = store.actions()
     assert done.end is not None
-    assert (done.end.outcome, done.end.exit_code, done.end.left) == (Outcome.FAILED, 1, None)
+    assert (done.end.outcome, done.end.exit_code, done.end.left) == (AuditOutcome.FAILED, 1, None)
     assert action.problem is None
 
 
@@ -311,7 +316,7 @@ def test_a_stopped_action_ends_interrupted_with_its_tally_and_what_was_left(
     (done,) = store.actions()
     end = done.end
     assert end is not None
-    assert (end.outcome, end.exit_code) == (Outcome.INTERRUPTED, code)
+    assert (end.outcome, end.exit_code) == (AuditOutcome.INTERRUPTED, code)
     assert end.tally == {"moved": 4, "interrupted": "SIGINT"}
     assert end.left == "no message is left hidden"
     assert end.error == error
@@ -340,7 +345,7 @@ def test_an_abandoned_action_writes_its_end_at_once_and_only_once(tmp_path: Path
     assert len(path.read_text().splitlines()) == 2
     (done,) = store.actions()
     assert done.end is not None
-    assert (done.end.outcome, done.end.exit_code) == (Outcome.INTERRUPTED, 130)
+    assert (done.end.outcome, done.end.exit_code) == (AuditOutcome.INTERRUPTED, 130)
     assert (done.end.abandoned, done.end.left) == ("second signal (SIGINT)", "3 stay hidden")
     assert done.end.tally == {"moved": 2}
 
@@ -349,7 +354,7 @@ class Hanging(FileAuditStore):
     """A trail whose end never gets written (a DynamoDB that stopped answering)."""
 
     def write(self, record: AuditRecord) -> None:
-        if record.phase is Phase.END:
+        if record.phase is AuditPhase.END:
             threading.Event().wait(30)
         super().write(record)
 

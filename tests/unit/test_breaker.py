@@ -6,6 +6,17 @@ from __future__ import annotations
 import logging
 
 import pytest
+from dlq_replay.breaker.breaker_state import (
+    KEPT_OUTAGES,
+    BreakerState,
+    Cause,
+    Phase,
+    after_batch,
+    by_operator,
+    give_back,
+    on_tick,
+    probe_sent,
+)
 from dlq_replay.breaker.controller import TIMING_READ_SECONDS, Breaker, Evidence, Notices
 from dlq_replay.breaker.rule import (
     BreakerPolicy,
@@ -17,18 +28,7 @@ from dlq_replay.breaker.rule import (
     observe,
     outage_in_window,
 )
-from dlq_replay.breaker.state import (
-    KEPT_OUTAGES,
-    BreakerState,
-    Cause,
-    Phase,
-    after_batch,
-    by_operator,
-    give_back,
-    on_tick,
-    probe_sent,
-)
-from dlq_replay.breaker.worker import BreakerStats, MemoryStore, PollerSwitch
+from dlq_replay.breaker.worker_side import BreakerStats, MemoryStore, PollerSwitch
 from dlq_replay.core import attributes
 from dlq_replay.core.attributes import NOT_BEFORE_ATTRIBUTE
 from dlq_replay.core.decision import Action, Decision

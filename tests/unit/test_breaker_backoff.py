@@ -17,10 +17,10 @@ import random
 from dataclasses import dataclass, field
 
 import pytest
+from dlq_replay.breaker.breaker_state import BreakerState, Phase
 from dlq_replay.breaker.controller import Breaker, Evidence
 from dlq_replay.breaker.rule import QueueTiming, observe
-from dlq_replay.breaker.state import BreakerState, Phase
-from dlq_replay.breaker.worker import MemoryStore, PollerSwitch
+from dlq_replay.breaker.worker_side import MemoryStore, PollerSwitch
 from dlq_replay.core import attributes
 from dlq_replay.core.decision import Action, Decision
 from dlq_replay.core.messages import InboundMessage

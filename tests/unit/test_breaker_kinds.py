@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 
+from dlq_replay.breaker.breaker_state import BreakerState, Phase, give_back
 from dlq_replay.breaker.controller import Breaker
 from dlq_replay.breaker.rule import (
     BreakerPolicy,
@@ -17,8 +18,7 @@ from dlq_replay.breaker.rule import (
     outage_in_window,
     returned,
 )
-from dlq_replay.breaker.state import BreakerState, Phase, give_back
-from dlq_replay.breaker.worker import MemoryStore, PollerSwitch, worker_breaker
+from dlq_replay.breaker.worker_side import MemoryStore, PollerSwitch, worker_breaker
 from dlq_replay.core import attributes
 from dlq_replay.core.attributes import NOT_BEFORE_ATTRIBUTE, Attribute
 from dlq_replay.core.decision import Action, Decision

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import pytest
 from dlq_replay.breaker.controller import Breaker, Evidence
 from dlq_replay.breaker.rule import QueueTiming, observe
-from dlq_replay.breaker.worker import MemoryStore, PollerSwitch
+from dlq_replay.breaker.worker_side import MemoryStore, PollerSwitch
 from dlq_replay.core import attributes
 from dlq_replay.core.decision import Action, Decision
 from dlq_replay.core.messages import InboundMessage

@@ -82,7 +82,7 @@ def test_the_registered_module_is_the_kind_and_recognises_its_records() -> None:
 def test_a_toy_record_is_decided_delivered_and_parked_by_its_own_rules() -> None:
     s = settings()
     case = case_of(toy_record(TOY_TARGET=Attribute("String", TARGET)), s)
-    assert case.kind is KIND
+    assert case.strategy is KIND
     decision = case.decide()
     assert (decision.action, decision.destination, decision.attempt) == (
         Action.REPLAY,
@@ -92,12 +92,12 @@ def test_a_toy_record_is_decided_delivered_and_parked_by_its_own_rules() -> None
     delivery = delivery_of(case.message, case.recognised, TARGET, str(decision.attempt))
     assert (delivery.target_arn, delivery.payload, delivery.account) == (TARGET, "HELLO", ACCOUNT)
     # Its refusal that no retry changes parks now; another waits for the next attempt.
-    reason = case.kind.refusals.get(RefusalCode.NOT_AN_EVENT)
+    reason = case.strategy.refusals.get(RefusalCode.NOT_AN_EVENT)
     parked = case.after_refusal(decision, error="NotAnEvent: no", reason=reason)
     assert (parked.action, parked.reason) == (Action.PARK, ParkReason.NOT_AN_EVENT)
-    waits = case.after_refusal(decision, error="Throttled", reason=case.kind.refusals.get("T"))
+    waits = case.after_refusal(decision, error="Throttled", reason=case.strategy.refusals.get("T"))
     assert waits.action is Action.DEFER
-    copy = case.kind.copy(case.message, case.recognised, parked, s)
+    copy = case.strategy.copy(case.message, case.recognised, parked, s)
     assert copy.queue_url == OPERATOR
     assert copy.attributes[KIND_ATTRIBUTE] == Attribute("String", TOY.value)
     assert copy.attributes[TARGET_ATTRIBUTE] == Attribute("String", TARGET)

@@ -74,7 +74,7 @@ NAME_STRIPPED: list[tuple[str, Callable[[str], str]]] = [
 # ... and those that did not: a URL with a trailing slash (which queue_url_problem accepts,
 # "http://localhost:9324/queue/orders/") was named "" there; it is now named as everywhere.
 NAME_UNSTRIPPED: list[tuple[str, Callable[[str], str]]] = [
-    ("cli/trail.py, cli/pacing.py, cli/console/state.py (2)", lambda u: u.rsplit("/", 1)[-1]),
+    ("cli/trail.py, cli/pace_options.py, cli/console/state.py (2)", lambda u: u.rsplit("/", 1)[-1]),
     ("demo/emulator.py", lambda u: u.rsplit("/", maxsplit=1)[-1]),
 ]
 
@@ -119,13 +119,13 @@ def test_fifo_ness_is_what_each_inline_endswith_said(text: str) -> None:
 @example("arn:aws:sts::123456789012:assumed-role/Ops/alice")
 @example("a:b:c:d:e")
 def test_an_arns_fields_are_what_each_inline_split_said(text: str) -> None:
-    # ops/queues.py (2), cli/console/inventory.py: a queue's name.
+    # ops/queueinfo.py (2), cli/console/inventory.py: a queue's name.
     assert arn_name(text) == text.rsplit(":", 1)[-1]
     # cli/trail.py: a caller identity's resource.
     assert arn_resource(text) == text.split(":", 5)[-1]
     # engine/kinds/__init__.py: a record's account.
     assert arn_account(text) == (text.split(":")[4] if text.count(":") >= 5 else None)
-    # demo/eventbridge.py: `split(":")[4]` of a bus ARN it made itself (all six fields).
+    # demo/eventbridge_world.py: `split(":")[4]` of a bus ARN it made itself (all six fields).
     if text.count(":") >= 5:
         assert arn_account(text) == text.split(":")[4]
     # local/eventsource.py: the region; what raised IndexError raises ValueError.
@@ -151,7 +151,7 @@ def test_a_urls_region_is_what_the_inline_pattern_said(url: str) -> None:
 
 @given(QUEUE_ARN, NAME)
 def test_a_sibling_queue_arn_is_the_inline_prefix_and_name(arn: str, name: str) -> None:
-    # demo/eventbridge.py: `f"{target_arn.rsplit(':', 1)[0]}:{name}"`.
+    # demo/eventbridge_world.py: `f"{target_arn.rsplit(':', 1)[0]}:{name}"`.
     assert Arn.queue(arn).sibling(name) == f"{arn.rsplit(':', 1)[0]}:{name}"
 
 

@@ -4,7 +4,7 @@ halves on DLQ arrivals, recovers on clean checks and stops after three failing c
 from __future__ import annotations
 
 import pytest
-from dlq_replay.cli.pacing import stop_text
+from dlq_replay.cli.pace_options import stop_text
 from dlq_replay.ops.pacing import (
     MINIMUM_RATE,
     POLL_SECONDS,
@@ -14,7 +14,7 @@ from dlq_replay.ops.pacing import (
     UntilFailing,
     batch_size_for,
 )
-from dlq_replay.ops.queues import QueueInfo, RedrivePolicy
+from dlq_replay.ops.queueinfo import QueueInfo, RedrivePolicy
 
 DLQ = QueueInfo(
     url="https://sqs.us-east-1.amazonaws.com/123456789012/orders-dlq",

@@ -5,14 +5,14 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from dlq_replay.ops.depth import QueueDepth
-from dlq_replay.ops.queues import DEFAULT_RETENTION_SECONDS, QueueInfo
+from dlq_replay.ops.queueinfo import DEFAULT_RETENTION_SECONDS, QueueInfo
 from dlq_replay.ops.status import (
     EXPIRY_WARNING_SECONDS,
     QueueStatus,
     Status,
     expiry_warning,
 )
+from dlq_replay.sqs.depth import QueueDepth
 from dlq_replay.sqs.queue_age import seconds_until_expiry
 
 DAY = 86_400

@@ -15,7 +15,7 @@ from typing import Any
 from dlq_replay.audit.identity import Identity
 
 
-class Phase(StrEnum):
+class AuditPhase(StrEnum):
     BEGIN = "begin"
     END = "end"
 
@@ -27,7 +27,7 @@ class Origin(StrEnum):
     CONSOLE = "console"
 
 
-class Outcome(StrEnum):
+class AuditOutcome(StrEnum):
     OK = "ok"  # exit 0: done as asked
     FAILED = "failed"  # ran, and some of it failed (exit 1): the tally says what
     ERROR = "error"  # stopped by an error before or while it ran
@@ -44,7 +44,7 @@ class AuditRecord:
     """One record. `started_at` is the action's start, `at` when this record was written."""
 
     action_id: str
-    phase: Phase
+    phase: AuditPhase
     started_at: str
     at: str
     command: str
@@ -53,7 +53,7 @@ class AuditRecord:
     request: Mapping[str, Any] = field(default_factory=dict)  # the options as given
     queues: tuple[str, ...] = ()  # the queues it worked on, once resolved (end)
     selection_size: int | None = None  # what the selection held when the work began
-    outcome: Outcome | None = None  # end only
+    outcome: AuditOutcome | None = None  # end only
     exit_code: int | None = None
     tally: Mapping[str, Any] | None = None
     error: str | None = None
@@ -97,7 +97,7 @@ class AuditRecord:
         code = data.get("exit_code")
         return cls(
             action_id=str(data["action_id"]),
-            phase=Phase(data["phase"]),
+            phase=AuditPhase(data["phase"]),
             started_at=str(data["started_at"]),
             at=str(data["at"]),
             command=str(data["command"]),
@@ -106,7 +106,7 @@ class AuditRecord:
             request=dict(data.get("request") or {}),
             queues=tuple(str(queue) for queue in data.get("queues") or ()),
             selection_size=None if size is None else int(size),
-            outcome=None if outcome is None else Outcome(outcome),
+            outcome=None if outcome is None else AuditOutcome(outcome),
             exit_code=None if code is None else int(code),
             tally=data.get("tally"),
             error=_text(data.get("error")),
@@ -170,5 +170,5 @@ def pair_records(records: Iterable[AuditRecord]) -> list[AuditAction]:
     for record in records:
         if record.action_id not in begins and record.action_id not in ends:
             order.append(record.action_id)
-        (begins if record.phase is Phase.BEGIN else ends)[record.action_id] = record
+        (begins if record.phase is AuditPhase.BEGIN else ends)[record.action_id] = record
     return [AuditAction(begins.get(action), ends.get(action)) for action in order]

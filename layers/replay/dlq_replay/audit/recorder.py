@@ -28,7 +28,7 @@ from types import TracebackType
 from typing import Any
 
 from dlq_replay.audit.identity import Identity
-from dlq_replay.audit.model import AuditRecord, Origin, Outcome, Phase, utc_text
+from dlq_replay.audit.model import AuditOutcome, AuditPhase, AuditRecord, Origin, utc_text
 from dlq_replay.audit.store import AuditStore
 
 EXIT_OK, EXIT_FAILED = 0, 1
@@ -53,12 +53,12 @@ def _plain(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}"
 
 
-def outcome_of(exit_code: int) -> Outcome:
+def outcome_of(exit_code: int) -> AuditOutcome:
     if exit_code == EXIT_OK:
-        return Outcome.OK
+        return AuditOutcome.OK
     if exit_code >= SIGNAL_EXITS:
-        return Outcome.INTERRUPTED
-    return Outcome.FAILED if exit_code == EXIT_FAILED else Outcome.ERROR
+        return AuditOutcome.INTERRUPTED
+    return AuditOutcome.FAILED if exit_code == EXIT_FAILED else AuditOutcome.ERROR
 
 
 def interrupt_code(error: KeyboardInterrupt) -> int:
@@ -88,7 +88,7 @@ class Action:
         self.started = _now()
         self.begin = AuditRecord(
             action_id=uuid.uuid4().hex,
-            phase=Phase.BEGIN,
+            phase=AuditPhase.BEGIN,
             started_at=utc_text(self.started),
             at=utc_text(self.started),
             command=command,
@@ -249,19 +249,19 @@ class Action:
     def _end_record(self, exit_code: int | None, error: BaseException | None) -> AuditRecord:
         text: str | None = None
         if isinstance(error, KeyboardInterrupt):
-            outcome, exit_code = Outcome.INTERRUPTED, interrupt_code(error)
+            outcome, exit_code = AuditOutcome.INTERRUPTED, interrupt_code(error)
             text = self._describe(error)
         elif error is not None:
-            outcome, text = Outcome.ERROR, self._describe(error)
+            outcome, text = AuditOutcome.ERROR, self._describe(error)
         else:
             exit_code = EXIT_OK if exit_code is None else exit_code
             if self.stop is not None and self.stop.is_set() and exit_code < SIGNAL_EXITS:
                 exit_code = EXIT_STOPPED
             outcome = outcome_of(exit_code)
-        stopped = outcome is Outcome.INTERRUPTED
+        stopped = outcome is AuditOutcome.INTERRUPTED
         return replace(
             self.begin,
-            phase=Phase.END,
+            phase=AuditPhase.END,
             at=utc_text(_now()),
             outcome=outcome,
             exit_code=exit_code,

@@ -20,17 +20,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from aws_lambda_powertools.metrics import MetricUnit
 
-from dlq_replay.breaker.rule import (
-    NOTHING_KNOWN,
-    BreakerPolicy,
-    Counts,
-    Known,
-    QueueTiming,
-    in_window,
-    outage_in_window,
-    returned,
-)
-from dlq_replay.breaker.state import (
+from dlq_replay.breaker.breaker_state import (
     BreakerState,
     Cause,
     Phase,
@@ -41,6 +31,16 @@ from dlq_replay.breaker.state import (
     held_back,
     on_tick,
     probe_sent,
+)
+from dlq_replay.breaker.rule import (
+    NOTHING_KNOWN,
+    BreakerPolicy,
+    Counts,
+    Known,
+    QueueTiming,
+    in_window,
+    outage_in_window,
+    returned,
 )
 from dlq_replay.core.messages import InboundMessage
 from dlq_replay.core.notices import ParkNotice
@@ -61,7 +61,7 @@ TIMING_READ_SECONDS = 300.0
 
 
 class BreakerStore(Protocol):
-    """Where the state and the window live (`breaker.dynamo`, `breaker.worker`)."""
+    """Where the state and the window live (`breaker.dynamo`, `breaker.worker_side`)."""
 
     def record(self, events: Sequence[tuple[float, Counts]]) -> None: ...
     def read(

@@ -15,9 +15,9 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from dlq_replay.targets.dynamo_items import from_item, to_item
+from dlq_replay.breaker.breaker_state import BreakerState
 from dlq_replay.breaker.rule import BreakerPolicy, Counts
-from dlq_replay.breaker.state import BreakerState
+from dlq_replay.targets.dynamo_items import from_item, to_item
 
 PARTITION = "breaker"
 STATE_KEY = "x#state"

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 
+from dlq_replay.breaker.breaker_state import BreakerState, Phase
 from dlq_replay.breaker.controller import Breaker, Clock, Evidence, Notices
 from dlq_replay.breaker.dynamo import TABLE_VARIABLE, DynamoBreakerStore
 from dlq_replay.breaker.evidence import (
@@ -27,7 +28,6 @@ from dlq_replay.breaker.evidence import (
     main_queue_timing,
 )
 from dlq_replay.breaker.rule import NOTHING_KNOWN, NOTHING_REFUSED, Known, observe
-from dlq_replay.breaker.state import BreakerState, Phase
 from dlq_replay.breaker.switch import MappingSwitch, ProbeRule
 from dlq_replay.core.backoff import MAX_SQS_DELAY_SECONDS
 from dlq_replay.core.messages import InboundMessage

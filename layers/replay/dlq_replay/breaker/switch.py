@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from dlq_replay.breaker.state import BreakerState, Phase
+from dlq_replay.breaker.breaker_state import BreakerState, Phase
 
 if TYPE_CHECKING:
     from mypy_boto3_lambda import LambdaClient

@@ -25,7 +25,7 @@ from dlq_replay.cli.purge import add_confirm_option, confirmed_queue
 from dlq_replay.cli.selection import add_selection_options, selector_from
 from dlq_replay.cli.shutdown import Shutdown, hidden_until_text
 from dlq_replay.ops.deleting import Deleter, DeleteRequest, DeleteTally
-from dlq_replay.ops.queues import QueueInfo
+from dlq_replay.ops.queueinfo import QueueInfo
 from dlq_replay.sqs.depth import queue_depth
 
 

@@ -5,12 +5,15 @@ the command says of their deliveries."""
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-from dlq_replay import ops
 from dlq_replay.cli.errors import EXIT_USAGE, CommandError
 from dlq_replay.cli.output import TallyRow, plural
 from dlq_replay.cli.parsing import JoinedValues, SettingType
 from dlq_replay.core.settings import SETTING
+
+if TYPE_CHECKING:
+    from dlq_replay.ops.redrive import RedriveTally
 
 _TARGETS = SETTING["REPLAY_TARGET_ARNS"]
 
@@ -43,7 +46,7 @@ def target_arns_of(args: argparse.Namespace, *, to_source: bool) -> frozenset[st
     return targets
 
 
-def delivery_rows(tally: ops.RedriveTally) -> list[TallyRow]:
+def delivery_rows(tally: RedriveTally) -> list[TallyRow]:
     """The records delivered (or that a dry run would deliver), by target: under 'moved'."""
     if not tally.delivered:
         return []
@@ -51,7 +54,7 @@ def delivery_rows(tally: ops.RedriveTally) -> list[TallyRow]:
     return [{f"{verb} {arn}": n for arn, n in tally.delivered.items()}]
 
 
-def delivery_lines(tally: ops.RedriveTally) -> list[str]:
+def delivery_lines(tally: RedriveTally) -> list[str]:
     """Each refusal's first message, by code; what a dry run did not do."""
     lines = [f"refused {code}: {message}" for code, message in sorted(tally.errors.items())]
     if tally.dry_run and tally.delivered:
@@ -59,9 +62,11 @@ def delivery_lines(tally: ops.RedriveTally) -> list[str]:
     return lines
 
 
-def targets_needed(tally: ops.RedriveTally) -> str | None:
+def targets_needed(tally: RedriveTally) -> str | None:
     """The one-line reason why records of serverless kinds stayed: no --target-arn."""
-    left = tally.skips.get(ops.SkipReason.NO_TARGETS, 0)
+    from dlq_replay.ops.redrive import SkipReason  # late: `redrive --help` needs none of it
+
+    left = tally.skips.get(SkipReason.NO_TARGETS, 0)
     if not left:
         return None
     return (

@@ -136,7 +136,7 @@ def operator_command(run: Run) -> Run:
     """Turn the logic's refusals (OpsError) into the CLI's one-line errors."""
     # Imported here, with the operations that raise it: importing it loads every operation
     # (their package's names), which a command without any (the worker) need not pay for.
-    from dlq_replay.ops.errors import OpsError, QueueNotFoundError
+    from dlq_replay.ops.opserror import OpsError, QueueNotFoundError
 
     @functools.wraps(run)
     def wrapper(args: argparse.Namespace) -> int:

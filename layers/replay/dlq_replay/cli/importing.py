@@ -30,11 +30,11 @@ from dlq_replay.cli.output import (
     print_json,
     progress_bars,
 )
-from dlq_replay.cli.pacing import add_pace_options, pace_line, stop_text, until_failing_from
+from dlq_replay.cli.pace_options import add_pace_options, pace_line, stop_text, until_failing_from
 from dlq_replay.cli.parsing import Subparsers, readable_file
 from dlq_replay.cli.shutdown import Shutdown
 from dlq_replay.ops.importing import Importer, ImportRequest, ImportTally
-from dlq_replay.ops.queues import queue_info
+from dlq_replay.ops.queueinfo import queue_info
 
 
 def register(subparsers: Subparsers) -> None:

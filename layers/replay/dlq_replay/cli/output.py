@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
 
-    from dlq_replay.ops.queues import QueueInfo
+    from dlq_replay.ops.queueinfo import QueueInfo
 
 # A row of a tally: (label, count); a Mapping after a row breaks it down by code, indented.
 TallyRow = tuple[str, int] | Mapping[str, int]

@@ -20,7 +20,7 @@ from dlq_replay.cli.output import make_console, print_json
 from dlq_replay.cli.parsing import Subparsers, positive_number
 from dlq_replay.ops.breaker import operator_took_over
 from dlq_replay.ops.pause import PauseResult, set_event_source, wait_for_state
-from dlq_replay.ops.queues import queue_info
+from dlq_replay.ops.queueinfo import queue_info
 from dlq_replay.ops.stack import Deployment
 
 _TARGET = (

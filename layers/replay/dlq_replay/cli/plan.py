@@ -27,7 +27,7 @@ from dlq_replay.core.backoff import BackoffPolicy
 from dlq_replay.core.queues import is_fifo_url, queue_name
 from dlq_replay.core.settings import SETTING
 from dlq_replay.local.answers import ForeignAnswerError
-from dlq_replay.ops.errors import OpsError
+from dlq_replay.ops.opserror import OpsError
 from dlq_replay.ops.plan import (
     DEFAULT_MAIN_MAX_RECEIVE_COUNT,
     MAIN_MAX_RECEIVE_COUNT_LIMIT,
@@ -38,7 +38,7 @@ from dlq_replay.ops.plan import (
     backoff_plan,
     consumer_backoff_plan,
 )
-from dlq_replay.ops.queues import queue_info
+from dlq_replay.ops.queueinfo import queue_info
 from dlq_replay.ops.stack import STACK_OUTPUTS, function_environment, stack_outputs
 
 # The settings `plan` reads (the worker's names), and the short names it took before, which

@@ -13,7 +13,7 @@ from dlq_replay.cli.errors import EXIT_OK, EXIT_USAGE, CommandError, operator_co
 from dlq_replay.cli.output import make_console, plural, print_json
 from dlq_replay.cli.parsing import Subparsers
 from dlq_replay.ops.purge import PURGE_INTERVAL_SECONDS, PurgeResult, depth_before_purge, purge
-from dlq_replay.ops.queues import QueueInfo, queue_info
+from dlq_replay.ops.queueinfo import QueueInfo, queue_info
 
 
 def add_confirm_option(parser: argparse.ArgumentParser, what: str) -> None:

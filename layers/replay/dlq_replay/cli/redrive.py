@@ -8,10 +8,11 @@ import os
 from dataclasses import asdict
 from typing import TYPE_CHECKING
 
+from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from dlq_replay import ops
-from dlq_replay.cli.auditing import add_audit_option, audit_tally, audited, gate
+from dlq_replay import audit
+from dlq_replay.cli.auditing import add_audit_option, audited
 from dlq_replay.cli.delivering import (
     add_target_option,
     target_arns_of,
@@ -32,7 +33,7 @@ from dlq_replay.cli.errors import (
     one_line,
     operator_command,
 )
-from dlq_replay.cli.options import BUDGET_HELP, make_deliverer
+from dlq_replay.cli.options import BUDGET_HELP, INTERACTIVE_CONFIG, make_deliverer
 from dlq_replay.cli.output import (
     destination_name,
     make_console,
@@ -41,14 +42,32 @@ from dlq_replay.cli.output import (
     print_json,
     progress_bars,
 )
-from dlq_replay.cli.pacing import add_pace_options, stop_text, until_failing_from
+from dlq_replay.cli.pace_options import add_pace_options, stop_text, until_failing_from
 from dlq_replay.cli.parsing import Subparsers, int_between, positive_number
-from dlq_replay.cli.redrive_tally import nothing_movable, print_tally, redrive_json, skips_text
+from dlq_replay.cli.redrive_tally import (
+    mode_text,
+    nothing_movable,
+    print_tally,
+    redrive_json,
+    skips_text,
+)
 from dlq_replay.cli.selection import add_selection_options, selector_from
 from dlq_replay.cli.shutdown import Shutdown, interrupted, leftover_text
 from dlq_replay.core.settings import SETTING, SettingsError
-from dlq_replay.local.answers import HtmlAnswerError
+from dlq_replay.local.answers import ForeignAnswerError
+from dlq_replay.ops.clientmove import prepare
+from dlq_replay.ops.movetask import MoveTask, start_move_task, wait_move_task
 from dlq_replay.ops.preflight import preflight
+from dlq_replay.ops.redrive import (
+    DEFAULT_CONCURRENCY,
+    MAX_CONCURRENCY,
+    MoveMode,
+    RedriveRequest,
+    RedriveTally,
+    both_allow,
+    choose_mode,
+)
+from dlq_replay.sqs import client as sqs_clients
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -85,15 +104,18 @@ def register(subparsers: Subparsers) -> None:
     )
     add_target_option(parser)
     parser.add_argument(
-        "--limit", type=int_between(1, 1_000_000), help="move at most N messages (client-side)"
+        "--limit",
+        type=int_between(1, 1_000_000),
+        metavar="N",
+        help="move at most N messages (client-side)",
     )
     add_pace_options(parser)
     parser.add_argument(
         "--concurrency",
-        type=int_between(1, ops.MAX_CONCURRENCY),
+        type=int_between(1, MAX_CONCURRENCY),
         metavar="N",
         help="client-side: batches of 10 in flight at once; --rate still bounds the total "
-        f"(default: {ops.DEFAULT_CONCURRENCY}, with --until-failing 1, so no batch waits long "
+        f"(default: {DEFAULT_CONCURRENCY}, with --until-failing 1, so no batch waits long "
         "for its turn)",
     )
     parser.add_argument(
@@ -117,7 +139,8 @@ def register(subparsers: Subparsers) -> None:
         "--poll-seconds",
         type=positive_number,
         default=5.0,
-        help="how often --wait asks SQS (default 5)",
+        metavar="SECONDS",
+        help="how often --wait asks SQS",
     )
     parser.add_argument(
         "--client-side",
@@ -128,19 +151,27 @@ def register(subparsers: Subparsers) -> None:
         "--hide-seconds",
         type=int_between(1, 43_200),
         default=120,
+        metavar="SECONDS",
         help="visibility timeout of received messages: messages not moved stay hidden while "
         "the run lasts and are made visible again when it ends; after a crash they come back "
-        "by themselves after this long (default 120)",
+        "by themselves after this long",
     )
     add_selection_options(parser)
     add_receive_options(parser)
     add_audit_option(parser)
     add_operator_options(parser, run_redrive)
+    # The moves' client: botocore's per-call work is the move's CPU (`lean`), and a connection
+    # kept for each batch in flight.
+    parser.set_defaults(
+        _sqs_config=sqs_clients.lean(INTERACTIVE_CONFIG).merge(
+            Config(max_pool_connections=MAX_CONCURRENCY)
+        )
+    )
 
 
 @operator_command
 @audited("redrive")
-def run_redrive(args: argparse.Namespace) -> int:
+def run_redrive(args: argparse.Namespace, action: audit.Action) -> int:
     target = resolve_target(args)
     sqs = target.sqs
     source_url = target.queue(args.source, "--from")
@@ -154,14 +185,14 @@ def run_redrive(args: argparse.Namespace) -> int:
         sqs, source_url, destination_url, sources=not args.client_side, meanwhile=_load_move
     )
     source, destination = known.source, known.destination
-    request = ops.RedriveRequest(
+    request = RedriveRequest(
         source=source,
         destination=destination,
         limit=args.limit,
         rate=args.rate,
         reset_count=args.reset_count,
         keep=args.keep,
-        concurrency=args.concurrency or (1 if args.until_failing else ops.DEFAULT_CONCURRENCY),
+        concurrency=args.concurrency or (1 if args.until_failing else DEFAULT_CONCURRENCY),
         selector=selector_from(args),
         dry_run=args.dry_run,
         count_attribute=target.count_attribute() if args.reset_count else "",
@@ -173,18 +204,18 @@ def run_redrive(args: argparse.Namespace) -> int:
         stack_targets=stack_targets_of(target, target_arns),
         accepted_kinds=target.accepted_kinds(),
     )
-    choice = ops.choose_mode(
+    choice = choose_mode(
         sqs, request, client_side=args.client_side, sources=known.dead_letter_sources
     )
     if not args.json:
         note(f"{choice.mode.value} move: {mode_text(choice, request.source)}")
     approximate = known.depth.visible
-    gate(args, queues=_queues_of(request), selection_size=approximate)
-    if choice.mode is ops.MoveMode.NATIVE:
-        return _native_redrive(args, sqs, request, approximate)
+    action.gate(queues=_queues_of(request), selection_size=approximate)
+    if choice.mode is MoveMode.NATIVE:
+        return _native_redrive(args, action, sqs, request, approximate)
     if args.wait:
         note("--wait only applies to a native move task; a client-side move ends when done")
-    return _client_redrive(args, sqs, request, approximate)
+    return _client_redrive(args, action, sqs, request, approximate)
 
 
 def _load_move() -> None:
@@ -213,7 +244,7 @@ def stack_targets_of(target: Target, listed: frozenset[str]) -> frozenset[str] |
     except SettingsError as error:
         allowed = frozenset()
         note(f"--target-arn: the stack's targets are unreadable ({error}): delivering to none")
-    kept = ops.both_allow(listed, allowed)
+    kept = both_allow(listed, allowed)
     dropped = sorted(listed - kept)
     if dropped:
         narrowed = sorted(kept - listed)
@@ -226,7 +257,11 @@ def stack_targets_of(target: Target, listed: frozenset[str]) -> frozenset[str] |
 
 
 def _native_redrive(
-    args: argparse.Namespace, sqs: SQSClient, request: ops.RedriveRequest, approximate: int
+    args: argparse.Namespace,
+    action: audit.Action,
+    sqs: SQSClient,
+    request: RedriveRequest,
+    approximate: int,
 ) -> int:
     source, destination = request.source, request.destination
     target = destination_name(destination)
@@ -248,16 +283,16 @@ def _native_redrive(
             )
         return EXIT_OK
     try:
-        handle = ops.start_move_task(
+        handle = start_move_task(
             sqs, source.arn, destination.arn if destination else None, request.rate
         )
-    except (ClientError, HtmlAnswerError) as error:
+    except (ClientError, ForeignAnswerError) as error:
         message, code = one_line(error)
         if "HTTP" in message:
             message += " (an emulator may lack message move tasks: rerun with --client-side)"
         raise CommandError(message, code) from None
     if not args.wait:
-        audit_tally(args, {"mode": "native", "task_handle": handle, "status": "RUNNING"})
+        action.tally({"mode": "native", "task_handle": handle, "status": "RUNNING"})
         if args.json:
             print_json({"mode": "native", "task_handle": handle, "status": "RUNNING"})
         else:
@@ -271,19 +306,19 @@ def _native_redrive(
         with progress_bars(args) as progress:
             bar = progress.add_task(f"moving {source.name} -> {target}", total=approximate or None)
 
-            def show(task: ops.MoveTask) -> None:
+            def show(task: MoveTask) -> None:
                 progress.update(bar, completed=task.moved, total=task.to_move or None)
 
-            task = ops.wait_move_task(
-                sqs, source.arn, poll_seconds=args.poll_seconds, on_progress=show
-            )
+            task = wait_move_task(sqs, source.arn, poll_seconds=args.poll_seconds, on_progress=show)
     except KeyboardInterrupt as stop:
+        action.tally({"mode": "native", "task_handle": handle, "status": "RUNNING"})
+        action.leftover(f"the move task {handle} goes on in SQS")
         raise interrupted(
             stop,
             "stopped waiting; the move task goes on in SQS (cancel it with `aws sqs "
             f"cancel-message-move-task --task-handle {handle}`)",
         ) from None
-    audit_tally(args, {"mode": "native", "task_handle": handle, **asdict(task)})
+    action.tally({"mode": "native", "task_handle": handle, **asdict(task)})
     if args.json:
         print_json({"mode": "native", "task_handle": handle, **asdict(task)})
     else:
@@ -296,14 +331,18 @@ def _native_redrive(
 
 
 def _client_redrive(
-    args: argparse.Namespace, sqs: SQSClient, request: ops.RedriveRequest, approximate: int
+    args: argparse.Namespace,
+    action: audit.Action,
+    sqs: SQSClient,
+    request: RedriveRequest,
+    approximate: int,
 ) -> int:
     total = min(approximate, request.limit) if request.limit else approximate
     verb = "looking at" if request.dry_run else "moving"
-    shutdown = Shutdown()
+    shutdown = Shutdown(audit=action)
     # A dry run calls no target: it only says what would be delivered where.
     delivers = request.target_arns and not request.dry_run
-    move = ops.prepare(
+    move = prepare(
         sqs,
         request,
         stop=shutdown.stop,
@@ -312,11 +351,12 @@ def _client_redrive(
     with progress_bars(args) as progress:
         bar = progress.add_task(f"{verb} {request.source.name}", total=total or None)
 
-        def show(tally: ops.RedriveTally) -> None:
+        def show(tally: RedriveTally) -> None:
             progress.update(bar, completed=tally.seen, total=max(total, tally.seen) or None)
 
         def report(why: str) -> None:
             snapshot, left = move.abandoned()
+            action.tally(redrive_json(snapshot, request, shutdown))
             if args.json:
                 print_json(
                     {
@@ -335,7 +375,8 @@ def _client_redrive(
         )
     if tally.stopped:
         note(stop_text(tally.stopped))
-    audit_tally(args, redrive_json(tally, request, shutdown))
+    action.tally(redrive_json(tally, request, shutdown))
+    action.leftover(leftover_text(move.leftover(), "source queue"))
     if args.json:
         print_json(redrive_json(tally, request, shutdown))
     else:
@@ -354,29 +395,6 @@ def _client_redrive(
     return EXIT_FAILED if tally.failed or tally.sent_not_deleted or tally.stopped else EXIT_OK
 
 
-def _queues_of(request: ops.RedriveRequest) -> tuple[str, ...]:
+def _queues_of(request: RedriveRequest) -> tuple[str, ...]:
     destination = request.destination.url if request.destination else "source"
     return (request.source.url, destination)
-
-
-def mode_text(choice: ops.ModeChoice, source: ops.QueueInfo) -> str:
-    """Why this mode, for the user."""
-    if choice.reason is ops.ModeReason.ASKED:
-        return "client-side move asked for"
-    if choice.reason is ops.ModeReason.REWRITES:
-        asked = ", ".join(_REWRITE_FLAGS[rewrite] for rewrite in choice.rewrites)
-        return f"{asked}: only a client-side move can do that"
-    if choice.reason is ops.ModeReason.NOT_A_DLQ:
-        return f"{source.name} is no queue's DLQ, so StartMessageMoveTask does not take it"
-    return f"{source.name} is a DLQ: SQS's own move task applies"
-
-
-_REWRITE_FLAGS = {
-    ops.Rewrite.RESET_COUNT: "--reset-count",
-    ops.Rewrite.KEEP: "--keep",
-    ops.Rewrite.FILTER_REASON: "--filter-reason",
-    ops.Rewrite.SELECTION: "a selection",
-    ops.Rewrite.LIMIT: "--limit",
-    ops.Rewrite.UNTIL_FAILING: "--until-failing",
-    ops.Rewrite.DELIVER: "--target-arn",
-}

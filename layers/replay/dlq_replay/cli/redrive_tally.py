@@ -1,12 +1,11 @@
-"""What a client-side redrive says when it ends: its tally as a table and as JSON, and
-whether nothing could be moved (exit 1)."""
+"""What a redrive says: why it moves natively or client-side, and, when a client-side move
+ends, its tally as a table and as JSON, and whether nothing could be moved (exit 1)."""
 
 from __future__ import annotations
 
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-from dlq_replay import ops
 from dlq_replay.cli.delivering import (
     delivery_lines,
     delivery_rows,
@@ -17,26 +16,28 @@ from dlq_replay.cli.output import (
     destination_name,
     make_console,
 )
-from dlq_replay.cli.pacing import pace_line, stop_text
+from dlq_replay.cli.pace_options import pace_line, stop_text
 from dlq_replay.cli.shutdown import Shutdown, hidden_until_text
+from dlq_replay.ops.redrive import NOT_ROUTED, ModeReason, Rewrite
 
 if TYPE_CHECKING:
-    pass
+    from dlq_replay.ops.queueinfo import QueueInfo
+    from dlq_replay.ops.redrive import ModeChoice, RedriveRequest, RedriveTally
 
 
-def nothing_movable(tally: ops.RedriveTally) -> bool:
+def nothing_movable(tally: RedriveTally) -> bool:
     """Messages were there and none could be moved (`--to source` with no source or target on
     any): a failure to a script, not a success with nothing to do."""
-    not_routed = sum(tally.skips.get(reason, 0) for reason in ops.NOT_ROUTED)
+    not_routed = sum(tally.skips.get(reason, 0) for reason in NOT_ROUTED)
     return not_routed > 0 and tally.moved == 0 and not tally.sent_not_deleted
 
 
-def skips_text(tally: ops.RedriveTally) -> str:
+def skips_text(tally: RedriveTally) -> str:
     return ", ".join(f"{count} {reason}" for reason, count in sorted(tally.skips.items()))
 
 
 def redrive_json(
-    tally: ops.RedriveTally, request: ops.RedriveRequest, shutdown: Shutdown | None = None
+    tally: RedriveTally, request: RedriveRequest, shutdown: Shutdown | None = None
 ) -> dict[str, Any]:
     return {
         "mode": "client",
@@ -56,13 +57,13 @@ def redrive_json(
 SENT_NOT_DELETED = "sent, original not deleted (a rerun sends them again)"
 
 
-def _moved_word(tally: ops.RedriveTally, request: ops.RedriveRequest) -> str:
+def _moved_word(tally: RedriveTally, request: RedriveRequest) -> str:
     if request.keep:
         return "would copy" if tally.dry_run else "copied (originals kept)"
     return "would move" if tally.dry_run else "moved (sent and deleted)"
 
 
-def print_tally(tally: ops.RedriveTally, request: ops.RedriveRequest, shutdown: Shutdown) -> None:
+def print_tally(tally: RedriveTally, request: RedriveRequest, shutdown: Shutdown) -> None:
     console = make_console()
     target = destination_name(request.destination)
     heading = f"{'dry run: ' if tally.dry_run else ''}{request.source.name} -> {target}"
@@ -76,7 +77,7 @@ def print_tally(tally: ops.RedriveTally, request: ops.RedriveRequest, shutdown: 
         console.print("rerun to continue: nothing is lost")
 
 
-def tally_rows(tally: ops.RedriveTally, request: ops.RedriveRequest) -> list[TallyRow]:
+def tally_rows(tally: RedriveTally, request: RedriveRequest) -> list[TallyRow]:
     """The tally's rows, as the table shows them (the console shows the same rows)."""
     rows: list[TallyRow] = [(_moved_word(tally, request), tally.moved)]
     rows += delivery_rows(tally)
@@ -96,7 +97,7 @@ def tally_rows(tally: ops.RedriveTally, request: ops.RedriveRequest) -> list[Tal
     return rows
 
 
-def tally_lines(tally: ops.RedriveTally) -> list[str]:
+def tally_lines(tally: RedriveTally) -> list[str]:
     """What the tally's table is followed by: what stays hidden, what a dry run did not do,
     each refusal, the pace, what to do about failures."""
     lines: list[str] = []
@@ -110,3 +111,26 @@ def tally_lines(tally: ops.RedriveTally) -> list[str]:
     if tally.failed:
         lines.append("failed messages are still in the source queue: rerun to retry them")
     return lines
+
+
+def mode_text(choice: ModeChoice, source: QueueInfo) -> str:
+    """Why this mode, for the user."""
+    if choice.reason is ModeReason.ASKED:
+        return "client-side move asked for"
+    if choice.reason is ModeReason.REWRITES:
+        asked = ", ".join(_REWRITE_FLAGS[rewrite] for rewrite in choice.rewrites)
+        return f"{asked}: only a client-side move can do that"
+    if choice.reason is ModeReason.NOT_A_DLQ:
+        return f"{source.name} is no queue's DLQ, so StartMessageMoveTask does not take it"
+    return f"{source.name} is a DLQ: SQS's own move task applies"
+
+
+_REWRITE_FLAGS = {
+    Rewrite.RESET_COUNT: "--reset-count",
+    Rewrite.KEEP: "--keep",
+    Rewrite.FILTER_REASON: "--filter-reason",
+    Rewrite.SELECTION: "a selection",
+    Rewrite.LIMIT: "--limit",
+    Rewrite.UNTIL_FAILING: "--until-failing",
+    Rewrite.DELIVER: "--target-arn",
+}

@@ -7,8 +7,7 @@ import time
 from dataclasses import asdict
 from typing import Any
 
-from dlq_replay import ops
-from dlq_replay.breaker.state import Phase
+from dlq_replay.breaker.breaker_state import Phase
 
 # `clients.make_client` is looked up at call time: the tests hand the command emulator clients.
 from dlq_replay.cli import deployment as clients
@@ -16,7 +15,10 @@ from dlq_replay.cli.deployment import add_operator_options, function_settings, r
 from dlq_replay.cli.errors import EXIT_OK, operator_command
 from dlq_replay.cli.output import duration, make_console, print_json
 from dlq_replay.cli.parsing import Subparsers, int_between
-from dlq_replay.ops.status import status
+from dlq_replay.ops.breaker import BreakerStatus, breaker_status
+from dlq_replay.ops.recognition import ALL_KINDS
+from dlq_replay.ops.stack import Deployment
+from dlq_replay.ops.status import EventSourceStatus, KindSample, QueueStatus, Status, status
 
 
 def register(subparsers: Subparsers) -> None:
@@ -58,13 +60,13 @@ def run_status(args: argparse.Namespace) -> int:
         lam=lam,
         sample=args.sample,
         replay_targets=resolved.replay_targets() if args.sample else frozenset(),
-        accepted_kinds=resolved.accepted_kinds() if args.sample else ops.ALL_KINDS,
+        accepted_kinds=resolved.accepted_kinds() if args.sample else ALL_KINDS,
     )
     kinds = kinds_json(function_settings(args, deployment), result.kinds)
     breaker = None
     if lam is not None and deployment.function_name:
         dynamodb = clients.make_client(args, "dynamodb")
-        breaker = ops.breaker_status(lam, dynamodb, deployment.function_name)
+        breaker = breaker_status(lam, dynamodb, deployment.function_name)
     now = time.time()
     if args.json:
         print_json(
@@ -119,7 +121,7 @@ def run_status(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def kinds_json(settings: dict[str, str], sample: ops.KindSample | None) -> dict[str, Any]:
+def kinds_json(settings: dict[str, str], sample: KindSample | None) -> dict[str, Any]:
     """The kinds the function accepts, its targets (from its settings, when read) and the
     DLQ's sample (with --sample)."""
     targets = settings.get("REPLAY_TARGET_ARNS", "")
@@ -151,7 +153,7 @@ def kinds_lines(kinds: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _expires_cell(queue: ops.QueueStatus) -> str:
+def _expires_cell(queue: QueueStatus) -> str:
     """Time left before SQS deletes the oldest message; marked `!` under a day."""
     if queue.expires_in_seconds is None:
         return "-"
@@ -164,7 +166,7 @@ def _left(seconds: float) -> str:
     return duration(int(seconds))
 
 
-def expiry_warnings(result: ops.Status) -> list[str]:
+def expiry_warnings(result: Status) -> list[str]:
     """One line per queue whose oldest message SQS deletes within a day, with what to do."""
     return [
         f"WARNING: the oldest message in the {queue.role} queue {queue.queue.name} expires in "
@@ -187,11 +189,11 @@ def _expiry_advice(role: str) -> str:
     return "the consumer is not draining the queue"
 
 
-def _title(deployment: ops.Deployment) -> str:
+def _title(deployment: Deployment) -> str:
     return f"stack {deployment.stack}" if deployment.stack else "queues"
 
 
-def _event_source_line(source: ops.EventSourceStatus | None) -> str:
+def _event_source_line(source: EventSourceStatus | None) -> str:
     if source is None:
         return "event source: not checked (pass --stack NAME or --function-name)"
     if source.function_missing:
@@ -209,7 +211,7 @@ def _event_source_line(source: ops.EventSourceStatus | None) -> str:
     return f"event source: {source.function_name} on the DLQ is {state} ({', '.join(details)})"
 
 
-def status_json(result: ops.Status, deployment: ops.Deployment) -> dict[str, Any]:
+def status_json(result: Status, deployment: Deployment) -> dict[str, Any]:
     return {
         "stack": deployment.stack,
         "queues": [
@@ -239,13 +241,13 @@ def status_json(result: ops.Status, deployment: ops.Deployment) -> dict[str, Any
     }
 
 
-def _waiting(result: ops.Status) -> int | None:
+def _waiting(result: Status) -> int | None:
     """Messages in the DLQ (visible, in flight, delayed): what the breaker holds back."""
     dlq = next((q for q in result.queues if q.role == "dlq"), None)
     return dlq.depth.total if dlq else None
 
 
-def breaker_line(status: ops.BreakerStatus, waiting: int | None, now: float) -> str:
+def breaker_line(status: BreakerStatus, waiting: int | None, now: float) -> str:
     """One line: the breaker's state, since when, the next probe, and what waits."""
     state = status.state
     if status.note or state is None:
@@ -266,9 +268,7 @@ def breaker_line(status: ops.BreakerStatus, waiting: int | None, now: float) -> 
     return f"outage breaker: HALF-OPEN {since} ({doing}){wait}"
 
 
-def breaker_json(
-    status: ops.BreakerStatus | None, result: ops.Status, now: float
-) -> dict[str, Any] | None:
+def breaker_json(status: BreakerStatus | None, result: Status, now: float) -> dict[str, Any] | None:
     if status is None:
         return None
     state = status.state

@@ -118,7 +118,7 @@ def run_worker_command(args: argparse.Namespace) -> int:
 
     from dlq_replay.cli.errors import CommandError
     from dlq_replay.cli.shutdown import Shutdown
-    from dlq_replay.local.worker import (
+    from dlq_replay.local.worker_loop import (
         StartError,
         WorkerOptions,
         delivers,

@@ -21,7 +21,7 @@ from dlq_replay.demo.emulator import (
     emulator_session,
     sqs_emulator,
 )
-from dlq_replay.demo.eventbridge import (
+from dlq_replay.demo.eventbridge_world import (
     Fate,
     consume_target,
     create_wiring,
@@ -99,7 +99,7 @@ def eventbridge_demo(
     serve: Callable[[], AbstractContextManager[SqsEmulator]] = sqs_emulator,
 ) -> EventBridgeResult:
     """Run it on the emulator `serve` starts; the rates of `options` choose each event's fate
-    (demo/eventbridge.py's `plan_events`)."""
+    (demo/eventbridge_world.py's `plan_events`)."""
     rng = random.Random(options.seed)  # noqa: S311 - demo data, not cryptography
     tally = Tally()
     timeout = settle_timeout(options)

@@ -15,7 +15,7 @@ from dataclasses import replace
 from dlq_replay.aws_lambda.replay import LambdaReplay
 from dlq_replay.breaker.evidence import QueueTotals, dlq_depth, main_queue_timing
 from dlq_replay.breaker.function import longest_delay
-from dlq_replay.breaker.worker import BreakerStats, worker_breaker
+from dlq_replay.breaker.worker_side import BreakerStats, worker_breaker
 from dlq_replay.consumer import ConsumerSettings
 from dlq_replay.core.backoff import BackoffPolicy, Jitter
 from dlq_replay.core.decision import Action

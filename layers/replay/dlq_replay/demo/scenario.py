@@ -32,8 +32,8 @@ from dlq_replay.demo.emulator import (
     MAIN_VISIBILITY_TIMEOUT,
 )
 from dlq_replay.engine.replayer import Outcome
-from dlq_replay.ops.depth import QueueDepth, queue_depth
 from dlq_replay.ops.draining import drain
+from dlq_replay.sqs.depth import QueueDepth, queue_depth
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
         DeleteMessageBatchRequestEntryTypeDef,
     )
 
-    from dlq_replay.breaker.worker import BreakerStats
+    from dlq_replay.breaker.worker_side import BreakerStats
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,9 +7,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from dlq_replay.breaker.state import BreakerState, Phase
+from dlq_replay.breaker.breaker_state import BreakerState, Phase
 from dlq_replay.demo.scenario import DemoResult, Tally
-from dlq_replay.ops.depth import QueueDepth
+from dlq_replay.sqs.depth import QueueDepth
 
 # One row per outcome of the replay, in plain words, keyed by its action (`failed`: the
 # SQS call failed).

@@ -73,14 +73,14 @@ class RecordCase:
         "decision",
         "dlq_url",
         "failure",
-        "kind",
         "ledger_count",
         "message",
         "now",
         "recognised",
-        "refused",
+        "refused_attempt",
         "rng",
         "settings",
+        "strategy",
     )
 
     def __init__(
@@ -97,9 +97,9 @@ class RecordCase:
         self.message, self.settings, self.dlq_url = message, settings, dlq_url
         self.now, self.rng, self.ledger_count = now, rng, ledger_count
         self.recognised = recognised or Recognised(RecordKind.SQS, payload=message.body)
-        self.kind = kind_of(self.recognised.kind)
+        self.strategy = kind_of(self.recognised.kind)
         self.decision = UNDECIDED
-        self.refused: int | None = None
+        self.refused_attempt: int | None = None
         self.failure: SendFailure | None = None
 
     def decide(self) -> Decision:
@@ -146,8 +146,8 @@ class RecordCase:
 
     def _decide(self, count: int) -> Decision:
         """`decide` for a record whose count is valid and whose kind is accepted."""
-        message, settings, kind = self.message, self.settings, self.kind
-        destination = kind.destination(message, self.recognised, settings)
+        message, settings, strategy = self.message, self.settings, self.strategy
+        destination = strategy.destination(message, self.recognised, settings)
         waiting = NOT_BEFORE_ATTRIBUTE in message.attributes
         attempt = count + 1
         if not waiting and attempt > settings.max_attempts:
@@ -157,9 +157,9 @@ class RecordCase:
         if waiting:
             return self._waiting(destination, count)
         with_count = {**message.attributes, settings.count_attribute: attributes.number(attempt)}
-        if kind.delivers_a_copy and not fits_limits(message.body, with_count):
+        if strategy.delivers_a_copy and not fits_limits(message.body, with_count):
             return _park(ParkReason.ATTRIBUTE_LIMIT, count, self.recognised)
-        return self.next_attempt(destination, kind.delay_limit(destination), attempt)
+        return self.next_attempt(destination, strategy.delay_limit(destination), attempt)
 
     def next_attempt(
         self, destination: str, limit: int, attempt: int, *, at_once: bool = True
@@ -205,7 +205,7 @@ class RecordCase:
         not_before = attributes.parse_count(marker, NOT_BEFORE_LIMIT) or 0
         cap = self.settings.backoff.cap_seconds
         remaining = min(max(0, not_before - math.floor(self.now)), cap)
-        if remaining <= self.kind.delay_limit(destination):
+        if remaining <= self.strategy.delay_limit(destination):
             return Decision(Action.RELEASE, destination, count, delay=remaining)
         if self.dlq_url is None:  # a hold hides the record in its DLQ, which must then be known
             return self._dlq_unknown()

@@ -167,7 +167,7 @@ class Replayer:
         cases = [self._case(m, lookup, dlq_urls[m.queue_arn], now) for m in messages]
         self._hold([c for c in cases if c.decision.action is Action.HOLD])
         self._deliver(
-            [c for c in cases if not c.kind.delivers_a_copy and c.decision.action in _DELIVERS],
+            [c for c in cases if not c.strategy.delivers_a_copy and c.decision.action in _DELIVERS],
             now,
         )
         # What a copy is written for: any write of an SQS record; a serverless record's own
@@ -176,7 +176,7 @@ class Replayer:
             c
             for c in cases
             if c.decision.action in _WRITES
-            and (c.kind.delivers_a_copy or c.decision.action is Action.DEFER)
+            and (c.strategy.delivers_a_copy or c.decision.action is Action.DEFER)
         ):
             if failure.permanent:
                 case.decision = park_instead(case.decision, ParkReason.REJECTED)
@@ -192,7 +192,10 @@ class Replayer:
                 case.failure = failure
         for case, failure in self._send(c for c in cases if c.decision.action is Action.PARK):
             case.failure = failure
-        return [Outcome(c.message, c.decision, c.failure, c.recognised, c.refused) for c in cases]
+        return [
+            Outcome(c.message, c.decision, c.failure, c.recognised, c.refused_attempt)
+            for c in cases
+        ]
 
     def _case(
         self, message: InboundMessage, lookup: Lookup, dlq_url: str | None, now: float
@@ -218,7 +221,7 @@ class Replayer:
         for case in cases:
             try:
                 copies.append(
-                    case.kind.copy(case.message, case.recognised, case.decision, self._settings)
+                    case.strategy.copy(case.message, case.recognised, case.decision, self._settings)
                 )
                 by_id[case.message.message_id] = case
             except Exception as error:  # one record's fault, never the batch's
@@ -277,9 +280,9 @@ class Replayer:
             message_id, decision = case.message.message_id, case.decision
             result = results[message_id]
             if isinstance(result, Refused):
-                case.refused = decision.attempt or 1
+                case.refused_attempt = decision.attempt or 1
                 error = error_text(f"{result.code}: {result.message}")
-                reason = case.kind.refusals.get(result.code)
+                reason = case.strategy.refusals.get(result.code)
                 case.decision = case.after_refusal(decision, error=error, reason=reason)
                 extra = {"message_id": message_id, "target": decision.destination, "error": error}
                 self._logger.warning("target refused the delivery", extra=extra)

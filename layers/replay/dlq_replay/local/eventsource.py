@@ -33,7 +33,7 @@ Handler = Callable[[dict[str, Any], Any], Mapping[str, Any]]
 
 
 class Gate(Protocol):
-    """Asked before every receive (the outage breaker's, `breaker.worker.BreakerGate`)."""
+    """Asked before every receive (the outage breaker's, `breaker.worker_side.BreakerGate`)."""
 
     def wait_until_receiving(self, stop: threading.Event) -> bool: ...
 

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from dlq_replay.breaker.breaker_state import BreakerState, Cause, by_operator
 from dlq_replay.breaker.dynamo import TABLE_VARIABLE, DynamoBreakerStore
-from dlq_replay.breaker.state import BreakerState, Cause, by_operator
 from dlq_replay.ops.stack import function_environment
 
 if TYPE_CHECKING:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from dlq_replay.core import attributes
-from dlq_replay.ops.queues import QueueInfo
+from dlq_replay.ops.queueinfo import QueueInfo
 from dlq_replay.ops.receiving import Receiving, usable_budget
 from dlq_replay.ops.select import Selector
 from dlq_replay.sqs.sending import delete_messages

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from dlq_replay.ops.depth import queue_depth
+from dlq_replay.sqs.depth import queue_depth
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient

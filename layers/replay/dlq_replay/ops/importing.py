@@ -25,7 +25,7 @@ from dlq_replay.core.messages import InboundMessage, OutboundMessage
 from dlq_replay.core.queues import is_fifo_url
 from dlq_replay.ops.archive import ArchiveError, parse_line
 from dlq_replay.ops.pacing import PaceReport, PaceStop, UntilFailing, make_pace
-from dlq_replay.ops.queues import QueueInfo, source_queue_url
+from dlq_replay.ops.queueinfo import QueueInfo, source_queue_url
 from dlq_replay.ops.redrive import FailReason, SkipReason
 from dlq_replay.sqs.sending import BatchSender
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from dlq_replay.ops.errors import OpsError
+from dlq_replay.ops.opserror import OpsError
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Protocol
 
-from dlq_replay.ops.depth import queue_depth
-from dlq_replay.ops.errors import OpsError
-from dlq_replay.ops.queues import QueueInfo, queue_info, source_queue_url
+from dlq_replay.ops.opserror import OpsError
+from dlq_replay.ops.queueinfo import QueueInfo, queue_info, source_queue_url
+from dlq_replay.sqs.depth import queue_depth
 from dlq_replay.sqs.sending import MAX_BATCH_ENTRIES
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from dlq_replay.ops.errors import OpsError
+from dlq_replay.ops.opserror import OpsError
 from dlq_replay.ops.status import EventSourceStatus, event_source_status
 
 if TYPE_CHECKING:

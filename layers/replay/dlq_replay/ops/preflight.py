@@ -9,8 +9,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
-from dlq_replay.ops.depth import QueueDepth, queue_depth
-from dlq_replay.ops.queues import QueueInfo, queue_info
+from dlq_replay.ops.queueinfo import QueueInfo, queue_info
+from dlq_replay.sqs.depth import QueueDepth, queue_depth
 from dlq_replay.sqs.sources import dead_letter_sources
 
 if TYPE_CHECKING:

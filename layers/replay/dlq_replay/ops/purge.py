@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 
 from botocore.exceptions import ClientError
 
-from dlq_replay.ops.errors import OpsError
-from dlq_replay.ops.queues import QueueInfo
+from dlq_replay.ops.opserror import OpsError
+from dlq_replay.ops.queueinfo import QueueInfo
 from dlq_replay.sqs.depth import QueueDepth, queue_depth
 
 if TYPE_CHECKING:

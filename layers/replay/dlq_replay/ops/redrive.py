@@ -28,9 +28,9 @@ from dlq_replay.core.messages import InboundMessage, OutboundMessage
 from dlq_replay.core.queues import is_fifo_url, target_allowed
 from dlq_replay.core.settings import DEFAULT_COUNT_ATTRIBUTE
 from dlq_replay.engine.kinds import delivery_of, recognise, target_refusal
-from dlq_replay.ops.kinds import ALL_KINDS
 from dlq_replay.ops.pacing import PaceReport, PaceStop, UntilFailing
-from dlq_replay.ops.queues import QueueInfo, source_queue_url
+from dlq_replay.ops.queueinfo import QueueInfo, source_queue_url
+from dlq_replay.ops.recognition import ALL_KINDS
 from dlq_replay.ops.select import Selector
 from dlq_replay.sqs.sending import SendFailure
 from dlq_replay.sqs.sources import dead_letter_sources
@@ -106,7 +106,7 @@ class RedriveRequest:
     # ... of which only those the stack allows too (its ReplayTargetArns); None: no stack's
     # list is known, the operator's alone applies.
     stack_targets: frozenset[str] | None = None
-    accepted_kinds: frozenset[RecordKind] = ALL_KINDS  # the stack's DLQ_KIND's (ops.kinds)
+    accepted_kinds: frozenset[RecordKind] = ALL_KINDS  # the stack's DLQ_KIND's (ops.recognition)
 
     @property
     def rewrites(self) -> bool:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from dlq_replay.ops.errors import OpsError
+from dlq_replay.ops.opserror import OpsError
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client

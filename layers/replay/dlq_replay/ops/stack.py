@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from dlq_replay.ops.errors import OpsError
+from dlq_replay.ops.opserror import OpsError
 
 if TYPE_CHECKING:
     from mypy_boto3_cloudformation import CloudFormationClient

@@ -8,12 +8,12 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from dlq_replay.core.kinds import RecordKind
-from dlq_replay.ops.depth import QueueDepth, queue_depth
-from dlq_replay.ops.errors import OpsError
-from dlq_replay.ops.kinds import ALL_KINDS, KindCounts, kind_counts
+from dlq_replay.ops.opserror import OpsError
 from dlq_replay.ops.peek import PeekRequest, peek
-from dlq_replay.ops.queues import QueueInfo, queue_info
+from dlq_replay.ops.queueinfo import QueueInfo, queue_info
+from dlq_replay.ops.recognition import ALL_KINDS, KindCounts, kind_counts
 from dlq_replay.ops.stack import Deployment
+from dlq_replay.sqs.depth import QueueDepth, queue_depth
 from dlq_replay.sqs.queue_age import oldest_message_ages, seconds_until_expiry
 
 if TYPE_CHECKING:

@@ -23,7 +23,7 @@ from dlq_replay.core.transform import NotApplied, target_payload
 from dlq_replay.targets.clients import TargetClients
 from dlq_replay.targets.delivery import Delivery, DeliveryResult, RefusalCode, Refused
 from dlq_replay.targets.rule_targets import RuleTargets
-from dlq_replay.targets.services import send
+from dlq_replay.targets.services import call_target
 
 
 class Deliverer:
@@ -64,7 +64,7 @@ class Deliverer:
             why = f"no delivery to this target: {delivery.target_arn}"
             return Refused(delivery.record_id, RefusalCode.UNSUPPORTED_TARGET, why)
         if delivery.rule_arn is None:
-            return send(self._clients, delivery, None)
+            return call_target(self._clients, delivery, None)
         rule = self._rules.target(delivery.rule_arn, delivery.target_arn, delivery.account)
         if rule is None:
             return Refused(
@@ -82,7 +82,7 @@ class Deliverer:
         )
         if isinstance(payload, NotApplied):
             return Refused(delivery.record_id, RefusalCode.TRANSFORM_NOT_APPLIED, payload.reason)
-        return send(self._clients, replace(delivery, payload=payload), rule)
+        return call_target(self._clients, replace(delivery, payload=payload), rule)
 
 
 def _refusal(record_id: str, error: Exception) -> Refused:

@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from dlq_replay.targets.dynamo_items import from_item, to_item
 from dlq_replay.core.settings_rules import TABLE_NAME_PATTERN, TABLE_NAME_RULE, resource_name
+from dlq_replay.targets.dynamo_items import from_item, to_item
 
 if TYPE_CHECKING:
     import boto3

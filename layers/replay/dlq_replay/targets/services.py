@@ -39,7 +39,9 @@ if TYPE_CHECKING:
     from mypy_boto3_stepfunctions import SFNClient
 
 
-def send(clients: TargetClients, delivery: Delivery, rule: RuleTarget | None) -> DeliveryResult:
+def call_target(
+    clients: TargetClients, delivery: Delivery, rule: RuleTarget | None
+) -> DeliveryResult:
     """`delivery` by its target's service, with `rule`, its rule's configuration of the target
     (None for a record that names no rule). The target is one of a service the replay delivers
     to (`is_target_arn`: the deliverer refuses the others first)."""

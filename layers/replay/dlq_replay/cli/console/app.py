@@ -26,11 +26,11 @@ from flask import Flask, Response, jsonify, redirect, render_template, request, 
 from werkzeug.exceptions import Forbidden, HTTPException
 from werkzeug.wrappers import Response as BaseResponse
 
-from dlq_replay import ops
 from dlq_replay.cli.console import charts, problems
 from dlq_replay.cli.console.snapshot import PAGE_SIZE, Filter
 from dlq_replay.cli.errors import EXIT_USAGE, CommandError, describe_error
 from dlq_replay.cli.output import duration
+from dlq_replay.ops.opserror import OpsError
 from dlq_replay.ops.select import parse_duration
 
 if TYPE_CHECKING:
@@ -165,7 +165,7 @@ def _errors(app: Flask) -> None:
 
     @app.errorhandler(ClientError)
     @app.errorhandler(BotoCoreError)
-    @app.errorhandler(ops.OpsError)
+    @app.errorhandler(OpsError)
     @app.errorhandler(CommandError)
     def aws_problem(error: Exception) -> tuple[Any, int]:
         line, code = describe_error(error)

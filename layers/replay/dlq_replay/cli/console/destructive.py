@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from dlq_replay import ops
 from dlq_replay.audit.recorder import EXIT_STOPPED
 from dlq_replay.cli.console.jobs import STOPPED_LINE, Job, recorded
 from dlq_replay.cli.deleting import delete_json
@@ -16,6 +15,8 @@ from dlq_replay.cli.purge import check_confirmed, purge_json
 from dlq_replay.cli.shutdown import hidden_until_text
 from dlq_replay.ops.deleting import Deleter, DeleteRequest, DeleteTally
 from dlq_replay.ops.purge import PURGE_INTERVAL_SECONDS, depth_before_purge, purge
+from dlq_replay.ops.queueinfo import QueueInfo
+from dlq_replay.ops.select import Selector
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 
 
 def run_purge(
-    connection: Connection, sqs: SQSClient, queue: ops.QueueInfo, confirm: str, job: Job
+    connection: Connection, sqs: SQSClient, queue: QueueInfo, confirm: str, job: Job
 ) -> None:
     """`dlq-replay purge QUEUE --confirm NAME`: the name checked, then PurgeQueue (one call,
     not stoppable)."""
@@ -46,14 +47,14 @@ def run_purge(
 def run_delete(
     connection: Connection,
     sqs: SQSClient,
-    queue: ops.QueueInfo,
+    queue: QueueInfo,
     *,
     ids: frozenset[str],
     confirm: str,
     job: Job,
 ) -> None:
     """Delete the chosen messages (the CLI's Deleter with the console's selection)."""
-    request = DeleteRequest(source=queue, selector=ops.Selector(message_ids=ids))
+    request = DeleteRequest(source=queue, selector=Selector(message_ids=ids))
     asked = connection.options(
         queue=queue.url,
         confirm=confirm,

@@ -25,11 +25,15 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from dlq_replay import ops
 from dlq_replay.cli import deployment as clients
 from dlq_replay.core.queues import arn_name, is_fifo_url
-from dlq_replay.ops.depth import QueueDepth
-from dlq_replay.ops.queues import DEFAULT_RETENTION_SECONDS, RedrivePolicy
+from dlq_replay.ops.breaker import breaker_status
+from dlq_replay.ops.opserror import OpsError
+from dlq_replay.ops.queueinfo import DEFAULT_RETENTION_SECONDS, QueueInfo, RedrivePolicy
+from dlq_replay.ops.stack import Deployment
+from dlq_replay.ops.status import event_source_status
+from dlq_replay.sqs.depth import QueueDepth
+from dlq_replay.sqs.queue_age import oldest_message_ages
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -94,7 +98,7 @@ class Overview:
 class Queue:
     """One queue as one GetQueueAttributes answer describes it."""
 
-    info: ops.QueueInfo
+    info: QueueInfo
     depth: QueueDepth
 
 
@@ -106,7 +110,7 @@ def queue_of(url: str, attributes: Mapping[str, object]) -> Queue | None:
     if not isinstance(arn, str) or not arn_name(arn):
         return None
     fifo = attributes.get("FifoQueue")
-    info = ops.QueueInfo(
+    info = QueueInfo(
         url=url,
         arn=arn,
         fifo=(isinstance(fifo, str) and fifo.lower() == "true") or is_fifo_url(url),
@@ -207,7 +211,7 @@ class OverviewReader:
         self,
         args: argparse.Namespace,
         sqs: SQSClient,
-        deployment: ops.Deployment,
+        deployment: Deployment,
         kinds: Kinds,
         *,
         workers: int = READ_WORKERS,
@@ -240,7 +244,7 @@ class OverviewReader:
         stack_urls = set(known.values())
         stack_names = {q.info.name for q in queues.values() if q.info.url in stack_urls}
 
-        def listed(info: ops.QueueInfo) -> bool:
+        def listed(info: QueueInfo) -> bool:
             if roles_by_url.get(info.url) in {"dlq", "operator"}:
                 return True
             named_by = sources.get(info.arn, [])
@@ -271,9 +275,7 @@ class OverviewReader:
         try:
             cloudwatch = self._client("cloudwatch")
             for start in range(0, len(names), METRIC_QUERIES):
-                found, note = ops.oldest_message_ages(
-                    cloudwatch, names[start : start + METRIC_QUERIES]
-                )
+                found, note = oldest_message_ages(cloudwatch, names[start : start + METRIC_QUERIES])
                 ages.update(found)
                 if note:
                     notes.append(note)
@@ -291,9 +293,9 @@ class OverviewReader:
             return None
         try:
             lam = self._client("lambda")
-            source = ops.event_source_status(lam, function, dlq_arn)
-            breaker = ops.breaker_status(lam, self._client("dynamodb"), function)
-        except (ClientError, BotoCoreError, ops.OpsError) as error:
+            source = event_source_status(lam, function, dlq_arn)
+            breaker = breaker_status(lam, self._client("dynamodb"), function)
+        except (ClientError, BotoCoreError, OpsError) as error:
             notes.append(f"replay state unknown ({type(error).__name__})")
             return "unknown"
         if breaker.phase == "open":

@@ -20,11 +20,11 @@ from dlq_replay.ops.pacing import (
     WatchError,
     WatchProblem,
     failure_delay,
+    watched_dlq,
 )
-from dlq_replay.ops.pacing import watched_dlq as pacing_watched_dlq
 
 if TYPE_CHECKING:
-    from dlq_replay.ops.queues import QueueInfo
+    from dlq_replay.ops.queueinfo import QueueInfo
     from dlq_replay.ops.redrive import Stop
 
 DEFAULT_CHECK_SECONDS = 10
@@ -81,11 +81,11 @@ def until_failing_from(
                 raise CommandError(f"{flag} only applies with --until-failing", EXIT_USAGE)
         return None
     try:
-        watched_dlq = pacing_watched_dlq(target.sqs, source, destination)
+        dlq = watched_dlq(target.sqs, source, destination)
     except WatchError as error:
         raise CommandError(_watch_text(error), EXIT_USAGE if error.usage else EXIT_FAILED) from None
     policy = UntilFailing(
-        watched=watched_dlq,
+        watched=dlq,
         rate=args.rate or DEFAULT_ADAPTIVE_RATE,
         check_seconds=args.check_seconds or DEFAULT_CHECK_SECONDS,
         threshold=args.failure_threshold or DEFAULT_FAILURE_THRESHOLD,

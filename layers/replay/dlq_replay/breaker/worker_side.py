@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from dlq_replay.breaker.breaker_state import BreakerState, Phase
 from dlq_replay.breaker.controller import (
     Breaker,
     Clock,
@@ -26,7 +27,6 @@ from dlq_replay.breaker.controller import (
 from dlq_replay.breaker.evidence import QueueTotals
 from dlq_replay.breaker.function import LambdaBreaker
 from dlq_replay.breaker.rule import MIN_WINDOW_SECONDS, SLICES, BreakerPolicy, Counts
-from dlq_replay.breaker.state import BreakerState, Phase
 from dlq_replay.core.log import Log
 from dlq_replay.notify.sns import SnsClient
 

@@ -11,7 +11,7 @@ keeps the count it had (`give_back`): a message is parked only for failures whil
 consumer worked.
 
 Everything here is a value: the clock is an argument, the stores and switches live with the
-callers (`breaker.controller`, `breaker.dynamo`, `breaker.worker`).
+callers (`breaker.controller`, `breaker.dynamo`, `breaker.worker_side`).
 """
 
 from __future__ import annotations

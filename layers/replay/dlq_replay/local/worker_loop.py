@@ -30,7 +30,7 @@ from dlq_replay.breaker.evidence import (
     main_queue_timing,
 )
 from dlq_replay.breaker.function import longest_delay
-from dlq_replay.breaker.worker import worker_breaker
+from dlq_replay.breaker.worker_side import worker_breaker
 from dlq_replay.core.kinds import RecordKind
 from dlq_replay.core.log import Log
 from dlq_replay.core.queues import Arn, is_fifo_url
@@ -97,7 +97,7 @@ def run_worker(
     DLQ_KIND accepts them (the worker's ledger of Lambda invocations is kept in memory: the
     records of its invocations come back to it).
     """
-    log = logger or logging.getLogger("dlq_replay.local.worker")
+    log = logger or logging.getLogger("dlq_replay.local.worker_loop")
     stop = stop or threading.Event()
     probe = probe or sqs
     # Start-up rides out throttling and outages as polls do; a missing queue ends it.

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from dlq_replay.core.queues import Arn, arn_name, is_fifo_url
-from dlq_replay.ops.errors import QueueNotFoundError
+from dlq_replay.ops.opserror import QueueNotFoundError
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
