@@ -16,7 +16,7 @@ import uuid
 from typing import TYPE_CHECKING
 
 import pytest
-from dlq_replay.cli.console.problems import Refused
+from dlq_replay.cli.console.problems import RefusedReadError
 from dlq_replay.cli.console.snapshot import Filter
 from dlq_replay.demo.emulator import Queues
 from dlq_replay.ops.queueinfo import QueueInfo, queue_info
@@ -91,7 +91,7 @@ def test_rereading_until_refused_moves_nothing_and_each_read_says_what_it_read(
         assert line.startswith(f"{info.name}: message {held} has 1 receive left")
         assert REFUSED in line
         for _ in range(3):
-            with pytest.raises(Refused) as refused:
+            with pytest.raises(RefusedReadError) as refused:
                 console.snapshot(info, fresh=True)
             assert str(refused.value) == line
             assert refused.value.status == 409

@@ -234,7 +234,7 @@ def test_without_moto_the_demo_says_which_extra_in_one_line(
     code = main(["demo", "--plain", "--messages", "5"])
 
     captured = capsys.readouterr()
-    assert code == 1
+    assert code == 2  # a missing extra is a usage error, in every command
     assert captured.out == ""
     (line,) = captured.err.splitlines()
     assert line.startswith("dlq-replay: error: the demo needs moto, from the `demo` extra: ")

@@ -125,13 +125,13 @@ def test_the_help_shows_one_name_and_the_kinds_once(capsys: pytest.CaptureFixtur
     assert exit_code(["worker", "--help"]) == 0
     shown = " ".join(capsys.readouterr().out.split())
     assert "--kind VALUE" in shown
-    assert "--target-arn VALUE" in shown
+    assert "--target-arn ARN" in shown
     assert "--dlq-kind" not in shown
     assert "--replay-target-arns" not in shown
     assert "repeatable" in shown
-    kind_help = shown[shown.rindex("--kind VALUE") : shown.rindex("--target-arn VALUE")]
+    kind_help = shown[shown.rindex("--kind VALUE") : shown.rindex("--target-arn ARN")]
     assert kind_help.count("eventbridge") == 2  # the list of choices, and what it means
-    assert "sqs | lambda | eventbridge | any" in kind_help
+    assert "one of: sqs, lambda, eventbridge, any" in kind_help
 
 
 def test_targets_with_the_kind_from_the_environment_are_taken(

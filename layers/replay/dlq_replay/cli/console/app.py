@@ -153,8 +153,8 @@ def _errors(app: Flask) -> None:
     """Every refusal as a page (or `{"error": line}` under /api/) that says what was wrong;
     500 only for a bug, logged, its details never in the answer."""
 
-    @app.errorhandler(problems.ConsoleProblem)
-    def problem(error: problems.ConsoleProblem) -> tuple[Any, int]:
+    @app.errorhandler(problems.ConsoleRequestError)
+    def problem(error: problems.ConsoleRequestError) -> tuple[Any, int]:
         return _answer(error.status, str(error))
 
     @app.errorhandler(HTTPException)
@@ -194,7 +194,7 @@ def _age(seconds: float | None) -> str:
 
 
 def checked_filter(form: Any) -> Filter:
-    """The form's filter; BadRequest (the line says which field) for an age that is no
+    """The form's filter; BadRequestError (the line says which field) for an age that is no
     duration."""
     selected = Filter.from_form(form)
     for name, value in (("older than", selected.older_than), ("newer than", selected.newer_than)):
@@ -202,7 +202,7 @@ def checked_filter(form: Any) -> Filter:
             try:
                 parse_duration(value)
             except ValueError as error:
-                raise problems.BadRequest(f"{name}: {error}") from None
+                raise problems.BadRequestError(f"{name}: {error}") from None
     return selected
 
 
@@ -215,7 +215,7 @@ def checked_rate(form: Any) -> None:
     except ValueError:
         rate = float("nan")
     if not 0 < rate < 1e6:
-        raise problems.BadRequest(f"rate: {text[:40]!r} is no number of messages per second")
+        raise problems.BadRequestError(f"rate: {text[:40]!r} is no number of messages per second")
 
 
 def safe_filename(given: str, default: str) -> str:
@@ -260,7 +260,7 @@ def _pages(app: Flask, console: Console) -> None:
         status = 200
         try:
             selected = checked_filter(request.args)
-        except problems.BadRequest as error:
+        except problems.BadRequestError as error:
             selected, status = Filter.from_form(request.args), error.status
             view["problem"] = str(error)
         view["filter"] = selected
@@ -316,7 +316,7 @@ def _pages(app: Flask, console: Console) -> None:
     def download(job_id: str) -> Response:
         found = console.job(job_id)
         if found.download is None:
-            raise problems.NotFound("this action has no download (yet)")
+            raise problems.NotFoundError("this action has no download (yet)")
         return send_file(
             found.download,
             mimetype="application/x-ndjson",
@@ -346,7 +346,7 @@ def _actions(app: Flask, console: Console) -> None:
 
     @app.post("/q/<name>/reread")
     def reread(name: str) -> BaseResponse:
-        console.snapshot(console.queue(name), fresh=True)  # Refused when a read could move one
+        console.snapshot(console.queue(name), fresh=True)  # 409 if a read could move one
         return redirect(url_for("queue", name=name), code=303)
 
     @app.post("/q/<name>/plan")

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from dlq_replay.cli.console import inventory, jobs
 from dlq_replay.cli.console.connection import Connection
-from dlq_replay.cli.console.problems import BadRequest, NotFound, Refused
+from dlq_replay.cli.console.problems import BadRequestError, NotFoundError, RefusedReadError
 from dlq_replay.cli.console.snapshot import Filter, Snapshot, forget_removed, read_refusal
 from dlq_replay.cli.deployment import (
     accepted_kinds_of,
@@ -161,12 +161,12 @@ class Console:
         """A queue of the overview, by name; 404 for any other."""
         row = next((row for row in self.overview().rows if row.name == name), None)
         if row is None:
-            raise NotFound("no such dead-letter queue")
+            raise NotFoundError("no such dead-letter queue")
         return queue_info(self.sqs, row.url)
 
     def snapshot(self, info: QueueInfo, *, fresh: bool = False) -> Snapshot:
         """The queue's snapshot; read now when there is none (or `fresh`, unless reading).
-        A fresh read the receive memory refuses (`reread_refusal`) is Refused; a first read
+        A fresh read the receive memory refuses (`reread_refusal`) is RefusedReadError; a first read
         it refuses fails, its snapshot saying why."""
         with self._lock:
             current = self._snapshots.get(info.url)
@@ -174,7 +174,7 @@ class Console:
                 return current
         refused = self.reread_refusal(info) if fresh else None
         if refused is not None:
-            raise Refused(refused)
+            raise RefusedReadError(refused)
         with self._lock:
             current = self._snapshots.get(info.url)
             if current is not None and (not fresh or current.state == "reading"):
@@ -259,16 +259,16 @@ class Console:
         else:
             ids = frozenset(str(i) for i in form.getlist("id"))
         if not ids:
-            raise BadRequest("nothing selected: tick messages, or choose the filter's result")
+            raise BadRequestError("nothing selected: tick messages, or choose the filter's result")
         to = form.get("to", "main")
         destination: QueueInfo | None = None
         if to == "main":
             main = self._main_for(info)
             if main is None:
-                raise BadRequest("no main queue known for this queue")
+                raise BadRequestError("no main queue known for this queue")
             destination = queue_info(self.sqs, main)
         elif to not in {"source", "target"}:
-            raise BadRequest("unknown destination")
+            raise BadRequestError("unknown destination")
         rate = form.get("rate", type=float)
         return jobs.RedriveOrder(
             source=info,
@@ -361,7 +361,7 @@ class Console:
     def job(self, job_id: str) -> jobs.Job:
         found = self.jobs.jobs.get(job_id)
         if found is None:
-            raise NotFound("no such action")
+            raise NotFoundError("no such action")
         return found
 
     def audit_actions(self) -> tuple[list[Any], str, str | None]:
