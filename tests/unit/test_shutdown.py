@@ -7,10 +7,19 @@ import signal
 import subprocess
 import sys
 import threading
+import time
+import weakref
 from collections.abc import Callable
 
 import pytest
-from dlq_replay.cli.shutdown import Shutdown, exit_code, hidden_at_most_text, hidden_until_text
+from dlq_replay.cli.shutdown import (
+    Interrupted,
+    Shutdown,
+    exit_code,
+    hidden_at_most_text,
+    hidden_until_text,
+    install_default_handlers,
+)
 
 
 class ExitCalledError(Exception):
@@ -187,3 +196,32 @@ def test_the_console_script_ends_without_the_interpreter_teardown(attempts: str,
         assert "interpreter teardown" not in done.stdout
     else:
         assert "interpreter teardown" in done.stdout  # SystemExit: the usual way out
+
+
+class _Collected:
+    """An object whose collection runs a weakref callback, as the garbage collector runs them."""
+
+
+def _collect_then_go_on(held: list[_Collected]) -> None:
+    """Drop the last reference (its callback runs now), then go on working for up to 2 s: the
+    signal must reach this code."""
+    held.clear()
+    deadline = time.monotonic() + 2
+    while time.monotonic() < deadline:
+        pass
+
+
+def test_a_signal_that_lands_in_a_weakref_callback_still_stops_the_command() -> None:
+    """Python prints and drops an exception raised in a weakref callback (or a `__del__`): a
+    signal that came just then would be lost, and the command would go on (it once ended 0
+    after SIGHUP, tests/local/test_signals.py). It is delivered again in the command's code."""
+    restore = install_default_handlers()
+    try:
+        held = [_Collected()]
+        ref = weakref.ref(held[0], lambda _: signal.raise_signal(signal.SIGHUP))
+        with pytest.raises(Interrupted) as stopped:
+            _collect_then_go_on(held)
+        assert stopped.value.signum == signal.SIGHUP
+        assert ref() is None
+    finally:
+        restore()

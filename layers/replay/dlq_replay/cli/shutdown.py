@@ -30,7 +30,7 @@ import threading
 import time
 from collections.abc import Callable
 from types import FrameType
-from typing import TYPE_CHECKING, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 if TYPE_CHECKING:
     from dlq_replay.audit import Action
@@ -75,10 +75,29 @@ def install_default_handlers() -> Callable[[], None]:
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
     previous = {sig: signal.signal(sig, _raise_interrupted) for sig in SIGNALS}
+    previous_hook = sys.unraisablehook
+
+    def deliver_again(unraisable: Any) -> None:
+        """A signal that came while Python ran a weakref callback or a `__del__` raised there,
+        where an exception is printed and dropped: the command would go on as if no signal had
+        come. Such an `Interrupted` is sent again, from a thread a moment later, so that it
+        lands back in the command's own code (sent from here, its handler would run in this
+        hook, where it would be dropped again)."""
+        if isinstance(unraisable.exc_value, Interrupted):
+            again = threading.Timer(
+                _POLL_SECONDS / 10, os.kill, (os.getpid(), unraisable.exc_value.signum)
+            )
+            again.daemon = True
+            again.start()
+            return
+        previous_hook(unraisable)
+
+    sys.unraisablehook = deliver_again
 
     def restore() -> None:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        sys.unraisablehook = previous_hook
 
     return restore
 
