@@ -88,14 +88,11 @@ def console_of(fake: FakeSqs, folder: Path) -> Any:
     """The console on the fake, and Flask's test client for its pages (under the token)."""
     from dlq_replay.cli.console.app import create_app
     from dlq_replay.cli.console.state import Console
-    from dlq_replay.cli.deployment import command_sqs, resolve_deployment
     from dlq_replay.cli.main import build_parser
 
     args = build_parser(["console"]).parse_args(["console", *options(fake)])
-    console = Console(
+    console = Console.from_args(
         args,
-        command_sqs(args),
-        resolve_deployment(args),
         folder,
         token="t",
         csrf="c",

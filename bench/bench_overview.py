@@ -72,16 +72,13 @@ def sqs_calls(fake: FakeSqs) -> int:
 
 def make_console(fake: FakeSqs, folder: Path) -> Any:
     from dlq_replay.cli.console.state import Console
-    from dlq_replay.cli.deployment import command_sqs, resolve_deployment
     from dlq_replay.cli.main import build_parser
 
     args = build_parser(["console"]).parse_args(
         ["console", "--endpoint-url", fake.endpoint_url, "--region", REGION]
     )
-    return Console(
+    return Console.from_args(
         args,
-        command_sqs(args),
-        resolve_deployment(args),
         folder,
         token=secrets.token_urlsafe(24),
         csrf=secrets.token_urlsafe(24),
@@ -94,7 +91,11 @@ def reads(fake: RegionSqs, console: Any, workers: int, times: int) -> tuple[floa
     from dlq_replay.cli.console.inventory import OverviewReader
 
     reader = OverviewReader(
-        console.args, console.sqs, console.deployment, lambda _: ({}, None), workers=workers
+        console.sqs,
+        console.connection.client,
+        console.deployment,
+        lambda _: ({}, None),
+        workers=workers,
     )
     reader.read()  # the clients' first requests (connections) are not the steady cost
     seconds: list[float] = []

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 
 from dlq_replay.cli.console.app import create_app
 from dlq_replay.cli.console.state import Console
-from dlq_replay.cli.deployment import command_sqs, resolve_deployment
 from dlq_replay.cli.main import build_parser
 from dlq_replay.demo.emulator import Queues
 from werkzeug.serving import make_server
@@ -86,10 +85,8 @@ def console_of(endpoint: str, queues: Queues | None, *options: str) -> Iterator[
     argv = ["console", "--endpoint-url", endpoint, *named, *options]
     args = build_parser(["console"]).parse_args(argv)
     with tempfile.TemporaryDirectory() as folder:
-        console = Console(
+        console = Console.from_args(
             args,
-            command_sqs(args),
-            resolve_deployment(args),
             Path(folder),
             token=secrets.token_urlsafe(24),
             csrf=secrets.token_urlsafe(24),

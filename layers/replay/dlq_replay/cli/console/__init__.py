@@ -22,8 +22,6 @@ from typing import TYPE_CHECKING
 from dlq_replay.cli.auditing import add_audit_option
 from dlq_replay.cli.deployment import (
     add_deployment_options,
-    command_sqs,
-    resolve_deployment,
 )
 from dlq_replay.cli.errors import EXIT_USAGE, CommandError, operator_command
 from dlq_replay.cli.options import add_aws_options
@@ -122,22 +120,18 @@ def _run(args: argparse.Namespace) -> int:
         raise CommandError(EXTRA_HINT, EXIT_USAGE) from None
     # The server's request log would print every URL, the token's too: warnings only.
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
-    deployment = resolve_deployment(args)
-    sqs = command_sqs(args)
     listener = _listen(args.host, args.port)
     port = int(listener.getsockname()[1])
     with tempfile.TemporaryDirectory(prefix="dlq-replay-console-") as folder:
-        console = Console(
-            args,
-            sqs,
-            deployment,
-            Path(folder),
-            token=secrets.token_urlsafe(24),
-            csrf=secrets.token_urlsafe(24),
-            hosts=frozenset({"localhost", args.host.lower()}),
-        )
         try:
-            console.read_kinds()  # a DLQ_KIND that is none of its values: said now, once
+            # Every option read here, once (a DLQ_KIND that is none of its values: one line).
+            console = Console.from_args(
+                args,
+                Path(folder),
+                token=secrets.token_urlsafe(24),
+                csrf=secrets.token_urlsafe(24),
+                hosts=frozenset({"localhost", args.host.lower()}),
+            )
             server = make_server(
                 args.host, port, create_app(console), threaded=True, fd=listener.fileno()
             )

@@ -286,7 +286,7 @@ def _pages(app: Flask, console: Console) -> None:
             page_size=PAGE_SIZE,
             now=now,
             destinations=console.destinations(info),
-            kinds_read=console.read_kinds()[1],
+            kinds_read=console.settings.kinds_line,
             reread_refusal=console.reread_refusal(info),
         )
         return html, status
@@ -331,7 +331,7 @@ def _pages(app: Flask, console: Console) -> None:
 
 
 def _overview_view(console: Console) -> dict[str, Any]:
-    return {"view": console.overview(), "kinds_read": console.read_kinds()[1]}
+    return {"view": console.overview(), "kinds_read": console.settings.kinds_line}
 
 
 def _actions(app: Flask, console: Console) -> None:

@@ -6,6 +6,7 @@ needs the command line's Namespace."""
 from __future__ import annotations
 
 import argparse
+import os
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -16,21 +17,31 @@ from botocore.config import Config
 
 from dlq_replay import audit
 from dlq_replay.cli.auditing import describe, identifier, request_from, store_of
+from dlq_replay.cli.deployment import (
+    accepted_kinds_of,
+    count_attribute_of,
+    function_settings,
+    replay_targets_of,
+)
 from dlq_replay.cli.options import (
     INTERACTIVE_ATTEMPTS,
     INTERACTIVE_CONNECT_TIMEOUT,
     aws_session,
     endpoint,
 )
+from dlq_replay.core.kinds import KIND_CHOICES, RecordKind
 from dlq_replay.local.answers import refuse_html_answers
+from dlq_replay.ops.recognition import ALL_KINDS
 
 if TYPE_CHECKING:
+    from dlq_replay.ops.stack import Deployment
     from dlq_replay.targets.deliverer import Deliverer
 
-# Every service an action or the audit calls; their endpoints are resolved at start, where a
+# Every service a page, an action or the audit calls; their endpoints are resolved at start, where a
 # wrong AWS_ENDPOINT_URL_<SERVICE> is one line before anything is served.
 SERVICES = (
     "cloudformation",
+    "cloudwatch",
     "dynamodb",
     "events",
     "lambda",
@@ -135,3 +146,35 @@ class Connection:
     def store(self) -> audit.AuditStore:
         """The audit trail, as the CLI finds it with the same options."""
         return store_of(self.audit_table, self.stack, self.client)
+
+
+@dataclass(frozen=True, slots=True)
+class ReadSettings:
+    """The replay function's settings the console reads and redrives with (its targets, count
+    attribute and DLQ_KIND), read once at start as every command reads them, with the page's
+    line saying which kinds records are read as and why."""
+
+    replay_targets: frozenset[str]
+    count_attribute: str
+    kinds: frozenset[RecordKind]
+    kinds_line: str
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace, deployment: Deployment) -> ReadSettings:
+        """With a function (or DLQ_KIND set here), its DLQ_KIND, as every command reads it;
+        without one, every kind: the CLI's default (`sqs`) is the function's default, and no
+        function is known here. A DLQ_KIND that is none of its values is one line, now."""
+        targets = replay_targets_of(args, deployment)
+        count = count_attribute_of(args, deployment)
+        if not (deployment.function_name or os.environ.get("DLQ_KIND")):
+            line = "DLQ_KIND=any (no --stack: every kind recognised)"
+            return cls(targets, count, ALL_KINDS, line)
+        kinds = accepted_kinds_of(args, deployment)
+        name = next((n for n, k in KIND_CHOICES.items() if k == kinds), "?")
+        if function_settings(args, deployment).get("DLQ_KIND"):
+            why = "the function's setting"
+        elif os.environ.get("DLQ_KIND"):
+            why = "DLQ_KIND of this shell"
+        else:
+            why = "the function's default"
+        return cls(targets, count, kinds, f"DLQ_KIND={name} ({why})")

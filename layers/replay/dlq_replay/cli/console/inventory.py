@@ -14,7 +14,6 @@ shares one read among every open page (`state.Console.overview`).
 
 from __future__ import annotations
 
-import argparse
 import json
 import threading
 import time
@@ -25,7 +24,6 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from dlq_replay.cli import deployment as clients
 from dlq_replay.core.queues import arn_name, is_fifo_url
 from dlq_replay.ops.breaker import breaker_status
 from dlq_replay.ops.opserror import OpsError
@@ -205,28 +203,23 @@ def read_queues(
 
 
 class OverviewReader:
-    """Reads the overview, its clients made once (a read every few seconds makes none)."""
+    """Reads the overview with the console's clients (`client(service)`: made once each, so a
+    read every few seconds makes none)."""
 
     def __init__(
         self,
-        args: argparse.Namespace,
         sqs: SQSClient,
+        client: Callable[[str], Any],
         deployment: Deployment,
         kinds: Kinds,
         *,
         workers: int = READ_WORKERS,
     ) -> None:
-        self.args = args
         self.sqs = sqs
+        self._client = client
         self.deployment = deployment
         self.kinds = kinds
         self.workers = workers
-        self._clients: dict[str, Any] = {}
-
-    def _client(self, service: str) -> Any:
-        if service not in self._clients:
-            self._clients[service] = clients.make_client(self.args, service)
-        return self._clients[service]
 
     def read(self) -> Overview:
         """Every DLQ (of the stack, or of the region without one), sorted by backlog."""

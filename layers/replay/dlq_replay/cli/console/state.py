@@ -1,10 +1,10 @@
-"""What one running console knows: its connection (the CLI's options), token, snapshots and
-actions; the pages (`app`) ask it."""
+"""What one running console knows: its connection and the replay's settings (read from the
+command line once, by `Console.from_args`: nothing below holds the Namespace), its token,
+snapshots and actions; the pages (`app`) ask it."""
 
 from __future__ import annotations
 
 import argparse
-import os
 import threading
 import time
 from collections import defaultdict
@@ -14,21 +14,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dlq_replay.cli.console import inventory, jobs
-from dlq_replay.cli.console.connection import Connection
+from dlq_replay.cli.console.connection import Connection, ReadSettings
 from dlq_replay.cli.console.problems import BadRequestError, NotFoundError, RefusedReadError
 from dlq_replay.cli.console.snapshot import Filter, Snapshot, forget_removed, read_refusal
-from dlq_replay.cli.deployment import (
-    accepted_kinds_of,
-    count_attribute_of,
-    function_settings,
-    replay_targets_of,
-)
-from dlq_replay.core.kinds import KIND_CHOICES, RecordKind
+from dlq_replay.cli.deployment import command_sqs, resolve_deployment
 from dlq_replay.core.messages import OutboundMessage
 from dlq_replay.core.queues import queue_name
 from dlq_replay.ops.queueinfo import QueueInfo, queue_info
 from dlq_replay.ops.receivememory import ReceiveMemory
-from dlq_replay.ops.recognition import ALL_KINDS
 from dlq_replay.ops.redrive import plan_copy
 from dlq_replay.ops.stack import Deployment
 from dlq_replay.targets.delivery import Delivery
@@ -47,7 +40,8 @@ class Console:
 
     def __init__(
         self,
-        args: argparse.Namespace,
+        connection: Connection,
+        settings: ReadSettings,
         sqs: SQSClient,
         deployment: Deployment,
         folder: Path,
@@ -55,25 +49,44 @@ class Console:
         token: str,
         csrf: str,
         hosts: frozenset[str],
+        read_only: bool = False,
     ) -> None:
-        self.args = args
-        self.sqs = sqs
+        self.connection = connection  # what the pages and actions reach AWS with
+        self.settings = settings
+        self.sqs = sqs  # the commands' SQS client (its retries, pool and timeouts)
         self.deployment = deployment
         self.folder = folder
         self.token = token
         self.csrf = csrf
         self.hosts = hosts
-        self.read_only = bool(args.read_only)
+        self.read_only = read_only
         self.jobs = jobs.Jobs()
-        self.connection = Connection.from_args(args)  # what the actions reach AWS with
         self._snapshots: dict[str, Snapshot] = {}
         self._overview: inventory.Overview | None = None
         self._lock = threading.Lock()
-        self._reader = inventory.OverviewReader(args, sqs, deployment, self._kinds)
+        self._reader = inventory.OverviewReader(sqs, connection.client, deployment, self._kinds)
         self._reading = threading.Lock()  # one overview read at a time
         self._asked_at = 0.0  # time.monotonic() a page last asked for the overview
         self._refresher: threading.Thread | None = None
         self._closed = threading.Event()
+
+    @classmethod
+    def from_args(
+        cls, args: argparse.Namespace, folder: Path, *, token: str, csrf: str, hosts: frozenset[str]
+    ) -> Console:
+        """The console `dlq-replay console` serves: its options read once, here."""
+        deployment = resolve_deployment(args)
+        return cls(
+            Connection.from_args(args),
+            ReadSettings.from_args(args, deployment),
+            command_sqs(args),
+            deployment,
+            folder,
+            token=token,
+            csrf=csrf,
+            hosts=hosts,
+            read_only=bool(args.read_only),
+        )
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -166,12 +179,8 @@ class Console:
 
     def snapshot(self, info: QueueInfo, *, fresh: bool = False) -> Snapshot:
         """The queue's snapshot; read now when there is none (or `fresh`, unless reading).
-        A fresh read the receive memory refuses (`reread_refusal`) is RefusedReadError; a first read
-        it refuses fails, its snapshot saying why."""
-        with self._lock:
-            current = self._snapshots.get(info.url)
-            if current is not None and (not fresh or current.state == "reading"):
-                return current
+        A fresh read the receive memory refuses (`reread_refusal`) is RefusedReadError, read
+        going on or not; a first read it refuses fails, its snapshot saying why."""
         refused = self.reread_refusal(info) if fresh else None
         if refused is not None:
             raise RefusedReadError(refused)
@@ -181,8 +190,8 @@ class Console:
                 return current  # another request started one meanwhile
             snapshot = Snapshot(self.folder, info)
             self._snapshots[info.url] = snapshot
-        targets = replay_targets_of(self.args, self.deployment)
-        kinds = {"accepted_kinds": self.read_kinds()[0], "memory": ReceiveMemory.local()}
+        targets = self.settings.replay_targets
+        kinds = {"accepted_kinds": self.settings.kinds, "memory": ReceiveMemory.local()}
         threading.Thread(
             target=snapshot.read,
             args=(self.sqs, targets),
@@ -213,23 +222,6 @@ class Console:
 
         return run
 
-    def read_kinds(self) -> tuple[frozenset[RecordKind], str]:
-        """The kinds records are read as, and the page's line saying why. With a function (or
-        DLQ_KIND set here), its DLQ_KIND, as every command reads it; without one, every kind:
-        the CLI's default (`sqs`) is the function's default, and no function is known here."""
-        setting = function_settings(self.args, self.deployment).get("DLQ_KIND")
-        if not (self.deployment.function_name or os.environ.get("DLQ_KIND")):
-            return ALL_KINDS, "DLQ_KIND=any (no --stack: every kind recognised)"
-        kinds = accepted_kinds_of(self.args, self.deployment)
-        name = next((n for n, k in KIND_CHOICES.items() if k == kinds), "?")
-        if setting:
-            why = "the function's setting"
-        elif os.environ.get("DLQ_KIND"):
-            why = "DLQ_KIND of this shell"
-        else:
-            why = "the function's default"
-        return kinds, f"DLQ_KIND={name} ({why})"
-
     # -- actions -----------------------------------------------------------------------------
 
     def destinations(self, info: QueueInfo) -> list[tuple[str, str]]:
@@ -238,7 +230,7 @@ class Console:
         main = self._main_for(info)
         if main is not None:
             found.insert(0, ("main", f"the main queue ({queue_name(main)})"))
-        if replay_targets_of(self.args, self.deployment):
+        if self.settings.replay_targets:
             found.append(("target", "each record's recorded target (the stack's allowed targets)"))
         return found
 
@@ -274,13 +266,11 @@ class Console:
             source=info,
             destination=destination,
             ids=ids,
-            target_arns=replay_targets_of(self.args, self.deployment)
-            if to == "target"
-            else frozenset(),
-            accepted_kinds=self.read_kinds()[0],
+            target_arns=self.settings.replay_targets if to == "target" else frozenset(),
+            accepted_kinds=self.settings.kinds,
             rate=rate if rate and rate > 0 else None,
             reset_count=form.get("reset_count") == "1",
-            count_attribute=count_attribute_of(self.args, self.deployment),
+            count_attribute=self.settings.count_attribute,
             filter=selected.query() if form.get("scope") == "filter" else {},
         )
 
