@@ -23,7 +23,7 @@ from dlq_replay.cli.errors import (
     file_error,
     operator_command,
 )
-from dlq_replay.cli.options import BUDGET_HELP
+from dlq_replay.cli.options import BUDGET_HELP, bulk_sqs_config
 from dlq_replay.cli.output import (
     TallyRow,
     count_table,
@@ -46,6 +46,7 @@ from dlq_replay.ops.export import (
 )
 from dlq_replay.ops.queueinfo import QueueInfo, queue_info
 from dlq_replay.ops.receivememory import ReceiveMemory
+from dlq_replay.ops.receiving import RECEIVERS
 from dlq_replay.ops.s3archive import S3Location
 
 
@@ -103,6 +104,8 @@ def register(subparsers: Subparsers) -> None:
     add_receive_options(parser, count_attribute=False)
     add_audit_option(parser)
     add_operator_options(parser, run_export)
+    # Receives, releases and deletes go RECEIVERS at once, each a call of botocore's own CPU.
+    parser.set_defaults(_sqs_config=bulk_sqs_config(RECEIVERS))
 
 
 @operator_command

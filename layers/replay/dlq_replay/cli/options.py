@@ -38,6 +38,14 @@ INTERACTIVE_CONFIG = sqs_clients.APP_ID.merge(
 MAX_POLLERS = 64  # threads in one process (worker, demo); run more processes for more
 
 
+def bulk_sqs_config(connections: int) -> Config:
+    """The SQS client of a command that makes thousands of calls a run (redrive, export, the
+    console's reads and moves): `sqs.client.lean` (botocore's per-call work is the run's CPU)
+    with a connection kept for each request its threads have in flight. A command names it
+    with `parser.set_defaults(_sqs_config=...)`; `sqs_client` takes it."""
+    return sqs_clients.lean(INTERACTIVE_CONFIG).merge(Config(max_pool_connections=connections))
+
+
 def aws_session(args: argparse.Namespace) -> boto3.Session:
     """The command's one boto3 session, from the AWS CLI-style options (profile, region).
 

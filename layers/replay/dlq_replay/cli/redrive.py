@@ -8,7 +8,6 @@ import os
 from dataclasses import asdict
 from typing import TYPE_CHECKING
 
-from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from dlq_replay import audit
@@ -33,7 +32,7 @@ from dlq_replay.cli.errors import (
     one_line,
     operator_command,
 )
-from dlq_replay.cli.options import BUDGET_HELP, INTERACTIVE_CONFIG, make_deliverer
+from dlq_replay.cli.options import BUDGET_HELP, bulk_sqs_config, make_deliverer
 from dlq_replay.cli.output import (
     destination_name,
     make_console,
@@ -67,7 +66,6 @@ from dlq_replay.ops.redrive import (
     both_allow,
     choose_mode,
 )
-from dlq_replay.sqs import client as sqs_clients
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -162,11 +160,7 @@ def register(subparsers: Subparsers) -> None:
     add_operator_options(parser, run_redrive)
     # The moves' client: botocore's per-call work is the move's CPU (`lean`), and a connection
     # kept for each batch in flight.
-    parser.set_defaults(
-        _sqs_config=sqs_clients.lean(INTERACTIVE_CONFIG).merge(
-            Config(max_pool_connections=MAX_CONCURRENCY)
-        )
-    )
+    parser.set_defaults(_sqs_config=bulk_sqs_config(MAX_CONCURRENCY))
 
 
 @operator_command

@@ -24,13 +24,14 @@ from dlq_replay.cli.deployment import (
     add_deployment_options,
 )
 from dlq_replay.cli.errors import EXIT_USAGE, CommandError, operator_command
-from dlq_replay.cli.options import add_aws_options
+from dlq_replay.cli.options import add_aws_options, bulk_sqs_config
 from dlq_replay.cli.parsing import Subparsers, int_between
 from dlq_replay.cli.shutdown import SIGNALS, exit_code, signal_name
 
 if TYPE_CHECKING:
     from werkzeug.serving import BaseWSGIServer
 
+CONSOLE_CONNECTIONS = 32
 EXTRA_HINT = "the console needs its extra: pip install 'sqs-dlq-replay[console]'"
 
 
@@ -64,7 +65,9 @@ def register(subparsers: Subparsers) -> None:
     add_deployment_options(parser)
     add_audit_option(parser)
     add_aws_options(parser)
-    parser.set_defaults(run=run_console)
+    # One SQS client for every page, read and action: lean (thousands of calls a read), and
+    # connections for the overview's readers, a snapshot's receivers and an action at once.
+    parser.set_defaults(run=run_console, _sqs_config=bulk_sqs_config(CONSOLE_CONNECTIONS))
 
 
 def _listen(host: str, port: int) -> socket.socket:
