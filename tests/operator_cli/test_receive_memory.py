@@ -198,3 +198,27 @@ def read(sqs: SQSClient, dlq: QueueInfo, memory: ReceiveMemory, step: str, path:
             assert snapshot.error is not None
             raise ReadRefusedError(snapshot.error)
         assert snapshot.examined >= 1
+
+
+def test_a_filtered_redrive_remembers_what_it_gave_back(
+    capsys: pytest.CaptureFixture[str], sqs: SQSClient
+) -> None:
+    """A redrive receives every message and gives back those its filter leaves: each such
+    receive counts as a read's does. Two filtered redrives that choose nothing (maxReceiveCount
+    4, arrival 1: counts 2, then 3 with 1 left) leave a memory that refuses the next read and
+    the next filtered redrive, so no receive pushes a message on; the next queue stays empty."""
+    wired = make_queues(sqs, "given", main_max_receive_count=1, dlq_max_receive_count=4)
+    dead_letter(sqs, wired, 3)
+    # From the DLQ, choosing none of them (none was parked `rejected`).
+    unmatched = ("--from", "dlq", "--filter-reason", "rejected", "--client-side")
+    for _ in range(2):
+        moved = run_cli(capsys, "redrive", *wired.options(), *NO_WAIT, *unmatched)
+        assert moved.code in (0, 1), moved.err
+        assert depth(sqs, wired.operator) == (0, 0)
+    peeked = run_cli(capsys, "peek", "dlq", *wired.options(), *NO_WAIT)
+    assert_one_line_error(peeked, 1, "has 1 receive left of maxReceiveCount 4", REFUSED)
+    again = run_cli(capsys, "redrive", *wired.options(), *NO_WAIT, *unmatched)
+    assert again.code == 1
+    assert REFUSED in again.err
+    assert depth(sqs, wired.operator) == (0, 0)
+    assert depth(sqs, wired.dlq) == (3, 0)

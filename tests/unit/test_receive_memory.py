@@ -254,3 +254,22 @@ def test_a_read_is_refused_exactly_when_a_message_seen_keeps_its_reserve_or_less
                 highest[message_id] = max(count, highest.get(message_id, 0))
         expected = any(BUDGET.stop_after(count) for count in highest.values())
         assert (memory.refusal(QUEUE, BUDGET) is not None) == expected
+
+
+def test_a_move_takes_its_chosen_ids_and_keeps_the_reserve_for_what_it_gives_back(
+    tmp_path: Path,
+) -> None:
+    """A move's receive of a chosen message is its move (it may spend the kept receive); the
+    messages it gives back keep the reserve, as after a read; and no message may be one whose
+    next receive SQS would move on itself, chosen or not."""
+    memory = ReceiveMemory(tmp_path)
+    memory.record(QUEUE, seen({"chosen": 5, "other": 3}))
+    memory.check_move(QUEUE, BUDGET, takes_all=True)
+    memory.check_move(QUEUE, BUDGET, takes_all=False, taken=frozenset({"chosen"}))
+    with pytest.raises(ReadRefusedError, match="message chosen has 1 receive left"):
+        memory.check_move(QUEUE, BUDGET, takes_all=False, taken=frozenset({"other"}))
+
+    memory.record(QUEUE, seen({"chosen": 6}))  # none left: its next receive moves it on
+    for taken in (frozenset(), frozenset({"chosen"})):
+        with pytest.raises(ReadRefusedError, match="message chosen has 0 receives left"):
+            memory.check_move(QUEUE, BUDGET, takes_all=True, taken=taken)

@@ -26,6 +26,7 @@ from dlq_replay.cli.selection import add_selection_options, selector_from
 from dlq_replay.cli.shutdown import Shutdown, hidden_until_text
 from dlq_replay.ops.deleting import Deleter, DeleteRequest, DeleteTally
 from dlq_replay.ops.queueinfo import QueueInfo
+from dlq_replay.ops.receivememory import ReceiveMemory
 from dlq_replay.sqs.depth import queue_depth
 
 
@@ -72,7 +73,8 @@ def run_delete(args: argparse.Namespace, action: audit.Action) -> int:
         reserve=args.reserve,
     )
     shutdown = Shutdown(audit=action)
-    deleter = Deleter(target.sqs, request, stop=shutdown.stop)  # refuses a spent budget
+    # Refuses a spent budget, or a receive that would move a message earlier runs saw.
+    deleter = Deleter(target.sqs, request, stop=shutdown.stop, memory=ReceiveMemory.local())
     approximate = queue_depth(target.sqs, queue.url).visible
     action.gate(queues=(queue.url,), selection_size=approximate)
     with progress_bars(args) as progress:

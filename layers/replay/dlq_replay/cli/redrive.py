@@ -57,6 +57,7 @@ from dlq_replay.local.answers import ForeignAnswerError
 from dlq_replay.ops.clientmove import prepare
 from dlq_replay.ops.movetask import MoveTask, start_move_task, wait_move_task
 from dlq_replay.ops.preflight import preflight
+from dlq_replay.ops.receivememory import ReceiveMemory
 from dlq_replay.ops.redrive import (
     DEFAULT_CONCURRENCY,
     MAX_CONCURRENCY,
@@ -341,6 +342,7 @@ def _client_redrive(
         request,
         stop=shutdown.stop,
         deliverer=make_deliverer(args) if delivers else None,
+        memory=ReceiveMemory.local(),
     )
     with progress_bars(args) as progress:
         bar = progress.add_task(f"{verb} {request.source.name}", total=total or None)

@@ -31,7 +31,14 @@ from dlq_replay.core.messages import OutboundMessage
 from dlq_replay.ops.ending import SourceEnd
 from dlq_replay.ops.movestate import MoveState
 from dlq_replay.ops.pacing import make_pace
-from dlq_replay.ops.receiving import ReceiveBudget, receive, release, usable_budget
+from dlq_replay.ops.receivememory import ReceiveMemory
+from dlq_replay.ops.receiving import (
+    ReceiveBudget,
+    Sighting,
+    receive,
+    release,
+    usable_budget,
+)
 from dlq_replay.ops.redrive import (
     BudgetStop,
     FailReason,
@@ -86,14 +93,26 @@ def prepare(
     sleep: Callable[[float], None] | None = None,
     stop: threading.Event | None = None,
     deliverer: Deliverer | None = None,
+    memory: ReceiveMemory | None = None,
 ) -> ClientMove:
-    """The move, checked (the receive budget) but not started: the caller may ask it what is
-    left (`leftover`) while it runs in another thread. `deliverer` delivers the records of
-    serverless kinds when `request.target_arns` names their targets (required then)."""
+    """The move, checked (the receive budget, and what `memory` holds) but not started: the
+    caller may ask it what is left (`leftover`) while it runs in another thread. `deliverer`
+    delivers the records of serverless kinds when `request.target_arns` names their targets
+    (required then). What the move receives goes to `memory` when it ends."""
     if request.target_arns and deliverer is None and not request.dry_run:
         raise ValueError("a redrive that delivers to targets needs a Deliverer")
     budget = usable_budget(sqs, request.source, request.reserve)
-    return ClientMove(
+    if memory is not None and budget is not None:
+        # A move of every message it receives may spend the kept receive (the reserve kept it
+        # for this); one that gives some back (a selection, a limit, a dry run) keeps the
+        # reserve for those, as a read does; ids chosen by the console are taken.
+        memory.check_move(
+            request.source,
+            budget,
+            takes_all=request.selector.empty and request.limit is None and not request.dry_run,
+            taken=frozenset() if request.dry_run else request.selector.message_ids,
+        )
+    move = ClientMove(
         sqs,
         request,
         budget,
@@ -102,6 +121,8 @@ def prepare(
         stop=stop or threading.Event(),
         deliverer=deliverer,
     )
+    move.memory = memory
+    return move
 
 
 class ClientMove(MoveState):
@@ -130,6 +151,8 @@ class ClientMove(MoveState):
         self.deliverer = deliverer
         self.source_urls: dict[str, str | None] = {}
         self.end = SourceEnd(sqs, request.source.url, request.wait_seconds, self.stop, self.held)
+        self.sighting = Sighting()  # the receive counts it saw, for the receive memory
+        self.memory: ReceiveMemory | None = None
 
     def _sleep(self, seconds: float) -> None:
         self.stop.wait(seconds)
@@ -160,6 +183,10 @@ class ClientMove(MoveState):
                 self.not_released = refused
                 self.released = True
                 self.releasing = 0
+                # Moved: the originals it deleted (every message seen but not in its hands).
+                self.sighting.removed.update(m for m in self.seen if m not in self.in_hand)
+            if self.memory is not None:
+                self.memory.record(self.request.source, self.sighting)
         with self.lock:
             return self.tally()
 
@@ -236,6 +263,8 @@ class ClientMove(MoveState):
             self.receives -= 1
             self.receiving_up_to -= want
             self.taken += len(batch)
+            if self.budget is not None:
+                self.sighting.saw(batch, self.budget)
             for message in batch:
                 # A message seen before came back after its hide time: keep its new handle.
                 self.in_hand[message["MessageId"]] = message["ReceiptHandle"]

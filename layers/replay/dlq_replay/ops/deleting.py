@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from dlq_replay.core import attributes
 from dlq_replay.ops.queueinfo import QueueInfo
+from dlq_replay.ops.receivememory import ReceiveMemory
 from dlq_replay.ops.receiving import Receiving, usable_budget
 from dlq_replay.ops.select import Selector
 from dlq_replay.sqs.sending import delete_messages
@@ -66,11 +67,22 @@ class Deleter:
         *,
         stop: threading.Event | None = None,
         now: Callable[[], float] = time.time,
+        memory: ReceiveMemory | None = None,
     ) -> None:
         self.request = request
         self.stop = stop or threading.Event()
         self.now = now
         budget = usable_budget(sqs, request.source, request.reserve)
+        if memory is not None and budget is not None:
+            # Deleting every message it receives may spend the kept receive; a selection or a
+            # limit gives some back, so it keeps the reserve, as a read does.
+            memory.check_move(
+                request.source,
+                budget,
+                takes_all=request.selector.empty and request.limit is None,
+                taken=request.selector.message_ids,  # chosen by id (the console)
+            )
+        self.memory = memory  # what the run saw goes there (and what it deleted leaves)
         self.receiving = Receiving(
             sqs,
             request.source.url,
@@ -101,6 +113,8 @@ class Deleter:
             # What was not deleted: the skipped ones given back now, the failed ones too.
             self.counts["seen"] = self._seen()
             self.not_released = self.receiving.release()
+            if self.memory is not None:
+                self.memory.record(self.request.source, self.receiving.sighting)
         return self.tally()
 
     def _seen(self) -> int:

@@ -26,7 +26,7 @@ import os
 import tempfile
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -60,10 +60,11 @@ class Remembered:
     ids: dict[str, tuple[int, float]]
     counts: dict[int, tuple[str, float]]
 
-    def highest(self) -> tuple[str, int] | None:
-        """The remembered message with the highest count (id, count), if any."""
-        found = [(count, message_id) for message_id, (count, _) in self.ids.items()]
-        found += [(count, message_id) for count, (message_id, _) in self.counts.items()]
+    def highest(self, taken: frozenset[str] = frozenset()) -> tuple[str, int] | None:
+        """The remembered message with the highest count (id, count), if any, leaving out the
+        ids in `taken` (a move's chosen ones: its receive of those is their move)."""
+        found = [(c, m) for m, (c, _) in self.ids.items() if m not in taken]
+        found += [(c, m) for c, (m, _) in self.counts.items() if m not in taken]
         if not found:
             return None
         count, message_id = max(found)
@@ -115,19 +116,40 @@ class ReceiveMemory:
             {k: v for k, v in found.counts.items() if v[1] >= oldest},
         )
 
-    def refusal(self, queue: QueueInfo, budget: ReceiveBudget) -> str | None:
+    def refusal(
+        self, queue: QueueInfo, budget: ReceiveBudget, taken: frozenset[str] = frozenset()
+    ) -> str | None:
         """The line refusing a read of `queue` now, or None when every remembered message
-        keeps `budget.reserve` receives after one more."""
-        highest = self.load(queue).highest()
+        (but those in `taken`) keeps `budget.reserve` receives after one more."""
+        highest = self.load(queue).highest(taken)
         if highest is None or not budget.stop_after(highest[1]):
             return None
         return refusal_text(queue, budget, *highest)
 
-    def check(self, queue: QueueInfo, budget: ReceiveBudget) -> None:
-        """ReadRefusedError (one line) when a read now could move a remembered message."""
-        refused = self.refusal(queue, budget)
+    def check(
+        self, queue: QueueInfo, budget: ReceiveBudget, taken: frozenset[str] = frozenset()
+    ) -> None:
+        """ReadRefusedError (one line) when a read now could move a remembered message (one
+        not in `taken`: the ids a move will take, whose receive is their move)."""
+        refused = self.refusal(queue, budget, taken)
         if refused is not None:
             raise ReadRefusedError(refused)
+
+    def check_move(
+        self,
+        queue: QueueInfo,
+        budget: ReceiveBudget,
+        *,
+        takes_all: bool,
+        taken: frozenset[str] = frozenset(),
+    ) -> None:
+        """Before a move (redrive, delete): refused when a remembered message's next receive
+        would itself move it on (a chosen one too: SQS would move it instead of handing it
+        over); unless the move takes every message it receives, those it gives back (all but
+        the `taken` ids) keep `budget.reserve`, as after a read."""
+        self.check(queue, replace(budget, reserve=0))
+        if not takes_all:
+            self.check(queue, budget, taken)
 
     def record(self, queue: QueueInfo, sighting: Sighting) -> None:
         """Add what one run saw (and forget what it deleted). An unreadable file is left as it

@@ -16,6 +16,7 @@ from dlq_replay.cli.shutdown import hidden_until_text
 from dlq_replay.ops.deleting import Deleter, DeleteRequest, DeleteTally
 from dlq_replay.ops.purge import PURGE_INTERVAL_SECONDS, depth_before_purge, purge
 from dlq_replay.ops.queueinfo import QueueInfo
+from dlq_replay.ops.receivememory import ReceiveMemory
 from dlq_replay.ops.select import Selector
 
 if TYPE_CHECKING:
@@ -77,7 +78,7 @@ def run_delete(
 
     def work() -> int:
         check_confirmed(confirm, queue)
-        deleter = Deleter(sqs, request, stop=job.stop)
+        deleter = Deleter(sqs, request, stop=job.stop, memory=ReceiveMemory.local())
         action.gate(queues=(queue.url,), selection_size=len(ids))
         tally = deleter.run(show)
         show(tally)

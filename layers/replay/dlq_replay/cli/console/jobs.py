@@ -250,7 +250,9 @@ def run_redrive(connection: Connection, sqs: SQSClient, order: RedriveOrder, job
 
     def work() -> int:
         deliverer = connection.deliverer() if order.target_arns else None
-        move = prepare(sqs, request, stop=job.stop, deliverer=deliverer)
+        move = prepare(
+            sqs, request, stop=job.stop, deliverer=deliverer, memory=ReceiveMemory.local()
+        )
         job.move = move
         action.gate(queues=(order.source.url, destination), selection_size=len(order.ids))
         tally = move.run(lambda t: job.show(t, request))

@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, Any
 from dlq_replay.core.decision import park_reason_of
 from dlq_replay.core.kinds import RecordKind
 from dlq_replay.ops.archive import ArchiveRecord, parse_line
-from dlq_replay.ops.clientmove import ClientMove
 from dlq_replay.ops.export import ExportRequest, ExportResult, prepare_export
 from dlq_replay.ops.opserror import OpsError
 from dlq_replay.ops.queueinfo import QueueInfo
@@ -317,28 +316,6 @@ def read_refusal(info: QueueInfo, memory: ReceiveMemory) -> str | None:
         return memory.refusal(info, budget)
     except OpsError as error:
         return str(error)
-
-
-def forget_removed(
-    memory: ReceiveMemory,
-    source: QueueInfo,
-    ids: frozenset[str],
-    move: ClientMove | None,
-    rows: dict[str, int],
-) -> None:
-    """What the console's redrive (`move`) or delete (its tally `rows`) of `ids` removed from
-    `source`, no longer remembered: the originals the redrive deleted (not in its hands any
-    more), the chosen ids when the delete deleted every one (else which is unknown: kept)."""
-    if source.redrive is None:
-        return
-    removed: set[str] = set()
-    if move is not None:
-        with move.lock:
-            removed = {m for m in move.seen if m not in move.in_hand}
-    elif rows.get("deleted") == len(ids):
-        removed = set(ids)
-    if removed:
-        memory.forget(source, removed)
 
 
 def _row_of(line: str) -> tuple[Any, ...]:

@@ -8,7 +8,7 @@ import argparse
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from dlq_replay.cli.console import inventory, jobs
 from dlq_replay.cli.console.connection import Connection, ReadSettings
 from dlq_replay.cli.console.problems import BadRequestError, NotFoundError, RefusedReadError
-from dlq_replay.cli.console.snapshot import Filter, Snapshot, forget_removed, read_refusal
+from dlq_replay.cli.console.snapshot import Filter, Snapshot, read_refusal
 from dlq_replay.cli.deployment import command_sqs, resolve_deployment
 from dlq_replay.core.messages import OutboundMessage
 from dlq_replay.core.queues import queue_name
@@ -209,19 +209,6 @@ class Console:
         saw (here or by the CLI) could be moved on by it. None: the page may offer Re-read."""
         return read_refusal(info, ReceiveMemory.local())
 
-    def _forgetting(
-        self, source: QueueInfo, ids: frozenset[str], work: Callable[[jobs.Job], None]
-    ) -> Callable[[jobs.Job], None]:
-        """`work` (a redrive or a delete), then what it removed no longer remembered."""
-
-        def run(job: jobs.Job) -> None:
-            try:
-                work(job)
-            finally:
-                forget_removed(ReceiveMemory.local(), source, ids, job.move, dict(job.rows))
-
-        return run
-
     # -- actions -----------------------------------------------------------------------------
 
     def destinations(self, info: QueueInfo) -> list[tuple[str, str]]:
@@ -298,14 +285,7 @@ class Console:
         # The redrive receives the whole queue (the unchosen are given back): about as many.
         seen = max(len(order.ids), self.snapshot(order.source).examined)
         job = jobs.Job("redrive", order.source.name, f"{order.source.name} -> {where}", seen)
-        return self.jobs.start(
-            job,
-            self._forgetting(
-                order.source,
-                order.ids,
-                lambda j: jobs.run_redrive(self.connection, self.sqs, order, j),
-            ),
-        )
+        return self.jobs.start(job, lambda j: jobs.run_redrive(self.connection, self.sqs, order, j))
 
     def start_export(self, order: jobs.RedriveOrder, filename: str) -> jobs.Job:
         job = jobs.Job(
@@ -331,12 +311,8 @@ class Console:
         job = jobs.Job("delete", source.name, f"delete {len(order.ids)} from {source.name}", seen)
         return self.jobs.start(
             job,
-            self._forgetting(
-                source,
-                order.ids,
-                lambda j: destructive.run_delete(
-                    self.connection, self.sqs, source, ids=order.ids, confirm=confirm, job=j
-                ),
+            lambda j: destructive.run_delete(
+                self.connection, self.sqs, source, ids=order.ids, confirm=confirm, job=j
             ),
         )
 
