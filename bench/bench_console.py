@@ -1,7 +1,8 @@
 """Benchmark of `dlq-replay console` on a large dead-letter queue, beside the CLI.
 
 A 10,000-message operator queue on the in-memory SQS over HTTP (bench/sqs_http.py, every
-request held a fixed latency), 1,000 of them parked `rejected`:
+request held a fixed latency, in a process of its own as SQS is: bench/sqs_process.py), 1,000
+of them parked `rejected`:
 
 1. the console reads the queue into its snapshot and shows the first page of the filter
    `reason=rejected` (seconds, SQS calls); the snapshot must be complete (not partial) and
@@ -14,7 +15,7 @@ request held a fixed latency), 1,000 of them parked `rejected`:
    does the same on a fresh copy of the queue;
 5. (not with --smoke) a snapshot of 100,000 messages in a process of its own: its seconds,
    whether it is complete, and the peak RSS it added (resource.getrusage's high-water mark
-   after the read, less the mark once the fake holds the messages).
+   after the read, less the mark before it; the fake holds the messages in its own process).
 
 Each redrive must move exactly the selected messages (the fake's books are checked). The
 console's pages are asked through Flask's test client: the figures are the console's work and
@@ -36,7 +37,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sqs_http import OPERATIONS, FakeSqs
+from sqs_http import OPERATIONS
+from sqs_process import Hosted as FakeSqs
+from sqs_process import hosted_sqs
 
 OPERATOR = "orders-operator"
 MAIN = "orders"
@@ -45,7 +48,8 @@ LARGE = 100_000  # the snapshot whose memory is measured (not with --smoke)
 
 
 def sqs_calls(fake: FakeSqs) -> int:
-    return sum(n for op, n in fake.calls.items() if op in OPERATIONS or op == "ReceiveMessage")
+    calls = fake.call_counts()
+    return sum(n for op, n in calls.items() if op in OPERATIONS or op == "ReceiveMessage")
 
 
 def reason(value: str) -> dict[str, Any]:
@@ -53,7 +57,7 @@ def reason(value: str) -> dict[str, Any]:
 
 
 def fake_queue(latency: float, messages: int, selected: int) -> FakeSqs:
-    fake = FakeSqs(latency)
+    fake = hosted_sqs(latency)
     fake.start()
     fake.queue(OPERATOR)
     fake.queue(MAIN)
@@ -103,7 +107,8 @@ def console_of(fake: FakeSqs, folder: Path) -> Any:
 
 def read_snapshot(fake: FakeSqs, web: Any, console: Any, messages: int) -> tuple[float, int, float]:
     """The snapshot read and the first filtered page: seconds, SQS calls, CPU seconds of this
-    process (the fake's included). The read must be complete and hold every message."""
+    process (the fake's are its own process's). The read must be complete and hold every
+    message."""
     calls, started, cpu = sqs_calls(fake), time.perf_counter(), time.process_time()
     web.get(f"{TOKEN}/q/{OPERATOR}")
     # Ready is watched in process (a page's poll would add an SQS call and its CPU each time).
@@ -196,7 +201,7 @@ def cli_run(fake: FakeSqs) -> tuple[float, int]:
 
 
 def check(fake: FakeSqs, selected: int, case: str) -> None:
-    arrived = fake.queues[MAIN].arrived
+    arrived = fake.arrived(MAIN)
     if (
         len(arrived) != selected
         or len(set(arrived)) != selected
@@ -258,15 +263,15 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'console: redrive the filter result':<52} {move_s:>8.2f} {move_calls:>10}")
     print(f"{'cli: redrive --filter-reason':<52} {cli_s:>8.2f} {cli_calls:>10}")
     print(
-        f"snapshot / export: {read_s / export_s:.2f}; CPU of this process (the fake's "
-        f"included): snapshot {read_cpu:.2f} s, export {export_cpu:.2f} s; load average "
+        f"snapshot / export: {read_s / export_s:.2f}; CPU of this process (the fake has its "
+        f"own): snapshot {read_cpu:.2f} s, export {export_cpu:.2f} s; load average "
         f"{os.getloadavg()[0]:.1f}"
     )
     if large is not None:
         print(
             f"snapshot of {LARGE:,} messages: {large['seconds']:.1f} s, complete; peak RSS "
             f"{large['peak_mb']:.0f} MB, {large['peak_mb'] - large['before_mb']:.0f} MB above "
-            f"the {large['before_mb']:.0f} MB once the fake held them"
+            f"the {large['before_mb']:.0f} MB before the read"
         )
     return 0
 
