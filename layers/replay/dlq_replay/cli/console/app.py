@@ -302,15 +302,11 @@ def _pages(app: Flask, console: Console) -> None:
 
     @app.get("/jobs/<job_id>/fragment")
     def job_fragment(job_id: str) -> str:
-        found = console.job(job_id)
-        found.polled = time.monotonic()
-        return render_template("_job.html", job=found)
+        return render_template("_job.html", job=console.job(job_id))
 
     @app.get("/api/jobs/<job_id>")
     def job_json(job_id: str) -> Response:
-        found = console.job(job_id)
-        found.polled = time.monotonic()
-        return jsonify(found.to_json())
+        return jsonify(console.job(job_id).to_json())
 
     @app.get("/jobs/<job_id>/download")
     def download(job_id: str) -> Response:

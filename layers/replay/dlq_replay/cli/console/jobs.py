@@ -72,8 +72,6 @@ class Job:
     download: Path | None = None
     download_name: str = ""
     started: float = field(default_factory=time.time)
-    # When its page last asked for it: shown nowhere, acted on by nothing (no watchdog).
-    polled: float = field(default_factory=time.monotonic)
     stopped_by: str | None = None  # STOP_BUTTON, CONSOLE_STOPPED
     action_id: str | None = None  # its records in the audit trail
     move: Any = None  # the ClientMove, for what an abandoned run leaves
