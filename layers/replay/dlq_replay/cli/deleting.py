@@ -94,7 +94,9 @@ def run_delete(args: argparse.Namespace, action: audit.Action) -> int:
             else:
                 _print(queue, deleter.tally())
 
-        tally = shutdown.run(lambda: deleter.run(show), left, report)
+        tally = shutdown.run(
+            lambda: deleter.run(show), left, report, lambda: delete_json(queue, deleter.tally())
+        )
     action.tally(delete_json(queue, tally))
     action.leftover(hidden_until_text(tally.not_released, tally.hidden_until))
     if tally.stopped:

@@ -165,7 +165,10 @@ def run_export(args: argparse.Namespace, action: audit.Action) -> int:
                     _print_export(result, request)
 
             result = shutdown.run(
-                lambda: job.run(show), lambda: _export_leftover(job.leftover(), request), report
+                lambda: job.run(show),
+                lambda: _export_leftover(job.leftover(), request),
+                report,
+                lambda: _export_json(source, job.state.result(), shutdown),
             )
     except OSError as error:
         raise CommandError(file_error(error, "nothing was deleted")) from None

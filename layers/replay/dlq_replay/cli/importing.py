@@ -116,7 +116,12 @@ def run_import(args: argparse.Namespace, action: audit.Action) -> int:
                 else:
                     _print_import(snapshot, request)
 
-            tally = shutdown.run(lambda: importer.run(show), left, report)
+            tally = shutdown.run(
+                lambda: importer.run(show),
+                left,
+                report,
+                lambda: _import_json(request, importer.tally(), shutdown),
+            )
     except OSError as error:
         raise CommandError(file_error(error, "rerun to continue")) from None
     if tally.stopped:

@@ -368,6 +368,7 @@ def _client_redrive(
             lambda: move.run(show),
             lambda: leftover_text(move.leftover(), "source queue"),
             report,
+            lambda: redrive_json(move.abandoned()[0], request, shutdown),
         )
     if tally.stopped:
         note(stop_text(tally.stopped))

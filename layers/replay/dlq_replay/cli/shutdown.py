@@ -28,7 +28,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from types import FrameType
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
@@ -74,7 +74,10 @@ def install_default_handlers() -> Callable[[], None]:
     the previous handlers back (`main` called in process, by tests)."""
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
-    previous = {sig: signal.signal(sig, _raise_interrupted) for sig in SIGNALS}
+    # SIGTERM's last: whoever sees it caught (a supervisor, a test reading SigCgt) knows the
+    # other two are too.
+    order = sorted(SIGNALS, key=lambda sig: sig == signal.SIGTERM)
+    previous = {sig: signal.signal(sig, _raise_interrupted) for sig in order}
     previous_hook = sys.unraisablehook
 
     def deliver_again(unraisable: Any) -> None:
@@ -146,6 +149,7 @@ class Shutdown:
         self._signalled_at = 0.0
         self._left: Callable[[], str] = lambda: ""
         self._report: Callable[[str], None] | None = None
+        self._tally: Callable[[], Mapping[str, Any]] | None = None
         self._exit_now = exit_now
 
     @property
@@ -176,10 +180,13 @@ class Shutdown:
         if self._abandoning:
             return  # a third signal: the exit is already on its way, bounded
         self._abandoning = True
-        try:
-            left = self._left()
-        except Exception as error:  # the line must go out whatever the state
-            left = f"what is left is unknown ({type(error).__name__})"
+        # With the tally at hand, the end record first (bounded): the work goes on meanwhile,
+        # so what is left is read again after it, for the line and the tally that say it.
+        early = self.audit is not None and self._tally is not None
+        if self.audit is not None and self._tally is not None:
+            self.audit.tally(self._tally())
+            self._abandon_audit(why, code)
+        left = self._left_text()
         if sys.stderr.isatty():
             # A progress bar hides the cursor until it closes, which an exit now skips.
             sys.stderr.write("\n\x1b[?25h")
@@ -194,23 +201,37 @@ class Shutdown:
                     flush=True,
                 )
         sys.stdout.flush()
-        if self.audit is not None:
-            problem = self.audit.abandon(why, code, left)
-            if problem:
-                print(f"dlq-replay: audit: {problem}", file=sys.stderr, flush=True)
+        if not early:
+            self._abandon_audit(why, code)
         self._exit_now(code)
+
+    def _abandon_audit(self, why: str, code: int) -> None:
+        if self.audit is None:
+            return
+        problem = self.audit.abandon(why, code, self._left_text())
+        if problem:
+            print(f"dlq-replay: audit: {problem}", file=sys.stderr, flush=True)
+
+    def _left_text(self) -> str:
+        try:
+            return self._left()
+        except Exception as error:  # the line must go out whatever the state
+            return f"what is left is unknown ({type(error).__name__})"
 
     def run(
         self,
         work: Callable[[], T],
         left: Callable[[], str],
         report: Callable[[str], None] | None = None,
+        tally: Callable[[], Mapping[str, Any]] | None = None,
     ) -> T:
         """`work()` in a thread with the signal handlers installed; its result, or its error
         raised here. `left()` says what is left when the work must be abandoned, then
-        `report(why)` prints the tally so far."""
+        `report(why)` prints the tally so far; `tally()` is that tally for the audit's end
+        record (written first when given)."""
         self._left = left
         self._report = report
+        self._tally = tally
         result: list[T] = []
         failure: list[BaseException] = []
 
