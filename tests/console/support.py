@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import http.cookiejar
 import json
+import os
 import re
 import secrets
+import subprocess
 import tempfile
 import threading
 import time
@@ -185,3 +187,15 @@ class Browser:
 
     def json(self, path: str) -> Any:
         return json.loads(self.request(path).body)
+
+
+def spawned(command: list[str], state: Path) -> subprocess.Popen[str]:
+    """`command` in a process of its own, its output piped as text, its audit trail and
+    receive memory in `state` (never the operator's own)."""
+    return subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "XDG_STATE_HOME": str(state)},
+    )

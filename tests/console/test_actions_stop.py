@@ -6,10 +6,8 @@ code 130, the tally so far and what was left), with the keys of the CLI's end re
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -20,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from dlq_replay.demo.emulator import create_queues
 
-from .support import Browser, depth, park, served
+from .support import Browser, depth, park, served, spawned
 
 if TYPE_CHECKING:
     from dlq_replay.demo.emulator import Queues
@@ -159,13 +157,7 @@ def cli_redrive_interrupted(
         "--from", queues.operator, "--to", queues.main, "--client-side", "--rate", "6",
         "--json",
     ]  # fmt: skip
-    process = subprocess.Popen(
-        command,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "XDG_STATE_HOME": str(state)},
-    )
+    process = spawned(command, state)
     try:
         until(lambda: depth(client, queues.main) >= 3)
         process.send_signal(signal.SIGINT)

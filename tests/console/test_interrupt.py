@@ -5,10 +5,8 @@ prints is what the queues hold, and the audit trail records it `interrupted`, ex
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
-import subprocess
 import sys
 import time
 import uuid
@@ -17,7 +15,7 @@ from typing import TYPE_CHECKING
 import pytest
 from dlq_replay.demo.emulator import create_queues
 
-from .support import Browser, depth, park
+from .support import Browser, depth, park, spawned
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -38,13 +36,7 @@ def test_stopping_the_console_mid_redrive_loses_nothing(
         sys.executable, "-m", "dlq_replay.cli.main", "console", "--endpoint-url", endpoint,
         "--main-queue-url", queues.main, "--operator-queue-url", queues.operator,
     ]  # fmt: skip
-    process = subprocess.Popen(
-        command,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "XDG_STATE_HOME": str(tmp_path)},
-    )
+    process = spawned(command, tmp_path)
     try:
         assert process.stdout is not None
         first = process.stdout.readline()

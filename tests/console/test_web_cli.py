@@ -4,7 +4,6 @@ answers by any IP address of this machine, and names no other host."""
 
 from __future__ import annotations
 
-import os
 import re
 import signal
 import socket
@@ -15,6 +14,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+
+from .support import spawned
 
 pytestmark = pytest.mark.moto_only(reason="the demo's embedded moto server, in this process")
 
@@ -76,13 +77,7 @@ def test_on_every_address_it_answers_by_ip_and_refuses_other_names(
     endpoint: str, tmp_path: Path
 ) -> None:
     command = [*dlq_replay(), "console", "--endpoint-url", endpoint, "--host", "0.0.0.0"]
-    process = subprocess.Popen(
-        command,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "XDG_STATE_HOME": str(tmp_path)},
-    )
+    process = spawned(command, tmp_path)
     try:
         assert process.stdout is not None
         first = process.stdout.readline()

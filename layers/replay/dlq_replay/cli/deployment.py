@@ -43,6 +43,11 @@ _OPTIONAL_CONFIG = Config(
 )
 
 
+def lookup_config(service: str) -> Config:
+    """The configuration of a client other than SQS's, for the CLI and the console alike."""
+    return _OPTIONAL_CONFIG if service == "cloudwatch" else _LOOKUP_CONFIG
+
+
 def make_client(args: argparse.Namespace, service: str) -> Any:
     """A client of `service` from the AWS CLI-style options; tests replace this function.
 
@@ -52,7 +57,7 @@ def make_client(args: argparse.Namespace, service: str) -> Any:
     if service == "sqs":
         return sqs_client(args)
     session = aws_session(args)
-    config = _OPTIONAL_CONFIG if service == "cloudwatch" else _LOOKUP_CONFIG
+    config = lookup_config(service)
     return session.client(service, endpoint_url=endpoint(args, service), config=config)  # type: ignore[call-overload]
 
 

@@ -368,7 +368,3 @@ def refuse_foreign_answers(session: boto3.Session) -> None:
     session.events.register("before-send", remember, unique_id="dlq-replay-answer-url")
     session.events.register("before-parse", refuse, unique_id="dlq-replay-answer-refuse")
     session.events.register("after-call-error", unanswered, unique_id="dlq-replay-no-answer")
-
-
-# The former name (the console's connection still calls it so).
-refuse_html_answers = refuse_foreign_answers

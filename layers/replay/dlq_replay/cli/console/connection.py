@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import boto3
-from botocore.config import Config
 
 from dlq_replay import audit
 from dlq_replay.cli.auditing import describe, identifier, request_from, store_of
@@ -21,16 +20,15 @@ from dlq_replay.cli.deployment import (
     accepted_kinds_of,
     count_attribute_of,
     function_settings,
+    lookup_config,
     replay_targets_of,
 )
 from dlq_replay.cli.options import (
-    INTERACTIVE_ATTEMPTS,
-    INTERACTIVE_CONNECT_TIMEOUT,
     aws_session,
     endpoint,
 )
 from dlq_replay.core.kinds import KIND_CHOICES, RecordKind
-from dlq_replay.local.answers import refuse_html_answers
+from dlq_replay.local.answers import refuse_foreign_answers
 from dlq_replay.ops.recognition import ALL_KINDS
 
 if TYPE_CHECKING:
@@ -50,12 +48,6 @@ SERVICES = (
     "sqs",
     "stepfunctions",
     "sts",
-)
-# As the CLI's look-ups (`cli.deployment`): a person is waiting, so they fail fast.
-LOOKUP_CONFIG = Config(
-    retries={"mode": "standard", "total_max_attempts": INTERACTIVE_ATTEMPTS},
-    connect_timeout=INTERACTIVE_CONNECT_TIMEOUT,
-    read_timeout=15,
 )
 # The options that name the deployment, as the CLI records them when given.
 DEPLOYMENT_OPTIONS = (
@@ -108,7 +100,7 @@ class Connection:
                 self._clients[service] = self.session.client(
                     service,  # type: ignore[call-overload]
                     endpoint_url=self.endpoints.get(service),
-                    config=LOOKUP_CONFIG,
+                    config=lookup_config(service),  # the CLI's: a person is waiting
                 )
             return self._clients[service]
 
@@ -119,7 +111,7 @@ class Connection:
         from dlq_replay.targets.deliverer import Deliverer
 
         session = boto3.Session(profile_name=self.profile, region_name=self.region)
-        refuse_html_answers(session)
+        refuse_foreign_answers(session)
         clients = TargetClients(session, endpoint_url=self.endpoints.get)
         return Deliverer(clients, concurrency=concurrency)
 
