@@ -334,6 +334,8 @@ bench: $(STAMP) $(BENCH_STAMP)
 	$(BIN)/python bench/bench_console.py
 	$(BIN)/python bench/bench_overview.py
 	$(BIN)/python bench/bench_answers.py
+	$(BIN)/python bench/bench_follow.py
+	$(BIN)/python bench/bench_follow_redrive.py
 	$(BIN)/python bench/bench_end_to_end.py --python $(BENCH_VENV)/bin/python
 
 # The fault-injection soak (tools/soak.py): N messages through the failure path with a chaos
@@ -372,6 +374,8 @@ bench-smoke-computing: $(STAMP)
 	$(BIN)/python bench/bench_console.py --smoke
 	$(BIN)/python bench/bench_overview.py --smoke
 	$(BIN)/python bench/bench_answers.py --smoke
+	$(BIN)/python bench/bench_follow.py --smoke
+	$(BIN)/python bench/bench_follow_redrive.py --smoke
 	$(BIN)/python bench/bench_end_to_end.py --smoke
 
 # requirements/dev.lock: the toolchain (requirements/dev.txt) with the package's dependencies and

@@ -55,21 +55,27 @@ COMMAND_TIMEOUT = 120
 
 
 def _uuid_renamer() -> Callable[[re.Match[str]], str]:
-    """Each distinct id of a scenario becomes 00000000-0000-4000-8000-00000000000N, in the order
-    the samples first show it, so the same message keeps the same id across a session."""
+    """Each distinct id of a scenario becomes 00000000-0000-4000-8000-00000000000N (an action
+    id, 32 hex digits without dashes: 0000000000004000800000000000000N, counted apart), in the
+    order the samples first show it, so the same message or action keeps its id across a
+    session."""
     seen: dict[str, str] = {}
+    actions: dict[str, str] = {}
 
     def rename(match: re.Match[str]) -> str:
         value = match.group(0).lower()
-        if value not in seen:
-            seen[value] = f"00000000-0000-4000-8000-{len(seen) + 1:012d}"
-        return seen[value]
+        ids = seen if "-" in value else actions
+        if value not in ids:
+            named = f"00000000-0000-4000-8000-{len(ids) + 1:012d}"
+            ids[value] = named if ids is seen else named.replace("-", "")
+        return ids[value]
 
     return rename
 
 
 UUID = re.compile(
     r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
+    r"|\b[0-9a-f]{32}\b"  # the audit's action ids
 )
 FIXED = [
     (re.compile(r"127\.0\.0\.1:\d+"), f"127.0.0.1:{SHOWN_PORT}"),

@@ -1,10 +1,6 @@
-"""Lambda entry point: a thin handler over the `dlq_replay` package shipped in the layer.
-
-Init (once per execution environment, before the first event, and inside the snapshot when
-SnapStart is on) makes the SQS client, which depends on none of our settings. The settings are
-read on the first invocation, not at import, and then kept; a bad value fails that invocation
-with one line naming it.
-"""
+"""Lambda entry point over the `dlq_replay` package shipped in the layer. Init (inside the
+SnapStart snapshot) makes only the SQS client; the settings are read on the first invocation
+and kept, a bad value failing that invocation with one line naming it."""
 
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ import pytest
 from dlq_replay.consumer import replay_attempt
 from dlq_replay.core.attributes import PARK_REASON_ATTRIBUTE
 from dlq_replay.local.worker_loop import WorkerOptions, run_worker, settings_from
-from dlq_replay.ops.draining import drain
+from dlq_replay.ops.receiving import drain
 from dlq_replay.sqs.depth import queue_depth
 
 from .deployment import PARAMETERS, REGION, Deployment

@@ -28,7 +28,7 @@ from dlq_replay.aws_lambda.replay import LambdaReplay
 from dlq_replay.core.settings import Settings
 from dlq_replay.engine.replayer import Clock, Collaborators, Outcome, Replayer
 from dlq_replay.local.records import lambda_event
-from dlq_replay.ops.draining import drained_batches
+from dlq_replay.ops.receiving import drained_batches
 from dlq_replay.sqs.depth import queue_depth
 from samtranslator.yaml_helper import yaml_parse
 
@@ -239,7 +239,7 @@ class Sqs:
 
 
 def drain_within(client: SQSClient, queue_url: str, *, batches: int) -> list[MessageTypeDef]:
-    """`dlq_replay.ops.draining.drain`, failing the test when `batches` receives do not empty the
+    """`dlq_replay.ops.receiving.drain`, failing the test when `batches` receives do not empty the
     queue (something keeps refilling it)."""
     drained: list[MessageTypeDef] = []
     for count, batch in enumerate(drained_batches(client, queue_url), start=1):

@@ -14,8 +14,15 @@ from dlq_replay.cli.main import main
 from dlq_replay.core.kinds import RecordKind
 from dlq_replay.core.messages import InboundMessage
 from dlq_replay.demo.emulator import emulator_client, emulator_session, sqs_emulator
-from dlq_replay.demo.eventbridge_run import EventBridgeResult, eventbridge_demo, summary
-from dlq_replay.demo.eventbridge_world import Fate, create_wiring, plan_events, publish
+from dlq_replay.demo.eventbridge_run import (
+    EventBridgeResult,
+    Fate,
+    create_wiring,
+    eventbridge_demo,
+    plan_events,
+    publish,
+    summary,
+)
 from dlq_replay.demo.scenario import DemoOptions
 from dlq_replay.engine.kinds import recognise
 from unit._support import EVENT_FIELDS, EVENTBRIDGE_DLQ_ATTRIBUTES

@@ -80,3 +80,25 @@ def test_what_varies_is_normalised_and_tables_keep_their_shape() -> None:
     ]
     assert "│ 00000000-0000-4000-8000-000000000001 │  5s │        2 │" in shown[0]
     assert "127.0.0.1:55077/q" in shown[0]
+
+
+def test_action_ids_are_normalised_apart_from_message_ids() -> None:
+    def output(action: str, message_id: str) -> str:
+        return (
+            f"moved {message_id}\n"
+            f"followed as action {action}: dlq-replay audit --follow {action}\n"
+            f'{{"action_id": "{action}"}}\n'
+        )
+
+    first = output("5db786b34c92411db11ffcd50498dc89", "1f9b7d54-2961-4c1f-9d63-2f4700dd0c3d")
+    second = output("b063d225e0f842e582cc6fa338017dc2", "53ebff0f-de9a-49db-bc61-1ee3a043b641")
+
+    shown = [doc_samples.normalise(text, doc_samples._uuid_renamer()) for text in (first, second)]
+
+    assert shown[0] == shown[1]
+    assert shown[0] == (
+        "moved 00000000-0000-4000-8000-000000000001\n"
+        "followed as action 00000000000040008000000000000001:"
+        " dlq-replay audit --follow 00000000000040008000000000000001\n"
+        '{"action_id": "00000000000040008000000000000001"}\n'
+    )

@@ -13,7 +13,7 @@ from dlq_replay.cli.options import make_deliverer
 from dlq_replay.cli.parsing import setting_overrides
 from dlq_replay.core.kinds import RecordKind
 from dlq_replay.local.worker_loop import WorkerOptions, delivers, run_worker, settings_from
-from dlq_replay.ops.draining import drain
+from dlq_replay.ops.receiving import drain
 from dlq_replay.sqs.depth import queue_depth
 from emulation import eventually
 from operator_cli.records import EVENT, send_eventbridge

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import boto3
 import pytest
-from dlq_replay.ops.draining import drain
+from dlq_replay.follow.tag import FOLLOW_ATTRIBUTE
+from dlq_replay.ops.receiving import drain
 from integration.harness import RequestLog
 
 from .support import (
@@ -125,8 +126,12 @@ def test_a_round_trip_is_byte_exact_and_leaves_the_originals_without_delete(
     originals = {m["Body"]: attributes_of(m) for m in drain(sqs, queues.operator)}
     copies = drain(sqs, queues.main)
     assert Counter(m["Body"] for m in copies) == Counter(bodies)
+    archived = {line["body"]: line["message_id"] for line in lines}
     for copy in copies:
-        assert attributes_of(copy) == originals[copy["Body"]]  # every attribute, byte for byte
+        # Every attribute, byte for byte, and the import's tag (follow/) beside them.
+        tag = f"{tally['action_id']}/{archived[copy['Body']]}"
+        followed = {FOLLOW_ATTRIBUTE: {"DataType": "String", "StringValue": tag}}
+        assert attributes_of(copy) == {**originals[copy["Body"]], **followed}
     # moto drops AWSTraceHeader on SendMessageBatch: the request is the evidence.
     [request] = log.of("SendMessageBatch")
     assert [
@@ -504,7 +509,10 @@ def test_reset_count_leaves_the_count_out(
     assert result.code == 0, result
     for copy in drain(sqs, queues.main):
         names = set(copy["MessageAttributes"])
-        assert names == {PARK_REASON, "blob"}  # the count gone, the rest kept
+        # The count gone, the rest kept, the import's tag added (follow/).
+        assert names == {PARK_REASON, "blob", FOLLOW_ATTRIBUTE}
+        tag = copy["MessageAttributes"][FOLLOW_ATTRIBUTE]["StringValue"]
+        assert tag.startswith(f"{result.json()['action_id']}/")
 
 
 def test_reset_count_uses_the_count_attribute_named(
@@ -527,7 +535,7 @@ def test_reset_count_uses_the_count_attribute_named(
 
     assert result.code == 0, result
     [copy] = drain(sqs, queues.operator)
-    assert set(copy["MessageAttributes"]) == {PARK_REASON, COUNT}
+    assert set(copy["MessageAttributes"]) == {PARK_REASON, COUNT, FOLLOW_ATTRIBUTE}
 
 
 def test_malformed_lines_are_failed_records_with_their_line_numbers(

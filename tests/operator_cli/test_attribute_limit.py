@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import pytest
-from dlq_replay.ops.draining import drain
+from dlq_replay.ops.receiving import drain
 
 from .support import Queues, depth, park, run_cli, string
 

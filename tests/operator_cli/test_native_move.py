@@ -32,6 +32,7 @@ INFO_NAMES = [
     "VisibilityTimeout",
     "RedrivePolicy",
     "MessageRetentionPeriod",
+    "DelaySeconds",
 ]
 COUNTERS = [
     "ApproximateNumberOfMessages",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import sys
 import zipfile
 from pathlib import Path
@@ -212,6 +213,8 @@ def test_wait_reports_the_final_state_as_json(
     )
 
     assert paused.code == 0, paused
+    action_id = paused.json()["action_id"]  # what `dlq-replay audit` lists the pause as
+    assert re.fullmatch("[0-9a-f]{32}", action_id)
     assert paused.json() == {
         "function_name": "replay",
         "uuid": uuid,
@@ -219,6 +222,7 @@ def test_wait_reports_the_final_state_as_json(
         "after": "Disabled",
         "changed": True,
         "waited": True,
+        "action_id": action_id,
     }
 
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import pytest
-from dlq_replay.ops.draining import drain
-from dlq_replay.ops.receiving import ReceiveBudget
+from dlq_replay.ops.receiving import ReceiveBudget, drain
 
 from .support import (
     COUNT,

@@ -14,9 +14,10 @@ import pytest
 from botocore.exceptions import ClientError
 from dlq_replay.cli.redrive_tally import mode_text
 from dlq_replay.core.messages import OutboundMessage
+from dlq_replay.follow.tag import FOLLOW_ATTRIBUTE
 from dlq_replay.ops.clientmove import redrive as move_client_side
-from dlq_replay.ops.draining import drain
 from dlq_replay.ops.queueinfo import queue_info
+from dlq_replay.ops.receiving import drain
 from dlq_replay.ops.redrive import (
     FailReason,
     ModeChoice,
@@ -192,15 +193,19 @@ def test_selection_options_are_checked_by_the_parser(
 def test_reset_count_removes_the_count(
     capsys: pytest.CaptureFixture[str], sqs: SQSClient, queues: Queues
 ) -> None:
-    park(sqs, queues.operator, ["a", "b"], extra={"tenant": string("acme")})
+    ids = park(sqs, queues.operator, ["a", "b"], extra={"tenant": string("acme")})
 
     result = redrive(capsys, queues, "--reset-count")
 
     assert result.code == 0, result
     assert result.json()["moved"] == 2
     assert "client move: --reset-count" not in result.out  # notes go to stderr only
+    tags = set()
     for message in drain(sqs, queues.main):
-        assert set(message["MessageAttributes"]) == {"tenant"}
+        # The count removed; the move's tag added (follow/), the rest kept.
+        assert set(message["MessageAttributes"]) == {"tenant", FOLLOW_ATTRIBUTE}
+        tags.add(message["MessageAttributes"][FOLLOW_ATTRIBUTE]["StringValue"])
+    assert tags == {f"{result.json()['action_id']}/{id_}" for id_ in ids}
 
 
 def test_filter_reason_moves_only_those_and_returns_the_rest_at_once(
@@ -225,7 +230,7 @@ def test_consumer_parks_are_filtered_by_their_reason_and_lose_reason_and_detail(
     capsys: pytest.CaptureFixture[str], sqs: SQSClient, queues: Queues
 ) -> None:
     detail = {"dlq-replay-error": string("field 'sku' is missing")}
-    park(sqs, queues.operator, ["bad-sku"], reason="consumer:invalid-order", extra=detail)
+    (bad,) = park(sqs, queues.operator, ["bad-sku"], reason="consumer:invalid-order", extra=detail)
     park(sqs, queues.operator, ["late"], reason="consumer:too-late")
     park(sqs, queues.operator, ["max"], reason="max-attempts")
 
@@ -235,7 +240,10 @@ def test_consumer_parks_are_filtered_by_their_reason_and_lose_reason_and_detail(
     assert result.json()["moved"] == 1
     (moved,) = drain(sqs, queues.main)
     assert moved["Body"] == "bad-sku"
-    assert set(moved["MessageAttributes"]) == {COUNT}  # park reason and detail removed
+    # Park reason and detail removed; the move's tag added (follow/).
+    assert set(moved["MessageAttributes"]) == {COUNT, FOLLOW_ATTRIBUTE}
+    tag = moved["MessageAttributes"][FOLLOW_ATTRIBUTE]["StringValue"]
+    assert tag == f"{result.json()['action_id']}/{bad}"
     assert run_cli(capsys, "redrive", *queues.options(), "--filter-reason", "consumer:").code == 2
 
 

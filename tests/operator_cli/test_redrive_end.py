@@ -9,7 +9,7 @@ from collections import Counter
 from typing import TYPE_CHECKING
 
 import pytest
-from dlq_replay.ops.draining import drain
+from dlq_replay.ops.receiving import drain
 
 from .support import COUNT, PARK_REASON, Queues, depth, park, run_cli, string
 

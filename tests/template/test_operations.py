@@ -244,6 +244,7 @@ def test_dashboard_shows_outcomes_failures_and_the_three_queues(
         "Failures (per 5 minutes)",
         "Queue depth (visible; DLQ in flight)",
         "Age of the oldest message (seconds)",
+        "Recovery by attempt (copies sent vs came back, per hour)",
         "Outage breaker (openings, closings; open while BreakerOpen is 1)",
     ]
     text = json.dumps(body)

@@ -579,6 +579,8 @@ def test_environment_variables(cfn: dict[str, Any]) -> None:
         "OUTAGE_BREAKER_RULE",
         "REPLAY_TARGET_ARNS",
         "INVOCATION_LEDGER_TABLE",
+        "FOLLOW_TABLE",
+        "FOLLOW_NOTICE_TOPIC_ARN",
         *ENV_FROM_PARAMETERS,
     }
     for variable, parameter in ENV_FROM_PARAMETERS.items():
@@ -761,8 +763,10 @@ def test_sam_template_uses_policy_templates_and_inline_statements_only_where_non
         "SQSSendMessagePolicy",
         "SQSSendMessagePolicy",
         "SQSSendMessagePolicy",
+        "Statement:FollowCounts",
         "Statement:InvocationLedger",
         "Statement:InvokeReplayTargetFunctions",
+        "Statement:PublishFollowNotices",
         "Statement:PublishToReplayTargetTopics",
         "Statement:PutEventsOnReplayTargetBuses",
         "Statement:ReadTheRulesTargets",

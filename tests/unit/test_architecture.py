@@ -15,6 +15,7 @@ RANK = {
     "notify": 1,  # SNS I/O: the park notices
     "targets": 1,  # delivery to a record's target, the request-id ledger
     "sqs": 2,  # SQS I/O
+    "follow": 2,  # replays and moves followed: recovery counts, returns, their stores
     "engine": 3,  # the kinds of record, the one decision, the replayer
     "breaker": 4,  # the outage breaker: rule, controller, stores, switch
     "aws_lambda": 5,  # the Powertools batch wiring
@@ -25,7 +26,17 @@ RANK = {
     "demo": 7,
     "cli": 8,
 }
-LAMBDA_SIDE = ("core", "notify", "targets", "sqs", "engine", "breaker", "aws_lambda", "consumer")
+LAMBDA_SIDE = (
+    "core",
+    "notify",
+    "targets",
+    "sqs",
+    "follow",
+    "engine",
+    "breaker",
+    "aws_lambda",
+    "consumer",
+)
 MAX_MODULE_LINES = 400
 
 

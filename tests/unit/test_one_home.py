@@ -125,7 +125,7 @@ def test_an_arns_fields_are_what_each_inline_split_said(text: str) -> None:
     assert arn_resource(text) == text.split(":", 5)[-1]
     # engine/kinds/__init__.py: a record's account.
     assert arn_account(text) == (text.split(":")[4] if text.count(":") >= 5 else None)
-    # demo/eventbridge_world.py: `split(":")[4]` of a bus ARN it made itself (all six fields).
+    # demo/eventbridge_run.py: `split(":")[4]` of a bus ARN it made itself (all six fields).
     if text.count(":") >= 5:
         assert arn_account(text) == text.split(":")[4]
     # local/eventsource.py: the region; what raised IndexError raises ValueError.
@@ -151,13 +151,13 @@ def test_a_urls_region_is_what_the_inline_pattern_said(url: str) -> None:
 
 @given(QUEUE_ARN, NAME)
 def test_a_sibling_queue_arn_is_the_inline_prefix_and_name(arn: str, name: str) -> None:
-    # demo/eventbridge_world.py: `f"{target_arn.rsplit(':', 1)[0]}:{name}"`.
+    # demo/eventbridge_run.py: `f"{target_arn.rsplit(':', 1)[0]}:{name}"`.
     assert Arn.queue(arn).sibling(name) == f"{arn.rsplit(':', 1)[0]}:{name}"
 
 
 @given(RULE_ARN)
 def test_a_rules_bus_arn_is_the_inline_format(rule_arn: str) -> None:
-    # targets/rule_targets.py: the bus's ARN for a rule on another account's bus.
+    # targets/services.py: the bus's ARN for a rule on another account's bus.
     region, _, bus = rule_location(rule_arn)
     arn = Arn.parse(rule_arn)
     old = f"arn:{arn.partition}:events:{region}:{arn.account}:event-bus/{bus or 'default'}"

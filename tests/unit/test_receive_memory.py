@@ -22,7 +22,7 @@ from dlq_replay.ops.receivememory import (
     state_folder,
 )
 from dlq_replay.ops.receiving import ReceiveBudget, Sighting
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 DAY = 86_400.0
@@ -207,6 +207,11 @@ texts = st.one_of(
 
 @settings(max_examples=300, deadline=None)
 @given(texts)
+# A control character in an id once split the refusal line in two.
+@example(json.dumps({"format": FORMAT, "queue": QUEUE.arn, "ids": {"\n": [5, 4e9]}, "counts": {}}))
+@example(
+    json.dumps({"format": FORMAT, "queue": QUEUE.arn, "ids": {}, "counts": {"5": ["\x1b", 4e9]}})
+)
 def test_whatever_the_file_holds_a_read_is_refused_in_one_line_or_judged(text: str) -> None:
     with TemporaryDirectory() as folder:
         memory = ReceiveMemory(Path(folder))

@@ -1,9 +1,6 @@
-"""Who the caller is, as STS reports it: the ARN, account and user id of the credentials the
-command runs with.
-
-An identity that cannot be read (an emulator without STS, a network hiccup) is recorded as
-unknown with the reason rather than blocking an operator in the middle of an incident: the
-credentials are still what authorises the action, and the reason says why the name is missing.
+"""Who the caller is, as STS reports it. An identity that cannot be read (an emulator without
+STS, a network hiccup) is recorded as unknown with the reason rather than blocking an operator
+in the middle of an incident: the credentials still authorise the action.
 """
 
 from __future__ import annotations
@@ -56,8 +53,7 @@ class Identity:
 
 
 def caller_identity(sts: STSClient | None) -> Identity:
-    """GetCallerIdentity, or an unknown identity with the reason (never raises for AWS's or
-    the network's errors)."""
+    """GetCallerIdentity, or an unknown identity with the reason."""
     if sts is None:
         return Identity.unknown("no STS client")
     try:
@@ -70,8 +66,4 @@ def caller_identity(sts: STSClient | None) -> Identity:
         return Identity.unknown(f"GetCallerIdentity failed: {code}")
     except BotoCoreError as error:
         return Identity.unknown(f"GetCallerIdentity failed: {type(error).__name__}")
-    return Identity(
-        str(found.get("Arn", UNKNOWN)),
-        str(found.get("Account", UNKNOWN)),
-        str(found.get("UserId", UNKNOWN)),
-    )
+    return Identity(*(str(found.get(key, UNKNOWN)) for key in ("Arn", "Account", "UserId")))

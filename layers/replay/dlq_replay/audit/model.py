@@ -1,7 +1,6 @@
-"""The records of the audit trail: one `begin` before an action changes anything, one `end`
-with how it ended. Both carry the action's id and its start time, so they sort together.
-
-Pure data and its JSON form: the stores keep exactly `AuditRecord.to_json()`.
+"""The records of the audit trail, pure data and its JSON form (the stores keep exactly
+`AuditRecord.to_json()`). A begin and its end carry the action's id and its start time, so they
+sort together.
 """
 
 from __future__ import annotations
@@ -21,8 +20,6 @@ class AuditPhase(StrEnum):
 
 
 class Origin(StrEnum):
-    """Where the action was started from."""
-
     CLI = "cli"
     CONSOLE = "console"
 
@@ -121,8 +118,6 @@ def _text(value: Any) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class AuditAction:
-    """An action as the trail tells it: its begin and, once it ended, its end."""
-
     begin: AuditRecord | None
     end: AuditRecord | None
 
@@ -134,31 +129,29 @@ class AuditAction:
 
     @property
     def outcome_text(self) -> str:
-        """The end's outcome, else what a missing end means."""
         if self.end is None:
             return "no result recorded (still running, or its process was killed)"
         if self.begin is None:
             return f"{self.end.outcome} (no begin record)"
         return str(self.end.outcome)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, **read: Any) -> dict[str, Any]:
+        """The action for `audit --json`; `read`: what a reader adds beside the records (a
+        move's `followed` object, follow/reading.py)."""
         record = self.record
+        end = self.end.to_json() if self.end else {}
+        ended = ("selection_size", "outcome", "exit_code", "tally", "error", "left", "abandoned")
         return {
             "action_id": record.action_id,
             "started_at": record.started_at,
-            "ended_at": self.end.at if self.end else None,
+            "ended_at": end.get("at"),
             "command": record.command,
             "origin": str(record.origin),
             "identity": record.identity.to_json(),
             "request": dict(record.request),
-            "queues": list(self.end.queues) if self.end else [],
-            "selection_size": self.end.selection_size if self.end else None,
-            "outcome": str(self.end.outcome) if self.end and self.end.outcome else None,
-            "exit_code": self.end.exit_code if self.end else None,
-            "tally": self.end.tally if self.end else None,
-            "error": self.end.error if self.end else None,
-            "left": self.end.left if self.end else None,
-            "abandoned": self.end.abandoned if self.end else None,
+            "queues": end.get("queues", []),
+            **{key: end.get(key) for key in ended},
+            **read,
         }
 
 

@@ -1,20 +1,12 @@
-"""Recording one action: `Action`, a context manager the command holds from the moment the
-action is named to its end. The begin record is written in the background from the start,
-`gate()` waits for it before the first change, and leaving the `with` block writes the end with
-the outcome, the exit code, the tally and what was left.
+"""Recording one action: `Action`, a context manager held from the action's naming to its end.
 
-The begin is written on a thread while the command does its own checks (reading the stack,
-the queues), so the audit costs the action no time unless the write is slower than those
-checks; `gate()` then waits for it and refuses the action when it failed: an action that
-cannot be recorded does not run. Two threads: one asks STS who the caller is, the other opens
-the store (which may read the stack) and writes the begin once the identity is known.
-
-One end shape whoever runs the action (the CLI or the console): a normal exit is `ok` or
-`failed` by its exit code; a KeyboardInterrupt (the CLI's signals), or a stop token that was set
-(the console's Stop button, the console stopped), is `interrupted` with 128 + the signal's
-number (130 when no signal is named), the tally so far and what was left (`leftover`). A run
-abandoned on a second signal writes its end at once (`abandon`), within `ABANDON_SECONDS`.
-"""
+The begin is written on threads (one asks STS, one opens the store and writes) while the
+command does its own checks, so the audit costs no time unless the write is slower; `gate()`
+then waits for it and refuses the action when it failed: an action that cannot be recorded
+does not run. Leaving the `with` block writes the end: a KeyboardInterrupt (the CLI's signals)
+or a set stop token (the console's Stop button) is `interrupted` with 128 + the signal's number
+(130 when none is named). A run abandoned on a second signal writes its end within
+`ABANDON_SECONDS` (`abandon`)."""
 
 from __future__ import annotations
 
@@ -62,15 +54,14 @@ def outcome_of(exit_code: int) -> AuditOutcome:
 
 
 def interrupt_code(error: KeyboardInterrupt) -> int:
-    """The exit code of a KeyboardInterrupt: an `Interrupted`'s own (128 + its signal), 130."""
+    """An `Interrupted`'s own exit code (128 + its signal), else 130."""
     code = getattr(error, "code", None)
     return code if isinstance(code, int) and code >= SIGNAL_EXITS else EXIT_STOPPED
 
 
 class Action:
-    """The audit of one action: `with Action(...) as action:` around the work, `gate()` before
-    its first change, `tally()` and `leftover()` as they become known, `ended(code)` with the
-    exit code. Not recorded at all (a dry run): `Action.unrecorded()`."""
+    """`with Action(...) as action:` around the work, `gate()` before its first change,
+    `tally()` and `leftover()` as they become known, `ended(code)` with the exit code."""
 
     def __init__(
         self,
@@ -118,7 +109,7 @@ class Action:
 
     @classmethod
     def unrecorded(cls, command: str, origin: Origin = Origin.CLI) -> Action:
-        """An action that changes nothing (a dry run): the same calls, nothing written."""
+        """A dry run's: the same calls, nothing written."""
         return cls(
             command,
             origin,
@@ -168,13 +159,12 @@ class Action:
             self.failure = self._describe(error)
 
     def _join(self, timeout: float | None = None) -> None:
-        """Wait for the begin (an STS call still hanging is left to its daemon thread)."""
         if self._writer is not None:
             self._writer.join(timeout)
 
     def gate(self, *, queues: tuple[str, ...] = (), selection_size: int | None = None) -> None:
-        """Before the first change: what the action works on (for the end), then return once
-        the begin is written; AuditError when it could not be."""
+        """Before the first change: return once the begin is written; AuditError when it could
+        not be."""
         self.note(queues=queues, selection_size=selection_size)
         if not self.recorded:
             return
@@ -193,22 +183,18 @@ class Action:
     # -- what the end says -------------------------------------------------------------------
 
     def note(self, *, queues: tuple[str, ...] = (), selection_size: int | None = None) -> None:
-        """What the action works on, once the command has resolved it (for the end)."""
         if queues:
             self._details["queues"] = tuple(queues)
         if selection_size is not None:
             self._details["selection_size"] = selection_size
 
     def tally(self, tally: Mapping[str, Any]) -> None:
-        """The action's tally, final or so far (for the end)."""
         self._tally = tally
 
     def leftover(self, text: str) -> None:
-        """What a stopped action left (hidden messages, copies to check), for the end."""
         self._left = text
 
     def ended(self, exit_code: int) -> int:
-        """The run's exit code, for the end; returned."""
         self._code = exit_code
         return exit_code
 
@@ -229,15 +215,13 @@ class Action:
         self.problem = self.finish(self._code, error)
 
     def finish(self, exit_code: int | None, error: BaseException | None = None) -> str | None:
-        """Write the end: the exit code's outcome, or the error's. What went wrong with the
-        audit itself, in one line, else None."""
+        """Write the end; what went wrong with the audit itself, in one line, else None."""
         self._join()
         return self._write_end(self._end_record(exit_code, error), deadline=None)
 
     def abandon(self, why: str, exit_code: int, left: str) -> str | None:
         """The run is abandoned (a second signal, requests that never came back) and the
-        process exits now: write the end at once, within `ABANDON_SECONDS` (the begin's write
-        included). What went wrong with the audit, else None."""
+        process exits now: write the end within `ABANDON_SECONDS`, the begin's write included."""
         if not self.recorded:
             return None
         deadline = time.monotonic() + ABANDON_SECONDS
@@ -272,8 +256,8 @@ class Action:
         )
 
     def _write_end(self, end: AuditRecord, deadline: float | None) -> str | None:
-        """Write `end` unless an end was written already. A signal while it is written does not
-        cut it short; with a `deadline` (monotonic) it is given up at that time."""
+        """Write `end` unless one was written already. A signal does not cut the write short;
+        a `deadline` (monotonic) does."""
         if not self._ending.acquire(blocking=False):
             return None  # another path is writing (or wrote) the end
         store = self.store

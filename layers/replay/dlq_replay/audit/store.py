@@ -1,14 +1,9 @@
-"""Where the trail is kept: the stack's DynamoDB table (shared by every operator of the stack,
-durable) or, with no table to name, a JSON Lines file on this machine.
-
-In the table every record is its own item, written once (PutItem, never overwritten:
-`attribute_not_exists`), so the trail is append-only and an operator needs only PutItem and
-Query. All records share one partition, `pk = audit`, sorted by `sk = <start time>#<action
-id>#<phase>`: one Query in descending order lists the newest actions first, `--since` is a
-range condition on the same key, and an action's end sorts beside its begin. One partition is
-enough: operators write a few records an hour, far below a partition's 1,000 writes a second,
-and a table without local secondary indexes has no size limit per partition key. The items
-carry no `expires_at`, so the table's TTL never removes them.
+"""Where the trail is kept: the stack's DynamoDB table or, with no table to name, a JSON Lines
+file on this machine. In the table each record is its own item, written once
+(`attribute_not_exists`): append-only, and an operator needs only PutItem and Query. All share
+the partition `pk = audit` (operators write a few records an hour), sorted by
+`sk = <start time>#<action id>#<phase>`: one descending Query lists the newest first, each end
+beside its begin. The items carry no `expires_at`: the TTL never removes them.
 """
 
 from __future__ import annotations
@@ -17,10 +12,14 @@ import json
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from dlq_replay.audit.model import AuditAction, AuditRecord, pair_records
 from dlq_replay.targets.dynamo_items import from_item, to_item
+
+if TYPE_CHECKING:
+    from dlq_replay.follow.moves import FollowStore
+    from dlq_replay.follow.recovery import RecoveryStore
 
 PARTITION = "audit"
 # The keys of the table an operator makes for the trail (docs/operator-audit.md): `pk` and
@@ -39,8 +38,6 @@ FILE_NAME = "audit.jsonl"
 
 
 class AuditStore(Protocol):
-    """Somewhere records are appended and listed newest first."""
-
     @property
     def where(self) -> str:
         """For people: `DynamoDB table NAME` or the file's path."""
@@ -51,19 +48,24 @@ class AuditStore(Protocol):
         """Whether the other operators of the stack see it."""
         ...
 
-    def write(self, record: AuditRecord) -> None:
-        """Append one record (raises the store's own error when it cannot)."""
-        ...
+    def write(self, record: AuditRecord) -> None: ...
 
     def actions(self, *, since: str | None = None, limit: int = 50) -> list[AuditAction]:
         """The newest `limit` actions started at or after `since` (a `utc_text`), newest first."""
         ...
 
+    def follow_store(self) -> FollowStore:
+        """The moves' follow records beside the trail: what the moves write, the audit reads."""
+        ...
+
+    def recovery_store(self) -> tuple[RecoveryStore, str]:
+        """The replay's recovery counts beside the trail, and where they are (for people)."""
+        ...
+
 
 def take_actions(records: Iterable[AuditRecord], limit: int) -> list[AuditAction]:
-    """The first `limit` actions of newest-first records, reading no further than needed:
-    once a `limit + 1`th action shows up, the first `limit` are whole (begin and end are
-    neighbours in the order)."""
+    """The first `limit` actions of newest-first records, reading no further than needed (begin
+    and end are neighbours in the order)."""
     taken: list[AuditRecord] = []
     seen: set[str] = set()
     for record in records:
@@ -78,20 +80,15 @@ def take_actions(records: Iterable[AuditRecord], limit: int) -> list[AuditAction
 class DynamoAuditStore:
     """The records as items of the stack's table (template.yaml's OutageBreakerTable)."""
 
+    shared = True
+
     def __init__(self, dynamodb: Any, table: str) -> None:  # a boto3 DynamoDB client
-        self._dynamodb = dynamodb
+        self.client = dynamodb  # the move's follow record shares it
         self.table = table
-
-    @property
-    def where(self) -> str:
-        return f"DynamoDB table {self.table}"
-
-    @property
-    def shared(self) -> bool:
-        return True
+        self.where = f"DynamoDB table {table}"
 
     def write(self, record: AuditRecord) -> None:
-        self._dynamodb.put_item(
+        self.client.put_item(
             TableName=self.table,
             Item=to_item(
                 {
@@ -113,6 +110,16 @@ class DynamoAuditStore:
     def actions(self, *, since: str | None = None, limit: int = 50) -> list[AuditAction]:
         return take_actions(self._records(since, page=2 * limit + 2), limit)
 
+    def follow_store(self) -> FollowStore:
+        from dlq_replay.follow.tables import DynamoFollowStore
+
+        return DynamoFollowStore(self.client, self.table)
+
+    def recovery_store(self) -> tuple[RecoveryStore, str]:
+        from dlq_replay.follow.tables import DynamoRecoveryStore
+
+        return DynamoRecoveryStore(self.client, self.table), self.where
+
     def _records(self, since: str | None, page: int) -> Iterator[AuditRecord]:
         condition = "pk = :p" + (" AND sk >= :s" if since else "")
         values = to_item({":p": PARTITION} | ({":s": since} if since else {}))
@@ -124,7 +131,7 @@ class DynamoAuditStore:
             "Limit": page,
         }
         while True:
-            found = self._dynamodb.query(**query)
+            found = self.client.query(**query)
             for item in found.get("Items", []):
                 record = _parsed(_record_text(item))
                 if record is not None:
@@ -142,20 +149,13 @@ def default_file_path() -> Path:
 
 
 class FileAuditStore:
-    """One JSON object a line, appended with a single write and synced to disk: the fallback
-    when no table is named. It survives the process, not the machine, and no other operator
-    sees it."""
+    """One JSON object a line, appended with a single write and synced to disk."""
+
+    shared = False
 
     def __init__(self, path: Path | None = None) -> None:
         self.path = path or default_file_path()
-
-    @property
-    def where(self) -> str:
-        return str(self.path)
-
-    @property
-    def shared(self) -> bool:
-        return False
+        self.where = str(self.path)
 
     def write(self, record: AuditRecord) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -178,9 +178,26 @@ class FileAuditStore:
         chosen.sort(key=lambda record: record.sort_key, reverse=True)
         return take_actions(chosen, limit)
 
+    @property
+    def follow_path(self) -> Path:
+        """The follow-up's file beside the trail's (what `dlq-replay worker` without a table
+        writes, when both are in their default place)."""
+        from dlq_replay.follow.journal import FILE_NAME as FOLLOW_FILE
+
+        return self.path.with_name(FOLLOW_FILE)
+
+    def follow_store(self) -> FollowStore:
+        from dlq_replay.follow.journal import FileFollowStore
+
+        return FileFollowStore(self.follow_path)
+
+    def recovery_store(self) -> tuple[RecoveryStore, str]:
+        from dlq_replay.follow.journal import FileRecoveryStore
+
+        return FileRecoveryStore(self.follow_path), str(self.follow_path)
+
 
 def _record_text(item: dict[str, Any]) -> str:
-    """An item's whole record, or "" for an item that holds none (a foreign one)."""
     try:
         text = from_item({"record": item["record"]})["record"]
     except (KeyError, TypeError, AttributeError):

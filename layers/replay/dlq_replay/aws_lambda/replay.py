@@ -17,7 +17,7 @@ from aws_lambda_powertools.utilities.batch import (
     process_partial_response,
 )
 
-from dlq_replay.breaker.function import LambdaBreaker, is_probe_event, lambda_breaker
+from dlq_replay.breaker.function import LambdaBreaker, is_probe_event, lambda_breaker, lazy_clients
 from dlq_replay.core.attributes import is_mapping
 from dlq_replay.core.log import Log
 from dlq_replay.core.messages import InboundMessage
@@ -34,6 +34,8 @@ if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
     from mypy_boto3_sqs import SQSClient
 
+    from dlq_replay.follow.replay_side import ReplayFollow
+
 
 class MalformedEventError(ValueError):
     """The event is not Lambda's SQS event: no per-record answer is possible, so the whole
@@ -41,7 +43,6 @@ class MalformedEventError(ValueError):
 
 
 def _records(event: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """The event's records, each with the message id a partial-batch response names it by."""
     records = event.get("Records") if isinstance(event, Mapping) else None
     if not isinstance(records, list):
         raise MalformedEventError("not an SQS event: it has no Records list")
@@ -61,10 +62,16 @@ class RecordNotDone(Exception):  # noqa: N818 - names the outcome, not an error 
 class LambdaReplay:
     """The callable behind `app.handler`: one event, one partial-batch response."""
 
-    def __init__(self, replayer: Replayer, breaker: LambdaBreaker | None = None) -> None:
-        """`breaker`: the outage breaker, counted after every batch (None: off)."""
+    def __init__(
+        self,
+        replayer: Replayer,
+        breaker: LambdaBreaker | None = None,
+        follow: ReplayFollow | None = None,
+    ) -> None:
+        """`follow`: the recovery counts and the moves' returns, after every batch (None: off)."""
         self._replayer = replayer
         self.breaker = breaker
+        self.follow = follow
 
     @classmethod
     def from_env(
@@ -76,9 +83,8 @@ class LambdaReplay:
         metrics: Metrics | None = None,
         session: boto3.Session | None = None,
     ) -> LambdaReplay:
-        """Parse the settings (raising SettingsError on a bad value) around the SQS client made
-        at init; the SNS client is made here (from `session`), and only when park notices are
-        on; the targets' clients and the ledger only for a DLQ_KIND other than sqs."""
+        """Parse the settings (SettingsError on a bad value); the SNS client only when park
+        notices are on, the targets' clients and the ledger only for a DLQ_KIND other than sqs."""
         settings = Settings.from_env(env)
         sns = notice_client(settings, session=session)
         deliverer, ledger = None, None
@@ -102,10 +108,30 @@ class LambdaReplay:
             metrics=metrics,
             collaborators=Collaborators(sns=sns, deliverer=deliverer, ledger=ledger),
         )
+        clients = lazy_clients(session)  # one DynamoDB client for the breaker and the counts
         breaker = lambda_breaker(
-            settings, env=env, sqs=sqs, session=session, logger=logger, metrics=metrics, sns=sns
+            settings,
+            env=env,
+            sqs=sqs,
+            session=session,
+            logger=logger,
+            metrics=metrics,
+            sns=sns,
+            clients=clients,
         )
-        return cls(replayer, breaker)
+        follow = None
+        if env.get("FOLLOW_TABLE", "").strip():  # imported only with a table to count in
+            from dlq_replay.follow.replay_side import lambda_follow
+
+            follow = lambda_follow(
+                env,
+                settings,
+                session=session,
+                logger=logger,
+                metrics=metrics,
+                dynamodb=lambda: clients("dynamodb"),
+            )
+        return cls(replayer, breaker, follow)
 
     def __call__(
         self, event: Mapping[str, Any], context: LambdaContext | None = None
@@ -132,6 +158,9 @@ class LambdaReplay:
             self.breaker.after_batch(
                 outcomes.values(), sent_at, received, known=lookup.known, refused=refused
             )
+        if self.follow is not None:
+            known = {mid: invocation.count for mid, invocation in lookup.known.items()}
+            self.follow(received, outcomes, known)
         processor: BatchProcessor
         if any(is_fifo_arn(str(r.get("eventSourceARN", ""))) for r in records):
             processor = SqsFifoPartialProcessor(skip_group_on_error=True)

@@ -1,18 +1,6 @@
 """The outage breaker's states (pure): closed, open, half-open, how a signal, a tick or an
-operator moves between them, and the known outages whose attempts are given back.
-
-Open, nothing is received; after a pause (doubling on each consecutive opening, capped) it
-probes (half-open): a probe's wait without the copies coming back closes it. While open or
-half-open the outage is *known*, from the first replays that came back with the stretch that
-showed it (`Signal.known_from`) until the breaker closes: the last probe's copies were sent
-into the outage as much as the earlier ones (the consumer may come back while they are on
-their way, and those it got first failed). A return whose copy was sent inside a known outage
-keeps the count it had (`give_back`): a message is parked only for failures while the
-consumer worked.
-
-Everything here is a value: the clock is an argument, the stores and switches live with the
-callers (`breaker.controller`, `breaker.dynamo`, `breaker.worker_side`).
-"""
+operator moves between them, and the known outages whose attempts are given back (docs/design.md,
+"Outages")."""
 
 from __future__ import annotations
 
@@ -59,8 +47,7 @@ Outage = tuple[float, float | None]  # (from, until); until None: still going on
 
 @dataclass(frozen=True, slots=True)
 class BreakerState:
-    """What every invocation, the probe and `status` read; `since` also starts the window
-    (counts from before the last change do not count)."""
+    """`since` also starts the window: counts from before the last change do not count."""
 
     phase: Phase = Phase.CLOSED
     since: float = 0.0
@@ -82,18 +69,13 @@ class BreakerState:
         return any(start <= sent and (end is None or sent <= end) for start, end in self.outages)
 
     def to_item(self) -> dict[str, object]:
-        return {
-            "phase": self.phase.value,
-            "since": self.since,
-            "next_probe": self.next_probe,
-            "openings": self.openings,
-            "cause": self.cause.value if self.cause else None,
-            "holding": self.holding,
-            "baseline": self.baseline,
-            "probe_size": self.probe_size,
-            "version": self.version,
-            "outages": [list(outage) for outage in self.outages],
-        }
+        item: dict[str, object] = {name: getattr(self, name) for name in self.__slots__}
+        item.update(
+            phase=self.phase.value,
+            cause=self.cause.value if self.cause else None,
+            outages=[list(outage) for outage in self.outages],
+        )
+        return item
 
     @classmethod
     def from_item(cls, item: dict[str, object]) -> BreakerState:
@@ -124,10 +106,8 @@ def give_back(
     count_attribute: str,
     known: Known = NOTHING_KNOWN,
 ) -> tuple[list[InboundMessage], int]:
-    """The records as the replay decides them: a return whose copy was sent inside a known
-    outage (SQS's SentTimestamp of the copy, or the invocation's time `known` tells) with its
-    count one lower in the count attribute (which the decision reads before the ledger), the
-    attempt it spent given back. How many were given back."""
+    """The records with each return whose copy was sent inside a known outage one count lower
+    in the count attribute (which the decision reads before the ledger); how many."""
     if not state.outages:
         return list(messages), 0
     return _one_lower(
@@ -144,10 +124,9 @@ def held_back(
     last_attempt: int,
     known: Known = NOTHING_KNOWN,
 ) -> tuple[list[InboundMessage], int]:
-    """The records with every return that has spent its last attempt (its count at least
-    `last_attempt`: the replay would park it) one count lower: it is replayed at its last
-    attempt again instead. For a suspected outage only (the caller's judgement): parking
-    now would spend for good what the outage, once known, gives back. How many."""
+    """The records with every return that has spent its last attempt one count lower, so it is
+    replayed at that attempt again instead of parked: for a suspected outage only, where a park
+    would spend for good what the outage, once known, gives back. How many."""
     return _one_lower(messages, count_attribute, known, lambda found: found[0] >= last_attempt)
 
 
@@ -157,8 +136,6 @@ def _one_lower(
     known: Known,
     chosen: Callable[[tuple[int, float | None]], bool],
 ) -> tuple[list[InboundMessage], int]:
-    """The records with each return `chosen` picks (its count and when its copy was sent)
-    written one count lower in the count attribute; how many."""
     lowered = 0
     out: list[InboundMessage] = []
     for message in messages:
@@ -170,10 +147,6 @@ def _one_lower(
         else:
             out.append(message)
     return out, lowered
-
-
-def _ended(outages: tuple[Outage, ...], at: float) -> tuple[Outage, ...]:
-    return tuple((start, at if end is None else end) for start, end in outages)
 
 
 def _change(
@@ -188,7 +161,7 @@ def _change(
 ) -> BreakerState:
     outages = state.outages
     if phase is Phase.CLOSED:  # the outage is known until the breaker closes
-        outages = _ended(outages, now)
+        outages = tuple((start, now if end is None else end) for start, end in outages)
     return replace(
         state,
         phase=phase,
@@ -212,8 +185,8 @@ def after_batch(
     *,
     time_left: float | None = None,
 ) -> BreakerState | None:
-    """Open on the outage signal (`outage_in_window`) when closed or half-open, unless the
-    DLQ's oldest message has less than the retention margin left (`time_left`, None: unknown)."""
+    """Open on the outage signal when closed or half-open, unless the DLQ's oldest message has
+    less than the retention margin left (`time_left`, None: unknown)."""
     if state.phase is Phase.OPEN or signal is None:
         return None
     if time_left is not None and time_left < policy.retention_margin_seconds:
@@ -240,10 +213,7 @@ def _open(state: BreakerState, now: float, policy: BreakerPolicy, start: float) 
 
 
 def probe_sent(
-    state: BreakerState,
-    events: Iterable[tuple[float, Counts]],
-    now: float,
-    policy: BreakerPolicy,
+    state: BreakerState, events: Iterable[tuple[float, Counts]], now: float, policy: BreakerPolicy
 ) -> BreakerState | None:
     """Half-open and PROBE_REPLAYS replayed since: stop receiving and watch the DLQ's depth
     (without a depth from before the probe, the probe keeps receiving)."""
@@ -263,12 +233,15 @@ def on_tick(
     time_left: float | None = None,
     depth: int | None = None,
 ) -> BreakerState | None:
-    """The unattended step: open with too little retention left → closed; open and the pause
-    over → half-open (remembering the DLQ's `depth`); holding a probe whose copies are back
-    (the depth within 1 - RETURN_RATIO of the probe of where it began) → open again;
-    half-open for the probe's wait without reopening → closed (pause reset)."""
+    """The unattended step: open with too little retention left → closed; the pause over →
+    half-open (remembering the DLQ's `depth`); a probe whose copies are back (the depth within
+    1 - RETURN_RATIO of the probe of where it began) → open again; the probe's wait over →
+    closed."""
     if state.phase is Phase.OPEN:
-        return _after_pause(state, now, policy, time_left=time_left, depth=depth)
+        if time_left is not None and time_left < policy.retention_margin_seconds:
+            return _change(state, Phase.CLOSED, now, Cause.RETENTION, openings=0)
+        due = state.next_probe is not None and now >= state.next_probe
+        return _change(state, Phase.HALF_OPEN, now, Cause.PROBE, baseline=depth) if due else None
     if state.phase is not Phase.HALF_OPEN:
         return None
     missing = (1.0 - policy.return_ratio) * state.probe_size
@@ -280,22 +253,6 @@ def on_tick(
     return None
 
 
-def _after_pause(
-    state: BreakerState,
-    now: float,
-    policy: BreakerPolicy,
-    *,
-    time_left: float | None,
-    depth: int | None,
-) -> BreakerState | None:
-    """Open: closed with too little retention left; half-open once the pause is over."""
-    if time_left is not None and time_left < policy.retention_margin_seconds:
-        return _change(state, Phase.CLOSED, now, Cause.RETENTION, openings=0)
-    if state.next_probe is not None and now >= state.next_probe:
-        return _change(state, Phase.HALF_OPEN, now, Cause.PROBE, baseline=depth)
-    return None
-
-
 def by_operator(state: BreakerState, now: float, cause: Cause) -> BreakerState | None:
     """An operator's pause or resume (or anyone's change of the event source) closes the
     breaker: it then never turns the event source back on by itself."""
@@ -304,11 +261,9 @@ def by_operator(state: BreakerState, now: float, cause: Cause) -> BreakerState |
     return _change(state, Phase.CLOSED, now, cause, openings=0)
 
 
-def breaker_notice_fields(
-    state: BreakerState, *, source: str, waiting: int | None
-) -> dict[str, object]:
+def breaker_notice_text(state: BreakerState, *, source: str, waiting: int | None) -> str:
     """A notice's content on open and close: what changed, why, and when it probes."""
-    return {
+    fields = {
         "event": f"breaker-{state.phase.value}",
         "source": source,
         "cause": state.cause.value if state.cause else None,
@@ -317,7 +272,4 @@ def breaker_notice_fields(
         "openings": state.openings,
         "waiting": waiting,
     }
-
-
-def breaker_notice_text(state: BreakerState, *, source: str, waiting: int | None) -> str:
-    return json.dumps(breaker_notice_fields(state, source=source, waiting=waiting), sort_keys=True)
+    return json.dumps(fields, sort_keys=True)

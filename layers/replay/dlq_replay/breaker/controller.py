@@ -1,22 +1,14 @@
-"""The outage breaker at work: the rule of `breaker.rule` over a store and a switch.
-
-The same controller runs in Lambda (a DynamoDB store, the event source mapping as the switch,
-an EventBridge rule that ticks while the breaker is not closed) and in the worker (a store in
-memory, the pollers as the switch, the pollers' own loop as the tick). It records each batch,
-opens when the window shows the outage signal, probes after the pause and closes; and it says
-so: a log line, the BreakerOpened/BreakerClosed metrics, a notice when a topic is set.
-
-Disabling a mapping is asynchronous: batches already on their way are replayed as usual (a
-few more records, each spending one attempt as it would have anyway); failing them instead
-would raise their DLQ receive count towards the safety net on every opening.
-"""
+"""The outage breaker at work: the rule of `breaker.rule` over a store and a switch, the same in
+Lambda (DynamoDB, the event source mapping) and the worker (memory, the pollers). Disabling a
+mapping is asynchronous: batches already on their way are replayed as usual (failing them would
+raise their DLQ receive count towards the safety net)."""
 
 from __future__ import annotations
 
 import math
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from aws_lambda_powertools.metrics import MetricUnit
 
@@ -52,6 +44,7 @@ if TYPE_CHECKING:
     from dlq_replay.core.log import Log
 
 Clock = Callable[[], float]
+_V = TypeVar("_V")
 TimeLeft = Callable[[], "float | None"]
 Depth = Callable[[], "int | None"]
 Timing = Callable[[], "QueueTiming | None"]
@@ -82,13 +75,9 @@ class Switch(Protocol):
 
 
 class Evidence:
-    """What the breaker reads besides its window, each only when the rule needs it
-    (`breaker.evidence` makes them): the DLQ's retention left and depth, the main queue's
-    redelivery timing (read at the first batch, again every TIMING_READ_SECONDS: the window
-    and pauses then follow it, `BreakerPolicy.for_queue`, `delay_seconds` the longest delay a
-    replay is sent with), and whether the main queue's consumer deletes messages (a veto on
-    opening: the returns are then bad messages, not an outage). None: unknown. (Here and
-    below, plain classes: a dataclass costs the function's cold start ~0.45 ms to define.)"""
+    """What the breaker reads besides its window (`breaker.evidence`; None: unknown). `deleting`
+    (the main queue's consumer deletes messages) vetoes an opening: the returns are then bad
+    messages. (Here and below, plain classes: a dataclass costs the cold start ~0.45 ms.)"""
 
     __slots__ = ("delay_seconds", "deleting", "depth", "time_left", "timing")
 
@@ -106,8 +95,8 @@ class Evidence:
 
 
 class Notices:
-    """Who hears of a change: the metrics, a notice on the topic (`source` names the replay
-    in it), and a hook (`on_change`: the worker's stats, Lambda's probe rule)."""
+    """Who hears of a change: the metrics, a notice on the topic, and `on_change` (the worker's
+    stats, Lambda's probe rule)."""
 
     __slots__ = ("metrics", "on_change", "sns", "source", "topic_arn")
 
@@ -138,8 +127,6 @@ class Breaker:
         notices: Notices | None = None,
         clock: Clock = time.time,
     ) -> None:
-        """`policy`: the rule's constants, the timing ones as bounds (`evidence.timing` fits
-        them to the main queue)."""
         self.store = store
         self._switch = switch
         self._logger = logger
@@ -151,7 +138,8 @@ class Breaker:
 
     @property
     def policy(self) -> BreakerPolicy:
-        """The rule's policy, its timing from the main queue when it can be read."""
+        """The rule's policy, its timing from the main queue (read again every
+        TIMING_READ_SECONDS) when it can be read."""
         timing = self._evidence.timing
         if timing is None:
             return self._bounds
@@ -178,16 +166,11 @@ class Breaker:
         *,
         last_attempt: int | None = None,
     ) -> list[InboundMessage]:
-        """The batch as the replay decides it: returns whose copies were sent inside a known
-        outage keep their count (`state.give_back`; `known`: the counts and times of returns
-        without the count attribute). The state is read only for a batch with returns.
-
-        `last_attempt` (the replay's MAX_ATTEMPTS): while closed, a return that spent its last
-        attempt is held back (replayed at that attempt again, not parked) when an outage is
-        suspected (`_suspected`). Before the rule decides, a message whose copies draw short
-        delays can fail every attempt while most of the first replays sent with it are not
-        back yet; once the outage is known, its attempts are given back, but a park is for
-        good."""
+        """The batch as the replay decides it: returns sent inside a known outage keep their
+        count. `last_attempt`: while closed, a return that spent its last attempt is held back
+        when an outage is suspected: before the rule decides, a message whose copies draw short
+        delays can fail every attempt while most first replays sent with it are not back yet;
+        once the outage is known its attempts are given back, but a park is for good."""
         found = [returned(m, count_attribute, known) for m in messages]
         if not any(f is not None and f[1] is not None for f in found):
             return list(messages)
@@ -213,12 +196,10 @@ class Breaker:
         return decided
 
     def _suspected(self, state: BreakerState) -> bool:
-        """An outage suspected: at least MIN_RETURNS first replays of the window came back
-        (since the last change), and the main queue's consumer is not seen deleting since the
-        first of them was sent (the second signal, which tells bad messages among good ones:
-        a consumer that works deletes). No ratio: the rule's stretch waits for nearly all of
-        its replays, the longest delays among them included, and that wait is what a message
-        drawing short delays must not spend its attempts in."""
+        """At least MIN_RETURNS first replays of the window came back, and the consumer is not
+        seen deleting since the first was sent. No ratio: the rule's stretch waits for nearly
+        all its replays, and that wait is what a message drawing short delays must not spend
+        its attempts in."""
         now = self._clock()
         policy = self.policy
         _, window = self.store.read(now, policy)
@@ -235,9 +216,8 @@ class Breaker:
         return not deleting(first, enough)
 
     def after_batch(self, events: Sequence[tuple[float, Counts]]) -> BreakerState:
-        """Add a batch's replays and returns (`breaker.rule.observe`) to the window; open when
-        the window now shows the outage signal and the main queue's consumer is not seen
-        deleting."""
+        """Add a batch's replays and returns to the window; open when it now shows the outage
+        signal and the main queue's consumer is not seen deleting."""
         now = self._clock()
         policy = self.policy
         horizon = now - policy.window_seconds
@@ -265,7 +245,7 @@ class Breaker:
                     extra={"replays": counts.replays, "returns": counts.returns},
                 )
                 return state
-        time_left = self._time_left()  # read only when the rule trips: a CloudWatch call
+        time_left = _read(self._evidence.time_left)  # only when the rule trips: CloudWatch
         opened = after_batch(state, signal, now, policy, time_left=time_left)
         if opened is None:
             self._logger.warning(
@@ -300,9 +280,8 @@ class Breaker:
         return holding
 
     def tick(self) -> BreakerState:
-        """The unattended step (a schedule in Lambda, every poll in the worker): probe when
-        the pause is over, close after a clean window or with too little retention left, and
-        step aside when someone else turned the event source back on."""
+        """The unattended step (a schedule in Lambda, every poll in the worker); steps aside
+        when someone else turned the event source back on."""
         state = self.store.load()
         if state.phase is Phase.CLOSED:
             return state
@@ -312,8 +291,8 @@ class Breaker:
         if paused and self._switch.resumed_by_someone_else():
             changed = by_operator(state, now, Cause.TAKEN_OVER)
         else:
-            time_left = self._time_left() if state.phase is Phase.OPEN else None
-            depth = self._depth() if state.holding or state.phase is Phase.OPEN else None
+            time_left = _read(self._evidence.time_left) if state.phase is Phase.OPEN else None
+            depth = _read(self._evidence.depth) if paused else None
             changed = on_tick(state, now, self.policy, time_left=time_left, depth=depth)
         if changed is None or not self.store.save(changed, state.version):
             return state if changed is None else self.store.load()
@@ -328,14 +307,6 @@ class Breaker:
             )
         self._signal(changed, None)
         return changed
-
-    def _time_left(self) -> float | None:
-        read = self._evidence.time_left
-        return None if read is None else read()
-
-    def _depth(self) -> int | None:
-        read = self._evidence.depth
-        return None if read is None else read()
 
     def _signal(self, state: BreakerState, window: Counts | None) -> None:
         """A log line for every change; the metrics and a notice on open and close."""
@@ -375,3 +346,7 @@ class Breaker:
                     "error": failure.message,
                 },
             )
+
+
+def _read(read: Callable[[], _V | None] | None) -> _V | None:
+    return None if read is None else read()

@@ -1,13 +1,11 @@
-"""Where Lambda's outage breaker keeps its state: one small DynamoDB table (on-demand, so it
-costs nothing while the DLQ is empty), one partition `breaker`: the state item (`x#state`, the
-state as JSON plus a version every write is conditioned on) and one counter item per bucket of
-the window (`w#<bucket>`, replays and returns added atomically, expiring after a day). One
-Query reads the window and the state together: the window items sort before the state item.
-Every invocation and `dlq-replay status` see the same state, and a cold start loses nothing.
-"""
+"""Where Lambda's outage breaker keeps its state: one partition `breaker` of the stack's table,
+the state item (`x#state`, JSON plus a version every write is conditioned on) and one counter
+item per bucket of the window (`w#<bucket>`, added atomically, expiring after a day). One Query
+reads both: the window items sort before the state item."""
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Callable, Sequence
@@ -39,14 +37,11 @@ class DynamoBreakerStore:
         """`dynamodb` makes the client (or returns one): called at the first request, so a
         replay that never records makes none."""
         self._make = dynamodb
-        self._client: Any = None
         self._table = table
 
-    @property
+    @functools.cached_property
     def _db(self) -> Any:
-        if self._client is None:
-            self._client = self._make()
-        return self._client
+        return self._make()
 
     def record(self, events: Sequence[tuple[float, Counts]]) -> None:
         """Add one batch's replays and returns to the counters of their send times (one
@@ -117,17 +112,10 @@ class DynamoBreakerStore:
         return True
 
     def _query(self, from_key: str) -> list[dict[str, Any]]:
-        items: list[dict[str, Any]] = []
-        request: dict[str, Any] = {
-            "TableName": self._table,
-            "KeyConditionExpression": "pk = :p AND sk >= :from",
-            "ExpressionAttributeValues": to_item({":p": PARTITION, ":from": from_key}),
-            "ConsistentRead": True,
-        }
-        while True:
-            response = self._db.query(**request)
-            items.extend(response.get("Items", []))
-            last = response.get("LastEvaluatedKey")
-            if not last:
-                return items
-            request["ExclusiveStartKey"] = last
+        pages = self._db.get_paginator("query").paginate(
+            TableName=self._table,
+            KeyConditionExpression="pk = :p AND sk >= :from",
+            ExpressionAttributeValues=to_item({":p": PARTITION, ":from": from_key}),
+            ConsistentRead=True,
+        )
+        return [item for page in pages for item in page.get("Items", [])]

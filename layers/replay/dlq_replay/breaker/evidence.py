@@ -1,12 +1,10 @@
-"""What the breaker reads off AWS, each read only when the rule needs it: the main queue's
-redelivery timing (SQS), whether the main queue's consumer deletes messages (CloudWatch in
-Lambda, the queues' totals in the worker), and the DLQ's depth and retention left. Every read
-answers None when it cannot say: the breaker then decides without it (the constants' timing,
-no veto, no retention bound).
-"""
+"""What the breaker reads off AWS, each only when the rule needs it. Every read answers None
+when it cannot say: the breaker then decides without it (the constants' timing, no veto, no
+retention bound)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import threading
@@ -21,7 +19,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from dlq_replay.breaker.rule import WINDOW_SECONDS, QueueTiming
 from dlq_replay.core.queues import queue_name
 from dlq_replay.sqs.depth import queue_depth
-from dlq_replay.sqs.queue_age import queue_time_left
+from dlq_replay.sqs.queue_age import queue_time_left, sqs_metric
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -58,13 +56,11 @@ def main_queue_timing(sqs: SQSClient, queue_url: str) -> QueueTiming | None:
 def consumer_deleting(
     cloudwatch: Callable[[], Any], queue_url: str, *, clock: Clock = time.time
 ) -> Callable[[float, int], bool | None]:
-    """Whether the main queue's consumer deleted messages since a moment: its
-    NumberOfMessagesDeleted (CloudWatch, one-minute sums) over the whole minutes since `start`,
-    at least `enough` of them. None when CloudWatch has no datapoint there (it publishes
-    minutes late, and never off AWS) or cannot be read. `cloudwatch` makes the client at
-    the first read."""
+    """Whether the main queue's consumer deleted at least `enough` messages since `start`
+    (NumberOfMessagesDeleted, whole minutes); None when CloudWatch has no datapoint there (it
+    publishes minutes late, and never off AWS) or cannot be read."""
     name = queue_name(queue_url)
-    client: list[Any] = []
+    client = functools.cache(cloudwatch)  # made at the first read
 
     def deleting(start: float, enough: int) -> bool | None:
         first = math.ceil(start / 60.0) * 60.0  # whole minutes only: none from before `start`
@@ -72,23 +68,8 @@ def consumer_deleting(
         if now - first < 60.0:
             return None
         try:
-            if not client:
-                client.append(cloudwatch())
-            response = client[0].get_metric_data(
-                MetricDataQueries=[
-                    {
-                        "Id": "deleted",
-                        "MetricStat": {
-                            "Metric": {
-                                "Namespace": "AWS/SQS",
-                                "MetricName": "NumberOfMessagesDeleted",
-                                "Dimensions": [{"Name": "QueueName", "Value": name}],
-                            },
-                            "Period": 60,
-                            "Stat": "Sum",
-                        },
-                    }
-                ],
+            response = client().get_metric_data(
+                MetricDataQueries=[sqs_metric("deleted", "NumberOfMessagesDeleted", name, "Sum")],
                 StartTime=datetime.fromtimestamp(first, UTC),
                 EndTime=datetime.fromtimestamp(now, UTC),
             )
@@ -101,14 +82,9 @@ def consumer_deleting(
 
 
 class QueueTotals:
-    """What the worker sees of the main queue's consumer off AWS: the messages in the main
-    queue, the DLQ and the operator queue together, sampled as the pollers go.
-
-    Replaying, failing and parking only move a message between these queues; only the
-    consumer's deletions take one out (and a producer's sends add one). So the total's fall
-    between two moments is at least what the consumer deleted meanwhile: during an outage it
-    does not fall; with bad messages among good ones it falls by the good ones.
-    """
+    """The worker's view of the consumer off AWS: replaying, failing and parking only move a
+    message between the main queue, the DLQ and the operator queue; only the consumer's
+    deletions take one out, so the total's fall is at least what it deleted."""
 
     def __init__(
         self,
@@ -128,8 +104,7 @@ class QueueTotals:
         self._samples: deque[tuple[float, int]] = deque()
 
     def sample(self) -> None:
-        """Read the total when the last sample is older than `every` (the pollers call this
-        before each receive); an unreadable total is no sample."""
+        """Read the total when the last sample is older than `every`."""
         now = self._clock()
         with self._lock:
             if self._samples and now - self._samples[-1][0] < self._every:
@@ -156,8 +131,7 @@ class QueueTotals:
 
 
 def dlq_depth(sqs: SQSClient, queue_url: QueueUrl) -> Callable[[], int | None]:
-    """The DLQ's depth (visible, in flight, delayed) as the probe watches it; None when SQS
-    could not say (the probe then keeps receiving)."""
+    """The DLQ's depth as the probe watches it; None when SQS could not say."""
 
     def depth() -> int | None:
         try:
@@ -176,22 +150,11 @@ def dlq_time_left(
     clock: Clock = time.time,
     every: float = METRIC_READ_SECONDS,
 ) -> Callable[[], float | None]:
-    """Seconds the DLQ's oldest message has left: its retention from SQS, its age from
-    CloudWatch (which SQS publishes only on AWS); None when either is unknown. Read at most
-    once `every` seconds (the metric's period: the worker's pollers ask every second while
-    open; Lambda's probe ticks once a minute), whichever caller asks first; `cloudwatch`
-    makes the client at the first read: the rule tripping, which most runs never see."""
+    """Seconds the DLQ's oldest message has left (None: unknown), read at most once `every`
+    seconds (the metric's period: the worker's pollers ask every second while open)."""
     lock = threading.Lock()
     last: list[tuple[float, float | None]] = []  # (when read, what it said)
-    client: list[Any] = []
-
-    def read() -> float | None:
-        try:
-            if not client:
-                client.append(cloudwatch())
-            return queue_time_left(sqs, client[0], _url(queue_url))
-        except _UNREADABLE:
-            return None
+    client = functools.cache(cloudwatch)
 
     def left() -> float | None:
         now = clock()
@@ -199,7 +162,10 @@ def dlq_time_left(
             if last and now - last[0][0] < every:
                 read_at, value = last[0]
                 return None if value is None else value - (now - read_at)
-            value = read()
+            try:
+                value = queue_time_left(sqs, client(), _url(queue_url))
+            except _UNREADABLE:
+                value = None
             last[:] = [(now, value)]
             return value
 

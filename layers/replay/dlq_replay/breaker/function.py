@@ -1,19 +1,14 @@
 """Lambda's outage breaker: its state in DynamoDB, its switch the function's own event source
-mapping, its probe an EventBridge rule enabled only while the breaker is not closed.
-
-A function that disabled its own mapping is no longer invoked by it, so the probe comes from
-outside: the rule (rate 1 minute, created disabled) invokes the same function with a
-scheduled event; the function enables the rule when it opens the breaker and disables it once
-closed. Closed, nothing runs and nothing is billed but the DynamoDB requests of batches that
-replay something.
-"""
+mapping (the one `dlq-replay pause` turns off), and its probe an EventBridge rule (rate 1 minute)
+enabled only while the breaker is not closed: a function that disabled its own mapping is no
+longer invoked by it."""
 
 from __future__ import annotations
 
 import functools
 import re
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.metrics import MetricUnit
@@ -28,7 +23,6 @@ from dlq_replay.breaker.evidence import (
     main_queue_timing,
 )
 from dlq_replay.breaker.rule import NOTHING_KNOWN, NOTHING_REFUSED, Known, observe
-from dlq_replay.breaker.switch import MappingSwitch, ProbeRule
 from dlq_replay.core.backoff import MAX_SQS_DELAY_SECONDS
 from dlq_replay.core.messages import InboundMessage
 from dlq_replay.core.queues import Arn
@@ -39,6 +33,7 @@ from dlq_replay.notify.sns import SnsClient
 if TYPE_CHECKING:
     import boto3
     from aws_lambda_powertools.metrics import Metrics
+    from mypy_boto3_lambda import LambdaClient
     from mypy_boto3_sqs import SQSClient
 
     from dlq_replay.core.log import Log
@@ -54,10 +49,76 @@ def is_probe_event(event: object) -> bool:
     )
 
 
+class ProbeRule:
+    """The EventBridge rule that ticks the breaker; on only while it is open or half-open."""
+
+    def __init__(self, events: Callable[[], Any], name: str) -> None:
+        self._events = events
+        self.name = name
+
+    def follow(self, state: BreakerState) -> None:
+        if state.phase is Phase.OPEN:
+            self._events().enable_rule(Name=self.name)
+        elif state.phase is Phase.CLOSED:
+            self._events().disable_rule(Name=self.name)
+
+
+class MappingSwitch:
+    """The replay function's event source mapping on the DLQ: off to open, on to probe. Found by
+    listing (the template cannot hand its UUID over without a dependency cycle)."""
+
+    def __init__(
+        self, lam: Callable[[], LambdaClient], function_name: str, dlq_arn: str | None = None
+    ) -> None:
+        self._make_lam = lam
+        self._function = function_name
+        self._dlq_arn = dlq_arn
+        self._uuid: str | None = None
+
+    def uuid(self) -> str:
+        """The mapping's UUID: the function's mapping on the DLQ (its only SQS mapping when
+        the DLQ is not known, as in a probe)."""
+        if self._uuid is None:
+            listed = (
+                self._make_lam().list_event_source_mappings(
+                    FunctionName=self._function, EventSourceArn=self._dlq_arn
+                )
+                if self._dlq_arn
+                else self._make_lam().list_event_source_mappings(FunctionName=self._function)
+            )
+            mappings = [
+                m
+                for m in listed.get("EventSourceMappings", [])
+                if ":sqs:" in str(m.get("EventSourceArn", ""))
+            ]
+            if not mappings:
+                raise LookupError(f"{self._function} has no event source mapping on the DLQ")
+            self._uuid = str(mappings[0]["UUID"])
+            self._dlq_arn = str(mappings[0]["EventSourceArn"])
+        return self._uuid
+
+    def dlq_arn(self) -> str:
+        self.uuid()
+        return str(self._dlq_arn)
+
+    def state(self) -> str:
+        return str(self._make_lam().get_event_source_mapping(UUID=self.uuid()).get("State", ""))
+
+    def pause(self) -> None:
+        self._make_lam().update_event_source_mapping(UUID=self.uuid(), Enabled=False)
+
+    def resume(self) -> None:
+        self._make_lam().update_event_source_mapping(UUID=self.uuid(), Enabled=True)
+
+    def resumed_by_someone_else(self) -> bool:
+        """While open the mapping stays off; on (or turning on) means an operator, the console
+        or a stack update turned it on: the breaker then steps aside."""
+        return self.state() in ("Enabled", "Enabling")
+
+
 class LambdaBreaker:
-    """The breaker as the Lambda adapter uses it: counted after each batch, ticked by the
-    probe. Neither ever fails the invocation: the records' outcomes stand whatever happens
-    here (an error is logged; the next batch or tick tries again)."""
+    """The breaker as the Lambda adapter uses it. It never fails the invocation: the records'
+    outcomes stand whatever happens here (an error is logged; the next batch tries again)."""
 
     def __init__(
         self,
@@ -70,8 +131,6 @@ class LambdaBreaker:
         clock: Clock = time.time,
         max_attempts: int | None = None,
     ) -> None:
-        """`max_attempts`: the replay's, for holding back last attempts while an outage is
-        suspected (`Breaker.give_back`); None: never held back."""
         self.breaker = breaker
         self._max_attempts = max_attempts
         self._clock = clock
@@ -86,9 +145,7 @@ class LambdaBreaker:
     def give_back(
         self, messages: Sequence[InboundMessage], known: Known = NOTHING_KNOWN
     ) -> list[InboundMessage]:
-        """The batch as the replay decides it, the attempts spent into a known outage given
-        back; the batch as it came when the state cannot be read. `known`: message id -> the
-        invocation a record without the count attribute returns from (the ledger's)."""
+        """`Breaker.give_back`'s; the batch as it came when the state cannot be read."""
         try:
             return self.breaker.give_back(
                 messages, self._count_attribute, known, last_attempt=self._max_attempts
@@ -108,11 +165,9 @@ class LambdaBreaker:
         known: Known = NOTHING_KNOWN,
         refused: Mapping[str, int] = NOTHING_REFUSED,
     ) -> None:
-        """Count a batch whose copies were sent from `sent_at` on (`now()` before the batch:
-        a copy is never counted later than a return of it could say it was sent). `received`:
-        the records as they came (before `give_back`), by which returns are counted; `known`
-        as `give_back` takes it; `refused`: message id -> the attempt whose delivery the target
-        refused (`rule.observe`)."""
+        """Count a batch whose copies were sent from `sent_at` on (taken before the batch: a
+        copy is never counted later than a return of it could say it was sent); returns are
+        counted by the records as `received`, before `give_back`."""
         came = {message.message_id: message for message in received}
         handled = (
             (came.get(o.message.message_id, o.message), o.decision, o.failure is None)
@@ -156,12 +211,11 @@ def lambda_breaker(
     metrics: Metrics | None,
     sns: SnsClient | None,
     clock: Clock = time.time,
+    clients: Callable[[str], Any] | None = None,
 ) -> LambdaBreaker | None:
-    """The breaker when OUTAGE_BREAKER is on and the template gave it a table; else None.
-
-    Its clients are made when first needed: DynamoDB at the first batch that records or has
-    returns, Lambda, EventBridge and CloudWatch only when the rule trips or the probe ticks. A
-    cold start with the breaker closed makes none of them up front."""
+    """The breaker when OUTAGE_BREAKER is on and the template gave it a table; else None. Its
+    clients are made when first needed: a cold start with the breaker closed makes none.
+    `clients`: shared with the rest of the function (`lazy_clients(session)` when None)."""
     function_name = env.get("AWS_LAMBDA_FUNCTION_NAME", "")
     table = resource_name(env, TABLE_VARIABLE, TABLE_NAME_PATTERN, TABLE_NAME_RULE)
     if not (settings.outage_breaker and table and function_name):
@@ -170,14 +224,7 @@ def lambda_breaker(
         env, RULE_VARIABLE, _RULE_NAME, "an EventBridge rule name (1-64 of A-Z a-z 0-9 _ - .)"
     )
 
-    @functools.cache
-    def client(service: str) -> Any:
-        if session is not None:
-            return session.client(service)  # type: ignore[call-overload]
-        import boto3 as _boto3
-
-        return _boto3.client(service)  # type: ignore[call-overload]
-
+    client = clients or lazy_clients(session)
     switch = MappingSwitch(lambda: client("lambda"), function_name)
     rule = ProbeRule(lambda: client("events"), rule_name) if rule_name else None
 
@@ -220,7 +267,21 @@ def lambda_breaker(
     )
 
 
+def lazy_clients(session: boto3.Session | None) -> Callable[[str], Any]:
+    """One client per service, made when first asked for: the breaker and the follow-up share
+    the DynamoDB client (a second one costs the cold start some 4 ms)."""
+
+    @functools.cache
+    def client(service: str) -> Any:
+        if session is not None:
+            return session.client(service)  # type: ignore[call-overload]
+        import boto3 as _boto3
+
+        return _boto3.client(service)  # type: ignore[call-overload]
+
+    return client
+
+
 def longest_delay(settings: Settings) -> float:
-    """The longest delay a replay is sent to its queue with: the backoff's cap, at most what
-    SQS takes (a longer wait is spent in the DLQ, before the copy is sent)."""
+    """The longest delay a replay is sent to its queue with (a longer wait is spent in the DLQ)."""
     return float(min(settings.backoff.cap_seconds, MAX_SQS_DELAY_SECONDS))

@@ -1,26 +1,7 @@
-"""The outage breaker's rule (pure): the signal that the consumer fails as a whole, and the
-timing it is read on.
-
-Per-message backoff assumes failures are independent. In an outage every replayed copy comes
-back: a *return* is a record that arrives in the DLQ with a count of at least 1 (a replayed
-copy dead-lettered again; a copy waiting in the DLQ for its time is not one). A record without
-the count attribute can be a return too: one Lambda wrote for an invocation the replay made,
-whose count and time the replay knows from its invocation ledger (`Known`); and a delivery
-the target refused at once is a return the moment it is refused (`observe`'s `refused`).
-
-Only a message's first replay is evidence (`Counts.replays`/`returns`): a copy sent with count
-1 and coming back failed in the consumer for the first time since it reached the DLQ. A copy
-with a higher count already failed a replay, and failing again is what a bad message does: the
-tail of a drain where only the poison is left comes back whole, and must not look like an
-outage. The breaker opens when, within the window, first replays came back both many
-(MIN_RETURNS, so a few poison messages cannot trip it) and nearly all (RETURN_RATIO, so a busy
-replay with some failures does not).
-
-The window, the first pause and the probe's wait follow the main queue's redelivery: a copy
-that fails is back in the DLQ its visibility timeout times `maxReceiveCount` after the delay it
-was sent with (`QueueTiming`); the constants below bound them, and stand for a queue that
-cannot be read.
-"""
+"""The outage breaker's rule (pure; docs/design.md, "Outages"): first replays and their
+returns, counted at their send time, open the breaker when within the window they come back both
+many (MIN_RETURNS) and nearly all (RETURN_RATIO). The timing follows the main queue's
+redelivery (`QueueTiming`); the constants bound it, and stand for a queue that cannot be read."""
 
 from __future__ import annotations
 
@@ -51,11 +32,9 @@ MIN_RETURNS = 20  # fewer returns than this is a handful of bad messages, not an
 RETURN_RATIO = 0.9  # returns / replays: "nearly all of what was replayed came back"
 FIRST_PAUSE_SECONDS = 120.0  # the first pause; doubled on each consecutive opening
 MAX_PAUSE_SECONDS = 3600.0  # never longer than an hour between probes
-# A probe replays this many records, then receives nothing more and watches the DLQ's depth:
-# back to (nearly: RETURN_RATIO of the probe) where it was before the probe, the copies came
-# back and it opens again; a probe's wait without that, it closes. A probe into a consumer
-# still down sends a few dozen messages, not the whole backlog (and their attempts are given
-# back: `state.give_back`).
+# A probe replays this many records, then watches the DLQ's depth: back to (nearly) where it
+# was, the copies came back and it opens again. A probe into a consumer still down sends a few
+# dozen messages, not the whole backlog.
 PROBE_REPLAYS = 2 * MIN_RETURNS
 # With less than this left before SQS deletes the DLQ's oldest message, the breaker closes
 # (and does not open): the replay parks as usual instead of letting messages expire.
@@ -70,8 +49,6 @@ MIN_PAUSE_SECONDS = 5.0
 
 @dataclass(frozen=True, slots=True)
 class QueueTiming:
-    """The main queue's redelivery, as GetQueueAttributes tells it."""
-
     visibility_seconds: float
     max_receive_count: int
 
@@ -113,9 +90,8 @@ class BreakerPolicy:
         return min(self.max_pause_seconds, self.first_pause_seconds * 2.0**doublings)
 
     def for_queue(self, timing: QueueTiming | None, delay_seconds: float) -> BreakerPolicy:
-        """This policy's timing fitted to the main queue: one cycle is its redelivery plus
-        `delay_seconds` (the longest delay a replay is sent with) plus slack. None (the queue
-        could not be read): this policy as it is. Never longer than this policy's values."""
+        """This policy's timing fitted to the main queue (never longer): one cycle is its
+        redelivery plus `delay_seconds` (the longest delay a replay is sent with) plus slack."""
         if timing is None:
             return self
         cycle = timing.redelivery_seconds + max(0.0, delay_seconds) + CYCLE_SLACK_SECONDS
@@ -132,14 +108,9 @@ class BreakerPolicy:
         )
 
     def deletions_from(self, start: float) -> float:
-        """From when the main queue's consumer deleting others vetoes a stretch whose first
-        replays were sent from `start`: `failing_seconds` before it, while its messages were
-        failing in the main queue. A consumer that deleted others meanwhile works: they are
-        bad messages. Behind the consumer toolkit's backoff the poison alone reaches the DLQ,
-        after the good messages sent with it are done, and its first replays all come back
-        with nothing left to delete since then. Each of the `maxReceiveCount` receives waits
-        the visibility timeout, or behind the toolkit a backoff delay of at most the cap: the
-        shorter of the two keeps the look back from reaching far before an outage."""
+        """From when the consumer deleting others vetoes a stretch whose first replays were
+        sent from `start`: behind the consumer toolkit's backoff the poison alone reaches the
+        DLQ, after the good messages sent with it are done, so the look back reaches that far."""
         return start - self.failing_seconds
 
 
@@ -182,14 +153,6 @@ def is_return(message: InboundMessage, count_attribute: str, known: Known = NOTH
     return returned(message, count_attribute, known) is not None
 
 
-def return_count(
-    message: InboundMessage, count_attribute: str, known: Known = NOTHING_KNOWN
-) -> int | None:
-    """The count a returned copy carries; None when the record is no return."""
-    found = returned(message, count_attribute, known)
-    return None if found is None else found[0]
-
-
 def returned(
     message: InboundMessage, count_attribute: str, known: Known = NOTHING_KNOWN
 ) -> tuple[int, float | None] | None:
@@ -217,18 +180,9 @@ def observe(
     known: Known = NOTHING_KNOWN,
     refused: Mapping[str, int] = NOTHING_REFUSED,
 ) -> list[tuple[float, Counts]]:
-    """One batch's replays and returns, each at its *send time*: a replay now, a return at
-    the time its copy was sent (SQS's SentTimestamp, which a copy keeps when SQS dead-letters
-    it; the invocation's time for a return `known` tells; its arrival when neither). Input:
-    (message as received, decision, copy written); `refused`: message id -> the attempt
-    whose delivery the target refused in this batch (the decision is then what follows the
-    refusal: a waiting copy or a park): a copy sent, and when it was the first attempt a first
-    replay and its return, both now.
-
-    Counting a return against the moment its replay was sent compares like with like: the
-    replays of one moment, and how many of those came back, whatever the delays and the
-    consumer's pace between the two.
-    """
+    """One batch's replays and returns, each at its *send time* (a return's: its copy's
+    SentTimestamp, or the invocation's time `known` tells), so like is compared with like.
+    `refused`: message id -> the attempt whose delivery the target refused in this batch."""
     # One event per send time, not per record: the window then holds about one event per
     # batch, which keeps `outage_in_window` cheap on every batch.
     returns: Counter[float] = Counter()
@@ -255,15 +209,9 @@ def observe(
 def outage_in_window(
     events: Iterable[tuple[float, Counts]], now: float, policy: BreakerPolicy, *, since: float
 ) -> Signal | None:
-    """The outage signal: some stretch of send times within the window (and since the
-    breaker's last change) whose first replays, at least MIN_RETURNS of them, came back, at
-    least RETURN_RATIO of them; that stretch, or None.
-
-    A stretch, not the whole window: the replays of the last moments cannot be back yet, and
-    those before the outage began did not fail, so either would hide the signal; the earliest
-    replays of the outage show it as soon as they are back. The window is cut in SLICES, so a
-    stretch is a run of whole slices (a handful of batches at least, not a lucky few records).
-    """
+    """The first stretch (a run of whole SLICES) within the window and since the breaker's last
+    change whose first replays came back, or None. Not the whole window: the last moments'
+    replays cannot be back yet, and those before the outage did not fail."""
     width = policy.window_seconds / SLICES
     start = now - policy.window_seconds
     slices = [Counts()] * SLICES
@@ -294,14 +242,8 @@ def outage_in_window(
 
 def failing_since(slices: list[Counts], first: int, policy: BreakerPolicy) -> int:
     """The slice the outage is known from: the stretch's first, moved back over the slices
-    just before it whose first replays came back too (more than the tenth that a working
-    consumer's bad messages bring back; a slice with neither is passed over).
-
-    The stretch that trips is the first run of slices *nearly all* back, often not the
-    earliest: the outage's first replays fill their slices faster than they come back, and a
-    smaller later slice is complete first. Their copies failed in the same outage, and a
-    return of one of them must get its attempt back as much as the stretch's.
-    """
+    just before it whose first replays came back too. The stretch that trips is often not the
+    earliest, and the earlier returns must get their attempts back as much as its own."""
     began = first
     for index in range(first - 1, -1, -1):
         counts = slices[index]

@@ -1,10 +1,6 @@
-"""The outage breaker in the worker: its state in memory, its switch the pollers themselves.
-
-The worker's breaker is the Lambda one (`breaker.controller`, the same rule and states) with
-a store in memory shared by the pollers, and no event source mapping to pull: open, each
-poller stops receiving before its next ReceiveMessage and waits for the probe; a batch in
-hand is finished as usual. The pollers' own loop is the tick.
-"""
+"""The outage breaker in the worker: the Lambda one with its state in memory and the pollers as
+its switch (open, each poller waits for the probe before its next receive); the pollers' own
+loop is the tick."""
 
 from __future__ import annotations
 
@@ -15,15 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from dlq_replay.breaker.breaker_state import BreakerState, Phase
-from dlq_replay.breaker.controller import (
-    Breaker,
-    Clock,
-    Depth,
-    Evidence,
-    Notices,
-    TimeLeft,
-    Timing,
-)
+from dlq_replay.breaker.controller import Breaker, Clock, Depth, Evidence, Notices, TimeLeft, Timing
 from dlq_replay.breaker.evidence import QueueTotals
 from dlq_replay.breaker.function import LambdaBreaker
 from dlq_replay.breaker.rule import MIN_WINDOW_SECONDS, SLICES, BreakerPolicy, Counts
@@ -35,13 +23,8 @@ GATE_POLL_SECONDS = 1.0
 
 
 class MemoryStore:
-    """The breaker's state and window for one process (thread-safe).
-
-    The window is kept as counts per bucket of send time (as the Lambda's DynamoDB store keeps
-    them, finer): a few dozen buckets however long the worker runs, where a list of every
-    batch's events grew to tens of thousands within the five minutes of a busy drain, each
-    batch reading all of them back (about 7 ms a batch after five minutes; bench/bench_breaker.py).
-    """
+    """The breaker's state and window for one process (thread-safe), counts per bucket of send
+    time: a list of every batch's events took 7 ms a batch to read back (bench/bench_breaker.py)."""
 
     def __init__(self, bucket_seconds: float) -> None:
         if not bucket_seconds > 0:
@@ -96,11 +79,8 @@ class MemoryStore:
 class PollerSwitch:
     """Nothing to pull: the pollers read the state before every receive."""
 
-    def pause(self) -> None:
-        """The pollers see the open state before their next receive."""
-
-    def resume(self) -> None:
-        """The pollers see the half-open state before their next receive."""
+    def pause(self) -> None: ...
+    def resume(self) -> None: ...
 
     def resumed_by_someone_else(self) -> bool:
         return False
@@ -108,8 +88,6 @@ class PollerSwitch:
 
 @dataclass
 class BreakerStats:
-    """How often the breaker opened, and for how long the pollers did not receive."""
-
     openings: int = 0
     open_seconds: float = 0.0
     _opened_at: float | None = None
@@ -127,12 +105,10 @@ class BreakerStats:
                 self._opened_at = None
 
     def state(self) -> BreakerState | None:
-        """The breaker's state as of its last change (None: it never changed)."""
         with self.lock:
             return self.latest
 
     def seconds_open(self, now: float) -> float:
-        """Time spent open so far, counting an opening still in progress up to `now`."""
         with self.lock:
             running = 0.0 if self._opened_at is None else now - self._opened_at
             return self.open_seconds + running
@@ -148,7 +124,6 @@ class BreakerGate:
         clock: Clock = time.time,
         sample: Callable[[], None] | None = None,
     ) -> None:
-        """`sample`: called before each receive (the queues' totals, `QueueTotals.sample`)."""
         self.breaker = breaker
         self._clock = clock
         self._sample = sample
@@ -183,12 +158,8 @@ def worker_breaker(
     clock: Clock = time.time,
     max_attempts: int | None = None,
 ) -> tuple[LambdaBreaker, BreakerGate]:
-    """The worker's breaker (for `LambdaReplay`) and the gate its pollers ask; `depth` tells
-    the DLQ's depth (`evidence.dlq_depth`), for the probe to see its copies come back;
-    `time_left` (`evidence.dlq_time_left`) what is left of the oldest message's retention;
-    `timing` and `delay_seconds` as `Breaker` takes them; `totals` the queues' totals, whose
-    fall vetoes an opening (the consumer deletes: bad messages, not an outage); `max_attempts`
-    the replay's (`LambdaBreaker`)."""
+    """The worker's breaker (for `LambdaReplay`) and the gate its pollers ask; `totals`: the
+    queues' totals, whose fall vetoes an opening (the consumer deletes: bad messages)."""
     breaker = Breaker(
         MemoryStore.for_policy(policy or BreakerPolicy(), timing is not None),
         PollerSwitch(),

@@ -1,14 +1,7 @@
-"""The audit trail around the commands that move, delete, edit or pause: `@audited("name")` on
-a command's run function records it (docs/operator-audit.md). The run function takes the
-`audit.Action` as its second argument and holds it: `action.gate(...)` before its first change,
-`action.tally(...)` with its result, `action.leftover(...)` when stopped; the end is written
-when the run returns or raises, and a `Shutdown` that abandons the run writes it first.
-
-Where the trail is kept: `--audit-table NAME` or DLQ_REPLAY_AUDIT_TABLE, else the table of
-`--stack` (its AuditTableName output), else a JSON Lines file on this machine, with a warning
-that no other operator sees it. A dry run changes nothing and is not recorded. The console
-builds its own `audit.Action` (origin `console`) from the same `store_of` and `request_from`.
-"""
+"""The audit trail around the commands that move, delete, edit or pause (docs/operator-audit.md):
+`@audited("name")` hands the run function its `audit.Action`. The trail: the --audit-table,
+DLQ_REPLAY_AUDIT_TABLE, the --stack's table, else a file on this machine (with a warning that
+no other operator sees it). A dry run is not recorded."""
 
 from __future__ import annotations
 
@@ -66,7 +59,6 @@ def store_of(
 
 
 def open_store(args: argparse.Namespace) -> audit.AuditStore:
-    """The trail of this command's deployment (see the module's docstring)."""
     return store_of(
         getattr(args, "audit_table", None),
         getattr(args, "stack", None),
@@ -84,7 +76,7 @@ def unshared_text(stack: str | None, store: audit.AuditStore) -> str:
 
 
 def describe(error: BaseException) -> str:
-    """The one line the CLI would print for the error."""
+
     if isinstance(error, (ClientError, BotoCoreError)):
         return one_line(error)[0]
     if isinstance(error, KeyboardInterrupt):
@@ -105,11 +97,6 @@ def request_from(options: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def request_of(args: argparse.Namespace) -> dict[str, Any]:
-    """The command line's options, for the begin record (`request_from`)."""
-    return request_from(vars(args))
-
-
 def _plain(value: Any) -> Any:
     """A JSON value for an option's parsed value (paths, compiled patterns, selections)."""
     if isinstance(value, bool | int | float | str):
@@ -128,8 +115,7 @@ def _plain(value: Any) -> Any:
 
 def identifier(sts: Callable[[], Any]) -> Callable[[], audit.Identity]:
     """Who the caller is, asked later on the audit's thread. The STS client is made here, on
-    the caller's thread and before any other: botocore's shared data (endpoints, defaults) is
-    then loaded once, where two threads making their first clients at once both load it."""
+    the caller's thread: two threads making their first clients at once both load botocore's."""
     try:
         client = sts()
     except Exception as error:  # the reason is recorded; the command fails on its own, if at all
@@ -150,7 +136,7 @@ def action_of(args: argparse.Namespace, command: str) -> audit.Action:
     return audit.Action(
         command,
         audit.Origin.CLI,
-        request_of(args),
+        request_from(vars(args)),
         open_store=lambda: open_store(args),
         identify=identifier(lambda: clients.make_client(args, "sts")),
         describe=describe,
@@ -165,10 +151,8 @@ def _changes(args: argparse.Namespace) -> bool:
 def audited(
     command: str | None = None, *, changes: Callable[[argparse.Namespace], bool] = _changes
 ) -> Callable[[AuditedRun], Run]:
-    """Record every run of `command` (default: `args.command`) in the audit trail, when it
-    `changes` something (default: not a dry run): the run gets its `audit.Action`, whose begin
-    is written in the background from the start, and must call `action.gate(...)` before its
-    first change. A begin that could not be written: one line, exit 2, nothing done."""
+    """Record every run of `command` (default: `args.command`) that `changes` something: a
+    begin that could not be written stops the run at its `gate` (one line, exit 2)."""
 
     def wrap(run: AuditedRun) -> Run:
         @functools.wraps(run)

@@ -1,7 +1,5 @@
-"""The commands of `dlq-replay`: each one's module and one-line summary.
-
-Light on purpose: `dlq-replay --help` lists the commands from this table without importing
-their modules (boto3, rich and the operations come with the command that needs them)."""
+"""The commands of `dlq-replay`: each one's module and summary. Light on purpose: `--help` lists
+them without importing their modules (boto3, rich and the operations come with a command)."""
 
 from __future__ import annotations
 

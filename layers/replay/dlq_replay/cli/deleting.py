@@ -17,8 +17,8 @@ from dlq_replay.cli.output import (
     count_table,
     make_console,
     note,
-    print_json,
     progress_bars,
+    report_tally,
 )
 from dlq_replay.cli.parsing import Subparsers, int_between
 from dlq_replay.cli.purge import add_confirm_option, confirmed_queue
@@ -88,23 +88,18 @@ def run_delete(args: argparse.Namespace, action: audit.Action) -> int:
             return hidden_until_text(len(receiving.handles), receiving.hidden_until)
 
         def report(why: str) -> None:
-            action.tally(delete_json(queue, deleter.tally()))
-            if args.json:
-                print_json({**delete_json(queue, deleter.tally()), "abandoned": why})
-            else:
-                _print(queue, deleter.tally())
+            now = deleter.tally()
+            report_tally(
+                args, action, delete_json(queue, now), lambda: _print(queue, now), abandoned=why
+            )
 
         tally = shutdown.run(
             lambda: deleter.run(show), left, report, lambda: delete_json(queue, deleter.tally())
         )
-    action.tally(delete_json(queue, tally))
     action.leftover(hidden_until_text(tally.not_released, tally.hidden_until))
     if tally.stopped:
         note(tally.stopped)
-    if args.json:
-        print_json(delete_json(queue, tally))
-    else:
-        _print(queue, tally)
+    report_tally(args, action, delete_json(queue, tally), lambda: _print(queue, tally))
     if shutdown.code is not None:
         return shutdown.code
     return EXIT_FAILED if tally.failed or tally.stopped else EXIT_OK

@@ -18,7 +18,6 @@ from dlq_replay.cli.parsing import (
 )
 from dlq_replay.core.settings import SETTING
 
-DEMO_KINDS = ("sqs", "eventbridge")
 # The settings the demo takes, and the DemoOptions field of each.
 _DEMO_SETTINGS = {
     "MAX_ATTEMPTS": "max_attempts",
@@ -41,7 +40,7 @@ def register(subparsers: Subparsers) -> None:
     )
     parser.add_argument(
         "--kind",
-        choices=DEMO_KINDS,
+        choices=("sqs", "eventbridge"),
         default="sqs",
         metavar="KIND",
         help="the DLQ the demo replays: sqs (a queue's redrive) or eventbridge (a rule target's "

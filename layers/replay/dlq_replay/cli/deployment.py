@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -50,10 +52,7 @@ def lookup_config(service: str) -> Config:
 
 def make_client(args: argparse.Namespace, service: str) -> Any:
     """A client of `service` from the AWS CLI-style options; tests replace this function.
-
-    `--endpoint-url` applies to every service a command calls (an emulator such as moto's
-    server serves them all on one port); AWS_ENDPOINT_URL_<SERVICE> still wins for a service.
-    """
+    `--endpoint-url` applies to every service (an emulator serves them all on one port)."""
     if service == "sqs":
         return sqs_client(args)
     session = aws_session(args)
@@ -113,26 +112,6 @@ def resolve_deployment(args: argparse.Namespace) -> Deployment:
     return discover(explicit, cfn, args.stack)
 
 
-def resolve_queue(deployment: Deployment, name: str, option: str) -> str:
-    """A role (main, dlq, operator) or a queue URL."""
-    if "://" in name:
-        try:
-            return queue_url(name)
-        except argparse.ArgumentTypeError as error:
-            raise CommandError(f"{option}: {error}", EXIT_USAGE) from None
-    if name not in QUEUE_ROLES:
-        raise CommandError(
-            f"{option}: {name!r} is neither main, dlq, operator nor a queue URL", EXIT_USAGE
-        )
-    url = deployment.queue(name)
-    if url is None:
-        flag = {"main": "--main-queue-url", "dlq": "--dlq-url", "operator": "--operator-queue-url"}
-        raise CommandError(
-            f"{option}: the {name} queue is unknown: pass --stack NAME or {flag[name]}", EXIT_USAGE
-        )
-    return url
-
-
 def add_count_attribute_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--count-attribute",
@@ -163,40 +142,31 @@ def add_receive_options(parser: argparse.ArgumentParser, *, count_attribute: boo
 
 
 def function_settings(args: argparse.Namespace, deployment: Deployment) -> dict[str, str]:
-    """The replay function's environment (its settings), read once per command; empty when no
-    function is known, or when it cannot be read (a note says why)."""
-    cached: dict[str, str] | None = getattr(args, "_function_settings", None)
-    if cached is not None:
-        return cached
-    env: dict[str, str] = {}
-    if deployment.function_name:
-        try:
-            env = function_environment(make_client(args, "lambda"), deployment.function_name)
-        except (ClientError, BotoCoreError) as error:
-            note(f"could not read the function's settings ({error_code(error)})")
-    args._function_settings = env
-    return env
+    """The replay function's environment (its settings); empty when no function is known, or
+    when it cannot be read (a note says why). A command reads it once and passes it down."""
+    if not deployment.function_name:
+        return {}
+    try:
+        return function_environment(make_client(args, "lambda"), deployment.function_name)
+    except (ClientError, BotoCoreError) as error:
+        note(f"could not read the function's settings ({error_code(error)})")
+        return {}
 
 
-def count_attribute_of(args: argparse.Namespace, deployment: Deployment) -> str:
-    """--count-attribute, else the function's REPLAY_COUNT_ATTRIBUTE, else the environment
-    (a command without the option, the console, takes the function's)."""
-    given = getattr(args, "count_attribute", None)
-    if given:
-        return str(given)
-    env = function_settings(args, deployment)
+def count_attribute_of(settings: Mapping[str, str]) -> str:
+    """The function's REPLAY_COUNT_ATTRIBUTE, else the environment's, else the default."""
     return (
-        env.get("REPLAY_COUNT_ATTRIBUTE")
+        settings.get("REPLAY_COUNT_ATTRIBUTE")
         or os.environ.get("REPLAY_COUNT_ATTRIBUTE")
         or DEFAULT_COUNT_ATTRIBUTE
     )
 
 
-def replay_targets_of(args: argparse.Namespace, deployment: Deployment) -> frozenset[str]:
+def replay_targets_of(settings: Mapping[str, str]) -> frozenset[str]:
     """The allowed targets, which name a `lambda` record's function: the function's
     REPLAY_TARGET_ARNS, else the environment's; none when unreadable (a note says so)."""
     variable = "REPLAY_TARGET_ARNS"
-    text = function_settings(args, deployment).get(variable) or os.environ.get(variable, "")
+    text = settings.get(variable) or os.environ.get(variable, "")
     try:
         targets: frozenset[str] = SETTING[variable].parse(text)
     except SettingsError as error:
@@ -205,12 +175,12 @@ def replay_targets_of(args: argparse.Namespace, deployment: Deployment) -> froze
     return targets
 
 
-def accepted_kinds_of(args: argparse.Namespace, deployment: Deployment) -> frozenset[RecordKind]:
+def accepted_kinds_of(settings: Mapping[str, str]) -> frozenset[RecordKind]:
     """The kinds the tools read records as: the function's DLQ_KIND's, else the environment's,
     else `sqs`'s (the function's default). A look-alike in an SQS DLQ (Lambda's attribute
     names, say, sent by anyone who may send to it) is then an SQS record, as the replay reads
     it, and no redrive delivers it to a function."""
-    text = function_settings(args, deployment).get("DLQ_KIND") or os.environ.get("DLQ_KIND")
+    text = settings.get("DLQ_KIND") or os.environ.get("DLQ_KIND")
     try:
         return accepted_kinds((text or "sqs").strip())
     except ValueError:
@@ -219,7 +189,7 @@ def accepted_kinds_of(args: argparse.Namespace, deployment: Deployment) -> froze
         ) from None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Target:
     """What a command works on: the deployment's queues and the SQS client, resolved once."""
 
@@ -227,18 +197,39 @@ class Target:
     deployment: Deployment
     sqs: SQSClient
 
+    @functools.cached_property
+    def settings(self) -> dict[str, str]:
+        """The function's settings, read when first needed (a command may need none)."""
+        return function_settings(self.args, self.deployment)
+
     def queue(self, name: str, option: str) -> str:
         """The URL of a role (main, dlq, operator) or of a queue URL given to `option`."""
-        return resolve_queue(self.deployment, name, option)
+        if "://" in name:
+            try:
+                return queue_url(name)
+            except argparse.ArgumentTypeError as error:
+                raise CommandError(f"{option}: {error}", EXIT_USAGE) from None
+        if name not in QUEUE_ROLES:
+            raise CommandError(
+                f"{option}: {name!r} is neither main, dlq, operator nor a queue URL", EXIT_USAGE
+            )
+        url = self.deployment.queue(name)
+        if url is None:
+            flag = "--dlq-url" if name == "dlq" else f"--{name}-queue-url"
+            raise CommandError(
+                f"{option}: the {name} queue is unknown: pass --stack NAME or {flag}", EXIT_USAGE
+            )
+        return url
 
     def count_attribute(self) -> str:
-        return count_attribute_of(self.args, self.deployment)
+        """--count-attribute, else the function's (`count_attribute_of`)."""
+        return self.args.count_attribute or count_attribute_of(self.settings)
 
     def replay_targets(self) -> frozenset[str]:
-        return replay_targets_of(self.args, self.deployment)
+        return replay_targets_of(self.settings)
 
     def accepted_kinds(self) -> frozenset[RecordKind]:
-        return accepted_kinds_of(self.args, self.deployment)
+        return accepted_kinds_of(self.settings)
 
 
 def resolve_target(args: argparse.Namespace) -> Target:

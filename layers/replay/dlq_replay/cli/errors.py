@@ -164,18 +164,8 @@ def region_hint(args: argparse.Namespace) -> str:
     """When a queue URL of the command names another region than the client's, say so: SQS
     answers such a request with a plain "queue does not exist"."""
     client_region = args.region or boto3.Session(profile_name=args.profile).region_name
-    named = [
-        getattr(args, name, None)
-        for name in (
-            "queue",
-            "main_queue_url",
-            "dlq_url",
-            "operator_queue_url",
-            "source",
-            "destination",
-        )
-    ]
-    for url in named:
+    options = ("queue", "main_queue_url", "dlq_url", "operator_queue_url", "source", "destination")
+    for url in (getattr(args, name, None) for name in options):
         region = url_region(url) if isinstance(url, str) else None
         if region and region != client_region:
             return (

@@ -23,17 +23,17 @@ from dlq_replay.cli.errors import (
     file_error,
     operator_command,
 )
-from dlq_replay.cli.options import BUDGET_HELP, bulk_sqs_config
+from dlq_replay.cli.options import BUDGET_HELP
 from dlq_replay.cli.output import (
     TallyRow,
     count_table,
     make_console,
     note,
     plural,
-    print_json,
     progress_bars,
+    report_tally,
 )
-from dlq_replay.cli.parsing import Subparsers, int_between
+from dlq_replay.cli.parsing import Subparsers, checked, int_between
 from dlq_replay.cli.selection import add_selection_options, selector_from
 from dlq_replay.cli.shutdown import Shutdown, hidden_at_most_text, hidden_until_text
 from dlq_replay.ops.archive import FORMAT
@@ -46,16 +46,7 @@ from dlq_replay.ops.export import (
 )
 from dlq_replay.ops.queueinfo import QueueInfo, queue_info
 from dlq_replay.ops.receivememory import ReceiveMemory
-from dlq_replay.ops.receiving import RECEIVERS
 from dlq_replay.ops.s3archive import S3Location
-
-
-def s3_uri(text: str) -> S3Location:
-    """argparse type: s3://BUCKET/KEY."""
-    try:
-        return S3Location.parse(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def register(subparsers: Subparsers) -> None:
@@ -79,7 +70,7 @@ def register(subparsers: Subparsers) -> None:
     )
     parser.add_argument(
         "--s3-uri",
-        type=s3_uri,
+        type=checked(S3Location.parse, "s3_uri"),
         metavar="s3://BUCKET/KEY",
         help="also (or, without --file, only) PUT the archive to this S3 object",
     )
@@ -104,8 +95,6 @@ def register(subparsers: Subparsers) -> None:
     add_receive_options(parser, count_attribute=False)
     add_audit_option(parser)
     add_operator_options(parser, run_export)
-    # Receives, releases and deletes go RECEIVERS at once, each a call of botocore's own CPU.
-    parser.set_defaults(_sqs_config=bulk_sqs_config(RECEIVERS))
 
 
 @operator_command
@@ -152,17 +141,14 @@ def run_export(args: argparse.Namespace, action: audit.Action) -> int:
 
             def report(why: str) -> None:
                 result, left = job.state.result(), job.leftover()
-                action.tally(_export_json(source, result, shutdown))
-                if args.json:
-                    print_json(
-                        {
-                            **_export_json(source, result, shutdown),
-                            "abandoned": why,
-                            "left": {**asdict(left), "hidden_at_most": left.at_most},
-                        }
-                    )
-                else:
-                    _print_export(result, request)
+                report_tally(
+                    args,
+                    action,
+                    _export_json(source, result, shutdown),
+                    lambda: _print_export(result, request),
+                    abandoned=why,
+                    left={**asdict(left), "hidden_at_most": left.at_most},
+                )
 
             result = shutdown.run(
                 lambda: job.run(show),
@@ -174,13 +160,11 @@ def run_export(args: argparse.Namespace, action: audit.Action) -> int:
         raise CommandError(file_error(error, "nothing was deleted")) from None
     if result.stopped:
         note(f"{result.stopped} ({_read_of(result)})")
-    action.tally(_export_json(source, result, shutdown))
     if shutdown.code is not None:
         action.leftover(_export_interrupted(result, request, shutdown))
-    if args.json:
-        print_json(_export_json(source, result, shutdown))
-    else:
-        _print_export(result, request)
+    report_tally(
+        args, action, _export_json(source, result, shutdown), lambda: _print_export(result, request)
+    )
     if shutdown.code is not None:
         note(_export_interrupted(result, request, shutdown))
         return shutdown.code

@@ -4,7 +4,7 @@ resumably."""
 from __future__ import annotations
 
 import argparse
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 from dlq_replay import audit
 from dlq_replay.cli.auditing import add_audit_option, audited
@@ -13,13 +13,7 @@ from dlq_replay.cli.deployment import (
     add_operator_options,
     resolve_target,
 )
-from dlq_replay.cli.errors import (
-    EXIT_FAILED,
-    EXIT_OK,
-    CommandError,
-    file_error,
-    operator_command,
-)
+from dlq_replay.cli.errors import EXIT_FAILED, EXIT_OK, CommandError, file_error, operator_command
 from dlq_replay.cli.output import (
     TallyRow,
     count_table,
@@ -27,13 +21,14 @@ from dlq_replay.cli.output import (
     make_console,
     note,
     plural,
-    print_json,
     progress_bars,
+    report_tally,
 )
 from dlq_replay.cli.pace_options import add_pace_options, pace_line, stop_text, until_failing_from
 from dlq_replay.cli.parsing import Subparsers, readable_file
 from dlq_replay.cli.shutdown import Shutdown
 from dlq_replay.ops.importing import Importer, ImportRequest, ImportTally
+from dlq_replay.ops.movefollow import FOLLOW_END_SECONDS, follower_of
 from dlq_replay.ops.queueinfo import queue_info
 
 
@@ -87,38 +82,36 @@ def run_import(args: argparse.Namespace, action: audit.Action) -> int:
     )
     shutdown = Shutdown(audit=action)
     action.gate(queues=(request.destination.url if request.destination else "source",))
+    # Each copy carries the action's id, its counts go beside the trail.
+    follower = follower_of(action, "import", target.sqs, [destination])
+    if follower is not None:
+        request = replace(request, follow_id=follower.action_id)
+    followed = follower is not None or None
     try:
-        importer = Importer(target.sqs, request, stop=shutdown.stop)
+        importer = Importer(target.sqs, request, stop=shutdown.stop, follower=follower)
         with progress_bars(args) as progress:
             bar = progress.add_task(f"importing into {destination_name(destination)}", total=None)
 
             def show(tally: ImportTally) -> None:
                 progress.update(bar, completed=tally.read)
 
-            def left() -> str:
-                sending = importer.sending
-                maybe = (
-                    f"; {plural(sending, 'record')} were being sent, unconfirmed (a rerun may "
-                    "send them again)"
-                    if sending
-                    else ""
-                )
-                return (
-                    f"{plural(importer.sent, 'record')} sent and listed in "
-                    f"{request.progress_path}{maybe}; rerun to continue"
-                )
-
             def report(why: str) -> None:
-                snapshot = importer.tally()
-                action.tally(_import_json(request, snapshot, shutdown))
-                if args.json:
-                    print_json({**_import_json(request, snapshot, shutdown), "abandoned": why})
-                else:
-                    _print_import(snapshot, request)
+                now = importer.tally()
+                if follower is not None:  # what was sent is followed, as far as time allows
+                    follower.finish_within(FOLLOW_END_SECONDS, importer.source_urls.values())
+                json = _import_json(request, now, shutdown)
+                report_tally(
+                    args,
+                    action,
+                    json,
+                    lambda: _print_import(now, request),
+                    followed=followed,
+                    abandoned=why,
+                )
 
             tally = shutdown.run(
                 lambda: importer.run(show),
-                left,
+                lambda: _left_text(request, importer.sent, importer.sending),
                 report,
                 lambda: _import_json(request, importer.tally(), shutdown),
             )
@@ -126,15 +119,11 @@ def run_import(args: argparse.Namespace, action: audit.Action) -> int:
         raise CommandError(file_error(error, "rerun to continue")) from None
     if tally.stopped:
         note(stop_text(tally.stopped))
-    action.tally(_import_json(request, tally, shutdown))
-    action.leftover(
-        f"{plural(tally.sent, 'record')} sent and listed in {request.progress_path}; "
-        "rerun to continue"
-    )
-    if args.json:
-        print_json(_import_json(request, tally, shutdown))
-    else:
-        _print_import(tally, request)
+    action.leftover(_left_text(request, tally.sent))
+    json = _import_json(request, tally, shutdown)
+    report_tally(args, action, json, lambda: _print_import(tally, request), followed=followed)
+    if follower is not None and follower.problem:
+        note(f"follow: {follower.problem}")
     if shutdown.code is not None:
         note(
             f"{shutdown.name}: import stopped early after {plural(tally.sent, 'record')} sent; "
@@ -142,6 +131,16 @@ def run_import(args: argparse.Namespace, action: audit.Action) -> int:
         )
         return shutdown.code
     return EXIT_FAILED if tally.failed or tally.stopped else EXIT_OK
+
+
+def _left_text(request: ImportRequest, sent: int, sending: int = 0) -> str:
+    unconfirmed = (
+        f"; {plural(sending, 'record')} were being sent, unconfirmed (a rerun may send them again)"
+        if sending
+        else ""
+    )
+    listed = f"{plural(sent, 'record')} sent and listed in {request.progress_path}"
+    return f"{listed}{unconfirmed}; rerun to continue"
 
 
 def _import_json(

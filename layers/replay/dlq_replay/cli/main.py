@@ -1,12 +1,6 @@
-"""`dlq-replay`: one console command for the worker, the demo and the operator's needs.
-
-AWS CLI habits: `--region`, `--profile`, `--endpoint-url` on every command; exit codes
-0 (ok), 1 (something failed), 2 (usage), 128 + the signal's number when a signal stopped it
-(130 SIGINT, 143 SIGTERM, 129 SIGHUP). Errors are one line on stderr, never a traceback: the
-signal handlers go in first (`cli.shutdown`), before anything heavy is imported.
-
-Start-up is kept light: only the module of the command being run is imported (with boto3 and
-what else it needs); `dlq-replay --help` and `--version` import none of them."""
+"""`dlq-replay`: exit codes 0 (ok), 1 (failed), 2 (usage), 128 + the signal's number; errors
+are one line, never a traceback (the signal handlers go in first). Only the module of the
+command being run is imported: `--help` and `--version` import none."""
 
 from __future__ import annotations
 
@@ -58,10 +52,9 @@ def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentPa
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """The `dlq-replay` command. Called with `argv` (tests, in process) it hands the signal
-    handlers back; called as the process's own command (`argv` None) it keeps its exit code
-    whatever signal comes while the interpreter shuts down: a second Ctrl-C that arrives just as
-    a finished command printed its tally must become neither a traceback nor a death by signal."""
+    """The `dlq-replay` command. In process (`argv`, tests) it hands the signal handlers back;
+    as the process's own command it keeps its exit code whatever signal comes after: a Ctrl-C
+    just as a finished command printed its tally is neither a traceback nor a death by signal."""
     restore = install_default_handlers()
     code = EXIT_INTERRUPTED
     try:
@@ -105,9 +98,7 @@ def _main(argv: Sequence[str] | None) -> int:
 
 
 def console() -> NoReturn:
-    """The `dlq-replay` console script: `main`, then the process ends with its exit code
-    (`end_process`: no interpreter teardown once the command's work is over; its threads are
-    joined, its files closed). A usage error or `--help` exits through SystemExit as usual."""
+    """The `dlq-replay` console script: `main`, then `end_process` (no interpreter teardown)."""
     end_process(main())
 
 

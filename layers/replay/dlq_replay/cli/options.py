@@ -35,24 +35,35 @@ INTERACTIVE_CONFIG = sqs_clients.APP_ID.merge(
         read_timeout=INTERACTIVE_READ_TIMEOUT,
     )
 )
+# The console's one SQS client of every page, read and action: connections for the overview's
+# readers, a snapshot's receivers and an action at once.
+CONSOLE_CONNECTIONS = 32
 MAX_POLLERS = 64  # threads in one process (worker, demo); run more processes for more
 
 
-def bulk_sqs_config(connections: int) -> Config:
-    """The SQS client of a command that makes thousands of calls a run (redrive, export, the
-    console's reads and moves): `sqs.client.lean` (botocore's per-call work is the run's CPU)
-    with a connection kept for each request its threads have in flight. A command names it
-    with `parser.set_defaults(_sqs_config=...)`; `sqs_client` takes it."""
+def command_sqs_config(command: str) -> Config | None:
+    """The SQS client of a command that makes thousands of calls a run: `sqs.client.lean`
+    (botocore's per-call work is the run's CPU) with a connection kept for each request its
+    threads have in flight (their module, loaded already, says how many); else None."""
+    if command == "redrive":
+        from dlq_replay.ops.redrive import MAX_CONCURRENCY  # batches of 10 in flight
+
+        connections = MAX_CONCURRENCY
+    elif command == "export":
+        from dlq_replay.ops.receiving import RECEIVERS  # receives, releases and deletes
+
+        connections = RECEIVERS
+    elif command == "console":
+        connections = CONSOLE_CONNECTIONS
+    else:
+        return None
     return sqs_clients.lean(INTERACTIVE_CONFIG).merge(Config(max_pool_connections=connections))
 
 
 def aws_session(args: argparse.Namespace) -> boto3.Session:
-    """The command's one boto3 session, from the AWS CLI-style options (profile, region).
-
-    Every client of a command comes from it: a new session reads botocore's data files again
-    (the endpoints, the defaults; 40-90 ms before its first client), where a second client of
-    the same session costs a few milliseconds. Its clients answer an HTML page (a proxy's, a
-    wrong port's) with one line, never the page (`local.answers`)."""
+    """The command's one boto3 session (profile, region): a new session reads botocore's data
+    files again (40-90 ms), a second client of the same one costs a few milliseconds. Its
+    clients answer an HTML page with one line, never the page (`local.answers`)."""
     session: boto3.Session | None = getattr(args, "_aws_session", None)
     if session is None:
         session = boto3.Session(profile_name=args.profile, region_name=args.region)
@@ -83,8 +94,7 @@ def sqs_client(
     answer to a receive that long."""
     session = aws_session(args)
     if config is None:
-        # A command may name its own (redrive's moves: `sqs.client.lean`), else by patience.
-        config = getattr(args, "_sqs_config", None) or (
+        config = command_sqs_config(args.command) or (
             sqs_clients.SQS_CLIENT_CONFIG if patient else INTERACTIVE_CONFIG
         )
     wait = getattr(args, "wait_seconds", None)
@@ -147,7 +157,7 @@ def _checked(variable: str) -> str:
 _AUDIT = ("DynamoDB", "STS")  # the audit trail's table, and who the caller is
 _TARGETS = ("SNS", "Step Functions", "EventBridge")  # records of serverless kinds delivered
 SERVICES_CALLED: dict[str, tuple[str, ...]] = {
-    "worker": ("SQS", "Lambda", *_TARGETS, "CloudWatch"),
+    "worker": ("SQS", "Lambda", *_TARGETS, "CloudWatch", "CloudFormation", "DynamoDB"),
     "status": ("SQS", "CloudFormation", "Lambda", "CloudWatch", "DynamoDB"),
     "pause": ("SQS", "CloudFormation", "Lambda", *_AUDIT),
     "resume": ("SQS", "CloudFormation", "Lambda", *_AUDIT),
@@ -167,9 +177,7 @@ def add_aws_options(parser: argparse.ArgumentParser) -> None:
     services = SERVICES_CALLED[parser.prog.rsplit(" ", 1)[-1]]
     group = parser.add_argument_group("AWS")
     group.add_argument(
-        "--region",
-        type=region_name,
-        help="AWS region (default: from the environment/profile)",
+        "--region", type=region_name, help="AWS region (default: from the environment/profile)"
     )
     group.add_argument("--profile", help="named profile from the AWS config files")
     group.add_argument(

@@ -6,7 +6,7 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
 
+    from dlq_replay.audit import Action
     from dlq_replay.ops.queueinfo import QueueInfo
 
 # A row of a tally: (label, count); a Mapping after a row breaks it down by code, indented.
@@ -57,6 +58,30 @@ def print_json(value: Any) -> None:
     print(json.dumps(value, indent=2, default=_json_default))
 
 
+def report_tally(
+    args: argparse.Namespace,
+    action: Action,
+    tally: Mapping[str, Any],
+    human: Callable[[], None],
+    *,
+    followed: bool | None = None,
+    **more: Any,
+) -> None:
+    """A run's tally, final or so far: to its audit, then on stdout (with --json, as JSON with
+    `more`; else `human()` prints it). A recorded action adds its id (`action_id`, and one line
+    that says whether the move is `followed`: `audit --follow` takes the id)."""
+    action.tally(tally)
+    said = {"action_id": action.action_id} if action.recorded else {}
+    if getattr(args, "json", False):
+        print_json({**tally, **said, **more})
+        return
+    human()
+    if said:
+        from dlq_replay.ops.movefollow import action_line
+
+        print(action_line(action.action_id, followed), flush=True)
+
+
 def _json_default(value: Any) -> Any:
     if isinstance(value, datetime):
         return value.isoformat()
@@ -78,12 +103,10 @@ class Bars(Protocol):
 class _NoBars:
     """Progress bars that draw nothing, without importing rich."""
 
-    def add_task(self, description: str, *, total: float | None = None) -> Any:
+    def add_task(self, *args: Any, **kwargs: Any) -> Any:
         return 0
 
-    def update(
-        self, task_id: Any, *, total: float | None = None, completed: float | None = None
-    ) -> None:
+    def update(self, *args: Any, **kwargs: Any) -> None:
         return None
 
 
@@ -101,13 +124,7 @@ def progress_bars(args: argparse.Namespace) -> Iterator[Bars]:
     if getattr(args, "json", False) or undrawn:
         yield _NoBars()
         return
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-    )
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     console = make_console(stderr=True)
     with Progress(

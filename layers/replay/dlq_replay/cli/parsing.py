@@ -11,7 +11,7 @@ import re
 import textwrap
 from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 from urllib.parse import urlsplit
 
 from dlq_replay.core.queues import queue_url_problem
@@ -19,6 +19,7 @@ from dlq_replay.core.settings import SETTING, SETTINGS, Setting, SettingsError
 
 Subparsers = Any  # argparse's _SubParsersAction is private
 Run = Callable[[argparse.Namespace], int]
+T = TypeVar("T")
 
 
 # A help text's own default, in its last parentheses: "(default 10)", "(default: the queue's)".
@@ -26,12 +27,9 @@ _OWN_DEFAULT = re.compile(r"\s*\(default:? ([^()]*)\)$")
 
 
 class CommandHelpFormatter(argparse.HelpFormatter):
-    """Every option's help ends with one parenthesis in one form: its range or rule, then its
-    default, "(1-64; default: 1)", "(default: none)", "(required)"; and no word is broken at
-    a hyphen (`--backoff-cap-seconds`, `dlq-replay-park-reason`).
-
-    A help text that describes its own default ends with "(default: ...)": the range goes in
-    front of it, in the same parenthesis."""
+    """Every option's help ends with one parenthesis: its range, then its default ("(1-64;
+    default: 1)", "(required)"; a help's own "(default: ...)" joins it); no word is broken at
+    a hyphen (`--backoff-cap-seconds`)."""
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
@@ -162,14 +160,9 @@ def add_setting_options(
     defaults: Mapping[str, object] | None = None,
     repeatable: Collection[str] = (),
 ) -> None:
-    """One option per row of the settings table (all rows, or those named): its help, range
-    and check come from the row. The value lands in `args.<VARIABLE>`; without `defaults` an
-    option left out is None, so the environment (or the function's settings) decides. An
-    option of a `repeatable` variable (a comma list) may be given several times: the values
-    are joined with commas.
-
-    `aliases`: a command's own name for a setting, shown in place of the table's; the table's
-    name, and `old_names` (spellings scripts may still use), keep working, unlisted in --help."""
+    """One option per row of the settings table (all, or those named), help and check from the
+    row, into `args.<VARIABLE>`: None when left out without `defaults`, so the environment
+    decides. `aliases` replace a row's name in --help; it and `old_names` keep working."""
     group = parser.add_argument_group(title)
     chosen = SETTINGS if variables is None else [SETTING[name] for name in variables]
     for setting in chosen:
@@ -225,6 +218,19 @@ def setting_overrides(args: argparse.Namespace) -> dict[str, str | None]:
     return {setting.variable: getattr(args, setting.variable, None) for setting in SETTINGS}
 
 
+def checked(parse: Callable[[str], T], what: str) -> Callable[[str], T]:
+    """argparse type of a parser that raises ValueError: its message is the usage error."""
+
+    def convert(text: str) -> T:
+        try:
+            return parse(text)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+
+    convert.__name__ = what  # argparse names the type in its message
+    return convert
+
+
 def queue_url(text: str) -> str:
     """argparse type of every queue URL option: the same rule as the function's settings."""
     problem = queue_url_problem(text)
@@ -250,44 +256,28 @@ class int_between:  # noqa: N801 - used like the function it replaces: type=int_
         return value
 
 
-def _number(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not math.isfinite(value):  # nan, inf, 1e309: not "below 0" nor any other range
-        raise argparse.ArgumentTypeError(f"not a finite number: {text!r}")
-    return value
+class _Number:
+    """argparse type: a finite number that `fits`; the help shows the range."""
 
-
-class _Share:
-    """argparse type: a share of the messages, from 0 to 1; the help shows the range."""
-
-    range_text = "0-1"
-    __name__ = "share"
+    def __init__(
+        self, name: str, range_text: str, fits: Callable[[float], bool], rule: str
+    ) -> None:
+        self.__name__, self.range_text, self.fits, self.rule = name, range_text, fits, rule
 
     def __call__(self, text: str) -> float:
-        if not 0 <= (value := _number(text)) <= 1:
-            raise argparse.ArgumentTypeError(f"must be from 0 to 1, got {text}")
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if not math.isfinite(value):  # nan, inf, 1e309: not "below 0" nor any other range
+            raise argparse.ArgumentTypeError(f"not a finite number: {text!r}")
+        if not self.fits(value):
+            raise argparse.ArgumentTypeError(f"must be {self.rule}, got {text}")
         return value
 
 
-share = _Share()
-
-
-class _Positive:
-    """argparse type: a number above 0; the help shows the range."""
-
-    range_text = "> 0"
-    __name__ = "positive number"
-
-    def __call__(self, text: str) -> float:
-        if not (value := _number(text)) > 0:
-            raise argparse.ArgumentTypeError(f"must be above 0, got {text}")
-        return value
-
-
-positive_number = _Positive()
+share = _Number("share", "0-1", lambda value: 0 <= value <= 1, "from 0 to 1")
+positive_number = _Number("positive number", "> 0", lambda value: value > 0, "above 0")
 
 
 def readable_file(text: str) -> Path:

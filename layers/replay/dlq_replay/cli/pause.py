@@ -16,10 +16,10 @@ from dlq_replay.cli import deployment as clients
 from dlq_replay.cli.auditing import add_audit_option, audited
 from dlq_replay.cli.deployment import add_operator_options, resolve_target
 from dlq_replay.cli.errors import EXIT_OK, EXIT_USAGE, CommandError, operator_command
-from dlq_replay.cli.output import make_console, print_json
+from dlq_replay.cli.output import make_console, note, print_json
 from dlq_replay.cli.parsing import Subparsers, positive_number
-from dlq_replay.ops.breaker import operator_took_over
-from dlq_replay.ops.pause import PauseResult, set_event_source, wait_for_state
+from dlq_replay.ops.movefollow import action_line
+from dlq_replay.ops.pause import PauseResult, operator_took_over, set_event_source, wait_for_state
 from dlq_replay.ops.queueinfo import queue_info
 from dlq_replay.ops.stack import Deployment
 
@@ -96,12 +96,15 @@ def run_pause(args: argparse.Namespace, action: audit.Action) -> int:
     action.tally({**asdict(result), "after": state, "breaker": breaker})
     if args.json:
         told = {"breaker": breaker} if breaker else {}  # only when the breaker was open
-        print_json({**asdict(result), "after": state, "waited": bool(args.wait), **told})
+        said = {"action_id": action.action_id} if action.recorded else {}  # `audit` lists it
+        print_json({**asdict(result), "after": state, "waited": bool(args.wait), **told, **said})
         return EXIT_OK
     console = make_console()
     console.print(_summary(args, result, state, deployment), soft_wrap=True)
     if breaker:
         console.print(breaker, soft_wrap=True)
+    if action.recorded:  # on stderr: the state stays the one line a script reads on stdout
+        note(action_line(action.action_id, None))
     return EXIT_OK
 
 

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
 from dataclasses import asdict
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dlq_replay.cli.deployment import add_operator_options, add_receive_options, resolve_target
 from dlq_replay.cli.errors import EXIT_OK, operator_command
@@ -14,12 +13,9 @@ from dlq_replay.cli.output import duration, make_console, note, plural, print_js
 from dlq_replay.cli.parsing import Subparsers, int_between
 from dlq_replay.cli.selection import add_selection_options, selector_from
 from dlq_replay.core.kinds import RecordKind
-from dlq_replay.ops.peek import PeekedMessage, PeekRequest, PeekResult, peek
+from dlq_replay.ops.peek import PeekRequest, PeekResult, peek
 from dlq_replay.ops.queueinfo import queue_info
 from dlq_replay.ops.receivememory import ReceiveMemory
-
-if TYPE_CHECKING:
-    from rich.table import Table
 
 
 def register(subparsers: Subparsers) -> None:
@@ -95,22 +91,6 @@ def peek_json(result: PeekResult) -> dict[str, Any]:
     }
 
 
-def _kinds_table(messages: Sequence[PeekedMessage]) -> Table:
-    from rich.table import Table
-
-    table = Table(
-        title="who wrote each record, where it goes back to, the service's error",
-        title_justify="left",
-    )
-    table.add_column("message id", no_wrap=True)
-    table.add_column("kind", no_wrap=True)
-    table.add_column("target", no_wrap=True)  # whole, to copy
-    table.add_column("error", overflow="fold")
-    for m in messages:
-        table.add_row(m.message_id, m.kind, m.target_arn or "-", m.error or "-")
-    return table
-
-
 def _print_peek(result: PeekResult) -> None:
     from rich.table import Table
 
@@ -152,7 +132,16 @@ def _print_peek(result: PeekResult) -> None:
     # Kind, target and error in a table of their own (ARNs are long), and only where a
     # serverless service wrote a record: an SQS queue's output stays as it was.
     if any(m.kind != RecordKind.SQS for m in result.messages):
-        console.print(_kinds_table(result.messages))
+        kinds = Table(
+            title="who wrote each record, where it goes back to, the service's error",
+            title_justify="left",
+        )
+        for column in ("message id", "kind", "target"):  # the target whole, to copy
+            kinds.add_column(column, no_wrap=True)
+        kinds.add_column("error", overflow="fold")
+        for m in result.messages:
+            kinds.add_row(m.message_id, m.kind, m.target_arn or "-", m.error or "-")
+        console.print(kinds)
     for m in result.messages:
         if m.body is not None:
             console.print(f"--- body of {m.message_id}")

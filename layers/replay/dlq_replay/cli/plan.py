@@ -43,18 +43,12 @@ from dlq_replay.ops.stack import STACK_OUTPUTS, function_environment, stack_outp
 
 # The settings `plan` reads (the worker's names), and the short names it took before, which
 # scripts may still pass (not shown in --help).
-_PLAN_VARIABLES = (
-    "BACKOFF_BASE_SECONDS",
-    "BACKOFF_MULTIPLIER",
-    "BACKOFF_CAP_SECONDS",
-    "JITTER",
-    "MAX_ATTEMPTS",
-)
 _SHORT_OPTIONS = {
     "BACKOFF_BASE_SECONDS": "--base",
     "BACKOFF_MULTIPLIER": "--multiplier",
     "BACKOFF_CAP_SECONDS": "--cap",
 }
+_PLAN_VARIABLES = (*_SHORT_OPTIONS, "JITTER", "MAX_ATTEMPTS")
 
 
 def register(subparsers: Subparsers) -> None:
@@ -139,10 +133,7 @@ def run_plan(args: argparse.Namespace) -> int:
     combined: tuple[ConsumerBackoffPlan, str] | None = None
     if args.consumer_backoff:
         receives, receives_origin = _main_max_receive_count(args, main_queue_url, outputs)
-        combined = (
-            consumer_backoff_plan(policy, max_attempts, receives),
-            receives_origin,
-        )
+        combined = (consumer_backoff_plan(policy, max_attempts, receives), receives_origin)
     if args.json:
         report = plan_json(plan, origin)
         if combined:
@@ -169,9 +160,8 @@ def _plan_environment(
     if function_name:
         env = function_environment(clients.make_client(args, "lambda"), function_name)
         return env, f"function {function_name}", outputs
-    if any(os.environ.get(variable) for variable in _PLAN_VARIABLES):
-        return os.environ, "environment", outputs
-    return os.environ, "defaults", outputs
+    origin = "environment" if any(map(os.environ.get, _PLAN_VARIABLES)) else "defaults"
+    return os.environ, origin, outputs
 
 
 def _main_max_receive_count(
@@ -214,11 +204,7 @@ def plan_json(plan: BackoffPlan, origin: str) -> dict[str, Any]:
             "from": origin,
         },
         "attempts": [asdict(attempt) for attempt in plan.attempts],
-        "until_parked_seconds": {
-            "best": plan.best_total,
-            "typical": plan.typical_total,
-            "worst": plan.worst_total,
-        },
+        "until_parked_seconds": _totals(plan),
     }
 
 
@@ -228,12 +214,12 @@ def consumer_backoff_json(plan: ConsumerBackoffPlan, origin: str) -> dict[str, A
         "from": origin,
         "receives": plan.receives,
         "rows": [asdict(row) for row in plan.rows],
-        "until_parked_seconds": {
-            "best": plan.best_total,
-            "typical": plan.typical_total,
-            "worst": plan.worst_total,
-        },
+        "until_parked_seconds": _totals(plan),
     }
+
+
+def _totals(plan: BackoffPlan | ConsumerBackoffPlan) -> dict[str, float]:
+    return {"best": plan.best_total, "typical": plan.typical_total, "worst": plan.worst_total}
 
 
 def _print_plan(plan: BackoffPlan, origin: str) -> None:

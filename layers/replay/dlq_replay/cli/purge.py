@@ -10,9 +10,9 @@ from dlq_replay import audit
 from dlq_replay.cli.auditing import add_audit_option, audited
 from dlq_replay.cli.deployment import Target, add_operator_options, resolve_target
 from dlq_replay.cli.errors import EXIT_OK, EXIT_USAGE, CommandError, operator_command
-from dlq_replay.cli.output import make_console, plural, print_json
+from dlq_replay.cli.output import make_console, plural, report_tally
 from dlq_replay.cli.parsing import Subparsers
-from dlq_replay.ops.purge import PURGE_INTERVAL_SECONDS, PurgeResult, depth_before_purge, purge
+from dlq_replay.ops.deleting import PURGE_INTERVAL_SECONDS, PurgeResult, depth_before_purge, purge
 from dlq_replay.ops.queueinfo import QueueInfo, queue_info
 
 
@@ -67,16 +67,14 @@ def run_purge(args: argparse.Namespace, action: audit.Action) -> int:
     before = depth_before_purge(target.sqs, queue)
     action.gate(queues=(queue.url,), selection_size=before.total)
     result = purge(target.sqs, queue, before)
-    action.tally(purge_json(result))
-    if args.json:
-        print_json(purge_json(result))
-        return EXIT_OK
     depth = result.before
-    make_console().print(
+    line = (
         f"purged {queue.name}: about {plural(result.purged, 'message')} ({depth.visible} "
         f"visible, {depth.in_flight} in flight, {depth.delayed} delayed); SQS removes them "
-        f"within {PURGE_INTERVAL_SECONDS} seconds",
-        soft_wrap=True,
+        f"within {PURGE_INTERVAL_SECONDS} seconds"
+    )
+    report_tally(
+        args, action, purge_json(result), lambda: make_console().print(line, soft_wrap=True)
     )
     return EXIT_OK
 

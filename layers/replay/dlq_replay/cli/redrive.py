@@ -5,23 +5,17 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import TYPE_CHECKING
 
 from botocore.exceptions import ClientError
 
 from dlq_replay import audit
 from dlq_replay.cli.auditing import add_audit_option, audited
-from dlq_replay.cli.delivering import (
-    add_target_option,
-    target_arns_of,
-    targets_needed,
-)
 from dlq_replay.cli.deployment import (
     Target,
     add_operator_options,
     add_receive_options,
-    function_settings,
     resolve_target,
 )
 from dlq_replay.cli.errors import (
@@ -32,7 +26,7 @@ from dlq_replay.cli.errors import (
     one_line,
     operator_command,
 )
-from dlq_replay.cli.options import BUDGET_HELP, bulk_sqs_config, make_deliverer
+from dlq_replay.cli.options import BUDGET_HELP, make_deliverer
 from dlq_replay.cli.output import (
     destination_name,
     make_console,
@@ -40,32 +34,39 @@ from dlq_replay.cli.output import (
     plural,
     print_json,
     progress_bars,
+    report_tally,
 )
 from dlq_replay.cli.pace_options import add_pace_options, stop_text, until_failing_from
 from dlq_replay.cli.parsing import Subparsers, int_between, positive_number
 from dlq_replay.cli.redrive_tally import (
+    add_target_option,
     mode_text,
     nothing_movable,
     print_tally,
     redrive_json,
     skips_text,
+    target_arns_of,
+    targets_needed,
 )
 from dlq_replay.cli.selection import add_selection_options, selector_from
 from dlq_replay.cli.shutdown import Shutdown, interrupted, leftover_text
 from dlq_replay.core.settings import SETTING, SettingsError
 from dlq_replay.local.answers import ForeignAnswerError
 from dlq_replay.ops.clientmove import prepare
-from dlq_replay.ops.movetask import MoveTask, start_move_task, wait_move_task
+from dlq_replay.ops.movefollow import FOLLOW_END_SECONDS, follower_of
 from dlq_replay.ops.preflight import preflight
 from dlq_replay.ops.receivememory import ReceiveMemory
 from dlq_replay.ops.redrive import (
     DEFAULT_CONCURRENCY,
     MAX_CONCURRENCY,
     MoveMode,
+    MoveTask,
     RedriveRequest,
     RedriveTally,
     both_allow,
     choose_mode,
+    start_move_task,
+    wait_move_task,
 )
 
 if TYPE_CHECKING:
@@ -159,9 +160,6 @@ def register(subparsers: Subparsers) -> None:
     add_receive_options(parser)
     add_audit_option(parser)
     add_operator_options(parser, run_redrive)
-    # The moves' client: botocore's per-call work is the move's CPU (`lean`), and a connection
-    # kept for each batch in flight.
-    parser.set_defaults(_sqs_config=bulk_sqs_config(MAX_CONCURRENCY))
 
 
 @operator_command
@@ -205,7 +203,7 @@ def run_redrive(args: argparse.Namespace, action: audit.Action) -> int:
     if not args.json:
         note(f"{choice.mode.value} move: {mode_text(choice, request.source)}")
     approximate = known.depth.visible
-    action.gate(queues=_queues_of(request), selection_size=approximate)
+    action.gate(queues=(source_url, destination_url or "source"), selection_size=approximate)
     if choice.mode is MoveMode.NATIVE:
         return _native_redrive(args, action, sqs, request, approximate)
     if args.wait:
@@ -214,8 +212,7 @@ def run_redrive(args: argparse.Namespace, action: audit.Action) -> int:
 
 
 def _load_move() -> None:
-    """The modules of the move itself (`ops` imports them when first used), imported while
-    the pre-flight's requests are in flight instead of after them."""
+    """The move's own modules, imported while the pre-flight's requests are in flight."""
     importlib.import_module("dlq_replay.ops.clientmove")
 
 
@@ -226,7 +223,7 @@ def stack_targets_of(target: Target, listed: frozenset[str]) -> frozenset[str] |
     if not listed:
         return None
     variable = "REPLAY_TARGET_ARNS"
-    settings = function_settings(target.args, target.deployment)
+    settings = target.settings
     text = settings.get(variable, "") if settings else os.environ.get(variable)
     if text is None:
         note(
@@ -286,16 +283,20 @@ def _native_redrive(
         if "HTTP" in message:
             message += " (an emulator may lack message move tasks: rerun with --client-side)"
         raise CommandError(message, code) from None
+    # SQS's own move cannot carry the action's id: the move is not followed (said in one line).
+    running = {"mode": "native", "task_handle": handle, "status": "RUNNING", "followed": None}
     if not args.wait:
-        action.tally({"mode": "native", "task_handle": handle, "status": "RUNNING"})
-        if args.json:
-            print_json({"mode": "native", "task_handle": handle, "status": "RUNNING"})
-        else:
-            make_console().print(
+        report_tally(
+            args,
+            action,
+            running,
+            lambda: make_console().print(
                 f"started a message move task of about {plural(approximate, 'message')} from "
                 f"{source.name} to {target}; it runs in SQS (follow it with --wait, or watch "
                 f"`dlq-replay status`)\ntask handle: {handle}"
-            )
+            ),
+            followed=False,
+        )
         return EXIT_OK
     try:
         with progress_bars(args) as progress:
@@ -306,22 +307,19 @@ def _native_redrive(
 
             task = wait_move_task(sqs, source.arn, poll_seconds=args.poll_seconds, on_progress=show)
     except KeyboardInterrupt as stop:
-        action.tally({"mode": "native", "task_handle": handle, "status": "RUNNING"})
+        action.tally(running)
         action.leftover(f"the move task {handle} goes on in SQS")
         raise interrupted(
             stop,
             "stopped waiting; the move task goes on in SQS (cancel it with `aws sqs "
             f"cancel-message-move-task --task-handle {handle}`)",
         ) from None
-    action.tally({"mode": "native", "task_handle": handle, **asdict(task)})
-    if args.json:
-        print_json({"mode": "native", "task_handle": handle, **asdict(task)})
-    else:
-        moved = plural(task.moved, "message")
-        line = f"move task {task.status}: {moved} moved from {source.name} to {target}"
-        if task.failure_reason:
-            line += f" ({task.failure_reason})"
-        make_console().print(line)
+    moved = plural(task.moved, "message")
+    line = f"move task {task.status}: {moved} moved from {source.name} to {target}"
+    if task.failure_reason:
+        line += f" ({task.failure_reason})"
+    done = {"mode": "native", "task_handle": handle, **asdict(task), "followed": None}
+    report_tally(args, action, done, lambda: make_console().print(line), followed=False)
     return EXIT_OK if task.succeeded else EXIT_FAILED
 
 
@@ -337,12 +335,18 @@ def _client_redrive(
     shutdown = Shutdown(audit=action)
     # A dry run calls no target: it only says what would be delivered where.
     delivers = request.target_arns and not request.dry_run
+    # Each copy carries the action's id, its counts go beside the trail (not in a dry run).
+    follower = follower_of(action, "redrive", sqs, [request.destination])
+    if follower is not None:
+        request = replace(request, follow_id=follower.action_id)
+    followed = follower is not None or None
     move = prepare(
         sqs,
         request,
         stop=shutdown.stop,
         deliverer=make_deliverer(args) if delivers else None,
         memory=ReceiveMemory.local(),
+        follower=follower,
     )
     with progress_bars(args) as progress:
         bar = progress.add_task(f"{verb} {request.source.name}", total=total or None)
@@ -352,17 +356,17 @@ def _client_redrive(
 
         def report(why: str) -> None:
             snapshot, left = move.abandoned()
-            action.tally(redrive_json(snapshot, request, shutdown))
-            if args.json:
-                print_json(
-                    {
-                        **redrive_json(snapshot, request, shutdown),
-                        "abandoned": why,
-                        "left": {**asdict(left), "hidden_at_most": left.at_most},
-                    }
-                )
-            else:
-                print_tally(snapshot, request, shutdown)
+            if follower is not None:  # what was sent is followed, as far as time allows
+                follower.finish_within(FOLLOW_END_SECONDS, move.source_urls.values())
+            report_tally(
+                args,
+                action,
+                redrive_json(snapshot, request, shutdown),
+                lambda: print_tally(snapshot, request, shutdown),
+                followed=followed,
+                abandoned=why,
+                left={**asdict(left), "hidden_at_most": left.at_most},
+            )
 
         tally = shutdown.run(
             lambda: move.run(show),
@@ -372,12 +376,13 @@ def _client_redrive(
         )
     if tally.stopped:
         note(stop_text(tally.stopped))
-    action.tally(redrive_json(tally, request, shutdown))
     action.leftover(leftover_text(move.leftover(), "source queue"))
-    if args.json:
-        print_json(redrive_json(tally, request, shutdown))
-    else:
-        print_tally(tally, request, shutdown)
+    json = redrive_json(tally, request, shutdown)
+    report_tally(
+        args, action, json, lambda: print_tally(tally, request, shutdown), followed=followed
+    )
+    if follower is not None and follower.problem:
+        note(f"follow: {follower.problem}")
     if shutdown.code is not None:
         return shutdown.code
     reason = targets_needed(tally)
@@ -390,8 +395,3 @@ def _client_redrive(
         )
         return EXIT_FAILED
     return EXIT_FAILED if tally.failed or tally.sent_not_deleted or tally.stopped else EXIT_OK
-
-
-def _queues_of(request: RedriveRequest) -> tuple[str, ...]:
-    destination = request.destination.url if request.destination else "source"
-    return (request.source.url, destination)

@@ -1,33 +1,70 @@
-"""What a redrive says: why it moves natively or client-side, and, when a client-side move
-ends, its tally as a table and as JSON, and whether nothing could be moved (exit 1)."""
+"""What a redrive says: why it moves natively or client-side, its tally as a table and as
+JSON, whether nothing could be moved (exit 1); and --target-arn, where `--to source` delivers
+the records of serverless kinds."""
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-from dlq_replay.cli.delivering import (
-    delivery_lines,
-    delivery_rows,
-)
-from dlq_replay.cli.output import (
-    TallyRow,
-    count_table,
-    destination_name,
-    make_console,
-)
+from dlq_replay.cli.errors import EXIT_USAGE, CommandError
+from dlq_replay.cli.output import TallyRow, count_table, destination_name, make_console, plural
 from dlq_replay.cli.pace_options import pace_line, stop_text
+from dlq_replay.cli.parsing import JoinedValues, SettingType
 from dlq_replay.cli.shutdown import Shutdown, hidden_until_text
-from dlq_replay.ops.redrive import NOT_ROUTED, ModeReason, Rewrite
+from dlq_replay.core.settings import SETTING
+from dlq_replay.ops.redrive import NOT_ROUTED, ModeReason, Rewrite, SkipReason
 
 if TYPE_CHECKING:
     from dlq_replay.ops.queueinfo import QueueInfo
     from dlq_replay.ops.redrive import ModeChoice, RedriveRequest, RedriveTally
 
+_TARGETS = SETTING["REPLAY_TARGET_ARNS"]
+
+
+def add_target_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--target-arn",
+        dest="target_arns",
+        metavar="ARN",
+        type=SettingType(_TARGETS),
+        action=JoinedValues,
+        help="with --to source: the only targets a record of a serverless kind (a Lambda "
+        "function's DLQ or OnFailure destination, an EventBridge rule target's DLQ) is "
+        "delivered to, as the replay's REPLAY_TARGET_ARNS (an unqualified function ARN allows "
+        "its versions and aliases; the one function listed is where a function's own DLQ "
+        "records go); repeatable or a comma list. Without it such records stay where they "
+        "are; a record naming another target stays too, counted target-not-allowed",
+    )
+
+
+def target_arns_of(args: argparse.Namespace, *, to_source: bool) -> frozenset[str]:
+    """--target-arn's ARNs (checked by the parser already); a usage error but to the source."""
+    if args.target_arns and not to_source:
+        raise CommandError(
+            "--target-arn names where records of serverless kinds are delivered: only with "
+            "--to source",
+            EXIT_USAGE,
+        )
+    targets: frozenset[str] = _TARGETS.parse(args.target_arns or "")
+    return targets
+
+
+def targets_needed(tally: RedriveTally) -> str | None:
+    """The one-line reason why records of serverless kinds stayed: no --target-arn."""
+    left = tally.skips.get(SkipReason.NO_TARGETS, 0)
+    if not left:
+        return None
+    return (
+        f"{plural(left, 'record')} of serverless kinds (Lambda, EventBridge) left in place: "
+        "--to source delivers them to their targets only with --target-arn ARN"
+    )
+
 
 def nothing_movable(tally: RedriveTally) -> bool:
-    """Messages were there and none could be moved (`--to source` with no source or target on
-    any): a failure to a script, not a success with nothing to do."""
+    """Messages were there, none movable (`--to source`, no source or target on any): a
+    failure to a script, not a success with nothing to do."""
     not_routed = sum(tally.skips.get(reason, 0) for reason in NOT_ROUTED)
     return not_routed > 0 and tally.moved == 0 and not tally.sent_not_deleted
 
@@ -80,7 +117,9 @@ def print_tally(tally: RedriveTally, request: RedriveRequest, shutdown: Shutdown
 def tally_rows(tally: RedriveTally, request: RedriveRequest) -> list[TallyRow]:
     """The tally's rows, as the table shows them (the console shows the same rows)."""
     rows: list[TallyRow] = [(_moved_word(tally, request), tally.moved)]
-    rows += delivery_rows(tally)
+    if tally.delivered:  # by target, under 'moved'
+        verb = "would deliver to" if tally.dry_run else "delivered to"
+        rows.append({f"{verb} {arn}": n for arn, n in tally.delivered.items()})
     if tally.sent_not_deleted:
         rows.append((SENT_NOT_DELETED, tally.sent_not_deleted))
     rows += [
@@ -99,13 +138,15 @@ def tally_rows(tally: RedriveTally, request: RedriveRequest) -> list[TallyRow]:
 
 def tally_lines(tally: RedriveTally) -> list[str]:
     """What the tally's table is followed by: what stays hidden, what a dry run did not do,
-    each refusal, the pace, what to do about failures."""
+    each refusal's first message by code, the pace, what to do about failures."""
     lines: list[str] = []
     if tally.not_released:
         lines.append(hidden_until_text(tally.not_released, tally.hidden_until))
     if tally.dry_run:
         lines.append("dry run: nothing was sent or deleted")
-    lines += delivery_lines(tally)
+    lines += [f"refused {code}: {message}" for code, message in sorted(tally.errors.items())]
+    if tally.dry_run and tally.delivered:
+        lines.append("dry run: no target was called (a target may still refuse)")
     if tally.pace is not None:
         lines.append(pace_line(tally.pace))
     if tally.failed:

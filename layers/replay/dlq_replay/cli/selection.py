@@ -1,18 +1,13 @@
-"""The selection options shared by `peek`, `redrive` and `export`: which messages a command
-takes.
-
-Every value is checked by the parser (a bad JMESPath expression, regex, duration or
-name=value is a usage error naming the option), so a run never starts on a typo.
-"""
+"""The selection options of `peek`, `redrive`, `export` and `delete`: which messages a command
+takes. Every value is checked by the parser, so a run never starts on a typo."""
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
-from typing import Any
 
 from dlq_replay.cli.errors import EXIT_USAGE, CommandError
 from dlq_replay.cli.output import duration
+from dlq_replay.cli.parsing import checked
 from dlq_replay.core.decision import ParkReason
 from dlq_replay.core.failure import CONSUMER_REASON, CONSUMER_REASON_PREFIX
 from dlq_replay.ops.select import (
@@ -24,17 +19,6 @@ from dlq_replay.ops.select import (
     compile_regex,
     parse_duration,
 )
-
-
-def _checked(parse: Callable[[str], Any], what: str) -> Callable[[str], Any]:
-    def convert(text: str) -> Any:
-        try:
-            return parse(text)
-        except ValueError as error:
-            raise argparse.ArgumentTypeError(str(error)) from None
-
-    convert.__name__ = what  # argparse names the type in its message
-    return convert
 
 
 def park_reason(text: str) -> str:
@@ -58,9 +42,10 @@ def park_reason(text: str) -> str:
     raise argparse.ArgumentTypeError(f"{text!r} is not a park reason ({choices}){hint}")
 
 
-def _add_reason_option(group: argparse._ArgumentGroup) -> None:
-    """`--filter-reason REASON` (repeatable), into `args.reasons`."""
-    reasons = [r.value for r in ParkReason]
+def add_selection_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group(
+        "selection (all given conditions must hold; messages not selected are given back at once)"
+    )
     group.add_argument(
         "--filter-reason",
         dest="reasons",
@@ -68,17 +53,10 @@ def _add_reason_option(group: argparse._ArgumentGroup) -> None:
         type=park_reason,
         metavar="REASON",
         help="only messages parked for REASON (repeatable), one of: "
-        f"{', '.join(reasons)}, consumer:<reason> (parked by a consumer's ParkMessage), "
-        f"{ANY_CONSUMER_REASON} (every consumer park), {NO_REASON} (messages without a park "
-        "reason: moved by SQS's safety net)",
+        f"{', '.join(r.value for r in ParkReason)}, consumer:<reason> (parked by a consumer's "
+        f"ParkMessage), {ANY_CONSUMER_REASON} (every consumer park), {NO_REASON} (messages "
+        "without a park reason: moved by SQS's safety net)",
     )
-
-
-def add_selection_options(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group(
-        "selection (all given conditions must hold; messages not selected are given back at once)"
-    )
-    _add_reason_option(group)
     group.add_argument(
         "--group",
         dest="groups",
@@ -89,36 +67,31 @@ def add_selection_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--where",
         action="append",
-        type=_checked(Where.parse, "name=value"),
+        type=checked(Where.parse, "name=value"),
         metavar="NAME=VALUE",
         help="only messages whose attribute NAME equals VALUE: Number attributes compare as "
         "numbers, Binary ones by their base64 text (repeatable)",
     )
     group.add_argument(
         "--match",
-        type=_checked(compile_match, "JMESPath expression"),
+        type=checked(compile_match, "JMESPath expression"),
         metavar="JMESPATH",
         help="only messages with a JSON body on which this JMESPath expression is true, "
         'e.g. "order.total > `100`" or "status == \'failed\'"',
     )
     group.add_argument(
         "--match-text",
-        type=_checked(compile_regex, "regular expression"),
+        type=checked(compile_regex, "regular expression"),
         metavar="REGEX",
         help="only messages whose body (as text) contains a match of this regular expression",
     )
-    group.add_argument(
-        "--older-than",
-        type=_checked(parse_duration, "duration"),
-        metavar="DURATION",
-        help="only messages sent at least this long ago (90s, 15m, 2h, 3d)",
-    )
-    group.add_argument(
-        "--newer-than",
-        type=_checked(parse_duration, "duration"),
-        metavar="DURATION",
-        help="only messages sent at most this long ago (90s, 15m, 2h, 3d)",
-    )
+    for option, bound in (("--older-than", "at least"), ("--newer-than", "at most")):
+        group.add_argument(
+            option,
+            type=checked(parse_duration, "duration"),
+            metavar="DURATION",
+            help=f"only messages sent {bound} this long ago (90s, 15m, 2h, 3d)",
+        )
 
 
 def selector_from(args: argparse.Namespace) -> Selector:

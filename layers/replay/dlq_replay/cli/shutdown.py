@@ -1,22 +1,10 @@
-"""One shutdown path for SIGINT, SIGTERM and SIGHUP, for every command that moves messages
-(redrive, export, import, worker).
+"""One shutdown path for SIGINT, SIGTERM and SIGHUP, for every command that moves messages.
 
-From the start of `main` until a command takes over, each of the three signals raises
-`Interrupted` (a KeyboardInterrupt), so whatever runs unwinds through its `finally` blocks and
-`main` prints one line and exits 128 + the signal's number (130, 143, 129), never a traceback.
-
-A command that moves messages runs its work under `Shutdown.run`: the work runs in a thread and
-watches `Shutdown.stop` (a threading.Event the signal handler sets). On the first signal it
-stops receiving, lets the requests in flight finish, deletes the originals of the copies it
-confirmed sent, makes every other message it holds visible again, and returns its tally, which
-the command prints as the truth, with the signal's exit code. The main thread does no SQS call:
-should the work still run `GRACE_SECONDS` after the signal (a slow or failing endpoint), or a
-second signal arrive, it prints what is left (`left()`: what stays hidden and until when, what
-may be sent twice), then the tally as far as it goes (`report`, on stdout: a `--json` reader
-gets its object on every exit path), and exits at once, abandoning the work's threads. The
-command's audit (`audit.Action`, given to `Shutdown`) writes its end record first, `interrupted`
-with the exit code, why it was abandoned and what is left, within `ABANDON_SECONDS`: a second
-Ctrl-C never leaves a begin without an end. A signal while that is written is ignored.
+Until a command takes over, a signal raises `Interrupted`: `main` exits 128 + its number with
+one line, never a traceback. Under `Shutdown.run` the first signal lets the work (a thread)
+finish what is in flight and return its tally; `GRACE_SECONDS` later, or on a second signal,
+the main thread writes the audit's end record, prints what is left and the tally so far (a
+`--json` reader gets its object on every path) and exits: never a begin without an end.
 """
 
 from __future__ import annotations
@@ -81,11 +69,9 @@ def install_default_handlers() -> Callable[[], None]:
     previous_hook = sys.unraisablehook
 
     def deliver_again(unraisable: Any) -> None:
-        """A signal that came while Python ran a weakref callback or a `__del__` raised there,
-        where an exception is printed and dropped: the command would go on as if no signal had
-        come. Such an `Interrupted` is sent again, from a thread a moment later, so that it
-        lands back in the command's own code (sent from here, its handler would run in this
-        hook, where it would be dropped again)."""
+        """An `Interrupted` raised in a weakref callback or a `__del__` is dropped by Python:
+        sent again from a thread a moment later, it lands in the command's own code (sent from
+        here, its handler would run in this hook and be dropped again)."""
         if isinstance(unraisable.exc_value, Interrupted):
             again = threading.Timer(
                 _POLL_SECONDS / 10, os.kill, (os.getpid(), unraisable.exc_value.signum)
@@ -106,9 +92,8 @@ def install_default_handlers() -> Callable[[], None]:
 
 
 def exit_with_on_signal(code: int) -> None:
-    """From now on SIGINT, SIGTERM and SIGHUP end the process at once with `code`, the exit
-    code of a command that has finished: what it printed is flushed, and the signal changes
-    neither the outcome it reported nor its exit status."""
+    """A finished command's signals end the process at once with its `code`: a late signal
+    changes neither the outcome it reported nor its exit status."""
     if threading.current_thread() is not threading.main_thread():
         return
 
@@ -121,9 +106,8 @@ def exit_with_on_signal(code: int) -> None:
 
 
 def end_process(code: int) -> NoReturn:
-    """End the process with `code` once a command has finished: its logs and what it printed
-    flushed, without the interpreter's teardown, whose collection of every object the loaded
-    modules hold (boto3's and botocore's) takes 0.1-0.3 s after the work is done."""
+    """End the process with `code`, output flushed, without the interpreter's teardown: its
+    collection of what boto3 and botocore hold takes 0.1-0.3 s after the work is done."""
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):  # a closed pipe, a write it interrupted
@@ -225,10 +209,8 @@ class Shutdown:
         report: Callable[[str], None] | None = None,
         tally: Callable[[], Mapping[str, Any]] | None = None,
     ) -> T:
-        """`work()` in a thread with the signal handlers installed; its result, or its error
-        raised here. `left()` says what is left when the work must be abandoned, then
-        `report(why)` prints the tally so far; `tally()` is that tally for the audit's end
-        record (written first when given)."""
+        """`work()` in a thread under the signal handlers: its result, or its error raised here.
+        On abandon: `tally()` for the audit's end record, `left()` the line, `report(why)`."""
         self._left = left
         self._report = report
         self._tally = tally
@@ -271,12 +253,16 @@ def hidden_until_text(count: int, until: float | None) -> str:
     if count <= 0:
         return "no message is left hidden"
     noun = "message stays" if count == 1 else "messages stay"
-    when = (
-        time.strftime("%H:%M:%S UTC", time.gmtime(until))
-        if until is not None
-        else "their visibility timeout ends"
+    return (
+        f"{count} {noun} hidden until {_when(until)} at the latest (then visible again by "
+        "themselves)"
     )
-    return f"{count} {noun} hidden until {when} at the latest (then visible again by themselves)"
+
+
+def _when(until: float | None) -> str:
+    if until is None:
+        return "their visibility timeout ends"
+    return time.strftime("%H:%M:%S UTC", time.gmtime(until))
 
 
 def interrupted(stop: KeyboardInterrupt, message: str) -> Interrupted:
@@ -294,27 +280,18 @@ def hidden_at_most_text(
         return text
     if hidden <= 0:
         text = "none received is left hidden"
-    when = (
-        time.strftime("%H:%M:%S UTC", time.gmtime(receiving_until))
-        if receiving_until is not None
-        else "their visibility timeout ends"
-    )
     noun = "receive" if receives == 1 else "receives"
-    return f"{text}; up to {up_to} more may be hidden by {receives} {noun} in flight, until {when}"
+    return (
+        f"{text}; up to {up_to} more may be hidden by {receives} {noun} in flight, until "
+        f"{_when(receiving_until)}"
+    )
 
 
 def leftover_text(left: Leftover, where: str) -> str:
     """What an abandoned move leaves: hidden messages and until when (an upper bound: the
     receives in flight included), possible duplicates."""
-    parts = [
-        hidden_at_most_text(
-            left.hidden,
-            left.hidden_until,
-            left.receives,
-            left.receiving_up_to,
-            left.receiving_until,
-        )
-    ]
+    hidden = (left.hidden, left.hidden_until, left.receives, left.receiving_up_to)
+    parts = [hidden_at_most_text(*hidden, left.receiving_until)]
     if left.sent_not_deleted:
         parts.append(
             f"sent, original not confirmed deleted: {left.sent_not_deleted} (a rerun sends again "

@@ -11,11 +11,11 @@ from dlq_replay.breaker.breaker_state import Phase
 
 # `clients.make_client` is looked up at call time: the tests hand the command emulator clients.
 from dlq_replay.cli import deployment as clients
-from dlq_replay.cli.deployment import add_operator_options, function_settings, resolve_target
+from dlq_replay.cli.deployment import add_operator_options, resolve_target
 from dlq_replay.cli.errors import EXIT_OK, operator_command
 from dlq_replay.cli.output import duration, make_console, print_json
 from dlq_replay.cli.parsing import Subparsers, int_between
-from dlq_replay.ops.breaker import BreakerStatus, breaker_status
+from dlq_replay.ops.pause import BreakerStatus, breaker_status
 from dlq_replay.ops.recognition import ALL_KINDS
 from dlq_replay.ops.stack import Deployment
 from dlq_replay.ops.status import EventSourceStatus, KindSample, QueueStatus, Status, status
@@ -26,15 +26,13 @@ def register(subparsers: Subparsers) -> None:
         "status",
         description="For each known queue: visible, in flight and delayed messages (SQS's "
         "approximate counters), the age of the oldest message (CloudWatch's "
-        "ApproximateAgeOfOldestMessage, where SQS reports it), how long until that message "
-        "expires (the queue's retention minus its age; a warning under a day) and its "
-        "RedrivePolicy; with "
-        "--stack or --function-name, whether the replay function's event source on the DLQ "
-        "is enabled, and the outage breaker's state (since when, the next probe, how many "
-        "messages wait); the kinds of record the function accepts and their targets. Receives "
-        "no message, but with --sample N: then it looks at up to N of the DLQ's records (a "
-        "peek, within the receive budget) and counts them by kind, target and the service's "
-        "error.",
+        "ApproximateAgeOfOldestMessage, where SQS reports it), how long until that message expires "
+        "(the queue's retention minus its age; a warning under a day) and its RedrivePolicy; with "
+        "--stack or --function-name, whether the replay function's event source on the DLQ is "
+        "enabled, and the outage breaker's state (since when, the next probe, how many messages "
+        "wait); the kinds of record the function accepts and their targets. Receives no message, "
+        "but with --sample N: then it looks at up to N of the DLQ's records (a peek, within the "
+        "receive budget) and counts them by kind, target and the service's error.",
     )
     parser.add_argument(
         "--sample",
@@ -42,8 +40,7 @@ def register(subparsers: Subparsers) -> None:
         default=0,
         metavar="N",
         help="look at up to N records of the DLQ and count them by kind (sqs, lambda, "
-        "lambda-destination, eventbridge), target and error; each one looked at is received "
-        "once",
+        "lambda-destination, eventbridge), target and error; each one looked at is received once",
     )
     add_operator_options(parser, run_status)
 
@@ -62,25 +59,28 @@ def run_status(args: argparse.Namespace) -> int:
         replay_targets=resolved.replay_targets() if args.sample else frozenset(),
         accepted_kinds=resolved.accepted_kinds() if args.sample else ALL_KINDS,
     )
-    kinds = kinds_json(function_settings(args, deployment), result.kinds)
+    kinds = kinds_json(resolved.settings, result.kinds)
     breaker = None
     if lam is not None and deployment.function_name:
         dynamodb = clients.make_client(args, "dynamodb")
         breaker = breaker_status(lam, dynamodb, deployment.function_name)
     now = time.time()
+    recovery = recovery_of(args, result, now)
     if args.json:
         print_json(
             {
                 **status_json(result, deployment),
                 "breaker": breaker_json(breaker, result, now),
                 "kinds": kinds,
+                "recovery": recovery,
             }
         )
         return EXIT_OK
     from rich.table import Table
 
     console = make_console()
-    table = Table(title=_title(deployment), title_justify="left")
+    title = f"stack {deployment.stack}" if deployment.stack else "queues"
+    table = Table(title=title, title_justify="left")
     table.add_column("queue", no_wrap=True, min_width=8)
     table.add_column("name", no_wrap=True)
     for column in ("visible", "in flight", "delayed", "oldest", "expires in"):
@@ -109,6 +109,7 @@ def run_status(args: argparse.Namespace) -> int:
         console.print(breaker_line(breaker, _waiting(result), now), soft_wrap=True)
     for line in kinds_lines(kinds):
         console.print(line, soft_wrap=True)
+    console.print(recovery["text"], soft_wrap=True, markup=False, highlight=False)
     if result.age_note:
         console.print(result.age_note)
     console.print(
@@ -119,6 +120,16 @@ def run_status(args: argparse.Namespace) -> int:
     for warning in expiry_warnings(result):
         console.print(warning, soft_wrap=True)  # one line each, for grep
     return EXIT_OK
+
+
+def recovery_of(args: argparse.Namespace, result: Status, now: float) -> dict[str, Any]:
+    """The replay's recovery on the DLQ over the last day, from the trail's table (--stack,
+    --audit-table, DLQ_REPLAY_AUDIT_TABLE) or this machine's file: `followed.recovery_report`."""
+    from dlq_replay.cli.auditing import open_store
+    from dlq_replay.cli.followed import recovery_report
+
+    dlq = next((q.queue.name for q in result.queues if q.role == "dlq"), None)
+    return recovery_report(open_store(args), dlq, now)
 
 
 def kinds_json(settings: dict[str, str], sample: KindSample | None) -> dict[str, Any]:
@@ -157,8 +168,7 @@ def _expires_cell(queue: QueueStatus) -> str:
     """Time left before SQS deletes the oldest message; marked `!` under a day."""
     if queue.expires_in_seconds is None:
         return "-"
-    left = _left(queue.expires_in_seconds)
-    return f"{left} !" if queue.expiry_warning else left
+    return _left(queue.expires_in_seconds) + (" !" if queue.expiry_warning else "")
 
 
 def _left(seconds: float) -> str:
@@ -187,10 +197,6 @@ def _expiry_advice(role: str) -> str:
             f"dlq-replay redrive --from dlq or {export}"
         )
     return "the consumer is not draining the queue"
-
-
-def _title(deployment: Deployment) -> str:
-    return f"stack {deployment.stack}" if deployment.stack else "queues"
 
 
 def _event_source_line(source: EventSourceStatus | None) -> str:

@@ -10,18 +10,24 @@ recorded value can move the cursor, recolour, retitle or reorder what the next o
 from __future__ import annotations
 
 import argparse
+import functools
+import math
+import time
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from dlq_replay import audit
+from dlq_replay.cli import followed as reading
 from dlq_replay.cli.auditing import add_audit_option, open_store, unshared_text
 from dlq_replay.cli.deployment import add_json_option
-from dlq_replay.cli.errors import EXIT_OK, operator_command
+from dlq_replay.cli.errors import EXIT_OK, EXIT_USAGE, CommandError, operator_command
 from dlq_replay.cli.options import add_aws_options
 from dlq_replay.cli.output import make_console, note, print_json
 from dlq_replay.cli.parsing import Subparsers, int_between
+from dlq_replay.cli.shutdown import exit_with_on_signal
 from dlq_replay.core.queues import arn_resource, queue_name
+from dlq_replay.follow.tag import valid_action_id
 from dlq_replay.ops.select import parse_duration
 
 if TYPE_CHECKING:
@@ -29,6 +35,8 @@ if TYPE_CHECKING:
 
 # The counts of a tally worth a column, in this order (redrive, import, delete, purge).
 _TALLY_COUNTS = ("moved", "sent", "deleted", "purged", "failed", "skipped", "seen", "read")
+# How many of the trail's newest actions `--follow` looks through to say why an id has no move.
+_LOOKUP = 500
 
 
 def since_time(text: str) -> datetime:
@@ -73,23 +81,63 @@ def register(subparsers: Subparsers) -> None:
         help="the newest N actions (default 50)",
     )
     parser.add_argument("--stack", metavar="NAME", help="a deployed sqs-dlq-replay stack")
+    parser.add_argument(
+        "--follow",
+        type=action_id_type,
+        metavar="ACTION_ID",
+        help="wait for the move (redrive, import) ACTION_ID to settle, printing its copies "
+        "that come back; exit 0 settled with none back, 1 settled with some, 130 stopped, "
+        "2 no such move followed",
+    )
+    parser.add_argument(
+        "--poll-seconds",
+        type=poll_seconds,
+        default=5.0,
+        metavar="SECONDS",
+        help="how often --follow reads the move, from 0.1 to 300",
+    )
     add_audit_option(parser)
     add_json_option(parser)
     add_aws_options(parser)
     parser.set_defaults(run=run_audit)
 
 
+def action_id_type(text: str) -> str:
+    """argparse type: an action id as `redrive` and `import` print it."""
+    if not valid_action_id(text):
+        shown = repr(text) if len(text) <= 80 else repr(text[:80]) + "..."
+        raise argparse.ArgumentTypeError(
+            f"not an action id (as redrive and import print it): {visible(shown)}"
+        )
+    return text
+
+
+def poll_seconds(text: str) -> float:
+    """argparse type: seconds between two reads of a followed move, 0.1 to 300."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0.1 <= value <= 300:
+        raise argparse.ArgumentTypeError(f"must be seconds from 0.1 to 300, got {text[:40]!r}")
+    return value
+
+
 @operator_command
 def run_audit(args: argparse.Namespace) -> int:
     store = open_store(args)
+    if args.follow:
+        return follow_move(args, store)
     since = audit.utc_text(args.since) if args.since else None
     actions = store.actions(since=since, limit=args.limit)
+    follows = reading.follows_of(store.follow_store(), actions)
+    now = time.time()
     if args.json:
         print_json(
             {
                 "where": store.where,
                 "shared": store.shared,
-                "actions": [action.to_json() for action in actions],
+                "actions": [reading.followed_json(action, follows, now) for action in actions],
             }
         )
         return EXIT_OK
@@ -100,15 +148,82 @@ def run_audit(args: argparse.Namespace) -> int:
         after = f" since {since}" if since else ""
         console.print(_text(f"no actions recorded{after} in {store.where}"))
         return EXIT_OK
-    console.print(actions_table(actions, f"audit trail: {store.where}, newest first"))
+    followed = {
+        action.record.action_id: reading.followed_text(follows.get(action.record.action_id), now)
+        for action in actions
+        if reading.is_move(action)
+    }
+    title = f"audit trail: {store.where}, newest first"
+    # The column when a listed move was followed; else one line says none was (a table of
+    # pauses, or of native moves only, keeps its width for what it has).
+    console.print(actions_table(actions, title, followed if follows else None))
+    if followed and not follows:
+        console.print(_text(reading.none_followed_text(len(followed))), soft_wrap=True)
     return EXIT_OK
 
 
-def actions_table(actions: list[audit.AuditAction], title: str) -> Any:
+def follow_move(args: argparse.Namespace, store: audit.AuditStore) -> int:
+    """`audit --follow ID`: the move's returns as they come, until it settles or a signal
+    stops the wait (exit 130, whichever signal: the move itself goes on)."""
+    follows = store.follow_store()
+    first = follows.follow(args.follow)
+    if first is None:
+        raise CommandError(not_followed_text(args.follow, store), EXIT_USAGE)
+    say = note if args.json else functools.partial(print, flush=True)
+    watch = reading.MoveWatch(
+        lambda: follows.follow(args.follow), first, say=say, poll_seconds=args.poll_seconds
+    )
+    try:
+        say(visible(reading.start_line(first, first.command, time.time())))
+        watched = watch.run()
+        exit_with_on_signal(watched.exit_code)  # a signal from here on changes nothing
+    except KeyboardInterrupt:  # the shutdown's `Interrupted`, SIGINT, SIGTERM or SIGHUP
+        exit_with_on_signal(reading.STOPPED)  # nor does a second one
+        watched = reading.Watched(watch.last, None)
+    now = time.time()
+    if args.json:
+        outcome = "stopped" if watched.settled_at is None else "settled"
+        print_json(
+            {
+                "action_id": args.follow,
+                "where": store.where,
+                "outcome": outcome,
+                "followed": watched.move.to_json(now),
+            }
+        )
+    else:
+        print(reading.end_line(watched, now), flush=True)
+    return watched.exit_code
+
+
+def not_followed_text(action_id: str, store: audit.AuditStore) -> str:
+    """Why there is nothing to follow, in one line: the trail's newest actions say what
+    `action_id` was, when it is among them."""
+    try:
+        known = {a.record.action_id: a for a in store.actions(limit=_LOOKUP)}.get(action_id)
+    except Exception:  # the reason below stands without it
+        known = None
+    where = f"beside {store.where}"
+    if known is None:
+        return f"no move {action_id} is followed {where} (a redrive or import prints its id)"
+    command = known.record.command
+    if command not in reading.MOVE_COMMANDS:
+        return f"action {action_id} is a {command}, not a move: it sends no copy to follow"
+    return (
+        f"action {action_id} ({command}) is not followed: a native redrive cannot carry its "
+        "id (redrive with --client-side to follow the copies)"
+    )
+
+
+def actions_table(
+    actions: list[audit.AuditAction], title: str, followed: Mapping[str, str] | None = None
+) -> Any:
+    """The trail as a table; `followed`: the moves' `followed` cells by action id, if shown."""
     from rich.table import Table
 
     table = Table(title=_text(title), title_justify="left")
-    for column in ("started (UTC)", "command", "from", "who", "what", "size", "result"):
+    columns = ["started (UTC)", "command", "from", "who", "what", "size", "result"]
+    for column in columns + (["followed"] if followed is not None else []):
         table.add_column(column, overflow="fold")
     for action in actions:
         record = action.record
@@ -125,6 +240,7 @@ def actions_table(actions: list[audit.AuditAction], title: str) -> Any:
                     what_text(record, end),
                     "" if size is None else str(size),
                     result_text(action),
+                    *([followed.get(record.action_id, "")] if followed is not None else []),
                 )
             )
         )
@@ -169,27 +285,21 @@ def what_text(record: audit.AuditRecord, end: audit.AuditRecord | None) -> str:
 
 
 def _short(value: Any) -> str:
-    if isinstance(value, list):
-        return ",".join(str(item) for item in value)
-    return str(value)
+    return ",".join(str(item) for item in value) if isinstance(value, list) else str(value)
 
 
 def result_text(action: audit.AuditAction) -> str:
-    end = action.end
+    end, outcome = action.end, action.outcome_text
     if end is None:
-        return action.outcome_text
-    outcome = action.outcome_text
+        return outcome
     parts = [f"{outcome} (abandoned: {end.abandoned})" if end.abandoned else outcome]
-    counts = tally_counts(end.tally or {})
-    if counts:
-        parts.append(", ".join(f"{name} {count}" for name, count in counts.items()))
-    parts += [text for text in (end.error, end.left) if text]
-    return ": ".join(parts)
-
-
-def tally_counts(tally: Mapping[str, Any]) -> dict[str, int]:
-    return {
-        name: tally[name]
+    tally = end.tally or {}
+    counts = [
+        f"{name} {tally[name]}"
         for name in _TALLY_COUNTS
         if isinstance(tally.get(name), int) and not isinstance(tally.get(name), bool)
-    }
+    ]
+    if counts:
+        parts.append(", ".join(counts))
+    parts += [text for text in (end.error, end.left) if text]
+    return ": ".join(parts)

@@ -7,6 +7,7 @@ import os
 import signal
 from typing import Any
 
+from dlq_replay.cli.auditing import add_audit_option
 from dlq_replay.cli.options import (
     MAX_POLLERS,
     add_aws_options,
@@ -41,19 +42,18 @@ WORKER_OPTIONS = {"DLQ_KIND": "--kind", "REPLAY_TARGET_ARNS": "--target-arn"}
 def register(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
         "worker",
-        description="Poll a DLQ like Lambda's event source and replay it. At start it checks "
-        "that the main queue (and every allowed source queue) exists and is FIFO exactly when "
-        "the DLQ is. With --kind lambda, eventbridge or any it also replays the records a "
-        "Lambda function (its asynchronous-invocation DLQ or OnFailure destination) or an "
-        "EventBridge rule target wrote, each delivered to its target, and only to one that "
-        "--target-arn names (a record of another kind or target is parked). SIGINT, SIGTERM "
-        "and SIGHUP stop the polling: the batches in hand are finished (within a few "
-        "seconds, else the worker says what stays hidden); the exit code is then 0 after "
-        "SIGTERM (a service stopped cleanly), 130 after SIGINT, 129 after SIGHUP; a second "
-        "signal, or a stop past the grace, exits at once with 128 + the signal's number. The "
-        "outage breaker stops polling while nearly every replayed copy comes back (the "
-        "consumer is down), and tries "
-        "again after a pause (--no-breaker: off).",
+        description="Poll a DLQ like Lambda's event source and replay it. At start it checks that "
+        "the main queue (and every allowed source queue) exists and is FIFO exactly when the DLQ "
+        "is. With --kind lambda, eventbridge or any it also replays the records a Lambda function "
+        "(its asynchronous-invocation DLQ or OnFailure destination) or an EventBridge rule target "
+        "wrote, each delivered to its target, and only to one that --target-arn names (a record of "
+        "another kind or target is parked). SIGINT, SIGTERM and SIGHUP stop the polling: the "
+        "batches in hand are finished (within a few seconds, else the worker says what stays "
+        "hidden); the exit code is then 0 after SIGTERM (a service stopped cleanly), 130 after "
+        "SIGINT, 129 after SIGHUP; a second signal, or a stop past the grace, exits at once with "
+        "128 + the signal's number. The outage breaker stops polling while nearly every replayed "
+        "copy comes back (the consumer is down), and tries again after a pause (--no-breaker: "
+        "off).",
     )
     parser.add_argument(
         "--dlq-url",
@@ -108,6 +108,14 @@ def register(subparsers: Subparsers) -> None:
         "copy comes back; the same as --outage-breaker off",
     )
     add_setting_options(parser, aliases=WORKER_OPTIONS, repeatable=("REPLAY_TARGET_ARNS",))
+    parser.add_argument(
+        "--stack",
+        metavar="NAME",
+        help="a deployed sqs-dlq-replay stack: the recovery counts and the returns of operator "
+        "moves go to its table, as the function's do (without it or --audit-table: a file on "
+        "this machine)",
+    )
+    add_audit_option(parser)
     add_aws_options(parser)
     # A mistake only the options together show is a usage error too (one line, exit 2).
     parser.set_defaults(run=run_worker_command, usage_error=parser.error)
@@ -116,7 +124,9 @@ def register(subparsers: Subparsers) -> None:
 def run_worker_command(args: argparse.Namespace) -> int:
     from aws_lambda_powertools import Logger
 
+    from dlq_replay.cli.deployment import make_client
     from dlq_replay.cli.errors import CommandError
+    from dlq_replay.cli.output import note
     from dlq_replay.cli.shutdown import Shutdown
     from dlq_replay.local.worker_loop import (
         StartError,
@@ -149,6 +159,7 @@ def run_worker_command(args: argparse.Namespace) -> int:
     # Park notices (PARK_NOTIFICATION_TOPIC_ARN) use the same profile; the topic's region.
     sns = notice_client(settings, session=aws_session(args))
     sqs = sqs_client(args, patient=True)
+    follow, where = _follow(args, settings, logger)
     shutdown = Shutdown()
     stats = PollStats()
 
@@ -165,11 +176,15 @@ def run_worker_command(args: argparse.Namespace) -> int:
                 sns=sns,
                 stop=shutdown.stop,
                 stats=stats,
-                cloudwatch=(lambda: _cloudwatch(args)) if settings.outage_breaker else None,
+                cloudwatch=(
+                    (lambda: make_client(args, "cloudwatch")) if settings.outage_breaker else None
+                ),
                 probe=sqs_client(args, config=probe_config(args.start_up_patience)),
                 deliverer=(
                     make_deliverer(args, settings.send_concurrency) if delivers(settings) else None
                 ),
+                follow=follow,
+                on_started=lambda: note(where),
             ),
             left,
         )
@@ -184,31 +199,40 @@ def run_worker_command(args: argparse.Namespace) -> int:
 
 def under_way_text(polling: int, in_hand: int) -> str:
     """What a stop that cannot wait leaves: messages in hand, receives still waiting."""
+    from dlq_replay.cli.output import plural
+
     parts = []
     if in_hand:
         parts.append(
-            f"{counted(in_hand, 'message')} in hand {'stays' if in_hand == 1 else 'stay'} "
-            "hidden until the DLQ's visibility timeout ends, then "
-            f"{'is' if in_hand == 1 else 'are'} received again (copies already written may "
-            "be sent twice)"
+            f"{plural(in_hand, 'message')} in hand {'stays' if in_hand == 1 else 'stay'} hidden "
+            f"until the DLQ's visibility timeout ends, then {'is' if in_hand == 1 else 'are'} "
+            "received again (copies already written may be sent twice)"
         )
     if polling:
         parts.append(
-            f"{counted(polling, 'receive')} {'was' if polling == 1 else 'were'} still "
+            f"{plural(polling, 'receive')} {'was' if polling == 1 else 'were'} still "
             "waiting (what they bring stays hidden until the DLQ's visibility timeout ends)"
         )
     return "; ".join(parts) or "no message was in hand"
 
 
-def counted(number: int, noun: str) -> str:
-    """`1 receive`, `2 receives`: the worker's words for what is under way."""
-    return f"{number} {noun}{'' if number == 1 else 's'}"
-
-
-def _cloudwatch(args: argparse.Namespace) -> Any:
-    """The CloudWatch client of the breaker's retention bound, made when first read."""
-    # Imported here: the command clients' module brings every operator operation with it,
-    # 80 ms of a start that most runs would pay for nothing.
+def _follow(args: argparse.Namespace, settings: Any, logger: Any) -> tuple[Any, str]:
+    """The follow-up's stores: --audit-table, DLQ_REPLAY_AUDIT_TABLE or the --stack's table
+    (as the audit finds it), else the local file; and the line saying which."""
+    from dlq_replay.cli.auditing import TABLE_OUTPUTS, TABLE_VARIABLE
     from dlq_replay.cli.deployment import make_client
+    from dlq_replay.local.follow_worker import worker_follow
+    from dlq_replay.ops.stack import stack_outputs
 
-    return make_client(args, "cloudwatch")
+    table = args.audit_table or os.environ.get(TABLE_VARIABLE)
+    if not table and args.stack:
+        outputs = stack_outputs(make_client(args, "cloudformation"), args.stack)
+        table = next((outputs[name] for name in TABLE_OUTPUTS if outputs.get(name)), None)
+    topic = settings.follow_notice_topic_arn
+    return worker_follow(
+        settings,
+        table=table,
+        dynamodb=lambda: make_client(args, "dynamodb"),
+        sns=(lambda: make_client(args, "sns")) if topic else None,
+        logger=logger,
+    )

@@ -1,9 +1,5 @@
-"""The consumer's failure path on SQS: park what asked to be parked, back off the rest.
-
-One SendMessageBatch per 10 parks and one ChangeMessageVisibilityBatch per 10 failures,
-whatever the batch; a refused visibility change only means an earlier retry (logged, never
-raised), and a refused park leaves its record failed, to be retried: nothing is lost.
-"""
+"""The consumer's failure path on SQS: park what asked to be parked, back off the rest. A refused
+visibility change only means an earlier retry, and a refused park leaves its record failed."""
 
 from __future__ import annotations
 
@@ -54,8 +50,6 @@ class Failure:
 
 
 class FailurePath:
-    """Settles a consumer's failed messages on one queue; clients and randomness passed in."""
-
     def __init__(
         self, sqs: SQSClient, settings: ConsumerSettings, options: FailureOptions | None = None
     ) -> None:
@@ -70,9 +64,8 @@ class FailurePath:
     def settle(
         self, queue_url: str, failures: Sequence[Failure], held_seconds: int = 0
     ) -> set[str]:
-        """Park the `ParkMessage` failures, back off the others (and the parks SQS refused);
-        returns the ids of the parked messages: done, to be deleted like successes.
-        `held_seconds`: time since the receive, so no visibility passes SQS's 12 hours."""
+        """Park the `ParkMessage` failures, back off the others; the ids parked: done, to be
+        deleted like successes. `held_seconds`: so no visibility passes SQS's 12 hours."""
         failures = [self._with_park_rule(failure) for failure in failures]
         parked = self._park([f for f in failures if isinstance(f.error, ParkMessage)])
         self._back_off(
@@ -83,16 +76,13 @@ class FailurePath:
         return parked
 
     def _with_park_rule(self, failure: Failure) -> Failure:
-        """A failure the park rule turns into a `ParkMessage`, else as it is."""
-        if self._park_rule is None or failure.error is None:
+        error = failure.error
+        if self._park_rule is None or error is None or isinstance(error, ParkMessage):
             return failure
-        if isinstance(failure.error, ParkMessage):
-            return failure
-        park = self._park_rule(failure.error)
+        park = self._park_rule(error)
         return failure if park is None else Failure(failure.message, park)
 
     def unknown_queue(self, queue_arn: str, failures: Sequence[Failure]) -> None:
-        """Records whose eventSourceARN names no queue: nothing to change, they just fail."""
         for failure in failures:
             self._logger.error(
                 "record's eventSourceARN names no queue: not backed off, not parked",

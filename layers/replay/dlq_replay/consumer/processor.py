@@ -1,13 +1,6 @@
-"""Powertools batch processors that back off failed records before the DLQ.
-
-Drop-ins for `BatchProcessor` and `SqsFifoPartialProcessor` with `process_partial_response`:
-the record handler, the response and the FIFO rule (a failed record fails the rest of its
-group, or of the batch) stay Powertools' own. At the end of the batch, each failed record's
-visibility timeout becomes a backoff delay (attempt = its ApproximateReceiveCount), in one
-ChangeMessageVisibilityBatch per 10 records, and a record whose handler raised `ParkMessage`
-(or an exception the `park_rule` names, see `park_on`) goes to the operator queue and is
-reported done, so Lambda deletes it from the source.
-"""
+"""Powertools batch processors that back off failed records before the DLQ: drop-ins for
+`BatchProcessor` and `SqsFifoPartialProcessor`; a record whose handler raised `ParkMessage` goes
+to the operator queue and is reported done, so Lambda deletes it from the source."""
 
 from __future__ import annotations
 
@@ -15,11 +8,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from aws_lambda_powertools.utilities.batch import (
-    BatchProcessor,
-    EventType,
-    SqsFifoPartialProcessor,
-)
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, SqsFifoPartialProcessor
 
 from dlq_replay.consumer.failures import Failure, FailureOptions, FailurePath
 from dlq_replay.core.backoff import RandomSource
@@ -54,19 +43,12 @@ class _BackoffOnFailure:
         self,
         sqs: SQSClient,
         settings: ConsumerSettings,
-        *,
-        rng: RandomSource | None,
-        logger: Log | None,
+        options: FailureOptions,
         clock: Callable[[], float],
-        park_rule: ParkRule | None,
-        park_detail: ParkDetail | None,
     ) -> None:
         self._sqs = sqs
-        options = FailureOptions(park_rule, park_detail, rng, logger)
         self._path = FailurePath(sqs, settings, options)
         self._clock = clock
-        self._started = clock()
-        self._errors = {}
 
     def _prepare(self) -> None:
         self._started = self._clock()
@@ -123,15 +105,7 @@ class BackoffBatchProcessor(_BackoffOnFailure, BatchProcessor):
         park_detail: ParkDetail | None = None,
     ) -> None:
         super().__init__(EventType.SQS, raise_on_entire_batch_failure=raise_on_entire_batch_failure)
-        self._setup(
-            sqs,
-            settings,
-            rng=rng,
-            logger=logger,
-            clock=clock,
-            park_rule=park_rule,
-            park_detail=park_detail,
-        )
+        self._setup(sqs, settings, FailureOptions(park_rule, park_detail, rng, logger), clock)
 
 
 class BackoffFifoProcessor(_BackoffOnFailure, SqsFifoPartialProcessor):
@@ -151,12 +125,4 @@ class BackoffFifoProcessor(_BackoffOnFailure, SqsFifoPartialProcessor):
         park_detail: ParkDetail | None = None,
     ) -> None:
         super().__init__(skip_group_on_error=skip_group_on_error)
-        self._setup(
-            sqs,
-            settings,
-            rng=rng,
-            logger=logger,
-            clock=clock,
-            park_rule=park_rule,
-            park_detail=park_detail,
-        )
+        self._setup(sqs, settings, FailureOptions(park_rule, park_detail, rng, logger), clock)

@@ -1,18 +1,5 @@
-"""The failure path for consumers that receive with boto3 (no Lambda, no Powertools).
-
-    try:
-        with VisibilityHeartbeat(sqs, queue_url, message["ReceiptHandle"], timeout=30):
-            handle(message)
-    except Exception as error:
-        settle_failure(sqs, queue_url, message, error, settings)  # back off, or park now
-    else:
-        sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
-
-The heartbeat has stopped when the `except` runs, so the backoff is the last word on the
-message's visibility. Receive with `MessageSystemAttributeNames=["ApproximateReceiveCount"]`
-(and `MessageAttributeNames=["All"]`, which a park copies): without the count every failure
-backs off as a first one.
-"""
+"""The failure path for consumers that receive with boto3 (no Lambda, no Powertools); the usage,
+and the receive it needs, are in docs/consumer.md."""
 
 from __future__ import annotations
 
@@ -41,9 +28,8 @@ def settle_failure(
     held_seconds: int = 0,
     options: FailureOptions | None = None,
 ) -> bool:
-    """Park a message whose handler raised `ParkMessage` (or an error `options.park_rule`
-    names; then delete it from `queue_url`), or hide it for its backoff delay. True when it
-    was parked and deleted; False when it backed off, to come back after the delay.
+    """Park (then delete) a message whose handler raised `ParkMessage` (or an error
+    `options.park_rule` names), or hide it for its backoff delay: True when it was parked.
     `held_seconds`: time since the receive."""
     inbound = InboundMessage.from_boto3(message)
     path = FailurePath(sqs, settings, options)

@@ -1,12 +1,10 @@
-"""What a consumer of the main queue imports: the replay count, the id to deduplicate by, and a
-visibility heartbeat."""
+"""The replay count, the id to deduplicate by, and a visibility heartbeat."""
 
 from __future__ import annotations
 
 import threading
 import warnings
 from collections.abc import Mapping
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -29,14 +27,9 @@ class AttributesNotReceivedWarning(UserWarning):
 
 
 def replay_attempt(message: Mapping[str, Any], attribute: str = DEFAULT_COUNT_ATTRIBUTE) -> int:
-    """How many times the replay sent this message back: 0 for a first delivery.
-
-    Takes a Lambda SQS record (`messageAttributes`) or a boto3 message (`MessageAttributes`);
-    a count that is not a valid one reads as 0, since such a message was never replayed by us.
-    SQS returns message attributes only when ReceiveMessage asks for them
-    (`MessageAttributeNames=["All"]` or the count's name); a boto3 message received without
-    asking for any attribute (no `MessageAttributes`, no `Attributes`) warns, once per call site
-    (Python's warning filter), since every such message reads as 0.
+    """How many times the replay sent this message back (a Lambda SQS record or a boto3
+    message): 0 for a first delivery or an invalid count. A boto3 message received without
+    asking for any attribute warns (once per call site): every such message reads as 0.
     """
     if not _is_lambda_record(message) and not {"MessageAttributes", "Attributes"} & set(message):
         # Neither message nor system attributes: a ReceiveMessage that asked for none. (A
@@ -52,12 +45,9 @@ def replay_attempt(message: Mapping[str, Any], attribute: str = DEFAULT_COUNT_AT
 
 
 def origin_id(message: Mapping[str, Any]) -> str:
-    """The id that names a message across all its replays, to deduplicate by (e.g. as the key
-    of Powertools idempotency): the first DLQ message id its `dlq-replay-origin` carries (the
-    replay writes it with WRITE_ORIGIN_ATTRIBUTE=true), else the message's own id, which is
-    that same id on a first delivery (SQS keeps a message's id when it moves it to a DLQ).
-
-    Takes a Lambda SQS record or a boto3 message (received with its message attributes).
+    """The id that names a message across all its replays, to deduplicate by: the first DLQ
+    message id its `dlq-replay-origin` carries (WRITE_ORIGIN_ATTRIBUTE=true), else its own id,
+    the same on a first delivery (SQS keeps a message's id when it moves it to a DLQ).
     """
     origin = _attribute_values(message).get(ORIGIN_ATTRIBUTE)
     if origin is not None and origin.string_value:
@@ -66,7 +56,6 @@ def origin_id(message: Mapping[str, Any]) -> str:
 
 
 def _is_lambda_record(message: Mapping[str, Any]) -> bool:
-    """Lambda's record shape (camelCase, base64 binaries) rather than boto3's message."""
     return "messageAttributes" in message or "messageId" in message
 
 
@@ -77,13 +66,9 @@ def _attribute_values(message: Mapping[str, Any]) -> Mapping[str, Attribute]:
 
 
 class VisibilityHeartbeat:
-    """Keeps a message invisible while long work on it runs in this process.
-
-    Every `interval` seconds the visibility timeout is set to `timeout` seconds from now, so a
-    slow but healthy consumer never lets the message reappear (and be counted as a failure
-    into the DLQ). The beat stops when the block exits, normally or with an exception; a
-    failed beat is kept in `errors` and never raised into the work.
-    """
+    """Keeps a message invisible while long work on it runs, so a slow but healthy consumer
+    never lets it reappear (and count as a failure into the DLQ). A failed beat is kept in
+    `errors`, never raised into the work."""
 
     def __init__(
         self,
@@ -110,12 +95,7 @@ class VisibilityHeartbeat:
         self._thread.start()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self._stop.set()
         self._thread.join()
 

@@ -1,10 +1,6 @@
-"""Message attributes between the shapes Lambda delivers, boto3 receives and SQS accepts.
-
-A replayed copy must carry every attribute byte for byte, whatever its type suffix
-(`Number.int`, `Binary.gzip`, ...): Lambda delivers binaries base64-encoded, SQS wants the raw
-bytes back. List values exist in the API but SQS refuses them on send, so they are the one
-thing a copy cannot carry; the caller logs their names.
-"""
+"""Message attributes between the shapes Lambda delivers, boto3 receives and SQS accepts: a
+replayed copy carries every attribute byte for byte, whatever its type suffix (`Binary.gzip`),
+but list values, which SQS refuses on send (the caller logs their names)."""
 
 from __future__ import annotations
 
@@ -23,7 +19,6 @@ if TYPE_CHECKING:
 
 # The attributes this product writes for itself; the prefix is reserved, so a configured count
 # attribute can never be mistaken for one of them.
-# (docs/design.md, 'Names that are part of the contract')
 INTERNAL_ATTRIBUTE_PREFIX = "dlq-replay-"
 NOT_BEFORE_ATTRIBUTE = f"{INTERNAL_ATTRIBUTE_PREFIX}not-before"
 PARK_REASON_ATTRIBUTE = f"{INTERNAL_ATTRIBUTE_PREFIX}park-reason"
@@ -45,8 +40,6 @@ _DIGITS = re.compile(r"[0-9]+")
 
 @dataclass(frozen=True, slots=True)
 class Attribute:
-    """One message attribute value, typed as SQS types it."""
-
     data_type: str
     string_value: str | None = None
     binary_value: bytes | None = None
@@ -66,7 +59,6 @@ class Attribute:
         return utf8_size(name) + utf8_size(self.data_type) + value
 
     def to_sqs(self) -> MessageAttributeValueTypeDef:
-        """The `MessageAttributeValue` shape of SendMessage / SendMessageBatch."""
         if self.binary_value is not None:
             return {"DataType": self.data_type, "BinaryValue": self.binary_value}
         return {"DataType": self.data_type, "StringValue": self.string_value or ""}
@@ -181,12 +173,8 @@ def _parse(
 
 
 def parse_count(attribute: Attribute | None, limit: int = COUNT_LIMIT) -> int | None:
-    """The replay count an attribute holds: 0 when absent, None when it is not a valid count.
-
-    Valid means a String or Number attribute whose text is plain decimal digits below `limit`
-    (10^9 for the count); a Binary attribute, a sign, a fraction, an exponent or an empty value
-    is not a count.
-    """
+    """The replay count an attribute holds: 0 when absent, None unless it is a String or Number
+    of plain decimal digits below `limit` (no sign, fraction, exponent or empty value)."""
     if attribute is None:
         return 0
     if attribute.base_type not in {"Number", "String"} or attribute.string_value is None:

@@ -1,9 +1,6 @@
-"""Exponential backoff with jitter, stateless between attempts.
-
-The cap bounds the ceiling *before* a delay is drawn, so a jittered delay never collapses onto
-the cap (the well-known sample capped after the jitter, which put every late retry on the same
-second). Nothing here touches AWS: the random source is passed in.
-"""
+"""Exponential backoff with jitter, stateless between attempts. The cap bounds the ceiling
+*before* a delay is drawn, so a jittered delay never collapses onto the cap (the well-known
+sample capped after the jitter put every late retry on the same second)."""
 
 from __future__ import annotations
 
@@ -36,8 +33,6 @@ class RandomSource(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class BackoffPolicy:
-    """The backoff settings, already validated by `Settings`."""
-
     base_seconds: int = 60
     multiplier: float = 2.0
     cap_seconds: int = 900
@@ -56,11 +51,8 @@ class BackoffPolicy:
         Jitter(self.jitter)
 
     def ceiling(self, attempt: int) -> int:
-        """Largest delay of replay number `attempt` (1-based): min(cap, base x multiplier^(n-1)).
-
-        Compared in log space so that a large multiplier at attempt 100 cannot overflow a float.
-        Rounded down to whole seconds, the unit SQS takes.
-        """
+        """min(cap, base x multiplier^(attempt-1)) in whole seconds, compared in log space so
+        that a large multiplier at attempt 100 cannot overflow a float."""
         if attempt < 1:
             raise ValueError(f"attempt must be >= 1, got {attempt}")
         exponent = attempt - 1
@@ -71,7 +63,6 @@ class BackoffPolicy:
         return min(self.cap_seconds, math.floor(self.base_seconds * self.multiplier**exponent))
 
     def bounds(self, attempt: int) -> tuple[int, int]:
-        """Inclusive range the delay of `attempt` is drawn from, after capping the ceiling."""
         high = self.ceiling(attempt)
         match self.jitter:
             case Jitter.FULL:
@@ -88,27 +79,19 @@ class BackoffPolicy:
         return low, high
 
     def draw(self, attempt: int, rng: RandomSource) -> int:
-        """A delay in whole seconds for replay number `attempt`."""
         low, high = self.bounds(attempt)
         return low if low == high else rng.randint(low, high)
 
 
 def default_random() -> random.Random:
-    """A fresh, OS-seeded random source for production use."""
     return random.Random()  # noqa: S311 - jitter, not cryptography
 
 
-def keyed_random(key: str) -> KeyedRandom:
-    """A source keyed by `key`, the same in every process (a hash of the key, not the
-    per-process `hash`): a record decided again after a lost write draws the same delay, so it
-    takes the same path and, on FIFO, writes the same deduplication id."""
-    return KeyedRandom(key)
-
-
 class KeyedRandom:
-    """`randint` from a 64-bit hash of a key: one draw per key, as a decision makes, uniform to
-    within 2^-64 per value. (A `random.Random` seeded with the key filled 2.5 KB of generator
-    state for that one draw: a tenth of the replay's own CPU per record.)"""
+    """`randint` from a 64-bit hash of a key, the same in every process: a record decided again
+    after a lost write draws the same delay, so it takes the same path and, on FIFO, writes the
+    same deduplication id. (A `random.Random` seeded with the key filled 2.5 KB of generator
+    state for its one draw: a tenth of the replay's own CPU per record.)"""
 
     __slots__ = ("_value",)
 

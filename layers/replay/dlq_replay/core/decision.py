@@ -1,6 +1,5 @@
 """The vocabulary of a record's decision, and the SQS copy a decision writes (the decision
-itself: `dlq_replay.engine.decide`). Pure: no client, clock or random source of its own.
-"""
+itself: `dlq_replay.engine.decide`). Pure: no client, clock or random source of its own."""
 
 from __future__ import annotations
 
@@ -31,8 +30,6 @@ NOT_BEFORE_LIMIT = 10**12
 
 
 class ParkReason(StrEnum):
-    """Why a message went to the operator queue (the `dlq-replay-park-reason` values)."""
-
     MAX_ATTEMPTS = "max-attempts"
     INVALID_COUNT = "invalid-count"
     ATTRIBUTE_LIMIT = "attribute-limit"

@@ -1,22 +1,17 @@
-"""What a consumer does with a message it failed, before any DLQ: back off, or park now.
-
-Backoff: the message's visibility timeout becomes a delay drawn from the replay's own
-`BackoffPolicy`, with attempt = its receive count, so retries spread out instead of coming
-back after a fixed timeout. Park now: an error the consumer knows is permanent (validation, a
-4xx) sends the message straight to the operator queue with the reason and a short detail,
-instead of burning every receive. Pure: no boto3, no clock, the random source passed in.
-"""
+"""What a consumer does with a message it failed, before any DLQ: back off (a visibility timeout
+drawn from the replay's own `BackoffPolicy`, so retries spread out), or park now an error it
+knows is permanent (validation, a 4xx) instead of burning every receive."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
 from dlq_replay.core import attributes
-from dlq_replay.core.attributes import PARK_ERROR_ATTRIBUTE, PARK_REASON_ATTRIBUTE, Attribute
+from dlq_replay.core.attributes import PARK_ERROR_ATTRIBUTE, PARK_REASON_ATTRIBUTE
 from dlq_replay.core.backoff import MAX_VISIBILITY_TIMEOUT_SECONDS, BackoffPolicy, RandomSource
-from dlq_replay.core.decision import FALLBACK_GROUP_ID
-from dlq_replay.core.messages import InboundMessage, OutboundMessage, fits_limits
+from dlq_replay.core.decision import FALLBACK_GROUP_ID, with_room
+from dlq_replay.core.messages import InboundMessage, OutboundMessage
 from dlq_replay.core.queues import is_fifo_url
 from dlq_replay.core.text import PARK_DETAIL_MAX_CHARS, clip, one_line, sqs_text
 
@@ -81,8 +76,7 @@ def visibility_delay(
 
 
 def body_free_detail(park: ParkMessage, body: str) -> str:
-    """The default `dlq-replay-error`: the park's detail (for `park_on`, the exception's text)
-    on one line, with SQS's refused characters escaped, and with every `input_value=...` (how
+    """The default `dlq-replay-error`: the park's detail with every `input_value=...` (how
     pydantic quotes its input) and every run of BODY_RUN_CHARS or more characters of the body
     replaced by REDACTED, so the body never reaches the attribute."""
     text = sqs_text(_INPUT_VALUE.sub(f"input_value={REDACTED}", one_line(park.detail)))
@@ -90,22 +84,17 @@ def body_free_detail(park: ParkMessage, body: str) -> str:
 
 
 def park_detail_text(park: ParkMessage, body: str, detail: ParkDetail | None = None) -> str:
-    """What a park-now copy carries in `dlq-replay-error` (empty: no attribute): `detail`'s
-    text (by default `body_free_detail`'s) on one line, escaped for SQS, then cut to
-    PARK_DETAIL_MAX_CHARS without splitting an escape."""
+    """What a park-now copy carries in `dlq-replay-error` (empty: no attribute), whatever
+    `detail` returns: on one line, escaped for SQS, cut without splitting an escape."""
     text = (detail or body_free_detail)(park, body)
     return clip(sqs_text(one_line(str(text))), PARK_DETAIL_MAX_CHARS)
 
 
 def _redact_body(text: str, body: str, *, keep: int) -> str:
-    """`text` with each run of BODY_RUN_CHARS or more characters of `body` replaced by REDACTED.
-
-    `text` is on one line and escaped, so the body is looked for in the same forms. Blocks of
-    half a run are tested (every run of BODY_RUN_CHARS holds a whole one); a block found in
-    the body grows to the longest run through it, each end by binary search, so a detail that
-    quotes a 1 MiB body costs a few dozen substring searches. Only the first `keep`
-    characters of the result matter: the scan stops once they are settled.
-    """
+    """`text` (one line, escaped: the body is looked for in the same forms) with each run of
+    BODY_RUN_CHARS or more characters of `body` replaced by REDACTED. Blocks of half a run are
+    tested, a block found grown to the longest run by binary search: a 1 MiB body costs a few
+    dozen substring searches. The scan stops once the first `keep` characters are settled."""
     if len(body) < BODY_RUN_CHARS or len(text) < BODY_RUN_CHARS:
         return text
     flat = re.sub(r"\s+", " ", body)  # not stripped: a run may start with the body's space
@@ -174,17 +163,14 @@ def park_now_copy(
     operator_queue_url: str,
     detail: ParkDetail | None = None,
 ) -> OutboundMessage:
-    """The operator-queue copy of a message its consumer parked: its body and attributes, the
-    reason, and the detail (`park_detail_text`) where an attribute slot and the 1 MiB limit
-    allow (reason first)."""
-    carried: dict[str, Attribute] = dict(message.attributes)
-    detail_text = park_detail_text(park, message.body, detail)
-    for name, value in (
+    """The operator-queue copy of a message its consumer parked: the reason, then the detail,
+    where an attribute slot and the 1 MiB limit allow."""
+    marks = (
         (PARK_REASON_ATTRIBUTE, f"{CONSUMER_REASON_PREFIX}{park.reason}"),
-        (PARK_ERROR_ATTRIBUTE, detail_text),
-    ):
-        if value:
-            carried = _with(message.body, carried, name, attributes.string(value))
+        (PARK_ERROR_ATTRIBUTE, park_detail_text(park, message.body, detail)),
+    )
+    optional = [(name, attributes.string(value)) for name, value in marks if value]
+    carried = with_room(message.body, dict(message.attributes), optional)
     fifo = is_fifo_url(operator_queue_url)
     return OutboundMessage(
         record_id=message.message_id,
@@ -196,11 +182,3 @@ def park_now_copy(
         deduplication_id=f"{message.message_id}-consumer-park" if fifo else None,
         trace_header=message.trace_header,
     )
-
-
-def _with(
-    body: str, values: Mapping[str, Attribute], name: str, value: Attribute
-) -> dict[str, Attribute]:
-    """`values` plus one attribute, when the copy still fits SQS's limits; else unchanged."""
-    added = {**values, name: value}
-    return added if fits_limits(body, added) else dict(values)

@@ -1,7 +1,5 @@
-"""The kinds of DLQ record, what DLQ_KIND accepts, and what a serverless record carries
-(docs/design.md, 'Every serverless dead-letter queue'). Only the vocabulary: each kind's
-strategy is in `dlq_replay.engine.kinds`.
-"""
+"""The kinds of DLQ record, what DLQ_KIND accepts, and what a serverless record carries: the
+vocabulary only (each kind's strategy is in `dlq_replay.engine.kinds`)."""
 
 from __future__ import annotations
 
@@ -35,7 +33,6 @@ KIND_CHOICES: Mapping[str, frozenset[RecordKind]] = {
 
 
 def accepted_kinds(dlq_kind: str) -> frozenset[RecordKind]:
-    """The kinds a DLQ_KIND value accepts (ValueError for anything else)."""
     try:
         return KIND_CHOICES[dlq_kind]
     except KeyError:

@@ -7,8 +7,7 @@ from typing import Any, Protocol
 
 
 class Log(Protocol):
-    """`debug`, `info`, `warning` and `error` with the keyword arguments both loggers take
-    (`extra`)."""
+    """The four levels, with the keyword arguments both loggers take (`extra`)."""
 
     def debug(self, msg: str, *args: Any, **kwargs: Any) -> Any: ...
     def info(self, msg: str, *args: Any, **kwargs: Any) -> Any: ...

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from dlq_replay.core import attributes
 from dlq_replay.core.attributes import Attribute, ParsedAttributes
@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 SOURCE_ARN_ATTRIBUTE = "DeadLetterQueueSourceArn"
 # Largest message SQS takes: body plus every attribute's name, type and value.
 MAX_MESSAGE_BYTES = 1_048_576
+_T = TypeVar("_T")
 
 
 def unencodable(message: InboundMessage) -> str | None:
@@ -63,7 +64,6 @@ def _where(where: str | tuple[int, str, str]) -> str:
 
 
 def message_size(body: str, values: Mapping[str, Attribute]) -> int:
-    """Bytes SQS counts against the message size limit."""
     return utf8_size(body) + sum(value.size(name) for name, value in values.items())
 
 
@@ -96,7 +96,7 @@ class InboundMessage:
 
     @classmethod
     def from_lambda_record(cls, record: Mapping[str, Any]) -> InboundMessage:
-        """Build from one record of Lambda's SQS event (camelCase keys, base64 binaries)."""
+        """From one record of Lambda's SQS event (camelCase keys, base64 binaries)."""
         return cls._build(
             message_id=record["messageId"],
             receipt_handle=record.get("receiptHandle", ""),
@@ -108,7 +108,7 @@ class InboundMessage:
 
     @classmethod
     def from_boto3(cls, message: Mapping[str, Any], queue_arn: str = "") -> InboundMessage:
-        """Build from one message of boto3's ReceiveMessage (PascalCase keys, raw binaries)."""
+        """From one message of boto3's ReceiveMessage (PascalCase keys, raw binaries)."""
         return cls._build(
             message_id=message["MessageId"],
             receipt_handle=message.get("ReceiptHandle", ""),
@@ -148,8 +148,6 @@ class InboundMessage:
 
 @dataclass(frozen=True, slots=True)
 class OutboundMessage:
-    """One copy to write: where, what, and with which delay and FIFO keys."""
-
     record_id: str
     queue_url: str
     body: str
@@ -181,6 +179,25 @@ class OutboundMessage:
                 "AWSTraceHeader": {"DataType": "String", "StringValue": self.trace_header}
             }
         return entry
+
+
+def sized_batches(
+    items: Iterable[_T], size: Callable[[_T], int], entries: int, limit: int
+) -> Iterator[tuple[list[_T], int]]:
+    """Batch requests of at most `entries` items and `limit` bytes, in order, each with its
+    bytes (measured once: a text is encoded to count it); an item too big to share one goes
+    alone, for the service to judge."""
+    batch: list[_T] = []
+    total = 0
+    for item in items:
+        item_size = size(item)
+        if batch and (len(batch) == entries or total + item_size > limit):
+            yield batch, total
+            batch, total = [], 0
+        batch.append(item)
+        total += item_size
+    if batch:
+        yield batch, total
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:

@@ -1,8 +1,5 @@
-"""What a park notice says (PARK_NOTIFICATION_TOPIC_ARN): pure, so its fields are testable.
-
-A notice names *which* message was parked and why, so a pager is actionable without opening
-the operator queue; the body stays out unless LOG_MESSAGE_BODY allows it, as in the logs.
-"""
+"""What a park notice says: which message was parked and why, so a pager is actionable without
+opening the operator queue; the body only where LOG_MESSAGE_BODY allows it, as in the logs."""
 
 from __future__ import annotations
 
@@ -36,23 +33,15 @@ class ParkNotice:
     @property
     def size_bytes(self) -> int:
         """What the notice counts against SNS's 256 KiB per request (an upper estimate)."""
-        return (
-            len(self.message.encode())
-            + len(self.subject.encode())
-            + len("reason")
-            + len("String")
-            + len(self.reason.encode())
-        )
+        texts = (self.message, self.subject, "reason", "String", self.reason)
+        return sum(len(text.encode()) for text in texts)
 
 
 def park_notice_fields(
     message: InboundMessage, decision: Decision, *, include_body: bool
 ) -> dict[str, Any]:
-    """The notice's fields: message id, park reason, attempt (the count the parked copy keeps;
-    None for an invalid count), the DLQ's ARN, and the queue the message was dead-lettered
-    from and its message group when the record names them; the body only if `include_body`,
-    cut to NOTICE_BODY_LIMIT bytes. Every text from the record is escaped as `sqs_text` does
-    (a lone surrogate cannot be encoded for SNS at all), before the body is measured."""
+    """The notice's fields. Every text from the record is escaped as `sqs_text` does (a lone
+    surrogate cannot be encoded for SNS at all), before the body is measured."""
     fields: dict[str, Any] = {
         "event": "parked",
         "message_id": sqs_text(message.message_id),
@@ -72,7 +61,6 @@ def park_notice_fields(
 
 
 def park_notice(message: InboundMessage, decision: Decision, *, include_body: bool) -> ParkNotice:
-    """The notice for one park, ready to publish."""
     fields = park_notice_fields(message, decision, include_body=include_body)
     reason = str(fields["reason"] or "unknown")
     subject = f"sqs-dlq-replay parked a message ({reason})"[:_SUBJECT_LIMIT]

@@ -1,8 +1,5 @@
-"""Identities: ARNs (`Arn`, the one ARN type, and which ARNs the replay delivers to), queue
-names and URLs, FIFO-ness. The one home of each fact for the settings, the replay, the
-deliveries and the operator CLI, so they all read a name, a region or `.fifo` the same way
-(tests/unit/test_one_home.py fails when one is parsed inline elsewhere).
-"""
+"""Identities: ARNs, queue names and URLs, FIFO-ness: the one home of each fact, so everyone
+reads a name, a region or `.fifo` the same way (tests/unit/test_one_home.py)."""
 
 from __future__ import annotations
 
@@ -83,7 +80,6 @@ def is_fifo_name(name: str) -> bool:
 
 
 def is_fifo_url(queue_url: str) -> bool:
-    """A FIFO queue's URL: it ends in the queue's name."""
     return is_fifo_name(queue_url.rstrip("/"))
 
 
@@ -134,8 +130,6 @@ _FUNCTION_ARN = re.compile(
 
 @dataclass(frozen=True, slots=True)
 class Arn:
-    """A parsed ARN. For a queue, `name` is its name and `url` its URL."""
-
     partition: str
     service: str
     region: str
@@ -193,8 +187,6 @@ def rule_location(rule_arn: str) -> tuple[str, str, str | None]:
 
 
 class TargetService(StrEnum):
-    """The services a record can be delivered to, and everything else."""
-
     LAMBDA = "lambda"
     SQS = "sqs"
     SNS = "sns"

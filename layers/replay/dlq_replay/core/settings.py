@@ -1,12 +1,8 @@
-"""The function's configuration, parsed once into a frozen dataclass.
+"""The function's configuration, parsed once into a frozen dataclass (docs/deploying.md).
 
-The variables and their rules: docs/deploying.md, 'Function environment'.
-
-Every setting is one row of `SETTINGS`: its variable, rule, default and help. The environment
-parser, the CLI options that set the function's settings, and the test that holds template.yaml
-and the documented parameters to it all read that table, so a bad value is refused the same way
-everywhere, before a single record is touched, with one line that names the variable, the value
-and the rule.
+Every setting is one row of `SETTINGS`, which the environment parser, the CLI options and the
+test of template.yaml all read: a bad value is refused the same way everywhere, before a single
+record is touched, with one line that names the variable, the value and the rule.
 """
 
 from __future__ import annotations
@@ -36,21 +32,8 @@ from dlq_replay.core.settings_rules import (
     topic_arn,
 )
 
-# Also the names of this module for its users (sqs/notices.py, the CLI, the handler).
-__all__ = [
-    "DEFAULT_COUNT_ATTRIBUTE",
-    "DEFAULT_SEND_CONCURRENCY",
-    "MAX_ATTEMPTS_LIMIT",
-    "MAX_MESSAGE_AGE_LIMIT",
-    "SEND_CONCURRENCY_LIMIT",
-    "SETTING",
-    "SETTINGS",
-    "SNS_TOPIC_ARN_PATTERN",
-    "ConsumerSettings",
-    "Setting",
-    "Settings",
-    "SettingsError",
-]
+# Names of other modules that this module's users (sqs/notices.py, the CLI) import from it.
+__all__ = ["SNS_TOPIC_ARN_PATTERN", "Setting", "SettingsError"]
 
 DEFAULT_COUNT_ATTRIBUTE = "sqs-dlq-replay-nb"
 # A batch of 10,000 records is 1,000 SendMessageBatch requests; 8 at once cuts its time 8-fold
@@ -74,6 +57,12 @@ _QUEUE_ARN_PARAMETER = {
     "Default": "",
     "AllowedPattern": QUEUE_ARN_PARAMETER_PATTERN,
 }
+_TOPIC_ARN = Rule(
+    topic_arn,
+    "empty, or an SNS topic ARN (arn:<partition>:sns:<region>:<account>:<name>)",
+    "an SNS topic ARN",
+    {"Type": "String", "AllowedPattern": TOPIC_ARN_PARAMETER_PATTERN},
+)
 
 # template.yaml's pattern of one ReplayTargetArns entry (blank allowed): the ARN shapes of
 # core/kinds.py's target_service.
@@ -94,10 +83,8 @@ def _dlq_kind(text: str) -> str:
 _target_arns = comma_list(is_target_arn)
 
 
-# The settings table: one row per variable of the function's environment, in the order they
-# are checked. The environment parser, the CLI options of worker, plan and demo and a test of
-# template.yaml and the documented parameters all read it: a new setting is a new row (and its
-# field in `Settings`).
+# One row per variable of the function's environment, in the order they are checked: a new
+# setting is a new row (and its field in `Settings`).
 SETTINGS: tuple[Setting[Any], ...] = (
     Setting(
         "OPERATOR_QUEUE_URL",
@@ -199,10 +186,7 @@ SETTINGS: tuple[Setting[Any], ...] = (
             "a comma-separated list of SQS queue ARNs (arn:<partition>:sqs:<region>:"
             "<account>:<name>)",
             "comma list of SQS queue ARNs",
-            {
-                "Type": "CommaDelimitedList",
-                "AllowedPattern": QUEUE_ARN_PARAMETER_PATTERN,
-            },
+            {"Type": "CommaDelimitedList", "AllowedPattern": QUEUE_ARN_PARAMETER_PATTERN},
         ),
         "",
         "queues that share the DLQ: a record whose source queue is listed is replayed to it",
@@ -227,12 +211,7 @@ SETTINGS: tuple[Setting[Any], ...] = (
     Setting(
         "PARK_NOTIFICATION_TOPIC_ARN",
         "park_notification_topic_arn",
-        Rule(
-            topic_arn,
-            "empty, or an SNS topic ARN (arn:<partition>:sns:<region>:<account>:<name>)",
-            "an SNS topic ARN",
-            {"Type": "String", "AllowedPattern": TOPIC_ARN_PARAMETER_PATTERN},
-        ),
+        _TOPIC_ARN,
         "",
         "the SNS topic that gets one notice per parked message",
         "ParkNotificationTopicArn",
@@ -262,9 +241,8 @@ SETTINGS: tuple[Setting[Any], ...] = (
         "outage_breaker",
         flag_rule("on", "off"),
         "on",
-        "the outage breaker: the replay pauses itself while nearly every replayed copy comes "
-        "back (in Lambda with OUTAGE_BREAKER_TABLE and OUTAGE_BREAKER_RULE, which the "
-        "template sets)",
+        "the outage breaker: the replay pauses itself while nearly every replayed copy comes back "
+        "(in Lambda with OUTAGE_BREAKER_TABLE and OUTAGE_BREAKER_RULE, which the template sets)",
         "OutageBreaker",
     ),
     Setting(
@@ -293,10 +271,29 @@ SETTINGS: tuple[Setting[Any], ...] = (
             {"Type": "CommaDelimitedList", "AllowedPattern": TARGET_ARN_PARAMETER_PATTERN},
         ),
         "",
-        "the only targets a record of a serverless kind is delivered to (an unqualified "
-        "function ARN allows its versions and aliases); another target is parked "
-        "target-not-allowed",
+        "the only targets a record of a serverless kind is delivered to (an unqualified function "
+        "ARN allows its versions and aliases); another target is parked target-not-allowed",
         "ReplayTargetArns",
+    ),
+    Setting(
+        "FOLLOW_NOTICE_PERCENT",
+        "follow_notice_percent",
+        integer_rule(1, 100),
+        "10",
+        "a notice when an operator move's returns reach this percent of what it sent (and at "
+        "least 5 messages) before it settles",
+        "FollowNoticePercent",
+    ),
+    Setting(
+        "FOLLOW_NOTICE_TOPIC_ARN",
+        "follow_notice_topic_arn",
+        _TOPIC_ARN,
+        "",
+        "the SNS topic of the notices of operator moves whose copies came back (the template "
+        "sets the alarm topic)",
+        "AlarmTopicArn",
+        # The variable is the alarm topic, given or made: not the parameter's value as it is.
+        {"Type": "String", "Default": "", "AllowedPattern": TOPIC_ARN_PARAMETER_PATTERN},
     ),
 )
 SETTING: Mapping[str, Setting[Any]] = {setting.variable: setting for setting in SETTINGS}
@@ -305,7 +302,6 @@ SETTING: Mapping[str, Setting[Any]] = {setting.variable: setting for setting in 
 @dataclass(frozen=True, slots=True)
 class Settings:
     """Everything the replay needs to decide and route, and nothing it can look up at run time.
-
     The defaults are the table's (tests/unit/test_settings.py holds them to it)."""
 
     operator_queue_url: str
@@ -315,21 +311,18 @@ class Settings:
     count_attribute: str = DEFAULT_COUNT_ATTRIBUTE
     allowed_source_queue_arns: frozenset[str] = frozenset()
     log_message_body: bool = False
-    # Replayed copies carry dlq-replay-origin (core/attributes.py) when a slot is free.
     write_origin: bool = False
-    # Each park is announced on this SNS topic (notify/sns.py); None: no notices.
     park_notification_topic_arn: str | None = None
-    # A record whose first failure is older than this is parked `max-age`; 0: no age limit.
-    max_message_age_seconds: int = 0
-    # SendMessageBatch requests in flight at once for one batch (sqs/sending.py).
+    max_message_age_seconds: int = 0  # 0: no age limit
     send_concurrency: int = DEFAULT_SEND_CONCURRENCY
-    # The outage breaker (breaker/rule.py). In Lambda it also needs its state table and probe
-    # rule (breaker/function.py reads their variables); the worker keeps its state in memory.
+    # In Lambda the breaker also needs its state table and probe rule (breaker/function.py).
     outage_breaker: bool = True
-    # Which kinds of record are accepted (core/kinds.py's KIND_CHOICES), and the only ARNs a
-    # record of a serverless kind may be delivered to.
     dlq_kind: str = "sqs"
     replay_target_arns: frozenset[str] = frozenset()
+    # Operator moves followed (follow/): the notice's share of what was sent, and its topic
+    # (None: notices are only logged).
+    follow_notice_percent: int = 10
+    follow_notice_topic_arn: str | None = None
     # Where URLs built from queue ARNs point: boto3's own AWS_ENDPOINT_URL_SQS/AWS_ENDPOINT_URL
     # (an emulator or SQS-compatible broker); unset means AWS's regional endpoint.
     endpoint_url_sqs: str | None = None
@@ -340,7 +333,6 @@ class Settings:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
-        """Every row of the table, in its order; unknown variables are ignored."""
         fields: dict[str, Any] = {}
         backoff: dict[str, Any] = {}
         for setting in SETTINGS:
@@ -354,16 +346,13 @@ class Settings:
 
 @dataclass(frozen=True, slots=True)
 class ConsumerSettings:
-    """The consumer toolkit's knobs (dlq_replay.consumer): the backoff its failed messages'
-    visibility changes draw from, and the operator queue a `ParkMessage` sends to. Read from
-    the function's own variables, by the same rules, so a consumer and its replay can share
-    one configuration."""
+    """The consumer toolkit's knobs: its backoff and the operator queue a `ParkMessage` sends to,
+    by the same variables and rules, so a consumer and its replay can share one configuration."""
 
     backoff: BackoffPolicy = field(default_factory=BackoffPolicy)
     operator_queue_url: str | None = None  # without it, a ParkMessage fails its record
 
     def __post_init__(self) -> None:
-        """Refuse, at construction, an operator queue URL `from_env` would refuse."""
         if self.operator_queue_url is not None:
             problem = queue_url_problem(self.operator_queue_url)
             if problem:

@@ -90,8 +90,7 @@ def attribute_name(text: str) -> str:
 
 
 def comma_list(valid: Callable[[str], object]) -> Callable[[str], frozenset[str]]:
-    """A converter of a comma-separated list whose every (stripped, non-blank) item is
-    `valid`: the list's set, or ValueError."""
+    """The set of a comma-separated list whose every (stripped, non-blank) item is `valid`."""
 
     def convert(text: str) -> frozenset[str]:
         items = frozenset(part.strip() for part in text.split(",") if part.strip())
@@ -150,9 +149,6 @@ class Rule(Generic[T]):
 
 @dataclass(frozen=True, slots=True)
 class Setting(Generic[T]):
-    """One row of the settings table: everything the environment parser, the CLI options and
-    the template test know about a setting."""
-
     variable: str
     # The attribute of `Settings` it fills; `backoff.<name>` for the BackoffPolicy's.
     field: str
@@ -166,18 +162,15 @@ class Setting(Generic[T]):
 
     @property
     def option(self) -> str:
-        """The CLI option that sets it: --max-attempts for MAX_ATTEMPTS."""
         return "--" + self.variable.lower().replace("_", "-")
 
     @property
     def template_constraints(self) -> Mapping[str, object]:
-        """What template.yaml's parameter must declare (Type, Default and the rule)."""
         if self.parameter_constraints is not None:
             return self.parameter_constraints
         return {"Default": self.default, **self.rule.constraints}
 
     def parse(self, raw: str | None, *, required: bool | None = None) -> T:
-        """The value of the variable's text (None: unset), or a one-line SettingsError."""
         text = self.default if raw is None else raw.strip()
         try:
             value = self.rule.convert(text)

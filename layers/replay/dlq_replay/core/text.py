@@ -1,14 +1,6 @@
-"""Text that becomes a message attribute or a notice, made valid for SQS before it is sent.
-
-SQS's SendMessage allows only these characters in a message body, and a String attribute
-value "has the same restrictions on the content as the message body" (API reference,
-SendMessage `MessageBody` and `MessageAttributeValue`): #x9 | #xA | #xD | #x20 to #xD7FF |
-#xE000 to #xFFFD | #x10000 to #x10FFFF. Anything else (NUL, the ESC of an ANSI colour code,
-other control characters, U+FFFE/U+FFFF, lone surrogates from `surrogateescape` decoding) is
-refused with InvalidMessageContents, or cannot even be encoded as UTF-8. Such a character is
-written as a visible escape instead (`\\x1b`, `\\ufffe`, `\\udcff`), so the text is still
-readable and the send never fails because of it. Pure: no boto3.
-"""
+"""Text made valid for SQS before it becomes an attribute or a notice: a character SQS refuses
+(NUL, ESC, U+FFFE, lone surrogates: InvalidMessageContents) is written as a visible escape
+(`\\x1b`, `\\udcff`), so the text stays readable and the send never fails because of it."""
 
 from __future__ import annotations
 
@@ -29,13 +21,11 @@ PARK_DETAIL_MAX_CHARS = 256
 
 
 def escape(character: str) -> str:
-    """The visible escape of one refused character: `\\xNN` below U+0100, else `\\uNNNN`."""
     code = ord(character)
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def sqs_text(text: str) -> str:
-    """`text` with every character SQS refuses escaped: always valid UTF-8 SQS takes."""
     if REFUSED_CHARACTER.search(text) is None:
         return text
     return REFUSED_CHARACTER.sub(lambda match: escape(match.group()), text)

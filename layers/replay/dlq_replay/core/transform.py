@@ -1,28 +1,7 @@
 """What an EventBridge rule's target is given instead of the event: `Input`, `InputPath` or an
-`InputTransformer` (docs/kind-eventbridge.md, 'Input transformers').
-
-A target's DLQ holds the event that matched the rule, not what the target was to receive, so
-the replay applies the target's transformation to it again before delivering. Only what AWS
-documents is applied; anything else (a JSONPath EventBridge does not support, a wildcard, a
-placeholder whose value cannot be known from the record, an output that is not JSON) is
-`NotApplied` with the reason, and the record waits or parks rather than reach its target in a
-shape EventBridge might not have given it. Pure: the target's configuration comes in as
-`TargetInput` (read from `ListTargetsByRule` by the caller).
-
-AWS's rules, from the input transformation page
-(https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-transform-target-input.html) and
-the `InputTransformer` API reference
-(https://docs.aws.amazon.com/eventbridge/latest/APIReference/API_InputTransformer.html):
-- paths: dot notation, dashes, underscores, alphanumerics, forward slashes, array indices
-  (and wildcards, whose selection AWS does not describe: not applied here);
-- outside quotes a string value is quoted ("EventBridge automatically adds quotes to string
-  variable values"), an object or array inserted as JSON;
-- inside quotes a value is inserted as it is ("EventBridge doesn't escape values extracted by
-  Input Path"), an object or array with its quotes removed ("removes any internal quotes to
-  ensure a valid string"); `<aws.events.event>` and `<aws.events.event.json>` only as the value
-  of a JSON field;
-- a variable whose path matches nothing "isn't created and won't appear in the output".
-"""
+`InputTransformer`, applied again by AWS's documented rules (docs/kind-eventbridge.md, 'Input
+transformers'). Anything else is `NotApplied`: the record waits or parks rather than reach its
+target in a shape EventBridge might not have given it."""
 
 from __future__ import annotations
 
@@ -74,15 +53,12 @@ class TargetInput:
 
 @dataclass(frozen=True, slots=True)
 class NotApplied:
-    """Why the target's transformation could not be applied to the record."""
-
     reason: str
 
 
 def target_payload(
     body: str, target: TargetInput, *, rule_arn: str, rule_name: str
 ) -> str | NotApplied:
-    """What EventBridge would have given the target for the event in `body`."""
     if not target.transforms:
         return body
     event = _event(body)
@@ -154,7 +130,7 @@ def select(event: Any, path: str) -> Any:
 def _fill(
     target: TargetInput, event: dict[str, Any], *, rule_arn: str, rule_name: str
 ) -> str | NotApplied:
-    """The template with each placeholder replaced as AWS documents (see the module's doc)."""
+    """The template with each placeholder replaced as AWS documents."""
     template = target.template or ""
     values: dict[str, Any] = {
         RULE_ARN_VARIABLE: rule_arn,

@@ -1,25 +1,8 @@
-"""The embedded SQS emulators (moto's server on 127.0.0.1) and the demo's three queues, wired
-as the template's create-everything mode wires them.
-
-`emulator()` is moto's whole server (every service, `moto[server]`: the end-to-end tests deploy
-the template on it). `sqs_emulator()` is the demo's: moto's SQS (and its EventBridge, which
-needs nothing more), served by werkzeug (the `demo` extra is `moto[sqs]`, no Flask, no other
-service's dependencies), so that it behaves
-like SQS where moto's server does not, and fast enough for a thousand messages on a small
-machine:
-
-- Atomic requests. moto's SQS backend takes no lock: two concurrent receives can both move
-  the same message to the DLQ, and one then fails with HTTP 500 *after* it marked its other
-  messages received. boto3 retries, those messages come back after their visibility timeout
-  with a raised receive count and go straight to the DLQ, never seen by the consumer (a
-  first delivery the demo's tally could not count). A delete racing a send can drop the
-  sent message. Here one request at a time reaches the backend; a long poll waits outside
-  the lock, woken by every request that may have changed a queue.
-- Linear costs. moto counts a queue's messages (three walks, a clock reading per message) for
-  every message it sends or receives; the demo's emulator counts in one pass per request
-  (`_moto_made_linear`): the README's 1000-message demo runs 3.4 times faster
-  (bench/bench_demo.py).
-"""
+"""The demo's embedded SQS emulator (moto on 127.0.0.1) and its three queues, wired as the
+template's create-everything mode wires them. `sqs_emulator()` serves moto's SQS and EventBridge
+with werkzeug alone (the `demo` extra is `moto[sqs]`), its requests atomic (`AtomicSqs`: moto's
+backend takes no lock) and its counts linear (`_moto_made_linear`: bench/bench_demo.py);
+`emulator()` is moto's whole server."""
 
 from __future__ import annotations
 
@@ -36,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import boto3
 
 from dlq_replay.core.queues import queue_name
+from dlq_replay.local.eventsource import read_queue_arn
 from dlq_replay.sqs.client import SQS_CLIENT_CONFIG
 
 if TYPE_CHECKING:
@@ -68,11 +52,10 @@ WsgiApp = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
 
 @contextmanager
 def emulator() -> Iterator[str]:
-    """moto's whole server (every service) on 127.0.0.1 at a free port; yields its endpoint."""
     from moto.server import ThreadedMotoServer
 
-    # Concurrent receives on moto's server can answer HTTP 500 (see the module's docstring);
-    # the server would print a traceback for each.
+    # Concurrent receives on moto's server can answer HTTP 500 (see `AtomicSqs`); the server
+    # would print a traceback for each.
     logging.getLogger("werkzeug").setLevel(logging.CRITICAL)
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
@@ -84,11 +67,11 @@ def emulator() -> Iterator[str]:
 
 
 class AtomicSqs:
-    """WSGI middleware: one request at a time reaches moto's SQS app, and a ReceiveMessage with
-    WaitTimeSeconds is asked without waiting, again each time another request has changed a
-    queue (or every 0.2 s), until it finds messages or its wait is over: a long poll that does
-    not hold the lock. Speaks the JSON protocol boto3 uses for SQS; any other request is
-    passed on whole, under the lock."""
+    """WSGI middleware: one request at a time reaches moto's SQS app. Without it two concurrent
+    receives can both move a message to the DLQ, one then failing with HTTP 500 after marking
+    its other messages received (which then skip the consumer), and a delete racing a send can
+    drop the sent message. A long poll is asked again without waiting each time another request
+    changed a queue (or every 0.2 s), so it does not hold the lock."""
 
     def __init__(self, app: WsgiApp) -> None:
         self._app = app
@@ -153,7 +136,6 @@ class AtomicSqs:
 
 
 def _read_body(environ: dict[str, Any]) -> bytes:
-    """The whole request body, read once: it is passed on to moto, maybe more than once."""
     stream = environ["wsgi.input"]
     if environ.get("wsgi.input_terminated"):
         return bytes(stream.read())
@@ -172,8 +154,6 @@ def _no_messages(status: str, payload: bytes) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class SqsEmulator:
-    """The demo's running emulator: its endpoint, and a look at every message it holds."""
-
     endpoint_url: str
     app: AtomicSqs
 
@@ -189,11 +169,15 @@ class SqsEmulator:
             queue = backend.get_queue(queue_name(queue_url))
             return [str(message.body) for message in queue._messages]
 
+    def ids(self, queue_urls: Iterable[str], id_of: Callable[[str], str]) -> set[str]:
+        """The demo's ids (`id_of` a body) of every message in these queues."""
+        return {id_of(body) for url in queue_urls for body in self.bodies(url)}
+
 
 @contextmanager
 def sqs_emulator(*, linear: bool = True) -> Iterator[SqsEmulator]:
-    """moto's SQS alone on 127.0.0.1 at a free port, requests atomic, counts linear (see the
-    module's docstring; `linear=False` keeps moto's own counting, the benchmark's baseline)."""
+    """moto's SQS on 127.0.0.1 at a free port; `linear=False` keeps moto's own counting (the
+    benchmark's baseline)."""
     from werkzeug.serving import make_server
 
     logging.getLogger("werkzeug").setLevel(logging.CRITICAL)
@@ -216,11 +200,8 @@ def sqs_emulator(*, linear: bool = True) -> Iterator[SqsEmulator]:
 
 
 def _moto_sqs_app() -> WsgiApp:
-    """moto's SQS (and its EventBridge, for `demo --kind eventbridge`) as a WSGI app with
-    nothing but werkzeug (a dependency of moto itself): what moto's server does for such a
-    request, without its Flask app, which only `moto[server]` brings (and with it cfn-lint,
-    docker, sympy and the rest of every service's needs). moto's EventBridge hands a rule's
-    events to its SQS targets in this process, so they arrive in the same queues."""
+    """moto's SQS and EventBridge as a WSGI app with nothing but werkzeug, without the Flask
+    app only `moto[server]` brings (with cfn-lint, docker, sympy...)."""
     from botocore.exceptions import ClientError
     from moto.core.request import Request
     from moto.events.responses import EventsHandler
@@ -278,11 +259,9 @@ def _unknown_service(
 
 @contextmanager
 def _moto_made_linear() -> Iterator[None]:
-    """moto reads the clock once per message each time it counts a queue's messages, and it
-    counts them (every attribute of the queue, three walks over its messages) for each message
-    it sends or receives: quadratic in the queue's depth, most of the demo's time at a
-    thousand messages. The same rules with one clock reading per count, and the retention
-    check reading the one attribute it needs; moto's own are back on exit."""
+    """moto counts a queue's messages (three walks, a clock reading per message) for each message
+    it sends or receives: quadratic in the queue's depth. The same rules with one clock reading
+    per count, and the retention check reading the one attribute it needs, until exit."""
     from moto.core.utils import unix_time, unix_time_millis
     from moto.sqs.models import Message, Queue, SQSBackend
 
@@ -321,8 +300,7 @@ def _moto_made_linear() -> Iterator[None]:
 
 
 def emulator_session() -> boto3.Session:
-    """The demo's credentials and region (the emulator accepts any key). Its clients name the
-    emulator's endpoint themselves, which wins over AWS_ENDPOINT_URL and the user's config."""
+    """The demo's credentials and region (the emulator accepts any key)."""
     return boto3.Session(
         aws_access_key_id="demo",
         aws_secret_access_key="demo",  # noqa: S106 - the emulator accepts any key
@@ -332,6 +310,12 @@ def emulator_session() -> boto3.Session:
 
 def emulator_client(endpoint_url: str) -> SQSClient:
     return emulator_session().client("sqs", endpoint_url=endpoint_url, config=SQS_CLIENT_CONFIG)
+
+
+def redrive_policy(sqs: SQSClient, target: str, count: int) -> str:
+    return json.dumps(
+        {"deadLetterTargetArn": read_queue_arn(sqs, target), "maxReceiveCount": count}
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -345,27 +329,19 @@ def create_queues(
     sqs: SQSClient, prefix: str = "demo", main_max_receive_count: int = MAIN_MAX_RECEIVE_COUNT
 ) -> Queues:
     """Main → DLQ → operator, wired like the template's create-everything mode."""
-
-    def arn(url: str) -> str:
-        attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])
-        return attributes["Attributes"]["QueueArn"]
-
-    def redrive(target: str, count: int) -> str:
-        return json.dumps({"deadLetterTargetArn": arn(target), "maxReceiveCount": count})
-
     operator = sqs.create_queue(QueueName=f"{prefix}-operator")["QueueUrl"]
     dlq = sqs.create_queue(
         QueueName=f"{prefix}-dlq",
         Attributes={
             "VisibilityTimeout": str(DLQ_VISIBILITY_TIMEOUT),
-            "RedrivePolicy": redrive(operator, SAFETY_NET_MAX_RECEIVE_COUNT),
+            "RedrivePolicy": redrive_policy(sqs, operator, SAFETY_NET_MAX_RECEIVE_COUNT),
         },
     )["QueueUrl"]
     main = sqs.create_queue(
         QueueName=f"{prefix}-main",
         Attributes={
             "VisibilityTimeout": str(MAIN_VISIBILITY_TIMEOUT),
-            "RedrivePolicy": redrive(dlq, main_max_receive_count),
+            "RedrivePolicy": redrive_policy(sqs, dlq, main_max_receive_count),
         },
     )["QueueUrl"]
     return Queues(main=main, dlq=dlq, operator=operator)

@@ -1,35 +1,40 @@
-"""Run `dlq-replay demo --kind eventbridge`: the bus, the rule and its target on the emulator,
-the target's DLQ replayed by the local event source and the replayer (DLQ_KIND=eventbridge),
-until every event is delivered or parked."""
+"""`dlq-replay demo --kind eventbridge`: an event bus, a rule, its target queue with the target's
+DLQ, replayed by the local event source and the replayer (DLQ_KIND=eventbridge) until every event
+is delivered or parked. moto's EventBridge routes the bus's events to the target, but its
+deliveries never fail and it never writes a target's DLQ, so the demo writes ("stages") the
+records EventBridge documents for the events whose delivery is to fail."""
 
 from __future__ import annotations
 
+import json
 import random
 import threading
 import time
+import uuid
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import BotoCoreError, ClientError
 
 from dlq_replay.aws_lambda.replay import LambdaReplay
-from dlq_replay.core.backoff import BackoffPolicy, Jitter
+from dlq_replay.core.queues import Arn, arn_account
 from dlq_replay.core.settings import Settings
 from dlq_replay.demo.emulator import (
+    DLQ_VISIBILITY_TIMEOUT,
+    MAIN_VISIBILITY_TIMEOUT,
+    REGION,
+    SAFETY_NET_MAX_RECEIVE_COUNT,
     SqsEmulator,
     emulator_client,
     emulator_session,
+    redrive_policy,
     sqs_emulator,
 )
-from dlq_replay.demo.eventbridge_world import (
-    Fate,
-    consume_target,
-    create_wiring,
-    event_id_of,
-    plan_events,
-    publish,
-)
-from dlq_replay.demo.run import quiet_logger, wait_until_settled
+from dlq_replay.demo.run import accounted, daemon, quiet_logger, run_until_settled
 from dlq_replay.demo.scenario import (
     DemoOptions,
     OutcomeCounter,
@@ -40,10 +45,213 @@ from dlq_replay.demo.scenario import (
 )
 from dlq_replay.demo.view import DemoView, exit_code, park_reasons, status_words
 from dlq_replay.engine.replayer import Collaborators, Replayer
-from dlq_replay.local.eventsource import LocalEventSource, Polling, run_pollers
+from dlq_replay.local.eventsource import LocalEventSource, Polling, read_queue_arn, run_pollers
 from dlq_replay.targets.clients import TargetClients
 from dlq_replay.targets.deliverer import Deliverer
 from dlq_replay.targets.ledger import MemoryLedger
+
+if TYPE_CHECKING:
+    from mypy_boto3_events import EventBridgeClient
+    from mypy_boto3_sqs import SQSClient
+
+BUS = "demo-bus"
+RULE = "demo-orders"
+SOURCE = "demo.shop"
+DETAIL_TYPE = "OrderPlaced"
+# The rule's retry policy, which the staged records say was exhausted.
+RETRY_ATTEMPTS = 2
+TARGET_ID = "orders-queue"
+
+
+class Fate:
+    """What happens to an event (its `detail.fate`)."""
+
+    DELIVERED = "delivered"  # EventBridge delivers it to the target queue
+    FAILED = "failed"  # its delivery fails (throttled): the target's DLQ, then the replay
+    RETIRED = "retired"  # its record names a retired queue, which its rule no longer has: parked
+    FORGED = "forged"  # its record names a queue outside REPLAY_TARGET_ARNS: parked at once
+
+
+@dataclass(frozen=True, slots=True)
+class Wiring:
+    bus_arn: str
+    rule_arn: str
+    target_url: str
+    target_arn: str
+    dlq_url: str
+    operator_url: str
+    retired_arn: str  # still listed in REPLAY_TARGET_ARNS, but the queue is gone
+    outside_arn: str  # a queue the replay must never be made to send to
+
+    @property
+    def replay_targets(self) -> frozenset[str]:
+        return frozenset({self.target_arn, self.retired_arn})
+
+
+def create_wiring(sqs: SQSClient, events: EventBridgeClient) -> Wiring:
+    """Operator queue ← the target's DLQ (redrive as the template's safety net); a bus whose
+    rule sends `demo.shop` events to the target queue, with that DLQ as its DeadLetterConfig."""
+    operator = sqs.create_queue(QueueName="demo-operator")["QueueUrl"]
+    dlq = sqs.create_queue(
+        QueueName="demo-orders-dlq",
+        Attributes={
+            "VisibilityTimeout": str(DLQ_VISIBILITY_TIMEOUT),
+            "RedrivePolicy": redrive_policy(sqs, operator, SAFETY_NET_MAX_RECEIVE_COUNT),
+        },
+    )["QueueUrl"]
+    target = sqs.create_queue(
+        QueueName="demo-orders", Attributes={"VisibilityTimeout": str(MAIN_VISIBILITY_TIMEOUT)}
+    )["QueueUrl"]
+    target_arn = read_queue_arn(sqs, target)
+    bus_arn = events.create_event_bus(Name=BUS)["EventBusArn"]
+    rule_arn = events.put_rule(
+        Name=RULE, EventBusName=BUS, EventPattern=json.dumps({"source": [SOURCE]})
+    )["RuleArn"]
+    events.put_targets(
+        Rule=RULE,
+        EventBusName=BUS,
+        Targets=[
+            {
+                "Id": TARGET_ID,
+                "Arn": target_arn,
+                "DeadLetterConfig": {"Arn": read_queue_arn(sqs, dlq)},
+                "RetryPolicy": {
+                    "MaximumRetryAttempts": RETRY_ATTEMPTS,
+                    "MaximumEventAgeInSeconds": 60,
+                },
+            }
+        ],
+    )
+    target_queue = Arn.queue(target_arn)
+    return Wiring(
+        bus_arn=bus_arn,
+        rule_arn=rule_arn,
+        target_url=target,
+        target_arn=target_arn,
+        dlq_url=dlq,
+        operator_url=operator,
+        retired_arn=target_queue.sibling("demo-orders-v1"),
+        outside_arn=target_queue.sibling("not-ours"),
+    )
+
+
+def plan_events(options: DemoOptions, rng: random.Random) -> dict[str, str]:
+    """Each event's fate, drawn as the SQS demo draws its messages' (invalid: forged, poison:
+    retired)."""
+    plan: dict[str, str] = {}
+    for index in range(options.messages):
+        roll = rng.random()
+        if roll < options.invalid_rate:
+            fate = Fate.FORGED
+        elif (roll := roll - options.invalid_rate) < options.poison_rate:
+            fate = Fate.RETIRED
+        elif roll < options.poison_rate + options.failure_rate:
+            fate = Fate.FAILED
+        else:
+            fate = Fate.DELIVERED
+        plan[f"e{index:05d}"] = fate
+    return plan
+
+
+def publish(
+    sqs: SQSClient, events: EventBridgeClient, wiring: Wiring, plan: Mapping[str, str]
+) -> int:
+    """Put the delivered events on the bus (moto routes them to the target queue) and stage the
+    DLQ records of the others; the number staged."""
+    delivered = [event_id for event_id, fate in plan.items() if fate == Fate.DELIVERED]
+    for start in range(0, len(delivered), 10):
+        entries: list[Any] = [
+            {
+                "Source": SOURCE,
+                "DetailType": DETAIL_TYPE,
+                "Detail": json.dumps(_detail(event_id, Fate.DELIVERED)),
+                "EventBusName": BUS,
+            }
+            for event_id in delivered[start : start + 10]
+        ]
+        answer = events.put_events(Entries=entries)
+        if answer.get("FailedEntryCount"):
+            raise RuntimeError(f"the emulator refused events: {answer['Entries']}")
+    staged = [(event_id, fate) for event_id, fate in plan.items() if fate != Fate.DELIVERED]
+    for start in range(0, len(staged), 10):
+        records: list[Any] = [
+            {"Id": str(n), **dlq_record(event_id, fate, wiring)}
+            for n, (event_id, fate) in enumerate(staged[start : start + 10])
+        ]
+        answer_batch = sqs.send_message_batch(QueueUrl=wiring.dlq_url, Entries=records)
+        if answer_batch.get("Failed"):
+            raise RuntimeError(f"the emulator refused DLQ records: {answer_batch['Failed']}")
+    return len(staged)
+
+
+# The documented error of each staged record: ERROR_CODE and ERROR_MESSAGE.
+_ERRORS = {
+    Fate.FAILED: ("THROTTLING", "demo: the target queue throttled every retry"),
+    Fate.RETIRED: ("NO_RESOURCE", "demo: the target queue no longer exists"),
+    Fate.FORGED: ("NO_PERMISSIONS", "demo: a record naming a queue that is not ours"),
+}
+
+
+def dlq_record(event_id: str, fate: str, wiring: Wiring) -> dict[str, Any]:
+    """The SendMessage fields of the record EventBridge writes to a target's DLQ for this event:
+    the event as the target would have received it, and the six documented attributes."""
+    code, message = _ERRORS[fate]
+    target = {Fate.RETIRED: wiring.retired_arn, Fate.FORGED: wiring.outside_arn}.get(
+        fate, wiring.target_arn
+    )
+    attempts = "0" if fate == Fate.RETIRED else str(RETRY_ATTEMPTS)
+    values = {
+        "RULE_ARN": wiring.rule_arn,
+        "TARGET_ARN": target,
+        "ERROR_CODE": code,
+        "ERROR_MESSAGE": message,
+        "EXHAUSTED_RETRY_CONDITION": "MaximumRetryAttempts",
+        "RETRY_ATTEMPTS": attempts,
+    }
+    return {
+        "MessageBody": json.dumps(_event(event_id, fate, wiring)),
+        "MessageAttributes": {
+            name: {"DataType": "String", "StringValue": value} for name, value in values.items()
+        },
+    }
+
+
+def _event(event_id: str, fate: str, wiring: Wiring) -> dict[str, Any]:
+    return {
+        "version": "0",
+        "id": str(uuid.uuid4()),
+        "detail-type": DETAIL_TYPE,
+        "source": SOURCE,
+        "account": arn_account(wiring.bus_arn),
+        "time": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "region": REGION,
+        "resources": [],
+        "detail": _detail(event_id, fate),
+    }
+
+
+def _detail(event_id: str, fate: str) -> dict[str, str]:
+    return {"id": event_id, "fate": fate}
+
+
+def event_id_of(body: str) -> str:
+    return str(json.loads(body)["detail"]["id"])
+
+
+def consume_target(sqs: SQSClient, queue_url: str, tally: Tally, stop: threading.Event) -> None:
+    """The target queue's consumer: takes every event (the failures were in the delivery)."""
+    while not stop.is_set():
+        try:
+            messages = sqs.receive_message(
+                QueueUrl=queue_url, MaxNumberOfMessages=10, WaitTimeSeconds=1
+            ).get("Messages", [])
+            for message in messages:
+                sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
+                with tally.lock:
+                    tally.processed.add(event_id_of(message["Body"]))
+        except (ClientError, BotoCoreError):
+            stop.wait(0.5)
+
 
 EVENTBRIDGE_VIEW = DemoView(
     queues=("target", "dlq", "operator"),
@@ -69,8 +277,7 @@ STAGING_NOTE = (
 
 @dataclass(frozen=True, slots=True)
 class EventBridgeResult:
-    """Where every event ended: delivered to the target, parked, still in a queue (not yet
-    done) or nowhere (lost); the four add up to `sent`."""
+    """Where every event ended; `delivered`, `parked`, `not_yet_done` and `lost` add up."""
 
     sent: int
     delivered: int
@@ -87,19 +294,16 @@ class EventBridgeResult:
 
 
 def run_eventbridge_demo(options: DemoOptions) -> int:
-    """Run it; exit code 0 when every event is delivered or parked, 130 after Ctrl-C, 1
-    otherwise."""
     result = eventbridge_demo(options)
     print(f"\n{summary(result)}")
     return exit_code(result)
 
 
 def eventbridge_demo(
-    options: DemoOptions,
-    serve: Callable[[], AbstractContextManager[SqsEmulator]] = sqs_emulator,
+    options: DemoOptions, serve: Callable[[], AbstractContextManager[SqsEmulator]] = sqs_emulator
 ) -> EventBridgeResult:
     """Run it on the emulator `serve` starts; the rates of `options` choose each event's fate
-    (demo/eventbridge_world.py's `plan_events`)."""
+    (`plan_events`)."""
     rng = random.Random(options.seed)  # noqa: S311 - demo data, not cryptography
     tally = Tally()
     timeout = settle_timeout(options)
@@ -112,12 +316,7 @@ def eventbridge_demo(
         settings = Settings(
             operator_queue_url=wiring.operator_url,
             max_attempts=options.max_attempts,
-            backoff=BackoffPolicy(
-                options.base_seconds,
-                options.multiplier,
-                options.cap_seconds,
-                Jitter(options.jitter),
-            ),
+            backoff=options.backoff,
             dlq_kind="eventbridge",
             replay_target_arns=wiring.replay_targets,
             endpoint_url_sqs=running.endpoint_url,
@@ -144,45 +343,32 @@ def eventbridge_demo(
         print(STAGING_NOTE.format(staged=staged), flush=True)
         stop = threading.Event()
         threads = run_pollers(source, options.pollers, stop)
-        queues = {
-            "target": wiring.target_url,
-            "dlq": wiring.dlq_url,
-            "operator": wiring.operator_url,
-        }
+        urls = (wiring.target_url, wiring.dlq_url, wiring.operator_url)
+        queues = dict(zip(EVENTBRIDGE_VIEW.queues, urls, strict=True))
         threads += [
-            threading.Thread(
-                target=consume_target, args=(sqs, wiring.target_url, tally, stop), daemon=True
-            ),
-            threading.Thread(target=watch_depths, args=(sqs, queues, tally, stop), daemon=True),
+            daemon(consume_target, sqs, wiring.target_url, tally, stop),
+            daemon(watch_depths, sqs, queues, tally, stop),
         ]
-        for thread in threads[options.pollers :]:
-            thread.start()
-        completed = interrupted = False
-        try:
-            completed = wait_until_settled(tally, options.live, started + timeout, EVENTBRIDGE_VIEW)
-        except KeyboardInterrupt:
-            interrupted = True
-        finally:
-            stop.set()
-            for thread in threads:
-                thread.join()
+        completed, interrupted = run_until_settled(
+            running,
+            tally,
+            stop,
+            threads,
+            live=options.live,
+            deadline=started + timeout,
+            view=EVENTBRIDGE_VIEW,
+        )
         parked = drain_parked(sqs, wiring.operator_url, event_id_of)
-        waiting = {
-            event_id_of(body)
-            for url in (wiring.target_url, wiring.dlq_url)
-            for body in running.bodies(url)
-        }
+        waiting = running.ids((wiring.target_url, wiring.dlq_url), event_id_of)
     with tally.lock:
-        delivered = tally.processed & tally.expected
-        parked_ids = (set(parked) & tally.expected) - delivered
-        not_yet_done = (waiting & tally.expected) - delivered - parked_ids
+        delivered, parked_ids, not_yet_done, lost = accounted(tally, parked, waiting)
         return EventBridgeResult(
             sent=len(tally.expected),
             delivered=len(delivered),
             by_eventbridge=sum(1 for id_ in delivered if plan[id_] == Fate.DELIVERED),
             parked=len(parked_ids),
-            not_yet_done=len(not_yet_done),
-            lost=len(tally.expected - delivered - parked_ids - not_yet_done),
+            not_yet_done=not_yet_done,
+            lost=lost,
             parked_by_reason=dict(Counter(parked[id_] for id_ in parked_ids)),
             staged=staged,
             seconds=round(time.monotonic() - started, 1),

@@ -8,7 +8,7 @@ import random
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import replace
 
@@ -17,16 +17,9 @@ from dlq_replay.breaker.evidence import QueueTotals, dlq_depth, main_queue_timin
 from dlq_replay.breaker.function import longest_delay
 from dlq_replay.breaker.worker_side import BreakerStats, worker_breaker
 from dlq_replay.consumer import ConsumerSettings
-from dlq_replay.core.backoff import BackoffPolicy, Jitter
 from dlq_replay.core.decision import Action
 from dlq_replay.core.settings import Settings
-from dlq_replay.demo.emulator import (
-    Queues,
-    SqsEmulator,
-    create_queues,
-    emulator_client,
-    sqs_emulator,
-)
+from dlq_replay.demo.emulator import SqsEmulator, create_queues, emulator_client, sqs_emulator
 from dlq_replay.demo.scenario import (
     DEMO_BREAKER_POLICY,
     Consumer,
@@ -42,29 +35,19 @@ from dlq_replay.demo.scenario import (
     settle_timeout,
     watch_depths,
 )
-from dlq_replay.demo.view import (
-    SQS_VIEW,
-    DemoView,
-    breaker_progress_of,
-    exit_code,
-    print_summary,
-    render,
-)
+from dlq_replay.demo.view import SQS_VIEW, DemoView, breaker_progress_of, exit_code, render, summary
 from dlq_replay.engine.replayer import Replayer
 from dlq_replay.local.eventsource import LocalEventSource, Polling, run_pollers
 
 
 def run_demo(options: DemoOptions) -> int:
-    """Run the demo; exit code 0 when every message is processed or parked, 130 after Ctrl-C,
-    1 otherwise."""
     result = demo(options)
-    print_summary(result)
+    print(f"\n{summary(result)}")
     return exit_code(result)
 
 
 def demo(
-    options: DemoOptions,
-    serve: Callable[[], AbstractContextManager[SqsEmulator]] = sqs_emulator,
+    options: DemoOptions, serve: Callable[[], AbstractContextManager[SqsEmulator]] = sqs_emulator
 ) -> DemoResult:
     """Run the demo on the emulator `serve` starts (the benchmark compares two)."""
     rng = random.Random(options.seed)  # noqa: S311 - demo data, not cryptography
@@ -74,9 +57,7 @@ def demo(
     with serve() as running:
         sqs = emulator_client(running.endpoint_url)
         queues = create_queues(sqs, main_max_receive_count=main_max_receive_count(options))
-        backoff = BackoffPolicy(
-            options.base_seconds, options.multiplier, options.cap_seconds, Jitter(options.jitter)
-        )
+        backoff = options.backoff
         settings = Settings(
             main_queue_url=queues.main,
             operator_queue_url=queues.operator,
@@ -115,43 +96,22 @@ def demo(
         tally.expected = send_messages(sqs, queues.main, options, rng)
         stop = threading.Event()
         threads = run_pollers(source, options.pollers, stop)
-        threads += [
-            threading.Thread(target=consume, args=(sqs, consumer, tally, stop), daemon=True)
-            for _ in range(options.consumers)
-        ]
-        threads.append(
-            threading.Thread(
-                target=watch_depths, args=(sqs, labelled(queues), tally, stop), daemon=True
-            )
+        threads += [daemon(consume, sqs, consumer, tally, stop) for _ in range(options.consumers)]
+        labelled = {"main": queues.main, "dlq": queues.dlq, "operator": queues.operator}
+        threads.append(daemon(watch_depths, sqs, labelled, tally, stop))
+        completed, interrupted = run_until_settled(
+            running, tally, stop, threads, live=options.live, deadline=started + timeout
         )
-        for thread in threads[options.pollers :]:
-            thread.start()
-        completed = interrupted = False
-        try:
-            completed = wait_until_settled(tally, options.live, started + timeout)
-        except KeyboardInterrupt:
-            # Ctrl-C: stop the threads, finish the batches in hand, and still account.
-            interrupted = True
-        finally:
-            stop.set()
-            running.app.end_waits()
-            for thread in threads:
-                thread.join()
         parked = drain_parked(sqs, queues.operator)
-        # What is still in a queue (visible, in flight or delayed) is not done yet, not lost.
-        waiting = {
-            message_id_of(body) for url in (queues.main, queues.dlq) for body in running.bodies(url)
-        }
+        waiting = running.ids((queues.main, queues.dlq), message_id_of)
     with tally.lock:
-        processed = tally.processed & tally.expected
-        parked_ids = (set(parked) & tally.expected) - processed
-        not_yet_done = (waiting & tally.expected) - processed - parked_ids
+        processed, parked_ids, not_yet_done, lost = accounted(tally, parked, waiting)
         return DemoResult(
             sent=len(tally.expected),
             processed=len(processed),
             parked=len(parked_ids),
-            not_yet_done=len(not_yet_done),
-            lost=len(tally.expected - processed - parked_ids - not_yet_done),
+            not_yet_done=not_yet_done,
+            lost=lost,
             parked_by_reason=dict(Counter(parked[id_] for id_ in parked_ids)),
             deliveries_by_attempt=dict(sorted(tally.deliveries_by_attempt.items())),
             replays=tally.replay_outcomes[Action.REPLAY] + tally.replay_outcomes[Action.RELEASE],
@@ -167,12 +127,56 @@ def demo(
         )
 
 
+def daemon(target: Callable[..., None], *args: object) -> threading.Thread:
+    return threading.Thread(target=target, args=args, daemon=True)
+
+
+def run_until_settled(
+    running: SqsEmulator,
+    tally: Tally,
+    stop: threading.Event,
+    threads: list[threading.Thread],
+    *,
+    live: bool,
+    deadline: float,
+    view: DemoView = SQS_VIEW,
+) -> tuple[bool, bool]:
+    """Start the threads not started yet (beside the pollers), wait until every message is
+    settled (or the deadline), then stop them all: (completed, interrupted)."""
+    for thread in threads:
+        if thread.ident is None:
+            thread.start()
+    completed = interrupted = False
+    try:
+        completed = wait_until_settled(tally, live, deadline, view)
+    except KeyboardInterrupt:
+        # Ctrl-C: stop the threads, finish the batches in hand, and still account.
+        interrupted = True
+    finally:
+        stop.set()
+        running.app.end_waits()
+        for thread in threads:
+            thread.join()
+    return completed, interrupted
+
+
+def accounted(
+    tally: Tally, parked: Mapping[str, str], waiting: set[str]
+) -> tuple[set[str], set[str], int, int]:
+    """Where the expected messages ended: done, parked, not yet done (still in a queue: not
+    lost) and lost, which add up. Call with the tally's lock held."""
+    done = tally.processed & tally.expected
+    parked_ids = (set(parked) & tally.expected) - done
+    left = tally.expected - done - parked_ids
+    return done, parked_ids, len(waiting & left), len(left - waiting)
+
+
 PLAIN_PROGRESS_SECONDS = 5.0
 
 
 def progress_line(tally: Tally, elapsed: float) -> str:
     """The plain mode's progress line: the counts, the queues, and the breaker while it is
-    not closed (the counts stand still then, and the line says why and until when)."""
+    not closed."""
     with tally.lock:
         parked = sum(tally.parked_by_reason.values())
         processed = len(tally.processed & tally.expected)
@@ -185,11 +189,6 @@ def progress_line(tally: Tally, elapsed: float) -> str:
         + (f"; in the queues: {depths}" if depths else "")
         + (f"; {breaker}" if breaker else "")
     )
-
-
-def labelled(queues: Queues) -> dict[str, str]:
-    """The demo's queues by the labels its view shows."""
-    return {"main": queues.main, "dlq": queues.dlq, "operator": queues.operator}
 
 
 def quiet_logger(name: str) -> logging.Logger:
@@ -205,8 +204,8 @@ def quiet_logger(name: str) -> logging.Logger:
 def wait_until_settled(
     tally: Tally, live: bool, deadline: float, view: DemoView = SQS_VIEW
 ) -> bool:
-    """Until every message is processed or parked and the view's settled queues (the main queue
-    and the DLQ) are empty, or until the deadline; shows progress if live."""
+    """Until every message is processed or parked and the view's settled queues are empty, or
+    until the deadline."""
 
     def finished() -> bool:
         with tally.lock:

@@ -25,6 +25,7 @@ from dlq_replay.consumer import (
     settle_failure,
 )
 from dlq_replay.core.attributes import PARK_REASON_ATTRIBUTE
+from dlq_replay.core.backoff import BackoffPolicy, Jitter
 from dlq_replay.core.decision import Action
 from dlq_replay.demo.emulator import (
     DLQ_VISIBILITY_TIMEOUT,
@@ -32,7 +33,7 @@ from dlq_replay.demo.emulator import (
     MAIN_VISIBILITY_TIMEOUT,
 )
 from dlq_replay.engine.replayer import Outcome
-from dlq_replay.ops.draining import drain
+from dlq_replay.ops.receiving import drain
 from dlq_replay.sqs.depth import QueueDepth, queue_depth
 
 if TYPE_CHECKING:
@@ -65,12 +66,15 @@ class DemoOptions:
     outage_seconds: float = 0.0  # the consumer fails every message for this long at the start
     breaker: bool = True  # the outage breaker (--no-breaker: off)
 
+    @property
+    def backoff(self) -> BackoffPolicy:
+        return BackoffPolicy(
+            self.base_seconds, self.multiplier, self.cap_seconds, Jitter(self.jitter)
+        )
 
-# The breaker's bounds on the demo's time scale: its backoff is seconds (1-2 s; 1-4 s in the
-# outage runs of docs/reliability.md) where Lambda's is 60-900 s, so the window (30 s), the
-# pauses (5 s, doubling, at most 20 s) shrink to match (the main queue's timing may shorten
-# them further); the thresholds (20 returns, 90 % of the replays, probes of 40) are the real
-# ones.
+
+# The breaker's bounds on the demo's time scale (its backoff is seconds where Lambda's is
+# minutes): the window and the pauses shrink to match; the thresholds are the real ones.
 DEMO_BREAKER_POLICY = BreakerPolicy(
     window_seconds=30.0, first_pause_seconds=5.0, max_pause_seconds=20.0
 )
@@ -118,7 +122,7 @@ class Tally:
 
 
 class OutcomeCounter:
-    """Counts what became of each record the replay handled: its `on_outcome` hook."""
+    """The replay's `on_outcome` hook."""
 
     def __init__(self, tally: Tally) -> None:
         self._tally = tally
@@ -181,11 +185,7 @@ class Consumer:
 
 def consume(sqs: SQSClient, consumer: Consumer, tally: Tally, stop: threading.Event) -> None:
     """The flaky consumer: a message fails its first `fail_until` deliveries; an invalid one
-    is parked at once (`ParkMessage`).
-
-    An emulator error is shrugged off like a real consumer would: the message in hand comes
-    back after its visibility timeout.
-    """
+    is parked at once. An emulator error is shrugged off: the message comes back later."""
     while not stop.is_set():
         try:
             _consume_batch(sqs, consumer, tally)
@@ -260,7 +260,6 @@ def watch_depths(
 
 
 def message_id_of(body: str) -> str:
-    """The demo's id of a message, from its body."""
     return str(json.loads(body)["id"])
 
 
@@ -278,8 +277,7 @@ def drain_parked(
 
 @dataclass(frozen=True, slots=True)
 class DemoResult:
-    """Where every sent message ended: processed, parked, still in a queue (not yet done) or
-    nowhere (lost); the four add up to `sent`."""
+    """Where every sent message ended; `processed`, `parked`, `not_yet_done` and `lost` add up."""
 
     sent: int
     processed: int

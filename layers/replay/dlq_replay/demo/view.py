@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from dlq_replay.breaker.breaker_state import BreakerState, Phase
 from dlq_replay.demo.scenario import DemoResult, Tally
 from dlq_replay.sqs.depth import QueueDepth
 
-# One row per outcome of the replay, in plain words, keyed by its action (`failed`: the
-# SQS call failed).
-# Parked records get a row per reason instead.
+if TYPE_CHECKING:
+    from rich.console import JustifyMethod
+
+    from dlq_replay.demo.eventbridge_run import EventBridgeResult
+
+# One row per outcome of the replay, keyed by its action (`failed`: the SQS call failed); parked
+# records get a row per reason instead.
 OUTCOME_LABELS = {
     "replay": "replayed to the main queue",
     "release": "sent on after a long wait",
@@ -28,8 +32,7 @@ OUTCOME_LABELS = {
 @dataclass(frozen=True, slots=True)
 class DemoView:
     """What a demo's live view shows: its queues (the tally's depth labels), those that must be
-    empty before it is done, whether the consumer can tell replay attempts apart, and the words
-    for what it processed and for each outcome of the replay."""
+    empty before it is done, whether the consumer can tell replay attempts apart, and words."""
 
     queues: tuple[str, ...] = ("main", "dlq", "operator")
     settled: tuple[str, ...] = ("main", "dlq")
@@ -42,12 +45,8 @@ SQS_VIEW = DemoView()
 
 
 def outcome_rows(tally: Tally, view: DemoView = SQS_VIEW) -> list[tuple[str, int]]:
-    """The outcomes table's rows: what was sent, what the consumer finished, and what the
-    replay did, one row each. Call with the tally's lock held."""
-    rows = [
-        ("sent", len(tally.expected)),
-        (view.processed, len(tally.processed)),
-    ]
+    """The outcomes table's rows. Call with the tally's lock held."""
+    rows = [("sent", len(tally.expected)), (view.processed, len(tally.processed))]
     if tally.consumer_backoffs:
         rows.append(("backed off by the consumer", tally.consumer_backoffs))
     rows += [
@@ -65,9 +64,8 @@ def breaker_progress(
     state: BreakerState | None, *, elapsed: float, now: float, waiting: int | None
 ) -> str:
     """What the outage breaker is doing, for a progress line: while it is open the counts do
-    not move, and this says why and until when. Times are the demo's own (seconds since it
-    began, as the progress line counts them; `now`: the wall clock at `elapsed`); `waiting`:
-    the DLQ's depth. Empty while closed."""
+    not move, and this says why and until when, in seconds since the demo began (`now`: the
+    wall clock at `elapsed`). Empty while closed."""
     if state is None or state.phase is Phase.CLOSED:
         return ""
 
@@ -102,65 +100,51 @@ def breaker_progress_of(tally: Tally, elapsed: float) -> str:
     )
 
 
+def _table(
+    title: str,
+    columns: Sequence[str],
+    rows: Iterable[Sequence[object]],
+    first: JustifyMethod = "left",
+) -> Any:
+    """A table of numbers (right-aligned) after a first column aligned `first`."""
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left")
+    for index, column in enumerate(columns):
+        table.add_column(column, justify="right" if index else first)
+    for row in rows:
+        table.add_row(*map(str, row))
+    return table
+
+
 def render(tally: Tally, started: float, view: DemoView = SQS_VIEW) -> Any:
     from rich.columns import Columns
     from rich.console import Group
-    from rich.table import Table
     from rich.text import Text
 
     with tally.lock:
         breaker = breaker_progress_of(tally, time.monotonic() - started)
-        queues = Table(title="queues", title_justify="left")
-        for column in ("queue", "visible", "in flight", "delayed"):
-            queues.add_column(column, justify="right" if column != "queue" else "left")
-        for name in view.queues:
-            depth = tally.depths.get(name, QueueDepth(0, 0, 0))
-            queues.add_row(name, str(depth.visible), str(depth.in_flight), str(depth.delayed))
-        tables = [queues]
+        depths = {name: tally.depths.get(name, QueueDepth(0, 0, 0)) for name in view.queues}
+        rows = [(name, d.visible, d.in_flight, d.delayed) for name, d in depths.items()]
+        tables = [_table("queues", ("queue", "visible", "in flight", "delayed"), rows)]
         if view.attempts:
-            deliveries = Table(title="consumer deliveries by replay attempt", title_justify="left")
-            deliveries.add_column("attempt", justify="right")
-            deliveries.add_column("deliveries", justify="right")
-            for attempt, count in sorted(tally.deliveries_by_attempt.items()):
-                deliveries.add_row(str(attempt), str(count))
-            tables.append(deliveries)
-        outcomes = Table(
-            title=f"outcomes ({time.monotonic() - started:.0f} s)", title_justify="left"
-        )
-        outcomes.add_column("what")
-        outcomes.add_column("count", justify="right")
-        for label, count in outcome_rows(tally, view):
-            outcomes.add_row(label, str(count))
-        tables.append(outcomes)
+            attempts = sorted(tally.deliveries_by_attempt.items())
+            title = "consumer deliveries by replay attempt"
+            tables.append(_table(title, ("attempt", "deliveries"), attempts, first="right"))
+        title = f"outcomes ({time.monotonic() - started:.0f} s)"
+        tables.append(_table(title, ("what", "count"), outcome_rows(tally, view)))
     if breaker:
         return Group(Columns(tables), Text(breaker, style="bold yellow"))
     return Columns(tables)
 
 
-class Ending(Protocol):
-    """How a demo's run ended, whichever demo (its result's fields)."""
-
-    @property
-    def lost(self) -> int: ...
-    @property
-    def parked_by_reason(self) -> Mapping[str, int]: ...
-    @property
-    def completed(self) -> bool: ...
-    @property
-    def interrupted(self) -> bool: ...
-    @property
-    def timeout_seconds(self) -> float: ...
-
-
-def exit_code(result: Ending) -> int:
-    """0 when every message is done or parked, 130 after Ctrl-C, 1 otherwise."""
+def exit_code(result: DemoResult | EventBridgeResult) -> int:
     if result.interrupted:
         return 130
     return 0 if result.lost == 0 and result.completed else 1
 
 
-def status_words(result: Ending) -> str:
-    """`complete`, `interrupted` or `timed out (limit N s)`."""
+def status_words(result: DemoResult | EventBridgeResult) -> str:
     if result.interrupted:
         return "interrupted"
     if result.completed:
@@ -168,14 +152,12 @@ def status_words(result: Ending) -> str:
     return f"timed out (limit {result.timeout_seconds:.0f} s)"
 
 
-def park_reasons(result: Ending) -> str:
-    """`reason=count, …` by reason, or `none`."""
+def park_reasons(result: DemoResult | EventBridgeResult) -> str:
     return ", ".join(f"{k}={v}" for k, v in sorted(result.parked_by_reason.items())) or "none"
 
 
 def summary(result: DemoResult) -> str:
-    """The closing lines: where every message ended (the four counts add up to `sent`) and
-    how often the consumer saw them, by replay attempt."""
+    """The closing lines: where every message ended, and how often the consumer saw them."""
     first = result.deliveries_by_attempt.get(0, 0)
     later = ", ".join(f"{k}:{v}" for k, v in result.deliveries_by_attempt.items() if k > 0)
     backoffs = result.consumer_backoffs
@@ -193,7 +175,6 @@ def summary(result: DemoResult) -> str:
 
 
 def breaker_line(result: DemoResult) -> str:
-    """How often the outage breaker opened, and how long the replay stood still."""
     if not result.breaker:
         return "outage breaker: off"
     if not result.breaker_openings:
@@ -208,7 +189,3 @@ def breaker_line(result: DemoResult) -> str:
         f"{line}, with no outage staged (the consumer failed only some messages): a false "
         "alarm that held the replay back; --no-breaker runs without it"
     )
-
-
-def print_summary(result: DemoResult) -> None:
-    print(f"\n{summary(result)}")

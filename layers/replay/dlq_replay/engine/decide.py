@@ -1,8 +1,6 @@
-"""One decision for a DLQ record of any kind (docs/design.md, 'What happens to one record'):
-count, limits, backoff, then replay, defer, hold, release or park (`core.decision.Action`).
-What differs by kind is asked of its strategy (`engine.kinds.Kind`). Pure: no client, clock or
-random source of its own; the outcome is a value, never an exception.
-"""
+"""One decision for a DLQ record of any kind: count, limits, backoff, then replay, defer, hold,
+release or park; what differs by kind is asked of its strategy (`engine.kinds.Kind`). Pure: the
+outcome is a value, never an exception."""
 
 from __future__ import annotations
 
@@ -12,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from dlq_replay.core import attributes
 from dlq_replay.core.attributes import NOT_BEFORE_ATTRIBUTE
-from dlq_replay.core.backoff import RandomSource, keyed_random
+from dlq_replay.core.backoff import KeyedRandom, RandomSource
 from dlq_replay.core.decision import (
     MAX_HOLD_SECONDS,
     NOT_BEFORE_LIMIT,
@@ -44,30 +42,23 @@ def decide(
     recognised: Recognised | None = None,
     ledger_count: int | None = None,
 ) -> Decision:
-    """One record's decision (`RecordCase.decide`), for a caller with one record."""
     return RecordCase(
         message, settings, dlq_url, now, rng, recognised=recognised, ledger_count=ledger_count
     ).decide()
 
 
 def park_instead(decision: Decision, reason: ParkReason) -> Decision:
-    """The park that follows when a destination refused a copy for good."""
-    # A release's copy keeps its count; any other keeps the count it came with.
+    """The park that follows a destination's refusal for good: a release's copy keeps its
+    count; any other, the count it came with."""
     count = decision.attempt if decision.action is Action.RELEASE else (decision.attempt or 1) - 1
     return Decision(Action.PARK, attempt=count, reason=reason)
 
 
 class RecordCase:
-    """One record through the replay, from recognition to report: the record, its kind
-    (`recognised`, None: SQS; and its strategy `kind`, looked up once), what its decisions are
-    made with (`ledger_count`: the attempt whose Lambda invocation came back), its `decision`,
-    the attempt its target `refused` and its write's `failure`. `rng` None
-    keys the draw by `<message id>/<attempt>` (`keyed_random`; ids are random, so messages
-    still draw independently): a retried record (its write unconfirmed, or its delete lost)
-    decides as before, and a FIFO destination drops the second copy by its deduplication id.
-    `dlq_url` None (an `eventSourceARN` that names no queue): the decisions that write back to
-    or hide in the DLQ fail that record alone. (A plain class: a dataclass costs the cold
-    start ~0.45 ms to define.)"""
+    """One record through the replay. `rng` None keys the draw by `<message id>/<attempt>`: a
+    retried record decides as before, and a FIFO destination drops the second copy by its
+    deduplication id. `dlq_url` None (an `eventSourceARN` that names no queue): the decisions
+    that write back to or hide in the DLQ fail that record alone. (Not a dataclass: cold start.)"""
 
     __slots__ = (
         "decision",
@@ -103,12 +94,8 @@ class RecordCase:
         self.failure: SendFailure | None = None
 
     def decide(self) -> Decision:
-        """Decide the record. The count is our attribute, else the ledger's, else 0.
-
-        With `max_message_age_seconds` on, a record that first failed (`first_failure_of`)
-        longer ago is parked `max-age` (only an invalid count or an unexpected kind come
-        first). One that tells no first failure is checked next round: its copy carries `now`
-        as its first failure."""
+        """The count is our attribute, else the ledger's, else 0. A record that tells no first
+        failure is checked for its age next round: its copy carries `now` as its first."""
         message, settings, recognised = self.message, self.settings, self.recognised
         problem = unencodable(message)
         if problem is not None:  # nothing can be written for it, not even a park
@@ -132,10 +119,9 @@ class RecordCase:
     def after_refusal(
         self, decision: Decision, *, error: str, reason: ParkReason | None = None
     ) -> Decision:
-        """The target refused delivery `decision.attempt`. A refusal no retry can change
-        (`reason`, from the kind's `refusals`) parks now, another waits in the DLQ for the next
-        attempt (or parks `max-attempts` after the last); the park carries the service's
-        error."""
+        """The target refused delivery `decision.attempt`: a refusal no retry can change
+        (`reason`) parks now, another waits in the DLQ for the next attempt (or parks
+        `max-attempts` after the last)."""
         refused = decision.attempt or 1
         if reason is None and refused >= self.settings.max_attempts:
             reason = ParkReason.MAX_ATTEMPTS
@@ -145,7 +131,6 @@ class RecordCase:
         return self.next_attempt(decision.destination, 0, refused + 1, at_once=False)
 
     def _decide(self, count: int) -> Decision:
-        """`decide` for a record whose count is valid and whose kind is accepted."""
         message, settings, strategy = self.message, self.settings, self.strategy
         destination = strategy.destination(message, self.recognised, settings)
         waiting = NOT_BEFORE_ATTRIBUTE in message.attributes
@@ -168,9 +153,8 @@ class RecordCase:
         a copy that waits in the DLQ. A copy with no slot for its markers is sent now with its
         delay clamped to `limit` (not `at_once`: parked `attribute-limit`)."""
         message = self.message
-        source = (
-            self.rng if self.rng is not None else keyed_random(f"{message.message_id}/{attempt}")
-        )
+        key = f"{message.message_id}/{attempt}"
+        source = self.rng if self.rng is not None else KeyedRandom(key)
         delay = self.settings.backoff.draw(attempt, source)
         if delay <= limit and at_once:
             return Decision(Action.REPLAY, destination, attempt, delay, drawn_delay=delay)

@@ -26,8 +26,6 @@ _NOT_DONE = (Action.HOLD, Action.SKIP, Action.FAIL)
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """What became of one record."""
-
     message: InboundMessage
     decision: Decision
     failure: SendFailure | None = None
@@ -43,17 +41,14 @@ class Outcome:
 
 
 class BatchReport:
-    """Logs and counts a batch's outcomes (the replayer's last step)."""
-
     def __init__(self, settings: Settings, *, logger: Log, metrics: Metrics | None) -> None:
         self._settings, self._logger, self._metrics = settings, logger, metrics
 
     def __call__(self, outcomes: Iterable[Outcome]) -> None:
-        """A line of its own for each record an operator may have to act on (parked, not done),
-        one line for the batch's routine outcomes (replay, defer, hold, release, skip), and the
-        batch's metrics. A line costs more CPU than the rest of a record's handling in our
-        code (bench/bench_end_to_end.py), so the routine records share one; their own lines are
-        kept at DEBUG (the function's ApplicationLogLevel, the worker's --log-level)."""
+        """A line of its own for each record an operator may have to act on, one for the
+        batch's routine outcomes, and the metrics. A line costs more CPU than the rest of a
+        record's handling (bench/bench_end_to_end.py), so the routine records share one; their
+        own lines are kept at DEBUG."""
         parked: Counter[str] = Counter()
         routine: list[dict[str, Any]] = []
         for outcome in outcomes:
@@ -78,8 +73,8 @@ class BatchReport:
         self._emit_parked(parked)
 
     def _fields(self, outcome: Outcome) -> dict[str, Any]:
-        """The structured fields of one record's log line. Texts from the record go through
-        `printable`: a hand-made event's lone surrogate must not cost the line."""
+        """One record's log fields; texts from the record go through `printable`: a hand-made
+        event's lone surrogate must not cost the line."""
         decision = outcome.decision
         message = outcome.message
         fields: dict[str, Any] = {
@@ -156,9 +151,8 @@ _ROUTINE_KEYS = (
 
 
 def routine_summary(routine: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """The fields of a batch's routine line: the count of each action, the destination when
-    every record sent somewhere went to one queue (else each names its own), and each record,
-    short. Held and skipped records send nothing and name no destination."""
+    """The batch's routine line: the count of each action, the destination when every record
+    sent somewhere went to one queue (else each names its own), and each record, short."""
     destinations = {fields["destination"] for fields in routine} - {None}
     shared = len(destinations) <= 1
     keys = _ROUTINE_KEYS if shared else (*_ROUTINE_KEYS, "destination")

@@ -1,17 +1,12 @@
 """An endpoint that answers with something that is not the AWS service's answer (a proxy's
-error page, a web server on the wrong port, another service's JSON, an empty 404), or that
-never answers: one line naming the endpoint, the operation and what came back, never the page
-and never a traceback.
+error page, a web server on the wrong port, another service's JSON, an empty 404), or never
+answers: one line naming the endpoint, the operation and what came back, never a traceback.
 
-Left to itself botocore raises `ResponseParserError` (not a `BotoCoreError`, so no command's
-error handling sees it) with the whole page in its message, or a `ClientError` whose message
-is the page or whose code is the bare HTTP status, or (JSON protocols) an AttributeError or
-UnicodeDecodeError from deep in its parser; and an answer of the right syntax but another
-shape (HTTP 200 with `{"hello": 1}`) parses as an empty answer that fails later as a KeyError,
-or worse, reads as "nothing there". `refuse_foreign_answers` makes every client of a session
-check each answer before botocore parses it (`foreign_answer`), through botocore's public
-event hooks, and raise `ForeignAnswerError` (`HtmlAnswerError` for a page); and turn a read
-timeout into `NoAnswerError`, which states the timeout."""
+Left to itself botocore raises `ResponseParserError` (not a `BotoCoreError`) with the whole
+page in its message, a `ClientError` whose message is the page or whose code is the bare HTTP
+status, or an AttributeError or UnicodeDecodeError from its JSON parser; and an answer of the
+right syntax but another shape (HTTP 200 with `{"hello": 1}`) parses as an empty answer, which
+fails later as a KeyError or reads as "nothing there"."""
 
 from __future__ import annotations
 
@@ -64,8 +59,7 @@ _JSON_NAMES = {dict: "an object", list: "a list", str: "a string", bool: "a bool
 
 
 class ForeignAnswerError(BotoCoreError):
-    """An answer that is not the AWS service's: `status` is its HTTP status, `what` says what
-    came back."""
+    """An answer that is not the AWS service's (`what` says what came back)."""
 
     fmt = "{operation} failed: {endpoint} answered HTTP {status} with {what}"
 
@@ -77,20 +71,14 @@ class ForeignAnswerError(BotoCoreError):
 
 
 class HtmlAnswerError(ForeignAnswerError):
-    """An HTML page where an AWS response was expected; `status` is the HTTP status."""
-
     def __init__(self, *, operation: str, endpoint: str, status: int) -> None:
-        super().__init__(
-            operation=operation,
-            endpoint=endpoint,
-            status=status,
-            what="an HTML page, not an AWS response",
-        )
+        page = "an HTML page, not an AWS response"
+        super().__init__(operation=operation, endpoint=endpoint, status=status, what=page)
 
 
 class NoAnswerError(ReadTimeoutError):
-    """The endpoint took the request and sent nothing back within the client's read timeout
-    (after the client's retries). Still a ReadTimeoutError: a worker rides it out."""
+    """No answer within the read timeout, retries spent. Still a ReadTimeoutError: a worker
+    rides it out."""
 
     fmt = "{operation} failed: no answer from {endpoint} within {seconds} s (read timeout)"
 
@@ -104,13 +92,10 @@ def is_html(response: Mapping[str, Any]) -> bool:
 
 def foreign_answer(operation: OperationModel, response: Mapping[str, Any]) -> str | None:
     """What came back, when an answer (botocore's response dict, before parsing) is not the
-    service's answer to `operation`; None when it is, or may be (botocore parses it then).
-
-    Checked: the syntax of the service's protocol (JSON, XML), an error answer's form,
-    and a JSON answer's shape against the operation's output: a non-empty object none of
-    whose keys the output has, a member of the wrong type (botocore's parser would fail on
-    it), a key AWS always sends (ALWAYS_SENT) missing. Unknown keys beside known ones pass:
-    AWS adds output members before this botocore knows them."""
+    service's answer to `operation`; None when it is, or may be. Checked: the protocol's syntax,
+    an error answer's form, a JSON answer's shape against the output (no key of it, a member
+    of the wrong type, an ALWAYS_SENT key missing). Unknown keys beside known ones pass: AWS
+    adds output members before this botocore knows them."""
     body = response.get("body")
     if operation.http.get("method") == "HEAD" or not isinstance(body, bytes):
         return None  # no body (HEAD), or a stream botocore hands on unparsed (S3's GetObject)
@@ -180,9 +165,8 @@ def _untext(body: bytes, answer: str) -> str | None:
 
 
 def _body_shape(operation: OperationModel) -> Shape | None:
-    """The shape of a JSON answer's body: the output's, or its payload member's when that is
-    a structure; None without an output, or for a raw payload (Lambda's Invoke: the
-    function's own bytes, JSON or not)."""
+    """The shape of a JSON answer's body (the output's, or its payload's structure); None
+    without one, or for a raw payload (Lambda's Invoke: the function's own bytes)."""
     shape: Shape | None = operation.output_shape
     payload = None if shape is None else shape.serialization.get("payload")
     if shape is None or payload is None:
@@ -316,25 +300,22 @@ def _local(tag: object) -> str:
 
 
 def error_text(error: BaseException) -> str:
-    """An error as a log line names it: its class and its first line. botocore's parse error
-    goes on with the whole answer it could not parse (a page), which a log must not carry."""
+    """Its class and first line: botocore's parse error goes on with the whole page."""
     lines = str(error).splitlines()
     return f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
 
 
 def endpoint_of(url: str) -> str:
-    """The endpoint part of a request's URL (scheme, host and port), as --endpoint-url names
-    it; the path (a queue's) is not the endpoint's."""
+    """Scheme, host and port of a request's URL, as --endpoint-url names the endpoint."""
     parts = urlsplit(url)
     return f"{parts.scheme}://{parts.netloc}" if parts.netloc else (url or "the endpoint")
 
 
 def refuse_foreign_answers(session: boto3.Session) -> None:
-    """Make every client made from `session` from now on raise `ForeignAnswerError` for an
-    answer that is not the service's (`HtmlAnswerError` for a page), before botocore parses
-    it, and `NoAnswerError` for a read timeout once its retries are spent. botocore's
-    `before-parse` event does not carry the request's URL: `before-send`, which runs just
-    before it in the same thread for the same request, keeps it."""
+    """Every client made from `session` from now on raises `ForeignAnswerError` for an answer
+    that is not the service's, before botocore parses it, and `NoAnswerError` for a read
+    timeout. `before-parse` does not carry the request's URL: `before-send`, just before it in
+    the same thread, keeps it."""
     sent = threading.local()
 
     def remember(request: Any, **_: Any) -> None:

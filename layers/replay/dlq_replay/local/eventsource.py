@@ -1,10 +1,6 @@
-"""A local stand-in for Lambda's SQS event source mapping (docs/design.md, 'Outside Lambda').
-
-It long-polls a queue, hands each batch to a handler as the exact event Lambda would deliver,
-deletes only the records the handler did not list in `batchItemFailures`, and leaves those to
-their visibility timeout — the same contract `ReportBatchItemFailures` gives the function.
-Several pollers may run at once; each owns its batch from receive to delete.
-"""
+"""A local stand-in for Lambda's SQS event source mapping: pollers hand each batch to a handler
+as the exact event Lambda would deliver, and delete only the records it did not list in
+`batchItemFailures`."""
 
 from __future__ import annotations
 
@@ -48,14 +44,11 @@ DEFAULT_WAIT_SECONDS = 3
 
 @dataclass
 class PollStats:
-    """Running totals of one or more pollers (guarded by its lock)."""
-
     received: int = 0
     deleted: int = 0
     failed: int = 0
     delete_errors: int = 0
     poll_errors: int = 0
-    batches: int = 0
     released: int = 0  # received after the stop: made visible again, untouched
     # What is under way now: receives waiting for SQS, and messages received but not settled.
     # A shutdown that cannot wait for them says so (cli worker's `left`).
@@ -78,7 +71,6 @@ class PollStats:
     ) -> None:
         with self.lock:
             self.released += released
-            self.batches += 1
             self.received += received
             self.deleted += deleted
             self.failed += failed
@@ -114,23 +106,19 @@ class LocalEventSource:
         gate: Gate | None = None,
         stats: PollStats | None = None,
     ) -> None:
-        """`polling`: how it receives; the others are its collaborators. `gate`: when given,
-        each poller asks it before every receive and waits while it says no (the outage
-        breaker open)."""
         self._sqs = sqs
         self._queue_url = queue_url
         self._handler = handler
         self._polling = polling
         self._logger: Log = logger or logging.getLogger("dlq_replay.local.eventsource")
-        self.queue_arn = queue_arn or _queue_arn(sqs, queue_url)
+        self.queue_arn = queue_arn or read_queue_arn(sqs, queue_url)
         self.region = arn_region(self.queue_arn)
         self.stats = stats or PollStats()  # the caller's, to read what is under way
         self._gate = gate
 
     def poll_once(self, stop: threading.Event | None = None) -> int:
         """Receive one batch, run the handler, delete the successes; returns messages received.
-
-        A batch that arrives once `stop` is set is not handled: it is made visible again."""
+        A batch that arrives once `stop` is set is made visible again, untouched."""
         request: dict[str, Any] = {
             "QueueUrl": self._queue_url,
             "MaxNumberOfMessages": self._polling.batch_size,
@@ -168,9 +156,8 @@ class LocalEventSource:
 
     def _handle(self, messages: list[MessageTypeDef]) -> set[str]:
         """The handler on the batch; the ids it did not finish. Whatever one message raises
-        fails that message alone: one whose record cannot be built is left out, and a batch
-        the handler raised on is handled again one record at a time (each then raising for
-        itself only). What fails is not deleted: it returns after its visibility timeout."""
+        fails that message alone: a batch the handler raised on is handled again one record at
+        a time."""
         failed: set[str] = set()
         records = []
         for message in messages:
@@ -199,13 +186,9 @@ class LocalEventSource:
         )
 
     def run(self, stop: threading.Event) -> None:
-        """Poll until `stop` is set; a batch in hand is always finished before returning.
-
-        A failed poll (the endpoint unreachable after boto3's retries, or the handler raising
-        for a whole batch) does not end the poller: it is logged and retried after a pause
-        that doubles up to 30 s, as Lambda's event source keeps polling. Nothing of a failed
-        batch was deleted, so its messages come back after their visibility timeout.
-        """
+        """Poll until `stop` is set; a batch in hand is always finished before returning. A
+        failed poll is logged and retried after a pause that doubles up to 30 s, as Lambda's
+        event source keeps polling."""
         pause = 0.0
         while not stop.is_set():
             if self._gate is not None and not self._gate.wait_until_receiving(stop):
@@ -227,7 +210,7 @@ class LocalEventSource:
 def run_pollers(
     source: LocalEventSource, count: int, stop: threading.Event
 ) -> list[threading.Thread]:
-    """Start `count` pollers on one source in threads (boto3 clients are thread-safe)."""
+    """Start `count` pollers on one source (boto3 clients are thread-safe)."""
     threads = [
         threading.Thread(target=source.run, args=(stop,), name=f"poller-{index}", daemon=True)
         for index in range(count)
@@ -237,7 +220,7 @@ def run_pollers(
     return threads
 
 
-def _queue_arn(sqs: SQSClient, queue_url: str) -> str:
+def read_queue_arn(sqs: SQSClient, queue_url: str) -> str:
     attributes = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])
     return str(attributes["Attributes"]["QueueArn"])
 
@@ -264,14 +247,13 @@ def queue_arn_when_reachable(
     patience: float = START_UP_PATIENCE_SECONDS,
     clock: Callable[[], float] = time.monotonic,
 ) -> str | None:
-    """The queue's ARN, the worker's first call. An error that can heal is logged and retried
-    after a pause doubling to 30 s, as polls are, for up to `patience` seconds; one that cannot
-    is raised at once. None when `stop` is set while waiting."""
+    """The queue's ARN, the worker's first call: an error that can heal is retried as polls
+    are, for up to `patience` seconds. None when `stop` is set while waiting."""
     deadline = clock() + patience
     pause = 0.0
     while True:
         try:
-            return _queue_arn(sqs, queue_url)
+            return read_queue_arn(sqs, queue_url)
         except (ClientError, BotoCoreError) as error:
             left = deadline - clock()
             if not can_heal(error) or left <= 0:

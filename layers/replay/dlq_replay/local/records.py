@@ -1,9 +1,6 @@
-"""Lambda's SQS event, built from what ReceiveMessage returns.
-
-The local event source (and the tests) feed the handler exactly the record shape Lambda's SQS
-event source mapping delivers: camelCase keys, base64 binaries, system attributes as strings.
-https://docs.aws.amazon.com/lambda/latest/dg/with-sqs.html (example standard and FIFO events)
-"""
+"""Lambda's SQS event, built from what ReceiveMessage returns, exactly as Lambda's event source
+mapping delivers it: camelCase keys, base64 binaries, system attributes as strings
+(https://docs.aws.amazon.com/lambda/latest/dg/with-sqs.html)."""
 
 from __future__ import annotations
 
@@ -14,7 +11,6 @@ from dlq_replay.core import attributes
 
 
 def lambda_record(message: Mapping[str, Any], queue_arn: str, region: str) -> dict[str, Any]:
-    """One record of the event, from one message of a boto3 `receive_message` response."""
     parsed = attributes.from_sqs(message.get("MessageAttributes"))
     return {
         "messageId": message["MessageId"],
@@ -35,5 +31,4 @@ def lambda_record(message: Mapping[str, Any], queue_arn: str, region: str) -> di
 def lambda_event(
     messages: Sequence[Mapping[str, Any]], queue_arn: str, region: str
 ) -> dict[str, Any]:
-    """The whole event for one batch of received messages."""
     return {"Records": [lambda_record(message, queue_arn, region) for message in messages]}

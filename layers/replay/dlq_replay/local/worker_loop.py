@@ -1,13 +1,7 @@
-"""`dlq-replay worker`: the replay as a long-lived process, for queues outside Lambda.
-
-The worker is the Lambda function without Lambda: the same settings (environment or options),
-the same `LambdaReplay` handler, fed by the local event source. Setting `stop` (the CLI's
-signal handler does, `cli.shutdown`) stops the polling; every batch in hand is finished (copies
-written, successes deleted) and a batch received after the stop is made visible again at once.
-At start the worker checks that every queue it may replay to exists and matches the DLQ's
-FIFO-ness (`StartError`), before it receives anything; without a main queue (and no allowed
-source queues) it takes the DLQ's one source queue (ListDeadLetterSourceQueues), or refuses
-to start, rather than park every record `unknown-source`.
+"""`dlq-replay worker`: the Lambda function without Lambda, the same settings and `LambdaReplay`
+handler fed by the local event source. Setting `stop` stops the polling; every batch in hand is
+finished. At start it checks that every queue it may replay to exists and matches the DLQ's
+FIFO-ness (`StartError`), before it receives anything.
 """
 
 from __future__ import annotations
@@ -53,6 +47,7 @@ from dlq_replay.targets.ledger import MemoryLedger
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
+    from dlq_replay.follow.replay_side import ReplayFollow
     from dlq_replay.targets.deliverer import Deliverer
 
 
@@ -84,18 +79,15 @@ def run_worker(
     cloudwatch: Callable[[], Any] | None = None,
     probe: SQSClient | None = None,
     deliverer: Deliverer | None = None,
+    follow: ReplayFollow | None = None,
+    on_started: Callable[[], None] | None = None,
 ) -> int:
-    """Run pollers on the DLQ until `stop` is set (or a signal arrives); returns the exit code.
-
-    `sns` publishes park notices; required when the settings name a topic. `stats`: the
-    pollers' running totals, given to read what is under way while the worker runs.
-    `cloudwatch`: makes the client the breaker reads the age of the DLQ's oldest message from
-    (its retention bound), when it first needs it; without it, or off AWS, the bound is not
-    applied. `probe`: the client of the start checks, one that does not retry by itself, so
-    `options.start_up_patience` alone says how long start-up waits (default: `sqs`).
-    `deliverer`: delivers the records of serverless kinds to their targets; required when
-    DLQ_KIND accepts them (the worker's ledger of Lambda invocations is kept in memory: the
-    records of its invocations come back to it).
+    """Run pollers on the DLQ until `stop` is set; returns the exit code. `follow`: the
+    recovery counts and the moves' returns, written after every batch (None: not counted);
+    `on_started` is called once the start checks passed (the CLI's line on where they go).
+    `cloudwatch` makes the client of the breaker's retention bound (without it the bound is not
+    applied); `probe`: the start checks' client, one that does not retry by itself, so
+    `options.start_up_patience` alone says how long start-up waits.
     """
     log = logger or logging.getLogger("dlq_replay.local.worker_loop")
     stop = stop or threading.Event()
@@ -133,7 +125,7 @@ def run_worker(
         logger=log,
         collaborators=Collaborators(sns=sns, deliverer=deliverer, ledger=ledger),
     )
-    handler = LambdaReplay(replayer, breaker)
+    handler = LambdaReplay(replayer, breaker, follow)
     source = LocalEventSource(
         sqs,
         options.dlq_url,
@@ -152,6 +144,8 @@ def run_worker(
             "pollers": options.pollers,
         },
     )
+    if on_started is not None:
+        on_started()
     threads = run_pollers(source, options.pollers, stop)
     for thread in threads:
         thread.join()
@@ -171,7 +165,6 @@ def run_worker(
 
 
 def delivers(settings: Settings) -> bool:
-    """Whether DLQ_KIND accepts records of serverless kinds (delivered to their targets)."""
     return not settings.accepted_kinds <= {RecordKind.SQS}
 
 
@@ -189,9 +182,7 @@ def with_main_queue(
 ) -> Settings:
     """The settings, with the DLQ's one source queue as the main queue when none is given (nor
     allowed source queues): without one, every record a source ARN does not route (moto and
-    some brokers set none) would be parked `unknown-source`. None or several: StartError.
-    A worker that takes no SQS records (DLQ_KIND lambda or eventbridge) needs no main queue:
-    its records go to their targets."""
+    some brokers set none) would be parked `unknown-source`. None or several: StartError."""
     if settings.main_queue_url or settings.allowed_source_queue_arns:
         return settings
     if RecordKind.SQS not in settings.accepted_kinds:
@@ -219,7 +210,6 @@ def with_main_queue(
 
 
 def destinations(settings: Settings) -> dict[str, str]:
-    """Every queue the replay may send a copy to but the operator queue: what it is, its URL."""
     found: dict[str, str] = {}
     if settings.main_queue_url:
         found["main queue"] = settings.main_queue_url
@@ -236,10 +226,8 @@ def start_checks(
     stop: threading.Event,
     log: Log,
 ) -> str | None:
-    """The DLQ's ARN, with the destinations checked at the same time (`check_destinations`):
-    the DLQ's round trip no longer comes before theirs. None when `stop` is set first.
-    An error of the DLQ's is raised first, as when the checks came one after the other; it
-    also ends the destinations' check, which otherwise could go on retrying for the patience."""
+    """The DLQ's ARN, the destinations checked at the same time; None when `stop` is set first.
+    An error of the DLQ's is raised first, and ends the destinations' check too."""
     abandon = threading.Event()  # the destinations' check waits on this, not on `stop`
     with ThreadPoolExecutor(1, thread_name_prefix="start-check") as pool:
         checked = pool.submit(check_destinations, sqs, settings, options, stop=abandon, log=log)
@@ -265,8 +253,7 @@ def check_destinations(
     stop: threading.Event,
     log: Log,
 ) -> None:
-    """Each destination exists (errors that can heal are retried within the start-up
-    patience) and is FIFO exactly when the DLQ is: else StartError, before any receive."""
+    """Each destination exists and is FIFO exactly when the DLQ is: else StartError."""
     dlq_fifo = is_fifo_url(options.dlq_url)
     for what, url in destinations(settings).items():
         if is_fifo_url(url) != dlq_fifo:
@@ -286,8 +273,8 @@ def _reachable_arn(
     stop: threading.Event,
     log: Log,
 ) -> str | None:
-    """The queue's ARN once reachable (within the start-up patience); None when `stop` is set
-    first; StartError naming `what` when the queue does not exist."""
+    """The queue's ARN once reachable; None when `stop` is set first; StartError naming `what`
+    when the queue does not exist."""
     try:
         return queue_arn_when_reachable(sqs, url, stop, log, patience=options.start_up_patience)
     except (ClientError, BotoCoreError) as error:

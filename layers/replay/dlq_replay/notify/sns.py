@@ -1,19 +1,19 @@
-"""Park notices out to SNS (PublishBatch, 10 entries a request), every failure reported back.
-
-A notice is a courtesy on top of a park that already happened: the caller logs and counts a
-failed one, and the record stays done (its copy is safe in the operator queue).
-"""
+"""Park notices out to SNS (PublishBatch, 10 entries a request), every failure reported back: a
+notice is a courtesy on top of a park that already happened, so the caller logs and counts a
+failed one and the record stays done (its copy is safe in the operator queue)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import TYPE_CHECKING, Protocol, Unpack
 
 import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
+from dlq_replay.core.messages import sized_batches
 from dlq_replay.core.notices import ParkNotice
 from dlq_replay.core.queues import SNS_TOPIC_ARN_PATTERN, is_fifo_arn
 
@@ -37,7 +37,7 @@ SNS_CLIENT_CONFIG = Config(
 
 
 class SnsClient(Protocol):
-    """The one SNS call the notices make (boto3's SNS client fits)."""
+    """The one SNS call the notices make."""
 
     def publish_batch(
         self, **kwargs: Unpack[PublishBatchInputTypeDef]
@@ -46,8 +46,6 @@ class SnsClient(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class NoticeFailure:
-    """A notice SNS did not take: the record it was about, and why."""
-
     record_id: str
     code: str
     message: str
@@ -56,10 +54,7 @@ class NoticeFailure:
 def notice_client(
     settings: Settings, *, session: boto3.Session | None = None, config: Config = SNS_CLIENT_CONFIG
 ) -> SnsClient | None:
-    """The SNS client for park notices, in the topic's own region; None when notices are off.
-
-    The endpoint is boto3's own choice (AWS_ENDPOINT_URL_SNS, AWS_ENDPOINT_URL, else AWS).
-    """
+    """The SNS client for park notices, in the topic's own region; None when notices are off."""
     topic = settings.park_notification_topic_arn
     if topic is None:
         return None
@@ -73,11 +68,12 @@ def notice_client(
 def publish_notices(
     sns: SnsClient, topic_arn: str, notices: Sequence[ParkNotice]
 ) -> list[NoticeFailure]:
-    """Publish every notice; the result holds one failure per notice SNS did not take (all of
-    a request's on a ClientError or BotoCoreError)."""
+    """Publish every notice; one failure per notice SNS did not take."""
     fifo = is_fifo_arn(topic_arn)
     failures: list[NoticeFailure] = []
-    for request in _requests(notices):
+    # A notice alone is always below SNS's limit.
+    sized = sized_batches(notices, attrgetter("size_bytes"), MAX_PUBLISH_ENTRIES, MAX_PUBLISH_BYTES)
+    for request, _ in sized:
         entries = [_entry(str(index), notice, fifo) for index, notice in enumerate(request)]
         try:
             response = sns.publish_batch(TopicArn=topic_arn, PublishBatchRequestEntries=entries)
@@ -101,22 +97,6 @@ def publish_notices(
     return failures
 
 
-def _requests(notices: Sequence[ParkNotice]) -> Iterator[list[ParkNotice]]:
-    """≤ 10 notices and ≤ 256 KiB a request, in order; a notice alone is always below it."""
-    request: list[ParkNotice] = []
-    size = 0
-    for notice in notices:
-        if request and (
-            len(request) == MAX_PUBLISH_ENTRIES or size + notice.size_bytes > MAX_PUBLISH_BYTES
-        ):
-            yield request
-            request, size = [], 0
-        request.append(notice)
-        size += notice.size_bytes
-    if request:
-        yield request
-
-
 def _entry(entry_id: str, notice: ParkNotice, fifo: bool) -> PublishBatchRequestEntryTypeDef:
     entry: PublishBatchRequestEntryTypeDef = {
         "Id": entry_id,
@@ -128,3 +108,34 @@ def _entry(entry_id: str, notice: ParkNotice, fifo: bool) -> PublishBatchRequest
         entry["MessageGroupId"] = notice.group_id
         entry["MessageDeduplicationId"] = notice.deduplication_id
     return entry
+
+
+def publish_texts(
+    sns: SnsClient, topic_arn: str, subject: str, texts: Sequence[tuple[str, str]]
+) -> list[str]:
+    """Publish short texts keyed by an id (a followed move's notices: the id dedupes them on a
+    FIFO topic); one line per text SNS did not take."""
+    fifo = is_fifo_arn(topic_arn)
+    problems: list[str] = []
+    for start in range(0, len(texts), MAX_PUBLISH_ENTRIES):
+        request = texts[start : start + MAX_PUBLISH_ENTRIES]
+        entries: list[PublishBatchRequestEntryTypeDef] = []
+        for index, (key, text) in enumerate(request):
+            entry: PublishBatchRequestEntryTypeDef = {
+                "Id": str(index),
+                "Message": text,
+                "Subject": subject,
+            }
+            if fifo:
+                entry["MessageGroupId"] = "dlq-replay-follow"
+                entry["MessageDeduplicationId"] = key[:128]
+            entries.append(entry)
+        try:
+            response = sns.publish_batch(TopicArn=topic_arn, PublishBatchRequestEntries=entries)
+        except (ClientError, BotoCoreError) as error:
+            problems.extend(f"{key}: {error}" for key, _ in request)
+            continue
+        for item in response.get("Failed", []):
+            key = request[int(item["Id"])][0]
+            problems.append(f"{key}: {item.get('Code', 'Unknown')} {item.get('Message', '')}")
+    return problems

@@ -1,10 +1,8 @@
 """The archive of `export` and `import`: one JSON object a line (JSON Lines), pure.
 
-A record holds what it takes to send a parked message again exactly as it was: the body, every
-message attribute (Binary values base64, custom type suffixes such as `Binary.gzip` kept), the
-FIFO group and deduplication ids and the trace header, and the queue SQS dead-lettered it
-from (`DeadLetterQueueSourceArn`, for `import --to source`); the receive count and
-`SentTimestamp` (epoch ms) are for the reader (`jq`), and `format` names this layout:
+A record holds what it takes to send a parked message again exactly as it was (Binary values
+base64, custom type suffixes such as `Binary.gzip` kept), and the queue SQS dead-lettered it
+from (for `import --to source`); the rest is for the reader (`jq`):
 
     {"format": "dlq-replay/1", "message_id": "...", "body": "...",
      "attributes": {"tenant": {"DataType": "String", "StringValue": "acme"},
@@ -14,10 +12,8 @@ from (`DeadLetterQueueSourceArn`, for `import --to source`); the receive count a
      "receive_count": 2, "sent_timestamp": 1718000000000,
      "kind": "sqs", "target_arn": null, "error_code": null, "error_message": null}
 
-`kind` is who wrote the record (core/kinds.py: `sqs`, `lambda`, `lambda-destination`,
-`eventbridge`), `target_arn` where a record of a serverless kind goes back to, `error_code`
-and `error_message` the error the service recorded: for the reader too. `source_arn` and
-these four were added within `dlq-replay/1`: a reader takes a record without them as `null`.
+`source_arn`, `kind` (core/kinds.py), `target_arn`, `error_code` and `error_message` were
+added within `dlq-replay/1`: a reader takes a record without them as `null`.
 """
 
 from __future__ import annotations
@@ -26,7 +22,7 @@ import base64
 import binascii
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from dlq_replay.core import attributes
@@ -41,6 +37,7 @@ if TYPE_CHECKING:
 
 FORMAT = "dlq-replay/1"
 _BASE_TYPES = ("String", "Number", "Binary")
+_INTEGERS = frozenset({"receive_count", "sent_timestamp"})
 # Line breaks to str.splitlines() and JavaScript, not to JSON: only ever inside a string.
 _LINE_BREAKS = {ord(c): f"\\u{ord(c):04x}" for c in "\x85\u2028\u2029"}
 
@@ -66,22 +63,10 @@ class ArchiveRecord:
     error_message: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "format": FORMAT,
-            "message_id": self.message_id,
-            "body": self.body,
-            "attributes": {name: _attribute_dict(v) for name, v in self.attributes.items()},
-            "message_group_id": self.message_group_id,
-            "message_deduplication_id": self.message_deduplication_id,
-            "aws_trace_header": self.aws_trace_header,
-            "source_arn": self.source_arn,
-            "receive_count": self.receive_count,
-            "sent_timestamp": self.sent_timestamp,
-            "kind": self.kind,
-            "target_arn": self.target_arn,
-            "error_code": self.error_code,
-            "error_message": self.error_message,
-        }
+        """`format` first, then the fields in their order (the module's layout)."""
+        found = {"format": FORMAT} | {f.name: getattr(self, f.name) for f in fields(self)}
+        found["attributes"] = {name: _attribute_dict(v) for name, v in self.attributes.items()}
+        return found
 
     def to_line(self) -> str:
         """The record as one line of JSON, with its newline. Non-ASCII text is kept as is but
@@ -95,8 +80,7 @@ def from_message(
     accepted_kinds: frozenset[RecordKind] = ALL_KINDS,
 ) -> ArchiveRecord | FailReason:
     """The record of a received message, or why it cannot be written (a list-valued
-    attribute, which SQS would not take back on send). `replay_targets` name a `lambda`
-    record's function; `accepted_kinds` are the stack's DLQ_KIND's."""
+    attribute, which SQS would not take back on send)."""
     parsed = attributes.from_sqs(message.get("MessageAttributes"))
     if parsed.dropped:
         return FailReason.UNCOPYABLE
@@ -137,21 +121,14 @@ def from_dict(data: Any) -> ArchiveRecord:
     raw_attributes = data.get("attributes") or {}
     if not isinstance(raw_attributes, dict):
         raise ArchiveError("attributes is not an object")
-    return ArchiveRecord(
-        message_id=_text(data, "message_id", required=True) or "",
-        body=_text(data, "body", required=True, empty=True) or "",
-        attributes={name: _attribute(name, v) for name, v in raw_attributes.items()},
-        message_group_id=_text(data, "message_group_id"),
-        message_deduplication_id=_text(data, "message_deduplication_id"),
-        aws_trace_header=_text(data, "aws_trace_header"),
-        source_arn=_text(data, "source_arn"),
-        receive_count=_integer(data, "receive_count"),
-        sent_timestamp=_integer(data, "sent_timestamp"),
-        kind=_text(data, "kind"),
-        target_arn=_text(data, "target_arn"),
-        error_code=_text(data, "error_code"),
-        error_message=_text(data, "error_message"),
-    )
+    message_id = _text(data, "message_id", required=True) or ""
+    body = _text(data, "body", required=True, empty=True) or ""
+    values = {name: _attribute(name, v) for name, v in raw_attributes.items()}
+    optional: dict[str, Any] = {  # checked in the fields' order, as the error names the first
+        f.name: (_integer if f.name in _INTEGERS else _text)(data, f.name)
+        for f in fields(ArchiveRecord)[3:]
+    }
+    return ArchiveRecord(message_id, body, values, **optional)
 
 
 def _attribute_dict(value: Attribute) -> dict[str, str]:

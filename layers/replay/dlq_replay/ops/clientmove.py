@@ -2,20 +2,15 @@
 several batches in flight at once.
 
 Each worker thread loops: receive a batch, send the copies (one SendMessageBatch per
-destination), delete exactly the originals whose copy was sent. What the workers share (the
-messages seen, the handles still held, the counts, the rate and the receive budget) changes
-under one lock; no SQS call is made under it, so the round trips overlap. boto3 clients may be
-shared between threads.
+destination; a serverless kind's records through a `Deliverer`), delete exactly the originals
+whose copy was sent. Messages not moved stay hidden until the run ends (none is looked at
+twice), then are made visible at once. What the workers share changes under one lock; no SQS
+call is made under it, so the round trips overlap.
 
 A stop token (`stop`, set by the CLI's signal handler) ends the run gracefully: no new
 receive, a batch received but not sent yet is given back, a send in flight finishes and the
-originals of the copies it confirmed are deleted, and every other message held is made visible
-again at once. The tally counts only what SQS confirmed.
-
-With `--to source`, a batch's records of serverless kinds go to their targets through a
-`Deliverer` instead (`plan_copy` makes each `Delivery` as the replay does): delivered ones
-are deleted like sent copies, refused ones stay in the source queue, counted by the
-service's error code.
+originals of the copies it confirmed are deleted. The tally counts only what SQS confirmed.
+A crash between a send and its delete leaves the original: a rerun sends it again.
 """
 
 from __future__ import annotations
@@ -28,17 +23,11 @@ from functools import partial
 from typing import TYPE_CHECKING, TypeVar
 
 from dlq_replay.core.messages import OutboundMessage
-from dlq_replay.ops.ending import SourceEnd
-from dlq_replay.ops.movestate import MoveState
+from dlq_replay.ops.movefollow import MoveFollower
+from dlq_replay.ops.movestate import MoveState, SourceEnd
 from dlq_replay.ops.pacing import make_pace
 from dlq_replay.ops.receivememory import ReceiveMemory
-from dlq_replay.ops.receiving import (
-    ReceiveBudget,
-    Sighting,
-    receive,
-    release,
-    usable_budget,
-)
+from dlq_replay.ops.receiving import ReceiveBudget, Sighting, receive, release, usable_budget
 from dlq_replay.ops.redrive import (
     BudgetStop,
     FailReason,
@@ -71,15 +60,7 @@ def redrive(
     stop: threading.Event | None = None,
     deliverer: Deliverer | None = None,
 ) -> RedriveTally:
-    """Move messages client-side, in batches of up to 10, `request.concurrency` at a time.
-
-    For each batch: send the copies with one SendMessageBatch per destination, then delete
-    exactly the originals whose copy was sent. Messages not moved (skipped, failed, or all of
-    them in a dry run) stay hidden until the run ends, so no message is looked at twice, and
-    are then made visible at once, also when the run is stopped. A crash between a send
-    and its delete leaves the original in place: a rerun sends it again (a duplicate on a
-    standard queue; on FIFO the same deduplication id within SQS's 5-minute window).
-    """
+    """Move messages client-side, `request.concurrency` batches at a time, to the end."""
     return prepare(sqs, request, clock=clock, sleep=sleep, stop=stop, deliverer=deliverer).run(
         on_progress
     )
@@ -94,11 +75,12 @@ def prepare(
     stop: threading.Event | None = None,
     deliverer: Deliverer | None = None,
     memory: ReceiveMemory | None = None,
+    follower: MoveFollower | None = None,
 ) -> ClientMove:
     """The move, checked (the receive budget, and what `memory` holds) but not started: the
-    caller may ask it what is left (`leftover`) while it runs in another thread. `deliverer`
-    delivers the records of serverless kinds when `request.target_arns` names their targets
-    (required then). What the move receives goes to `memory` when it ends."""
+    caller may ask it what is left (`leftover`) while it runs in another thread. What it
+    receives goes to `memory` when it ends; `follower` (a move with `request.follow_id`)
+    records its start, what it sent and its end."""
     if request.target_arns and deliverer is None and not request.dry_run:
         raise ValueError("a redrive that delivers to targets needs a Deliverer")
     budget = usable_budget(sqs, request.source, request.reserve)
@@ -122,12 +104,12 @@ def prepare(
         deliverer=deliverer,
     )
     move.memory = memory
+    move.follower = follower
     return move
 
 
 class ClientMove(MoveState):
-    """One client-side move: the workers that receive, send and delete (the state it keeps,
-    and the snapshots of it that go out, are `MoveState`'s)."""
+    """One client-side move's workers (its state and snapshots are `MoveState`'s)."""
 
     def __init__(
         self,
@@ -153,12 +135,16 @@ class ClientMove(MoveState):
         self.end = SourceEnd(sqs, request.source.url, request.wait_seconds, self.stop, self.held)
         self.sighting = Sighting()  # the receive counts it saw, for the receive memory
         self.memory: ReceiveMemory | None = None
+        # The move's follow record (follow/): its counts as copies are confirmed, its end.
+        self.follower: MoveFollower | None = None
 
     def _sleep(self, seconds: float) -> None:
         self.stop.wait(seconds)
 
     def run(self, on_progress: Callable[[RedriveTally], None] | None) -> RedriveTally:
         workers = max(1, self.request.concurrency)
+        if self.follower is not None:
+            self.follower.start()
         watcher = threading.Thread(target=self._watch, name="redrive-stop", daemon=True)
         watcher.start()
         try:
@@ -187,12 +173,13 @@ class ClientMove(MoveState):
                 self.sighting.removed.update(m for m in self.seen if m not in self.in_hand)
             if self.memory is not None:
                 self.memory.record(self.request.source, self.sighting)
+            if self.follower is not None:
+                self.follower.finish(self.source_urls.values())
         with self.lock:
             return self.tally()
 
     def _watch(self) -> None:
-        """The caller's stop token stops the workers too (ours is also set by the pace, the
-        budget and errors)."""
+        """The caller's stop token stops the workers too (ours: also the pace, budget, errors)."""
         while not self.stop.is_set():
             if self.interrupt.wait(0.2):
                 self.stop.set()
@@ -214,7 +201,7 @@ class ClientMove(MoveState):
                     with self.lock:
                         self.reserved -= want
                 if not received:
-                    if end.done():  # the source is empty (ops.ending)
+                    if end.done():  # the source is empty (ops.movestate)
                         return
                     continue
                 if not fresh:
@@ -318,8 +305,7 @@ class ClientMove(MoveState):
         copies: Sequence[tuple[MessageTypeDef, Copy]],
         send: Callable[[list[Copy]], Mapping[str, SendFailure]],
     ) -> None:
-        """Send the copies (or deliver them: `deliveries_sent`), then delete exactly the
-        originals of those confirmed."""
+        """Send (or deliver) the copies, then delete exactly the originals of those confirmed."""
         if not self._wait_for_slot(len(copies)):
             self._give_back(len(copies))
             return
@@ -331,6 +317,8 @@ class ClientMove(MoveState):
             with self.lock:
                 self.in_flight -= len(copies)
         sent = [message for message, _ in copies if message["MessageId"] not in failed]
+        if self.follower is not None:
+            self.follower.count(copy for m, copy in copies if m["MessageId"] not in failed)
         with self.lock:
             self._count_failures(failed.values())
             self.unsettled -= len(copies)

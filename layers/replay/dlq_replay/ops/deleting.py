@@ -1,13 +1,7 @@
-"""`delete`: delete the messages a selection takes, receiving as `peek` and `export` do.
-
-Every receive spends the receive budget of a queue with a RedrivePolicy (`receiving`): the
-command refuses a queue where even a fresh message would keep too few receives, and stops
-before its next receive once a message it saw is spent, so looking for what to delete never
-pushes a message on to the next queue. Each selected message is deleted as soon as its batch
-is received; the others stay hidden while the run lasts (so none is received twice) and are
-made visible again at the end, also when it is stopped. The tally adds up: every message
-received is deleted, skipped (not selected, given back) or failed (SQS refused the delete:
-it comes back by itself when its hide time ends).
+"""`delete`: delete the messages a selection takes, each batch as soon as it is received (within
+the receive budget, as `peek` does); the others stay hidden while the run lasts and are given
+back at the end. `purge`: PurgeQueue on one queue, with what it held just before (it takes in
+flight and delayed messages too, and SQS allows one purge of a queue every 60 seconds).
 """
 
 from __future__ import annotations
@@ -19,16 +13,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from dlq_replay.core import attributes
+from botocore.exceptions import ClientError
+
+from dlq_replay.ops.opserror import OpsError
 from dlq_replay.ops.queueinfo import QueueInfo
 from dlq_replay.ops.receivememory import ReceiveMemory
 from dlq_replay.ops.receiving import Receiving, usable_budget
 from dlq_replay.ops.select import Selector
+from dlq_replay.sqs.depth import QueueDepth, queue_depth
 from dlq_replay.sqs.sending import delete_messages
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
-    from mypy_boto3_sqs.type_defs import MessageTypeDef
+
+PURGE_INTERVAL_SECONDS = 60
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,14 +92,12 @@ class Deleter:
         self.counts: Counter[str] = Counter()
         self.not_released = 0
 
-    def _selected(self, message: MessageTypeDef) -> bool:
-        selector = self.request.selector
-        values = attributes.from_sqs(message.get("MessageAttributes")).values
-        return selector.empty or selector.matches(message, values, self.now())
-
     def run(self, on_progress: Callable[[DeleteTally], None] | None = None) -> DeleteTally:
+        selector = self.request.selector
         try:
-            for batch in self.receiving.batches(self.request.limit, self._selected):
+            for batch in self.receiving.batches(
+                self.request.limit, lambda m: selector.takes(m, self.now())
+            ):
                 refused = set(delete_messages(self.receiving.sqs, self.receiving.url, batch))
                 done = [m["MessageId"] for m in batch if m["MessageId"] not in refused]
                 self.receiving.forget(done)
@@ -133,3 +129,34 @@ class Deleter:
             not_released=self.not_released,
             hidden_until=self.receiving.hidden_until if self.not_released else None,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class PurgeResult:
+    queue: str  # URL
+    before: QueueDepth  # the approximate counters just before the purge
+
+    @property
+    def purged(self) -> int:
+        """About how many messages the purge removes (SQS's counters are approximate)."""
+        return self.before.total
+
+
+def depth_before_purge(sqs: SQSClient, queue: QueueInfo) -> QueueDepth:
+    """What a purge would remove: every message, visible, in flight and delayed."""
+    return queue_depth(sqs, queue.url)
+
+
+def purge(sqs: SQSClient, queue: QueueInfo, before: QueueDepth) -> PurgeResult:
+    """PurgeQueue; OpsError with one line when SQS refuses it for a purge still in progress."""
+    try:
+        sqs.purge_queue(QueueUrl=queue.url)
+    except ClientError as error:
+        if "PurgeQueueInProgress" in str(error.response.get("Error", {}).get("Code", "")):
+            raise OpsError(
+                f"{queue.name}: a purge is already in progress (SQS allows one purge of a "
+                f"queue every {PURGE_INTERVAL_SECONDS} seconds): nothing more was purged; "
+                "try again in a minute"
+            ) from None
+        raise
+    return PurgeResult(queue.url, before)

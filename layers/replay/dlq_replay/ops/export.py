@@ -1,24 +1,8 @@
-"""`export`: parked messages into a JSON Lines archive (`ops.archive`), a local file and/or an
-S3 object; with `delete`, the messages leave the queue only once the archive is safe.
-
-Order of one run: check that the S3 object can be written (nothing received otherwise);
-receive (within the receive budget, every message once, kept hidden), write each selected
-message's line to `PATH.part`; give back the messages not exported (filtered, unwritable) at
-once; flush, `os.fsync` and rename the file to PATH (and fsync its folder); `put_object` it to
-S3; only then delete the exported messages (`delete`) or give them back. Any failure before
-the delete gives every message back and deletes nothing.
-
-An archive that exists already is continued, never overwritten: `PATH.part` starts as a copy
-of it, a message whose id it holds is not written again (with `delete` it is deleted, being
-safe in the archive), and the rename replaces PATH with the longer file. So an interrupted
-`export --delete` is rerun with the same `--file` (or the same `--s3-uri` alone), and one
-archive holds every message once. A stop token (a signal) ends the receiving; what was
-received is then archived, deleted with `delete`, and the rest given back, as in a full run.
-
-The result says whether the read saw the whole queue: `partial` says why not (`receiving`:
-the receive budget, a message shown again, the hide time nearly gone, a stop), `expected` how
-many the queue held before (visible and in flight). With a `ReceiveMemory` the export is
-refused while a message earlier reads saw could be moved on by it, and leaves what it saw.
+"""`export`: parked messages into a JSON Lines archive (`ops.archive`), a local file and/or an S3
+object; with `delete`, they leave the queue only once the archive is committed and uploaded. An
+existing archive is continued, never overwritten (an id it holds is not written again), so an
+interrupted `export --delete` is rerun with the same `--file` or `--s3-uri`, and one archive
+holds every message once.
 """
 
 from __future__ import annotations
@@ -32,17 +16,15 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dlq_replay.core import attributes
 from dlq_replay.core.kinds import RecordKind
 from dlq_replay.ops.archive import ArchiveError, from_message, parse_line
-from dlq_replay.ops.archivefile import ArchiveFile
 from dlq_replay.ops.opserror import OpsError
 from dlq_replay.ops.queueinfo import QueueInfo
 from dlq_replay.ops.receivememory import ReceiveMemory
 from dlq_replay.ops.receiving import Receiving, in_parallel, usable_budget
 from dlq_replay.ops.recognition import ALL_KINDS
 from dlq_replay.ops.redrive import FailReason
-from dlq_replay.ops.s3archive import S3Location, check_writable, existing_object
+from dlq_replay.ops.s3archive import ArchiveFile, S3Location, check_writable, existing_object
 from dlq_replay.ops.select import Selector
 from dlq_replay.sqs.depth import queue_depth
 from dlq_replay.sqs.sending import MAX_BATCH_ENTRIES, delete_messages
@@ -124,20 +106,6 @@ class ExportLeftover:
         return self.hidden + self.receiving_up_to
 
 
-def export(
-    sqs: SQSClient,
-    request: ExportRequest,
-    *,
-    s3: S3Client | None = None,
-    on_progress: Callable[[ExportResult], None] | None = None,
-    now: Callable[[], float] = time.time,
-    stop: threading.Event | None = None,
-    memory: ReceiveMemory | None = None,
-) -> ExportResult:
-    """Write the selected messages of `request.source` to the archive; see the module."""
-    return prepare_export(sqs, request, s3=s3, now=now, stop=stop, memory=memory).run(on_progress)
-
-
 def prepare_export(
     sqs: SQSClient,
     request: ExportRequest,
@@ -147,9 +115,8 @@ def prepare_export(
     stop: threading.Event | None = None,
     memory: ReceiveMemory | None = None,
 ) -> Export:
-    """The export, checked before anything is received: the archive to continue, the S3 object
-    writable, the receive budget and what `memory` holds (with `delete`, a message may spend
-    its last receive: it is deleted)."""
+    """The export, checked before anything is received (with `delete`, a message may spend its
+    last receive: it is deleted)."""
     if request.path is None and request.s3 is None:
         raise OpsError("name a file or an S3 object to export to", usage=True)
     if request.s3 is not None and s3 is None:
@@ -171,39 +138,28 @@ def prepare_export(
     receiving = Receiving(
         sqs, request.source.url, budget, request.hide_seconds, request.wait_seconds, stop=stop
     )
-    job = Export(request, receiving, s3, now, earlier=earlier, archived=archived)
-    job.memory, job.state.expected = memory, expected.visible + expected.in_flight
-    return job
+    state = _Run(request, receiving, now, archived, expected=expected.visible + expected.in_flight)
+    return Export(request, receiving, s3, earlier, state, memory)
 
 
+@dataclass(slots=True)
 class Export:
     """One export run (`prepare_export`); `leftover` is safe to call from another thread."""
 
-    def __init__(
-        self,
-        request: ExportRequest,
-        receiving: Receiving,
-        s3: S3Client | None,
-        now: Callable[[], float],
-        *,
-        earlier: bytes,
-        archived: set[str],
-    ) -> None:
-        self.request = request
-        self.receiving = receiving
-        self.s3 = s3
-        self.earlier = earlier
-        self.state = _Run(request, receiving, now, archived)
-        self.phase = ExportPhase.RECEIVING
-        self.memory: ReceiveMemory | None = None  # what the read saw goes there
+    request: ExportRequest
+    receiving: Receiving
+    s3: S3Client | None
+    earlier: bytes  # the archive this run continues
+    state: _Run
+    memory: ReceiveMemory | None  # what the read saw goes there
+    phase: ExportPhase = ExportPhase.RECEIVING
 
     def run(
         self,
         on_progress: Callable[[ExportResult], None] | None = None,
         on_archived: Callable[[], None] | None = None,
     ) -> ExportResult:
-        """The export; `on_archived` is called once the archive is complete (its reader can
-        start while the messages are deleted or given back)."""
+        """The export; `on_archived` is called once the archive is complete."""
         request, run, receiving = self.request, self.state, self.receiving
         try:
             with ArchiveFile(request.path, self.earlier) as archive:
@@ -266,36 +222,28 @@ def _archived_ids(earlier: bytes, where: object) -> set[str]:
     return ids
 
 
+@dataclass(slots=True)
 class _Run:
     """The counts of one export, and the ids it wrote."""
 
-    def __init__(
-        self,
-        request: ExportRequest,
-        receiving: Receiving,
-        now: Callable[[], float],
-        archived: set[str],
-    ) -> None:
-        self.request = request
-        self.receiving = receiving
-        self.now = now
-        self.archived = archived  # ids in the archive from an earlier run
-        self.already: list[str] = []  # of those, the ones received again
-        self.exported: list[str] = []
-        self.filtered = 0
-        self.failures: Counter[str] = Counter()
-        self.deleted = 0
-        self.not_deleted = 0
-        self.deleting = 0  # in a delete request in flight
-        self.not_released = 0
-        self.bytes = 0
-        self.expected: int | None = None
-        self._lock = threading.Lock()  # the deletes go several at once
+    request: ExportRequest
+    receiving: Receiving
+    now: Callable[[], float]
+    archived: set[str]  # ids in the archive from an earlier run
+    already: list[str] = field(default_factory=list)  # of those, the ones received again
+    exported: list[str] = field(default_factory=list)
+    filtered: int = 0
+    failures: Counter[str] = field(default_factory=Counter)
+    deleted: int = 0
+    not_deleted: int = 0
+    deleting: int = 0  # in a delete request in flight
+    not_released: int = 0
+    bytes: int = 0
+    expected: int | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)  # the deletes go several at once
 
     def selected(self, message: MessageTypeDef) -> bool:
-        request = self.request
-        values = attributes.from_sqs(message.get("MessageAttributes")).values
-        chosen = request.selector.empty or request.selector.matches(message, values, self.now())
+        chosen = self.request.selector.takes(message, self.now())
         self.filtered += not chosen
         return chosen
 
@@ -315,8 +263,7 @@ class _Run:
         return [m for m in self.receiving.handles if m not in written]
 
     def delete(self) -> None:
-        """Delete what the archive holds, 10 a request and several at once, counting each
-        confirmed batch."""
+        """Delete what the archive holds, 10 a request and several at once."""
         handles = self.receiving.handles
         in_hand: list[MessageTypeDef] = [
             {"MessageId": m, "ReceiptHandle": handles[m]}

@@ -1,12 +1,9 @@
 """`import`: send the records of an archive (`ops.archive`) to a queue, resumably.
 
-Records go out in SendMessageBatch requests of up to 10, in file order (a FIFO group keeps its
-order). After each request the ids SQS took are appended to `PATH.progress` (one message id a
-line, the file made at the first id), flushed and fsync'ed; a rerun skips every id listed
-there, so an interrupted or partly failed import is simply run again. A stop token ends the run
-after the request in flight. A crash between a send and its progress line sends that
-batch again: at least once (on a FIFO queue the deduplication id `<message_id>-import` absorbs
-a rerun within SQS's five-minute window).
+Records go out in batches in file order (a FIFO group keeps its order). After each request the
+ids SQS took are appended to `PATH.progress` and fsync'ed; a rerun skips every id listed there.
+A crash between a send and its progress line sends that batch again: at least once (on a FIFO
+queue the deduplication id `<message_id>-import` absorbs a rerun within SQS's five minutes).
 """
 
 from __future__ import annotations
@@ -15,7 +12,7 @@ import os
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
@@ -24,6 +21,7 @@ from dlq_replay.core.decision import sqs_copy
 from dlq_replay.core.messages import InboundMessage, OutboundMessage
 from dlq_replay.core.queues import is_fifo_url
 from dlq_replay.ops.archive import ArchiveError, parse_line
+from dlq_replay.ops.movefollow import MoveFollower, tag_carried
 from dlq_replay.ops.pacing import PaceReport, PaceStop, UntilFailing, make_pace
 from dlq_replay.ops.queueinfo import QueueInfo, source_queue_url
 from dlq_replay.ops.redrive import FailReason, SkipReason
@@ -44,10 +42,12 @@ class ImportRequest:
     count_attribute: str = ""  # dropped with reset_count
     rate: float | None = None  # messages per second
     until_failing: UntilFailing | None = None  # adaptive pace, watching the DLQ
+    # The action id each copy carries in `dlq-replay-action` (follow/): None, not followed.
+    follow_id: str | None = None
 
     @property
     def progress_path(self) -> Path:
-        return progress_path(self.path)
+        return self.path.with_name(f"{self.path.name}.progress")
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,23 +78,6 @@ class ImportTally:
         return self.sent + self.skipped + self.failed + self.unsettled == self.read
 
 
-def progress_path(path: Path) -> Path:
-    return path.with_name(f"{path.name}.progress")
-
-
-def import_archive(
-    sqs: SQSClient,
-    request: ImportRequest,
-    *,
-    on_progress: Callable[[ImportTally], None] | None = None,
-    clock: Callable[[], float] = time.monotonic,
-    sleep: Callable[[float], None] | None = None,
-    stop: threading.Event | None = None,
-) -> ImportTally:
-    """Send every record of the archive not imported yet; see the module."""
-    return Importer(sqs, request, clock=clock, sleep=sleep, stop=stop).run(on_progress)
-
-
 class Importer:
     """One import; `sending` (the records of the request in flight) is safe to read from another
     thread while `run` goes on."""
@@ -104,11 +87,11 @@ class Importer:
         sqs: SQSClient,
         request: ImportRequest,
         *,
-        clock: Callable[[], float] = time.monotonic,
-        sleep: Callable[[float], None] | None = None,
         stop: threading.Event | None = None,
+        follower: MoveFollower | None = None,
     ) -> None:
         self.request = request
+        self.follower = follower  # the move's follow record: its start, counts and end
         self.sqs = sqs
         self.stop = stop or threading.Event()
         self.source_urls: dict[str, str | None] = {}
@@ -123,7 +106,7 @@ class Importer:
         self.sent = 0
         self.skips: Counter[str] = Counter()
         self.failures: list[ImportFailure] = []
-        self.pace = make_pace(sqs, request.rate, request.until_failing, clock, sleep or self._sleep)
+        self.pace = make_pace(sqs, request.rate, request.until_failing, time.monotonic, self._sleep)
         self.stopped: PaceStop | None = None
         self.interrupted = False
 
@@ -131,9 +114,13 @@ class Importer:
         self.stop.wait(seconds)
 
     def run(self, on_progress: Callable[[ImportTally], None] | None = None) -> ImportTally:
+        if self.follower is not None:
+            self.follower.start()
         try:
             with self.request.path.open("rb") as source:
-                for number, line in _lines(source):
+                for number, line in enumerate(source, 1):
+                    if not line.strip():
+                        continue
                     self.take(number, line)
                     if len(self.pending) >= self.pace.batch_size:
                         self.send()
@@ -146,6 +133,8 @@ class Importer:
         finally:
             if self.progress is not None:
                 self.progress.close()
+            if self.follower is not None:
+                self.follower.finish(self.source_urls.values())
         return self.tally()
 
     def take(self, number: int, line: bytes) -> None:
@@ -191,6 +180,8 @@ class Importer:
             trace_header=record.aws_trace_header,
         )
         carried = {k: v for k, v in record.attributes.items() if k not in self.drop}
+        if self.request.follow_id is not None:  # the move's tag, where a slot is free
+            carried = tag_carried(record.body, carried, self.request.follow_id, record.message_id)
         self.pending.append((number, sqs_copy(message, queue_url, carried, "import")))
 
     def _queue_url(self, source_arn: str | None) -> str | None:
@@ -226,6 +217,8 @@ class Importer:
             else:
                 reason = f"{failure.code}: {failure.message}" if failure.message else failure.code
                 self.failures.append(ImportFailure(number, message.record_id, reason))
+        if self.follower is not None:
+            self.follower.count(m for _, m in self.pending if m.record_id not in failed)
         self.pending.clear()
         if taken:
             if self.progress is None:
@@ -249,13 +242,6 @@ class Importer:
             pace=self.pace.report(),
             unsettled=len(self.pending),
         )
-
-
-def _lines(source: IO[bytes]) -> Iterator[tuple[int, bytes]]:
-    """The non-blank lines, with their numbers (from 1)."""
-    for number, line in enumerate(source, 1):
-        if line.strip():
-            yield number, line
 
 
 def _imported(path: Path) -> set[str]:

@@ -1,16 +1,89 @@
-"""What a client-side move knows at any moment (`ops.clientmove` does the moving): the
-messages in hand and the counts, changed only under `lock`, and the snapshots of them that go
-out while it runs or once it ended (`RedriveTally`, and `Leftover` for an abandoned run)."""
+"""What a client-side move knows at any moment (`ops.clientmove` does the moving): the messages
+in hand and the counts, changed only under `lock`, and their snapshots (`RedriveTally`, and
+`Leftover` for an abandoned run). And when the move is done (`SourceEnd`): once the source is
+known empty, never while messages are merely in flight elsewhere or delayed. An empty short
+poll asks only some of SQS's servers, so the counters decide; until they say empty the mover
+receives again: with a long poll while messages are visible or delayed, after a short pause
+(growing to a second) while they are only in flight elsewhere.
+"""
 
 from __future__ import annotations
 
 import threading
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from dlq_replay.ops.ending import Held
 from dlq_replay.ops.pacing import Pace
 from dlq_replay.ops.redrive import Leftover, RedriveRequest, RedriveTally, Stop
+from dlq_replay.sqs.depth import queue_depth
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+
+# Between two looks while messages are only in flight elsewhere (or receives do not wait):
+# from the first, doubling to the last.
+FIRST_PAUSE_SECONDS = 0.05
+LAST_PAUSE_SECONDS = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class Held:
+    """Messages in hand, and running totals of those received and deleted (they bound how
+    `held` moved meanwhile)."""
+
+    held: int
+    taken: int
+    dropped: int
+
+
+@dataclass(frozen=True, slots=True)
+class SourceEnd:
+    """The end-of-source rule of one run; each mover follows it with its own `MoverEnd`."""
+
+    sqs: SQSClient
+    url: str
+    wait_seconds: int
+    stop: threading.Event
+    held: Callable[[], Held]
+
+    def mover(self) -> MoverEnd:
+        return MoverEnd(self)
+
+
+class MoverEnd:
+    """One mover's side: the wait of its next receive, and whether it is done."""
+
+    def __init__(self, rule: SourceEnd) -> None:
+        self._rule = rule
+        self.wait_seconds = 0  # of the next receive
+        self._pause = FIRST_PAUSE_SECONDS
+
+    def flowing(self) -> None:
+        """A receive brought messages: short polls again."""
+        self.wait_seconds = 0
+        self._pause = FIRST_PAUSE_SECONDS
+
+    def done(self) -> bool:
+        """After an empty receive: whether the source is empty but for what the run holds (the
+        least it can have held while the counters were read, as other movers delete meanwhile)."""
+        rule = self._rule
+        before = rule.held()
+        depth = queue_depth(rule.sqs, rule.url)
+        after = rule.held()
+        least = before.held - (after.dropped - before.dropped)
+        if depth.visible + depth.delayed + max(0, depth.in_flight - least) == 0:
+            return True
+        if depth.visible + depth.delayed and rule.wait_seconds:
+            self.wait_seconds = rule.wait_seconds  # SQS answers as soon as one shows up
+            return False
+        # In flight elsewhere (or by this run, in a receive's answer not yet read): they can
+        # only come back, so look again shortly, then less and less often.
+        self.wait_seconds = 0
+        rule.stop.wait(self._pause)
+        self._pause = min(LAST_PAUSE_SECONDS, self._pause * 2)
+        return False
 
 
 class MoveState:

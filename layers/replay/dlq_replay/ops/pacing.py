@@ -1,18 +1,12 @@
 """How fast client-side sends go: as fast as they can, at a fixed `--rate`, or adaptively
 (`--until-failing`): at most `--rate`, halved whenever messages arrive in the DLQ the copies
-would fail into, and stopped when they keep arriving.
+would fail into, and stopped when they keep arriving. The adaptive pace gives out one slot at a
+time, at the moment of sending, so that a backoff or a stop applies to the very next send.
 
-A pace is shared by the threads of one run: `acquire(count)` waits until `count` messages may
-be sent, and says False once the run must stop. The adaptive pace gives out one slot at a time,
-at the moment of sending (nothing is booked ahead, so a backoff or a stop applies to the very
-next send), and samples the watched DLQ every `check_seconds`, from whichever thread is
-waiting when a check is due.
-
-What "arrived" means: SQS counts no arrivals, so the pace takes the change of the DLQ's
-population (visible + in flight + delayed, SQS's approximate counters) and adds what the run
-itself deleted from it (`deleted`). That misses messages something else takes off the DLQ
-between two checks: the replay function, while its event source is enabled (`dlq-replay
-pause` first).
+SQS counts no arrivals: an arrival is a rise of the DLQ's population (visible + in flight +
+delayed) plus what the run itself deleted from it. That misses what something else takes off
+the DLQ between two checks: the replay function, while its event source is enabled
+(`dlq-replay pause` first).
 """
 
 from __future__ import annotations
@@ -170,11 +164,10 @@ class AdaptiveRate:
     def __init__(
         self,
         policy: UntilFailing,
-        population: Callable[[], int],
+        population: Callable[[], int],  # the watched DLQ's messages now, all three counters
         clock: Callable[[], float],
         sleep: Callable[[float], None],
     ) -> None:
-        """`population`: the watched DLQ's messages now (visible, in flight and delayed)."""
         self.policy = policy
         self.population = population
         self.deleted_here = 0  # what the run itself deleted from the watched DLQ
@@ -236,7 +229,6 @@ class AdaptiveRate:
             )
 
     def _check(self, now: float) -> None:
-        """One check: the depth is read without the lock (an SQS call), then applied under it."""
         try:
             population = self.population()
         finally:

@@ -15,12 +15,7 @@ from dlq_replay.core.settings import DEFAULT_COUNT_ATTRIBUTE
 from dlq_replay.engine.kinds import recorded_error
 from dlq_replay.ops.queueinfo import QueueInfo
 from dlq_replay.ops.receivememory import ReceiveMemory
-from dlq_replay.ops.receiving import (
-    ReceiveBudget,
-    Receiving,
-    receive_count_of,
-    usable_budget,
-)
+from dlq_replay.ops.receiving import ReceiveBudget, Receiving, receive_count_of, usable_budget
 from dlq_replay.ops.recognition import ALL_KINDS, recognised
 from dlq_replay.ops.select import Selector
 
@@ -82,30 +77,17 @@ def peek(
     now: Callable[[], float] = time.time,
     memory: ReceiveMemory | None = None,
 ) -> PeekResult:
-    """Look at up to `request.limit` messages without consuming them.
-
-    Messages are received (hidden for `hide_seconds` at most, so a crash cannot keep them
-    away for long), and made visible again as soon as the peek has them all: a message is
-    never returned twice and so never received twice by one peek. On a queue with a
-    RedrivePolicy the receive budget applies; the first receive takes a single message.
-    With a `selector`, only selected messages count toward `limit` and are shown; the others
-    stay hidden until the peek ends, like the rest, so none is received twice. With a
-    `memory`, a peek that could move a message earlier reads saw is refused, and what this one
-    saw is kept there.
-    """
+    """Each message received once, hidden for `hide_seconds` at most (a crash cannot keep it
+    away for long), and visible again as soon as the peek has them all; with a `memory`, a peek
+    that could move a message earlier reads saw is refused."""
     queue, selector = request.source, request.selector
     budget = usable_budget(sqs, queue, request.reserve)
     if memory is not None and budget is not None:
         memory.check(queue, budget)
     receiving = Receiving(sqs, queue.url, budget, request.hide_seconds, request.wait_seconds)
     selected: list[MessageTypeDef] = []
-
-    def chosen(message: MessageTypeDef) -> bool:
-        values = attributes.from_sqs(message.get("MessageAttributes")).values
-        return selector.empty or selector.matches(message, values, now())
-
     try:
-        for batch in receiving.batches(request.limit, chosen):
+        for batch in receiving.batches(request.limit, lambda m: selector.takes(m, now())):
             selected.extend(batch)
     finally:
         examined = len(receiving.handles)

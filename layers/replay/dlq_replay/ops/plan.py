@@ -52,11 +52,8 @@ class BackoffPlan:
 
 
 def quantile(low: int, high: int, percent: int) -> int:
-    """The percent-quantile of the discrete uniform distribution on the integers low..high.
-
-    The smallest value v with P(X <= v) >= percent/100: with k = high - low + 1 values,
-    low + ceil(percent k / 100) - 1, in integers (no float rounding at the edges).
-    """
+    """The percent-quantile of the discrete uniform distribution on low..high: the smallest v
+    with P(X <= v) >= percent/100, in integers (no float rounding at the edges)."""
     if not 0 < percent <= 100:
         raise ValueError(f"percent must be in 1..100, got {percent}")
     count = high - low + 1
@@ -64,17 +61,9 @@ def quantile(low: int, high: int, percent: int) -> int:
 
 
 def backoff_plan(policy: BackoffPolicy, max_attempts: int, *, fifo: bool = False) -> BackoffPlan:
-    """The delay schedule, attempt by attempt, and the time until parking.
-
-    The policy: docs/design.md, 'Backoff and jitter'.
-
-    A message is replayed `max_attempts` times, each after a delay drawn uniformly from
-    `policy.bounds(n)` (whole seconds); the failure after the last replay parks it, with no
-    further delay. The delays are independent and each is symmetric around its mean, so the
-    median of the total is the sum of the means; the worst case is the sum of the ceilings.
-    Not included: the time each attempt spends failing on the main queue (visibility timeout
-    times its maxReceiveCount) and the event source's polling.
-    """
+    """The delays are independent and each symmetric around its mean, so the median of the
+    total is the sum of the means (docs/design.md, 'Backoff and jitter'). Not included: the
+    time each attempt spends failing on the main queue and the event source's polling."""
     limit = 0 if fifo else MAX_SQS_DELAY_SECONDS
     plans: list[AttemptPlan] = []
     typical = 0.0
@@ -112,18 +101,14 @@ class StepKind(StrEnum):
 @dataclass(frozen=True, slots=True)
 class ScheduleRow:
     """One step of the combined schedule, or a run of receives whose delays have equal bounds.
+    `first`..`last`: receive counts for RECEIVE, else the replay count sent or parked; the
+    totals are cumulative up to and including the row's last step."""
 
-    `copy` is the replay count the message carries (0: the first delivery). `first`..`last`
-    are receive counts (ApproximateReceiveCount) for RECEIVE, the replay count sent for REPLAY,
-    the replay count parked for PARK. `low`..`high` bound the delay of each step of the row; the
-    totals are cumulative up to and including the row's last step.
-    """
-
-    copy: int
+    copy: int  # the replay count the message carries (0: the first delivery)
     kind: StepKind
     first: int
     last: int
-    low: int
+    low: int  # low..high bound the delay of each step of the row
     high: int
     best_total: int
     typical_total: float
@@ -162,15 +147,9 @@ class ConsumerBackoffPlan:
 def consumer_backoff_plan(
     policy: BackoffPolicy, max_attempts: int, main_max_receive_count: int
 ) -> ConsumerBackoffPlan:
-    """The schedule with backoff before the DLQ too (docs/consumer.md), until the park.
-
-    Two clocks: on the main queue each failed receive hides the message for a delay drawn from
-    `policy.bounds(receive count)` (at most SQS's 12 h), and the receive after the
-    maxReceiveCount-th delay moves it to the DLQ; there the replay waits `policy.bounds(n)` and
-    sends copy n, a new message whose receive count starts again at 0, until the failure of copy
-    `max_attempts` parks it. Runs of receives with equal bounds (the cap) share a row, so the
-    rows stay few for any maxReceiveCount. Not included: handler run time and polling.
-    """
+    """With backoff before the DLQ too (docs/consumer.md): each copy is received maxReceiveCount
+    times, then the replay sends the next, whose receive count starts again at 0. Receives with
+    equal bounds (the cap) share a row, so the rows stay few."""
     if not 1 <= main_max_receive_count <= MAIN_MAX_RECEIVE_COUNT_LIMIT:
         raise ValueError(
             f"main_max_receive_count must be in 1..{MAIN_MAX_RECEIVE_COUNT_LIMIT}, "
@@ -197,8 +176,8 @@ def consumer_backoff_plan(
 
 
 def _receive_runs(policy: BackoffPolicy, receives: int) -> list[tuple[int, int, int, int]]:
-    """(first, last, low, high) per run of receive counts whose visibility delays have equal
-    bounds; the consumer cuts a delay to SQS's 12 h of visibility."""
+    """(first, last, low, high) per run of receive counts whose delays (cut to SQS's 12 h of
+    visibility, as the consumer does) have equal bounds."""
     runs: list[tuple[int, int, int, int]] = []
     for count in range(1, receives + 1):
         low, high = (min(v, MAX_VISIBILITY_TIMEOUT_SECONDS) for v in policy.bounds(count))

@@ -35,10 +35,8 @@ def preflight(
     sources: bool,
     meanwhile: Callable[[], object] | None = None,
 ) -> Preflight:
-    """The source's and destination's settings, the source's counters and, with `sources`,
-    the queues that dead-letter into the source, all requested at once; `meanwhile` runs in
-    this thread while they are in flight. An error of any of them is raised as it would be
-    alone (the source's first)."""
+    """All requested at once, `meanwhile` run here while they are in flight; an error is
+    raised as it would be alone (the source's first)."""
     with ThreadPoolExecutor(4, thread_name_prefix="preflight") as pool:
         source = pool.submit(queue_info, sqs, source_url)
         depth = pool.submit(queue_depth, sqs, source_url)

@@ -35,6 +35,7 @@ class QueueInfo:
     visibility_timeout: int
     redrive: RedrivePolicy | None
     retention_seconds: int = DEFAULT_RETENTION_SECONDS  # SQS deletes older messages
+    delay_seconds: int = 0  # the queue's DelaySeconds: every message waits this long first
 
     @property
     def name(self) -> str:
@@ -42,8 +43,7 @@ class QueueInfo:
 
 
 def queue_info(sqs: SQSClient, url: str) -> QueueInfo:
-    """A queue's identity and the settings the operator tools care about; QueueNotFoundError
-    naming the URL (SQS's own error does not)."""
+    """A queue's settings; QueueNotFoundError naming the URL (SQS's own error does not)."""
     from botocore.exceptions import ClientError
 
     try:
@@ -55,6 +55,7 @@ def queue_info(sqs: SQSClient, url: str) -> QueueInfo:
                 "VisibilityTimeout",
                 "RedrivePolicy",
                 "MessageRetentionPeriod",
+                "DelaySeconds",
             ],
         )["Attributes"]
     except ClientError as error:
@@ -75,12 +76,12 @@ def queue_info(sqs: SQSClient, url: str) -> QueueInfo:
         visibility_timeout=int(found.get("VisibilityTimeout", "30")),
         redrive=redrive,
         retention_seconds=int(found.get("MessageRetentionPeriod", DEFAULT_RETENTION_SECONDS)),
+        delay_seconds=int(found.get("DelaySeconds", "0")),
     )
 
 
 def source_queue_url(sqs: SQSClient, arn: str, cache: dict[str, str | None]) -> str | None:
-    """The URL of the queue a DLQ message was dead-lettered from (its
-    `DeadLetterQueueSourceArn`), None when it is malformed or gone; looked up once per ARN."""
+    """The URL of a `DeadLetterQueueSourceArn` (None: malformed or gone), looked up once."""
     from botocore.exceptions import ClientError
 
     if arn not in cache:

@@ -1,21 +1,9 @@
-"""The memory of receives: what reads (the console's snapshots, `peek`, `export`) saw of the
-receive counts of a queue with a RedrivePolicy, kept across reads and processes.
-
-One read is careful within itself (`receiving.ReceiveBudget` stops it once a message it saw
-keeps `reserve` or fewer receives), but the next read cannot see a count without receiving:
-it would receive that message blind once more, and the one after that would move it on. So
-each read leaves what it saw here, and the next one is refused while a message it remembers
-would keep fewer than `reserve` receives after one more. Counts only rise, so what is kept is
-a lower bound of each count: it can refuse a read too early (the message was redriven or
-deleted by someone else), never let one move a message.
-
-Per queue (by ARN) one small JSON file in the local state folder (`$XDG_STATE_HOME/dlq-replay/
-receives/`, where the audit trail's file fallback lives), replaced atomically (a temporary
-file, then a rename) under a lock file: the ids near their limit with their count (at most
-`MAX_IDS`, the highest counts), and of the others only each count seen (with one id). An entry
-goes once the queue's retention period has passed since it was last seen (SQS has deleted the
-message by then), and an id goes when a delete of ours (`export --delete`, the console's
-redrive and delete) removed it.
+"""What reads (console snapshots, `peek`, `export`) saw of a queue's receive counts, kept across
+reads and processes. A read cannot see a count without receiving, so the next one would receive
+a message blind again and the one after that would move it on: a read is refused while a
+remembered message would keep fewer than `reserve` receives after one more. Counts only rise:
+a lower bound refuses a read too early, never lets one move a message. Per queue one small
+JSON file, replaced atomically under a lock file.
 """
 
 from __future__ import annotations
@@ -61,24 +49,13 @@ class Remembered:
     counts: dict[int, tuple[str, float]]
 
     def highest(self, taken: frozenset[str] = frozenset()) -> tuple[str, int] | None:
-        """The remembered message with the highest count (id, count), if any, leaving out the
-        ids in `taken` (a move's chosen ones: its receive of those is their move)."""
+        """(id, count) of the highest count remembered, but for `taken`."""
         found = [(c, m) for m, (c, _) in self.ids.items() if m not in taken]
         found += [(c, m) for c, (m, _) in self.counts.items() if m not in taken]
         if not found:
             return None
         count, message_id = max(found)
         return message_id, count
-
-
-def refusal_text(queue: QueueInfo, budget: ReceiveBudget, message_id: str, count: int) -> str:
-    left = budget.left(count)
-    return (
-        f"{queue.name}: message {message_id} has {left} receive{'' if left == 1 else 's'} left "
-        f"of maxReceiveCount {budget.max_receive_count} (it moves to {budget.target_name} on "
-        "the receive after that); a read now could move it. Redrive or export --delete it "
-        "(that receive is kept for it), or raise the queue's maxReceiveCount."
-    )
 
 
 class ReceiveMemory:
@@ -124,13 +101,22 @@ class ReceiveMemory:
         highest = self.load(queue).highest(taken)
         if highest is None or not budget.stop_after(highest[1]):
             return None
-        return refusal_text(queue, budget, *highest)
+        message_id, left = highest[0], budget.left(highest[1])
+        if not message_id.isprintable():  # the file is anyone's: a newline in an id split the line
+            message_id = repr(message_id)
+        return (
+            f"{queue.name}: message {message_id} has {left} receive{'' if left == 1 else 's'} "
+            f"left of maxReceiveCount {budget.max_receive_count} (it moves to "
+            f"{budget.target_name} on the receive after that); a read now could move it. "
+            "Redrive or export --delete it (that receive is kept for it), or raise the queue's "
+            "maxReceiveCount."
+        )
 
     def check(
         self, queue: QueueInfo, budget: ReceiveBudget, taken: frozenset[str] = frozenset()
     ) -> None:
-        """ReadRefusedError (one line) when a read now could move a remembered message (one
-        not in `taken`: the ids a move will take, whose receive is their move)."""
+        """`refusal`'s line as ReadRefusedError (`taken`: the ids a move takes, whose receive is
+        their move)."""
         refused = self.refusal(queue, budget, taken)
         if refused is not None:
             raise ReadRefusedError(refused)
@@ -143,10 +129,9 @@ class ReceiveMemory:
         takes_all: bool,
         taken: frozenset[str] = frozenset(),
     ) -> None:
-        """Before a move (redrive, delete): refused when a remembered message's next receive
-        would itself move it on (a chosen one too: SQS would move it instead of handing it
-        over); unless the move takes every message it receives, those it gives back (all but
-        the `taken` ids) keep `budget.reserve`, as after a read."""
+        """Before a move: refused when a remembered message's next receive would itself move it
+        on (SQS would move it instead of handing it over); unless the move takes every message
+        it receives, those it gives back (all but `taken`) keep `budget.reserve`."""
         self.check(queue, replace(budget, reserve=0))
         if not takes_all:
             self.check(queue, budget, taken)

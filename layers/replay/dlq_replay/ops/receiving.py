@@ -1,6 +1,5 @@
-"""Receiving without harm: every ReceiveMessage raises a message's receive count, and on a
-queue with a RedrivePolicy that count decides when SQS moves the message on, so a look
-spends a budget (`ReceiveBudget`) and stops before it is gone."""
+"""Receiving without harm: a look spends the receive budget (`ReceiveBudget`) and stops before
+it is gone."""
 
 from __future__ import annotations
 
@@ -14,17 +13,16 @@ from typing import TYPE_CHECKING, TypeVar
 
 from dlq_replay.ops.opserror import OpsError
 from dlq_replay.ops.queueinfo import QueueInfo, queue_info
-from dlq_replay.sqs.sending import MAX_BATCH_ENTRIES, change_visibility
+from dlq_replay.sqs.sending import MAX_BATCH_ENTRIES, change_visibility, delete_messages
 from dlq_replay.sqs.sources import dead_letter_sources
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
     from mypy_boto3_sqs.type_defs import MessageTypeDef
 
-# Receives (and releases) in flight at once on a long read: SQS answers each in a round trip,
-# so one at a time spends the read waiting (the client's pool has 10 connections). A read goes
-# one receive at a time until it holds SEQUENTIAL_UP_TO messages (a small queue gains little,
-# and its order stays that of one reader), a release or delete of as many in one request line.
+# Receives (and releases) in flight at once on a long read (the client's pool has 10
+# connections). A read goes one receive at a time until it holds SEQUENTIAL_UP_TO messages (a
+# small queue gains little, and its order stays that of one reader).
 RECEIVERS = 8
 SEQUENTIAL_UP_TO = 500
 # A read stops once this share of its hide time is gone: what it hid first would show again.
@@ -36,17 +34,9 @@ _Chunk = TypeVar("_Chunk")
 
 @dataclass(frozen=True, slots=True)
 class ReceiveBudget:
-    """The receive-count rule for looking at a queue with a RedrivePolicy.
-
-    SQS moves a message on the receive that would take its receive count past
-    `max_receive_count`, and shows a count only by receiving the message. A message arrives on
-    a DLQ with the count it had on its source queue (`arrival_count`, the largest
-    maxReceiveCount among the source queues), so a fresh one has
-    `max_receive_count - arrival_count - 1` receives left after one look. The tools
-    * refuse to start when even a fresh message would keep fewer than `reserve` receives,
-    * stop before their next receive once a message they saw keeps `reserve` or fewer,
-    * and never receive a message in flight (one the replay is holding for a long delay).
-    """
+    """SQS moves a message on the receive that would take its count past `max_receive_count`,
+    and shows a count only by receiving; a message arrives on a DLQ with the count it had on its
+    source queue (`arrival_count`, the largest maxReceiveCount among them)."""
 
     max_receive_count: int
     arrival_count: int = 0
@@ -74,8 +64,9 @@ class ReceiveBudget:
         return any(self.stop_after(receive_count_of(message)) for message in received)
 
 
-def receive_budget(sqs: SQSClient, queue: QueueInfo, reserve: int = 1) -> ReceiveBudget | None:
-    """The budget of a queue with a RedrivePolicy; None when receives cannot move messages."""
+def usable_budget(sqs: SQSClient, queue: QueueInfo, reserve: int = 1) -> ReceiveBudget | None:
+    """The budget of a queue with a RedrivePolicy (None when receives cannot move messages),
+    refused with OpsError when even a fresh message would keep too few."""
     if queue.redrive is None:
         return None
     arrival = 0
@@ -83,25 +74,16 @@ def receive_budget(sqs: SQSClient, queue: QueueInfo, reserve: int = 1) -> Receiv
         source = queue_info(sqs, source_url)
         if source.redrive is not None:
             arrival = max(arrival, source.redrive.max_receive_count)
-    return ReceiveBudget(
+    budget = ReceiveBudget(
         queue.redrive.max_receive_count, arrival, reserve, queue.redrive.target_name
     )
-
-
-def budget_refusal(budget: ReceiveBudget, queue: QueueInfo) -> str:
-    return (
-        f"{queue.name}: maxReceiveCount {budget.max_receive_count} leaves no receive to spare "
-        f"(a message arrives with {budget.arrival_count} receives, one look leaves "
-        f"{budget.fresh_left}, the reserve is {budget.reserve}); receiving could move messages "
-        f"to {budget.target_name}"
-    )
-
-
-def usable_budget(sqs: SQSClient, queue: QueueInfo, reserve: int = 1) -> ReceiveBudget | None:
-    """`receive_budget`, refused with OpsError when even a fresh message would keep too few."""
-    budget = receive_budget(sqs, queue, reserve)
-    if budget is not None and budget.exhausted:
-        raise OpsError(budget_refusal(budget, queue))
+    if budget.exhausted:
+        raise OpsError(
+            f"{queue.name}: maxReceiveCount {budget.max_receive_count} leaves no receive to "
+            f"spare (a message arrives with {arrival} receives, one look leaves "
+            f"{budget.fresh_left}, the reserve is {reserve}); receiving could move messages "
+            f"to {budget.target_name}"
+        )
     return budget
 
 
@@ -122,11 +104,8 @@ def receive(
 
 
 def release(sqs: SQSClient, url: str, receipt_handles: Iterable[str]) -> int:
-    """Make received messages visible again at once; returns how many SQS refused.
-
-    Requests of 10 go out `RECEIVERS` at once (10,000 messages are 1,000 requests). A refusal
-    loses nothing: such a message comes back when its visibility timeout ends.
-    """
+    """Make received messages visible again at once, `RECEIVERS` requests at once; returns how
+    many SQS refused (they come back when their visibility timeout ends)."""
     changes = [(handle, 0) for handle in receipt_handles]
     chunks = [changes[i : i + MAX_BATCH_ENTRIES] for i in range(0, len(changes), MAX_BATCH_ENTRIES)]
     return sum(in_parallel(chunks, lambda chunk: len(change_visibility(sqs, url, chunk))))
@@ -142,27 +121,6 @@ def in_parallel(chunks: Sequence[_Chunk], work: Callable[[_Chunk], int]) -> list
 
 def receive_count_of(message: MessageTypeDef) -> int:
     return int(message.get("Attributes", {}).get("ApproximateReceiveCount", "1"))
-
-
-def budget_stop(budget: ReceiveBudget) -> str:
-    return (
-        f"stopped: a message has {budget.reserve} or fewer receives left before SQS moves it "
-        f"to {budget.target_name}"
-    )
-
-
-def shown_again(hide_seconds: int) -> str:
-    return (
-        "stopped: SQS showed again a message this read already holds (its hide time of "
-        f"{hide_seconds} s ran out, or SQS delivered a second copy), so the rest was not read"
-    )
-
-
-def near_hide_time(elapsed: float, hide_seconds: int) -> str:
-    return (
-        f"stopped: the read took {elapsed:.0f} s, near its hide time of {hide_seconds} s "
-        "(the messages it hid first would show again and be received twice)"
-    )
 
 
 INTERRUPTED = "stopped before the end of the queue"
@@ -188,16 +146,9 @@ class Sighting:
 
 @dataclass(slots=True)
 class Receiving:
-    """One command's receives on one queue (peek, export, delete): every message is received
-    once, by up to `receivers` receives at once once it holds `sequential_up_to`.
-
-    Messages stay hidden for `hide_seconds` while the command runs, so none comes back and is
-    received twice, and are made visible again by `release` (whatever the command has not
-    deleted), also when it is interrupted. On a queue with a budget the first receive takes a
-    single message (a sample), and the run stops before its next receive once a message is
-    spent. The run also stops, as partial, when a message it holds shows again (its hide time
-    ran out) and before its hide time runs out (at `HIDE_MARGIN` of it); `partial` says why.
-    """
+    """One command's receives on one queue, each message kept hidden until `release`; with a
+    budget the first receive takes one message (a sample). It stops, as partial, when a message
+    it holds shows again, and before its hide time runs out."""
 
     sqs: SQSClient
     url: str
@@ -304,6 +255,7 @@ class Receiving:
             self.receives += 1
             if self._started is None:
                 self._started = self.clock()
+        batch: list[MessageTypeDef] | None = None
         try:
             batch = receive(
                 self.sqs,
@@ -312,18 +264,14 @@ class Receiving:
                 visibility_timeout=self.hide_seconds,
                 wait_seconds=self.wait_seconds,
             )
-        except BaseException:
+        finally:
             with self._lock:
+                # In hand in the same moment they stop counting as in flight: never missed.
                 self._reserved -= want
                 self.receiving_up_to -= want
                 self.receives -= 1
-            raise
-        with self._lock:
-            # In hand in the same moment they stop counting as in flight: never missed.
-            self._reserved -= want
-            self.receiving_up_to -= want
-            self.receives -= 1
-            return self._took(batch, limit, select)
+                chosen = None if batch is None else self._took(batch, limit, select)
+        return chosen
 
     def _stops(self) -> bool:
         """Whether the run must end before another receive (under the lock)."""
@@ -332,7 +280,11 @@ class Receiving:
         elif self._started is not None:
             elapsed = self.clock() - self._started
             if elapsed >= HIDE_MARGIN * self.hide_seconds:
-                self.stopped = self.stopped or near_hide_time(elapsed, self.hide_seconds)
+                self.stopped = self.stopped or (
+                    f"stopped: the read took {elapsed:.0f} s, near its hide time of "
+                    f"{self.hide_seconds} s (the messages it hid first would show again and "
+                    "be received twice)"
+                )
                 self._ended = True
         return self._ended
 
@@ -355,10 +307,17 @@ class Receiving:
             self.complete = not self.stopped
             self._ended = True
         elif len(fresh) < len(batch):
-            self.stopped = self.stopped or shown_again(self.hide_seconds)
+            self.stopped = self.stopped or (
+                "stopped: SQS showed again a message this read already holds (its hide time of "
+                f"{self.hide_seconds} s ran out, or SQS delivered a second copy), so the rest "
+                "was not read"
+            )
             self._ended = True
         elif self.budget is not None and self.budget.spent_by(fresh):
-            self.stopped = self.stopped or budget_stop(self.budget)
+            self.stopped = self.stopped or (
+                f"stopped: a message has {self.budget.reserve} or fewer receives left before "
+                f"SQS moves it to {self.budget.target_name}"
+            )
             self._ended = True
         return chosen
 
@@ -372,8 +331,7 @@ class Receiving:
                     self.sighting.near.pop(message_id, None)
 
     def release(self, message_ids: Iterable[str] | None = None) -> int:
-        """Make these messages (None: every one still in hand) visible again at once; returns
-        how many SQS refused (they come back when `hide_seconds` ends)."""
+        """Make these messages (None: every one in hand) visible again; how many SQS refused."""
         with self._lock:
             chosen = list(self.handles) if message_ids is None else list(message_ids)
             self.releasing = len([m for m in chosen if m in self.handles])
@@ -382,3 +340,22 @@ class Receiving:
             return release(self.sqs, self.url, handles)
         finally:
             self.releasing = 0
+
+
+def drained_batches(sqs: SQSClient, queue_url: str) -> Iterator[list[MessageTypeDef]]:
+    """Empty a queue, each batch deleted before it is yielded, until a receive finds nothing; a
+    message SQS does not delete is yielded all the same (it comes back)."""
+    while batch := sqs.receive_message(
+        QueueUrl=queue_url,
+        MaxNumberOfMessages=MAX_BATCH_ENTRIES,
+        WaitTimeSeconds=0,
+        MessageAttributeNames=["All"],
+        MessageSystemAttributeNames=["All"],
+    ).get("Messages", []):
+        delete_messages(sqs, queue_url, batch)
+        yield batch
+
+
+def drain(sqs: SQSClient, queue_url: str) -> list[MessageTypeDef]:
+    """Receive and delete every message visible in a queue; the messages, in receive order."""
+    return [message for batch in drained_batches(sqs, queue_url) for message in batch]

@@ -1,20 +1,16 @@
 """`redrive`: what to move and how. SQS's native move task where it can do the job, else a
-client-side move (`ops.clientmove.redrive`) that sends each copy and then deletes exactly the
-originals whose copy was sent; `plan_copy` makes one message's copy.
-
-With `--to source`, a record a serverless service wrote (core/kinds.py) goes back to the
-target it names, by the replay's rules (`engine.kinds.target_refusal`): only to an ARN of
-`target_arns` (the operator's --target-arn) that the stack's own ReplayTargetArns allows too
-(`stack_targets`, when known); `plan_copy` then makes its `Delivery`, and a record that may
-not be delivered stays where it is, counted with why."""
+client-side move (`ops.clientmove`); `plan_copy` makes one message's copy. With `--to source`,
+a record a serverless service wrote goes back to its target only if both the operator's
+--target-arn and the stack's ReplayTargetArns allow it; else it stays, counted with why."""
 
 from __future__ import annotations
 
+import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from dlq_replay.core.attributes import (
     FIRST_FAILURE_ATTRIBUTE,
@@ -28,6 +24,8 @@ from dlq_replay.core.messages import InboundMessage, OutboundMessage
 from dlq_replay.core.queues import is_fifo_url, target_allowed
 from dlq_replay.core.settings import DEFAULT_COUNT_ATTRIBUTE
 from dlq_replay.engine.kinds import delivery_of, recognise, target_refusal
+from dlq_replay.ops.movefollow import tag_carried
+from dlq_replay.ops.opserror import OpsError
 from dlq_replay.ops.pacing import PaceReport, PaceStop, UntilFailing
 from dlq_replay.ops.queueinfo import QueueInfo, source_queue_url
 from dlq_replay.ops.recognition import ALL_KINDS
@@ -107,15 +105,11 @@ class RedriveRequest:
     # list is known, the operator's alone applies.
     stack_targets: frozenset[str] | None = None
     accepted_kinds: frozenset[RecordKind] = ALL_KINDS  # the stack's DLQ_KIND's (ops.recognition)
-
-    @property
-    def rewrites(self) -> bool:
-        return bool(rewrites_of(self))
+    # The action id each copy carries in `dlq-replay-action` (follow/): None, not followed.
+    follow_id: str | None = None
 
 
 class ModeReason(StrEnum):
-    """Why `choose_mode` chose the mode it did (the CLI words it)."""
-
     ASKED = "client-side-asked"  # the caller asked for a client-side move
     REWRITES = "rewrites"  # something only a client-side move can do (`Rewrite`)
     NOT_A_DLQ = "not-a-dlq"  # StartMessageMoveTask takes only some queue's DLQ
@@ -164,12 +158,12 @@ def choose_mode(
     client_side: bool,
     sources: Sequence[str] | None = None,
 ) -> ModeChoice:
-    """Native move where SQS offers it, else client-side; with the reason. `sources`: the
-    queues that dead-letter into the source, when already read (the pre-flight reads them)."""
+    """Native move where SQS offers it, else client-side, and why. `sources`: the queues
+    that dead-letter into the source, when the pre-flight read them."""
     if client_side:
         return ModeChoice(MoveMode.CLIENT, ModeReason.ASKED)
-    if request.rewrites:
-        return ModeChoice(MoveMode.CLIENT, ModeReason.REWRITES, rewrites_of(request))
+    if rewrites := rewrites_of(request):
+        return ModeChoice(MoveMode.CLIENT, ModeReason.REWRITES, rewrites)
     if sources is None:
         sources = dead_letter_sources(sqs, request.source.url)
     if not sources:
@@ -193,26 +187,16 @@ Stop = BudgetStop | PaceStop
 @dataclass(frozen=True, slots=True)
 class RedriveTally:
     """What a client-side move confirmed; `moved + sent_not_deleted + failed + skipped +
-    given_back + unsettled == seen` always holds, `seen` being the messages received.
-
-    `moved`: copy sent and original deleted (in a dry run: would have been moved, and nothing
-    moves; with `keep`: the copies sent, the originals stay). `sent_not_deleted`: the copy was
-    sent and the original is still in the source queue, so a rerun sends it again.
-    `given_back`: received, then made visible again untouched (the run stopped first).
-    `unsettled`: received and neither sent, failed, skipped nor given back yet (its copy being
-    planned or sent): 0 once a run has ended, more in a snapshot of an abandoned run.
-    A record of a serverless kind delivered to its target counts as moved (sent), and in
-    `delivered` by target; a delivery the target refused as failed, by the service's error
-    code (`errors`: the first message of each).
-    """
+    given_back + unsettled == seen` always holds, `seen` being the messages received. A record
+    delivered to its target counts as moved; one the target refused as failed."""
 
     seen: int = 0
-    moved: int = 0
-    sent_not_deleted: int = 0
+    moved: int = 0  # copy sent, original deleted (with `keep`: sent; dry run: would be)
+    sent_not_deleted: int = 0  # the original is still in the source: a rerun sends it again
     failed: int = 0
     skipped: int = 0
-    given_back: int = 0
-    unsettled: int = 0
+    given_back: int = 0  # received, then made visible again untouched (the run stopped first)
+    unsettled: int = 0  # received, not yet sent, failed, skipped or given back: 0 at the end
     dry_run: bool = False
     failures: Mapping[str, int] = field(default_factory=dict)
     skips: Mapping[str, int] = field(default_factory=dict)
@@ -232,12 +216,8 @@ class RedriveTally:
 
 @dataclass(frozen=True, slots=True)
 class Leftover:
-    """What a run abandoned mid-flight leaves behind, as far as it knows: an upper bound of
-    what stays hidden (`hidden + receiving_up_to`), never below it.
-
-    Receives still in flight hide messages the run never saw, up to what they asked for;
-    deletes and visibility changes in flight may still take effect, so the messages they name
-    are counted hidden (`deleting`, `releasing` say how many of `hidden` that is)."""
+    """What a run abandoned mid-flight leaves: at most this stays hidden (a delete or release
+    in flight may still take effect: `deleting`, `releasing` of `hidden`)."""
 
     hidden: int  # received and not deleted: hidden until `hidden_until`
     hidden_until: float | None  # epoch seconds
@@ -251,7 +231,6 @@ class Leftover:
 
     @property
     def at_most(self) -> int:
-        """The most messages that can stay hidden."""
         return self.hidden + self.receiving_up_to
 
 
@@ -262,12 +241,9 @@ def plan_copy(
     source_urls: dict[str, str | None],
     now: float | None = None,
 ) -> OutboundMessage | Delivery | SkipReason | FailReason:
-    """The copy of one received message, or why it is skipped or cannot be copied: the
-    replay's builders (`sqs_copy`, `delivery_of`) with the redrive's key.
-
-    Body and every attribute byte for byte, except the park's marks and the replay's wait and
-    first failure (`_MOVE_DROPS`: a fresh start) and, with `reset_count`, the count. To the
-    source, a serverless kind's record is a `Delivery` to its target instead."""
+    """The copy of one received message (by the replay's builders), or why it is skipped or
+    cannot be copied: byte for byte but for `_MOVE_DROPS` (a fresh start), the count with
+    `reset_count`, and with `follow_id` the move's tag where a slot is free."""
     inbound = InboundMessage.from_boto3(message, request.source.arn)
     if not request.selector.empty:
         at = time.time() if now is None else now
@@ -290,6 +266,8 @@ def plan_copy(
         return FailReason.MISSING_GROUP
     dropped = _MOVE_DROPS | {request.count_attribute} if request.reset_count else _MOVE_DROPS
     carried = {k: v for k, v in inbound.attributes.items() if k not in dropped}
+    if request.follow_id is not None:
+        carried = tag_carried(inbound.body, carried, request.follow_id, inbound.message_id)
     return sqs_copy(inbound, destination, carried, REDRIVE_KEY)
 
 
@@ -299,10 +277,8 @@ def plan_delivery(
     target_arns: frozenset[str],
     stack_targets: frozenset[str] | None = None,
 ) -> Delivery | SkipReason:
-    """A serverless kind's record back to its target, by the replay's rules, if both the
-    operator (`target_arns`) and the stack (`stack_targets`, when known) allow it; the payload
-    as the replay delivers it (the body, or a destination record's request payload), and the
-    account of the DLQ it was read from (`InboundMessage.queue_arn`), as the replay's."""
+    """A serverless kind's record back to its target, as the replay delivers it, if both the
+    operator (`target_arns`) and the stack (`stack_targets`, when known) allow it."""
     if not isinstance(message, InboundMessage):
         message = InboundMessage.from_boto3(message)
     if not target_arns:
@@ -321,9 +297,7 @@ def plan_delivery(
 
 
 def both_allow(listed: frozenset[str], allowed: frozenset[str]) -> frozenset[str]:
-    """The targets both lists allow, as one list: an ARN of either that the other allows (as
-    is, or as a version or alias of a function it lists unqualified). `{fn}` and
-    `{fn:live}` give `{fn:live}`."""
+    """An ARN of either list that the other allows: `{fn}` and `{fn:live}` give `{fn:live}`."""
     return frozenset(
         {arn for arn in listed if target_allowed(arn, allowed)}
         | {arn for arn in allowed if target_allowed(arn, listed)}
@@ -331,8 +305,7 @@ def both_allow(listed: frozenset[str], allowed: frozenset[str]) -> frozenset[str
 
 
 def deliveries_sent(deliverer: Deliverer, deliveries: Sequence[Delivery]) -> dict[str, SendFailure]:
-    """Deliver them, answered as `BatchSender.send` answers for copies: the record ids a
-    target refused, with the service's error."""
+    """Deliver them; the record ids a target refused, as `BatchSender.send` answers."""
     outcomes = deliverer.deliver(deliveries)
     failed: dict[str, SendFailure] = {}
     for delivery in deliveries:
@@ -342,3 +315,70 @@ def deliveries_sent(deliverer: Deliverer, deliveries: Sequence[Delivery]) -> dic
         elif isinstance(outcome, Refused):
             failed[delivery.record_id] = SendFailure(outcome.code, outcome.message, permanent=True)
     return failed
+
+
+# SQS's native move task (StartMessageMoveTask): only from a queue that is some queue's DLQ.
+MAX_MOVE_RATE = 500  # StartMessageMoveTask's MaxNumberOfMessagesPerSecond limit
+_FINAL_MOVE_STATES = frozenset({"COMPLETED", "CANCELLED", "FAILED"})
+
+
+@dataclass(frozen=True, slots=True)
+class MoveTask:
+    status: str  # RUNNING, COMPLETED, CANCELLING, CANCELLED, FAILED
+    moved: int
+    to_move: int | None
+    handle: str | None = None
+    failure_reason: str | None = None
+    source_arn: str | None = None
+    destination_arn: str | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.status in _FINAL_MOVE_STATES
+
+    @property
+    def succeeded(self) -> bool:
+        return self.status == "COMPLETED"
+
+
+def start_move_task(
+    sqs: SQSClient, source_arn: str, destination_arn: str | None, rate: float | None
+) -> str:
+    """Start SQS's own move task; returns its handle. No destination: back to the sources."""
+    params: dict[str, Any] = {"SourceArn": source_arn}
+    if destination_arn is not None:
+        params["DestinationArn"] = destination_arn
+    if rate is not None:
+        params["MaxNumberOfMessagesPerSecond"] = max(1, min(MAX_MOVE_RATE, math.floor(rate)))
+    return sqs.start_message_move_task(**params)["TaskHandle"]
+
+
+def wait_move_task(
+    sqs: SQSClient,
+    source_arn: str,
+    *,
+    poll_seconds: float = 5.0,
+    on_progress: Callable[[MoveTask], None] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> MoveTask:
+    """Poll ListMessageMoveTasks until the latest task of the source queue (only one can run at
+    a time) has finished."""
+    while True:
+        found = sqs.list_message_move_tasks(SourceArn=source_arn, MaxResults=1).get("Results", [])
+        if not found:
+            raise OpsError(f"no message move task found for {source_arn}")
+        to_move = found[0].get("ApproximateNumberOfMessagesToMove")
+        task = MoveTask(
+            status=str(found[0].get("Status", "UNKNOWN")),
+            moved=int(found[0].get("ApproximateNumberOfMessagesMoved", 0)),
+            to_move=int(to_move) if to_move is not None else None,
+            handle=found[0].get("TaskHandle"),
+            failure_reason=found[0].get("FailureReason"),
+            source_arn=found[0].get("SourceArn"),
+            destination_arn=found[0].get("DestinationArn"),
+        )
+        if on_progress is not None:
+            on_progress(task)
+        if task.finished:
+            return task
+        sleep(poll_seconds)

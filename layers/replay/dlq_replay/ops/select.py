@@ -1,9 +1,8 @@
 """Which messages an operator command takes: by park reason, group, attribute, body and age.
 
 SQS cannot select on the server (its own redrive "doesn't support filtering"), so the tools
-receive, test each message here, and give back what does not match at once. One selector
-serves `peek`, `redrive` and `export`; it is built once from the command line and is pure:
-the message and the time come in.
+receive, test each message here, and give back what does not match at once. Pure: the message
+and the time come in.
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ import jmespath  # type: ignore[import-untyped]  # boto3's own dependency; it sh
 from jmespath import functions as jmespath_functions
 from jmespath.exceptions import JMESPathError  # type: ignore[import-untyped]
 
-from dlq_replay.core.attributes import Attribute
+from dlq_replay.core.attributes import Attribute, from_sqs
 from dlq_replay.core.decision import park_reason_of
 from dlq_replay.core.failure import CONSUMER_REASON_PREFIX
 
@@ -35,11 +34,8 @@ ANY_CONSUMER_REASON = f"{CONSUMER_REASON_PREFIX}*"
 
 @dataclass(frozen=True, slots=True)
 class Where:
-    """`--where name=value`: the attribute exists and equals the value, compared by its type.
-
-    Number attributes compare as numbers (`5` matches `5.0`), Binary ones by their base64
-    text, String ones (and custom types of them) as text.
-    """
+    """`--where name=value`, compared by the attribute's type: Number as numbers (`5` matches
+    `5.0`), Binary by its base64 text, String as text."""
 
     name: str
     value: str
@@ -69,8 +65,7 @@ class Where:
 
 def compile_match(expression: str) -> Any:
     """A JMESPath expression, compiled, its function names and argument counts checked (jmespath
-    checks them only when it evaluates, so a typo would select nothing); ValueError with the
-    reason if it is not one."""
+    checks them only when it evaluates, so a typo would select nothing); else ValueError."""
     try:
         compiled = jmespath.compile(expression)
     except JMESPathError as error:
@@ -131,16 +126,15 @@ class Selector:
 
     @property
     def empty(self) -> bool:
-        return not (
-            self.message_ids
-            or self.reasons
-            or self.groups
-            or self.where
-            or self.match is not None
-            or self.match_text is not None
-            or self.older_than is not None
-            or self.newer_than is not None
+        unset = (self.match, self.match_text, self.older_than, self.newer_than)
+        return not (self.message_ids or self.reasons or self.groups or self.where) and all(
+            condition is None for condition in unset
         )
+
+    def takes(self, message: MessageTypeDef, now: float) -> bool:
+        """`matches`, the message's attributes parsed here; an empty selector takes all."""
+        values = from_sqs(message.get("MessageAttributes")).values
+        return self.empty or self.matches(message, values, now)
 
     def _reason_selected(self, reason: str | None) -> bool:
         if (reason or NO_REASON) in self.reasons:
@@ -171,8 +165,8 @@ class Selector:
         )
 
     def _age_selected(self, sent: str | None, now: float) -> bool:
-        """Whether a message sent at `sent` (epoch milliseconds, as SQS writes it) is within
-        --older-than and --newer-than; one without the timestamp is not, when either is set."""
+        """Whether a message sent at `sent` (epoch ms) is within --older-than and --newer-than;
+        one without the timestamp is not, when either is set."""
         if self.older_than is None and self.newer_than is None:
             return True
         if sent is None:

@@ -3,15 +3,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from dlq_replay.core.kinds import RecordKind
 from dlq_replay.ops.opserror import OpsError
-from dlq_replay.ops.peek import PeekRequest, peek
+from dlq_replay.ops.peek import PeekedMessage, PeekRequest, peek
 from dlq_replay.ops.queueinfo import QueueInfo, queue_info
-from dlq_replay.ops.recognition import ALL_KINDS, KindCounts, kind_counts
+from dlq_replay.ops.recognition import ALL_KINDS
 from dlq_replay.ops.stack import Deployment
 from dlq_replay.sqs.depth import QueueDepth, queue_depth
 from dlq_replay.sqs.queue_age import oldest_message_ages, seconds_until_expiry
@@ -33,13 +35,11 @@ class QueueStatus:
 
     @property
     def expires_in_seconds(self) -> float | None:
-        """Time until SQS deletes the oldest message (its retention minus its age); None when
-        CloudWatch reported no age."""
+        """Time until SQS deletes the oldest message; None when CloudWatch reported no age."""
         return seconds_until_expiry(self.queue.retention_seconds, self.oldest_age_seconds)
 
     @property
     def expiry_warning(self) -> bool:
-        """The oldest message expires within EXPIRY_WARNING_SECONDS: move it now."""
         return expiry_warning(self.expires_in_seconds)
 
 
@@ -65,9 +65,32 @@ class EventSourceStatus:
 
 
 @dataclass(frozen=True, slots=True)
-class KindSample:
-    """The DLQ's records looked at by `status --sample`, counted by kind, target and error."""
+class KindCounts:
+    """Records looked at (`sampled`), by kind, by (kind, target) and by the service's error."""
 
+    sampled: int = 0
+    kinds: Mapping[str, int] = field(default_factory=dict)
+    targets: Mapping[str, int] = field(default_factory=dict)  # "<kind> -> <target or ->"
+    errors: Mapping[str, int] = field(default_factory=dict)  # error code (or message)
+
+
+def kind_counts(records: Iterable[PeekedMessage]) -> KindCounts:
+    kinds: Counter[str] = Counter()
+    targets: Counter[str] = Counter()
+    errors: Counter[str] = Counter()
+    sampled = 0
+    for record in records:
+        sampled += 1
+        kinds[record.kind] += 1
+        if record.kind != RecordKind.SQS:
+            targets[f"{record.kind} -> {record.target_arn or '-'}"] += 1
+        if error := record.error_code or record.error_message:
+            errors[error] += 1
+    return KindCounts(sampled, dict(kinds), dict(targets), dict(errors))
+
+
+@dataclass(frozen=True, slots=True)
+class KindSample:
     counts: KindCounts
     stopped: str | None = None  # why fewer were looked at (the receive budget)
 
@@ -96,9 +119,8 @@ def status(
     replay_targets: frozenset[str] = frozenset(),
     accepted_kinds: frozenset[RecordKind] = ALL_KINDS,
 ) -> Status:
-    """Depth, age of the oldest message and redrive wiring of each known queue, and the
-    state of the replay function's event source on the DLQ (when the function is known).
-    With `sample`, up to that many of the DLQ's records are looked at (`sample_kinds`)."""
+    """Each known queue and the replay's event source on the DLQ (when the function is known);
+    with `sample`, up to that many of the DLQ's records by kind: a peek, a receive of each."""
     known = deployment.known_queues()
     if not known:
         raise OpsError(
@@ -114,33 +136,20 @@ def status(
         QueueStatus(role, info, queue_depth(sqs, info.url), ages.get(info.name))
         for role, info in infos
     )
+    dlq = next((info for role, info in infos if role == "dlq"), None)
     event_source: EventSourceStatus | None = None
     if lam is not None and deployment.function_name:
-        dlq = next((info for role, info in infos if role == "dlq"), None)
         event_source = event_source_status(lam, deployment.function_name, dlq.arn if dlq else None)
     kinds = None
     if sample:
-        dlq = next((info for role, info in infos if role == "dlq"), None)
         if dlq is None:
             raise OpsError("--sample looks at the DLQ: pass --stack NAME or --dlq-url", usage=True)
-        kinds = sample_kinds(sqs, dlq, sample, replay_targets, accepted_kinds)
+        request = PeekRequest(
+            dlq, sample, replay_targets=replay_targets, accepted_kinds=accepted_kinds
+        )
+        result = peek(sqs, request)
+        kinds = KindSample(kind_counts(result.messages), result.stopped)
     return Status(queues, event_source, note, kinds)
-
-
-def sample_kinds(
-    sqs: SQSClient,
-    dlq: QueueInfo,
-    limit: int,
-    replay_targets: frozenset[str],
-    accepted_kinds: frozenset[RecordKind] = ALL_KINDS,
-) -> KindSample:
-    """Up to `limit` of the DLQ's records by kind, target and error: a peek (within the receive
-    budget, visible again at once), so it costs a receive of each record looked at."""
-    request = PeekRequest(
-        source=dlq, limit=limit, replay_targets=replay_targets, accepted_kinds=accepted_kinds
-    )
-    result = peek(sqs, request)
-    return KindSample(kind_counts(result.messages), result.stopped)
 
 
 def _function_exists(lam: LambdaClient, function_name: str) -> bool:
@@ -158,11 +167,8 @@ def event_source_status(
     lam: LambdaClient, function_name: str, dlq_arn: str | None
 ) -> EventSourceStatus:
     """The function's event source mapping on the DLQ (the first one when the DLQ is unknown)."""
-    mappings: list[Any] = []
-    for page in lam.get_paginator("list_event_source_mappings").paginate(
-        FunctionName=function_name
-    ):
-        mappings.extend(page.get("EventSourceMappings", []))
+    pages = lam.get_paginator("list_event_source_mappings").paginate(FunctionName=function_name)
+    mappings = [m for page in pages for m in page.get("EventSourceMappings", [])]
     chosen = next(
         (m for m in mappings if dlq_arn is None or str(m.get("EventSourceArn", "")) == dlq_arn),
         None,

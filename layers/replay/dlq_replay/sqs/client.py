@@ -32,18 +32,15 @@ SQS_CLIENT_CONFIG = APP_ID.merge(
 
 
 def lean(config: Config) -> Config:
-    """`config` for a client that makes thousands of calls a run (the redrive's moves), where
-    botocore's per-call work is the run's CPU: no check of each request's parameters (the
-    code builds every one; SQS still refuses a bad one), and a User-Agent written once, which
-    botocore otherwise rebuilds for every call, character by character (about a tenth of a
-    call's CPU; bench/bench_redrive.py). It still starts with boto3's name and version and
-    ends with the tool's (`APP_ID`)."""
+    """`config` for a client of thousands of calls a run (the redrive), where botocore's per-call
+    work is the run's CPU: no parameter check (the code builds every request; SQS still refuses
+    a bad one), and a User-Agent written once, not rebuilt per call (a tenth of a call's CPU;
+    bench/bench_redrive.py)."""
     return config.merge(Config(parameter_validation=False, user_agent=_user_agent()))
 
 
 def _user_agent() -> str:
-    """What botocore's own User-Agent says that holds for the whole process, in its format
-    (its per-call feature codes left out)."""
+    """botocore's own User-Agent, in its format, but for its per-call feature codes."""
     parts = (
         f"Boto3/{safe_component(boto3.__version__)}",
         f"md/Botocore#{safe_component(botocore.__version__)}",

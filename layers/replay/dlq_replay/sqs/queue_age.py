@@ -1,8 +1,5 @@
-"""How long the oldest message of a queue has left: CloudWatch's age against the retention.
-
-SQS reports a queue's oldest message only as a CloudWatch metric; `dlq-replay status` shows it
-and the outage breaker closes on it (it never holds messages past their retention).
-"""
+"""How long the oldest message of a queue has left: CloudWatch's age (the only place SQS
+reports it) against the retention."""
 
 from __future__ import annotations
 
@@ -21,30 +18,29 @@ def seconds_until_expiry(retention_seconds: int, age_seconds: float | None) -> f
     return max(0.0, retention_seconds - age_seconds)
 
 
+def sqs_metric(query_id: str, metric: str, queue_name: str, stat: str) -> dict[str, Any]:
+    """One GetMetricData query of a queue's SQS metric, by the minute."""
+    dimensions = [{"Name": "QueueName", "Value": queue_name}]
+    return {
+        "Id": query_id,
+        "MetricStat": {
+            "Metric": {"Namespace": "AWS/SQS", "MetricName": metric, "Dimensions": dimensions},
+            "Period": 60,
+            "Stat": stat,
+        },
+    }
+
+
 def oldest_message_ages(
     cloudwatch: Any, queue_names: Sequence[str], *, now: datetime | None = None
 ) -> tuple[dict[str, float], str | None]:
-    """The latest ApproximateAgeOfOldestMessage of each queue (CloudWatch, 1-minute periods).
-
-    SQS reports the age only as a CloudWatch metric, a few minutes behind; a queue without a
-    recent datapoint is left out. A failure to read CloudWatch is a note, not an error.
-    """
+    """The latest ApproximateAgeOfOldestMessage of each queue with a recent datapoint; a failure
+    to read CloudWatch is a note, not an error."""
     from botocore.exceptions import BotoCoreError, ClientError
 
     end = now or datetime.now(UTC)
     queries = [
-        {
-            "Id": f"q{index}",
-            "MetricStat": {
-                "Metric": {
-                    "Namespace": "AWS/SQS",
-                    "MetricName": "ApproximateAgeOfOldestMessage",
-                    "Dimensions": [{"Name": "QueueName", "Value": name}],
-                },
-                "Period": 60,
-                "Stat": "Maximum",
-            },
-        }
+        sqs_metric(f"q{index}", "ApproximateAgeOfOldestMessage", name, "Maximum")
         for index, name in enumerate(queue_names)
     ]
     try:
@@ -68,19 +64,12 @@ def oldest_message_ages(
     return ages, None
 
 
-def time_left(
-    cloudwatch: Any, queue_name: str, retention_seconds: int, *, now: datetime | None = None
-) -> float | None:
-    """Seconds until SQS deletes the queue's oldest message; None when unknown (no datapoint,
-    or CloudWatch could not be read)."""
-    ages, _ = oldest_message_ages(cloudwatch, [queue_name], now=now)
-    return seconds_until_expiry(retention_seconds, ages.get(queue_name))
-
-
 def queue_time_left(sqs: Any, cloudwatch: Any, queue_url: str) -> float | None:
-    """`time_left` of the queue at `queue_url`, its retention read from SQS (the outage
-    breaker's retention bound, in Lambda and in the worker); raises what SQS raises."""
+    """Seconds until SQS deletes the queue's oldest message (the outage breaker's retention
+    bound); None when unknown. Raises what SQS raises."""
     retention = sqs.get_queue_attributes(
         QueueUrl=queue_url, AttributeNames=["MessageRetentionPeriod"]
     )["Attributes"]["MessageRetentionPeriod"]
-    return time_left(cloudwatch, queue_name(queue_url), int(retention))
+    name = queue_name(queue_url)
+    ages, _ = oldest_message_ages(cloudwatch, [name])
+    return seconds_until_expiry(int(retention), ages.get(name))

@@ -1,19 +1,9 @@
-"""Batched writes to SQS, with every failure mapped back to the record it came from.
+"""Batched writes to SQS, 10 entries a request, with every failure mapped back to the record.
 
-Sends (SendMessageBatch), deletes (DeleteMessageBatch) and visibility changes
-(ChangeMessageVisibilityBatch) all go out 10 entries a request; an entry SQS refuses, or
-every entry of a request that failed as a whole, is reported back to the caller.
-
-A big batch (Lambda hands up to 10,000 records to one invocation) is 1,000 requests: sent one
-after another they take 1,000 round trips, so `BatchSender` sends up to `concurrency` requests
-at once. A FIFO queue's requests stay in order, one at a time (a group's messages may span
-requests, and SQS keeps a group's order only as they are sent).
-
-A request in flight costs about three times its payload in memory (botocore's JSON text, its
-bytes, the prepared request), so the payload in flight at once is also bounded, by
-`MAX_IN_FLIGHT_BYTES`: one request's worth. A 6 MB event of 1 MB messages then peaks at half
-its own size (bench/bench_replay.py), where eight 1 MB requests at once would take 24 MB of a
-128 MB function; requests of small messages still go `concurrency` at once.
+`BatchSender` sends up to `concurrency` requests at once (a FIFO queue's one at a time: SQS
+keeps a group's order only as it is sent) and bounds their payload in flight: a request costs
+about three times its payload in memory, and eight 1 MB requests at once would take 24 MB of a
+128 MB function (bench/bench_replay.py).
 """
 
 from __future__ import annotations
@@ -21,13 +11,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
 
-from dlq_replay.core.messages import OutboundMessage
+from dlq_replay.core.messages import OutboundMessage, sized_batches
 from dlq_replay.core.queues import is_fifo_url
 
 if TYPE_CHECKING:
@@ -57,40 +48,20 @@ class SendFailure:
 
 
 def pack(messages: Sequence[OutboundMessage]) -> Iterator[list[OutboundMessage]]:
-    """Split messages to one queue into requests of ≤ 10 entries and ≤ 1 MiB, keeping order.
-
-    A message too big to share a request goes alone; SQS then judges it.
-    """
-    return (request.messages for request in _sized_requests(messages))
+    """Requests of ≤ 10 entries and ≤ 1 MiB, in order; a message too big to share one goes
+    alone (SQS then judges it)."""
+    return (request for request, _ in _sized_requests(messages))
 
 
-@dataclass(frozen=True, slots=True)
-class _Request:
-    """One SendMessageBatch's messages and their payload bytes (measured once: a body is
-    encoded to count it)."""
-
-    messages: list[OutboundMessage]
-    size: int
+_Request = tuple[list[OutboundMessage], int]  # one SendMessageBatch's messages, their bytes
+_size = attrgetter("size_bytes")
 
 
 def _sized_requests(messages: Sequence[OutboundMessage]) -> Iterator[_Request]:
-    request: list[OutboundMessage] = []
-    size = 0
-    for message in messages:
-        message_size = message.size_bytes
-        if request and (len(request) == MAX_BATCH_ENTRIES or size + message_size > MAX_BATCH_BYTES):
-            yield _Request(request, size)
-            request, size = [], 0
-        request.append(message)
-        size += message_size
-    if request:
-        yield _Request(request, size)
+    return sized_batches(messages, _size, MAX_BATCH_ENTRIES, MAX_BATCH_BYTES)
 
 
 class BatchSender:
-    """Writes copies with SendMessageBatch, up to `concurrency` requests at once; never
-    SendMessage per record."""
-
     def __init__(
         self, sqs: SQSClient, concurrency: int = 1, max_in_flight_bytes: int = MAX_IN_FLIGHT_BYTES
     ) -> None:
@@ -101,7 +72,6 @@ class BatchSender:
         self._budget = _ByteBudget(max_in_flight_bytes)
 
     def send(self, messages: Sequence[OutboundMessage]) -> dict[str, SendFailure]:
-        """Write all messages; the result maps each record id whose copy failed to why."""
         by_queue: dict[str, list[OutboundMessage]] = {}
         for message in messages:
             by_queue.setdefault(message.queue_url, []).append(message)
@@ -134,12 +104,12 @@ class BatchSender:
         return failures
 
     def _send_request(self, queue_url: str, sized: _Request) -> dict[str, SendFailure]:
-        request = sized.messages
+        request, size = sized
         if not request:
             return {}
         entries = [message.to_entry(str(index)) for index, message in enumerate(request)]
         try:
-            with self._budget.hold(sized.size):
+            with self._budget.hold(size):
                 response: Any = self._sqs.send_message_batch(QueueUrl=queue_url, Entries=entries)
         except ClientError as error:
             info = error.response.get("Error", {})
@@ -176,11 +146,9 @@ class _ByteBudget:
         self._held = 0
         self._changed = threading.Condition()
 
-    def hold(self, size: int) -> AbstractContextManager[None]:
-        return self._holding(min(size, self._limit))  # a bigger request goes alone
-
     @contextmanager
-    def _holding(self, size: int) -> Iterator[None]:
+    def hold(self, size: int) -> Iterator[None]:
+        size = min(size, self._limit)  # a bigger request goes alone
         with self._changed:
             self._changed.wait_for(lambda: self._held + size <= self._limit)
             self._held += size
@@ -195,11 +163,7 @@ class _ByteBudget:
 def delete_messages(
     sqs: SQSClient, queue_url: str, messages: Sequence[MessageTypeDef]
 ) -> list[str]:
-    """Delete received messages with DeleteMessageBatch, 10 a request; returns the ids of the
-    messages SQS did not delete (all of a request's on a ClientError or BotoCoreError).
-
-    A message not deleted is not lost: it comes back when its visibility timeout ends.
-    """
+    """DeleteMessageBatch; the ids of the messages SQS did not delete (they come back)."""
 
     def request(chunk: list[MessageTypeDef]) -> Sequence[BatchResultErrorEntryTypeDef]:
         response = sqs.delete_message_batch(
@@ -217,11 +181,8 @@ def delete_messages(
 def change_visibility(
     sqs: SQSClient, queue_url: str, changes: Sequence[tuple[str, int]]
 ) -> list[tuple[int, str]]:
-    """Give received messages a new visibility timeout with ChangeMessageVisibilityBatch, 10 a
-    request. `changes` holds (receipt handle, visibility timeout in seconds) pairs; the result
-    has (index in `changes`, error code) of each change SQS refused (all of a request's on a
-    ClientError or BotoCoreError, with the exception's class name as the code).
-    """
+    """ChangeMessageVisibilityBatch of (receipt handle, seconds) pairs; (index, error code) of
+    each change SQS refused."""
 
     def request(chunk: list[tuple[int, tuple[str, int]]]) -> Sequence[BatchResultErrorEntryTypeDef]:
         response = sqs.change_message_visibility_batch(
@@ -240,10 +201,8 @@ def _refused(
     items: Sequence[_Item],
     request: Callable[[list[_Item]], Sequence[BatchResultErrorEntryTypeDef]],
 ) -> list[tuple[_Item, str]]:
-    """Run `request` on each run of up to 10 items, in order; each item SQS refused, with its
-    error code. `request` sends one batch whose entry Ids are the items' indexes in it and
-    returns the response's `Failed` entries; a ClientError or BotoCoreError refuses them all.
-    """
+    """`request` on each run of up to 10 items (entry Ids: their indexes in it); each item SQS
+    refused, with its error code (the exception's class for all of a request that raised)."""
     refused: list[tuple[_Item, str]] = []
     for start in range(0, len(items), MAX_BATCH_ENTRIES):
         chunk = list(items[start : start + MAX_BATCH_ENTRIES])

@@ -1,7 +1,5 @@
 """The clients a delivery uses: one per service and region (a target's region is its ARN's,
-whatever the function's own), made when first needed. The endpoint is boto3's choice
-(`AWS_ENDPOINT_URL[_<SERVICE>]` for an emulator), so the code is the same against both.
-"""
+whatever the function's own), made when first needed."""
 
 from __future__ import annotations
 
@@ -35,10 +33,8 @@ TARGET_CLIENT_CONFIG = Config(
 
 
 class TargetClients:
-    """Makes, and keeps, one boto3 client per (service, region), from `session` (a session of
-    its own when None, with boto3's usual credentials and settings). `endpoint_url` names a
-    service's endpoint (an emulator, the CLI's --endpoint-url); None, or a None answer:
-    boto3's own (AWS_ENDPOINT_URL_<SERVICE>, AWS_ENDPOINT_URL, the service's regional one)."""
+    """One boto3 client per (service, region), kept. `endpoint_url` names a service's endpoint
+    (an emulator, the CLI's --endpoint-url); None, or a None answer: boto3's own."""
 
     def __init__(
         self,

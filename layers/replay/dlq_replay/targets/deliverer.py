@@ -1,14 +1,6 @@
-"""Deliver records to their targets, several at once, each answered `Delivered` or `Refused`.
-
-A batch is up to 10,000 deliveries of one API call each, so up to `concurrency` run at once
-(a pool per call: no thread outlives the invocation). Deliveries to one FIFO queue or topic go
-one at a time in the batch's order, as SQS keeps a group's order only as messages are sent.
-
-An EventBridge record's payload is first given the rule target's `Input`, `InputPath` or
-`InputTransformer` (core/transform.py), as EventBridge would have. No delivery raises: a rule
-that cannot be read, a target the rule no longer has, a transformation that cannot be applied
-and every error of a target's API (after botocore's retries) are the record's `Refused`.
-"""
+"""Deliver records to their targets, up to `concurrency` at once (a pool per call: no thread
+outlives the invocation); no delivery raises. Deliveries to one FIFO queue or topic go one at a
+time in the batch's order, as SQS keeps a group's order only as messages are sent."""
 
 from __future__ import annotations
 
@@ -22,14 +14,12 @@ from dlq_replay.core.queues import is_fifo_arn, is_target_arn, rule_location
 from dlq_replay.core.transform import NotApplied, target_payload
 from dlq_replay.targets.clients import TargetClients
 from dlq_replay.targets.delivery import Delivery, DeliveryResult, RefusalCode, Refused
-from dlq_replay.targets.rule_targets import RuleTargets
-from dlq_replay.targets.services import call_target
+from dlq_replay.targets.services import RuleTargets, call_target
 
 
 class Deliverer:
-    """Sends each `Delivery` by its target's service (`services`), with clients from
-    `clients`; keeps the rules' targets it read for its own lifetime (a failed read for the
-    rest of one `deliver`)."""
+    """Keeps the rules' targets it read for its own lifetime (a failed read for the rest of one
+    `deliver`)."""
 
     def __init__(self, clients: TargetClients, *, concurrency: int = 8) -> None:
         if concurrency < 1:
@@ -39,7 +29,6 @@ class Deliverer:
         self._rules = RuleTargets(clients)
 
     def deliver(self, deliveries: Sequence[Delivery]) -> dict[str, DeliveryResult]:
-        """Deliver them all; the result maps each record id to what came of it."""
         self._rules.forget_failures()
         tasks = _in_order_per_fifo_target(deliveries)
         workers = min(self._concurrency, len(tasks))
@@ -52,14 +41,12 @@ class Deliverer:
         return [self._deliver_one(delivery) for delivery in task]
 
     def _deliver_one(self, delivery: Delivery) -> DeliveryResult:
-        """One delivery; every error it meets is its refusal."""
         try:
             return self._send(delivery)
         except Exception as error:  # whatever it is, this record's refusal alone
             return _refusal(delivery.record_id, error)
 
     def _send(self, delivery: Delivery) -> DeliveryResult:
-        """The delivery by its target's service, the rule's configuration applied first."""
         if not is_target_arn(delivery.target_arn):
             why = f"no delivery to this target: {delivery.target_arn}"
             return Refused(delivery.record_id, RefusalCode.UNSUPPORTED_TARGET, why)
@@ -86,10 +73,8 @@ class Deliverer:
 
 
 def _refusal(record_id: str, error: Exception) -> Refused:
-    """The refusal a delivery's error is: the service's own code and message for an answer it
-    gave; `InvalidTarget` for a malformed target or rule ARN (a forged record that still
-    passed the checks); else the exception's class and text (not connected, timed out, a
-    parameter botocore refused before sending, an answer we cannot read)."""
+    """The service's own code and message for an answer it gave; `InvalidTarget` for a
+    malformed target or rule ARN; else the exception's class and text."""
     if isinstance(error, ClientError):
         info = error.response.get("Error", {})
         code, message = info.get("Code") or RefusalCode.CLIENT_ERROR, info.get("Message") or error
@@ -104,8 +89,7 @@ def _by_record(done: Iterable[list[DeliveryResult]]) -> dict[str, DeliveryResult
 
 
 def _in_order_per_fifo_target(deliveries: Sequence[Delivery]) -> list[list[Delivery]]:
-    """Tasks for the pool: one per delivery, but a FIFO target's deliveries all in one task, in
-    the batch's order."""
+    """Tasks for the pool: one per delivery, a FIFO target's all in one, in the batch's order."""
     tasks: dict[str | int, list[Delivery]] = {}
     for index, delivery in enumerate(deliveries):
         fifo = is_fifo_arn(delivery.target_arn)

@@ -1,6 +1,5 @@
-"""What is delivered and what came of it, between the replay and `Deliverer`: plain values, so
-the replay decides what a refusal means and the delivery only reports what the service said.
-"""
+"""What is delivered and what came of it: plain values, so the replay decides what a refusal
+means and the delivery only reports what the service said."""
 
 from __future__ import annotations
 
@@ -9,8 +8,7 @@ from enum import StrEnum
 
 
 class RefusalCode(StrEnum):
-    """The refusals the delivery gives itself, as targets/ writes and the kinds read them
-    (`Kind.refusals`); a service's own error code is passed on as the service wrote it."""
+    """The refusals the delivery gives itself; a service's own error code is passed on."""
 
     UNSUPPORTED_TARGET = "UnsupportedTarget"  # no delivered service (core.queues.is_target_arn)
     INVALID_TARGET = "InvalidTarget"  # a malformed target or rule ARN

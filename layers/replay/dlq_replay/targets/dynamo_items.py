@@ -1,6 +1,5 @@
 """DynamoDB items to and from plain values by boto3's serializers, for every item the stack's
-table holds (the invocation ledger's, the outage breaker's, the audit trail's). Here, in the
-lowest layer that uses the table; boto3.dynamodb loads at the first request."""
+table holds; boto3.dynamodb loads at the first request."""
 
 from __future__ import annotations
 

@@ -1,16 +1,7 @@
-"""The request-id ledger: how many attempts a Lambda invocation we made stands for.
-
-An invocation Lambda accepted (`Invoke`, `Event`) that fails later comes back into the DLQ as
-a new record with only Lambda's request id, not our count: the replay records `request id ->
-attempt` when Lambda accepts a delivery and reads it back when the id returns. In Lambda the
-ledger is in the outage breaker's table (partition `invocation#<request id>`, sort key `count`;
-attributes `count`, `invoked_at`, `expires_at`), expiring after the longest time SQS keeps a
-message; the worker keeps it in memory. The breaker counts a return against `invoked_at`:
-Lambda writes the record minutes after our `Invoke`, after its own retries.
-
-A ledger that cannot be read or written raises `LedgerError` naming the request ids it could
-not handle: an id not read must not be taken for an unknown one (its count would restart at 0).
-"""
+"""The request-id ledger: a Lambda invocation that fails later comes back into the DLQ with only
+Lambda's request id, so the replay records `request id -> attempt` (in the stack's table; the
+worker's in memory). An id not read raises `LedgerError`: taken for an unknown one, its count
+would restart at 0."""
 
 from __future__ import annotations
 
@@ -75,14 +66,10 @@ class Invocation:
 
 
 class InvocationLedger(Protocol):
-    """Request id of a Lambda invocation we made -> the attempt it was."""
+    """Request id of a Lambda invocation we made -> the attempt it was; raises LedgerError."""
 
-    def invocations(self, request_ids: Collection[str]) -> dict[str, Invocation]:
-        """The known invocations, their counts and times; an unknown id is absent. Raises
-        LedgerError."""
-
-    def record(self, counts: Mapping[str, int], *, now: float) -> None:
-        """Remember each request id's attempt (`now`: epoch seconds). Raises LedgerError."""
+    def invocations(self, request_ids: Collection[str]) -> dict[str, Invocation]: ...
+    def record(self, counts: Mapping[str, int], *, now: float) -> None: ...
 
 
 def _key(request_id: str) -> dict[str, Any]:
@@ -119,8 +106,6 @@ class DynamoLedger:
         *,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        """`dynamodb` makes the client (or returns one): called at the first request, so a
-        batch without Lambda records makes none."""
         self._make = dynamodb
         self._table = table
         self._sleep = sleep
@@ -157,7 +142,6 @@ class DynamoLedger:
             raise LedgerError("written", failed, errors[-1])
 
     def _get(self, keys: list[Any], found: dict[str, Invocation]) -> list[Any]:
-        """Read `keys`, adding what is found to `found`; the keys left unprocessed."""
         request = {
             "Keys": keys,
             "ConsistentRead": True,
@@ -172,7 +156,6 @@ class DynamoLedger:
         return list(response.get("UnprocessedKeys", {}).get(self._table, {}).get("Keys", []))
 
     def _write(self, items: list[Any]) -> list[Any]:
-        """Write `items`; the items left unprocessed."""
         puts = [{"PutRequest": {"Item": item}} for item in items]
         response = self._db.batch_write_item(RequestItems={self._table: puts})
         left = response.get("UnprocessedItems", {}).get(self._table, [])
@@ -234,9 +217,8 @@ class MemoryLedger:
 def invocation_ledger(
     env: Mapping[str, str], *, session: boto3.Session | None = None
 ) -> DynamoLedger | None:
-    """The Lambda's ledger when the template named its table (INVOCATION_LEDGER_TABLE, set
-    whenever DLQ_KIND is not `sqs`), else None. A bad name raises SettingsError. The DynamoDB
-    client (from `session`, a boto3.Session, or boto3's default) is made at the first request."""
+    """The Lambda's ledger when the template named its table, else None; the DynamoDB client is
+    made at the first request."""
     table = resource_name(env, LEDGER_TABLE_VARIABLE, TABLE_NAME_PATTERN, TABLE_NAME_RULE)
     if table is None:
         return None

@@ -1,37 +1,30 @@
-"""One delivery by the target's service, each the call that service's own delivery makes.
-
-- Lambda function: `Invoke`, `InvocationType=Event` (as every asynchronous caller), the
-  payload's bytes unchanged; a later failure of it returns with the answer's request id.
-- SQS queue: `SendMessage`; a FIFO queue gets the rule target's group id and the delivery's
-  deduplication id, a fair (standard) queue the group id when the rule configures one.
-- SNS topic: `Publish`. A rule's target (`ListTargetsByRule`, botocore 1.43) has no group id
-  for a FIFO topic, so one is refused (`MissingGroupId`), never sent with a made-up group.
-- Step Functions: `StartExecution`, named by the record and the attempt, so botocore's retry
-  of a request whose answer was lost cannot start a second execution
-  (`ExecutionAlreadyExists` reads as delivered).
-- Event bus: `PutEvents` of the event the payload holds (EventBridge gives it a new id); a
-  payload that is not a whole event (a transformer's output, say) is refused (`NotAnEvent`).
-
-Errors of the service's API are raised (the caller makes them refusals); what this module
-itself refuses is returned as `Refused`.
-"""
+"""One delivery by the target's service, the call that service's own delivery makes: Lambda
+`Invoke` (`Event`), SQS `SendMessage`, SNS `Publish`, Step Functions `StartExecution`, event bus
+`PutEvents`. A service's errors are raised, for the caller to make refusals. A rule's target as
+the rule configures it (a FIFO queue's group id, its input settings) is not in the DLQ record:
+`RuleTargets` reads it back with `ListTargetsByRule`."""
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
 import json
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from dlq_replay.core.queues import Arn, TargetService, is_fifo_arn, target_service
+from botocore.exceptions import BotoCoreError, ClientError
+
+from dlq_replay.core.queues import Arn, TargetService, is_fifo_arn, rule_location, target_service
+from dlq_replay.core.transform import TargetInput
 from dlq_replay.targets.clients import TargetClients
 from dlq_replay.targets.delivery import Delivered, Delivery, DeliveryResult, RefusalCode, Refused
-from dlq_replay.targets.rule_targets import RuleTarget
 
 if TYPE_CHECKING:
     from mypy_boto3_events import EventBridgeClient
-    from mypy_boto3_events.type_defs import PutEventsRequestEntryTypeDef
+    from mypy_boto3_events.type_defs import PutEventsRequestEntryTypeDef, TargetOutputTypeDef
     from mypy_boto3_lambda import LambdaClient
     from mypy_boto3_sns import SNSClient
     from mypy_boto3_sqs import SQSClient
@@ -39,12 +32,85 @@ if TYPE_CHECKING:
     from mypy_boto3_stepfunctions import SFNClient
 
 
+@dataclass(frozen=True, slots=True)
+class RuleTarget:
+    group_id: str | None  # SqsParameters.MessageGroupId
+    input: TargetInput
+
+
+class RuleTargets:
+    """Each rule's targets, read once per rule and kept: a rule's target configuration seldom
+    changes, and a batch of records from one rule's DLQ asks the same question many times. A
+    failed read is kept until `forget_failures` (the next batch asks again): a thousand
+    records of a rule whose read is throttled make one read, not a thousand in a row."""
+
+    def __init__(self, clients: TargetClients) -> None:
+        self._clients = clients
+        self._by_rule: dict[str, Mapping[str, RuleTarget]] = {}
+        self._failed: dict[str, ClientError | BotoCoreError] = {}
+        # One read per rule even when its records are delivered concurrently.
+        self._lock = threading.Lock()
+
+    def forget_failures(self) -> None:
+        with self._lock:
+            self._failed.clear()
+
+    def target(
+        self, rule_arn: str, target_arn: str, home_account: str | None = None
+    ) -> RuleTarget | None:
+        """The rule's target `target_arn`, or None when the rule has no such target; a rule of
+        an account other than `home_account` (the DLQ's) is read on its bus by ARN."""
+        with self._lock:
+            if rule_arn in self._failed:
+                # Raised again for each of the rule's records: a fresh traceback each time, or
+                # the one error would hold the frames of them all.
+                raise self._failed[rule_arn].with_traceback(None)
+            targets = self._by_rule.get(rule_arn)
+            if targets is None:
+                try:
+                    targets = self._read(rule_arn, home_account)
+                except (ClientError, BotoCoreError) as error:
+                    self._failed[rule_arn] = error
+                    raise
+                self._by_rule[rule_arn] = targets
+        return targets.get(target_arn)
+
+    def _read(self, rule_arn: str, home_account: str | None) -> dict[str, RuleTarget]:
+        region, name, bus = rule_location(rule_arn)
+        arn = Arn.parse(rule_arn)
+        if home_account and arn.account and arn.account != home_account:
+            # ListTargetsByRule takes the bus's ARN for a rule on another account's bus.
+            bus = arn.sibling(f"event-bus/{bus or 'default'}")
+        paginator = self._clients.events(region).get_paginator("list_targets_by_rule")
+        pages = (
+            paginator.paginate(Rule=name)
+            if bus is None
+            else paginator.paginate(Rule=name, EventBusName=bus)
+        )
+        return {
+            target["Arn"]: _rule_target(target)
+            for page in pages
+            for target in page.get("Targets", [])
+        }
+
+
+def _rule_target(target: TargetOutputTypeDef) -> RuleTarget:
+    transformer = target.get("InputTransformer", {})
+    return RuleTarget(
+        group_id=target.get("SqsParameters", {}).get("MessageGroupId") or None,
+        input=TargetInput(
+            input=target.get("Input"),
+            input_path=target.get("InputPath"),
+            paths=tuple(sorted(transformer.get("InputPathsMap", {}).items())),
+            template=transformer.get("InputTemplate"),
+        ),
+    )
+
+
 def call_target(
     clients: TargetClients, delivery: Delivery, rule: RuleTarget | None
 ) -> DeliveryResult:
-    """`delivery` by its target's service, with `rule`, its rule's configuration of the target
-    (None for a record that names no rule). The target is one of a service the replay delivers
-    to (`is_target_arn`: the deliverer refuses the others first)."""
+    """`delivery` by its target's service, with its rule's configuration of the target."""
     region = Arn.parse(delivery.target_arn).region
     match target_service(delivery.target_arn):
         case TargetService.LAMBDA:
@@ -136,8 +202,7 @@ def put_event(client: EventBridgeClient, delivery: Delivery) -> DeliveryResult:
 
 
 def event_entry(payload: str, bus_arn: str) -> PutEventsRequestEntryTypeDef | str:
-    """The `PutEvents` entry of the EventBridge event in `payload`, to the bus `bus_arn`; or
-    why the payload is not a whole event."""
+    """The `PutEvents` entry of the event in `payload`, or why the payload is not a whole event."""
     try:
         event = json.loads(payload)
     except (ValueError, RecursionError):
@@ -161,7 +226,6 @@ def event_entry(payload: str, bus_arn: str) -> PutEventsRequestEntryTypeDef | st
 
 
 def _not_an_event(event: Any) -> str | None:
-    """Why a parsed payload is not an event `PutEvents` takes (None: it is one)."""
     if not isinstance(event, dict):
         return "the payload is not a JSON object"
     if not isinstance(event.get("source"), str) or not isinstance(event.get("detail-type"), str):

@@ -1,14 +1,14 @@
-"""`dlq-replay console`: a local web console over the operator commands (docs/console.md).
-
-It serves, on 127.0.0.1 and behind a random token, the overview of every dead-letter queue, a
-page per queue (read once into a snapshot) and the actions: the code each command runs, called
-with the console's connection options. Flask and Jinja2 come from the `console` extra.
-"""
+"""`dlq-replay console`: a local web console over the operator commands (docs/console.md), on
+127.0.0.1 behind a random token; its actions run the code each command runs. Flask and Jinja2
+come from the `console` extra."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
+import os
+import random
 import secrets
 import signal
 import socket
@@ -20,19 +20,18 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 from dlq_replay.cli.auditing import add_audit_option
-from dlq_replay.cli.deployment import (
-    add_deployment_options,
-)
+from dlq_replay.cli.demo import require_moto
+from dlq_replay.cli.deployment import add_deployment_options
 from dlq_replay.cli.errors import EXIT_USAGE, CommandError, operator_command
-from dlq_replay.cli.options import add_aws_options, bulk_sqs_config
+from dlq_replay.cli.options import add_aws_options
 from dlq_replay.cli.parsing import Subparsers, int_between
 from dlq_replay.cli.shutdown import SIGNALS, exit_code, signal_name
 
 if TYPE_CHECKING:
     from werkzeug.serving import BaseWSGIServer
 
-CONSOLE_CONNECTIONS = 32
 EXTRA_HINT = "the console needs its extra: pip install 'sqs-dlq-replay[console]'"
+REASONS = ("max-attempts", "max-age", "rejected", "invalid-count")  # the demo's park reasons
 
 
 def register(subparsers: Subparsers) -> None:
@@ -65,9 +64,7 @@ def register(subparsers: Subparsers) -> None:
     add_deployment_options(parser)
     add_audit_option(parser)
     add_aws_options(parser)
-    # One SQS client for every page, read and action: lean (thousands of calls a read), and
-    # connections for the overview's readers, a snapshot's receivers and an action at once.
-    parser.set_defaults(run=run_console, _sqs_config=bulk_sqs_config(CONSOLE_CONNECTIONS))
+    parser.set_defaults(run=run_console)
 
 
 def _listen(host: str, port: int) -> socket.socket:
@@ -106,11 +103,57 @@ def console_url(host: str, port: int, token: str) -> str:
 
 @operator_command
 def run_console(args: argparse.Namespace) -> int:
-    if args.demo:
-        from dlq_replay.cli.console.sample import on_demo_queues
+    return _on_demo_queues(args) if args.demo else _run(args)
 
-        return on_demo_queues(args, _run)
-    return _run(args)
+
+def sample_bodies(count: int, rng: random.Random) -> list[tuple[str, str]]:
+    """(body, park reason): mostly JSON orders, some plain text, a few hostile."""
+    found: list[tuple[str, str]] = []
+    for n in range(count):
+        reason = rng.choices(REASONS, weights=(6, 2, 1, 1))[0]
+        if n % 25 == 7:
+            body = "<script>alert('a body is text')</script>"
+        elif n % 5 == 3:
+            body = f"plain text order {n}: payment gateway timed out"
+        else:
+            body = json.dumps({"order": 1000 + n, "sku": f"A-{n % 7}", "total": n * 3 % 97})
+        found.append((body, reason))
+    return found
+
+
+def _on_demo_queues(args: argparse.Namespace) -> int:
+    """`--demo`: the console on the demo's own emulator (moto's SQS served by werkzeug, what the
+    `demo` extra installs, not `moto[server]`), its queues wired as a stack's and holding parked
+    sample messages, a few of them hostile text. CloudWatch and STS answer there at once with
+    an error the pages show as a note; no Lambda is asked (the demo has no replay function)."""
+    require_moto()
+    from dlq_replay.demo.emulator import create_queues, emulator_client, sqs_emulator
+
+    with sqs_emulator() as running:
+        endpoint = running.endpoint_url
+        sqs = emulator_client(endpoint)
+        queues = create_queues(sqs, prefix="demo")
+        pairs = sample_bodies(120, random.Random(7))  # noqa: S311 - sample data
+        for start in range(0, len(pairs), 10):
+            entries = [
+                {
+                    "Id": str(i),
+                    "MessageBody": body,
+                    "MessageAttributes": {
+                        "dlq-replay-park-reason": {"DataType": "String", "StringValue": reason},
+                        "dlq-replay-count": {"DataType": "Number", "StringValue": "4"},
+                    },
+                }
+                for i, (body, reason) in enumerate(pairs[start : start + 10])
+            ]
+            sqs.send_message_batch(QueueUrl=queues.operator, Entries=entries)  # type: ignore[arg-type]
+        os.environ.setdefault("AWS_ACCESS_KEY_ID", "demo")
+        os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "demo")
+        args.endpoint_url = endpoint
+        args.region = args.region or "us-east-1"
+        args.main_queue_url, args.dlq_url = queues.main, queues.dlq
+        args.operator_queue_url = queues.operator
+        return _run(args)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -145,7 +188,8 @@ def _run(args: argparse.Namespace) -> int:
             print("read-only: no action is offered or accepted (a re-read is)", flush=True)
         print("Ctrl-C stops it", file=sys.stderr, flush=True)
         signum = _serve(server)
-        _stop(console)
+        for line in console.close():
+            print(line, flush=True)
         print(f"dlq-replay: {signal_name(signum)}: console stopped", file=sys.stderr, flush=True)
     return exit_code(signum)
 
@@ -172,15 +216,3 @@ def _serve(server: BaseWSGIServer) -> int:
         server.shutdown()
         server.server_close()
     return received[0]
-
-
-def _stop(console: object) -> None:
-    """Stop every action and every snapshot read; print what each did."""
-    from dlq_replay.cli.console.state import Console
-
-    assert isinstance(console, Console)
-    console.close()
-    for snapshot in console.snapshots():
-        snapshot.stop.set()
-    for line in console.jobs.stop_all():
-        print(line, flush=True)

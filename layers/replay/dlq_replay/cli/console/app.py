@@ -1,13 +1,11 @@
 """The console's web application (Flask, Jinja2 with autoescape): pages over `Console`'s state.
 
 Safety (docs/console.md, "Safety model"): every page lives under a secret path prefix,
-`/<token>/`, checked by `TokenPrefix` in front of Flask, which moves it into SCRIPT_NAME so
-that `url_for` puts it in every link, form, redirect, script and fragment URL; there is no
-cookie (a cookie reaches every port of the host, a URL only its own origin). The Host header
+`/<token>/`, which `TokenPrefix` moves into SCRIPT_NAME so that `url_for` puts it in every URL;
+no cookie (a cookie reaches every port of the host, a URL only its own origin). The Host header
 must name this server (DNS rebinding), every POST carry the CSRF token, every answer a strict
-Content-Security-Policy (no inline script or style), nosniff and no referrer. Bodies and
-attributes are data, rendered as text by the templates' autoescape; the page's script swaps in
-fragments the server rendered, so each table has one renderer.
+Content-Security-Policy (no inline script or style). Bodies are text to the autoescape; the
+page's script swaps in fragments the server rendered, so each table has one renderer.
 """
 
 from __future__ import annotations
@@ -18,7 +16,8 @@ import re
 import secrets
 import time
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -26,7 +25,7 @@ from flask import Flask, Response, jsonify, redirect, render_template, request, 
 from werkzeug.exceptions import Forbidden, HTTPException
 from werkzeug.wrappers import Response as BaseResponse
 
-from dlq_replay.cli.console import charts, problems
+from dlq_replay.cli.console import problems
 from dlq_replay.cli.console.snapshot import PAGE_SIZE, Filter
 from dlq_replay.cli.errors import EXIT_USAGE, CommandError, describe_error
 from dlq_replay.cli.output import duration
@@ -38,6 +37,7 @@ if TYPE_CHECKING:
 
     from dlq_replay.cli.console.jobs import RedriveOrder
     from dlq_replay.cli.console.state import Console
+    from dlq_replay.follow.recovery import RecoverySummary
 
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -58,10 +58,9 @@ LOG = logging.getLogger("dlq_replay.console")
 
 
 def host_allowed(host: str | None, names: Iterable[str], port: str) -> bool:
-    """Whether a Host header names this server: `localhost` or a `--host` name, or any IP
-    literal (v4, or v6 in brackets), with our port. A DNS-rebinding page's requests carry its
-    own domain name in Host, never an IP literal, so any address of this machine may be used
-    (`--host 0.0.0.0` reached by its LAN address)."""
+    """Whether a Host header names this server (a `--host` name, or any IP literal) with our
+    port. A DNS-rebinding page's requests carry its own domain name in Host, never an IP
+    literal, so any address of this machine may be used (`--host 0.0.0.0` by its LAN address)."""
     if not host:
         return False
     found = re.fullmatch(r"(\[[^\]]*\]|[^:\[\]]*)(?::(\d{1,5}))?", host.strip().lower())
@@ -80,15 +79,14 @@ def host_allowed(host: str | None, names: Iterable[str], port: str) -> bool:
     return True
 
 
+@dataclass(frozen=True)
 class TokenPrefix:
-    """WSGI middleware in front of Flask: a request whose path does not start with the token
-    gets 403 (or 400 for a Host that is not this server); the token segment moves into
-    SCRIPT_NAME, so Flask routes the rest and `url_for` prefixes every URL it builds."""
+    """WSGI middleware in front of Flask: the token segment moves into SCRIPT_NAME, so Flask
+    routes the rest and `url_for` prefixes every URL it builds."""
 
-    def __init__(self, app: WSGIApplication, *, token: str, names: frozenset[str]) -> None:
-        self.app = app
-        self.token = token.encode()
-        self.names = names
+    app: WSGIApplication
+    token: bytes = field(repr=False)
+    names: frozenset[str]
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         port = str(environ.get("SERVER_PORT", ""))
@@ -108,27 +106,25 @@ def _refusal(status: int, line: str) -> BaseResponse:
     return BaseResponse(f"{line}\n", status, mimetype="text/plain", headers=dict(SECURITY_HEADERS))
 
 
-def _same(given: str, secret: str) -> bool:
-    return secrets.compare_digest(
-        given.encode("utf-8", "surrogatepass"), secret.encode("utf-8", "surrogatepass")
-    )
-
-
 def create_app(console: Console) -> Flask:
     app = Flask(__name__, static_folder="static", template_folder="templates")
-    app.config.update(MAX_CONTENT_LENGTH=2_000_000, JSON_SORT_KEYS=False)
+    app.config["MAX_CONTENT_LENGTH"] = 2_000_000
     app.jinja_env.autoescape = True  # every template, whatever its name
-    app.jinja_env.globals.update(duration=_age, csrf=console.csrf, read_only=console.read_only)
-    app.wsgi_app = TokenPrefix(  # type: ignore[method-assign]
-        app.wsgi_app, token=console.token, names=console.hosts
+    app.jinja_env.globals.update(
+        duration=_age,
+        csrf=console.csrf,
+        read_only=console.read_only,
+        kinds_read=console.settings.kinds_line,
+        page_size=PAGE_SIZE,
     )
+    app.wsgi_app = TokenPrefix(app.wsgi_app, console.token.encode(), console.hosts)  # type: ignore[method-assign]
 
     @app.before_request
     def guard() -> None:
         if request.method != "POST":
             return
         sent = request.form.get("csrf") or request.headers.get("X-CSRF-Token", "")
-        if not _same(sent, console.csrf):
+        if not secrets.compare_digest(sent.encode("utf-8", "surrogatepass"), console.csrf.encode()):
             raise Forbidden("no CSRF token: reload the page")
         # A re-read is a read (it moves nothing, within the receive budget): allowed.
         if console.read_only and request.endpoint != "reread":
@@ -150,8 +146,8 @@ def create_app(console: Console) -> Flask:
 
 
 def _errors(app: Flask) -> None:
-    """Every refusal as a page (or `{"error": line}` under /api/) that says what was wrong;
-    500 only for a bug, logged, its details never in the answer."""
+    """Every refusal as a page (or `{"error": line}` under /api/); 500 only for a bug, logged,
+    its details never in the answer."""
 
     @app.errorhandler(problems.ConsoleRequestError)
     def problem(error: problems.ConsoleRequestError) -> tuple[Any, int]:
@@ -194,8 +190,7 @@ def _age(seconds: float | None) -> str:
 
 
 def checked_filter(form: Any) -> Filter:
-    """The form's filter; BadRequestError (the line says which field) for an age that is no
-    duration."""
+    """The form's filter; BadRequestError naming the field for an age that is no duration."""
     selected = Filter.from_form(form)
     for name, value in (("older than", selected.older_than), ("newer than", selected.newer_than)):
         if value:
@@ -220,7 +215,7 @@ def checked_rate(form: Any) -> None:
 
 def safe_filename(given: str, default: str) -> str:
     """A download's name as a plain file name: no control or format characters (CR, LF, NUL,
-    bidi overrides), no path separators, at most 200 characters; `default` when none is left."""
+    bidi overrides) nor path separators, at most 200 characters; else `default`."""
     kept = "".join(
         "_" if char in "/\\" else char
         for char in given
@@ -228,6 +223,25 @@ def safe_filename(given: str, default: str) -> str:
     )
     name = " ".join(kept.split())[:200].strip(" .")
     return name or default
+
+
+def bar_chart(title: str, counts: Sequence[tuple[str, int]]) -> dict[str, Any]:
+    """Bars scaled to the largest, (label, count, width) each: chart.html draws them as SVG on
+    the server, autoescaped, no script in the page."""
+    top = max((n for _, n in counts), default=0) or 1
+    bars = [
+        (label[:27] + "…" if len(label) > 28 else label, n, max(min(n, 1), round(190 * n / top)))
+        for label, n in counts
+    ]
+    return {"title": title, "bars": bars}
+
+
+def recovery_chart(summary: RecoverySummary) -> dict[str, Any]:
+    """The replay's recovery by attempt as bars (sent, came back, recovered, parked), its
+    `status` line as the caption."""
+    from dlq_replay.cli.followed import recovery_bars
+
+    return bar_chart(f"replay recovery, {summary.text()}", recovery_bars(summary))
 
 
 def _page(value: str | None) -> int:
@@ -240,11 +254,11 @@ def _page(value: str | None) -> int:
 def _pages(app: Flask, console: Console) -> None:
     @app.get("/")
     def overview() -> str:
-        return render_template("overview.html", **_overview_view(console))
+        return render_template("overview.html", view=console.overview())
 
     @app.get("/fragments/overview")
     def overview_fragment() -> str:
-        return render_template("_overview_table.html", **_overview_view(console))
+        return render_template("_overview_table.html", view=console.overview())
 
     @app.get("/api/overview")
     def overview_json() -> Response:
@@ -253,41 +267,39 @@ def _pages(app: Flask, console: Console) -> None:
     @app.get("/q/<name>")
     def queue(name: str) -> tuple[str, int]:
         info = console.queue(name)
-        snapshot = console.snapshot(info)
-        page = _page(request.args.get("page"))
-        now = time.time()
+        snapshot, now = console.snapshot(info), time.time()
         view: dict[str, Any] = {"info": info, "snapshot": snapshot, "count": 0, "rows": []}
-        status = 200
+        page, status = _page(request.args.get("page")), 200
         try:
-            selected = checked_filter(request.args)
+            view["filter"] = selected = checked_filter(request.args)
         except problems.BadRequestError as error:
-            selected, status = Filter.from_form(request.args), error.status
-            view["problem"] = str(error)
-        view["filter"] = selected
+            view.update(filter=Filter.from_form(request.args), problem=str(error))
+            status = error.status
         if snapshot.ready and status == 200:
             count = snapshot.count(selected, now)
             page = min(page, max(0, count - 1) // PAGE_SIZE)
             view.update(
                 count=count,
                 rows=snapshot.rows(selected, now, page),
-                reasons=charts.bar_chart("park reasons", snapshot.groups("reason", selected, now)),
-                kinds=charts.bar_chart("kinds", snapshot.groups("kind", selected, now)),
-                ages=charts.bar_chart("ages", snapshot.ages(selected, now)),
+                reasons=bar_chart("park reasons", snapshot.groups("reason", selected, now)),
+                kinds=bar_chart("kinds", snapshot.groups("kind", selected, now)),
+                ages=bar_chart("ages", snapshot.ages(selected, now)),
             )
         if snapshot.ready:
             view.update(
                 all_reasons=[r for r, _ in snapshot.groups("reason", Filter(), now)],
                 all_kinds=[k for k, _ in snapshot.groups("kind", Filter(), now)],
             )
+        recovery, recovery_problem = console.recovery(info)
         html = render_template(
             "queue.html",
             view=view,
             page=page,
-            page_size=PAGE_SIZE,
             now=now,
             destinations=console.destinations(info),
-            kinds_read=console.settings.kinds_line,
             reread_refusal=console.reread_refusal(info),
+            recovery=None if recovery is None else recovery_chart(recovery),
+            recovery_problem=recovery_problem,
         )
         return html, status
 
@@ -326,16 +338,11 @@ def _pages(app: Flask, console: Console) -> None:
         return render_template("audit.html", actions=actions, where=where, problem=problem)
 
 
-def _overview_view(console: Console) -> dict[str, Any]:
-    return {"view": console.overview(), "kinds_read": console.settings.kinds_line}
-
-
 def _actions(app: Flask, console: Console) -> None:
     def go(job_id: str) -> BaseResponse:
         return redirect(url_for("job", job_id=job_id), code=303)
 
     def order(name: str) -> RedriveOrder:
-        """The form's order, its filter and rate checked first (a line for each mistake)."""
         checked_filter(request.form)
         checked_rate(request.form)
         return console.order(console.queue(name), request.form)
@@ -368,13 +375,11 @@ def _actions(app: Flask, console: Console) -> None:
 
     @app.post("/q/<name>/delete")
     def delete(name: str) -> BaseResponse:
-        chosen = order(name)
-        return go(console.start_delete(chosen, request.form.get("confirm", "")).id)
+        return go(console.start_delete(order(name), request.form.get("confirm", "")).id)
 
     @app.post("/q/<name>/purge")
     def purge(name: str) -> BaseResponse:
-        info = console.queue(name)
-        return go(console.start_purge(info, request.form.get("confirm", "")).id)
+        return go(console.start_purge(console.queue(name), request.form.get("confirm", "")).id)
 
     @app.post("/pause")
     def pause() -> BaseResponse:

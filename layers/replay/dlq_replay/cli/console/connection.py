@@ -23,10 +23,7 @@ from dlq_replay.cli.deployment import (
     lookup_config,
     replay_targets_of,
 )
-from dlq_replay.cli.options import (
-    aws_session,
-    endpoint,
-)
+from dlq_replay.cli.options import aws_session, endpoint
 from dlq_replay.core.kinds import KIND_CHOICES, RecordKind
 from dlq_replay.local.answers import refuse_foreign_answers
 from dlq_replay.ops.recognition import ALL_KINDS
@@ -68,7 +65,6 @@ class Connection:
 
     region: str | None
     profile: str | None
-    endpoint_url: str | None
     stack: str | None
     audit_table: str | None
     given: Mapping[str, str]  # DEPLOYMENT_OPTIONS as given on the command line
@@ -85,7 +81,6 @@ class Connection:
         return cls(
             region=args.region,
             profile=args.profile,
-            endpoint_url=args.endpoint_url,
             stack=args.stack,
             audit_table=getattr(args, "audit_table", None),
             given=given,
@@ -156,14 +151,15 @@ class ReadSettings:
         """With a function (or DLQ_KIND set here), its DLQ_KIND, as every command reads it;
         without one, every kind: the CLI's default (`sqs`) is the function's default, and no
         function is known here. A DLQ_KIND that is none of its values is one line, now."""
-        targets = replay_targets_of(args, deployment)
-        count = count_attribute_of(args, deployment)
+        settings = function_settings(args, deployment)
+        targets = replay_targets_of(settings)
+        count = count_attribute_of(settings)
         if not (deployment.function_name or os.environ.get("DLQ_KIND")):
             line = "DLQ_KIND=any (no --stack: every kind recognised)"
             return cls(targets, count, ALL_KINDS, line)
-        kinds = accepted_kinds_of(args, deployment)
+        kinds = accepted_kinds_of(settings)
         name = next((n for n, k in KIND_CHOICES.items() if k == kinds), "?")
-        if function_settings(args, deployment).get("DLQ_KIND"):
+        if settings.get("DLQ_KIND"):
             why = "the function's setting"
         elif os.environ.get("DLQ_KIND"):
             why = "DLQ_KIND of this shell"

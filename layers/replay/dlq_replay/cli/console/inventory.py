@@ -1,15 +1,11 @@
-"""The overview: every dead-letter queue the console knows, sorted by backlog.
+"""The overview: every dead-letter queue the console knows (one some queue's RedrivePolicy
+names, and the stack's DLQ and operator queue whatever they hold), sorted by backlog, with
+`status`'s counters and replay state; the oldest age is CloudWatch's or, where it has none, the
+snapshot's. Nothing here receives a message.
 
-A queue is a DLQ when some queue's RedrivePolicy names it; the stack's DLQ and operator queue
-are listed whatever they hold. Depths are SQS's approximate counters (as `status` reads them),
-the oldest message's age CloudWatch's (`ops.oldest_message_ages`) or, where CloudWatch has
-none, the snapshot's; the replay's state is `status`'s (event source and outage breaker).
-Nothing here receives a message.
-
-One read costs a bounded number of SQS calls whatever the region holds: ListQueues once per
-1,000 queues, then one GetQueueAttributes per queue (its identity, redrive policy and counters
-together), READ_WORKERS of them in flight at once; CloudWatch once per 500 DLQs. The console
-shares one read among every open page (`state.Console.overview`).
+One read costs a bounded number of calls whatever the region holds: ListQueues once per 1,000
+queues, one GetQueueAttributes per queue (identity, redrive policy and counters together),
+READ_WORKERS of them in flight at once; CloudWatch once per 500 DLQs.
 """
 
 from __future__ import annotations
@@ -25,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from dlq_replay.core.queues import arn_name, is_fifo_url
-from dlq_replay.ops.breaker import breaker_status
 from dlq_replay.ops.opserror import OpsError
+from dlq_replay.ops.pause import breaker_status
 from dlq_replay.ops.queueinfo import DEFAULT_RETENTION_SECONDS, QueueInfo, RedrivePolicy
 from dlq_replay.ops.stack import Deployment
 from dlq_replay.ops.status import event_source_status
@@ -52,11 +48,13 @@ _ATTRIBUTES: list[QueueAttributeNameType] = [
     "VisibilityTimeout",
     "RedrivePolicy",
     "MessageRetentionPeriod",
+    # The counters last (`queue_of` reads them as such).
     "ApproximateNumberOfMessages",
     "ApproximateNumberOfMessagesNotVisible",
     "ApproximateNumberOfMessagesDelayed",
 ]
 _GONE = ("NonExistentQueue", "QueueDoesNotExist")
+_ROLES = {"dlq": "stack DLQ", "operator": "operator queue"}  # by Deployment.known_queues' role
 
 # A queue's kinds and oldest age from its snapshot (empty and None when not read), by URL.
 Kinds = Callable[[str], tuple[Mapping[str, int], float | None]]
@@ -118,14 +116,7 @@ def queue_of(url: str, attributes: Mapping[str, object]) -> Queue | None:
             attributes.get("MessageRetentionPeriod"), DEFAULT_RETENTION_SECONDS
         ),
     )
-    visible, in_flight, delayed = (
-        _number(attributes.get(name), 0)
-        for name in (
-            "ApproximateNumberOfMessages",
-            "ApproximateNumberOfMessagesNotVisible",
-            "ApproximateNumberOfMessagesDelayed",
-        )
-    )
+    visible, in_flight, delayed = (_number(attributes.get(name), 0) for name in _ATTRIBUTES[5:])
     return Queue(info, QueueDepth(visible, in_flight, delayed))
 
 
@@ -160,11 +151,8 @@ def _number(value: object, default: int) -> int:
 
 
 def queue_urls(sqs: SQSClient) -> list[str]:
-    urls: list[str] = []
     pages = sqs.get_paginator("list_queues").paginate(PaginationConfig={"PageSize": LIST_PAGE_SIZE})
-    for page in pages:
-        urls.extend(page.get("QueueUrls", []))
-    return urls
+    return [url for page in pages for url in page.get("QueueUrls", [])]
 
 
 def read_queues(
@@ -202,24 +190,16 @@ def read_queues(
     return {queue.info.arn: queue for queue in queues if queue is not None}
 
 
+@dataclass
 class OverviewReader:
     """Reads the overview with the console's clients (`client(service)`: made once each, so a
     read every few seconds makes none)."""
 
-    def __init__(
-        self,
-        sqs: SQSClient,
-        client: Callable[[str], Any],
-        deployment: Deployment,
-        kinds: Kinds,
-        *,
-        workers: int = READ_WORKERS,
-    ) -> None:
-        self.sqs = sqs
-        self._client = client
-        self.deployment = deployment
-        self.kinds = kinds
-        self.workers = workers
+    sqs: SQSClient
+    client: Callable[[str], Any]
+    deployment: Deployment
+    kinds: Kinds
+    workers: int = READ_WORKERS
 
     def read(self) -> Overview:
         """Every DLQ (of the stack, or of the region without one), sorted by backlog."""
@@ -245,28 +225,36 @@ class OverviewReader:
 
         chosen = [queue for queue in queues.values() if listed(queue.info)]
         ages = self._ages([queue.info.name for queue in chosen], notes)
-        rows = [
-            _row(queue, roles_by_url.get(queue.info.url), sources, ages, self.kinds)
-            for queue in chosen
-        ]
-        rows.sort(key=lambda row: (-row.backlog, row.name))
-        operator = next((row for row in rows if "operator queue" in row.roles), None)
+
+        def row(queue: Queue) -> DlqRow:
+            info, depth = queue.info, queue.depth
+            counts, snapshot_age = self.kinds(info.url)
+            return DlqRow(
+                name=info.name,
+                url=info.url,
+                arn=info.arn,
+                roles=(_ROLES.get(roles_by_url.get(info.url, ""), "DLQ"),),
+                visible=depth.visible,
+                in_flight=depth.in_flight,
+                delayed=depth.delayed,
+                oldest_age=ages.get(info.name, snapshot_age),
+                sources=tuple(sorted(sources.get(info.arn, []))),
+                moves_to=info.redrive.target_name if info.redrive else None,
+                max_receive_count=info.redrive.max_receive_count if info.redrive else None,
+                kinds=counts,
+            )
+
+        rows = sorted(map(row, chosen), key=lambda r: (-r.backlog, r.name))
+        operator = next((r.backlog for r in rows if "operator queue" in r.roles), None)
         dlq = next((q.info.arn for q in queues.values() if q.info.url == deployment.dlq), None)
         replay = self._replay_state(dlq, notes)
-        return Overview(
-            tuple(rows),
-            deployment.stack,
-            replay,
-            operator.backlog if operator else None,
-            tuple(notes),
-            time.time(),
-        )
+        return Overview(tuple(rows), deployment.stack, replay, operator, tuple(notes), time.time())
 
     def _ages(self, names: list[str], notes: list[str]) -> dict[str, float]:
         """CloudWatch's oldest ages, one call per METRIC_QUERIES queues; a note when none."""
         ages: dict[str, float] = {}
         try:
-            cloudwatch = self._client("cloudwatch")
+            cloudwatch = self.client("cloudwatch")
             for start in range(0, len(names), METRIC_QUERIES):
                 found, note = oldest_message_ages(cloudwatch, names[start : start + METRIC_QUERIES])
                 ages.update(found)
@@ -285,9 +273,9 @@ class OverviewReader:
         if not function:
             return None
         try:
-            lam = self._client("lambda")
+            lam = self.client("lambda")
             source = event_source_status(lam, function, dlq_arn)
-            breaker = breaker_status(lam, self._client("dynamodb"), function)
+            breaker = breaker_status(lam, self.client("dynamodb"), function)
         except (ClientError, BotoCoreError, OpsError) as error:
             notes.append(f"replay state unknown ({type(error).__name__})")
             return "unknown"
@@ -298,29 +286,3 @@ class OverviewReader:
         if not source.found:
             return "no event source on the DLQ"
         return "running" if source.enabled else f"paused ({source.state})"
-
-
-def _row(
-    queue: Queue,
-    role: str | None,
-    sources: dict[str, list[str]],
-    ages: dict[str, float],
-    kinds: Kinds,
-) -> DlqRow:
-    info, depth = queue.info, queue.depth
-    counts, snapshot_age = kinds(info.url)
-    roles = {"dlq": "stack DLQ", "operator": "operator queue"}
-    return DlqRow(
-        name=info.name,
-        url=info.url,
-        arn=info.arn,
-        roles=(roles[role],) if role in roles else ("DLQ",),
-        visible=depth.visible,
-        in_flight=depth.in_flight,
-        delayed=depth.delayed,
-        oldest_age=ages.get(info.name, snapshot_age),
-        sources=tuple(sorted(sources.get(info.arn, []))),
-        moves_to=info.redrive.target_name if info.redrive else None,
-        max_receive_count=info.redrive.max_receive_count if info.redrive else None,
-        kinds=counts,
-    )

@@ -1,16 +1,7 @@
-"""The console's actions, each in a thread of its own with a stop token, as the CLI runs its
-commands under `Shutdown.run`. An action runs in the console, not in the page: leaving or
-closing its page changes nothing. The Stop button (`Job.halt`) or stopping the console
-(`Jobs.stop_all`) sets the token, and the action ends as an interrupted command does (requests
-in flight finish, the originals of confirmed copies are deleted, every other message is given
-back) with its tally, recorded in the audit trail as `interrupted`, exit code 130, with what
-was left: the end record a stopped `dlq-replay redrive` writes.
-
-Every action is an `ops` call with an `audit.Action` the job holds: redrive is `ops.prepare`
-and `ClientMove.run` (what `dlq-replay redrive` runs client-side), its rows the CLI's
-(`redrive_tally.tally_rows`); pause and resume are `ops.set_event_source` and the breaker's
-take-over; export is `ops.prepare_export`. Purge and delete are in `destructive`.
-"""
+"""The console's actions, each an `ops` call in a thread of its own with a stop token, as the
+CLI runs its commands under `Shutdown.run`: leaving or closing its page changes nothing. The
+Stop button (`Job.halt`) or stopping the console (`Jobs.stop_all`) sets the token, and the
+action ends as an interrupted command does: the same end record in the audit trail."""
 
 from __future__ import annotations
 
@@ -19,26 +10,35 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dlq_replay import audit
 from dlq_replay.audit.recorder import EXIT_STOPPED
+from dlq_replay.cli.deleting import delete_json
 from dlq_replay.cli.errors import EXIT_FAILED, EXIT_OK, CommandError, describe_error
 from dlq_replay.cli.pace_options import stop_text
 from dlq_replay.cli.pause import take_over
+from dlq_replay.cli.purge import check_confirmed, purge_json
 from dlq_replay.cli.redrive_tally import nothing_movable, redrive_json, tally_lines, tally_rows
-from dlq_replay.cli.shutdown import GRACE_SECONDS, leftover_text
-from dlq_replay.core.kinds import RecordKind
+from dlq_replay.cli.shutdown import GRACE_SECONDS, hidden_until_text, leftover_text
 from dlq_replay.ops.clientmove import prepare
+from dlq_replay.ops.deleting import (
+    PURGE_INTERVAL_SECONDS,
+    Deleter,
+    DeleteRequest,
+    DeleteTally,
+    depth_before_purge,
+    purge,
+)
 from dlq_replay.ops.export import ExportRequest, ExportResult, prepare_export
+from dlq_replay.ops.movefollow import action_line, follower_of
 from dlq_replay.ops.opserror import OpsError
 from dlq_replay.ops.pause import set_event_source
 from dlq_replay.ops.queueinfo import QueueInfo, queue_info
 from dlq_replay.ops.receivememory import ReceiveMemory
-from dlq_replay.ops.recognition import ALL_KINDS
-from dlq_replay.ops.redrive import DEFAULT_CONCURRENCY, RedriveRequest, RedriveTally
+from dlq_replay.ops.redrive import RedriveRequest, RedriveTally
 from dlq_replay.ops.select import Selector
 from dlq_replay.ops.stack import Deployment
 
@@ -71,43 +71,27 @@ class Job:
     adds_up: bool | None = None
     download: Path | None = None
     download_name: str = ""
-    started: float = field(default_factory=time.time)
     stopped_by: str | None = None  # STOP_BUTTON, CONSOLE_STOPPED
     action_id: str | None = None  # its records in the audit trail
     move: Any = None  # the ClientMove, for what an abandoned run leaves
     thread: threading.Thread | None = None
 
     def halt(self, by: str = STOP_BUTTON) -> None:
-        """Stop the action (the first reason given is kept)."""
         if self.stopped_by is None:
             self.stopped_by = by
         self.stop.set()
 
-    @property
-    def interrupted_by(self) -> str:
-        """Who stopped it, for its tally's `interrupted` (the CLI names the signal there)."""
-        return self.stopped_by or STOP_BUTTON
-
     def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "kind": self.kind,
-            "state": self.state,
-            "heading": self.heading,
-            "seen": self.seen,
-            "total": self.total,
-            "rows": self.rows,
-            "lines": self.lines,
-            "error": self.error,
-            "adds_up": self.adds_up,
-            "download": self.download is not None,
-            "action_id": self.action_id,
-        }
+        shown = {name: getattr(self, name) for name in _SHOWN}
+        return {**shown, "download": self.download is not None, "action_id": self.action_id}
 
     def show(self, tally: RedriveTally, request: RedriveRequest) -> None:
         self.seen = tally.seen
         self.rows = flat_rows(tally, request)
         self.adds_up = tally.adds_up
+
+
+_SHOWN = ("id", "kind", "state", "heading", "seen", "total", "rows", "lines", "error", "adds_up")
 
 
 def flat_rows(tally: RedriveTally, request: RedriveRequest) -> list[tuple[str, int]]:
@@ -177,9 +161,8 @@ class Jobs:
 
 
 def recorded(job: Job, action: audit.Action, work: Callable[[], int]) -> None:
-    """`work()` under its audit: the begin before its first change (`action.gate` in it),
-    the end with its exit code, or `interrupted` when it was stopped. A begin that could not
-    be written fails the job, nothing done; an end that could not be, is said on the page."""
+    """`work()` under its audit (`action.gate` in it): a begin that could not be written fails
+    the job, nothing done; an end that could not be, is said on the page."""
     job.action_id = action.action_id
     try:
         with action:
@@ -193,43 +176,32 @@ def recorded(job: Job, action: audit.Action, work: Callable[[], int]) -> None:
 
 @dataclass(frozen=True, slots=True)
 class RedriveOrder:
-    """What the page asked for: a selection (ids) from a queue, to a destination."""
+    """What the page asked for: a selection (ids) from a queue, to a destination, as the
+    redrive's request; `filter`: the filter that chose it, if one did."""
 
-    source: QueueInfo
-    destination: QueueInfo | None  # None: to each message's source (or target)
-    ids: frozenset[str]
-    target_arns: frozenset[str] = frozenset()
-    accepted_kinds: frozenset[RecordKind] = ALL_KINDS  # the stack's DLQ_KIND's
-    rate: float | None = None
-    reset_count: bool = False
-    count_attribute: str = "dlq-replay-count"
+    request: RedriveRequest
     filter: dict[str, str] = field(default_factory=dict)
 
+    @property
+    def source(self) -> QueueInfo:
+        return self.request.source
 
-def redrive_request(order: RedriveOrder) -> RedriveRequest:
-    return RedriveRequest(
-        source=order.source,
-        destination=order.destination,
-        rate=order.rate,
-        reset_count=order.reset_count,
-        selector=Selector(message_ids=order.ids),
-        count_attribute=order.count_attribute,
-        concurrency=1 if order.rate else DEFAULT_CONCURRENCY,
-        target_arns=order.target_arns,
-        accepted_kinds=order.accepted_kinds,
-    )
+    @property
+    def ids(self) -> frozenset[str]:
+        return self.request.selector.message_ids
 
 
-def redrive_options(order: RedriveOrder, request: RedriveRequest) -> dict[str, Any]:
+def redrive_options(order: RedriveOrder) -> dict[str, Any]:
     """What a console redrive asks, by `dlq-replay redrive`'s option names (its selection:
     how many ids were ticked, and the filter that chose them)."""
+    request = order.request
     return {
         "source": order.source.url,
-        "destination": order.destination.url if order.destination else "source",
+        "destination": request.destination.url if request.destination else "source",
         "client_side": True,
-        "rate": order.rate,
-        "reset_count": order.reset_count,
-        "target_arns": sorted(order.target_arns),
+        "rate": request.rate,
+        "reset_count": request.reset_count,
+        "target_arns": sorted(request.target_arns),
         "hide_seconds": request.hide_seconds,
         "wait_seconds": request.wait_seconds,
         "reserve": request.reserve,
@@ -240,25 +212,29 @@ def redrive_options(order: RedriveOrder, request: RedriveRequest) -> dict[str, A
 
 def run_redrive(connection: Connection, sqs: SQSClient, order: RedriveOrder, job: Job) -> None:
     """The client-side move of the selection, audited as the CLI's redrive is."""
-    request = redrive_request(order)
-    destination = order.destination.url if order.destination else "source"
-    action = connection.action(
-        "redrive", connection.options(**redrive_options(order, request)), job.stop
-    )
+    destination = order.request.destination.url if order.request.destination else "source"
+    action = connection.action("redrive", connection.options(**redrive_options(order)), job.stop)
+    # Each copy carries the action's id (dlq-replay-action): the move is followed.
+    request = replace(order.request, follow_id=action.action_id)
 
     def work() -> int:
-        deliverer = connection.deliverer() if order.target_arns else None
+        deliverer = connection.deliverer() if request.target_arns else None
         move = prepare(
             sqs, request, stop=job.stop, deliverer=deliverer, memory=ReceiveMemory.local()
         )
         job.move = move
         action.gate(queues=(order.source.url, destination), selection_size=len(order.ids))
+        move.follower = follower_of(action, "redrive", sqs, [request.destination])
         tally = move.run(lambda t: job.show(t, request))
         job.show(tally, request)
         job.lines = tally_lines(tally)
+        job.lines.append(action_line(action.action_id, move.follower is not None or None))
+        if move.follower is not None and move.follower.problem:
+            job.lines.append(f"follow: {move.follower.problem}")
         if tally.stopped:
             job.lines.insert(0, stop_text(tally.stopped))
-        stopped = job.interrupted_by if tally.interrupted else None
+        # Who stopped it, for its tally's `interrupted` (the CLI names the signal there).
+        stopped = (job.stopped_by or STOP_BUTTON) if tally.interrupted else None
         action.tally({**redrive_json(tally, request), "interrupted": stopped})
         action.leftover(leftover_text(move.leftover(), "source queue"))
         if tally.interrupted:
@@ -272,12 +248,7 @@ def run_redrive(connection: Connection, sqs: SQSClient, order: RedriveOrder, job
 
 
 def run_pause(
-    connection: Connection,
-    sqs: SQSClient,
-    deployment: Deployment,
-    job: Job,
-    *,
-    enable: bool,
+    connection: Connection, sqs: SQSClient, deployment: Deployment, enable: bool, job: Job
 ) -> None:
     """`pause` / `resume` as the CLI runs them (the event source, then the breaker), audited
     with the CLI's request; not stoppable (one call each)."""
@@ -310,16 +281,15 @@ def run_export(sqs: SQSClient, folder: Path, order: RedriveOrder, job: Job, name
         source=order.source,
         path=path,
         selector=Selector(message_ids=order.ids),
-        replay_targets=order.target_arns,
-        accepted_kinds=order.accepted_kinds,
+        replay_targets=order.request.target_arns,
+        accepted_kinds=order.request.accepted_kinds,
     )
 
     def show(result: ExportResult) -> None:
         job.seen = result.examined
 
     # A read like the snapshot's: refused while it could move a message earlier reads saw.
-    memory = ReceiveMemory.local()
-    result = prepare_export(sqs, request, stop=job.stop, memory=memory).run(show)
+    result = prepare_export(sqs, request, stop=job.stop, memory=ReceiveMemory.local()).run(show)
     job.seen = result.examined
     job.rows = [
         ("exported", result.exported),
@@ -333,3 +303,67 @@ def run_export(sqs: SQSClient, folder: Path, order: RedriveOrder, job: Job, name
     if path.exists():
         job.download = path
         job.download_name = name
+
+
+def run_purge(
+    connection: Connection, sqs: SQSClient, queue: QueueInfo, confirm: str, job: Job
+) -> None:
+    """`dlq-replay purge QUEUE --confirm NAME`: one call, not stoppable."""
+    action = connection.action("purge", connection.options(queue=queue.url, confirm=confirm))
+
+    def work() -> int:
+        check_confirmed(confirm, queue)
+        before = depth_before_purge(sqs, queue)
+        action.gate(queues=(queue.url,), selection_size=before.total)
+        result = purge(sqs, queue, before)
+        action.tally(purge_json(result))
+        job.rows = [("purged (about)", result.purged)]
+        job.lines = [f"SQS removes them within {PURGE_INTERVAL_SECONDS} seconds"]
+        return EXIT_OK
+
+    recorded(job, action, work)
+
+
+def run_delete(
+    connection: Connection, sqs: SQSClient, order: RedriveOrder, confirm: str, job: Job
+) -> None:
+    """Delete the chosen messages (the CLI's Deleter with the console's selection)."""
+    queue, ids = order.source, order.ids
+    request = DeleteRequest(source=queue, selector=Selector(message_ids=ids))
+    asked = connection.options(
+        queue=queue.url,
+        confirm=confirm,
+        hide_seconds=request.hide_seconds,
+        wait_seconds=request.wait_seconds,
+        reserve=request.reserve,
+        selection=len(ids),
+    )
+    action = connection.action("delete", asked, job.stop)
+
+    def show(tally: DeleteTally) -> None:
+        job.seen = tally.seen
+        job.rows = [
+            ("deleted", tally.deleted),
+            ("skipped (not selected, given back)", tally.skipped),
+            ("failed (still in the queue)", tally.failed),
+            ("seen (received)", tally.seen),
+        ]
+        job.adds_up = tally.adds_up
+
+    def work() -> int:
+        check_confirmed(confirm, queue)
+        deleter = Deleter(sqs, request, stop=job.stop, memory=ReceiveMemory.local())
+        action.gate(queues=(queue.url,), selection_size=len(ids))
+        tally = deleter.run(show)
+        show(tally)
+        if tally.stopped:
+            job.lines.append(tally.stopped)
+        action.tally(delete_json(queue, tally))
+        action.leftover(hidden_until_text(tally.not_released, tally.hidden_until))
+        if tally.interrupted:
+            job.state = "stopped"
+            job.lines.append(STOPPED_LINE)
+            return EXIT_STOPPED
+        return EXIT_FAILED if tally.failed or tally.stopped else EXIT_OK
+
+    recorded(job, action, work)

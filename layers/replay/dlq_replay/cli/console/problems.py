@@ -18,14 +18,10 @@ class NotFoundError(ConsoleRequestError):
 
 
 class BadRequestError(ConsoleRequestError):
-    """The form or query asks for something that makes no sense (nothing selected, an age that
-    is no duration, an unknown destination)."""
-
-    status = 400
+    """The form or query makes no sense (nothing selected, an age that is no duration)."""
 
 
 class RefusedReadError(ConsoleRequestError):
-    """A read the console will not make now: it could exhaust a remembered message's receives
-    (the receive memory's line says which, and what to do)."""
+    """A read that could exhaust a remembered message's receives (the line says which)."""
 
     status = 409

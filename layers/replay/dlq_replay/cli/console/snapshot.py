@@ -1,27 +1,22 @@
-"""A queue read once into a local SQLite database, which the console's filters and charts query.
+"""A queue read once into a local SQLite database, which the console's filters and charts query:
+a large queue costs one read, not one per page, filter or chart.
 
-Reading is `dlq-replay export` without `--delete` (`ops.prepare_export`): within the receive
-budget (no message pushed toward a redrive policy's maxReceiveCount), every message received
-once and kept hidden while the read lasts, then made visible again at once; the archive's
-records (body, attributes, kind, target, the service's error) become the snapshot's rows. So a
-large queue costs one read, not one per page, filter or chart.
-
-The read goes through the receive memory (`ops.receivememory`): refused while a message an
-earlier read saw could be moved on by it, and leaving what it saw for the next one. A read
-that ends before the queue does says so (`partial`: why, `expected`: how many the queue held
-before). The archive is loaded in chunks, so a large one never sits in memory whole.
+Reading is `dlq-replay export` without `--delete` (`ops.prepare_export`), within the receive
+budget and through the receive memory; a read that ends before the queue does says so
+(`partial`: why, `expected`: how many the queue held before). The archive is loaded in chunks,
+so a large one never sits in memory whole.
 """
 
 from __future__ import annotations
 
-import base64
 import itertools
 import json
 import re
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -97,29 +92,25 @@ class Filter:
 
     def where(self, now: float) -> tuple[str, list[Any]]:
         """The SQL condition and its parameters; ValueError for an age that is no duration."""
-        parts: list[str] = []
-        params: list[Any] = []
-        for column in ("reason", "kind"):
-            if getattr(self, column):
-                parts.append(f"{column} = ?")
-                params.append(getattr(self, column))
-        for column, value in (("target", self.target), ("error", self.error)):
-            if value:
-                parts.append(f"instr(coalesce({column}, ''), ?) > 0")
-                params.append(value)
-        if self.text:
-            parts.append("instr(body, ?) > 0")
-            params.append(self.text)
-        if self.older_than:
-            parts.append("sent_ms <= ?")
-            params.append((now - parse_duration(self.older_than)) * 1000)
-        if self.newer_than:
-            parts.append("sent_ms >= ?")
-            params.append((now - parse_duration(self.newer_than)) * 1000)
-        return (" AND ".join(parts) or "1"), params
+        given = self.query()
+        params = [
+            (now - parse_duration(value)) * 1000 if name.endswith("_than") else value
+            for name, value in given.items()
+        ]
+        return " AND ".join(_CONDITIONS[name] for name in given) or "1", params
 
 
-_FIELDS = ("reason", "kind", "target", "error", "text", "older_than", "newer_than")
+# Each filter's SQL condition, in the order the condition lists them.
+_CONDITIONS = {
+    "reason": "reason = ?",
+    "kind": "kind = ?",
+    "target": "instr(coalesce(target, ''), ?) > 0",
+    "error": "instr(coalesce(error, ''), ?) > 0",
+    "text": "instr(body, ?) > 0",
+    "older_than": "sent_ms <= ?",
+    "newer_than": "sent_ms >= ?",
+}
+_FIELDS = tuple(_CONDITIONS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,7 +155,6 @@ class Snapshot:
         self.result: ExportResult | None = None
         self.partial: str | None = None  # why the read did not see the whole queue
         self.expected: int | None = None  # messages in the queue before the read
-        self.started = time.time()
         self.finished: float | None = None
         self.stop = threading.Event()
         self._lock = threading.Lock()
@@ -177,12 +167,9 @@ class Snapshot:
         self,
         sqs: SQSClient,
         replay_targets: frozenset[str],
-        *,
         accepted_kinds: frozenset[RecordKind] = ALL_KINDS,
-        reserve: int = READ_RESERVE,
         memory: ReceiveMemory | None = None,
         wait_seconds: int = 1,
-        on_done: Callable[[Snapshot], None] | None = None,
     ) -> None:
         """Read the queue (ops.export to a file of ours, no delete), then load it."""
         archive = self.path.with_suffix(".jsonl")
@@ -191,7 +178,7 @@ class Snapshot:
             path=archive,
             hide_seconds=HIDE_SECONDS,
             wait_seconds=wait_seconds,
-            reserve=reserve,
+            reserve=READ_RESERVE,
             replay_targets=replay_targets,
             accepted_kinds=accepted_kinds,
         )
@@ -220,8 +207,6 @@ class Snapshot:
                 loader.join()
             archive.unlink(missing_ok=True)
             self.finished = time.time()
-            if on_done is not None:
-                on_done(self)
 
     def _load(self, archive: Path, failed: list[BaseException] | None = None) -> None:
         """The archive into the database, LOAD_CHUNK lines at a time; the indexes after. In a
@@ -245,50 +230,51 @@ class Snapshot:
             db.close()
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        with self._lock:
-            db = sqlite3.connect(self.path)
-            try:
-                return db.execute(sql, params).fetchall()
-            finally:
-                db.close()
+        with self._lock, closing(sqlite3.connect(self.path)) as db:
+            return db.execute(sql, params).fetchall()
+
+    def _select(
+        self, columns: str, selected: Filter, now: float, rest: str = "", *more: Any
+    ) -> list[Any]:
+        """The messages the filter chooses; `more`: the parameters of `rest`."""
+        where, params = selected.where(now)
+        sql = f"SELECT {columns} FROM messages WHERE {where} {rest}"  # noqa: S608
+        return self._query(sql, [*params, *more])
 
     def count(self, selected: Filter, now: float) -> int:
-        where, params = selected.where(now)
-        return int(self._query(f"SELECT count(*) FROM messages WHERE {where}", params)[0][0])  # noqa: S608
+        return int(self._select("count(*)", selected, now)[0][0])
 
     def rows(self, selected: Filter, now: float, page: int = 0) -> list[Row]:
-        where, params = selected.where(now)
-        found = self._query(
-            f"SELECT id, body, attributes, sent_ms, receive_count, source_arn, kind, target, "  # noqa: S608
-            f"error, reason, group_id FROM messages WHERE {where} "
+        found = self._select(
+            "id, body, attributes, sent_ms, receive_count, source_arn, kind, target, error, "
+            "reason, group_id",
+            selected,
+            now,
             "ORDER BY sent_ms, id LIMIT ? OFFSET ?",
-            [*params, PAGE_SIZE, page * PAGE_SIZE],
+            PAGE_SIZE,
+            page * PAGE_SIZE,
         )
         return [Row(r[0], r[1], json.loads(r[2]), *r[3:]) for r in found]
 
     def ids(self, selected: Filter, now: float) -> list[str]:
-        where, params = selected.where(now)
-        return [r[0] for r in self._query(f"SELECT id FROM messages WHERE {where}", params)]  # noqa: S608
+        return [r[0] for r in self._select("id", selected, now)]
 
     def groups(self, column: str, selected: Filter, now: float) -> list[tuple[str, int]]:
         """Messages by `column` (reason, kind, target), most first."""
         if column not in {"reason", "kind", "target"}:
             raise ValueError(column)
-        where, params = selected.where(now)
-        found = self._query(
-            f"SELECT coalesce({column}, '-'), count(*) FROM messages WHERE {where} "  # noqa: S608
+        found = self._select(
+            f"coalesce({column}, '-'), count(*)",
+            selected,
+            now,
             "GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 12",
-            params,
         )
         return [(str(value), int(n)) for value, n in found]
 
     def ages(self, selected: Filter, now: float) -> list[tuple[str, int]]:
         """The age histogram (AGE_BUCKETS), by SentTimestamp."""
-        where, params = selected.where(now)
         counts = [0] * len(AGE_BUCKETS)
-        for (sent,) in self._query(f"SELECT sent_ms FROM messages WHERE {where}", params):  # noqa: S608
-            if sent is None:
-                continue
+        for (sent,) in self._select("sent_ms", selected, now, "AND sent_ms IS NOT NULL"):
             age = now - sent / 1000
             index = next(i for i, (top, _) in enumerate(AGE_BUCKETS) if top is None or age < top)
             counts[index] += 1
@@ -301,16 +287,16 @@ class Snapshot:
     def messages(self, ids: Sequence[str]) -> list[MessageTypeDef]:
         """The snapshot's messages as SQS returned them (for `ops.plan_copy`)."""
         chosen = set(ids)
-        lines = self._query("SELECT id, line FROM messages")
-        return [message_of(parse_line(line)) for message_id, line in lines if message_id in chosen]
+        found = self._query("SELECT id, line FROM messages")
+        return [message_of(parse_line(line)) for message_id, line in found if message_id in chosen]
 
 
 def read_refusal(info: QueueInfo, memory: ReceiveMemory) -> str | None:
     """Why a read of the queue now would be refused (one line), or None: a message earlier
     reads saw could be moved on by it, or the memory's file is unreadable."""
-    if info.redrive is None:
-        return None
     policy = info.redrive
+    if policy is None:
+        return None
     budget = ReceiveBudget(policy.max_receive_count, 0, READ_RESERVE, policy.target_name)
     try:
         return memory.refusal(info, budget)
@@ -342,34 +328,26 @@ def _row_of(line: str) -> tuple[Any, ...]:
 
 def message_of(record: ArchiveRecord) -> MessageTypeDef:
     """An archive record as boto3's ReceiveMessage returns the message."""
-    attributes: dict[str, Any] = {}
-    for name, value in record.attributes.items():
-        item: dict[str, Any] = {"DataType": value.data_type}
-        if value.binary_value is not None:
-            item["BinaryValue"] = value.binary_value
-        else:
-            item["StringValue"] = value.string_value or ""
-        attributes[name] = item
-    system: dict[str, str] = {}
-    for key, known in (
-        ("DeadLetterQueueSourceArn", record.source_arn),
-        ("MessageGroupId", record.message_group_id),
-        ("MessageDeduplicationId", record.message_deduplication_id),
-        ("AWSTraceHeader", record.aws_trace_header),
-        ("SentTimestamp", None if record.sent_timestamp is None else str(record.sent_timestamp)),
-        ("ApproximateReceiveCount", str(record.receive_count or 1)),
-    ):
-        if known is not None:
-            system[key] = known
+    attributes = {
+        name: {"DataType": value.data_type, "BinaryValue": value.binary_value}
+        if value.binary_value is not None
+        else {"DataType": value.data_type, "StringValue": value.string_value or ""}
+        for name, value in record.attributes.items()
+    }
+    sent = record.sent_timestamp
+    system = {
+        "DeadLetterQueueSourceArn": record.source_arn,
+        "MessageGroupId": record.message_group_id,
+        "MessageDeduplicationId": record.message_deduplication_id,
+        "AWSTraceHeader": record.aws_trace_header,
+        "SentTimestamp": None if sent is None else str(sent),
+        "ApproximateReceiveCount": str(record.receive_count or 1),
+    }
     message: Any = {
         "MessageId": record.message_id,
         "ReceiptHandle": "",
         "Body": record.body,
         "MessageAttributes": attributes,
-        "Attributes": system,
+        "Attributes": {key: value for key, value in system.items() if value is not None},
     }
     return message  # type: ignore[no-any-return]
-
-
-def binary_text(value: bytes) -> str:
-    return base64.b64encode(value).decode()

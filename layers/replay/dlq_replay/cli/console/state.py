@@ -9,7 +9,8 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +23,8 @@ from dlq_replay.core.messages import OutboundMessage
 from dlq_replay.core.queues import queue_name
 from dlq_replay.ops.queueinfo import QueueInfo, queue_info
 from dlq_replay.ops.receivememory import ReceiveMemory
-from dlq_replay.ops.redrive import plan_copy
+from dlq_replay.ops.redrive import DEFAULT_CONCURRENCY, RedriveRequest, plan_copy
+from dlq_replay.ops.select import Selector
 from dlq_replay.ops.stack import Deployment
 from dlq_replay.targets.delivery import Delivery
 
@@ -35,36 +37,28 @@ OVERVIEW_SECONDS = 5.0
 OVERVIEW_IDLE_SECONDS = 60.0
 
 
+@dataclass(eq=False, repr=False)  # no repr: it would show the token
 class Console:
     """One console's state; every method is safe from the server's threads."""
 
-    def __init__(
-        self,
-        connection: Connection,
-        settings: ReadSettings,
-        sqs: SQSClient,
-        deployment: Deployment,
-        folder: Path,
-        *,
-        token: str,
-        csrf: str,
-        hosts: frozenset[str],
-        read_only: bool = False,
-    ) -> None:
-        self.connection = connection  # what the pages and actions reach AWS with
-        self.settings = settings
-        self.sqs = sqs  # the commands' SQS client (its retries, pool and timeouts)
-        self.deployment = deployment
-        self.folder = folder
-        self.token = token
-        self.csrf = csrf
-        self.hosts = hosts
-        self.read_only = read_only
+    connection: Connection  # what the pages and actions reach AWS with
+    settings: ReadSettings
+    sqs: SQSClient  # the commands' SQS client (its retries, pool and timeouts)
+    deployment: Deployment
+    folder: Path
+    token: str
+    csrf: str
+    hosts: frozenset[str]
+    read_only: bool = False
+
+    def __post_init__(self) -> None:
         self.jobs = jobs.Jobs()
         self._snapshots: dict[str, Snapshot] = {}
         self._overview: inventory.Overview | None = None
         self._lock = threading.Lock()
-        self._reader = inventory.OverviewReader(sqs, connection.client, deployment, self._kinds)
+        self._reader = inventory.OverviewReader(
+            self.sqs, self.connection.client, self.deployment, self._kinds
+        )
         self._reading = threading.Lock()  # one overview read at a time
         self._asked_at = 0.0  # time.monotonic() a page last asked for the overview
         self._refresher: threading.Thread | None = None
@@ -87,8 +81,6 @@ class Console:
             hosts=hosts,
             read_only=bool(args.read_only),
         )
-
-    # -- reading -----------------------------------------------------------------------------
 
     def _kinds(self, url: str) -> tuple[Mapping[str, int], float | None]:
         snapshot = self._snapshots.get(url)
@@ -155,20 +147,17 @@ class Console:
         kept = tuple(n for n in last.notes if not n.startswith("refresh failed ("))
         return replace(last, notes=(*kept, note))
 
-    def close(self) -> None:
-        """Stop the refresher (the console is stopping)."""
+    def close(self) -> list[str]:
+        """Stop the refresher, every snapshot read and every action; what each action did."""
         self._closed.set()
+        for snapshot in self.snapshots():
+            snapshot.stop.set()
+        return self.jobs.stop_all()
 
     def overview_json(self) -> dict[str, Any]:
         view = self.overview()
-        return {
-            "stack": view.stack,
-            "replay": view.replay,
-            "operator_depth": view.operator_depth,
-            "notes": list(view.notes),
-            "read_at": view.read_at,
-            "rows": [{**asdict(row), "backlog": row.backlog} for row in view.rows],
-        }
+        rows = [{**asdict(row), "backlog": row.backlog} for row in view.rows]
+        return {**asdict(view), "notes": list(view.notes), "rows": rows}
 
     def queue(self, name: str) -> QueueInfo:
         """A queue of the overview, by name; 404 for any other."""
@@ -178,9 +167,9 @@ class Console:
         return queue_info(self.sqs, row.url)
 
     def snapshot(self, info: QueueInfo, *, fresh: bool = False) -> Snapshot:
-        """The queue's snapshot; read now when there is none (or `fresh`, unless reading).
-        A fresh read the receive memory refuses (`reread_refusal`) is RefusedReadError, read
-        going on or not; a first read it refuses fails, its snapshot saying why."""
+        """The queue's snapshot; read now when there is none (or `fresh`, unless reading). A
+        fresh read the receive memory refuses is RefusedReadError; a refused first read fails,
+        its snapshot saying why."""
         refused = self.reread_refusal(info) if fresh else None
         if refused is not None:
             raise RefusedReadError(refused)
@@ -190,26 +179,18 @@ class Console:
                 return current  # another request started one meanwhile
             snapshot = Snapshot(self.folder, info)
             self._snapshots[info.url] = snapshot
-        targets = self.settings.replay_targets
-        kinds = {"accepted_kinds": self.settings.kinds, "memory": ReceiveMemory.local()}
-        threading.Thread(
-            target=snapshot.read,
-            args=(self.sqs, targets),
-            kwargs=kinds,
-            name="snapshot",
-            daemon=True,
-        ).start()
+        settings = self.settings
+        reading = (self.sqs, settings.replay_targets, settings.kinds, ReceiveMemory.local())
+        threading.Thread(target=snapshot.read, args=reading, name="snapshot", daemon=True).start()
         return snapshot
 
     def snapshots(self) -> list[Snapshot]:
         return list(self._snapshots.values())
 
     def reread_refusal(self, info: QueueInfo) -> str | None:
-        """Why a new read of the queue would be refused (one line): a message earlier reads
-        saw (here or by the CLI) could be moved on by it. None: the page may offer Re-read."""
+        """Why a new read would be refused (a message earlier reads saw, here or by the CLI,
+        could be moved on by it); None: the page may offer Re-read."""
         return read_refusal(info, ReceiveMemory.local())
-
-    # -- actions -----------------------------------------------------------------------------
 
     def destinations(self, info: QueueInfo) -> list[tuple[str, str]]:
         """Where a redrive from this queue can go: (form value, words)."""
@@ -249,22 +230,23 @@ class Console:
         elif to not in {"source", "target"}:
             raise BadRequestError("unknown destination")
         rate = form.get("rate", type=float)
-        return jobs.RedriveOrder(
+        rate = rate if rate and rate > 0 else None
+        request = RedriveRequest(
             source=info,
             destination=destination,
-            ids=ids,
+            rate=rate,
+            reset_count=form.get("reset_count") == "1",
+            selector=Selector(message_ids=ids),
+            count_attribute=self.settings.count_attribute,
+            concurrency=1 if rate else DEFAULT_CONCURRENCY,
             target_arns=self.settings.replay_targets if to == "target" else frozenset(),
             accepted_kinds=self.settings.kinds,
-            rate=rate if rate and rate > 0 else None,
-            reset_count=form.get("reset_count") == "1",
-            count_attribute=self.settings.count_attribute,
-            filter=selected.query() if form.get("scope") == "filter" else {},
         )
+        return jobs.RedriveOrder(request, selected.query() if form.get("scope") == "filter" else {})
 
     def plan(self, order: jobs.RedriveOrder) -> list[tuple[str, int]]:
-        """What would move where, message by message from the snapshot (`ops.plan_copy`, the
-        redrive's own decision for each message), counted by outcome."""
-        request = jobs.redrive_request(order)
+        """What would move where, by the redrive's own `plan_copy` of each snapshot message."""
+        request = order.request
         counts: dict[str, int] = defaultdict(int)
         source_urls: dict[str, str | None] = {}
         for message in self.snapshot(order.source).messages(sorted(order.ids)):
@@ -280,49 +262,38 @@ class Console:
             counts["no longer in the snapshot"] = missing
         return sorted(counts.items(), key=lambda item: -item[1])
 
+    def _total(self, order: jobs.RedriveOrder) -> int:
+        """A redrive or delete receives the whole queue (the unchosen given back)."""
+        return max(len(order.ids), self.snapshot(order.source).examined)
+
     def start_redrive(self, order: jobs.RedriveOrder) -> jobs.Job:
-        where = order.destination.name if order.destination else "source"
-        # The redrive receives the whole queue (the unchosen are given back): about as many.
-        seen = max(len(order.ids), self.snapshot(order.source).examined)
-        job = jobs.Job("redrive", order.source.name, f"{order.source.name} -> {where}", seen)
-        return self.jobs.start(job, lambda j: jobs.run_redrive(self.connection, self.sqs, order, j))
+        destination = order.request.destination
+        source, where = order.source.name, destination.name if destination else "source"
+        job = jobs.Job("redrive", source, f"{source} -> {where}", self._total(order))
+        return self.jobs.start(job, partial(jobs.run_redrive, self.connection, self.sqs, order))
 
     def start_export(self, order: jobs.RedriveOrder, filename: str) -> jobs.Job:
-        job = jobs.Job(
-            "export", order.source.name, f"export of {order.source.name}", len(order.ids)
-        )
-        return self.jobs.start(
-            job, lambda j: jobs.run_export(self.sqs, self.folder, order, j, filename)
-        )
+        source = order.source.name
+        job = jobs.Job("export", source, f"export of {source}", len(order.ids))
+        run = partial(jobs.run_export, self.sqs, self.folder, order, name=filename)
+        return self.jobs.start(job, run)
 
     def start_purge(self, info: QueueInfo, confirm: str) -> jobs.Job:
-        from dlq_replay.cli.console import destructive
-
         job = jobs.Job("purge", info.name, f"purge {info.name}")
-        return self.jobs.start(
-            job, lambda j: destructive.run_purge(self.connection, self.sqs, info, confirm, j)
-        )
+        run = partial(jobs.run_purge, self.connection, self.sqs, info, confirm)
+        return self.jobs.start(job, run)
 
     def start_delete(self, order: jobs.RedriveOrder, confirm: str) -> jobs.Job:
-        from dlq_replay.cli.console import destructive
-
-        source = order.source
-        seen = max(len(order.ids), self.snapshot(source).examined)
-        job = jobs.Job("delete", source.name, f"delete {len(order.ids)} from {source.name}", seen)
-        return self.jobs.start(
-            job,
-            lambda j: destructive.run_delete(
-                self.connection, self.sqs, source, ids=order.ids, confirm=confirm, job=j
-            ),
-        )
+        source = order.source.name
+        heading = f"delete {len(order.ids)} from {source}"
+        job = jobs.Job("delete", source, heading, self._total(order))
+        run = partial(jobs.run_delete, self.connection, self.sqs, order, confirm)
+        return self.jobs.start(job, run)
 
     def start_pause(self, *, enable: bool) -> jobs.Job:
         word = "resume" if enable else "pause"
-        job = jobs.Job(word, "", f"{word} the replay")
-        return self.jobs.start(
-            job,
-            lambda j: jobs.run_pause(self.connection, self.sqs, self.deployment, j, enable=enable),
-        )
+        run = partial(jobs.run_pause, self.connection, self.sqs, self.deployment, enable)
+        return self.jobs.start(jobs.Job(word, "", f"{word} the replay"), run)
 
     def job(self, job_id: str) -> jobs.Job:
         found = self.jobs.jobs.get(job_id)
@@ -332,13 +303,19 @@ class Console:
 
     def audit_actions(self) -> tuple[list[Any], str, str | None]:
         """The trail's latest actions (the CLI's and this console's), where it is kept."""
-        from dlq_replay.cli import trail
+        from dlq_replay.cli import followed, trail
 
         try:
             store = self.connection.store()
             actions = store.actions(limit=200)
         except Exception as error:  # shown on the page
             return [], "", f"{type(error).__name__}: {error}"
+        problem = None
+        try:
+            follows = followed.follows_of(store.follow_store(), actions)
+        except Exception as error:  # the trail is shown; the column says it was not read
+            follows, problem = {}, f"followed: not read ({type(error).__name__}: {error})"
+        now = time.time()
         # Escaped as the CLI's table is: a bidi control would reorder the page's text too.
         rows = [
             {
@@ -350,8 +327,34 @@ class Console:
                     ("who", trail.who_text(action.record.identity)),
                     ("what", trail.what_text(action.record, action.end)),
                     ("result", trail.result_text(action)),
+                    ("followed", followed_cell(action, follows, now, problem)),
                 )
             }
             for action in actions
         ]
-        return rows, trail.visible(store.where), None
+        return rows, trail.visible(store.where), problem
+
+    def recovery(self, info: QueueInfo) -> tuple[Any, str | None]:
+        """The replay's recovery on this DLQ over the last day, from the stack's table (the
+        trail's), and a problem line; (None, None) without a table: nothing to show."""
+        from dlq_replay.cli import followed
+
+        try:
+            store = self.connection.store()
+            if not store.shared:
+                return None, None
+            recoveries, _ = store.recovery_store()
+            return followed.last_day(recoveries, info.name, time.time()), None
+        except Exception as error:  # the page is shown; the chart's place says why
+            return None, f"replay recovery not read ({type(error).__name__}: {error})"
+
+
+def followed_cell(action: Any, follows: Mapping[str, Any], now: float, problem: str | None) -> str:
+    """The audit page's `followed` cell, the CLI's words: empty for what is not a move."""
+    from dlq_replay.cli import followed
+
+    if not followed.is_move(action):
+        return ""
+    if problem is not None and action.record.action_id not in follows:
+        return "not read"
+    return followed.followed_text(follows.get(action.record.action_id), now)

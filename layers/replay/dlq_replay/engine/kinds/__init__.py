@@ -1,13 +1,6 @@
-"""The kinds of record: the strategy each kind fills in (`Kind`: what the one decision,
-`engine.decide`, asks of a kind), one module per kind (`KIND_MODULES`, imported on first use:
-a replay of SQS records loads no other), and how a record's kind is told by DLQ_KIND
-(docs/design.md, 'Recognition, by mode').
-
-Recognition reads what anyone who can send to the DLQ can write, so it runs only where asked:
-with `sqs` not at all, with `lambda` or `eventbridge` only that kind's recognisers (anything
-else is an SQS record, which that mode parks `unexpected-kind`), with `any` all of them. A
-recogniser that raises on a record (a body nested past the parser's depth) did not recognise it.
-"""
+"""The kinds of record: the strategy each fills in (`Kind`), one module per kind (imported on
+first use), and how a record's kind is told. Recognition reads what anyone who can send to the
+DLQ can write, so it runs only for the kinds DLQ_KIND accepts."""
 
 from __future__ import annotations
 
@@ -31,10 +24,9 @@ if TYPE_CHECKING:
 
 
 class Kind:
-    """A kind's strategy: a serverless kind's as it stands, `engine.kinds.sqs` overrides what
-    an SQS record does. `recognise` reads the record as the kind reads it (None: not of this
-    kind); `refusals` are the target's refusal codes no retry can change, and the park each
-    one is. (A plain class: a dataclass would cost the cold start half a millisecond.)"""
+    """A kind's strategy: a serverless kind's as it stands (`engine.kinds.sqs` overrides it).
+    `refusals`: the target's refusal codes no retry can change, and the park each one is. (A
+    plain class: a dataclass would cost the cold start half a millisecond.)"""
 
     # True: the destination is an SQS queue that takes a copy of the record with every
     # attribute (an SQS record). False: the payload is delivered to the target's service.
@@ -51,12 +43,10 @@ class Kind:
     def destination(
         self, message: InboundMessage, recognised: Recognised, settings: Settings
     ) -> str | ParkReason:
-        """Where the record goes: its target, when one is named and allowed."""
         refusal = target_refusal(recognised.target_arn, settings.replay_target_arns)
         return refusal or recognised.target_arn or ParkReason.UNKNOWN_TARGET
 
     def delay_limit(self, destination: str) -> int:
-        """The longest delay the destination serves itself: none for a serverless target."""
         return 0
 
     def copy(
@@ -66,9 +56,9 @@ class Kind:
         decision: Decision,
         settings: Settings,
     ) -> OutboundMessage:
-        """The copy a DEFER or PARK writes: `build_copy`'s (an SQS record's, as it came); a
-        serverless record's then marked where a slot is free, in this order: a parked count it
-        did not carry (one read from the ledger), the kind, a park's error and the target."""
+        """`build_copy`'s; a serverless record's then marked where a slot is free, in this
+        order: a parked count it did not carry (the ledger's), the kind, a park's error and the
+        target."""
         copy = build_copy(message, decision, settings)
         if self.delivers_a_copy:
             return copy
@@ -91,10 +81,9 @@ class Kind:
 def delivery_of(
     message: InboundMessage, recognised: Recognised, target_arn: str, key: str
 ) -> Delivery:
-    """The one builder of a delivery, the replay's (a REPLAY or RELEASE, keyed by the attempt)
-    and the redrive's: the payload to
-    `target_arn`, deduplicated by `<message id>-<key>`, with the account of the DLQ the
-    record came from (a rule of another account is read on its bus by ARN)."""
+    """The one builder of a delivery, the replay's and the redrive's, deduplicated by
+    `<message id>-<key>`, with the account of the DLQ the record came from (a rule of another
+    account is read on its bus by ARN)."""
     from dlq_replay.targets.delivery import Delivery
 
     arn = message.queue_arn
@@ -121,25 +110,22 @@ def target_refusal(target: str | None, allowed: frozenset[str]) -> ParkReason | 
 
 
 def recorded_error(recognised: Recognised) -> str:
-    """The service's error the record carries, as `dlq-replay-error` holds one: one line,
-    "<code>: <message>", cut to the consumer toolkit's length."""
+    """The service's error the record carries, as `dlq-replay-error` holds one."""
     code, text = recognised.error_code, recognised.error_message
     joined = f"{code}: {text}" if code and text and text != code else code or text or ""
     return error_text(joined)
 
 
 def string_attribute(values: Mapping[str, Attribute], name: str) -> str | None:
-    """A String attribute's value (not empty); None otherwise."""
     value = values.get(name)
     if value is None or value.base_type != "String" or not value.string_value:
         return None
     return value.string_value
 
 
-# The module of each kind (relative to this package, or absolute), in the order recognition
-# tries them (an EventBridge record's attributes are the most specific, a destination
-# record's body the least). What a new kind takes: docs/development.md, 'One record, one
-# redrive, and a new kind'.
+# The module of each kind, in the order recognition tries them (an EventBridge record's
+# attributes are the most specific, a destination record's body the least); a new kind:
+# docs/development.md.
 KIND_MODULES = {
     RecordKind.EVENTBRIDGE: ".eventbridge",
     RecordKind.LAMBDA: ".lambda_dlq",
@@ -150,7 +136,6 @@ KIND_MODULES = {
 
 @cache
 def kind_of(record_kind: RecordKind) -> Kind:
-    """The strategy of a kind (its module imported on first use)."""
     kind: Kind = import_module(KIND_MODULES[record_kind], __name__).KIND
     return kind
 
@@ -160,8 +145,8 @@ def recognise(
     replay_targets: frozenset[str],
     accepted: frozenset[RecordKind] = frozenset(RecordKind),
 ) -> Recognised:
-    """The record's kind among `accepted` (DLQ_KIND's; the operator tools read every kind),
-    the kind our own copy is marked with tried first; what no recogniser places is SQS."""
+    """The record's kind among `accepted`, the kind our own copy is marked with tried first;
+    what no recogniser places is SQS."""
     plain = Recognised(RecordKind.SQS, payload=message.body)
     if not accepted - {RecordKind.SQS}:
         return plain

@@ -1,11 +1,6 @@
-"""An EventBridge rule target's DLQ (the target's `DeadLetterConfig`): the body is the event
-that matched the rule; `RULE_ARN` and `TARGET_ARN` (String) name the rule and the target, with
-`ERROR_CODE` and `ERROR_MESSAGE` the error. The target is given the event as the rule's
-target configuration gives it (targets/deliverer.py).
-
-A refusal that comes from the rule or the target's type, not from the moment, parks at once
-(`refusals`); an SNS FIFO topic never has a group id (EventBridge cannot target one).
-"""
+"""An EventBridge rule target's DLQ: the body is the event that matched the rule; `RULE_ARN`
+and `TARGET_ARN` name the rule and the target. A refusal that comes from the rule or the
+target's type, not from the moment, parks at once (`refusals`)."""
 
 from __future__ import annotations
 

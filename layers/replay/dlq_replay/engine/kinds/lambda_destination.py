@@ -1,9 +1,6 @@
-"""A Lambda `OnFailure` destination that is an SQS queue: the body is Lambda's invocation
-record, JSON with `requestContext.functionArn`, `requestContext.requestId` and
-`requestPayload`. The function named is invoked again with the record's own text of
-`requestPayload`, cut out of the body, never parsed and written again: `1e400`, long decimals
-and duplicate keys reach the function byte for byte as Lambda recorded them.
-"""
+"""A Lambda `OnFailure` destination that is an SQS queue: the body is Lambda's invocation record.
+The function is invoked again with the record's own text of `requestPayload`, never parsed and
+written again: `1e400`, long decimals and duplicate keys reach it byte for byte."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""A Lambda function's asynchronous-invocation DLQ (its `DeadLetterConfig`): the body is the
-event; the attributes are `RequestID` (String), `ErrorCode` (Number) and `ErrorMessage`
-(String), as Lambda documents them. Both named attributes, of those types, make the record
-this kind. The record does not name the function: it is the one function REPLAY_TARGET_ARNS
-lists (or the target our own waiting copy carries).
-"""
+"""A Lambda function's asynchronous-invocation DLQ: the body is the event, with `RequestID`
+(String) and `ErrorCode` (Number). The record does not name the function: it is the one
+REPLAY_TARGET_ARNS lists (or the target our own waiting copy carries)."""
 
 from __future__ import annotations
 

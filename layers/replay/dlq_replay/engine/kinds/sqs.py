@@ -1,7 +1,5 @@
-"""An SQS record: a message SQS itself dead-lettered (docs/design.md, sections 3-4). Never
-recognised: it is what no other kind claims (with DLQ_KIND=sqs, every record). It goes back
-as a copy with every attribute; a standard queue takes up to 900 s of delay, a FIFO queue none.
-"""
+"""An SQS record, a message SQS itself dead-lettered: never recognised, it is what no other
+kind claims. It goes back as a copy with every attribute."""
 
 from __future__ import annotations
 

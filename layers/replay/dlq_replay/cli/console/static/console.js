@@ -4,8 +4,6 @@
 // data attribute the server wrote with url_for (the console lives under its token's path).
 "use strict";
 
-function csrf() { return document.body.dataset.csrf; }
-
 // The element `id` of the HTML fragment at `url`, parsed by DOMParser (no script runs), or null.
 async function fragment(url, id) {
   try {
@@ -49,7 +47,7 @@ async function pollJob() {
 
 function stopJob(url) {
   const form = new FormData();
-  form.append("csrf", csrf());
+  form.append("csrf", document.body.dataset.csrf);
   fetch(url, { method: "POST", body: form, credentials: "same-origin" });
 }
 
@@ -68,9 +66,7 @@ document.addEventListener("DOMContentLoaded", () => {
     });
   }
   const all = document.getElementById("tick-all");
-  if (all) {
-    all.addEventListener("change", () => {
-      for (const box of document.querySelectorAll("input.tick")) box.checked = all.checked;
-    });
-  }
+  all?.addEventListener("change", () => {
+    for (const box of document.querySelectorAll("input.tick")) box.checked = all.checked;
+  });
 });

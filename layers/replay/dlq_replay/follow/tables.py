@@ -1,0 +1,385 @@
+"""The follow-up counts as items of the stack's table (template.yaml's OutageBreakerTable,
+keys `pk`/`sk`, TTL `expires_at`), part of docs/design.md's contract:
+
+- `recovery#<queue name>` / `<hour, 2026-12-06T14>`: the replay's counters of that hour
+  (follow/recovery.py), one UpdateItem `ADD` per invocation; kept 15 days.
+- `follow#<action id>` / `summary`: the move's `started_at`, `window_seconds`, `command`,
+  `sent`, `untracked`, `last_sent_at` (the time of its last counts), `sent_at` (the end of
+  its sending), `returned` (for the notice's threshold), `last_return_at`, `notified` (when
+  the notice was claimed).
+- `follow#<action id>` / `keys#<0-f>`: the keys that came back (a String Set, sharded by the
+  first hex digit of their sha1 so ~100k keys fit the 400 KB item limit) and their `returned`
+  count. A set and its count change in one conditional UpdateItem (none of the keys already
+  there), so a key is counted once however often and however concurrently it is delivered,
+  and a write that fails between two items loses no return: the shards' counts are the
+  truth `follow` reads. Kept 90 days after the last write.
+
+`follows` reads a move's summary and its 16 shards by their keys, 100 keys a BatchGetItem
+for the audit's whole list (not a Query a move); the key sets themselves are not read.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from decimal import Decimal
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from dlq_replay.follow.moves import (
+    FOLLOW_KEEP_SECONDS,
+    FollowThreshold,
+    MoveFollow,
+    ReturnNotice,
+    check_counts,
+    keys_by_action,
+    moment,
+    notice_after,
+    whole,
+)
+from dlq_replay.follow.recovery import (
+    HOUR,
+    RECOVERY_KEEP_SECONDS,
+    RecoverySummary,
+    RecoveryTally,
+    bucket_of,
+    hour_bucket,
+    summarize,
+)
+from dlq_replay.follow.tag import FollowTag, valid_action_id
+from dlq_replay.targets.dynamo_items import from_item, to_item
+
+SUMMARY = "summary"
+SHARDS = tuple(f"keys#{digit:x}" for digit in range(16))
+# Keys per BatchGetItem (the service's limit).
+KEYS_PER_READ = 100
+# Keys per conditional write: `NOT contains(...)` for each stays far below the 4 KB a
+# DynamoDB expression may take.
+KEYS_PER_WRITE = 100
+_CONDITION_FAILED = "ConditionalCheckFailedException"
+_MOVE_FIELDS = (
+    "pk", "sk", "sent", "untracked", "window_seconds", "sent_at", "returned", "last_return_at",
+    "notified", "started_at", "command", "last_sent_at",
+)  # fmt: skip
+
+
+def shard_of(key: str) -> str:
+    """The key's shard: the first hex digit of its sha1 (not for secrecy: for spread).
+    hashlib loads OpenSSL: here, not at the Lambda's cold start."""
+    import hashlib
+
+    return hashlib.sha1(key.encode(), usedforsecurity=False).hexdigest()[0]
+
+
+def epoch(at: float) -> Decimal:
+    """Epoch seconds as DynamoDB takes a number (the serializer refuses floats)."""
+    return Decimal(repr(float(at)))
+
+
+def _update(
+    dynamodb: Any,
+    table: str,
+    key: Mapping[str, str],
+    *,
+    add: Mapping[str, Any] = {},
+    put: Mapping[str, Any] = {},
+    condition: str | None = None,
+    condition_values: Mapping[str, Any] = {},
+    **extra: Any,
+) -> dict[str, Any]:
+    """One UpdateItem: `ADD` and `SET` of plain values, every name behind a placeholder (the
+    attribute names are DynamoDB reserved words more often than not). `#keys` in `condition`
+    names the `keys` attribute."""
+    names: dict[str, str] = {"#keys": "keys"} if condition and "#keys" in condition else {}
+    values: dict[str, Any] = dict(condition_values)
+    clauses: list[str] = []
+    for verb, pairs, form in (("ADD", add, "{} {}"), ("SET", put, "{} = {}")):
+        parts = []
+        for name, value in pairs.items():
+            index = len(names)
+            names[f"#n{index}"] = name
+            values[f":v{index}"] = value
+            parts.append(form.format(f"#n{index}", f":v{index}"))
+        if parts:
+            clauses.append(f"{verb} {', '.join(parts)}")
+    request: dict[str, Any] = {
+        "TableName": table,
+        "Key": to_item(key),
+        "UpdateExpression": " ".join(clauses),
+        "ExpressionAttributeNames": names,
+        "ExpressionAttributeValues": to_item(values),
+        **extra,
+    }
+    if condition:
+        request["ConditionExpression"] = condition
+    answer: dict[str, Any] = dynamodb.update_item(**request)
+    return answer
+
+
+def _failed_condition(error: ClientError) -> bool:
+    return error.response.get("Error", {}).get("Code") == _CONDITION_FAILED
+
+
+class DynamoRecoveryStore:
+    """The replay's recovery counts in the stack's table."""
+
+    def __init__(self, dynamodb: Any, table: str) -> None:  # a boto3 DynamoDB client
+        self._dynamodb = dynamodb
+        self.table = table
+
+    def add(self, queue: str, tally: RecoveryTally, at: float) -> None:
+        counters = tally.to_counters()
+        if not counters:
+            return
+        hour = hour_bucket(at)
+        expires = int(at // HOUR * HOUR) + RECOVERY_KEEP_SECONDS
+        key = {"pk": f"recovery#{queue}", "sk": hour}
+        _update(self._dynamodb, self.table, key, add=counters, put={"expires_at": expires})
+
+    def window(
+        self, queue: str, since: float, until: float, *, settled_before: float | None = None
+    ) -> RecoverySummary:
+        query: dict[str, Any] = {
+            "TableName": self.table,
+            "KeyConditionExpression": "pk = :p AND sk BETWEEN :a AND :b",
+            "ExpressionAttributeValues": to_item(
+                {":p": f"recovery#{queue}", ":a": hour_bucket(since), ":b": hour_bucket(until)}
+            ),
+        }
+        buckets = (bucket_of(item.get("sk"), item) for item in _items(self._dynamodb, query))
+        return summarize(buckets, since, until, settled_before)
+
+
+def _items(dynamodb: Any, query: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Every item a Query finds, page after page, as plain values; foreign items that do not
+    deserialize are skipped."""
+    while True:
+        found = dynamodb.query(**query)
+        yield from _plain(found.get("Items", []))
+        last = found.get("LastEvaluatedKey")
+        if not last:
+            return
+        query = {**query, "ExclusiveStartKey": last}
+
+
+def _plain(items: Iterable[Any]) -> Iterator[dict[str, Any]]:
+    """Items as plain values; foreign items that do not deserialize are skipped."""
+    for item in items:
+        try:
+            yield from_item(item)
+        except (TypeError, ValueError, KeyError, AttributeError):
+            continue
+
+
+def move_from_items(action_id: str, items: Iterable[Mapping[str, Any]]) -> MoveFollow | None:
+    """The move from its items (summary and key shards), or None when there is none. The
+    returns are the shards' counts (the summary's may lag a failed write)."""
+    summary: Mapping[str, Any] = {}
+    returned, last_return, seen = 0, None, False
+    for values in items:
+        sort_key = values.get("sk")
+        if sort_key == SUMMARY:
+            summary, seen = values, True
+        elif sort_key in SHARDS:
+            returned += whole(values.get("returned"))
+            seen = True
+        at = moment(values.get("last_return_at"))
+        if at is not None and (last_return is None or at > last_return):
+            last_return = at
+    if not seen:
+        return None
+    command = summary.get("command")
+    return MoveFollow(
+        action_id=action_id,
+        sent=whole(summary.get("sent")),
+        untracked=whole(summary.get("untracked")),
+        window_seconds=whole(summary.get("window_seconds")),
+        sent_at=moment(summary.get("sent_at")),
+        returned=returned,
+        last_return_at=last_return,
+        notified=moment(summary.get("notified")) is not None,
+        started_at=moment(summary.get("started_at")),
+        command=command if isinstance(command, str) else None,
+        last_sent_at=moment(summary.get("last_sent_at")),
+    )
+
+
+class DynamoFollowStore:
+    """Moves followed in the stack's table (see the module's docstring for the items)."""
+
+    def __init__(
+        self,
+        dynamodb: Any,  # a boto3 DynamoDB client
+        table: str,
+        *,
+        threshold: FollowThreshold | None = None,
+        now: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._dynamodb = dynamodb
+        self.table = table
+        self.threshold = threshold or FollowThreshold()
+        self._now, self._sleep = now, sleep
+
+    def _summary_key(self, action_id: str) -> dict[str, str]:
+        if not valid_action_id(action_id):
+            raise ValueError(f"not an action id: {action_id!r}")
+        return {"pk": f"follow#{action_id}", "sk": SUMMARY}
+
+    def _write(self, action_id: str, **parts: Any) -> dict[str, Any]:
+        return _update(self._dynamodb, self.table, self._summary_key(action_id), **parts)
+
+    def started(
+        self, action_id: str, window_seconds: int, at: float, *, command: str | None = None
+    ) -> None:
+        put: dict[str, Any] = {
+            "action_id": action_id,
+            "window_seconds": max(0, int(window_seconds)),
+            "started_at": epoch(at),
+            "expires_at": int(at) + FOLLOW_KEEP_SECONDS,
+        }
+        self._write(action_id, put=put | ({"command": command} if command else {}))
+
+    def sent(self, action_id: str, sent: int, untracked: int) -> None:
+        check_counts(sent, untracked)
+        now = self._now()
+        put = {"last_sent_at": epoch(now), "expires_at": int(now) + FOLLOW_KEEP_SECONDS}
+        self._write(action_id, add={"sent": sent, "untracked": untracked}, put=put)
+
+    def finished(self, action_id: str, at: float) -> None:
+        expires = int(at) + FOLLOW_KEEP_SECONDS
+        self._write(action_id, put={"sent_at": epoch(at), "expires_at": expires})
+
+    def returns(self, tags: Iterable[FollowTag], at: float) -> list[ReturnNotice]:
+        notices: list[ReturnNotice] = []
+        for action_id, keys in sorted(keys_by_action(tags).items()):
+            shards: dict[str, list[str]] = {}
+            for key in sorted(keys):
+                shards.setdefault(shard_of(key), []).append(key)
+            new = 0
+            for shard, shard_keys in sorted(shards.items()):
+                for start in range(0, len(shard_keys), KEYS_PER_WRITE):
+                    chunk = shard_keys[start : start + KEYS_PER_WRITE]
+                    new += self._add_keys(action_id, shard, chunk, at)
+            notice = self._count(action_id, new, at) if new else None
+            if notice is not None:
+                notices.append(notice)
+        return notices
+
+    def _add_keys(self, action_id: str, shard: str, keys: list[str], at: float) -> int:
+        """Add the keys not yet in the shard, with their count, in one conditional write
+        (none of them there); on a refusal, drop those now there and try again. How many
+        were new."""
+        item_key = {"pk": f"follow#{action_id}", "sk": f"keys#{shard}"}
+        pending = sorted(set(keys))
+        for _ in range(len(pending) + 2):  # each refusal removes one key at least
+            if not pending:
+                return 0
+            written = {f":k{i}": key for i, key in enumerate(pending)}
+            condition = " AND ".join(f"NOT contains(#keys, {name})" for name in written)
+            try:
+                _update(
+                    self._dynamodb,
+                    self.table,
+                    item_key,
+                    add={"keys": set(pending), "returned": len(pending)},
+                    put={"last_return_at": epoch(at), "expires_at": int(at) + FOLLOW_KEEP_SECONDS},
+                    condition=condition,
+                    condition_values=written,
+                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                )
+            except ClientError as error:
+                if not _failed_condition(error):
+                    raise
+                present = self._present(item_key, error.response.get("Item"))
+                pending = [key for key in pending if key not in present]
+                continue
+            return len(pending)
+        raise RuntimeError(f"keys of {item_key['pk']} kept changing under the write")
+
+    def _present(self, item_key: Mapping[str, str], item: Any) -> set[str]:
+        """The keys a shard holds: from the refusal's copy of the item or, when the service
+        sends none, a consistent read."""
+        if not isinstance(item, dict) or "keys" not in item:
+            item = self._dynamodb.get_item(
+                TableName=self.table,
+                Key=to_item(item_key),
+                ConsistentRead=True,
+                ProjectionExpression="#keys",
+                ExpressionAttributeNames={"#keys": "keys"},
+            ).get("Item", {})
+        try:
+            keys = from_item({"keys": item["keys"]})["keys"]
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return set()
+        return {key for key in keys if isinstance(key, str)} if isinstance(keys, set) else set()
+
+    def _count(self, action_id: str, new: int, at: float) -> ReturnNotice | None:
+        """Add `new` returns to the summary; when they pass the threshold, claim the notice
+        (one conditional write: exactly one caller ever gets it)."""
+        old = self._write(
+            action_id,
+            add={"returned": new},
+            put={"last_return_at": epoch(at), "expires_at": int(at) + FOLLOW_KEEP_SECONDS},
+            ReturnValues="ALL_OLD",
+        ).get("Attributes", {})
+        try:
+            values = from_item(old)
+        except (TypeError, ValueError, KeyError, AttributeError):
+            values = {}
+        before = move_from_items(action_id, [values | {"sk": SUMMARY}])
+        notice = None
+        if before is not None:
+            returned = whole(values.get("returned")) + new
+            notice = notice_after(before, returned, self.threshold, at)
+        if notice is None:
+            return None
+        try:
+            self._write(
+                action_id, put={"notified": epoch(at)}, condition="attribute_not_exists(notified)"
+            )
+        except ClientError as error:
+            if _failed_condition(error):
+                return None
+            raise
+        return notice
+
+    def follow(self, action_id: str) -> MoveFollow | None:
+        return self.follows([action_id]).get(action_id)
+
+    def follows(self, action_ids: Iterable[str]) -> dict[str, MoveFollow]:
+        """The summaries and shards of every move, by key: 100 keys a BatchGetItem, consistent
+        reads, everything but the key sets (which may be large)."""
+        wanted = [a for a in dict.fromkeys(action_ids) if valid_action_id(a)]
+        keys = [{"pk": f"follow#{a}", "sk": sk} for a in wanted for sk in (SUMMARY, *SHARDS)]
+        names = {f"#f{i}": name for i, name in enumerate(_MOVE_FIELDS)}
+        items: dict[str, list[dict[str, Any]]] = {}
+        for start in range(0, len(keys), KEYS_PER_READ):
+            chunk = [to_item(key) for key in keys[start : start + KEYS_PER_READ]]
+            for values in self._batch_get(chunk, names):
+                pk = values.get("pk")
+                if isinstance(pk, str):
+                    items.setdefault(pk.removeprefix("follow#"), []).append(values)
+        found = {a: move_from_items(a, items.get(a, [])) for a in wanted}
+        return {a: move for a, move in found.items() if move is not None}
+
+    def _batch_get(self, keys: list[dict[str, Any]], names: dict[str, str]) -> list[Any]:
+        """One BatchGetItem's items, its unprocessed keys asked again (a throttled table hands
+        some back) after a short pause that doubles each time."""
+        found: list[Any] = []
+        pending, pause = keys, 0.05
+        while pending:
+            request = {
+                "Keys": pending,
+                "ProjectionExpression": ", ".join(names),
+                "ExpressionAttributeNames": names,
+                "ConsistentRead": True,
+            }
+            answer = self._dynamodb.batch_get_item(RequestItems={self.table: request})
+            found.extend(_plain(answer.get("Responses", {}).get(self.table, [])))
+            pending = answer.get("UnprocessedKeys", {}).get(self.table, {}).get("Keys", [])
+            if pending:
+                self._sleep(pause)
+                pause = min(pause * 2, 2.0)
+        return found

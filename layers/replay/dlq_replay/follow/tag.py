@@ -1,0 +1,80 @@
+"""The message attribute that ties a copy an operator moved to the move: `dlq-replay-action`,
+a String `<action_id>/<key>`. The action id is the audit trail's; the key is the message id of
+the DLQ message the operator moved. The replay copies every attribute byte for byte, so a
+replayed copy of a returned message keeps the tag and a second return is still counted.
+
+What arrives on a DLQ was written by anybody, so the value is parsed strictly: anything that
+is not exactly one action id, a slash and one key of the shapes below is no tag at all.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import NamedTuple
+
+from dlq_replay.core.attributes import (
+    INTERNAL_ATTRIBUTE_PREFIX,
+    MAX_MESSAGE_ATTRIBUTES,
+    Attribute,
+    string,
+)
+
+FOLLOW_ATTRIBUTE = f"{INTERNAL_ATTRIBUTE_PREFIX}action"
+# The audit's ids are 32 hex digits; a little room for other uuid-like spellings.
+_ACTION_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+# SQS message ids are uuids (at most 100 characters); printable ASCII, no space.
+_KEY = re.compile(r"[!-~]{1,128}")
+
+
+class FollowTag(NamedTuple):
+    """Which move (action_id) sent the copy, and which moved message (key) it stands for.
+    (The values of the Lambda's path are NamedTuples: a dataclass costs its cold start ~0.6 ms.)"""
+
+    action_id: str
+    key: str
+
+
+def valid_action_id(action_id: str) -> bool:
+    """Whether `action_id` can be carried in a tag and name the move's items."""
+    return _ACTION_ID.fullmatch(action_id) is not None
+
+
+def follow_value(action_id: str, key: str) -> str:
+    """The attribute's value; ValueError for an id or key a tag cannot carry (so that every
+    value written parses back to the same tag)."""
+    if not valid_action_id(action_id):
+        raise ValueError(f"not an action id for {FOLLOW_ATTRIBUTE}: {action_id!r}")
+    if _KEY.fullmatch(key) is None:
+        raise ValueError(f"not a message key for {FOLLOW_ATTRIBUTE}: {key!r}")
+    return f"{action_id}/{key}"
+
+
+def parse_follow_value(text: str) -> FollowTag | None:
+    """The tag a value carries, or None for anything malformed (never raises)."""
+    if not isinstance(text, str):
+        return None
+    action_id, slash, key = text.partition("/")
+    if not slash or not valid_action_id(action_id) or _KEY.fullmatch(key) is None:
+        return None
+    return FollowTag(action_id, key)
+
+
+def read_tag(values: Mapping[str, Attribute]) -> FollowTag | None:
+    """The tag among a record's parsed attributes: a String (custom suffixes too) value that
+    parses; None when it is absent or anything else."""
+    found = values.get(FOLLOW_ATTRIBUTE)
+    if found is None or found.base_type != "String" or found.string_value is None:
+        return None
+    return parse_follow_value(found.string_value)
+
+
+def tagged(
+    values: Mapping[str, Attribute], action_id: str, key: str
+) -> dict[str, Attribute] | None:
+    """The attributes with the move's tag added (or an older move's tag replaced), or None when
+    no slot is free (SQS takes at most 10 attributes): the copy is then sent untracked. The
+    caller still checks the message's size, which the tag grows by its value's length."""
+    if FOLLOW_ATTRIBUTE not in values and len(values) >= MAX_MESSAGE_ATTRIBUTES:
+        return None
+    return {**values, FOLLOW_ATTRIBUTE: string(follow_value(action_id, key))}

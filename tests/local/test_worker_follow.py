@@ -1,0 +1,162 @@
+"""`dlq-replay worker` counts the replay's recovery as the Lambda does: into the stack's table
+with `--audit-table` (or `--stack`, as the audit finds the table), else into the local file,
+saying so in one line at start. A real subprocess on the emulator's endpoint."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import boto3
+import pytest
+from dlq_replay.demo.emulator import create_queues
+from dlq_replay.follow.journal import FileRecoveryStore
+from dlq_replay.follow.recovery import RecoverySummary
+from dlq_replay.follow.tables import DynamoRecoveryStore
+from integration.harness import COUNT, breaker_table
+
+from .support import clean_env, dlq_replay_command
+from .test_worker import OutputReader
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+
+pytestmark = pytest.mark.moto_only(reason="the DynamoDB and CloudFormation of moto's server")
+
+MAX_ATTEMPTS = 3
+PLAIN, PARKED = 4, 2
+TABLE = "worker-table"
+
+
+def fill_dlq(sqs: SQSClient, dlq_url: str) -> None:
+    """PLAIN records that failed first (replayed as attempt 1) and PARKED at the last attempt."""
+    for index in range(PLAIN):
+        sqs.send_message(QueueUrl=dlq_url, MessageBody=f"plain-{index}")
+    for index in range(PARKED):
+        sqs.send_message(
+            QueueUrl=dlq_url,
+            MessageBody=f"done-{index}",
+            MessageAttributes={COUNT: {"DataType": "Number", "StringValue": str(MAX_ATTEMPTS)}},
+        )
+
+
+def run_worker(endpoint: str, sqs: SQSClient, prefix: str, *extra: str) -> list[str]:
+    """The worker until its first batch is done; its stderr lines."""
+    queues = create_queues(sqs, prefix=prefix)
+    fill_dlq(sqs, queues.dlq)
+    command = [
+        *dlq_replay_command(),
+        "worker",
+        "--dlq-url",
+        queues.dlq,
+        "--main-queue-url",
+        queues.main,
+        "--operator-queue-url",
+        queues.operator,
+        "--endpoint-url",
+        endpoint,
+        "--region",
+        "us-east-1",
+        "--wait-seconds",
+        "1",
+        "--max-attempts",
+        str(MAX_ATTEMPTS),
+        "--no-breaker",
+        *extra,
+    ]
+    env = clean_env(
+        AWS_ACCESS_KEY_ID="demo", AWS_SECRET_ACCESS_KEY="demo", AWS_DEFAULT_REGION="us-east-1"
+    )
+    process = subprocess.Popen(
+        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    stdout = OutputReader(process.stdout, '"batch outcomes"')
+    stderr = OutputReader(process.stderr, "\n")
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and sum(
+            line.count('"action":"') for line in stdout.lines
+        ) < (PLAIN + PARKED):
+            time.sleep(0.1)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=20) == 0, "".join(stderr.lines)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    stdout.join()
+    stderr.join()
+    assert not any("Traceback" in line for line in stderr.lines + stdout.lines)
+    return stderr.lines
+
+
+def assert_counts(summary: RecoverySummary) -> None:
+    assert summary.failed_first == PLAIN
+    assert summary.sent == {1: PLAIN}
+    assert summary.returned == {MAX_ATTEMPTS: PARKED}
+    assert summary.parked == {MAX_ATTEMPTS: PARKED}
+
+
+def test_with_audit_table_the_counts_go_to_the_table(
+    emulator_endpoint: str, emulator_sqs: SQSClient
+) -> None:
+    dynamodb = boto3.client(
+        "dynamodb",
+        endpoint_url=emulator_endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="demo",
+        aws_secret_access_key="demo",
+    )
+    breaker_table(dynamodb, TABLE)
+    lines = run_worker(emulator_endpoint, emulator_sqs, "tabled", "--audit-table", TABLE)
+
+    assert [line for line in lines if "follow:" in line] == [
+        f"dlq-replay: follow: recovery counts and returns go to the table {TABLE}\n"
+    ]
+    now = time.time()
+    summary = DynamoRecoveryStore(dynamodb, TABLE).window("tabled-dlq", now - 3600, now)
+    assert_counts(summary)
+
+
+def test_with_stack_the_counts_go_to_the_stacks_table(
+    emulator_endpoint: str, emulator_sqs: SQSClient
+) -> None:
+    client = {
+        "endpoint_url": emulator_endpoint,
+        "region_name": "us-east-1",
+        "aws_access_key_id": "demo",
+        "aws_secret_access_key": "demo",
+    }
+    dynamodb = boto3.client("dynamodb", **client)  # type: ignore[call-overload]
+    breaker_table(dynamodb, TABLE)
+    template = (
+        '{"Resources": {"Nothing": {"Type": "AWS::SQS::Queue"}}, '
+        f'"Outputs": {{"AuditTableName": {{"Value": "{TABLE}"}}}}}}'
+    )
+    boto3.client("cloudformation", **client).create_stack(  # type: ignore[call-overload]
+        StackName="orders", TemplateBody=template
+    )
+    lines = run_worker(emulator_endpoint, emulator_sqs, "stacked", "--stack", "orders")
+
+    assert any(f"go to the table {TABLE}" in line for line in lines)
+    now = time.time()
+    assert_counts(DynamoRecoveryStore(dynamodb, TABLE).window("stacked-dlq", now - 3600, now))
+
+
+def test_without_a_table_the_counts_go_to_the_file_and_one_line_says_so(
+    emulator_endpoint: str, emulator_sqs: SQSClient
+) -> None:
+    lines = run_worker(emulator_endpoint, emulator_sqs, "local")
+
+    file = Path(os.environ["XDG_STATE_HOME"]) / "dlq-replay" / "follow.jsonl"
+    said = [line for line in lines if "follow:" in line]
+    assert said == [
+        f"dlq-replay: follow: recovery counts and returns go to {file}, which no other operator "
+        "sees (pass --stack NAME or --audit-table NAME)\n"
+    ]
+    now = time.time()
+    assert_counts(FileRecoveryStore(file).window("local-dlq", now - 3600, now))
