@@ -4,10 +4,12 @@ saying so in one line at start. A real subprocess on the emulator's endpoint."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,7 +18,8 @@ import pytest
 from dlq_replay.demo.emulator import create_queues
 from dlq_replay.follow.journal import FileRecoveryStore
 from dlq_replay.follow.recovery import RecoverySummary
-from dlq_replay.follow.tables import DynamoRecoveryStore
+from dlq_replay.follow.tables import DynamoFollowStore, DynamoRecoveryStore
+from dlq_replay.follow.tag import FOLLOW_ATTRIBUTE, follow_value
 from integration.harness import COUNT, breaker_table
 
 from .support import clean_env, dlq_replay_command
@@ -44,10 +47,18 @@ def fill_dlq(sqs: SQSClient, dlq_url: str) -> None:
         )
 
 
-def run_worker(endpoint: str, sqs: SQSClient, prefix: str, *extra: str) -> list[str]:
-    """The worker until its first batch is done; its stderr lines."""
+def run_worker(
+    endpoint: str,
+    sqs: SQSClient,
+    prefix: str,
+    *extra: str,
+    more: Callable[[SQSClient, str], int] | None = None,
+) -> list[str]:
+    """The worker until the records are done (`more(sqs, dlq_url)` adds some and says how
+    many); its stderr lines."""
     queues = create_queues(sqs, prefix=prefix)
     fill_dlq(sqs, queues.dlq)
+    added = more(sqs, queues.dlq) if more is not None else 0
     command = [
         *dlq_replay_command(),
         "worker",
@@ -80,7 +91,7 @@ def run_worker(endpoint: str, sqs: SQSClient, prefix: str, *extra: str) -> list[
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and sum(
             line.count('"action":"') for line in stdout.lines
-        ) < (PLAIN + PARKED):
+        ) < (PLAIN + PARKED + added):
             time.sleep(0.1)
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=20) == 0, "".join(stderr.lines)
@@ -145,6 +156,60 @@ def test_with_stack_the_counts_go_to_the_stacks_table(
     assert any(f"go to the table {TABLE}" in line for line in lines)
     now = time.time()
     assert_counts(DynamoRecoveryStore(dynamodb, TABLE).window("stacked-dlq", now - 3600, now))
+
+
+def test_with_stack_the_notice_goes_to_the_stacks_alarm_topic(
+    emulator_endpoint: str, emulator_sqs: SQSClient
+) -> None:
+    """Returns of a move past its threshold (6 of 10 sent): the worker publishes the notice to
+    the stack's AlarmTopicArn output, as the Lambda does to its alarm topic."""
+    client = {
+        "endpoint_url": emulator_endpoint,
+        "region_name": "us-east-1",
+        "aws_access_key_id": "demo",
+        "aws_secret_access_key": "demo",
+    }
+    dynamodb = boto3.client("dynamodb", **client)  # type: ignore[call-overload]
+    breaker_table(dynamodb, "notice-table")
+    sns = boto3.client("sns", **client)  # type: ignore[call-overload]
+    topic = sns.create_topic(Name="alarms")["TopicArn"]
+    inbox = emulator_sqs.create_queue(QueueName="alarm-inbox")["QueueUrl"]
+    inbox_arn = emulator_sqs.get_queue_attributes(QueueUrl=inbox, AttributeNames=["QueueArn"])
+    sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=inbox_arn["Attributes"]["QueueArn"])
+    outputs = {"AuditTableName": "notice-table", "AlarmTopicArn": topic}
+    template = json.dumps(
+        {
+            "Resources": {"Nothing": {"Type": "AWS::SQS::Queue"}},
+            "Outputs": {name: {"Value": value} for name, value in outputs.items()},
+        }
+    )
+    boto3.client("cloudformation", **client).create_stack(  # type: ignore[call-overload]
+        StackName="alarmed", TemplateBody=template
+    )
+    action = "a" * 32
+    follows = DynamoFollowStore(dynamodb, "notice-table")
+    follows.started(action, 3600, time.time(), command="redrive")
+    follows.sent(action, 10, 0)
+
+    def returned(sqs: SQSClient, dlq_url: str) -> int:
+        for index in range(6):
+            tag = follow_value(action, f"moved-{index}")
+            sqs.send_message(
+                QueueUrl=dlq_url,
+                MessageBody=f"back-{index}",
+                MessageAttributes={FOLLOW_ATTRIBUTE: {"DataType": "String", "StringValue": tag}},
+            )
+        return 6
+
+    run_worker(emulator_endpoint, emulator_sqs, "alarmed", "--stack", "alarmed", more=returned)
+
+    received = emulator_sqs.receive_message(QueueUrl=inbox, WaitTimeSeconds=1)
+    texts = [message["Body"] for message in received.get("Messages", [])]
+    assert len(texts) == 1, texts
+    assert "the fix did not hold" in texts[0]
+    assert "of 10 redriven" in texts[0]
+    assert follows.follow(action) is not None
+    assert follows.follow(action).returned == 6  # type: ignore[union-attr]
 
 
 def test_without_a_table_the_counts_go_to_the_file_and_one_line_says_so(

@@ -47,15 +47,22 @@ def add_audit_option(parser: argparse.ArgumentParser) -> None:
 def store_of(
     table: str | None, stack: str | None, client: Callable[[str], Any]
 ) -> audit.AuditStore:
-    """The trail: `table` (else DLQ_REPLAY_AUDIT_TABLE, else `stack`'s output), else the file;
-    `client(service)` makes the CloudFormation and DynamoDB clients."""
+    """The trail: `trail_table`'s table, else the file; `client(service)` makes the
+    CloudFormation and DynamoDB clients."""
+    table = trail_table(table, stack, client)
+    if table:
+        return audit.DynamoAuditStore(client("dynamodb"), table)
+    return audit.FileAuditStore()
+
+
+def trail_table(table: str | None, stack: str | None, client: Callable[[str], Any]) -> str | None:
+    """The trail's table (the worker's follow counts go there too): `table`, else
+    DLQ_REPLAY_AUDIT_TABLE, else `stack`'s output; None for none."""
     table = table or os.environ.get(TABLE_VARIABLE)
     if not table and stack:
         outputs = stack_outputs(client("cloudformation"), stack)
         table = next((outputs[name] for name in TABLE_OUTPUTS if outputs.get(name)), None)
-    if table:
-        return audit.DynamoAuditStore(client("dynamodb"), table)
-    return audit.FileAuditStore()
+    return table or None
 
 
 def open_store(args: argparse.Namespace) -> audit.AuditStore:

@@ -219,16 +219,19 @@ def under_way_text(polling: int, in_hand: int) -> str:
 def _follow(args: argparse.Namespace, settings: Any, logger: Any) -> tuple[Any, str]:
     """The follow-up's stores: --audit-table, DLQ_REPLAY_AUDIT_TABLE or the --stack's table
     (as the audit finds it), else the local file; and the line saying which."""
-    from dlq_replay.cli.auditing import TABLE_OUTPUTS, TABLE_VARIABLE
+    from dlq_replay.cli.auditing import trail_table
     from dlq_replay.cli.deployment import make_client
     from dlq_replay.local.follow_worker import worker_follow
-    from dlq_replay.ops.stack import stack_outputs
 
-    table = args.audit_table or os.environ.get(TABLE_VARIABLE)
-    if not table and args.stack:
-        outputs = stack_outputs(make_client(args, "cloudformation"), args.stack)
-        table = next((outputs[name] for name in TABLE_OUTPUTS if outputs.get(name)), None)
+    table = trail_table(args.audit_table, args.stack, lambda service: make_client(args, service))
     topic = settings.follow_notice_topic_arn
+    if topic is None and args.stack:  # the stack's alarm topic, as the Lambda's notices go to
+        from dataclasses import replace
+
+        from dlq_replay.ops.stack import stack_outputs
+
+        topic = stack_outputs(make_client(args, "cloudformation"), args.stack).get("AlarmTopicArn")
+        settings = replace(settings, follow_notice_topic_arn=topic or None)
     return worker_follow(
         settings,
         table=table,
