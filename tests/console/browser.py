@@ -85,15 +85,15 @@ def screenshot(driver: Any, name: str) -> None:
 
 
 def wait_for(check: Callable[[], Any], seconds: float = 20) -> Any:
-    """`check()`'s first true answer; an element the page's script replaced meanwhile is
-    looked for again."""
-    from selenium.common.exceptions import StaleElementReferenceException
+    """`check()`'s first true answer; an element the page's script replaced meanwhile, or
+    one of a page still loading (a form's answer on its way), is looked for again."""
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
 
     deadline = time.monotonic() + seconds
     while True:
         try:
             found = check()
-        except StaleElementReferenceException:
+        except (StaleElementReferenceException, NoSuchElementException):
             found = None
         if found:
             return found
