@@ -86,14 +86,24 @@ def screenshot(driver: Any, name: str) -> None:
 
 def wait_for(check: Callable[[], Any], seconds: float = 20) -> Any:
     """`check()`'s first true answer; an element the page's script replaced meanwhile, or
-    one of a page still loading (a form's answer on its way), is looked for again."""
-    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+    one of a page still loading (a form's answer on its way), is looked for again. (Chromium
+    reports a replaced element as stale, or, read mid-replacement, as a node that "does not
+    belong to the document".)"""
+    from selenium.common.exceptions import (
+        NoSuchElementException,
+        StaleElementReferenceException,
+        WebDriverException,
+    )
 
     deadline = time.monotonic() + seconds
     while True:
         try:
             found = check()
         except (StaleElementReferenceException, NoSuchElementException):
+            found = None
+        except WebDriverException as error:
+            if "does not belong to the document" not in str(error.msg):
+                raise
             found = None
         if found:
             return found
