@@ -31,8 +31,8 @@ from dlq_replay.follow.tag import (
     follow_value,
     parse_follow_value,
     read_tag,
-    tagged,
 )
+from dlq_replay.ops.movefollow import tag_carried
 from hypothesis import example, given
 from hypothesis import strategies as st
 
@@ -90,18 +90,16 @@ def test_the_tag_is_read_from_string_values_only() -> None:
 
 def test_a_copy_is_tagged_where_a_slot_is_free() -> None:
     three = {f"a{i}": string("v") for i in range(3)}
-    added = tagged(three, "act", "m1")
-    assert added is not None
+    added = tag_carried("body", three, "act", "m1")
     assert added[FOLLOW_ATTRIBUTE] == string("act/m1")
     assert len(added) == 4
     assert FOLLOW_ATTRIBUTE not in three  # the caller's attributes are left alone
 
     full = {f"a{i}": string("v") for i in range(10)}
-    assert tagged(full, "act", "m1") is None
+    assert tag_carried("body", full, "act", "m1") == full  # no slot: sent untracked
 
     retagged = {**{f"a{i}": string("v") for i in range(9)}, FOLLOW_ATTRIBUTE: string("old/m0")}
-    replaced = tagged(retagged, "new", "m2")
-    assert replaced is not None
+    replaced = tag_carried("body", retagged, "new", "m2")
     assert len(replaced) == 10
     assert replaced[FOLLOW_ATTRIBUTE] == string("new/m2")
 

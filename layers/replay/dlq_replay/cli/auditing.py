@@ -49,19 +49,20 @@ def store_of(
 ) -> audit.AuditStore:
     """The trail: `trail_table`'s table, else the file; `client(service)` makes the
     CloudFormation and DynamoDB clients."""
-    table = trail_table(table, stack, client)
+    outputs = (lambda: stack_outputs(client("cloudformation"), stack)) if stack else None
+    table = trail_table(table, outputs)
     if table:
         return audit.DynamoAuditStore(client("dynamodb"), table)
     return audit.FileAuditStore()
 
 
-def trail_table(table: str | None, stack: str | None, client: Callable[[str], Any]) -> str | None:
+def trail_table(table: str | None, outputs: Callable[[], Mapping[str, str]] | None) -> str | None:
     """The trail's table (the worker's follow counts go there too): `table`, else
-    DLQ_REPLAY_AUDIT_TABLE, else `stack`'s output; None for none."""
+    DLQ_REPLAY_AUDIT_TABLE, else the stack's output (`outputs()` reads them); None for none."""
     table = table or os.environ.get(TABLE_VARIABLE)
-    if not table and stack:
-        outputs = stack_outputs(client("cloudformation"), stack)
-        table = next((outputs[name] for name in TABLE_OUTPUTS if outputs.get(name)), None)
+    if not table and outputs is not None:
+        found = outputs()
+        table = next((found[name] for name in TABLE_OUTPUTS if found.get(name)), None)
     return table or None
 
 

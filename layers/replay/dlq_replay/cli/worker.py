@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import functools
 import os
 import signal
 from typing import Any
@@ -222,16 +224,19 @@ def _follow(args: argparse.Namespace, settings: Any, logger: Any) -> tuple[Any, 
     from dlq_replay.cli.auditing import trail_table
     from dlq_replay.cli.deployment import make_client
     from dlq_replay.local.follow_worker import worker_follow
+    from dlq_replay.ops.stack import stack_outputs
 
-    table = trail_table(args.audit_table, args.stack, lambda service: make_client(args, service))
+    # The stack is read once, for its table and its alarm topic.
+    outputs = (
+        functools.cache(lambda: stack_outputs(make_client(args, "cloudformation"), args.stack))
+        if args.stack
+        else None
+    )
+    table = trail_table(args.audit_table, outputs)
     topic = settings.follow_notice_topic_arn
-    if topic is None and args.stack:  # the stack's alarm topic, as the Lambda's notices go to
-        from dataclasses import replace
-
-        from dlq_replay.ops.stack import stack_outputs
-
-        topic = stack_outputs(make_client(args, "cloudformation"), args.stack).get("AlarmTopicArn")
-        settings = replace(settings, follow_notice_topic_arn=topic or None)
+    if topic is None and outputs is not None:  # the stack's alarm topic, as the Lambda's
+        topic = outputs().get("AlarmTopicArn") or None
+        settings = dataclasses.replace(settings, follow_notice_topic_arn=topic)
     return worker_follow(
         settings,
         table=table,

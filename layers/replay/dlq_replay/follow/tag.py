@@ -15,9 +15,7 @@ from typing import NamedTuple
 
 from dlq_replay.core.attributes import (
     INTERNAL_ATTRIBUTE_PREFIX,
-    MAX_MESSAGE_ATTRIBUTES,
     Attribute,
-    string,
 )
 
 FOLLOW_ATTRIBUTE = f"{INTERNAL_ATTRIBUTE_PREFIX}action"
@@ -67,14 +65,3 @@ def read_tag(values: Mapping[str, Attribute]) -> FollowTag | None:
     if found is None or found.base_type != "String" or found.string_value is None:
         return None
     return parse_follow_value(found.string_value)
-
-
-def tagged(
-    values: Mapping[str, Attribute], action_id: str, key: str
-) -> dict[str, Attribute] | None:
-    """The attributes with the move's tag added (or an older move's tag replaced), or None when
-    no slot is free (SQS takes at most 10 attributes): the copy is then sent untracked. The
-    caller still checks the message's size, which the tag grows by its value's length."""
-    if FOLLOW_ATTRIBUTE not in values and len(values) >= MAX_MESSAGE_ATTRIBUTES:
-        return None
-    return {**values, FOLLOW_ATTRIBUTE: string(follow_value(action_id, key))}
