@@ -53,6 +53,8 @@ if TYPE_CHECKING:
 REGION = "us-east-1"
 CREDENTIALS = {"AWS_ACCESS_KEY_ID": "soak", "AWS_SECRET_ACCESS_KEY": "soak"}
 COUNT_ATTRIBUTE = "sqs-dlq-replay-nb"  # the replay's default
+DLQ_MAX_RECEIVES = 20  # the DLQ's redrive to the operator queue: the safety net
+SAFETY_NET = "(safety net)"
 MAX_MAIN_DEPTH = 200  # moto's cost per call grows with depth: feed it as it drains
 PATIENT = Config(retries={"mode": "standard", "max_attempts": 10}, max_pool_connections=20)
 
@@ -91,6 +93,7 @@ class SoakResult:
     in_dlq: int
     in_main: int
     lost: int
+    lost_ids: list[str]
     duplicates: int
     duplicate_kinds: dict[str, int]
     parked_by_reason: dict[str, int]
@@ -102,6 +105,7 @@ class SoakResult:
             f"{self.sent} sent, {self.consumed} consumed, {self.parked} parked, "
             f"{self.in_dlq} in dlq, {self.in_main} in main, {self.lost} lost, "
             f"{self.duplicates} duplicates"
+            + (f" (lost: {', '.join(self.lost_ids)})" if self.lost_ids else "")
         )
 
 
@@ -159,7 +163,8 @@ def create_queues(sqs: SQSClient, prefix: str, *, fifo: bool) -> dict[str, str]:
             "VisibilityTimeout": "5",
             # The safety net: a record the replay keeps failing reaches the operator queue.
             "RedrivePolicy": (
-                f'{{"deadLetterTargetArn":"{arn(operator_url)}","maxReceiveCount":"20"}}'
+                f'{{"deadLetterTargetArn":"{arn(operator_url)}",'
+                f'"maxReceiveCount":"{DLQ_MAX_RECEIVES}"}}'
             ),
         },
     )["QueueUrl"]
@@ -246,21 +251,41 @@ def collect_parked(sqs: SQSClient, url: str, ledger: Ledger, stop: threading.Eve
 
 def drain_parked(sqs: SQSClient, url: str, ledger: Ledger) -> int:
     got = sqs.receive_message(
-        QueueUrl=url, MaxNumberOfMessages=10, MessageAttributeNames=["All"]
+        QueueUrl=url,
+        MaxNumberOfMessages=10,
+        MessageAttributeNames=["All"],
+        MessageSystemAttributeNames=["ApproximateReceiveCount"],
     ).get("Messages", [])
     with ledger.lock:
         for message in got:
-            reason: Any = message.get("MessageAttributes", {}).get("dlq-replay-park-reason", {})
             if message["Body"] in ledger.parked:
                 ledger.parked_twice += 1
-            # No reason attribute: a park with no free slot, or SQS's own redrive (safety net).
-            ledger.parked[message["Body"]] = str(reason.get("StringValue", "(no reason)"))
+            ledger.parked[message["Body"]] = park_reason(message)
     if got:
         entries: Any = [
             {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(got)
         ]
         sqs.delete_message_batch(QueueUrl=url, Entries=entries)
     return len(got)
+
+
+def park_reason(message: Any) -> str:
+    """The replay's reason attribute; else SQS's own redrive (the safety net: the DLQ's
+    message came back DLQ_MAX_RECEIVES times, a record the replay kept failing), told by its
+    receive count; else a park with no free attribute slot."""
+    reason: Any = message.get("MessageAttributes", {}).get("dlq-replay-park-reason", {})
+    if "StringValue" in reason:
+        return str(reason["StringValue"])
+    receives = int(message.get("Attributes", {}).get("ApproximateReceiveCount", "0"))
+    return SAFETY_NET if receives > DLQ_MAX_RECEIVES else "(no reason)"
+
+
+def drain_parked_to_the_last(sqs: SQSClient, url: str, ledger: Ledger) -> None:
+    """The operator queue emptied, its in-flight messages waited for: the final count's
+    receives on the DLQ may have moved one there (SQS's redrive) after the last collection."""
+    deadline = time.monotonic() + 30
+    while drain_parked(sqs, url, ledger) or (depth(sqs, url) and time.monotonic() < deadline):
+        time.sleep(0.2)
 
 
 def replay_env(urls: dict[str, str], proxy: str) -> dict[str, str]:
@@ -415,10 +440,9 @@ def soak(options: SoakOptions) -> SoakResult:
         stop.set()
         for thread in threads:
             thread.join(timeout=30)
-        while drain_parked(direct, urls["operator"], ledger):
-            pass
         in_main = remaining(direct, urls["main"])
         in_dlq = remaining(direct, urls["dlq"])
+        drain_parked_to_the_last(direct, urls["operator"], ledger)
     finally:
         stop.set()
         if worker is not None:
@@ -450,6 +474,7 @@ def account(
     in_dlq, in_main = remaining_ids["dlq"], remaining_ids["main"]
     consumed = set(ledger.deliveries)
     parked = set(ledger.parked)
+    lost = ids - consumed - parked - in_dlq - in_main
     duplicate_kinds = {
         **_repeated_deliveries(ledger.deliveries),
         "consumed and parked": len(consumed & parked),
@@ -461,7 +486,8 @@ def account(
         parked=len(parked - consumed),
         in_dlq=len(in_dlq - consumed - parked),
         in_main=len(in_main - consumed - parked - in_dlq),
-        lost=len(ids - consumed - parked - in_dlq - in_main),
+        lost=len(lost),
+        lost_ids=sorted(lost, key=lambda id_: int(id_.removeprefix("id-")))[:20],
         duplicates=sum(duplicate_kinds.values()),
         duplicate_kinds=duplicate_kinds,
         parked_by_reason=dict(Counter(ledger.parked.values())),

@@ -27,5 +27,7 @@ def test_nothing_is_lost(options: SoakOptions) -> None:
         told
     )
     assert sum(result.faults.values()) > 0, told  # the proxy did inject faults
-    known = {"invalid-count", "attribute-limit", "max-attempts", "(no reason)"}
+    # "(safety net)": SQS's own redrive moved a record the replay failed DLQ_MAX_RECEIVES times
+    # (a replay slowed past the DLQ's visibility timeout): parked, so not lost.
+    known = {"invalid-count", "attribute-limit", "max-attempts", "(no reason)", "(safety net)"}
     assert set(result.parked_by_reason) <= known, told

@@ -84,8 +84,9 @@ class Journal:
             size = os.fstat(target).st_size
             if size and os.pread(target, 1, size - 1) != b"\n":
                 text = "\n" + text  # after a torn line (a writer that died): not glued to it
+            # No fsync: the counts are to survive the process, not the machine, and a worker
+            # appends once a batch (an fsync each would stall the batch on a busy disk).
             os.write(target, text.encode())
-            os.fsync(target)
         finally:
             if own:
                 os.close(target)
