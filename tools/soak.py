@@ -5,7 +5,8 @@ consumer that fails `--consumer-failure` of its messages -> DLQ -> the replay, b
 proxy (`tools/chaos.py`) -> the main queue again, or the operator queue after MAX_ATTEMPTS.
 The replay runs in its own process, SIGKILLed `--kills` times at random moments and restarted:
 `dlq-replay worker` (`--path worker`), or the Lambda handler (`functions/replay/app.py`) fed by
-the local event source (`--path lambda`). moto's server, in its own process, is the emulator.
+the local event source (`--path lambda`). The emulator is the demo's (moto's SQS, each request
+atomic), in its own process.
 Some messages carry a count that is not a number (parked `invalid-count`) or ten attributes
 (parked `attribute-limit` on their first replay, as SQS takes no eleventh for the count).
 
@@ -27,7 +28,6 @@ import argparse
 import os
 import random
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -68,7 +68,7 @@ class SoakOptions:
     fault_rate: float = 0.2
     fault_kind: str = "all"  # or one of Faults' kinds, alone at fault_rate
     fifo: bool = False
-    endpoint: str | None = None  # an emulator already running (LocalStack); else moto's server
+    endpoint: str | None = None  # an emulator already running (LocalStack); else the demo's
     consumer_failure: float = 0.3
     pollers: int = 4
     max_seconds: float = 900.0
@@ -109,12 +109,6 @@ class SoakResult:
         )
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def client(endpoint: str) -> SQSClient:
     return boto3.client(
         "sqs",
@@ -127,24 +121,31 @@ def client(endpoint: str) -> SQSClient:
 
 
 def start_moto() -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
+    """The demo's SQS emulator in a process of its own: moto's SQS with each request atomic, as
+    SQS's are (`demo.emulator.AtomicSqs`). moto's own server is not: a delete racing a send
+    can drop the sent message, which this soak would count as lost."""
     server = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
+        [sys.executable, __file__, "--serve-emulator"],
+        stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
-        env={**os.environ, "MOTO_SQS_ENFORCE_STRICT_QUEUE_PURGE_BEHAVIOUR": "false"},
     )
-    endpoint = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            client(endpoint).list_queues()
-            return server, endpoint
-        except Exception:
-            if time.monotonic() > deadline or server.poll() is not None:
-                server.kill()
-                raise
-            time.sleep(0.2)
+    assert server.stdout is not None
+    endpoint = server.stdout.readline().decode().strip()  # its first line; "" if it died
+    if not endpoint.startswith("http://"):
+        server.kill()
+        raise RuntimeError(f"the SQS emulator did not start (exit code {server.wait()})")
+    return server, endpoint
+
+
+def serve_emulator() -> None:
+    """`--serve-emulator`: the emulator until SIGTERM; its endpoint URL on the first line."""
+    from dlq_replay.demo.emulator import sqs_emulator
+
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
+    with sqs_emulator() as running:
+        print(running.endpoint_url, flush=True)
+        stop.wait()
 
 
 def create_queues(sqs: SQSClient, prefix: str, *, fifo: bool) -> dict[str, str]:
@@ -537,19 +538,23 @@ def main(argv: list[str] | None = None) -> int:
         "--endpoint",
         default=os.environ.get("DLQ_REPLAY_LOCALSTACK_ENDPOINT"),
         help="an SQS emulator already running, e.g. LocalStack under tools/localstack.py "
-        "(default: DLQ_REPLAY_LOCALSTACK_ENDPOINT, else moto's server started here)",
+        "(default: DLQ_REPLAY_LOCALSTACK_ENDPOINT, else the demo's emulator started here)",
     )
     parser.add_argument("--consumer-failure", type=float, default=0.3)
     parser.add_argument("--pollers", type=int, default=4)
     parser.add_argument("--max-seconds", type=float, default=900.0)
     # The Lambda path's own process (started by the soak, not by hand).
     parser.add_argument("--lambda-runner", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--serve-emulator", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--direct", help=argparse.SUPPRESS)
     parser.add_argument("--dlq-url", help=argparse.SUPPRESS)
     parser.add_argument("--wait-seconds", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.lambda_runner:
         run_lambda_path(args.direct, args.dlq_url, args.pollers)
+        return 0
+    if args.serve_emulator:
+        serve_emulator()
         return 0
     result = soak(
         SoakOptions(
