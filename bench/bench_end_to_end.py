@@ -195,10 +195,9 @@ def run_again(case: str, *args: Any, **kwargs: Any) -> Run:
     raise SystemExit(f"bench_end_to_end: {case} did not exit in time, three times")
 
 
-def give_up(case: str, children: list[subprocess.Popen[bytes]], output: Any) -> None:
-    """Kill a case's tools that did not exit, show the end of what they wrote, and say so."""
-    for child in children:
-        child.kill()
+def give_up(case: str, child: subprocess.Popen[bytes], output: Any) -> None:
+    """Kill a case's tool that did not exit, show the end of what it wrote, and say so."""
+    child.kill()
     output.seek(0)
     sys.stderr.write(output.read().decode(errors="replace")[-3000:])
     raise NoExitError(f"bench_end_to_end: {case} did not exit in time")
@@ -223,53 +222,48 @@ def run_once(
         fake.queues[SOURCE].empty_at = time.monotonic()
     fake.start()
     source = fake.queues[SOURCE]
-    # `redrive-x2`: two redrives side by side on the same queues, one way past the GIL.
-    processes, tool = (2, "redrive") if case == "redrive-x2" else (1, case)
     try:
         with tempfile.TemporaryFile() as output:
             started = time.monotonic()
-            children = [
-                subprocess.Popen(
-                    command(tool, fake, pollers, python, extra),
-                    env=child_env(tree, fake),
-                    stdout=output,
-                    stderr=subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL,
-                )
-                for _ in range(processes)
-            ]
+            child = subprocess.Popen(
+                command(case, fake, pollers, python, extra),
+                env=child_env(tree, fake),
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+            )
             ended: list[tuple[float, int, float]] = []
 
-            def reap(pid: int) -> None:
-                _, status, usage = os.wait4(pid, 0)
+            def reap() -> None:
+                # The rusage of the child and of the children it waited for (the redrive's
+                # second process: `redrive --processes 2`).
+                _, status, usage = os.wait4(child.pid, 0)
                 ended.append((time.monotonic(), status, usage.ru_utime + usage.ru_stime))
 
-            reapers = [threading.Thread(target=reap, args=(c.pid,), daemon=True) for c in children]
-            for reaper in reapers:
-                reaper.start()
+            reaper = threading.Thread(target=reap, daemon=True)
+            reaper.start()
             stop_sent: float | None = None
             deadline = started + EXIT_PATIENCE_SECONDS
-            while len(ended) < processes and time.monotonic() < deadline:
+            while not ended and time.monotonic() < deadline:
                 if (
-                    tool == "worker"
+                    case == "worker"
                     and stop_sent is None
                     and source.empty_at is not None
                     and fake.calls.get("ReceiveMessage")
                 ):
-                    children[0].send_signal(signal.SIGTERM)
+                    child.send_signal(signal.SIGTERM)
                     stop_sent = time.monotonic()
                 time.sleep(0.002)
-            for reaper in reapers:
-                reaper.join(1)
-            if len(ended) < processes:
-                give_up(case, children, output)
+            reaper.join(1)
+            if not ended:
+                give_up(case, child, output)
             output.seek(0)
             log = output.read()
         for _, status, _ in ended:
             code = os.waitstatus_to_exitcode(status)
             # A worker stopped by SIGTERM exits 143 (128 + 15), as a shell expects; the
             # `--before` tree's worker exited 0, and one killed before its handlers, -15.
-            stopped = tool == "worker" and code in (128 + signal.SIGTERM, -signal.SIGTERM)
+            stopped = case == "worker" and code in (128 + signal.SIGTERM, -signal.SIGTERM)
             if code != 0 and not stopped and not (messages == 0 and code == -signal.SIGTERM):
                 sys.stderr.write(log.decode(errors="replace")[-2000:])
                 raise SystemExit(f"bench_end_to_end: {case} exited with {code}")
@@ -277,7 +271,7 @@ def run_once(
         empty_at = source.empty_at
         assert empty_at is not None
         exited = max(at for at, _, _ in ended)
-        if tool == "worker":
+        if case == "worker":
             assert stop_sent is not None
             rate_seconds, exit_after = empty_at - started, exited - stop_sent
         else:
@@ -340,7 +334,7 @@ def variant_option(value: str) -> tuple[str, tuple[str, ...]]:
 
 @dataclass(frozen=True, slots=True)
 class Variant:
-    case: str  # what runs: loop, redrive, redrive-x2, worker, lumigo
+    case: str  # what runs: loop, redrive, worker, lumigo
     label: str  # as the table shows it
     tree: Path | None  # None: the dlq_replay that --python imports
     extra: tuple[str, ...] = ()  # arguments added to the redrive's
@@ -402,9 +396,9 @@ def main(argv: list[str] | None = None) -> int:
         "--cases",
         nargs="+",
         default=None,
-        choices=["loop", "redrive", "redrive-x2", "worker", "lumigo"],
-        help="redrive-x2: two redrive processes side by side; lumigo: lumigo-cli replay-sqs-dlq "
-        "(default: loop redrive worker, and lumigo when installed and not --smoke)",
+        choices=["loop", "redrive", "worker", "lumigo"],
+        help="lumigo: lumigo-cli replay-sqs-dlq (default: loop redrive worker, and lumigo "
+        "when installed and not --smoke)",
     )
     parser.add_argument(
         "--before",

@@ -14,6 +14,7 @@ from typing import NoReturn
 from dlq_replay import __version__
 from dlq_replay.cli.commands import COMMANDS, Registry
 from dlq_replay.cli.parsing import CommandParser
+from dlq_replay.cli.prestart import prestart
 from dlq_replay.cli.shutdown import (
     Interrupted,
     end_process,
@@ -76,6 +77,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: Sequence[str] | None) -> int:
     arguments = sys.argv[1:] if argv is None else list(argv)
+    if argv is None:  # the process's own command line: a redrive's second process, early
+        prestart(arguments)
     # The command is the first argument (`dlq-replay` itself takes only -h and --version).
     parser = build_parser([name for name in arguments[:1] if name in COMMANDS])
     args = parser.parse_args(arguments)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import os
 from dataclasses import asdict, replace
 from typing import TYPE_CHECKING
 
@@ -12,8 +11,8 @@ from botocore.exceptions import ClientError
 
 from dlq_replay import audit
 from dlq_replay.cli.auditing import add_audit_option, audited
+from dlq_replay.cli.companion_run import companion_setup, early_companion
 from dlq_replay.cli.deployment import (
-    Target,
     add_operator_options,
     add_receive_options,
     resolve_target,
@@ -45,14 +44,15 @@ from dlq_replay.cli.redrive_tally import (
     print_tally,
     redrive_json,
     skips_text,
+    stack_targets_of,
     target_arns_of,
     targets_needed,
 )
 from dlq_replay.cli.selection import add_selection_options, selector_from
 from dlq_replay.cli.shutdown import Shutdown, interrupted, leftover_text
-from dlq_replay.core.settings import SETTING, SettingsError
 from dlq_replay.local.answers import ForeignAnswerError
 from dlq_replay.ops.clientmove import prepare
+from dlq_replay.ops.companion import WORTH_IT_FROM, Companion, processes_for
 from dlq_replay.ops.movefollow import FOLLOW_END_SECONDS, follower_of
 from dlq_replay.ops.preflight import preflight
 from dlq_replay.ops.receivememory import ReceiveMemory
@@ -63,7 +63,6 @@ from dlq_replay.ops.redrive import (
     MoveTask,
     RedriveRequest,
     RedriveTally,
-    both_allow,
     choose_mode,
     start_move_task,
     wait_move_task,
@@ -119,6 +118,14 @@ def register(subparsers: Subparsers) -> None:
         "for its turn)",
     )
     parser.add_argument(
+        "--processes",
+        type=int_between(1, 2),
+        metavar="N",
+        help="client-side: processes moving at once, each with --concurrency batches; a "
+        "second one uses a second CPU core, for a move of everything, unpaced, to SQS queues "
+        f"(default: 2 from {WORTH_IT_FROM:,} messages with 2 cores or more, else 1)",
+    )
+    parser.add_argument(
         "--reset-count",
         action="store_true",
         help="start the replay count again (remove the count attribute)",
@@ -165,6 +172,15 @@ def register(subparsers: Subparsers) -> None:
 @operator_command
 @audited("redrive")
 def run_redrive(args: argparse.Namespace, action: audit.Action) -> int:
+    early = early_companion(args)  # a second process, getting ready meanwhile
+    try:
+        return _redrive(args, action, early)
+    finally:
+        if early is not None:
+            early.cancel()  # not given its move (an error, a native move): it exits
+
+
+def _redrive(args: argparse.Namespace, action: audit.Action, early: Companion | None) -> int:
     target = resolve_target(args)
     sqs = target.sqs
     source_url = target.queue(args.source, "--from")
@@ -208,44 +224,12 @@ def run_redrive(args: argparse.Namespace, action: audit.Action) -> int:
         return _native_redrive(args, action, sqs, request, approximate)
     if args.wait:
         note("--wait only applies to a native move task; a client-side move ends when done")
-    return _client_redrive(args, action, sqs, request, approximate)
+    return _client_redrive(args, action, sqs, request, approximate, early=early)
 
 
 def _load_move() -> None:
     """The move's own modules, imported while the pre-flight's requests are in flight."""
     importlib.import_module("dlq_replay.ops.clientmove")
-
-
-def stack_targets_of(target: Target, listed: frozenset[str]) -> frozenset[str] | None:
-    """What the stack allows of --target-arn's targets: its function's REPLAY_TARGET_ARNS
-    (ReplayTargetArns; with --stack or --function-name), else the environment's; None when
-    neither is known (the operator's list alone). One line names what it drops."""
-    if not listed:
-        return None
-    variable = "REPLAY_TARGET_ARNS"
-    settings = target.settings
-    text = settings.get(variable, "") if settings else os.environ.get(variable)
-    if text is None:
-        note(
-            "--target-arn: the stack's ReplayTargetArns is unknown (no --stack): "
-            "delivering to --target-arn's targets alone"
-        )
-        return None
-    try:
-        allowed: frozenset[str] = SETTING[variable].parse(text)
-    except SettingsError as error:
-        allowed = frozenset()
-        note(f"--target-arn: the stack's targets are unreadable ({error}): delivering to none")
-    kept = both_allow(listed, allowed)
-    dropped = sorted(listed - kept)
-    if dropped:
-        narrowed = sorted(kept - listed)
-        note(
-            f"--target-arn: the stack's ReplayTargetArns does not allow {', '.join(dropped)}"
-            + (f" (only {', '.join(narrowed)})" if narrowed else "")
-            + ": its records stay where they are"
-        )
-    return allowed
 
 
 def _native_redrive(
@@ -329,6 +313,8 @@ def _client_redrive(
     sqs: SQSClient,
     request: RedriveRequest,
     approximate: int,
+    *,
+    early: Companion | None,
 ) -> int:
     total = min(approximate, request.limit) if request.limit else approximate
     verb = "looking at" if request.dry_run else "moving"
@@ -340,6 +326,12 @@ def _client_redrive(
     if follower is not None:
         request = replace(request, follow_id=follower.action_id)
     followed = follower is not None or None
+    processes, why = processes_for(args.processes, request, approximate)
+    if why:
+        note(why)
+    companion = (early or Companion(companion_setup(args))) if processes == 2 else None
+    if early is not None and companion is None:
+        early.cancel()
     move = prepare(
         sqs,
         request,
@@ -347,6 +339,7 @@ def _client_redrive(
         deliverer=make_deliverer(args) if delivers else None,
         memory=ReceiveMemory.local(),
         follower=follower,
+        companion=companion,
     )
     with progress_bars(args) as progress:
         bar = progress.add_task(f"{verb} {request.source.name}", total=total or None)
@@ -376,6 +369,8 @@ def _client_redrive(
         )
     if tally.stopped:
         note(stop_text(tally.stopped))
+    if companion is not None and companion.problem:
+        note(f"second process: {companion.problem}; this one moved the rest")
     action.leftover(leftover_text(move.leftover(), "source queue"))
     json = redrive_json(tally, request, shutdown)
     report_tally(

@@ -1,22 +1,31 @@
 """What a redrive says: why it moves natively or client-side, its tally as a table and as
 JSON, whether nothing could be moved (exit 1); and --target-arn, where `--to source` delivers
-the records of serverless kinds."""
+the records of serverless kinds, narrowed to what the stack allows."""
 
 from __future__ import annotations
 
 import argparse
+import os
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from dlq_replay.cli.errors import EXIT_USAGE, CommandError
-from dlq_replay.cli.output import TallyRow, count_table, destination_name, make_console, plural
+from dlq_replay.cli.output import (
+    TallyRow,
+    count_table,
+    destination_name,
+    make_console,
+    note,
+    plural,
+)
 from dlq_replay.cli.pace_options import pace_line, stop_text
 from dlq_replay.cli.parsing import JoinedValues, SettingType
 from dlq_replay.cli.shutdown import Shutdown, hidden_until_text
-from dlq_replay.core.settings import SETTING
-from dlq_replay.ops.redrive import NOT_ROUTED, ModeReason, Rewrite, SkipReason
+from dlq_replay.core.settings import SETTING, SettingsError
+from dlq_replay.ops.redrive import NOT_ROUTED, ModeReason, Rewrite, SkipReason, both_allow
 
 if TYPE_CHECKING:
+    from dlq_replay.cli.deployment import Target
     from dlq_replay.ops.queueinfo import QueueInfo
     from dlq_replay.ops.redrive import ModeChoice, RedriveRequest, RedriveTally
 
@@ -175,3 +184,35 @@ _REWRITE_FLAGS = {
     Rewrite.UNTIL_FAILING: "--until-failing",
     Rewrite.DELIVER: "--target-arn",
 }
+
+
+def stack_targets_of(target: Target, listed: frozenset[str]) -> frozenset[str] | None:
+    """What the stack allows of --target-arn's targets: its function's REPLAY_TARGET_ARNS
+    (ReplayTargetArns; with --stack or --function-name), else the environment's; None when
+    neither is known (the operator's list alone). One line names what it drops."""
+    if not listed:
+        return None
+    variable = "REPLAY_TARGET_ARNS"
+    settings = target.settings
+    text = settings.get(variable, "") if settings else os.environ.get(variable)
+    if text is None:
+        note(
+            "--target-arn: the stack's ReplayTargetArns is unknown (no --stack): "
+            "delivering to --target-arn's targets alone"
+        )
+        return None
+    try:
+        allowed: frozenset[str] = SETTING[variable].parse(text)
+    except SettingsError as error:
+        allowed = frozenset()
+        note(f"--target-arn: the stack's targets are unreadable ({error}): delivering to none")
+    kept = both_allow(listed, allowed)
+    dropped = sorted(listed - kept)
+    if dropped:
+        narrowed = sorted(kept - listed)
+        note(
+            f"--target-arn: the stack's ReplayTargetArns does not allow {', '.join(dropped)}"
+            + (f" (only {', '.join(narrowed)})" if narrowed else "")
+            + ": its records stay where they are"
+        )
+    return allowed

@@ -23,6 +23,7 @@ from functools import partial
 from typing import TYPE_CHECKING, TypeVar
 
 from dlq_replay.core.messages import OutboundMessage
+from dlq_replay.ops.companion import Companion, companion_fits
 from dlq_replay.ops.movefollow import MoveFollower
 from dlq_replay.ops.movestate import MoveState, SourceEnd
 from dlq_replay.ops.pacing import make_pace
@@ -76,11 +77,15 @@ def prepare(
     deliverer: Deliverer | None = None,
     memory: ReceiveMemory | None = None,
     follower: MoveFollower | None = None,
+    companion: Companion | None = None,
 ) -> ClientMove:
     """The move, checked (the receive budget, and what `memory` holds) but not started: the
     caller may ask it what is left (`leftover`) while it runs in another thread. What it
     receives goes to `memory` when it ends; `follower` (a move with `request.follow_id`)
-    records its start, what it sent and its end."""
+    records its start, what it sent and its end; `companion` moves beside it in a second
+    process (`ops.companion`: only a request it fits)."""
+    if companion is not None and not companion_fits(request):
+        raise ValueError("a second process only moves everything, unpaced, to SQS queues")
     if request.target_arns and deliverer is None and not request.dry_run:
         raise ValueError("a redrive that delivers to targets needs a Deliverer")
     budget = usable_budget(sqs, request.source, request.reserve)
@@ -105,6 +110,7 @@ def prepare(
     )
     move.memory = memory
     move.follower = follower
+    move.companion = companion
     return move
 
 
@@ -137,6 +143,7 @@ class ClientMove(MoveState):
         self.memory: ReceiveMemory | None = None
         # The move's follow record (follow/): its counts as copies are confirmed, its end.
         self.follower: MoveFollower | None = None
+        self.ended = False  # the workers found the source's end (no stop for the companion)
 
     def _sleep(self, seconds: float) -> None:
         self.stop.wait(seconds)
@@ -145,6 +152,9 @@ class ClientMove(MoveState):
         workers = max(1, self.request.concurrency)
         if self.follower is not None:
             self.follower.start()
+        if self.companion is not None:
+            self.companion.follower = self.follower
+            self.companion.begin(self.request)
         watcher = threading.Thread(target=self._watch, name="redrive-stop", daemon=True)
         watcher.start()
         try:
@@ -156,11 +166,15 @@ class ClientMove(MoveState):
                     try:
                         for future in futures:
                             future.result()
-                    finally:
-                        # A worker's error: the others finish their batch and stop.
-                        self.stop.set()
+                    except BaseException:
+                        self.stop.set()  # a worker's error: the others finish their batch
+                        raise
+            # Every worker returned: the source's end, unless something stopped the move.
+            self.ended = not self.stop.is_set()
         finally:
             self.stop.set()
+            if self.companion is not None and not self.ended:
+                self.companion.stop()
             with self.lock:
                 handles = list(self.in_hand.values())
                 self.releasing = len(handles)
@@ -171,6 +185,10 @@ class ClientMove(MoveState):
                 self.releasing = 0
                 # Moved: the originals it deleted (every message seen but not in its hands).
                 self.sighting.removed.update(m for m in self.seen if m not in self.in_hand)
+            if self.companion is not None:
+                self.companion.join()  # its counts are the move's: it ends before the report
+                self.sighting.add(self.companion.sighting)
+                self.source_urls.update(self.companion.source_urls)
             if self.memory is not None:
                 self.memory.record(self.request.source, self.sighting)
             if self.follower is not None:
@@ -179,10 +197,13 @@ class ClientMove(MoveState):
             return self.tally()
 
     def _watch(self) -> None:
-        """The caller's stop token stops the workers too (ours: also the pace, budget, errors)."""
+        """The caller's stop token stops the workers too (ours: also the pace, budget, errors),
+        and the second process as soon as the move stops before its end."""
         while not self.stop.is_set():
             if self.interrupt.wait(0.2):
                 self.stop.set()
+        if self.companion is not None and not self.ended:
+            self.companion.stop()
 
     def _work(self, on_progress: Callable[[RedriveTally], None] | None) -> None:
         end = self.end.mover()

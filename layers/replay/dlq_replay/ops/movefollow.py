@@ -172,6 +172,10 @@ class MoveFollower:
                 sent += 1
             else:
                 untracked += 1
+        self.add(sent, untracked)
+
+    def add(self, sent: int, untracked: int) -> None:
+        """Copies counted elsewhere (a second process of the move: `ops.companion`)."""
         if not sent and not untracked:
             return
         with self._lock:

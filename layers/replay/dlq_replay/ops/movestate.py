@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from dlq_replay.ops.pacing import Pace
@@ -21,6 +21,8 @@ from dlq_replay.sqs.depth import queue_depth
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
+
+    from dlq_replay.ops.companion import Companion
 
 # Between two looks while messages are only in flight elsewhere (or receives do not wait):
 # from the first, doubling to the last.
@@ -86,6 +88,45 @@ class MoverEnd:
         return False
 
 
+def combined(one: RedriveTally, other: RedriveTally) -> RedriveTally:
+    """Two moves' tallies as one (a redrive's own and its second process's, `ops.companion`)."""
+    counts = ("seen", "moved", "sent_not_deleted", "failed", "skipped", "given_back")
+    return replace(
+        one,
+        **{name: getattr(one, name) + getattr(other, name) for name in counts},
+        unsettled=one.unsettled + other.unsettled,
+        not_released=one.not_released + other.not_released,
+        failures=_summed(one.failures, other.failures),
+        skips=_summed(one.skips, other.skips),
+        delivered=_summed(one.delivered, other.delivered),
+        errors={**other.errors, **one.errors},
+        processes=one.processes + other.processes,
+        stopped=one.stopped or other.stopped,
+        interrupted=one.interrupted or other.interrupted,
+        hidden_until=_later(one.hidden_until, other.hidden_until),
+    )
+
+
+def _summed(one: Mapping[str, int], other: Mapping[str, int]) -> dict[str, int]:
+    return {key: one.get(key, 0) + other.get(key, 0) for key in {*one, *other}}
+
+
+def left_by_both(one: Leftover, other: Leftover) -> Leftover:
+    """Two moves' leftovers as one (`combined`'s)."""
+    summed = ("hidden", "sent_not_deleted", "unconfirmed", "receives", "receiving_up_to")
+    return Leftover(
+        **{name: getattr(one, name) + getattr(other, name) for name in summed},
+        deleting=one.deleting + other.deleting,
+        releasing=one.releasing + other.releasing,
+        hidden_until=_later(one.hidden_until, other.hidden_until),
+        receiving_until=_later(one.receiving_until, other.receiving_until),
+    )
+
+
+def _later(one: float | None, other: float | None) -> float | None:
+    return max((t for t in (one, other) if t is not None), default=None)
+
+
 class MoveState:
     """The state of one client-side move; snapshots of it go out as RedriveTally."""
 
@@ -121,9 +162,16 @@ class MoveState:
         self.stopped: Stop | None = None
         self.not_released = 0
         self.released = False
+        self.companion: Companion | None = None  # a second process of the move, and its counts
 
     def tally(self) -> RedriveTally:
-        """A snapshot (call it under the lock, or once the run has ended)."""
+        """A snapshot, the second process's counts included (call it under the lock, or once
+        the run has ended)."""
+        own = self._own_tally()
+        other = self.companion.tally if self.companion is not None else None
+        return own if other is None else combined(own, other)
+
+    def _own_tally(self) -> RedriveTally:
         return RedriveTally(
             seen=len(self.seen),
             moved=self.moved,
@@ -169,7 +217,8 @@ class MoveState:
                 deleting=self.deleting,
                 releasing=self.releasing,
             )
-            return self.tally(), left
+            other = self.companion.leftover if self.companion is not None else None
+            return self.tally(), left if other is None else left_by_both(left, other)
 
     def held(self) -> Held:
         with self.lock:

@@ -143,6 +143,14 @@ class Sighting:
             else:
                 self.counts.setdefault(count, message_id)
 
+    def add(self, other: Sighting) -> None:
+        """What another process of the same move saw (`ops.companion`)."""
+        for message_id, count in other.near.items():
+            self.near[message_id] = max(count, self.near.get(message_id, 0))
+        for count, message_id in other.counts.items():
+            self.counts.setdefault(count, message_id)
+        self.removed |= other.removed
+
 
 @dataclass(slots=True)
 class Receiving:

@@ -207,6 +207,7 @@ class RedriveTally:
     pace: PaceReport | None = None  # with until_failing
     delivered: Mapping[str, int] = field(default_factory=dict)  # target ARN -> records
     errors: Mapping[str, str] = field(default_factory=dict)  # refusal code -> a message
+    processes: int = 1  # that moved: 2 with a second one (`ops.companion`)
 
     @property
     def adds_up(self) -> bool:

@@ -1,0 +1,142 @@
+"""The second process of `dlq-replay redrive` (`ops.companion`): the options that start it, in
+the parent, and its part of the move, in the child (`python -m`, not a command), reported to
+the parent in frames on stdout."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pickle
+import signal
+import sys
+import threading
+from collections.abc import Iterable
+from typing import IO, TYPE_CHECKING, Any
+
+from dlq_replay.cli.options import endpoint, sqs_client
+from dlq_replay.cli.prestart import take
+from dlq_replay.cli.selection import selector_from
+from dlq_replay.cli.shutdown import end_process
+from dlq_replay.follow.moves import MoveFollow, ReturnNotice
+from dlq_replay.follow.tag import FollowTag
+from dlq_replay.ops.clientmove import prepare
+from dlq_replay.ops.companion import Companion, CompanionSetup
+from dlq_replay.ops.movefollow import MoveFollower
+from dlq_replay.ops.redrive import RedriveRequest
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+
+
+def companion_setup(args: argparse.Namespace) -> CompanionSetup:
+    """The child's client: the command's profile, region, endpoint and long poll."""
+    return CompanionSetup(args.profile, args.region, endpoint(args), args.wait_seconds)
+
+
+def early_companion(args: argparse.Namespace) -> Companion | None:
+    """The child started as the command line was read (`cli.prestart`), given its setup now
+    the options are parsed, if the move is one it fits; else let go (the end of its input)."""
+    started = take()
+    if started is None:
+        return None
+    shared = (args.limit, args.rate, args.until_failing, args.keep, args.dry_run)
+    if args.processes == 1 or any(shared) or args.target_arns or not selector_from(args).empty:
+        if started.stdin is not None:
+            started.stdin.close()
+        return None
+    return Companion(companion_setup(args), started=started).spawn()
+
+
+class _ParentWrites:
+    """The child's follow store: nothing written here, the parent writes the move's counts
+    (the child only counts what it sent, for its frames)."""
+
+    def started(
+        self, action_id: str, window_seconds: int, at: float, *, command: str | None = None
+    ) -> None:
+        del action_id, window_seconds, at, command
+
+    def sent(self, action_id: str, sent: int, untracked: int) -> None:
+        del action_id, sent, untracked
+
+    def finished(self, action_id: str, at: float) -> None:
+        del action_id, at
+
+    def returns(self, tags: Iterable[FollowTag], at: float) -> list[ReturnNotice]:
+        del tags, at
+        return []
+
+    def follow(self, action_id: str) -> MoveFollow | None:
+        del action_id
+        return None
+
+    def follows(self, action_ids: Iterable[str]) -> dict[str, MoveFollow]:
+        del action_ids
+        return {}
+
+
+class _Frames:
+    """The frames to the parent, one whole frame at a time (the move's threads all report)."""
+
+    def __init__(self, out: IO[bytes]) -> None:
+        self._out = out
+        self._lock = threading.Lock()
+
+    def __call__(self, *frame: Any) -> None:
+        data = pickle.dumps(frame)
+        with self._lock:
+            try:
+                self._out.write(data)
+                self._out.flush()
+            except OSError:  # the parent is gone (an abandoned run): the move still ends
+                pass
+
+
+def main() -> int:
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    # The frames own stdout; anything a library prints goes to stderr (the parent's /dev/null).
+    frame = _Frames(os.fdopen(os.dup(1), "wb"))
+    os.dup2(2, 1)
+    source = sys.stdin.buffer
+    try:
+        try:
+            setup: CompanionSetup = pickle.load(source)  # noqa: S301 (the parent's, on a pipe)
+        except EOFError:  # let go before its setup (`cli.prestart`)
+            return 0
+        sqs = sqs_client(
+            argparse.Namespace(
+                profile=setup.profile,
+                region=setup.region,
+                endpoint_url=setup.endpoint_url,
+                command="redrive",
+                wait_seconds=setup.wait_seconds,
+            )
+        )
+        try:
+            request: RedriveRequest = pickle.load(source)  # noqa: S301 (as above)
+        except EOFError:  # no move for it after all
+            return 0
+        return _move(sqs, request, stop, frame)
+    except Exception as error:
+        frame("failed", f"{type(error).__name__}: {error}")
+        return 1
+
+
+def _move(sqs: SQSClient, request: RedriveRequest, stop: threading.Event, frame: _Frames) -> int:
+    follower = None
+    if request.follow_id is not None:
+        follower = MoveFollower(_ParentWrites(), request.follow_id, "redrive")
+    move = prepare(sqs, request, stop=stop, follower=follower)
+
+    def followed() -> tuple[int, int]:
+        return (follower.sent, follower.untracked) if follower is not None else (0, 0)
+
+    tally = move.run(lambda tally: frame("progress", tally, move.leftover(), followed()))
+    frame("end", tally, move.leftover(), followed(), move.sighting, move.source_urls)
+    return 128 + signal.SIGINT if stop.is_set() else 0  # as the CLI's Ctrl-C: 130
+
+
+if __name__ == "__main__":
+    end_process(main())  # without the interpreter's teardown, as the CLI ends

@@ -1,0 +1,45 @@
+"""The second process of a client-side `redrive` (`ops.companion`), started as the command line
+is read: before the command's modules are imported, so the child imports boto3 on the other core
+while the command does (about 0.3 s each), and is ready when the first copies go. Only the
+command line decides here; the command takes the child (`take`) and, once the options are
+parsed and the queues known, gives it its move or lets it go (it exits at the end of its
+input, as it does if this process ends first)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+CHILD = [sys.executable, "-m", "dlq_replay.cli.companion_run"]
+# A move the command line makes client-side whatever the queues are (a rewrite, or asked).
+_CLIENT_SIDE = frozenset({"--client-side", "--reset-count"})
+
+
+class _Started:
+    """The one child this process started early (a process is the whole process's)."""
+
+    process: subprocess.Popen[bytes] | None = None
+
+
+def prestart(arguments: list[str]) -> None:
+    """Start the child for `dlq-replay redrive ...` when the command line makes the move
+    client-side, does not ask for one process, and 2 cores or more are usable."""
+    if arguments[:1] != ["redrive"] or not _CLIENT_SIDE & set(arguments):
+        return
+    if "--processes" in arguments or any(a.startswith("--processes=") for a in arguments):
+        return  # asked for: the command starts it once the options are read, if 2
+    if not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2:
+        return
+    try:
+        _Started.process = subprocess.Popen(  # noqa: S603 (this interpreter, our module)
+            CHILD, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+        )
+    except OSError:
+        return  # the command starts one later, or moves alone
+
+
+def take() -> subprocess.Popen[bytes] | None:
+    """The child started early, if any (once)."""
+    process, _Started.process = _Started.process, None
+    return process
