@@ -71,19 +71,14 @@ def test_a_move_it_does_not_fit_is_refused_before_it_starts() -> None:
     ],
 )
 def test_a_second_process_moves_when_asked_or_worth_it(
-    asked: int | None,
-    approximate: int,
-    cores: int,
-    processes: int,
-    monkeypatch: pytest.MonkeyPatch,
+    asked: int | None, approximate: int, cores: int, processes: int
 ) -> None:
-    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cores)))
-    assert processes_for(asked, PLAIN, approximate) == (processes, None)
+    assert processes_for(asked, PLAIN, approximate, cores) == (processes, None)
 
 
 def test_a_move_it_does_not_fit_runs_in_one_process_said_only_when_asked() -> None:
-    assert processes_for(None, UNFIT["rate"], 50_000) == (1, None)
-    processes, why = processes_for(2, UNFIT["rate"], 50_000)
+    assert processes_for(None, UNFIT["rate"], 50_000, 8) == (1, None)
+    processes, why = processes_for(2, UNFIT["rate"], 50_000, 8)
     assert processes == 1
     assert why is not None
     assert why.startswith("--processes 2 applies to a move of everything")
@@ -181,3 +176,12 @@ def test_one_core_starts_no_second_process(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
     prestart.prestart(["redrive", "--client-side"])
     assert prestart.take() is None
+
+
+def test_without_the_affinity_call_the_machine_s_cores_count(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """macOS has no sched_getaffinity: a Mac's cores still count (one core was assumed)."""
+    monkeypatch.delattr(os, "sched_getaffinity")
+    monkeypatch.setattr(os, "cpu_count", lambda: 8)
+    assert prestart.usable_cores() == 8

@@ -29,7 +29,7 @@ def prestart(arguments: list[str]) -> None:
         return
     if "--processes" in arguments or any(a.startswith("--processes=") for a in arguments):
         return  # asked for: the command starts it once the options are read, if 2
-    if not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2:
+    if usable_cores() < 2:
         return
     try:
         _Started.process = subprocess.Popen(  # noqa: S603 (this interpreter, our module)
@@ -37,6 +37,14 @@ def prestart(arguments: list[str]) -> None:
         )
     except OSError:
         return  # the command starts one later, or moves alone
+
+
+def usable_cores() -> int:
+    """The cores this process may run on: a container's or a taskset's where the system says
+    (Linux), else the machine's."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def take() -> subprocess.Popen[bytes] | None:

@@ -37,6 +37,7 @@ from dlq_replay.cli.output import (
 )
 from dlq_replay.cli.pace_options import add_pace_options, stop_text, until_failing_from
 from dlq_replay.cli.parsing import Subparsers, int_between, positive_number
+from dlq_replay.cli.prestart import usable_cores
 from dlq_replay.cli.redrive_tally import (
     add_target_option,
     mode_text,
@@ -326,7 +327,7 @@ def _client_redrive(
     if follower is not None:
         request = replace(request, follow_id=follower.action_id)
     followed = follower is not None or None
-    processes, why = processes_for(args.processes, request, approximate)
+    processes, why = processes_for(args.processes, request, approximate, usable_cores())
     if why:
         note(why)
     companion = (early or Companion(companion_setup(args))) if processes == 2 else None

@@ -15,7 +15,6 @@ frames are pickled.
 from __future__ import annotations
 
 import contextlib
-import os
 import pickle
 import signal
 import subprocess
@@ -50,14 +49,14 @@ def companion_fits(request: RedriveRequest) -> bool:
 
 
 def processes_for(
-    asked: int | None, request: RedriveRequest, approximate: int
+    asked: int | None, request: RedriveRequest, approximate: int, cores: int
 ) -> tuple[int, str | None]:
     """How many processes move (1 or 2), and what to tell the operator: `asked` (--processes),
-    else 2 from WORTH_IT_FROM messages with 2 cores or more (on one core the two would take
+    else 2 from WORTH_IT_FROM messages with 2 `cores` or more (on one core the two would take
     turns), for a request a second process fits."""
     wanted = asked
     if wanted is None:
-        wanted = 2 if approximate >= WORTH_IT_FROM and usable_cores() >= 2 else 1
+        wanted = 2 if approximate >= WORTH_IT_FROM and cores >= 2 else 1
     if wanted == 1 or companion_fits(request):
         return wanted, None
     if asked is None:
@@ -66,11 +65,6 @@ def processes_for(
         "--processes 2 applies to a move of everything, unpaced, to SQS queues (no --limit, "
         "--rate, --until-failing, selection, --keep, --dry-run or --target-arn): one process"
     )
-
-
-def usable_cores() -> int:
-    """The cores this process may run on (a container's or a taskset's, not the machine's)."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
 
 
 @dataclass(frozen=True, slots=True)
