@@ -33,7 +33,11 @@ def prestart(arguments: list[str]) -> None:
         return
     try:
         _Started.process = subprocess.Popen(  # noqa: S603 (this interpreter, our module)
-            CHILD, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+            CHILD,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # no terminal: see ops.companion.Companion.spawn
         )
     except OSError:
         return  # the command starts one later, or moves alone

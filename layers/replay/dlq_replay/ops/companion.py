@@ -116,6 +116,9 @@ class Companion:
                     stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,
                     stderr=subprocess.DEVNULL,
+                    # No terminal: it never prompts (for a profile's MFA code it fails, and the
+                    # parent moves alone), and a stop reaches it from the parent, once.
+                    start_new_session=True,
                 )
             self._send(self.setup)
             self._set_up = True
