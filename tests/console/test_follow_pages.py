@@ -11,7 +11,6 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ from dlq_replay.demo.emulator import create_queues, emulator_session
 from dlq_replay.follow.recovery import RecoveryTally
 from dlq_replay.follow.tables import DynamoFollowStore, DynamoRecoveryStore
 from dlq_replay.follow.tag import FollowTag
+from operator_cli.support import finished_action
 
 from .browser import chromium, screenshot, wait_for
 from .support import Browser, served
@@ -53,32 +53,6 @@ def deployed(endpoint: str) -> tuple[str, str, Any]:
     return name, outputs["AuditTableName"], session.client("dynamodb", endpoint_url=endpoint)
 
 
-def recorded(dynamodb: Any, table: str, command: str, ago: float) -> str:
-    """A finished action of `command` in the trail, as a command writes it; its id."""
-    store = audit.DynamoAuditStore(dynamodb, table)
-    action_id = uuid.uuid4().hex
-    started = audit.utc_text(datetime.fromtimestamp(time.time() - ago, UTC))
-    common: dict[str, Any] = {
-        "action_id": action_id,
-        "started_at": started,
-        "command": command,
-        "origin": audit.Origin.CONSOLE,
-        "identity": audit.Identity.unknown("test"),
-    }
-    store.write(audit.AuditRecord(phase=audit.AuditPhase.BEGIN, at=started, **common))
-    ended = audit.utc_text(datetime.now(UTC))
-    store.write(
-        audit.AuditRecord(
-            phase=audit.AuditPhase.END,
-            at=ended,
-            outcome=audit.AuditOutcome.OK,
-            exit_code=0,
-            **common,
-        )
-    )
-    return action_id
-
-
 def clock(at: float) -> str:
     """A time as the audit writes it: `14:32` today (UTC), with its date on another day."""
     same_day = time.gmtime(at)[:3] == time.gmtime()[:3]
@@ -108,17 +82,17 @@ def test_the_audit_page_and_the_queue_page_show_what_was_followed(
     name, table, dynamodb = deployed(endpoint)
     now = time.time()
     follows = DynamoFollowStore(dynamodb, table)
-    settled = recorded(dynamodb, table, "redrive", ago=7200)
+    settled = finished_action(dynamodb, table, "redrive", ago=7200, origin=audit.Origin.CONSOLE)
     follows.started(settled, 60, now - 7200, command="redrive")
     follows.sent(settled, 1000, 0)
     follows.finished(settled, now - 3000)
     follows.returns([FollowTag(settled, f"m{i}") for i in range(120)], now - 3000)
-    settling = recorded(dynamodb, table, "import", ago=300)
+    settling = finished_action(dynamodb, table, "import", ago=300, origin=audit.Origin.CONSOLE)
     follows.started(settling, 3600, now - 300, command="import")
     follows.sent(settling, 40, 2)
     follows.finished(settling, now - 10)
-    native = recorded(dynamodb, table, "redrive", ago=60)
-    recorded(dynamodb, table, "pause", ago=30)
+    native = finished_action(dynamodb, table, "redrive", ago=60, origin=audit.Origin.CONSOLE)
+    finished_action(dynamodb, table, "pause", ago=30, origin=audit.Origin.CONSOLE)
     replayed(DynamoRecoveryStore(dynamodb, table), f"{name}-dlq", now - 3 * 3600)
 
     with served(endpoint, None, "--stack", name, "--region", "us-east-1") as console:

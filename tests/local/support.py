@@ -15,7 +15,7 @@ import threading
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from dlq_replay.sqs.depth import queue_depth
 from integration.harness import drain_within
@@ -94,6 +94,34 @@ class RecordingHandler:
     @property
     def batch_sizes(self) -> list[int]:
         return [len(event["Records"]) for event in self.events]
+
+
+class WiredQueues(Protocol):
+    """The queues of a replay: the demo's (`create_queues`) or the operator tests' (`Queues`)."""
+
+    @property
+    def dlq(self) -> str: ...
+    @property
+    def main(self) -> str: ...
+    @property
+    def operator(self) -> str: ...
+
+
+def worker_command(queues: WiredQueues, endpoint: str, *options: str) -> list[str]:
+    """`dlq-replay worker` on `queues` through `endpoint`, then `options`."""
+    return [
+        *dlq_replay_command(),
+        "worker",
+        "--dlq-url",
+        queues.dlq,
+        "--main-queue-url",
+        queues.main,
+        "--operator-queue-url",
+        queues.operator,
+        "--endpoint-url",
+        endpoint,
+        *options,
+    ]
 
 
 def dlq_replay_command() -> list[str]:

@@ -155,20 +155,27 @@ def test_two_processes_move_every_message_once_and_report_one_tally(
 
 
 def test_the_second_process_does_part_of_the_move(client: SQSClient, endpoint: str) -> None:
+    """On a source with a redrive policy: the child moves within its parent's receive budget."""
     source, destination = make_queue(client, "src"), make_queue(client, "dst")
-    fill(client, source, 600)
+    after = make_queue(client, "after")
+    after_arn = client.get_queue_attributes(QueueUrl=after, AttributeNames=["QueueArn"])
+    policy = {"deadLetterTargetArn": after_arn["Attributes"]["QueueArn"], "maxReceiveCount": 10}
+    client.set_queue_attributes(QueueUrl=source, Attributes={"RedrivePolicy": json.dumps(policy)})
+    # Spawned first, as the command line does (`cli.prestart`): ready by the time the move
+    # starts, however fast the emulator drains the queue without it.
+    companion = Companion(CompanionSetup(None, REGION, endpoint)).spawn()
+    fill(client, source, 1000)
     request = RedriveRequest(
         source=queue_info(client, source), destination=queue_info(client, destination)
     )
-    companion = Companion(CompanionSetup(None, REGION, endpoint))
 
     tally = prepare(client, request, companion=companion).run(None)
 
     assert companion.problem is None
     assert companion.tally is not None
-    assert 0 < companion.tally.moved < 600
-    assert (tally.moved, tally.seen, tally.adds_up) == (600, 600, True)
-    assert len(take_all(client, destination)) == 600
+    assert 0 < companion.tally.moved < 1000
+    assert (tally.moved, tally.seen, tally.adds_up) == (1000, 1000, True)
+    assert len(take_all(client, destination)) == 1000
 
 
 def test_one_and_two_processes_leave_the_same_queues(

@@ -29,8 +29,8 @@ from .support import (
     body_of,
     clean_env,
     depth,
-    dlq_replay_command,
     drain_ids,
+    worker_command,
 )
 
 if TYPE_CHECKING:
@@ -288,16 +288,8 @@ def test_sigterm_to_the_worker_process_finishes_cleanly(
 ) -> None:
     queues = create_queues(emulator_sqs, prefix="sigterm")
     ids, _ = send_mixed(emulator_sqs, queues.dlq, 300)
-    command = [
-        *dlq_replay_command(),
-        "worker",
-        "--dlq-url",
-        queues.dlq,
-        "--main-queue-url",
-        queues.main,
-        "--operator-queue-url",
-        queues.operator,
-        "--endpoint-url",
+    command = worker_command(
+        queues,
         emulator_endpoint,
         "--region",
         "us-east-1",
@@ -313,7 +305,7 @@ def test_sigterm_to_the_worker_process_finishes_cleanly(
         "1",
         "--jitter",
         "none",
-    ]
+    )
     env = clean_env(
         AWS_ACCESS_KEY_ID="demo", AWS_SECRET_ACCESS_KEY="demo", AWS_DEFAULT_REGION="us-east-1"
     )

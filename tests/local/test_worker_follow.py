@@ -11,7 +11,7 @@ import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import boto3
 import pytest
@@ -22,7 +22,7 @@ from dlq_replay.follow.tables import DynamoFollowStore, DynamoRecoveryStore
 from dlq_replay.follow.tag import FOLLOW_ATTRIBUTE, follow_value
 from integration.harness import COUNT, breaker_table
 
-from .support import clean_env, dlq_replay_command
+from .support import clean_env, worker_command
 from .test_worker import OutputReader
 
 if TYPE_CHECKING:
@@ -59,16 +59,8 @@ def run_worker(
     queues = create_queues(sqs, prefix=prefix)
     fill_dlq(sqs, queues.dlq)
     added = more(sqs, queues.dlq) if more is not None else 0
-    command = [
-        *dlq_replay_command(),
-        "worker",
-        "--dlq-url",
-        queues.dlq,
-        "--main-queue-url",
-        queues.main,
-        "--operator-queue-url",
-        queues.operator,
-        "--endpoint-url",
+    command = worker_command(
+        queues,
         endpoint,
         "--region",
         "us-east-1",
@@ -78,7 +70,7 @@ def run_worker(
         str(MAX_ATTEMPTS),
         "--no-breaker",
         *extra,
-    ]
+    )
     env = clean_env(
         AWS_ACCESS_KEY_ID="demo", AWS_SECRET_ACCESS_KEY="demo", AWS_DEFAULT_REGION="us-east-1"
     )
@@ -133,22 +125,27 @@ def test_with_audit_table_the_counts_go_to_the_table(
     assert_counts(summary)
 
 
+def demo_client(service: str, endpoint: str) -> Any:
+    """A client of the emulator's `service`, with the demo's credentials."""
+    return boto3.client(  # type: ignore[call-overload]
+        service,
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="demo",
+        aws_secret_access_key="demo",
+    )
+
+
 def test_with_stack_the_counts_go_to_the_stacks_table(
     emulator_endpoint: str, emulator_sqs: SQSClient
 ) -> None:
-    client = {
-        "endpoint_url": emulator_endpoint,
-        "region_name": "us-east-1",
-        "aws_access_key_id": "demo",
-        "aws_secret_access_key": "demo",
-    }
-    dynamodb = boto3.client("dynamodb", **client)  # type: ignore[call-overload]
+    dynamodb = demo_client("dynamodb", emulator_endpoint)
     breaker_table(dynamodb, TABLE)
     template = (
         '{"Resources": {"Nothing": {"Type": "AWS::SQS::Queue"}}, '
         f'"Outputs": {{"AuditTableName": {{"Value": "{TABLE}"}}}}}}'
     )
-    boto3.client("cloudformation", **client).create_stack(  # type: ignore[call-overload]
+    demo_client("cloudformation", emulator_endpoint).create_stack(
         StackName="orders", TemplateBody=template
     )
     lines = run_worker(emulator_endpoint, emulator_sqs, "stacked", "--stack", "orders")
@@ -163,15 +160,9 @@ def test_with_stack_the_notice_goes_to_the_stacks_alarm_topic(
 ) -> None:
     """Returns of a move past its threshold (6 of 10 sent): the worker publishes the notice to
     the stack's AlarmTopicArn output, as the Lambda does to its alarm topic."""
-    client = {
-        "endpoint_url": emulator_endpoint,
-        "region_name": "us-east-1",
-        "aws_access_key_id": "demo",
-        "aws_secret_access_key": "demo",
-    }
-    dynamodb = boto3.client("dynamodb", **client)  # type: ignore[call-overload]
+    dynamodb = demo_client("dynamodb", emulator_endpoint)
     breaker_table(dynamodb, "notice-table")
-    sns = boto3.client("sns", **client)  # type: ignore[call-overload]
+    sns = demo_client("sns", emulator_endpoint)
     topic = sns.create_topic(Name="alarms")["TopicArn"]
     inbox = emulator_sqs.create_queue(QueueName="alarm-inbox")["QueueUrl"]
     inbox_arn = emulator_sqs.get_queue_attributes(QueueUrl=inbox, AttributeNames=["QueueArn"])
@@ -183,7 +174,7 @@ def test_with_stack_the_notice_goes_to_the_stacks_alarm_topic(
             "Outputs": {name: {"Value": value} for name, value in outputs.items()},
         }
     )
-    boto3.client("cloudformation", **client).create_stack(  # type: ignore[call-overload]
+    demo_client("cloudformation", emulator_endpoint).create_stack(
         StackName="alarmed", TemplateBody=template
     )
     action = "a" * 32

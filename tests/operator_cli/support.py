@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import re
+import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from dlq_replay import audit
 from dlq_replay.cli import main as cli
 from dlq_replay.sqs.depth import queue_depth
 
@@ -146,3 +149,36 @@ def assert_one_line_error(result: Result, code: int, *fragments: str) -> None:
     assert len(lines) == 1, result.err
     for fragment in fragments:
         assert fragment in lines[0], lines[0]
+
+
+def finished_action(
+    dynamodb: Any,
+    table: str,
+    command: str,
+    *,
+    ago: float,
+    origin: audit.Origin = audit.Origin.CLI,
+) -> str:
+    """A finished action of `command` in the trail (begin `ago` seconds back, and end), as a
+    command writes them; its id."""
+    store = audit.DynamoAuditStore(dynamodb, table)
+    action_id = uuid.uuid4().hex
+    started = audit.utc_text(datetime.fromtimestamp(time.time() - ago, UTC))
+    common: dict[str, Any] = {
+        "action_id": action_id,
+        "started_at": started,
+        "command": command,
+        "origin": origin,
+        "identity": audit.Identity.unknown("test"),
+    }
+    store.write(audit.AuditRecord(phase=audit.AuditPhase.BEGIN, at=started, **common))
+    store.write(
+        audit.AuditRecord(
+            phase=audit.AuditPhase.END,
+            at=audit.utc_text(datetime.now(UTC)),
+            outcome=audit.AuditOutcome.OK,
+            exit_code=0,
+            **common,
+        )
+    )
+    return action_id

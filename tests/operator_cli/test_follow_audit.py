@@ -10,17 +10,16 @@ import re
 import threading
 import time
 import uuid
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import boto3
 import pytest
-from dlq_replay import audit
 from dlq_replay.follow.tables import DynamoFollowStore
 from dlq_replay.follow.tag import FollowTag
 
 from .stack import deploy
-from .support import assert_one_line_error, park, run_cli
+from .support import assert_one_line_error, finished_action, park, run_cli
 
 if TYPE_CHECKING:
     from mypy_boto3_cloudformation import CloudFormationClient
@@ -47,29 +46,8 @@ def table(shop: dict[str, str]) -> str:
 
 
 def recorded(table: str, command: str, *, ago: float = 60.0) -> str:
-    """A finished action of `command` in the trail (begin and end), as a command writes them;
-    its id."""
-    store = audit.DynamoAuditStore(boto3.client("dynamodb"), table)
-    action_id = uuid.uuid4().hex
-    started = audit.utc_text(datetime.fromtimestamp(time.time() - ago, UTC))
-    common: dict[str, Any] = {
-        "action_id": action_id,
-        "started_at": started,
-        "command": command,
-        "origin": audit.Origin.CLI,
-        "identity": audit.Identity.unknown("test"),
-    }
-    store.write(audit.AuditRecord(phase=audit.AuditPhase.BEGIN, at=started, **common))
-    store.write(
-        audit.AuditRecord(
-            phase=audit.AuditPhase.END,
-            at=audit.utc_text(datetime.now(UTC)),
-            outcome=audit.AuditOutcome.OK,
-            exit_code=0,
-            **common,
-        )
-    )
-    return action_id
+    """A finished CLI action of `command` in the trail; its id."""
+    return finished_action(boto3.client("dynamodb"), table, command, ago=ago)
 
 
 def followed_move(

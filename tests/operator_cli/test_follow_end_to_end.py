@@ -31,7 +31,7 @@ from dlq_replay.demo import emulator as demo
 from dlq_replay.sqs.client import SQS_CLIENT_CONFIG
 from emulation import Emulator, eventually
 from integration.harness import breaker_table
-from local.support import dlq_replay_command
+from local.support import worker_command
 from moto import mock_aws
 
 from .support import Queues, depth, park, run_cli
@@ -150,16 +150,8 @@ def start_worker(endpoint: str, queues: Queues, folder: Path, *extra: str) -> Wo
     }
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [
-                *dlq_replay_command(),
-                "worker",
-                "--dlq-url",
-                queues.dlq,
-                "--main-queue-url",
-                queues.main,
-                "--operator-queue-url",
-                queues.operator,
-                "--endpoint-url",
+            worker_command(
+                queues,
                 endpoint,
                 "--wait-seconds",
                 "1",
@@ -167,7 +159,7 @@ def start_worker(endpoint: str, queues: Queues, folder: Path, *extra: str) -> Wo
                 str(MAX_ATTEMPTS),
                 "--no-breaker",
                 *extra,
-            ],
+            ),
             env={**env, "PYTHONUNBUFFERED": "1"},
             stdout=out,
             stderr=subprocess.STDOUT,

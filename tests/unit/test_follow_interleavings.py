@@ -30,24 +30,12 @@ from dlq_replay.follow.tables import DynamoFollowStore, shard_of
 from dlq_replay.follow.tag import FollowTag
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from integration.harness import breaker_table
 from moto import mock_aws
 
 REGION = "us-east-1"
 T0 = 1_796_000_000.0
 THRESHOLD = FollowThreshold(share=0.25, minimum=2)
-
-
-def template_table_keys() -> dict[str, Any]:
-    """The key schema of template.yaml's OutageBreakerTable, read from the template."""
-    from samtranslator.yaml_helper import yaml_parse
-
-    text = (Path(__file__).resolve().parents[2] / "template.yaml").read_text(encoding="utf-8")
-    table = yaml_parse(text)["Resources"]["OutageBreakerTable"]["Properties"]
-    assert table["TimeToLiveSpecification"]["AttributeName"] == "expires_at"
-    return {"AttributeDefinitions": table["AttributeDefinitions"], "KeySchema": table["KeySchema"]}
-
-
-TABLE_KEYS = template_table_keys()
 
 
 @dataclass(frozen=True)
@@ -103,7 +91,7 @@ def clients() -> Iterator[tuple[Any, Any]]:
 def table_stores(clients: tuple[Any, Any]) -> list[DynamoFollowStore]:
     """Two stores on one fresh table, each on its own client."""
     name = f"breaker-{uuid.uuid4().hex[:12]}"
-    clients[0].create_table(TableName=name, BillingMode="PAY_PER_REQUEST", **TABLE_KEYS)
+    breaker_table(clients[0], name)
     return [DynamoFollowStore(client, name, threshold=THRESHOLD) for client in clients]
 
 

@@ -22,24 +22,12 @@ from dlq_replay.follow.recovery import RecoveryStore, RecoveryTally
 from dlq_replay.follow.tables import DynamoFollowStore, DynamoRecoveryStore, shard_of
 from dlq_replay.follow.tag import FollowTag
 from dlq_replay.targets.dynamo_items import to_item
+from integration.harness import breaker_table
 from moto import mock_aws
 
 REGION = "us-east-1"
 T0 = 1_796_000_000.0  # 2026-11-30T00:53:20Z
 THRESHOLD = FollowThreshold(share=0.10, minimum=2)
-
-
-def template_table_keys() -> dict[str, Any]:
-    """The key schema of template.yaml's OutageBreakerTable, read from the template."""
-    from samtranslator.yaml_helper import yaml_parse
-
-    text = (Path(__file__).resolve().parents[2] / "template.yaml").read_text(encoding="utf-8")
-    table = yaml_parse(text)["Resources"]["OutageBreakerTable"]["Properties"]
-    assert table["TimeToLiveSpecification"]["AttributeName"] == "expires_at"
-    return {"AttributeDefinitions": table["AttributeDefinitions"], "KeySchema": table["KeySchema"]}
-
-
-TABLE_KEYS = template_table_keys()
 
 
 @pytest.fixture(scope="module")
@@ -52,10 +40,7 @@ def new_table() -> tuple[Any, str]:
     """A client and a fresh table with the stack's keys and TTL attribute."""
     client = boto3.client("dynamodb", region_name=REGION)
     name = f"breaker-{uuid.uuid4().hex[:12]}"
-    client.create_table(TableName=name, BillingMode="PAY_PER_REQUEST", **TABLE_KEYS)
-    client.update_time_to_live(
-        TableName=name, TimeToLiveSpecification={"Enabled": True, "AttributeName": "expires_at"}
-    )
+    breaker_table(client, name)
     return client, name
 
 
@@ -253,6 +238,20 @@ def test_a_bad_action_id_or_count_is_refused(backend: Backend) -> None:
         store.started("a/b", 10, T0)
     with pytest.raises(ValueError, match="0 or more"):
         store.sent("ok", -1, 0)
+
+
+def test_the_items_expire_by_the_template_s_ttl_attribute(moto: None) -> None:
+    """Every follow and recovery item carries the attribute the stack's table expires by."""
+    client, table = new_table()
+    described = client.describe_time_to_live(TableName=table)["TimeToLiveDescription"]
+    assert described["AttributeName"] == "expires_at"
+    DynamoFollowStore(client, table, threshold=THRESHOLD).started("ttl", 60, T0)
+    tally = RecoveryTally()
+    tally.arrived(0)
+    DynamoRecoveryStore(client, table).add("orders-dlq", tally, T0)
+    items = client.scan(TableName=table)["Items"]
+    assert len(items) == 2
+    assert all("expires_at" in item for item in items)
 
 
 def test_the_table_takes_one_write_per_shard_touched_plus_one_per_move(moto: None) -> None:

@@ -22,6 +22,7 @@ from dlq_replay.follow.tag import FollowTag
 from dlq_replay.ops.clientmove import prepare
 from dlq_replay.ops.companion import Companion, CompanionSetup
 from dlq_replay.ops.movefollow import MoveFollower
+from dlq_replay.ops.receiving import ReceiveBudget
 from dlq_replay.ops.redrive import RedriveRequest
 
 if TYPE_CHECKING:
@@ -115,20 +116,26 @@ def main() -> int:
             )
         )
         try:
-            request: RedriveRequest = pickle.load(source)  # noqa: S301 (as above)
+            move: tuple[RedriveRequest, ReceiveBudget | None] = pickle.load(source)  # noqa: S301
         except EOFError:  # no move for it after all
             return 0
-        return _move(sqs, request, stop, frame)
+        return _move(sqs, *move, stop, frame)
     except Exception as error:
         frame("failed", f"{type(error).__name__}: {error}")
         return 1
 
 
-def _move(sqs: SQSClient, request: RedriveRequest, stop: threading.Event, frame: _Frames) -> int:
+def _move(
+    sqs: SQSClient,
+    request: RedriveRequest,
+    budget: ReceiveBudget | None,
+    stop: threading.Event,
+    frame: _Frames,
+) -> int:
     follower = None
     if request.follow_id is not None:
         follower = MoveFollower(_ParentWrites(), request.follow_id, "redrive")
-    move = prepare(sqs, request, stop=stop, follower=follower)
+    move = prepare(sqs, request, stop=stop, follower=follower, budget=budget)
 
     def followed() -> tuple[int, int]:
         return (follower.sent, follower.untracked) if follower is not None else (0, 0)

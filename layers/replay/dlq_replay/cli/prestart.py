@@ -8,8 +8,11 @@ input, as it does if this process ends first)."""
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # imported when a child starts: every command's start-up reads this module
+    import subprocess
 
 CHILD = [sys.executable, "-m", "dlq_replay.cli.companion_run"]
 # A move the command line makes client-side whatever the queues are (a rewrite, or asked).
@@ -31,6 +34,8 @@ def prestart(arguments: list[str]) -> None:
         return  # asked for: the command starts it once the options are read, if 2
     if usable_cores() < 2:
         return
+    import subprocess
+
     try:
         _Started.process = subprocess.Popen(  # noqa: S603 (this interpreter, our module)
             CHILD,

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from dlq_replay.core.messages import OutboundMessage
 from dlq_replay.ops.companion import Companion, companion_fits
@@ -78,17 +78,20 @@ def prepare(
     memory: ReceiveMemory | None = None,
     follower: MoveFollower | None = None,
     companion: Companion | None = None,
+    budget: ReceiveBudget | Literal["read"] | None = "read",
 ) -> ClientMove:
     """The move, checked (the receive budget, and what `memory` holds) but not started: the
     caller may ask it what is left (`leftover`) while it runs in another thread. What it
     receives goes to `memory` when it ends; `follower` (a move with `request.follow_id`)
     records its start, what it sent and its end; `companion` moves beside it in a second
-    process (`ops.companion`: only a request it fits)."""
+    process (`ops.companion`: only a request it fits). `budget`: the receive budget, read from
+    the queues, or already read (the second process gets its parent's)."""
     if companion is not None and not companion_fits(request):
         raise ValueError("a second process only moves everything, unpaced, to SQS queues")
     if request.target_arns and deliverer is None and not request.dry_run:
         raise ValueError("a redrive that delivers to targets needs a Deliverer")
-    budget = usable_budget(sqs, request.source, request.reserve)
+    if budget == "read":
+        budget = usable_budget(sqs, request.source, request.reserve)
     if memory is not None and budget is not None:
         # A move of every message it receives may spend the kept receive (the reserve kept it
         # for this); one that gives some back (a selection, a limit, a dry run) keeps the
@@ -154,7 +157,7 @@ class ClientMove(MoveState):
             self.follower.start()
         if self.companion is not None:
             self.companion.follower = self.follower
-            self.companion.begin(self.request)
+            self.companion.begin(self.request, self.budget)
         watcher = threading.Thread(target=self._watch, name="redrive-stop", daemon=True)
         watcher.start()
         try:

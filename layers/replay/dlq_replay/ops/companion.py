@@ -6,10 +6,10 @@ them holds is hidden from the other. The parent adds the child's counts to its o
 stop to it, and waits for it before it reports.
 
 The child is `python -m dlq_replay.cli.companion_run`. In on its stdin: its client's settings,
-then the request (or the end of its input: no move for it). Out on its stdout, frames:
-("progress", tally, leftover, followed) after each batch, then ("end", tally, leftover,
-followed, sighting, source_urls) or ("failed", line). Both ends are this package, so the
-frames are pickled.
+then the request and its receive budget (or the end of its input: no move for it). Out on its
+stdout, frames: ("progress", tally, leftover, followed) after each batch, then ("end", tally,
+leftover, followed, sighting, source_urls) or ("failed", line). Both ends are this package, so
+the frames are pickled.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import threading
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING
 
-from dlq_replay.ops.receiving import Sighting
+from dlq_replay.ops.receiving import ReceiveBudget, Sighting
 from dlq_replay.ops.redrive import Leftover, RedriveRequest, RedriveTally
 
 if TYPE_CHECKING:
@@ -126,13 +126,14 @@ class Companion:
             self.problem = f"not started: {error}"
         return self
 
-    def begin(self, request: RedriveRequest) -> None:
-        """The child's move: `request`, beside the parent's."""
+    def begin(self, request: RedriveRequest, budget: ReceiveBudget | None) -> None:
+        """The child's move: `request`, beside the parent's, with its receive `budget` (read
+        once, by the parent)."""
         process = self.spawn()._process
         if process is None or process.stdout is None or self.problem is not None:
             return
         try:
-            self._send(request)
+            self._send((request, budget))
         except OSError as error:
             self.problem = f"not started: {error}"
         self.cancel()  # the request is all it reads: it sees the end of its input
