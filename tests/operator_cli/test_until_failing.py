@@ -71,8 +71,13 @@ def test_redrive_stops_when_the_consumer_fails_the_copies_again(
     queues = failing_queues
     park(sqs, queues.operator, [f"m{i}" for i in range(120)])
 
+    # Checks 2 s apart: every window must see copies dead-lettered by the consumer thread,
+    # which shares this process (and its interpreter lock) with the redrive's threads; under
+    # a loaded CI machine a 1 s window once saw none, a clean check that doubled the rate back.
     with consumer(sqs, queues.main, healthy=False):
-        result = redrive(capsys, queues, *ADAPTIVE, *concurrency, "--rate", "20")
+        result = redrive(
+            capsys, queues, "--until-failing", "--check-seconds", "2", *concurrency, "--rate", "20"
+        )
 
     assert result.code == 1, result
     tally = result.json()
