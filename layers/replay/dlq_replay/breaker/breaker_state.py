@@ -68,13 +68,8 @@ class BreakerState:
         return any(start <= sent and (end is None or sent <= end) for start, end in self.outages)
 
     def to_item(self) -> dict[str, object]:
-        item: dict[str, object] = {name: getattr(self, name) for name in self.__slots__}
-        item.update(
-            phase=self.phase.value,
-            cause=self.cause.value if self.cause else None,
-            outages=[list(outage) for outage in self.outages],
-        )
-        return item
+        """Its fields, for JSON (the enums are strings, the outages lists)."""
+        return {name: getattr(self, name) for name in self.__slots__}
 
     @classmethod
     def from_item(cls, item: dict[str, Any]) -> BreakerState:

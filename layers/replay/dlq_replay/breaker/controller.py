@@ -5,7 +5,6 @@ mapping is disabled are replayed as usual: failing them would raise their DLQ re
 from __future__ import annotations
 
 import json
-import math
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol, TypeVar
@@ -199,9 +198,7 @@ class Breaker:
         if deleting is None:
             return True
         first = min(when for when, counts in kept if counts.returns)
-        replays = sum(counts.replays for _, counts in kept)
-        enough = max(policy.min_returns, math.ceil((1.0 - policy.return_ratio) * replays))
-        return not deleting(first, enough)
+        return not deleting(first, policy.deletions_enough(sum(c.replays for _, c in kept)))
 
     def after_batch(self, events: Sequence[tuple[float, Counts]]) -> BreakerState:
         """Add a batch's events to the window; open on the signal unless the consumer deletes."""
@@ -216,14 +213,11 @@ class Breaker:
             return state
         signal = outage_in_window(window, now, policy, since=state.since)
         if signal is None:
-            return self._hold_probe(state, window, now)
+            return self._hold_probe(state, window, now, policy)
         counts = signal.counts
         deleting = self._evidence.deleting
         if deleting is not None and state.phase is Phase.CLOSED:
-            # A tenth of the replays deleted is a consumer that works; fewer, copies in transit.
-            enough = max(
-                policy.min_returns, math.ceil((1.0 - policy.return_ratio) * counts.replays)
-            )
+            enough = policy.deletions_enough(counts.replays)
             if deleting(policy.deletions_from(signal.start), enough):  # only when it trips
                 self._logger.info(
                     "first replays came back, but the main queue's consumer deletes messages: "
@@ -253,12 +247,14 @@ class Breaker:
         return opened
 
     def _hold_probe(
-        self, state: BreakerState, window: list[tuple[float, Counts]], now: float
+        self,
+        state: BreakerState,
+        window: list[tuple[float, Counts]],
+        now: float,
+        policy: BreakerPolicy,
     ) -> BreakerState:
         """Half-open with the probe's replays sent: stop receiving until they show."""
-        if state.phase is not Phase.HALF_OPEN or state.holding:
-            return state
-        holding = probe_sent(state, window, now, self.policy)
+        holding = probe_sent(state, window, now, policy)
         if holding is None or not self.store.save(holding, state.version):
             return state
         self._switch.pause()

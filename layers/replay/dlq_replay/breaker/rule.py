@@ -5,6 +5,7 @@ send time, that come back within the window both many (MIN_RETURNS) and nearly a
 from __future__ import annotations
 
 import bisect
+import math
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
@@ -100,6 +101,10 @@ class BreakerPolicy:
             failing_seconds=timing.max_receive_count
             * min(timing.visibility_seconds, max(0.0, delay_seconds)),
         )
+
+    def deletions_enough(self, replays: int) -> int:
+        """The deletions of a consumer that works: a tenth of the replays; fewer is in transit."""
+        return max(self.min_returns, math.ceil((1.0 - self.return_ratio) * replays))
 
     def deletions_from(self, start: float) -> float:
         """From when deletions veto a stretch sent from `start`: behind the toolkit's backoff the
