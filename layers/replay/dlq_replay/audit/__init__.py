@@ -13,7 +13,7 @@ from dlq_replay.audit.model import (
     utc_text,
 )
 from dlq_replay.audit.recorder import Action, AuditError
-from dlq_replay.audit.store import AuditStore, DynamoAuditStore, FileAuditStore, default_file_path
+from dlq_replay.audit.store import AuditStore, DynamoAuditStore, FileAuditStore
 
 __all__ = [
     "Action",
@@ -28,7 +28,6 @@ __all__ = [
     "Identity",
     "Origin",
     "caller_identity",
-    "default_file_path",
     "pair_records",
     "utc_text",
 ]

@@ -4,11 +4,11 @@ rather than blocking an operator in the middle of an incident."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from mypy_boto3_sts import STSClient
 
 UNKNOWN = "unknown"
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,12 +43,11 @@ class Identity:
     def from_json(cls, data: Any) -> Identity:
         if not isinstance(data, dict):
             return cls.unknown("not recorded")
-        because = data.get("unknown_because")
         return cls(
             str(data.get("arn", UNKNOWN)),
             str(data.get("account", UNKNOWN)),
             str(data.get("user_id", UNKNOWN)),
-            None if because is None else str(because),
+            _optional(data, "unknown_because", str),
         )
 
 
@@ -131,9 +131,6 @@ class AuditRecord:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> AuditRecord:
         """A stored record; KeyError or ValueError when it is not one."""
-        outcome = data.get("outcome")
-        size = data.get("selection_size")
-        code = data.get("exit_code")
         return cls(
             action_id=str(data["action_id"]),
             phase=AuditPhase(data["phase"]),
@@ -144,18 +141,19 @@ class AuditRecord:
             identity=Identity.from_json(data.get("identity")),
             request=dict(data.get("request") or {}),
             queues=tuple(str(queue) for queue in data.get("queues") or ()),
-            selection_size=None if size is None else int(size),
-            outcome=None if outcome is None else AuditOutcome(outcome),
-            exit_code=None if code is None else int(code),
+            selection_size=_optional(data, "selection_size", int),
+            outcome=_optional(data, "outcome", AuditOutcome),
+            exit_code=_optional(data, "exit_code", int),
             tally=data.get("tally"),
-            error=_text(data.get("error")),
-            left=_text(data.get("left")),
-            abandoned=_text(data.get("abandoned")),
+            error=_optional(data, "error", str),
+            left=_optional(data, "left", str),
+            abandoned=_optional(data, "abandoned", str),
         )
 
 
-def _text(value: Any) -> str | None:
-    return None if value is None else str(value)
+def _optional(data: Mapping[str, Any], key: str, kind: Callable[[Any], _T]) -> _T | None:
+    value = data.get(key)
+    return None if value is None else kind(value)
 
 
 def _present(data: dict[str, Any]) -> dict[str, Any]:

@@ -122,8 +122,6 @@ class Action:
     def action_id(self) -> str:
         return self.begin.action_id
 
-    # -- the begin ---------------------------------------------------------------------------
-
     def start(self) -> None:
         """Ask who the caller is and write the begin, both in the background (once)."""
         if not self.recorded or self._writer is not None:
@@ -178,8 +176,6 @@ class Action:
             announce, self._announce = self._announce, None
             announce(self.store)
 
-    # -- what the end says -------------------------------------------------------------------
-
     def note(self, *, queues: tuple[str, ...] = (), selection_size: int | None = None) -> None:
         if queues:
             self._details["queues"] = tuple(queues)
@@ -195,8 +191,6 @@ class Action:
     def ended(self, exit_code: int) -> int:
         self._code = exit_code
         return exit_code
-
-    # -- the end -----------------------------------------------------------------------------
 
     def __enter__(self) -> Action:
         self.start()

@@ -106,30 +106,17 @@ class DynamoAuditStore:
         return DynamoRecoveryStore(self.client, self.table), self.where
 
     def _records(self, since: str | None, page: int) -> Iterator[AuditRecord]:
-        condition = "pk = :p" + (" AND sk >= :s" if since else "")
-        values = to_item({":p": PARTITION} | ({":s": since} if since else {}))
-        query: dict[str, Any] = {
-            "TableName": self.table,
-            "KeyConditionExpression": condition,
-            "ExpressionAttributeValues": values,
-            "ScanIndexForward": False,
-            "Limit": page,
-        }
-        while True:
-            found = self.client.query(**query)
+        pages = self.client.get_paginator("query").paginate(
+            TableName=self.table,
+            KeyConditionExpression="pk = :p" + (" AND sk >= :s" if since else ""),
+            ExpressionAttributeValues=to_item({":p": PARTITION} | ({":s": since} if since else {})),
+            ScanIndexForward=False,
+            Limit=page,
+        )
+        for found in pages:
             for item in found.get("Items", []):
                 if (record := _parsed(from_item(item).get("record", ""))) is not None:
                     yield record
-            last = found.get("LastEvaluatedKey")
-            if not last:
-                return
-            query["ExclusiveStartKey"] = last
-
-
-def default_file_path() -> Path:
-    """`$XDG_STATE_HOME/dlq-replay/audit.jsonl` (XDG's place for state: `~/.local/state`)."""
-    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(state) / "dlq-replay" / FILE_NAME
 
 
 class FileAuditStore:
@@ -138,7 +125,9 @@ class FileAuditStore:
     shared = False
 
     def __init__(self, path: Path | None = None) -> None:
-        self.path = path or default_file_path()
+        from dlq_replay.follow.journal import default_follow_path
+
+        self.path = path or default_follow_path().with_name(FILE_NAME)  # XDG's place for state
         self.where = str(self.path)
 
     def write(self, record: AuditRecord) -> None:

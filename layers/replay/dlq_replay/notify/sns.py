@@ -75,23 +75,15 @@ def publish_notices(
         entries = [_entry(str(index), notice, fifo) for index, notice in enumerate(request)]
         try:
             response = sns.publish_batch(TopicArn=topic_arn, PublishBatchRequestEntries=entries)
-        except ClientError as error:
-            info = error.response.get("Error", {})
-            code, text = str(info.get("Code", "ClientError")), str(info.get("Message", error))
+        except (ClientError, BotoCoreError) as error:
+            info = error.response.get("Error", {}) if isinstance(error, ClientError) else {}
+            code = str(info.get("Code", type(error).__name__))
+            text = str(info.get("Message", error))
             failures.extend(NoticeFailure(n.record_id, code, text) for n in request)
             continue
-        except BotoCoreError as error:
-            failures.extend(
-                NoticeFailure(n.record_id, type(error).__name__, str(error)) for n in request
-            )
-            continue
         for item in response.get("Failed", []):
-            notice = request[int(item["Id"])]
-            failures.append(
-                NoticeFailure(
-                    notice.record_id, str(item.get("Code", "Unknown")), str(item.get("Message", ""))
-                )
-            )
+            code, text = str(item.get("Code", "Unknown")), str(item.get("Message", ""))
+            failures.append(NoticeFailure(request[int(item["Id"])].record_id, code, text))
     return failures
 
 
