@@ -1,17 +1,71 @@
-"""The records of the audit trail, pure data and its JSON form (the stores keep exactly
-`AuditRecord.to_json()`). A begin and its end carry the action's id and its start time, so they
-sort together.
-"""
+"""The records of the audit trail and their JSON form (what the stores keep), and who the caller
+is as STS reports it: an identity that cannot be read is recorded as unknown with the reason
+rather than blocking an operator in the middle of an incident."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from dlq_replay.audit.identity import Identity
+from botocore.exceptions import BotoCoreError, ClientError
+
+if TYPE_CHECKING:
+    from mypy_boto3_sts import STSClient
+
+UNKNOWN = "unknown"
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """The caller; `unknown_because` is set (and the rest `unknown`) when STS could not say."""
+
+    arn: str
+    account: str
+    user_id: str
+    unknown_because: str | None = None
+
+    @classmethod
+    def unknown(cls, reason: str) -> Identity:
+        return cls(UNKNOWN, UNKNOWN, UNKNOWN, reason)
+
+    @property
+    def known(self) -> bool:
+        return self.unknown_because is None
+
+    def to_json(self) -> dict[str, Any]:
+        return _present({name: getattr(self, name) for name in self.__slots__})
+
+    @classmethod
+    def from_json(cls, data: Any) -> Identity:
+        if not isinstance(data, dict):
+            return cls.unknown("not recorded")
+        return cls(
+            str(data.get("arn", UNKNOWN)),
+            str(data.get("account", UNKNOWN)),
+            str(data.get("user_id", UNKNOWN)),
+            _optional(data, "unknown_because", str),
+        )
+
+
+def caller_identity(sts: STSClient | None) -> Identity:
+    """GetCallerIdentity, or an unknown identity with the reason."""
+    if sts is None:
+        return Identity.unknown("no STS client")
+    try:
+        found = sts.get_caller_identity()
+    except ClientError as error:
+        info = error.response.get("Error", {})
+        code = info.get("Code") or error.response.get("ResponseMetadata", {}).get(
+            "HTTPStatusCode", "?"
+        )
+        return Identity.unknown(f"GetCallerIdentity failed: {code}")
+    except BotoCoreError as error:
+        return Identity.unknown(f"GetCallerIdentity failed: {type(error).__name__}")
+    return Identity(*(str(found.get(key, UNKNOWN)) for key in ("Arn", "Account", "UserId")))
 
 
 class AuditPhase(StrEnum):
@@ -63,35 +117,20 @@ class AuditRecord:
         return f"{self.started_at}#{self.action_id}#{self.phase}"
 
     def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "action_id": self.action_id,
-            "phase": str(self.phase),
-            "started_at": self.started_at,
-            "at": self.at,
-            "command": self.command,
-            "origin": str(self.origin),
-            "identity": self.identity.to_json(),
-            "request": dict(self.request),
-        }
-        optional = {
-            "queues": list(self.queues) or None,
-            "selection_size": self.selection_size,
-            "outcome": None if self.outcome is None else str(self.outcome),
-            "exit_code": self.exit_code,
-            "tally": None if self.tally is None else dict(self.tally),
-            "error": self.error,
-            "left": self.left,
-            "abandoned": self.abandoned,
-        }
-        data.update({key: value for key, value in optional.items() if value is not None})
-        return data
+        """Its fields in order, those without a value left out."""
+        return _present(
+            {name: getattr(self, name) for name in self.__slots__}
+            | {
+                "identity": self.identity.to_json(),
+                "request": dict(self.request),
+                "queues": list(self.queues) or None,
+                "tally": None if self.tally is None else dict(self.tally),
+            }
+        )
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> AuditRecord:
         """A stored record; KeyError or ValueError when it is not one."""
-        outcome = data.get("outcome")
-        size = data.get("selection_size")
-        code = data.get("exit_code")
         return cls(
             action_id=str(data["action_id"]),
             phase=AuditPhase(data["phase"]),
@@ -102,18 +141,23 @@ class AuditRecord:
             identity=Identity.from_json(data.get("identity")),
             request=dict(data.get("request") or {}),
             queues=tuple(str(queue) for queue in data.get("queues") or ()),
-            selection_size=None if size is None else int(size),
-            outcome=None if outcome is None else AuditOutcome(outcome),
-            exit_code=None if code is None else int(code),
+            selection_size=_optional(data, "selection_size", int),
+            outcome=_optional(data, "outcome", AuditOutcome),
+            exit_code=_optional(data, "exit_code", int),
             tally=data.get("tally"),
-            error=_text(data.get("error")),
-            left=_text(data.get("left")),
-            abandoned=_text(data.get("abandoned")),
+            error=_optional(data, "error", str),
+            left=_optional(data, "left", str),
+            abandoned=_optional(data, "abandoned", str),
         )
 
 
-def _text(value: Any) -> str | None:
-    return None if value is None else str(value)
+def _optional(data: Mapping[str, Any], key: str, kind: Callable[[Any], _T]) -> _T | None:
+    value = data.get(key)
+    return None if value is None else kind(value)
+
+
+def _present(data: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in data.items() if value is not None}
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,8 +180,7 @@ class AuditAction:
         return str(self.end.outcome)
 
     def to_json(self, **read: Any) -> dict[str, Any]:
-        """The action for `audit --json`; `read`: what a reader adds beside the records (a
-        move's `followed` object, follow/reading.py)."""
+        """The action for `audit --json`; `read`: what a reader adds (a move's `followed`)."""
         record = self.record
         end = self.end.to_json() if self.end else {}
         ended = ("selection_size", "outcome", "exit_code", "tally", "error", "left", "abandoned")

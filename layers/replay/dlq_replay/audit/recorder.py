@@ -1,12 +1,7 @@
-"""Recording one action: `Action`, a context manager held from the action's naming to its end.
-
-The begin is written on threads (one asks STS, one opens the store and writes) while the
-command does its own checks, so the audit costs no time unless the write is slower; `gate()`
-then waits for it and refuses the action when it failed: an action that cannot be recorded
-does not run. Leaving the `with` block writes the end: a KeyboardInterrupt (the CLI's signals)
-or a set stop token (the console's Stop button) is `interrupted` with 128 + the signal's number
-(130 when none is named). A run abandoned on a second signal writes its end within
-`ABANDON_SECONDS` (`abandon`)."""
+"""Recording one action: `Action`, a context manager from the action's naming to its end. The
+begin is written on threads while the command does its own checks; `gate()` waits for it and
+refuses an action that cannot be recorded. Leaving the `with` block writes the end: a
+KeyboardInterrupt or a set stop token is `interrupted`, 128 + the signal's number (else 130)."""
 
 from __future__ import annotations
 
@@ -19,13 +14,18 @@ from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any
 
-from dlq_replay.audit.identity import Identity
-from dlq_replay.audit.model import AuditOutcome, AuditPhase, AuditRecord, Origin, utc_text
+from dlq_replay.audit.model import (
+    AuditOutcome,
+    AuditPhase,
+    AuditRecord,
+    Identity,
+    Origin,
+    utc_text,
+)
 from dlq_replay.audit.store import AuditStore
 
 EXIT_OK, EXIT_FAILED = 0, 1
-# How long the begin waits for STS to name the caller: past it, the caller is recorded as
-# unknown (an endpoint where STS is unreachable must not hold an operator up for long).
+# How long the begin waits for STS to name the caller, then records it as unknown.
 IDENTITY_PATIENCE_SECONDS = 3.0
 SIGNAL_EXITS = 128  # 128 + the signal's number: a signal stopped the command
 EXIT_STOPPED = 130  # a stop without a signal of its own (a Stop button): as SIGINT's
@@ -60,8 +60,7 @@ def interrupt_code(error: KeyboardInterrupt) -> int:
 
 
 class Action:
-    """`with Action(...) as action:` around the work, `gate()` before its first change,
-    `tally()` and `leftover()` as they become known, `ended(code)` with the exit code."""
+    """`with Action(...)` around the work, `gate()` before its first change, `ended(code)`."""
 
     def __init__(
         self,
@@ -123,8 +122,6 @@ class Action:
     def action_id(self) -> str:
         return self.begin.action_id
 
-    # -- the begin ---------------------------------------------------------------------------
-
     def start(self) -> None:
         """Ask who the caller is and write the begin, both in the background (once)."""
         if not self.recorded or self._writer is not None:
@@ -163,8 +160,7 @@ class Action:
             self._writer.join(timeout)
 
     def gate(self, *, queues: tuple[str, ...] = (), selection_size: int | None = None) -> None:
-        """Before the first change: return once the begin is written; AuditError when it could
-        not be."""
+        """Before the first change: wait for the begin; AuditError when it was not written."""
         self.note(queues=queues, selection_size=selection_size)
         if not self.recorded:
             return
@@ -179,8 +175,6 @@ class Action:
         if self._announce is not None and self.store is not None:
             announce, self._announce = self._announce, None
             announce(self.store)
-
-    # -- what the end says -------------------------------------------------------------------
 
     def note(self, *, queues: tuple[str, ...] = (), selection_size: int | None = None) -> None:
         if queues:
@@ -197,8 +191,6 @@ class Action:
     def ended(self, exit_code: int) -> int:
         self._code = exit_code
         return exit_code
-
-    # -- the end -----------------------------------------------------------------------------
 
     def __enter__(self) -> Action:
         self.start()
@@ -220,8 +212,7 @@ class Action:
         return self._write_end(self._end_record(exit_code, error), deadline=None)
 
     def abandon(self, why: str, exit_code: int, left: str) -> str | None:
-        """The run is abandoned (a second signal, requests that never came back) and the
-        process exits now: write the end within `ABANDON_SECONDS`, the begin's write included."""
+        """The process exits now (a second signal): write the end within `ABANDON_SECONDS`."""
         if not self.recorded:
             return None
         deadline = time.monotonic() + ABANDON_SECONDS
@@ -256,8 +247,7 @@ class Action:
         )
 
     def _write_end(self, end: AuditRecord, deadline: float | None) -> str | None:
-        """Write `end` unless one was written already. A signal does not cut the write short;
-        a `deadline` (monotonic) does."""
+        """Write `end` once; a signal does not cut it short, a (monotonic) `deadline` does."""
         if not self._ending.acquire(blocking=False):
             return None  # another path is writing (or wrote) the end
         store = self.store

@@ -1,10 +1,7 @@
 """Where the trail is kept: the stack's DynamoDB table or, with no table to name, a JSON Lines
-file on this machine. In the table each record is its own item, written once
-(`attribute_not_exists`): append-only, and an operator needs only PutItem and Query. All share
-the partition `pk = audit` (operators write a few records an hour), sorted by
-`sk = <start time>#<action id>#<phase>`: one descending Query lists the newest first, each end
-beside its begin. The items carry no `expires_at`: the TTL never removes them.
-"""
+file on this machine. In the table each record is an item written once (append-only: PutItem
+and Query only) in the partition `pk = audit`, sorted by `sk = <start>#<action id>#<phase>`:
+one descending Query lists the newest first, each end beside its begin. No `expires_at`."""
 
 from __future__ import annotations
 
@@ -22,8 +19,7 @@ if TYPE_CHECKING:
     from dlq_replay.follow.recovery import RecoveryStore
 
 PARTITION = "audit"
-# The keys of the table an operator makes for the trail (docs/operator-audit.md): `pk` and
-# `sk`, both strings; for create_table, with the table's name and billing.
+# The keys of the table an operator makes for the trail (docs/operator-audit.md), for create_table.
 TABLE_KEYS: dict[str, Any] = {
     "AttributeDefinitions": [
         {"AttributeName": "pk", "AttributeType": "S"},
@@ -38,15 +34,8 @@ FILE_NAME = "audit.jsonl"
 
 
 class AuditStore(Protocol):
-    @property
-    def where(self) -> str:
-        """For people: `DynamoDB table NAME` or the file's path."""
-        ...
-
-    @property
-    def shared(self) -> bool:
-        """Whether the other operators of the stack see it."""
-        ...
+    where: str  # for people: `DynamoDB table NAME` or the file's path
+    shared: bool  # whether the other operators of the stack see it
 
     def write(self, record: AuditRecord) -> None: ...
 
@@ -54,18 +43,14 @@ class AuditStore(Protocol):
         """The newest `limit` actions started at or after `since` (a `utc_text`), newest first."""
         ...
 
-    def follow_store(self) -> FollowStore:
-        """The moves' follow records beside the trail: what the moves write, the audit reads."""
-        ...
-
+    def follow_store(self) -> FollowStore: ...
     def recovery_store(self) -> tuple[RecoveryStore, str]:
         """The replay's recovery counts beside the trail, and where they are (for people)."""
         ...
 
 
 def take_actions(records: Iterable[AuditRecord], limit: int) -> list[AuditAction]:
-    """The first `limit` actions of newest-first records, reading no further than needed (begin
-    and end are neighbours in the order)."""
+    """The first `limit` actions of newest-first records, reading no further than needed."""
     taken: list[AuditRecord] = []
     seen: set[str] = set()
     for record in records:
@@ -121,31 +106,17 @@ class DynamoAuditStore:
         return DynamoRecoveryStore(self.client, self.table), self.where
 
     def _records(self, since: str | None, page: int) -> Iterator[AuditRecord]:
-        condition = "pk = :p" + (" AND sk >= :s" if since else "")
-        values = to_item({":p": PARTITION} | ({":s": since} if since else {}))
-        query: dict[str, Any] = {
-            "TableName": self.table,
-            "KeyConditionExpression": condition,
-            "ExpressionAttributeValues": values,
-            "ScanIndexForward": False,
-            "Limit": page,
-        }
-        while True:
-            found = self.client.query(**query)
+        pages = self.client.get_paginator("query").paginate(
+            TableName=self.table,
+            KeyConditionExpression="pk = :p" + (" AND sk >= :s" if since else ""),
+            ExpressionAttributeValues=to_item({":p": PARTITION} | ({":s": since} if since else {})),
+            ScanIndexForward=False,
+            Limit=page,
+        )
+        for found in pages:
             for item in found.get("Items", []):
-                record = _parsed(_record_text(item))
-                if record is not None:
+                if (record := _parsed(from_item(item).get("record", ""))) is not None:
                     yield record
-            last = found.get("LastEvaluatedKey")
-            if not last:
-                return
-            query["ExclusiveStartKey"] = last
-
-
-def default_file_path() -> Path:
-    """`$XDG_STATE_HOME/dlq-replay/audit.jsonl` (XDG's place for state: `~/.local/state`)."""
-    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(state) / "dlq-replay" / FILE_NAME
 
 
 class FileAuditStore:
@@ -154,7 +125,9 @@ class FileAuditStore:
     shared = False
 
     def __init__(self, path: Path | None = None) -> None:
-        self.path = path or default_file_path()
+        from dlq_replay.follow.journal import default_follow_path
+
+        self.path = path or default_follow_path().with_name(FILE_NAME)  # XDG's place for state
         self.where = str(self.path)
 
     def write(self, record: AuditRecord) -> None:
@@ -180,8 +153,7 @@ class FileAuditStore:
 
     @property
     def follow_path(self) -> Path:
-        """The follow-up's file beside the trail's (what `dlq-replay worker` without a table
-        writes, when both are in their default place)."""
+        """The follow-up's file beside the trail's (the worker's, both in their default place)."""
         from dlq_replay.follow.journal import FILE_NAME as FOLLOW_FILE
 
         return self.path.with_name(FOLLOW_FILE)
@@ -197,15 +169,7 @@ class FileAuditStore:
         return FileRecoveryStore(self.follow_path), str(self.follow_path)
 
 
-def _record_text(item: dict[str, Any]) -> str:
-    try:
-        text = from_item({"record": item["record"]})["record"]
-    except (KeyError, TypeError, AttributeError):
-        return ""
-    return text if isinstance(text, str) else ""
-
-
-def _parsed(text: str) -> AuditRecord | None:
+def _parsed(text: Any) -> AuditRecord | None:
     """A stored record, or None for what is not one (a torn last line, a foreign item)."""
     try:
         data = json.loads(text)

@@ -1,13 +1,12 @@
-"""The outage breaker's states (pure): closed, open, half-open, how a signal, a tick or an
-operator moves between them, and the known outages whose attempts are given back (docs/design.md,
-"Outages")."""
+"""The outage breaker's states (pure) and their changes, and the known outages whose attempts
+are given back (docs/design.md, "Outages")."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
+from typing import Any
 
 from dlq_replay.breaker.rule import (
     NOTHING_KNOWN,
@@ -69,35 +68,17 @@ class BreakerState:
         return any(start <= sent and (end is None or sent <= end) for start, end in self.outages)
 
     def to_item(self) -> dict[str, object]:
-        item: dict[str, object] = {name: getattr(self, name) for name in self.__slots__}
-        item.update(
-            phase=self.phase.value,
-            cause=self.cause.value if self.cause else None,
-            outages=[list(outage) for outage in self.outages],
-        )
-        return item
+        """Its fields, for JSON (the enums are strings, the outages lists)."""
+        return {name: getattr(self, name) for name in self.__slots__}
 
     @classmethod
-    def from_item(cls, item: dict[str, object]) -> BreakerState:
-        """From `to_item`'s shape (numbers may come back as Decimal or str)."""
-        probe = item.get("next_probe")
-        cause = item.get("cause")
-        outages = item.get("outages")
-        return cls(
-            phase=Phase(str(item.get("phase", Phase.CLOSED.value))),
-            since=float(str(item.get("since", 0))),
-            next_probe=None if probe in (None, "") else float(str(probe)),
-            openings=int(str(item.get("openings", 0))),
-            cause=Cause(str(cause)) if cause else None,
-            holding=bool(item.get("holding", False)),
-            baseline=None if item.get("baseline") is None else int(str(item["baseline"])),
-            probe_size=int(str(item.get("probe_size", 0))),
-            version=int(str(item.get("version", 0))),
-            outages=tuple(
-                (float(str(start)), None if end is None else float(str(end)))
-                for start, end in (outages if isinstance(outages, list) else [])
-            ),
-        )
+    def from_item(cls, item: dict[str, Any]) -> BreakerState:
+        """From `to_item`'s shape (a field it lacks keeps its default)."""
+        values = {name: item[name] for name in cls.__slots__ if item.get(name) is not None}
+        values["phase"] = Phase(item.get("phase", Phase.CLOSED))
+        values["cause"] = Cause(item["cause"]) if item.get("cause") else None
+        values["outages"] = tuple((start, end) for start, end in item.get("outages") or ())
+        return cls(**values)
 
 
 def give_back(
@@ -106,8 +87,7 @@ def give_back(
     count_attribute: str,
     known: Known = NOTHING_KNOWN,
 ) -> tuple[list[InboundMessage], int]:
-    """The records with each return whose copy was sent inside a known outage one count lower
-    in the count attribute (which the decision reads before the ledger); how many."""
+    """The records, a return whose copy was sent inside a known outage one count lower; how many."""
     if not state.outages:
         return list(messages), 0
     return _one_lower(
@@ -124,9 +104,8 @@ def held_back(
     last_attempt: int,
     known: Known = NOTHING_KNOWN,
 ) -> tuple[list[InboundMessage], int]:
-    """The records with every return that has spent its last attempt one count lower, so it is
-    replayed at that attempt again instead of parked: for a suspected outage only, where a park
-    would spend for good what the outage, once known, gives back. How many."""
+    """The records, a return that spent its last attempt one count lower (replayed at it again,
+    not parked: a suspected outage); how many."""
     return _one_lower(messages, count_attribute, known, lambda found: found[0] >= last_attempt)
 
 
@@ -158,8 +137,9 @@ def _change(
     openings: int | None = None,
     next_probe: float | None = None,
     baseline: int | None = None,
+    outages: tuple[Outage, ...] | None = None,
 ) -> BreakerState:
-    outages = state.outages
+    outages = state.outages if outages is None else outages
     if phase is Phase.CLOSED:  # the outage is known until the breaker closes
         outages = tuple((start, now if end is None else end) for start, end in outages)
     return replace(
@@ -185,8 +165,7 @@ def after_batch(
     *,
     time_left: float | None = None,
 ) -> BreakerState | None:
-    """Open on the outage signal when closed or half-open, unless the DLQ's oldest message has
-    less than the retention margin left (`time_left`, None: unknown)."""
+    """Open on the signal unless open, or the DLQ's oldest message is within the margin."""
     if state.phase is Phase.OPEN or signal is None:
         return None
     if time_left is not None and time_left < policy.retention_margin_seconds:
@@ -195,28 +174,27 @@ def after_batch(
 
 
 def _open(state: BreakerState, now: float, policy: BreakerPolicy, start: float) -> BreakerState:
-    """Open (again): one more consecutive opening, the pause doubled; the outage known from
-    `start` (a reopening continues the outage already known)."""
+    """Open (again), the pause doubled; a reopening continues the outage already known."""
     openings = state.openings + 1
     outages = state.outages
     if not outages or outages[-1][1] is not None:
         outages = (*outages, (min(start, now), None))[-KEPT_OUTAGES:]
-    opened = _change(
+    next_probe = now + policy.pause_seconds(openings)
+    return _change(
         state,
         Phase.OPEN,
         now,
         Cause.OUTAGE,
         openings=openings,
-        next_probe=now + policy.pause_seconds(openings),
+        next_probe=next_probe,
+        outages=outages,
     )
-    return replace(opened, outages=outages)
 
 
 def probe_sent(
     state: BreakerState, events: Iterable[tuple[float, Counts]], now: float, policy: BreakerPolicy
 ) -> BreakerState | None:
-    """Half-open and PROBE_REPLAYS replayed since: stop receiving and watch the DLQ's depth
-    (without a depth from before the probe, the probe keeps receiving)."""
+    """Half-open with a baseline depth and PROBE_REPLAYS sent since: hold, watching the depth."""
     if state.phase is not Phase.HALF_OPEN or state.holding or state.baseline is None:
         return None
     sent = sum(c.sent for _, c in in_window(events, now, policy, since=state.since))
@@ -233,10 +211,8 @@ def on_tick(
     time_left: float | None = None,
     depth: int | None = None,
 ) -> BreakerState | None:
-    """The unattended step: open with too little retention left → closed; the pause over →
-    half-open (remembering the DLQ's `depth`); a probe whose copies are back (the depth within
-    1 - RETURN_RATIO of the probe of where it began) → open again; the probe's wait over →
-    closed."""
+    """Open: closed when too little retention is left, half-open (at `depth`) once the pause is
+    over. Half-open: open again when the probe's copies are back, closed after the probe's wait."""
     if state.phase is Phase.OPEN:
         if time_left is not None and time_left < policy.retention_margin_seconds:
             return _change(state, Phase.CLOSED, now, Cause.RETENTION, openings=0)
@@ -254,22 +230,7 @@ def on_tick(
 
 
 def by_operator(state: BreakerState, now: float, cause: Cause) -> BreakerState | None:
-    """An operator's pause or resume (or anyone's change of the event source) closes the
-    breaker: it then never turns the event source back on by itself."""
+    """Closed by an operator (or a change of the event source): never resumed by itself."""
     if state.phase is Phase.CLOSED:
         return None
     return _change(state, Phase.CLOSED, now, cause, openings=0)
-
-
-def breaker_notice_text(state: BreakerState, *, source: str, waiting: int | None) -> str:
-    """A notice's content on open and close: what changed, why, and when it probes."""
-    fields = {
-        "event": f"breaker-{state.phase.value}",
-        "source": source,
-        "cause": state.cause.value if state.cause else None,
-        "since": state.since,
-        "next_probe": state.next_probe,
-        "openings": state.openings,
-        "waiting": waiting,
-    }
-    return json.dumps(fields, sort_keys=True)

@@ -1,11 +1,10 @@
-"""The outage breaker at work: the rule of `breaker.rule` over a store and a switch, the same in
-Lambda (DynamoDB, the event source mapping) and the worker (memory, the pollers). Disabling a
-mapping is asynchronous: batches already on their way are replayed as usual (failing them would
-raise their DLQ receive count towards the safety net)."""
+"""The rule of `breaker.rule` over a store and a switch, the same in Lambda (DynamoDB, the event
+source mapping) and the worker (memory, the pollers). Batches already on their way when the
+mapping is disabled are replayed as usual: failing them would raise their DLQ receive count."""
 
 from __future__ import annotations
 
-import math
+import json
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol, TypeVar
@@ -17,7 +16,6 @@ from dlq_replay.breaker.breaker_state import (
     Cause,
     Phase,
     after_batch,
-    breaker_notice_text,
     by_operator,
     give_back,
     held_back,
@@ -54,30 +52,25 @@ TIMING_READ_SECONDS = 300.0
 
 
 class BreakerStore(Protocol):
-    """Where the state and the window live (`breaker.dynamo`, `breaker.worker_side`)."""
+    """The state and the window by send time (`breaker.dynamo`, `breaker.worker_side`)."""
 
     def record(self, events: Sequence[tuple[float, Counts]]) -> None: ...
     def read(
         self, now: float, policy: BreakerPolicy
-    ) -> tuple[BreakerState, list[tuple[float, Counts]]]:
-        """The state, and the replays and returns of the window by send time."""
-
+    ) -> tuple[BreakerState, list[tuple[float, Counts]]]: ...
     def load(self) -> BreakerState: ...
     def save(self, state: BreakerState, expected_version: int) -> bool: ...
 
 
 class Switch(Protocol):
-    """What stops and restarts receiving from the DLQ."""
-
     def pause(self) -> None: ...
     def resume(self) -> None: ...
     def resumed_by_someone_else(self) -> bool: ...
 
 
 class Evidence:
-    """What the breaker reads besides its window (`breaker.evidence`; None: unknown). `deleting`
-    (the main queue's consumer deletes messages) vetoes an opening: the returns are then bad
-    messages. (Here and below, plain classes: a dataclass costs the cold start ~0.45 ms.)"""
+    """What the breaker reads besides its window (`breaker.evidence`; None: unknown). Here and
+    below plain classes: a dataclass costs the cold start ~0.45 ms."""
 
     __slots__ = ("delay_seconds", "deleting", "depth", "time_left", "timing")
 
@@ -95,8 +88,7 @@ class Evidence:
 
 
 class Notices:
-    """Who hears of a change: the metrics, a notice on the topic, and `on_change` (the worker's
-    stats, Lambda's probe rule)."""
+    """Who hears of a change; `on_change`: the worker's stats, Lambda's probe rule."""
 
     __slots__ = ("metrics", "on_change", "sns", "source", "topic_arn")
 
@@ -138,8 +130,7 @@ class Breaker:
 
     @property
     def policy(self) -> BreakerPolicy:
-        """The rule's policy, its timing from the main queue (read again every
-        TIMING_READ_SECONDS) when it can be read."""
+        """The policy, its timing fitted to the main queue (read every TIMING_READ_SECONDS)."""
         timing = self._evidence.timing
         if timing is None:
             return self._bounds
@@ -167,10 +158,9 @@ class Breaker:
         last_attempt: int | None = None,
     ) -> list[InboundMessage]:
         """The batch as the replay decides it: returns sent inside a known outage keep their
-        count. `last_attempt`: while closed, a return that spent its last attempt is held back
-        when an outage is suspected: before the rule decides, a message whose copies draw short
-        delays can fail every attempt while most first replays sent with it are not back yet;
-        once the outage is known its attempts are given back, but a park is for good."""
+        count. `last_attempt`: while closed and an outage is suspected, a return that spent its
+        last attempt is held back (short delays can spend every attempt before the rule trips;
+        a known outage gives attempts back, but a park is for good)."""
         found = [returned(m, count_attribute, known) for m in messages]
         if not any(f is not None and f[1] is not None for f in found):
             return list(messages)
@@ -182,10 +172,9 @@ class Breaker:
             )
             if self._notices.metrics is not None:
                 self._notices.metrics.add_metric("AttemptsGivenBack", MetricUnit.Count, given)
-        spent = last_attempt is not None and any(
-            f is not None and f[0] >= last_attempt for f in found
-        )
-        if last_attempt is None or not spent or state.phase is not Phase.CLOSED:
+        if last_attempt is None or state.phase is not Phase.CLOSED:
+            return decided
+        if not any(f is not None and f[0] >= last_attempt for f in found):
             return decided
         if not self._suspected(state):
             return decided
@@ -197,9 +186,7 @@ class Breaker:
 
     def _suspected(self, state: BreakerState) -> bool:
         """At least MIN_RETURNS first replays of the window came back, and the consumer is not
-        seen deleting since the first was sent. No ratio: the rule's stretch waits for nearly
-        all its replays, and that wait is what a message drawing short delays must not spend
-        its attempts in."""
+        seen deleting since. No ratio: waiting for nearly all is what must not spend attempts."""
         now = self._clock()
         policy = self.policy
         _, window = self.store.read(now, policy)
@@ -211,13 +198,10 @@ class Breaker:
         if deleting is None:
             return True
         first = min(when for when, counts in kept if counts.returns)
-        replays = sum(counts.replays for _, counts in kept)
-        enough = max(policy.min_returns, math.ceil((1.0 - policy.return_ratio) * replays))
-        return not deleting(first, enough)
+        return not deleting(first, policy.deletions_enough(sum(c.replays for _, c in kept)))
 
     def after_batch(self, events: Sequence[tuple[float, Counts]]) -> BreakerState:
-        """Add a batch's replays and returns to the window; open when it now shows the outage
-        signal and the main queue's consumer is not seen deleting."""
+        """Add a batch's events to the window; open on the signal unless the consumer deletes."""
         now = self._clock()
         policy = self.policy
         horizon = now - policy.window_seconds
@@ -229,15 +213,11 @@ class Breaker:
             return state
         signal = outage_in_window(window, now, policy, since=state.since)
         if signal is None:
-            return self._hold_probe(state, window, now)
+            return self._hold_probe(state, window, now, policy)
         counts = signal.counts
         deleting = self._evidence.deleting
         if deleting is not None and state.phase is Phase.CLOSED:
-            # A handful is the noise of copies in transit; a tenth of the replays is a consumer
-            # that works.
-            enough = max(
-                policy.min_returns, math.ceil((1.0 - policy.return_ratio) * counts.replays)
-            )
+            enough = policy.deletions_enough(counts.replays)
             if deleting(policy.deletions_from(signal.start), enough):  # only when it trips
                 self._logger.info(
                     "first replays came back, but the main queue's consumer deletes messages: "
@@ -267,12 +247,14 @@ class Breaker:
         return opened
 
     def _hold_probe(
-        self, state: BreakerState, window: list[tuple[float, Counts]], now: float
+        self,
+        state: BreakerState,
+        window: list[tuple[float, Counts]],
+        now: float,
+        policy: BreakerPolicy,
     ) -> BreakerState:
         """Half-open with the probe's replays sent: stop receiving until they show."""
-        if state.phase is not Phase.HALF_OPEN or state.holding:
-            return state
-        holding = probe_sent(state, window, now, self.policy)
+        holding = probe_sent(state, window, now, policy)
         if holding is None or not self.store.save(holding, state.version):
             return state
         self._switch.pause()
@@ -280,8 +262,7 @@ class Breaker:
         return holding
 
     def tick(self) -> BreakerState:
-        """The unattended step (a schedule in Lambda, every poll in the worker); steps aside
-        when someone else turned the event source back on."""
+        """The unattended step (Lambda's schedule, the worker's every poll)."""
         state = self.store.load()
         if state.phase is Phase.CLOSED:
             return state
@@ -329,22 +310,27 @@ class Breaker:
             notices.metrics.add_metric(metric, MetricUnit.Count, 1)
         if notices.sns is None or notices.topic_arn is None:
             return
+        fields = {
+            "event": f"breaker-{state.phase.value}",
+            "source": notices.source,
+            "cause": extra["cause"],
+            "since": state.since,
+            "next_probe": state.next_probe,
+            "openings": state.openings,
+            "waiting": None,
+        }
         notice = ParkNotice(
             record_id=f"breaker-{state.version}",
-            message=breaker_notice_text(state, source=notices.source, waiting=None),
+            message=json.dumps(fields, sort_keys=True),
             subject=f"sqs-dlq-replay: outage breaker {state.phase.value}",
             reason=f"breaker-{state.phase.value}",
             group_id="dlq-replay-breaker",
             deduplication_id=f"breaker-{state.version}-{int(state.since)}",
         )
         for failure in publish_notices(notices.sns, notices.topic_arn, [notice]):
+            why = {"code": failure.code, "error": failure.message}
             self._logger.warning(
-                "breaker notice not published",
-                extra={
-                    "topic_arn": notices.topic_arn,
-                    "code": failure.code,
-                    "error": failure.message,
-                },
+                "breaker notice not published", extra={"topic_arn": notices.topic_arn, **why}
             )
 
 

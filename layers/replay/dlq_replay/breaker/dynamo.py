@@ -1,7 +1,6 @@
-"""Where Lambda's outage breaker keeps its state: one partition `breaker` of the stack's table,
-the state item (`x#state`, JSON plus a version every write is conditioned on) and one counter
-item per bucket of the window (`w#<bucket>`, added atomically, expiring after a day). One Query
-reads both: the window items sort before the state item."""
+"""Lambda's breaker in the partition `breaker` of the stack's table: the state item (`x#state`,
+JSON and the version every write is conditioned on) and a counter item per bucket of the window
+(`w#<bucket>`, expiring after a day), sorted before it: one Query reads both."""
 
 from __future__ import annotations
 
@@ -31,11 +30,8 @@ def _bucket_key(bucket: int) -> str:
 
 
 class DynamoBreakerStore:
-    """The breaker's state and window in DynamoDB (`breaker.rule` decides on them)."""
-
     def __init__(self, dynamodb: Callable[[], Any], table: str) -> None:
-        """`dynamodb` makes the client (or returns one): called at the first request, so a
-        replay that never records makes none."""
+        """`dynamodb` makes the client, at the first request."""
         self._make = dynamodb
         self._table = table
 
@@ -44,9 +40,7 @@ class DynamoBreakerStore:
         return self._make()
 
     def record(self, events: Sequence[tuple[float, Counts]]) -> None:
-        """Add one batch's replays and returns to the counters of their send times (one
-        UpdateItem per bucket the batch touches: its replays share the current one, its
-        returns a few recent ones)."""
+        """One UpdateItem per bucket of send time the batch touches."""
         buckets: dict[int, Counts] = {}
         for due, counts in events:
             bucket = math.floor(due / BUCKET_SECONDS)
@@ -66,8 +60,7 @@ class DynamoBreakerStore:
     def read(
         self, now: float, policy: BreakerPolicy
     ) -> tuple[BreakerState, list[tuple[float, Counts]]]:
-        """The state, and the window's counts by send time, to the bucket (the caller keeps
-        those within the window and from the state's last change on)."""
+        """The state, and the window's counts by send time, to the bucket."""
         start = math.floor((now - policy.window_seconds) / BUCKET_SECONDS)
         items = self._query(_bucket_key(start))
         state = BreakerState()
@@ -80,8 +73,7 @@ class DynamoBreakerStore:
                 counts = [int(values.get(name, 0)) for name in ("replays", "returns", "sent")]
                 raw_buckets.append((int(key[2:]), Counts(*counts)))
         # A bucket stands for its last moment (now, for the one still filling): the probe's
-        # first replays share a bucket with the moment it began, and must count for it (while
-        # open, nothing was received to fill that bucket before).
+        # first replays share a bucket with the moment it began, and must count for it.
         last = BUCKET_SECONDS - 0.001
         return state, [
             (min(now, bucket * BUCKET_SECONDS + last), counts) for bucket, counts in raw_buckets
@@ -94,8 +86,7 @@ class DynamoBreakerStore:
         return BreakerState.from_item(json.loads(item["state"])) if item else BreakerState()
 
     def save(self, state: BreakerState, expected_version: int) -> bool:
-        """Write `state` only over the version it was decided on; False when another
-        invocation changed the state first (it then decided instead)."""
+        """Write `state` over the version it was decided on; False when another wrote first."""
         text = json.dumps(state.to_item(), sort_keys=True)
         item = to_item({"pk": PARTITION, "sk": STATE_KEY, "state": text, "version": state.version})
         try:

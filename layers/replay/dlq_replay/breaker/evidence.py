@@ -1,6 +1,4 @@
-"""What the breaker reads off AWS, each only when the rule needs it. Every read answers None
-when it cannot say: the breaker then decides without it (the constants' timing, no veto, no
-retention bound)."""
+"""What the breaker reads off AWS, only when the rule needs it; None when it cannot say."""
 
 from __future__ import annotations
 
@@ -37,8 +35,7 @@ def _url(queue_url: QueueUrl) -> str:
 
 
 def main_queue_timing(sqs: SQSClient, queue_url: str) -> QueueTiming | None:
-    """The main queue's visibility timeout and `maxReceiveCount` (GetQueueAttributes); None
-    when it cannot be read or has no redrive policy (its failures never reach a DLQ)."""
+    """The main queue's visibility timeout and `maxReceiveCount`; None without a redrive policy."""
     try:
         found = sqs.get_queue_attributes(
             QueueUrl=queue_url, AttributeNames=["VisibilityTimeout", "RedrivePolicy"]
@@ -57,8 +54,7 @@ def consumer_deleting(
     cloudwatch: Callable[[], Any], queue_url: str, *, clock: Clock = time.time
 ) -> Callable[[float, int], bool | None]:
     """Whether the main queue's consumer deleted at least `enough` messages since `start`
-    (NumberOfMessagesDeleted, whole minutes); None when CloudWatch has no datapoint there (it
-    publishes minutes late, and never off AWS) or cannot be read."""
+    (NumberOfMessagesDeleted, whole minutes); None without a datapoint (late, or off AWS)."""
     name = queue_name(queue_url)
     client = functools.cache(cloudwatch)  # made at the first read
 
@@ -82,9 +78,8 @@ def consumer_deleting(
 
 
 class QueueTotals:
-    """The worker's view of the consumer off AWS: replaying, failing and parking only move a
-    message between the main queue, the DLQ and the operator queue; only the consumer's
-    deletions take one out, so the total's fall is at least what it deleted."""
+    """The consumer's deletions off AWS: the replay only moves messages between the main queue,
+    the DLQ and the operator queue, so the total's fall is at least what the consumer deleted."""
 
     def __init__(
         self,
@@ -118,9 +113,8 @@ class QueueTotals:
                 self._samples.popleft()
 
     def deleting(self, start: float, enough: int) -> bool | None:
-        """Whether the total fell by at least `enough` since `start` (the last sample taken
-        by then). Without a sample from before `start`, a fall that large since the first
-        sample (a later moment) still says so; a smaller one is None: unknown."""
+        """Whether the total fell by at least `enough` since `start`; without a sample from before
+        it, a fall that large since the first still says so, a smaller one is None."""
         self.sample()
         with self._lock:
             if not self._samples:
@@ -150,8 +144,7 @@ def dlq_time_left(
     clock: Clock = time.time,
     every: float = METRIC_READ_SECONDS,
 ) -> Callable[[], float | None]:
-    """Seconds the DLQ's oldest message has left (None: unknown), read at most once `every`
-    seconds (the metric's period: the worker's pollers ask every second while open)."""
+    """Seconds the DLQ's oldest message has left (None: unknown), read at most once `every`."""
     lock = threading.Lock()
     last: list[tuple[float, float | None]] = []  # (when read, what it said)
     client = functools.cache(cloudwatch)

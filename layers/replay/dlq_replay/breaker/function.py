@@ -1,7 +1,6 @@
 """Lambda's outage breaker: its state in DynamoDB, its switch the function's own event source
-mapping (the one `dlq-replay pause` turns off), and its probe an EventBridge rule (rate 1 minute)
-enabled only while the breaker is not closed: a function that disabled its own mapping is no
-longer invoked by it."""
+mapping, and its probe an EventBridge rule (rate 1 minute) enabled while the breaker is not
+closed: a function that disabled its own mapping is no longer invoked by it."""
 
 from __future__ import annotations
 
@@ -64,8 +63,8 @@ class ProbeRule:
 
 
 class MappingSwitch:
-    """The replay function's event source mapping on the DLQ: off to open, on to probe. Found by
-    listing (the template cannot hand its UUID over without a dependency cycle)."""
+    """The function's mapping on the DLQ: off to open, on to probe. Found by listing (the
+    template cannot hand its UUID over without a dependency cycle)."""
 
     def __init__(
         self, lam: Callable[[], LambdaClient], function_name: str, dlq_arn: str | None = None
@@ -76,15 +75,13 @@ class MappingSwitch:
         self._uuid: str | None = None
 
     def uuid(self) -> str:
-        """The mapping's UUID: the function's mapping on the DLQ (its only SQS mapping when
-        the DLQ is not known, as in a probe)."""
+        """The mapping on the DLQ (the only SQS mapping when the DLQ is not known: a probe)."""
         if self._uuid is None:
+            lam, name, dlq = self._make_lam(), self._function, self._dlq_arn
             listed = (
-                self._make_lam().list_event_source_mappings(
-                    FunctionName=self._function, EventSourceArn=self._dlq_arn
-                )
-                if self._dlq_arn
-                else self._make_lam().list_event_source_mappings(FunctionName=self._function)
+                lam.list_event_source_mappings(FunctionName=name, EventSourceArn=dlq)
+                if dlq
+                else lam.list_event_source_mappings(FunctionName=name)
             )
             mappings = [
                 m
@@ -111,14 +108,12 @@ class MappingSwitch:
         self._make_lam().update_event_source_mapping(UUID=self.uuid(), Enabled=True)
 
     def resumed_by_someone_else(self) -> bool:
-        """While open the mapping stays off; on (or turning on) means an operator, the console
-        or a stack update turned it on: the breaker then steps aside."""
+        """On while open: an operator, the console or a stack update turned it on."""
         return self.state() in ("Enabled", "Enabling")
 
 
 class LambdaBreaker:
-    """The breaker as the Lambda adapter uses it. It never fails the invocation: the records'
-    outcomes stand whatever happens here (an error is logged; the next batch tries again)."""
+    """The breaker as the Lambda adapter uses it: an error is logged, never fails the batch."""
 
     def __init__(
         self,
@@ -151,9 +146,7 @@ class LambdaBreaker:
                 messages, self._count_attribute, known, last_attempt=self._max_attempts
             )
         except Exception as error:  # a safeguard must not fail the batch
-            self._logger.error(
-                "outage breaker not read", extra={"error": f"{type(error).__name__}: {error}"}
-            )
+            self._failed("outage breaker not read", error)
             return list(messages)
 
     def after_batch(
@@ -165,9 +158,8 @@ class LambdaBreaker:
         known: Known = NOTHING_KNOWN,
         refused: Mapping[str, int] = NOTHING_REFUSED,
     ) -> None:
-        """Count a batch whose copies were sent from `sent_at` on (taken before the batch: a
-        copy is never counted later than a return of it could say it was sent); returns are
-        counted by the records as `received`, before `give_back`."""
+        """Count a batch sent from `sent_at` (taken before it: never later than a return of it
+        could say); returns are counted by the records as `received`, before `give_back`."""
         came = {message.message_id: message for message in received}
         handled = (
             (came.get(o.message.message_id, o.message), o.decision, o.failure is None)
@@ -177,9 +169,7 @@ class LambdaBreaker:
             events = observe(handled, self._count_attribute, sent_at, known=known, refused=refused)
             self.breaker.after_batch(events)
         except Exception as error:  # a safeguard must not fail the batch
-            self._logger.error(
-                "outage breaker not updated", extra={"error": f"{type(error).__name__}: {error}"}
-            )
+            self._failed("outage breaker not updated", error)
 
     def tick(self) -> BreakerState | None:
         try:
@@ -187,14 +177,15 @@ class LambdaBreaker:
             if state.phase is Phase.CLOSED and self._rule is not None:
                 self._rule.follow(state)  # closed by an operator: nothing left to probe
         except Exception as error:  # the next tick tries again
-            self._logger.error(
-                "outage breaker probe failed", extra={"error": f"{type(error).__name__}: {error}"}
-            )
+            self._failed("outage breaker probe failed", error)
             return None
         if self._metrics is not None and state.phase is not Phase.CLOSED:
             # The alarm's signal: one datapoint a minute while the breaker is not closed.
             self._metrics.add_metric("BreakerOpen", MetricUnit.Count, 1)
         return state
+
+    def _failed(self, what: str, error: Exception) -> None:
+        self._logger.error(what, extra={"error": f"{type(error).__name__}: {error}"})
 
 
 _RULE_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
@@ -214,8 +205,7 @@ def lambda_breaker(
     clients: Callable[[str], Any] | None = None,
 ) -> LambdaBreaker | None:
     """The breaker when OUTAGE_BREAKER is on and the template gave it a table; else None. Its
-    clients are made when first needed: a cold start with the breaker closed makes none.
-    `clients`: shared with the rest of the function (`lazy_clients(session)` when None)."""
+    clients (`clients`, else `lazy_clients(session)`) are made when first needed."""
     function_name = env.get("AWS_LAMBDA_FUNCTION_NAME", "")
     table = resource_name(env, TABLE_VARIABLE, TABLE_NAME_PATTERN, TABLE_NAME_RULE)
     if not (settings.outage_breaker and table and function_name):
@@ -268,8 +258,7 @@ def lambda_breaker(
 
 
 def lazy_clients(session: boto3.Session | None) -> Callable[[str], Any]:
-    """One client per service, made when first asked for: the breaker and the follow-up share
-    the DynamoDB client (a second one costs the cold start some 4 ms)."""
+    """One client per service, made when first asked for (a second costs a cold start ~4 ms)."""
 
     @functools.cache
     def client(service: str) -> Any:

@@ -1,11 +1,11 @@
-"""The outage breaker's rule (pure; docs/design.md, "Outages"): first replays and their
-returns, counted at their send time, open the breaker when within the window they come back both
-many (MIN_RETURNS) and nearly all (RETURN_RATIO). The timing follows the main queue's
-redelivery (`QueueTiming`); the constants bound it, and stand for a queue that cannot be read."""
+"""The outage breaker's rule (pure; docs/design.md, "Outages"): first replays, counted at their
+send time, that come back within the window both many (MIN_RETURNS) and nearly all
+(RETURN_RATIO). The timing follows the main queue (`QueueTiming`), bounded by the constants."""
 
 from __future__ import annotations
 
 import bisect
+import math
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
@@ -20,8 +20,7 @@ from dlq_replay.core.messages import InboundMessage
 if TYPE_CHECKING:
     from dlq_replay.targets.ledger import Invocation
 
-# Message id -> the invocation a record without the count attribute returns from (the
-# invocation ledger's count, and when the invocation was made: the send time of its copy).
+# Message id -> the ledger's invocation a record without the count attribute returns from.
 Known = Mapping[str, "Invocation"]
 NOTHING_KNOWN: Known = MappingProxyType({})
 NOTHING_REFUSED: Mapping[str, int] = MappingProxyType({})
@@ -33,8 +32,7 @@ RETURN_RATIO = 0.9  # returns / replays: "nearly all of what was replayed came b
 FIRST_PAUSE_SECONDS = 120.0  # the first pause; doubled on each consecutive opening
 MAX_PAUSE_SECONDS = 3600.0  # never longer than an hour between probes
 # A probe replays this many records, then watches the DLQ's depth: back to (nearly) where it
-# was, the copies came back and it opens again. A probe into a consumer still down sends a few
-# dozen messages, not the whole backlog.
+# was, the copies came back and it opens again.
 PROBE_REPLAYS = 2 * MIN_RETURNS
 # With less than this left before SQS deletes the DLQ's oldest message, the breaker closes
 # (and does not open): the replay parks as usual instead of letting messages expire.
@@ -54,8 +52,7 @@ class QueueTiming:
 
     @property
     def redelivery_seconds(self) -> float:
-        """A copy the consumer keeps failing is back in the DLQ this long after it is
-        first visible in the main queue."""
+        """How long after a copy is visible in the main queue a failing one is back in the DLQ."""
         return self.visibility_seconds * self.max_receive_count
 
 
@@ -71,9 +68,7 @@ class BreakerPolicy:
     probe_replays: int = PROBE_REPLAYS
     retention_margin_seconds: float = RETENTION_MARGIN_SECONDS
     probe_wait_seconds: float = WINDOW_SECONDS  # half-open: closed after this without returns
-    # How long a message fails in the main queue before it reaches the DLQ, as far as the
-    # replay can tell (0: unknown): the consumer's deletions count from this long before a
-    # stretch (`deletions_from`).
+    # How long a message fails in the main queue before it reaches the DLQ (0: unknown).
     failing_seconds: float = 0.0
 
     def outage(self, counts: Counts) -> bool:
@@ -90,8 +85,8 @@ class BreakerPolicy:
         return min(self.max_pause_seconds, self.first_pause_seconds * 2.0**doublings)
 
     def for_queue(self, timing: QueueTiming | None, delay_seconds: float) -> BreakerPolicy:
-        """This policy's timing fitted to the main queue (never longer): one cycle is its
-        redelivery plus `delay_seconds` (the longest delay a replay is sent with) plus slack."""
+        """The timing fitted to the main queue (never longer): a cycle is its redelivery plus
+        `delay_seconds` (the longest a replay is sent with) plus slack."""
         if timing is None:
             return self
         cycle = timing.redelivery_seconds + max(0.0, delay_seconds) + CYCLE_SLACK_SECONDS
@@ -107,17 +102,19 @@ class BreakerPolicy:
             * min(timing.visibility_seconds, max(0.0, delay_seconds)),
         )
 
+    def deletions_enough(self, replays: int) -> int:
+        """The deletions of a consumer that works: a tenth of the replays; fewer is in transit."""
+        return max(self.min_returns, math.ceil((1.0 - self.return_ratio) * replays))
+
     def deletions_from(self, start: float) -> float:
-        """From when the consumer deleting others vetoes a stretch whose first replays were
-        sent from `start`: behind the consumer toolkit's backoff the poison alone reaches the
-        DLQ, after the good messages sent with it are done, so the look back reaches that far."""
+        """From when deletions veto a stretch sent from `start`: behind the toolkit's backoff the
+        poison reaches the DLQ after the good messages sent with it are done."""
         return start - self.failing_seconds
 
 
 @dataclass(frozen=True, slots=True)
 class Counts:
-    """First replays (copies sent with count 1) and their returns, the rule's evidence; and
-    every copy sent on to its queue (`sent`: what a probe counts)."""
+    """First replays (sent with count 1), their returns, and every copy sent (a probe's count)."""
 
     replays: int = 0
     returns: int = 0
@@ -134,8 +131,7 @@ class Counts:
 
 @dataclass(frozen=True, slots=True)
 class Signal:
-    """The outage signal: the stretch of send times whose first replays came back, and how
-    far back before it the first replays came back too."""
+    """The outage signal: the stretch of send times whose first replays came back."""
 
     start: float  # when the stretch began: the main queue's deletions are read from then on
     counts: Counts
@@ -143,23 +139,20 @@ class Signal:
 
     @property
     def known_from(self) -> float:
-        """When the outage is known to have begun: its attempts are given back from then."""
+        """When the outage began: its attempts are given back from then."""
         return self.start if self.began is None else min(self.began, self.start)
 
 
 def is_return(message: InboundMessage, count_attribute: str, known: Known = NOTHING_KNOWN) -> bool:
-    """A replayed copy back in the DLQ: a valid count of at least 1, and not a copy waiting
-    in the DLQ for its time (those carry the not-before attribute and are not failures)."""
+    """A replayed copy back in the DLQ (not one waiting there with the not-before attribute)."""
     return returned(message, count_attribute, known) is not None
 
 
 def returned(
     message: InboundMessage, count_attribute: str, known: Known = NOTHING_KNOWN
 ) -> tuple[int, float | None] | None:
-    """A return's count and when its copy was sent (epoch seconds, None: unknown); None when
-    the record is no return. The count attribute and SQS's SentTimestamp when the record has
-    the attribute; else what `known` says of its message id (the invocation's count and
-    time: Lambda writes its DLQ record minutes after the invocation, after its own retries)."""
+    """A return's count and when its copy was sent (None: unknown); None for no return. Without
+    the count attribute, `known`'s (Lambda writes its DLQ record minutes after the invocation)."""
     if NOT_BEFORE_ATTRIBUTE in message.attributes:
         return None
     sent = None if message.sent_ms is None else message.sent_ms / 1000.0
@@ -180,11 +173,9 @@ def observe(
     known: Known = NOTHING_KNOWN,
     refused: Mapping[str, int] = NOTHING_REFUSED,
 ) -> list[tuple[float, Counts]]:
-    """One batch's replays and returns, each at its *send time* (a return's: its copy's
-    SentTimestamp, or the invocation's time `known` tells), so like is compared with like.
+    """One batch's replays and returns, each at its send time, so like is compared with like.
     `refused`: message id -> the attempt whose delivery the target refused in this batch."""
-    # One event per send time, not per record: the window then holds about one event per
-    # batch, which keeps `outage_in_window` cheap on every batch.
+    # One event per send time, not per record: `outage_in_window` stays cheap.
     returns: Counter[float] = Counter()
     replays = sent = 0
     for message, decision, written in handled:
@@ -209,9 +200,8 @@ def observe(
 def outage_in_window(
     events: Iterable[tuple[float, Counts]], now: float, policy: BreakerPolicy, *, since: float
 ) -> Signal | None:
-    """The first stretch (a run of whole SLICES) within the window and since the breaker's last
-    change whose first replays came back, or None. Not the whole window: the last moments'
-    replays cannot be back yet, and those before the outage did not fail."""
+    """The first stretch of SLICES within the window and since the last change whose first
+    replays came back, or None (the last moments' cannot be back yet)."""
     width = policy.window_seconds / SLICES
     start = now - policy.window_seconds
     slices = [Counts()] * SLICES
@@ -241,9 +231,8 @@ def outage_in_window(
 
 
 def failing_since(slices: list[Counts], first: int, policy: BreakerPolicy) -> int:
-    """The slice the outage is known from: the stretch's first, moved back over the slices
-    just before it whose first replays came back too. The stretch that trips is often not the
-    earliest, and the earlier returns must get their attempts back as much as its own."""
+    """The stretch's first slice, moved back over those before it whose replays came back too
+    (their returns get their attempts back as much as the stretch's own)."""
     began = first
     for index in range(first - 1, -1, -1):
         counts = slices[index]
@@ -258,6 +247,6 @@ def failing_since(slices: list[Counts], first: int, policy: BreakerPolicy) -> in
 def in_window(
     events: Iterable[tuple[float, Counts]], now: float, policy: BreakerPolicy, *, since: float
 ) -> list[tuple[float, Counts]]:
-    """The events sent within the window and since the breaker's last change."""
+    """The events sent within the window and since the last change."""
     low = max(now - policy.window_seconds, since)
     return [event for event in events if low <= event[0] <= now]

@@ -1,6 +1,5 @@
-"""The outage breaker in the worker: the Lambda one with its state in memory and the pollers as
-its switch (open, each poller waits for the probe before its next receive); the pollers' own
-loop is the tick."""
+"""The outage breaker in the worker: its state in memory, the pollers as its switch (each waits
+for the probe before its next receive) and their loop as the tick."""
 
 from __future__ import annotations
 
@@ -23,8 +22,8 @@ GATE_POLL_SECONDS = 1.0
 
 
 class MemoryStore:
-    """The breaker's state and window for one process (thread-safe), counts per bucket of send
-    time: a list of every batch's events took 7 ms a batch to read back (bench/bench_breaker.py)."""
+    """The state and window for one process, thread-safe; counts per bucket of send time (a list
+    of every batch's events took 7 ms a batch to read back: bench/bench_breaker.py)."""
 
     def __init__(self, bucket_seconds: float) -> None:
         if not bucket_seconds > 0:
@@ -36,9 +35,8 @@ class MemoryStore:
 
     @classmethod
     def for_policy(cls, policy: BreakerPolicy, timing: bool = False) -> MemoryStore:
-        """Buckets of half the rule's slices (5 s of the default five minutes: 60 to read back
-        per batch, 25 µs where 1 s ones took 120); with a `timing` from the main queue, whose
-        window may be a few tens of seconds, buckets of the smallest window's slices."""
+        """Buckets of half a slice (5 s of five minutes; 1 s ones took 5x as long to read); with
+        a `timing` from the main queue, the smallest window's slices."""
         if timing:
             return cls(MIN_WINDOW_SECONDS / SLICES)
         return cls(policy.window_seconds / (SLICES * 2))
@@ -52,8 +50,7 @@ class MemoryStore:
     def read(
         self, now: float, policy: BreakerPolicy
     ) -> tuple[BreakerState, list[tuple[float, Counts]]]:
-        """The state, and the window's counts by bucket of send time, each bucket standing for
-        its last moment (now, for the one still filling), as the DynamoDB store reads them."""
+        """As the DynamoDB store reads them: a bucket at its last moment (now, while filling)."""
         oldest = math.floor((now - policy.window_seconds) / self._width)
         last = self._width * 0.999
         with self._lock:
@@ -77,7 +74,7 @@ class MemoryStore:
 
 
 class PollerSwitch:
-    """Nothing to pull: the pollers read the state before every receive."""
+    """The pollers read the state before every receive."""
 
     def pause(self) -> None: ...
     def resume(self) -> None: ...
@@ -158,8 +155,8 @@ def worker_breaker(
     clock: Clock = time.time,
     max_attempts: int | None = None,
 ) -> tuple[LambdaBreaker, BreakerGate]:
-    """The worker's breaker (for `LambdaReplay`) and the gate its pollers ask; `totals`: the
-    queues' totals, whose fall vetoes an opening (the consumer deletes: bad messages)."""
+    """The worker's breaker (for `LambdaReplay`) and its pollers' gate; `totals`: the queues'
+    totals, whose fall vetoes an opening."""
     breaker = Breaker(
         MemoryStore.for_policy(policy or BreakerPolicy(), timing is not None),
         PollerSwitch(),

@@ -1,12 +1,8 @@
-"""Helpers for the consumer of the main queue (docs/consumer.md): `replay_attempt`,
-`origin_id`, `VisibilityHeartbeat`; backoff before the DLQ with `BackoffBatchProcessor` /
-`BackoffFifoProcessor` in Lambda or `settle_failure` with boto3, where a handler that raises
-`ParkMessage(reason, detail)` sends its message to the operator queue at once.
-"""
+"""Helpers for the consumer of the main queue (docs/consumer.md): backoff before the DLQ in
+Lambda or with boto3, where a handler that raises `ParkMessage` parks its message at once."""
 
-from dlq_replay.consumer.failures import FailureOptions
+from dlq_replay.consumer.failures import FailureOptions, park_now, settle_failure
 from dlq_replay.consumer.processor import BackoffBatchProcessor, BackoffFifoProcessor
-from dlq_replay.consumer.settle import park_now, settle_failure
 from dlq_replay.consumer.visibility import (
     AttributesNotReceivedWarning,
     VisibilityHeartbeat,

@@ -1,12 +1,15 @@
-"""The consumer's failure path on SQS: park what asked to be parked, back off the rest. A refused
-visibility change only means an earlier retry, and a refused park leaves its record failed."""
+"""The consumer's failure path on SQS: park what asked to be parked, back off the rest (a refused
+park leaves its record failed); `settle_failure` for consumers that receive with boto3 (no
+Lambda, no Powertools: the usage, and the receive it needs, are in docs/consumer.md)."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import BotoCoreError, ClientError
 
 from dlq_replay.core.backoff import RandomSource, default_random
 from dlq_replay.core.failure import (
@@ -30,10 +33,9 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class FailureOptions:
-    """How failures are settled beyond the settings, all optional: `park_rule` turns
-    exceptions into parks (`park_on`); `park_detail(park, body) -> str` writes
-    `dlq-replay-error` (default `body_free_detail`: never a run of the body); `rng` draws
-    the delays; `logger` gets one line per settled message."""
+    """How failures are settled beyond the settings: `park_rule` turns exceptions into parks
+    (`park_on`); `park_detail(park, body) -> str` writes `dlq-replay-error` (default
+    `body_free_detail`); `rng` draws the delays; `logger` gets a line per settled message."""
 
     park_rule: ParkRule | None = None
     park_detail: ParkDetail | None = None
@@ -59,13 +61,13 @@ class FailurePath:
         self._park_rule = options.park_rule
         self._park_detail = options.park_detail
         self._rng = options.rng or default_random()
-        self._logger: Log = options.logger or logging.getLogger("dlq_replay.consumer")
+        self.logger: Log = options.logger or logging.getLogger("dlq_replay.consumer")
 
     def settle(
         self, queue_url: str, failures: Sequence[Failure], held_seconds: int = 0
     ) -> set[str]:
-        """Park the `ParkMessage` failures, back off the others; the ids parked: done, to be
-        deleted like successes. `held_seconds`: so no visibility passes SQS's 12 hours."""
+        """Park the `ParkMessage` failures, back off the others; the ids parked (to be deleted).
+        `held_seconds`: so no visibility passes SQS's 12 hours."""
         failures = [self._with_park_rule(failure) for failure in failures]
         parked = self._park([f for f in failures if isinstance(f.error, ParkMessage)])
         self._back_off(
@@ -84,7 +86,7 @@ class FailurePath:
 
     def unknown_queue(self, queue_arn: str, failures: Sequence[Failure]) -> None:
         for failure in failures:
-            self._logger.error(
+            self.logger.error(
                 "record's eventSourceARN names no queue: not backed off, not parked",
                 extra={"message_id": failure.message.message_id, "event_source_arn": queue_arn},
             )
@@ -95,7 +97,7 @@ class FailurePath:
         operator_queue_url = self._settings.operator_queue_url
         if operator_queue_url is None:
             for failure in failures:
-                self._logger.error(
+                self.logger.error(
                     "ParkMessage raised but OPERATOR_QUEUE_URL is not set: the record fails",
                     extra={"message_id": failure.message.message_id},
                 )
@@ -106,7 +108,7 @@ class FailurePath:
             assert isinstance(failure.error, ParkMessage)
             problem = unencodable(failure.message)
             if problem is not None:  # a hand-made record: it fails alone, the others settle
-                self._logger.error(
+                self.logger.error(
                     "cannot park: the record fails and is retried",
                     extra={"message_id": printable(failure.message.message_id), "problem": problem},
                 )
@@ -123,13 +125,13 @@ class FailurePath:
                 "reason": f"consumer:{failure.error.reason}",  # type: ignore[union-attr]
             }
             if (why := refused.get(failure.message.message_id)) is not None:
-                self._logger.error(
+                self.logger.error(
                     "park failed: the record fails and is retried",
                     extra={**fields, "error_code": why.code, "error": why.message},
                 )
             else:
                 parked.add(failure.message.message_id)
-                self._logger.info("record parked by its consumer", extra=fields)
+                self.logger.info("record parked by its consumer", extra=fields)
         return parked
 
     def _back_off(self, queue_url: str, messages: Sequence[InboundMessage], held: int) -> None:
@@ -140,12 +142,12 @@ class FailurePath:
             self._sqs, queue_url, [(m.receipt_handle, delays[m.message_id]) for m in messages]
         )
         for index, code in refused:
-            self._logger.warning(
+            self.logger.warning(
                 "could not back off a failed message; it returns after its visibility timeout",
                 extra={"message_id": messages[index].message_id, "code": code},
             )
         for message in messages:
-            self._logger.info(
+            self.logger.info(
                 "record backed off",
                 extra={
                     "message_id": message.message_id,
@@ -157,8 +159,7 @@ class FailurePath:
     def _delays(
         self, queue_url: str, messages: Sequence[InboundMessage], held: int
     ) -> dict[str, int]:
-        """One delay per message; on a FIFO queue one per message group (its first failed
-        message's), so the group comes back together and in order."""
+        """One delay per message; on a FIFO queue its group's first, so it comes back in order."""
         delays: dict[str, int] = {}
         by_group: dict[str, int] = {}
         fifo = is_fifo_url(queue_url)
@@ -172,3 +173,44 @@ class FailurePath:
             if group is not None:
                 by_group[group] = delay
         return delays
+
+
+def settle_failure(
+    sqs: SQSClient,
+    queue_url: str,
+    message: Mapping[str, Any],
+    error: BaseException | None,
+    settings: ConsumerSettings,
+    *,
+    held_seconds: int = 0,
+    options: FailureOptions | None = None,
+) -> bool:
+    """Park (then delete) a message whose handler raised `ParkMessage` (or what
+    `options.park_rule` names), else hide it for its backoff: True when parked. `held_seconds`:
+    time since the receive."""
+    inbound = InboundMessage.from_boto3(message)
+    path = FailurePath(sqs, settings, options)
+    parked = path.settle(queue_url, [Failure(inbound, error)], held_seconds)
+    if not parked:
+        return False
+    try:
+        sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=inbound.receipt_handle)
+    except (ClientError, BotoCoreError) as failure:
+        # Parked already: the source copy comes back and may be parked a second time.
+        path.logger.warning(
+            "parked, but the source copy could not be deleted",
+            extra={"message_id": inbound.message_id, "error": str(failure)},
+        )
+    return True
+
+
+def park_now(
+    sqs: SQSClient,
+    queue_url: str,
+    message: Mapping[str, Any],
+    park: ParkMessage,
+    settings: ConsumerSettings,
+) -> bool:
+    """Send a message to the operator queue now (`consumer:<reason>`), then delete it, without
+    raising first; False when the park failed and the message backed off instead."""
+    return settle_failure(sqs, queue_url, message, park, settings)

@@ -1,6 +1,5 @@
-"""Powertools batch processors that back off failed records before the DLQ: drop-ins for
-`BatchProcessor` and `SqsFifoPartialProcessor`; a record whose handler raised `ParkMessage` goes
-to the operator queue and is reported done, so Lambda deletes it from the source."""
+"""Drop-ins for Powertools' `BatchProcessor` and `SqsFifoPartialProcessor` that back off failed
+records; a record whose handler raised `ParkMessage` is parked and reported done."""
 
 from __future__ import annotations
 
@@ -22,14 +21,12 @@ if TYPE_CHECKING:
 
     from dlq_replay.core.log import Log
 
-# Lambda's event source mapping received the batch a little before the invocation began: kept
-# off the 12 hours a visibility timeout may last from the receive.
+# The mapping received the batch a little before the invocation: kept off SQS's 12 hours.
 RECEIVE_MARGIN_SECONDS = 60
 
 
 class _BackoffOnFailure:
-    """What both processors add to Powertools': remember each failure's exception, then
-    settle the failures before Powertools builds the response."""
+    """Remember each failure's exception; settle them before Powertools builds the response."""
 
     _path: FailurePath
     _clock: Callable[[], float]
@@ -109,8 +106,7 @@ class BackoffBatchProcessor(_BackoffOnFailure, BatchProcessor):
 
 
 class BackoffFifoProcessor(_BackoffOnFailure, SqsFifoPartialProcessor):
-    """`SqsFifoPartialProcessor` whose failed records back off, a message group together (the
-    delay of its first failure), so the group comes back in order."""
+    """`SqsFifoPartialProcessor` whose failed records back off, a message group together."""
 
     def __init__(
         self,

@@ -27,13 +27,10 @@ class AttributesNotReceivedWarning(UserWarning):
 
 
 def replay_attempt(message: Mapping[str, Any], attribute: str = DEFAULT_COUNT_ATTRIBUTE) -> int:
-    """How many times the replay sent this message back (a Lambda SQS record or a boto3
-    message): 0 for a first delivery or an invalid count. A boto3 message received without
-    asking for any attribute warns (once per call site): every such message reads as 0.
-    """
+    """How many times the replay sent this message back (a Lambda record or a boto3 message): 0
+    for a first delivery or an invalid count. A boto3 message received without attributes warns."""
     if not _is_lambda_record(message) and not {"MessageAttributes", "Attributes"} & set(message):
-        # Neither message nor system attributes: a ReceiveMessage that asked for none. (A
-        # message without any attribute, received with both asked for, still has "Attributes".)
+        # A ReceiveMessage that asked for none (else "Attributes" is there, if empty).
         warnings.warn(
             "replay_attempt: the message has no MessageAttributes; receive with "
             f"MessageAttributeNames=['All'] (or [{attribute!r}]), else every message reads "
@@ -45,10 +42,8 @@ def replay_attempt(message: Mapping[str, Any], attribute: str = DEFAULT_COUNT_AT
 
 
 def origin_id(message: Mapping[str, Any]) -> str:
-    """The id that names a message across all its replays, to deduplicate by: the first DLQ
-    message id its `dlq-replay-origin` carries (WRITE_ORIGIN_ATTRIBUTE=true), else its own id,
-    the same on a first delivery (SQS keeps a message's id when it moves it to a DLQ).
-    """
+    """The id to deduplicate by across replays: the first DLQ message id its `dlq-replay-origin`
+    carries (WRITE_ORIGIN_ATTRIBUTE=true), else its own (SQS keeps it when it dead-letters)."""
     origin = _attribute_values(message).get(ORIGIN_ATTRIBUTE)
     if origin is not None and origin.string_value:
         return origin.string_value.rsplit("/", 1)[0]
@@ -66,9 +61,8 @@ def _attribute_values(message: Mapping[str, Any]) -> Mapping[str, Attribute]:
 
 
 class VisibilityHeartbeat:
-    """Keeps a message invisible while long work on it runs, so a slow but healthy consumer
-    never lets it reappear (and count as a failure into the DLQ). A failed beat is kept in
-    `errors`, never raised into the work."""
+    """Keeps a message invisible while long work on it runs (else it reappears and counts as a
+    failure); a failed beat is kept in `errors`, never raised into the work."""
 
     def __init__(
         self,

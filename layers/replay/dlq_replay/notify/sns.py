@@ -1,6 +1,5 @@
-"""Park notices out to SNS (PublishBatch, 10 entries a request), every failure reported back: a
-notice is a courtesy on top of a park that already happened, so the caller logs and counts a
-failed one and the record stays done (its copy is safe in the operator queue)."""
+"""Park notices out to SNS (PublishBatch), every failure reported back: the caller logs and
+counts a failed one, and the record, parked already, stays done."""
 
 from __future__ import annotations
 
@@ -29,8 +28,7 @@ if TYPE_CHECKING:
 # PublishBatch limits: 10 entries and 256 KiB of payload per request.
 MAX_PUBLISH_ENTRIES = 10
 MAX_PUBLISH_BYTES = 262_144
-# As the SQS client (sqs/client.py): standard retries, and timeouts that keep one slow call
-# from eating the function's whole timeout.
+# As the SQS client (sqs/client.py): one slow call must not eat the function's whole timeout.
 SNS_CLIENT_CONFIG = Config(
     retries={"mode": "standard", "max_attempts": 5}, connect_timeout=5, read_timeout=15
 )
@@ -77,23 +75,15 @@ def publish_notices(
         entries = [_entry(str(index), notice, fifo) for index, notice in enumerate(request)]
         try:
             response = sns.publish_batch(TopicArn=topic_arn, PublishBatchRequestEntries=entries)
-        except ClientError as error:
-            info = error.response.get("Error", {})
-            code, text = str(info.get("Code", "ClientError")), str(info.get("Message", error))
+        except (ClientError, BotoCoreError) as error:
+            info = error.response.get("Error", {}) if isinstance(error, ClientError) else {}
+            code = str(info.get("Code", type(error).__name__))
+            text = str(info.get("Message", error))
             failures.extend(NoticeFailure(n.record_id, code, text) for n in request)
             continue
-        except BotoCoreError as error:
-            failures.extend(
-                NoticeFailure(n.record_id, type(error).__name__, str(error)) for n in request
-            )
-            continue
         for item in response.get("Failed", []):
-            notice = request[int(item["Id"])]
-            failures.append(
-                NoticeFailure(
-                    notice.record_id, str(item.get("Code", "Unknown")), str(item.get("Message", ""))
-                )
-            )
+            code, text = str(item.get("Code", "Unknown")), str(item.get("Message", ""))
+            failures.append(NoticeFailure(request[int(item["Id"])].record_id, code, text))
     return failures
 
 
@@ -113,8 +103,7 @@ def _entry(entry_id: str, notice: ParkNotice, fifo: bool) -> PublishBatchRequest
 def publish_texts(
     sns: SnsClient, topic_arn: str, subject: str, texts: Sequence[tuple[str, str]]
 ) -> list[str]:
-    """Publish short texts keyed by an id (a followed move's notices: the id dedupes them on a
-    FIFO topic); one line per text SNS did not take."""
+    """Publish texts keyed by an id (deduped by it on a FIFO topic); a line per one not taken."""
     fifo = is_fifo_arn(topic_arn)
     problems: list[str] = []
     for start in range(0, len(texts), MAX_PUBLISH_ENTRIES):
