@@ -157,8 +157,7 @@ def _parse(
 
 
 def parse_count(attribute: Attribute | None, limit: int = COUNT_LIMIT) -> int | None:
-    """The count an attribute holds: 0 when absent, None unless plain decimal digits below
-    `limit` in a String or Number."""
+    """The count an attribute holds: 0 when absent, None unless plain digits below `limit`."""
     if attribute is None:
         return 0
     if attribute.base_type not in {"Number", "String"} or attribute.string_value is None:

@@ -51,8 +51,7 @@ class BackoffPolicy:
         Jitter(self.jitter)
 
     def ceiling(self, attempt: int) -> int:
-        """min(cap, base x multiplier^(attempt-1)) in whole seconds, compared in log space (no
-        float overflow)."""
+        """min(cap, base x multiplier^(attempt-1)), compared in log space (no float overflow)."""
         if attempt < 1:
             raise ValueError(f"attempt must be >= 1, got {attempt}")
         exponent = attempt - 1

@@ -37,8 +37,7 @@ class ParkNotice:
 def park_notice_fields(
     message: InboundMessage, decision: Decision, *, include_body: bool
 ) -> dict[str, Any]:
-    """The notice's fields, every text from the record escaped (a lone surrogate cannot be
-    encoded for SNS)."""
+    """The notice's fields, every text from the record escaped (SNS refuses a lone surrogate)."""
     fields: dict[str, Any] = {
         "event": "parked",
         "message_id": sqs_text(message.message_id),

@@ -74,9 +74,6 @@ def _dlq_kind(text: str) -> str:
     return text
 
 
-_target_arns = comma_list(is_target_arn)
-
-
 # One row per variable of the function's environment, in the order they are checked.
 SETTINGS: tuple[Setting[Any], ...] = (
     Setting(
@@ -257,7 +254,7 @@ SETTINGS: tuple[Setting[Any], ...] = (
         "REPLAY_TARGET_ARNS",
         "replay_target_arns",
         Rule(
-            _target_arns,
+            comma_list(is_target_arn),
             "a comma-separated list of ARNs of Lambda functions, SQS queues, SNS topics, Step "
             "Functions state machines or EventBridge event buses",
             "comma list of target ARNs",

@@ -191,8 +191,7 @@ def integer_rule(low: int, high: int, text: str | None = None) -> Rule[int]:
 
 
 def flag_rule(on: str = "true", off: str = "false") -> Rule[bool]:
-    """A switch whose template values are `on` and `off`; the variable also takes true/false,
-    1/0, yes/no in any case."""
+    """A switch spelled `on`/`off`; the variable also takes true/false, 1/0, yes/no, any case."""
 
     def convert(text: str) -> bool:
         lowered = text.lower()

@@ -99,8 +99,7 @@ MISSING = _Missing()
 
 
 def select(event: Any, path: str) -> Any:
-    """The value at `path` in `event`, `MISSING`, or `NotApplied` for a path outside what
-    EventBridge documents."""
+    """The value at `path`, `MISSING`, or `NotApplied` for a path EventBridge does not document."""
     if not path.startswith("$"):
         return NotApplied(f"the path {path!r} does not start with $")
     if "*" in path:
@@ -184,8 +183,7 @@ def _value_text(name: str, value: Any, path: str | None, *, in_string: bool) -> 
 
 
 def _checked(output: str) -> str | NotApplied:
-    """`output` if it is JSON: one value, or several separated by white space (AWS's way to a
-    text of several lines)."""
+    """`output` if it is JSON: one value, or several separated by white space."""
     decoder = json.JSONDecoder()
     position = 0
     try:

@@ -144,8 +144,7 @@ _ROUTINE_KEYS = (
 
 
 def routine_summary(routine: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """The batch's routine line: each action's count, the destination if all share one, and
-    each record, short."""
+    """The batch's routine line: each action's count, a shared destination, each record short."""
     destinations = {fields["destination"] for fields in routine} - {None}
     shared = len(destinations) <= 1
     keys = _ROUTINE_KEYS if shared else (*_ROUTINE_KEYS, "destination")

@@ -33,8 +33,7 @@ def sqs_metric(query_id: str, metric: str, queue_name: str, stat: str) -> dict[s
 def oldest_message_ages(
     cloudwatch: Any, queue_names: Sequence[str], *, now: datetime | None = None
 ) -> tuple[dict[str, float], str | None]:
-    """The latest ApproximateAgeOfOldestMessage of each queue with a recent datapoint, and a
-    note for a failure to read CloudWatch."""
+    """The latest ApproximateAgeOfOldestMessage of each queue, and a note if CloudWatch failed."""
     from botocore.exceptions import BotoCoreError, ClientError
 
     end = now or datetime.now(UTC)

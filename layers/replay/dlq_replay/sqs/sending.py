@@ -170,8 +170,7 @@ def delete_messages(
 def change_visibility(
     sqs: SQSClient, queue_url: str, changes: Sequence[tuple[str, int]]
 ) -> list[tuple[int, str]]:
-    """ChangeMessageVisibilityBatch of (receipt handle, seconds) pairs; (index, error code) of
-    each change SQS refused."""
+    """ChangeMessageVisibilityBatch of (handle, seconds) pairs; (index, code) of each refused."""
 
     def request(chunk: list[tuple[int, tuple[str, int]]]) -> Sequence[BatchResultErrorEntryTypeDef]:
         response = sqs.change_message_visibility_batch(

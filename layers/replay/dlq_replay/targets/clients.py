@@ -30,8 +30,7 @@ TARGET_CLIENT_CONFIG = Config(
 
 
 class TargetClients:
-    """One boto3 client per (service, region), kept; `endpoint_url` names a service's endpoint
-    (None, or a None answer: boto3's own)."""
+    """One boto3 client per (service, region); `endpoint_url` may name a service's endpoint."""
 
     def __init__(
         self,

@@ -70,8 +70,7 @@ class Deliverer:
 
 
 def _refusal(record_id: str, error: Exception) -> Refused:
-    """The service's own code and message; `InvalidTarget` for a malformed target or rule ARN;
-    else the exception's class and text."""
+    """The service's code and message; `InvalidTarget` for a bad ARN; else the exception's."""
     if isinstance(error, ClientError):
         info = error.response.get("Error", {})
         code, message = info.get("Code") or RefusalCode.CLIENT_ERROR, info.get("Message") or error

@@ -157,8 +157,7 @@ class DynamoLedger:
     def _in_chunks(
         self, send: Callable[[list[Any]], list[Any]], items: list[Any], size: int, errors: list[str]
     ) -> list[str]:
-        """Send `items` (keys or items) `size` at a time, then what comes back unprocessed; the
-        request ids still left."""
+        """Send `items` `size` at a time, then what comes back unprocessed; the ids still left."""
         left: list[Any] = []
         for start in range(0, len(items), size):
             pending = items[start : start + size]

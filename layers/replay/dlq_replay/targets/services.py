@@ -54,8 +54,7 @@ class RuleTargets:
     def target(
         self, rule_arn: str, target_arn: str, home_account: str | None = None
     ) -> RuleTarget | None:
-        """The rule's target `target_arn`, or None; a rule of an account other than
-        `home_account` is read on its bus by ARN."""
+        """The rule's target `target_arn`, or None (another account's rule read by bus ARN)."""
         with self._lock:
             if rule_arn in self._failed:
                 # A fresh traceback each time, or the one error would hold every record's frames.
@@ -174,8 +173,7 @@ def start_execution(client: SFNClient, delivery: Delivery) -> DeliveryResult:
 
 
 def execution_name(key: str) -> str:
-    """A Step Functions execution name for one record and attempt, the same for a retried
-    request; 75 characters of [a-z0-9-]."""
+    """A Step Functions execution name (75 of [a-z0-9-]), the same for a retried request."""
     return f"dlq-replay-{hashlib.sha256(key.encode('utf-8', 'surrogatepass')).hexdigest()}"
 
 

@@ -77,8 +77,7 @@ class Kind:
 def delivery_of(
     message: InboundMessage, recognised: Recognised, target_arn: str, key: str
 ) -> Delivery:
-    """The one builder of a delivery, the replay's and the redrive's, deduplicated by
-    `<message id>-<key>`."""
+    """The one builder of a delivery (the replay's, the redrive's), deduplicated by `<id>-<key>`."""
     from dlq_replay.targets.delivery import Delivery
 
     arn = message.queue_arn
@@ -137,8 +136,7 @@ def recognise(
     replay_targets: frozenset[str],
     accepted: frozenset[RecordKind] = frozenset(RecordKind),
 ) -> Recognised:
-    """The record's kind among `accepted` (the one our copy is marked with tried first), else
-    SQS."""
+    """The record's kind among `accepted` (the one our copy is marked with first), else SQS."""
     plain = Recognised(RecordKind.SQS, payload=message.body)
     if not accepted - {RecordKind.SQS}:
         return plain
