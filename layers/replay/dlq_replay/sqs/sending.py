@@ -95,8 +95,6 @@ class BatchSender:
 
     def _send_request(self, queue_url: str, sized: _Request) -> dict[str, SendFailure]:
         request, size = sized
-        if not request:
-            return {}
         entries = [message.to_entry(str(index)) for index, message in enumerate(request)]
         try:
             with self._budget.hold(size):
@@ -110,21 +108,20 @@ class BatchSender:
                 permanent=False,
                 unconfirmed=status >= 500,  # a 4xx (throttling included) wrote nothing
             )
-            return {message.record_id: failure for message in request}
         except BotoCoreError as error:
             # Cut off mid-request (HTTPClientError) the write may have happened.
             unconfirmed = isinstance(error, HTTPClientError)
             failure = SendFailure(type(error).__name__, str(error), False, unconfirmed)
-            return {message.record_id: failure for message in request}
-        failed: dict[str, SendFailure] = {}
-        for item in response.get("Failed", []):
-            message = request[int(item["Id"])]
-            failed[message.record_id] = SendFailure(
-                str(item.get("Code", "Unknown")),
-                str(item.get("Message", "")),
-                bool(item.get("SenderFault", False)),
-            )
-        return failed
+        else:
+            return {
+                request[int(item["Id"])].record_id: SendFailure(
+                    str(item.get("Code", "Unknown")),
+                    str(item.get("Message", "")),
+                    bool(item.get("SenderFault", False)),
+                )
+                for item in response.get("Failed", [])
+            }
+        return {message.record_id: failure for message in request}
 
 
 class _ByteBudget:
