@@ -1,9 +1,6 @@
-"""Lambda's SQS event in, the partial-batch response out, on Powertools' batch processors.
-
-The replayer handles the whole batch first (its sends are batched across records); the
-Powertools record handler then only reports each record's outcome, so the response shape and
-the FIFO rule (a failed record fails the rest of its group) are Powertools' own.
-"""
+"""Lambda's SQS event in, the partial-batch response out: the replayer handles the whole batch
+first, then Powertools' record handler reports each outcome, so the response shape and the FIFO
+rule (a failed record fails the rest of its group) are Powertools' own."""
 
 from __future__ import annotations
 
@@ -38,8 +35,7 @@ if TYPE_CHECKING:
 
 
 class MalformedEventError(ValueError):
-    """The event is not Lambda's SQS event: no per-record answer is possible, so the whole
-    invocation fails (Lambda keeps the messages) with this one line."""
+    """Not Lambda's SQS event: the whole invocation fails (Lambda keeps the messages)."""
 
 
 def _records(event: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -83,12 +79,11 @@ class LambdaReplay:
         metrics: Metrics | None = None,
         session: boto3.Session | None = None,
     ) -> LambdaReplay:
-        """Parse the settings (SettingsError on a bad value); the SNS client only when park
-        notices are on, the targets' clients and the ledger only for a DLQ_KIND other than sqs."""
+        """Parse the settings (SettingsError on a bad value), and make what they turn on."""
         settings = Settings.from_env(env)
         sns = notice_client(settings, session=session)
         deliverer, ledger = None, None
-        if settings.dlq_kind != "sqs":  # the serverless kinds: their targets and the ledger
+        if settings.dlq_kind != "sqs":
             from dlq_replay.targets.clients import TargetClients
             from dlq_replay.targets.deliverer import Deliverer
             from dlq_replay.targets.ledger import LEDGER_TABLE_VARIABLE, invocation_ledger
@@ -166,8 +161,7 @@ class LambdaReplay:
             processor = SqsFifoPartialProcessor(skip_group_on_error=True)
         else:
             processor = BatchProcessor(event_type=EventType.SQS)
-        # Every record's fate is already logged; a batch where all failed is still an answer,
-        # not an exception (Lambda retries exactly the records it lists).
+        # A batch where all failed is still an answer: Lambda retries exactly the records listed.
         processor.raise_on_entire_batch_failure = False
         return process_partial_response(
             event=dict(event),

@@ -17,22 +17,16 @@ from dlq_replay.core.text import utf8_size
 if TYPE_CHECKING:
     from mypy_boto3_sqs.type_defs import MessageAttributeValueTypeDef
 
-# The attributes this product writes for itself; the prefix is reserved, so a configured count
-# attribute can never be mistaken for one of them.
+# The prefix of the attributes the replay writes for itself (refused for a count attribute).
 INTERNAL_ATTRIBUTE_PREFIX = "dlq-replay-"
 NOT_BEFORE_ATTRIBUTE = f"{INTERNAL_ATTRIBUTE_PREFIX}not-before"
 PARK_REASON_ATTRIBUTE = f"{INTERNAL_ATTRIBUTE_PREFIX}park-reason"
-# When the message first failed (Number, epoch seconds), for MAX_MESSAGE_AGE_SECONDS; written
-# on replayed copies only while that policy is on and a slot is free (core/decision.py).
+# When the message first failed (epoch seconds), for MAX_MESSAGE_AGE_SECONDS.
 FIRST_FAILURE_ATTRIBUTE = f"{INTERNAL_ATTRIBUTE_PREFIX}first-failure"
-# The first DLQ message id and the attempt ("<id>/<n>"), stable across replays so consumers
-# can deduplicate; written on replayed copies only when WRITE_ORIGIN_ATTRIBUTE is on and a slot
-# is free (core/decision.py).
+# "<first DLQ message id>/<attempt>", for consumers to deduplicate by (WRITE_ORIGIN_ATTRIBUTE).
 ORIGIN_ATTRIBUTE = f"{INTERNAL_ATTRIBUTE_PREFIX}origin"
-# Written by the consumer toolkit's park-now: the error, short (core/failure.py).
 PARK_ERROR_ATTRIBUTE = f"{INTERNAL_ATTRIBUTE_PREFIX}error"
-# SQS allows at most this many message attributes on one message.
-MAX_MESSAGE_ATTRIBUTES = 10
+MAX_MESSAGE_ATTRIBUTES = 10  # SQS's limit per message
 # The count is valid below this bound (docs/design.md, 'What happens to one record', step 1).
 COUNT_LIMIT = 10**9
 _DIGITS = re.compile(r"[0-9]+")
@@ -64,9 +58,7 @@ class Attribute:
         return {"DataType": self.data_type, "StringValue": self.string_value or ""}
 
     def to_lambda(self) -> dict[str, Any]:
-        """The shape Lambda's SQS event source delivers: camelCase, base64 binaries, and
-        `stringValue` only on String/Number values, `binaryValue` only on Binary ones (Lambda
-        leaves the other key out rather than sending null)."""
+        """The shape Lambda's SQS event source delivers (no null for the other value's key)."""
         value: dict[str, Any] = (
             {"binaryValue": base64.b64encode(self.binary_value).decode()}
             if self.binary_value is not None
@@ -121,8 +113,7 @@ _SQS_KEYS = _Keys(
 
 
 def is_mapping(value: object) -> bool:
-    """A JSON object: a dict (what json and boto3 give) is one without the ABC's instance
-    check, which took a fifth of reading a record's attributes; any other Mapping too."""
+    """A JSON object; a dict skips the ABC's instance check (a fifth of reading attributes)."""
     return type(value) is dict or isinstance(value, Mapping)
 
 
@@ -133,9 +124,8 @@ def _from_base64(value: Any) -> bytes:
 def _parse(
     raw: Mapping[str, Mapping[str, Any]] | None, keys: _Keys, to_bytes: Callable[[Any], bytes]
 ) -> ParsedAttributes:
-    """Read each value from the key its data type names, never from whichever key is present:
-    a String or Number takes the string value, a Binary the binary one (Powertools' sample
-    events carry both on one Number). A value missing for its type is dropped, with why."""
+    """Each value read from the key its data type names, not whichever is present (Powertools'
+    sample events carry both on one Number); one missing for its type is dropped, with why."""
     values: dict[str, Attribute] = {}
     dropped: dict[str, str] = {}
     if raw is not None and not is_mapping(raw):
@@ -146,35 +136,28 @@ def _parse(
             continue
         data_type = str(item.get(keys.data_type) or "String")
         base_type = data_type.split(".", 1)[0]
-        if base_type in ("String", "Number"):
-            text = item.get(keys.string)
-            if text is not None:
-                values[name] = Attribute(data_type, string_value=str(text))
-                continue
-        elif base_type == "Binary":
-            binary = item.get(keys.binary)
-            if binary is not None:
-                try:
-                    values[name] = Attribute(data_type, binary_value=to_bytes(binary))
-                    continue
-                except (binascii.Error, ValueError, TypeError):
-                    dropped[name] = f"its {keys.binary} is not valid base64"
-                    continue
-        else:
+        if base_type not in ("String", "Number", "Binary"):
             dropped[name] = f"unknown data type {data_type!r} (String, Number or Binary)"
             continue
-        if any(item.get(key) for key in keys.lists):
+        key = keys.binary if base_type == "Binary" else keys.string
+        value = item.get(key)
+        if value is None and any(item.get(list_key) for list_key in keys.lists):
             dropped[name] = "list values cannot be sent to SQS"
+        elif value is None:
+            dropped[name] = f"a {base_type} attribute without its {key}"
+        elif base_type != "Binary":
+            values[name] = Attribute(data_type, string_value=str(value))
         else:
-            wanted = keys.binary if base_type == "Binary" else keys.string
-            dropped[name] = f"a {base_type} attribute without its {wanted}"
+            try:
+                values[name] = Attribute(data_type, binary_value=to_bytes(value))
+            except (binascii.Error, ValueError, TypeError):
+                dropped[name] = f"its {key} is not valid base64"
     # Most records drop nothing: one shared empty mapping, not an empty dict per record.
     return ParsedAttributes(values, dropped or _NOTHING_DROPPED)
 
 
 def parse_count(attribute: Attribute | None, limit: int = COUNT_LIMIT) -> int | None:
-    """The replay count an attribute holds: 0 when absent, None unless it is a String or Number
-    of plain decimal digits below `limit` (no sign, fraction, exponent or empty value)."""
+    """The count an attribute holds: 0 when absent, None unless plain digits below `limit`."""
     if attribute is None:
         return 0
     if attribute.base_type not in {"Number", "String"} or attribute.string_value is None:

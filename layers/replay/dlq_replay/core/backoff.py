@@ -51,8 +51,7 @@ class BackoffPolicy:
         Jitter(self.jitter)
 
     def ceiling(self, attempt: int) -> int:
-        """min(cap, base x multiplier^(attempt-1)) in whole seconds, compared in log space so
-        that a large multiplier at attempt 100 cannot overflow a float."""
+        """min(cap, base x multiplier^(attempt-1)), compared in log space (no float overflow)."""
         if attempt < 1:
             raise ValueError(f"attempt must be >= 1, got {attempt}")
         exponent = attempt - 1
@@ -70,9 +69,8 @@ class BackoffPolicy:
             case Jitter.EQUAL:
                 low = math.ceil(high / 2)
             case Jitter.DECORRELATED:
-                # Brooker's decorrelated jitter keeps a floor of `base` and a spread that widens
-                # with every retry; stateless, the previous sleep is unknown, so the capped
-                # ceiling stands in for 3 x previous and the floor never passes half of it.
+                # Brooker's decorrelated jitter, stateless: the capped ceiling stands in for
+                # 3 x the previous sleep, and the floor never passes half of it.
                 low = min(self.base_seconds, math.ceil(high / 2))
             case Jitter.NONE:
                 low = high
@@ -89,9 +87,8 @@ def default_random() -> random.Random:
 
 class KeyedRandom:
     """`randint` from a 64-bit hash of a key, the same in every process: a record decided again
-    after a lost write draws the same delay, so it takes the same path and, on FIFO, writes the
-    same deduplication id. (A `random.Random` seeded with the key filled 2.5 KB of generator
-    state for its one draw: a tenth of the replay's own CPU per record.)"""
+    draws the same delay (on FIFO, the same deduplication id). A seeded `random.Random` cost a
+    tenth of the replay's CPU per record."""
 
     __slots__ = ("_value",)
 

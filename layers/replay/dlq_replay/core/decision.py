@@ -1,5 +1,5 @@
-"""The vocabulary of a record's decision, and the SQS copy a decision writes (the decision
-itself: `dlq_replay.engine.decide`). Pure: no client, clock or random source of its own."""
+"""The vocabulary of a record's decision (made in `dlq_replay.engine.decide`), and the SQS copy
+a decision writes."""
 
 from __future__ import annotations
 
@@ -20,8 +20,7 @@ from dlq_replay.core.messages import InboundMessage, OutboundMessage, fits_limit
 from dlq_replay.core.queues import is_fifo_url
 from dlq_replay.core.settings import Settings
 
-# SQS caps a message's visibility at 12 hours from when it was received; the record was
-# received moments ago, so a hold stays a minute short of that.
+# SQS caps visibility at 12 hours from the receive, moments ago: a hold stays a minute short.
 MAX_HOLD_SECONDS = MAX_VISIBILITY_TIMEOUT_SECONDS - 60
 # A FIFO operator queue needs a group even for a message that arrived without one.
 FALLBACK_GROUP_ID = "dlq-replay-no-group"
@@ -70,10 +69,8 @@ class Decision:
     reason: ParkReason | None = None
     drawn_delay: int | None = None  # the backoff drawn for a new attempt
     problem: str | None = None  # why a FAIL: one line for the log
-    # Epoch seconds the written copy carries as its first failure (max-age policy on only).
-    first_failure: int | None = None
-    # The service's error a parked delivery carries in `dlq-replay-error` (engine/kinds).
-    error: str | None = None
+    first_failure: int | None = None  # epoch seconds, for the copy (max-age policy on only)
+    error: str | None = None  # the service's error, for a parked copy's `dlq-replay-error`
 
     @property
     def clamped(self) -> bool:
@@ -87,9 +84,8 @@ def queue_delay_limit(queue_url: str) -> int:
 
 
 def first_failure_of(message: InboundMessage) -> int | None:
-    """When the message first failed (epoch seconds): the first-failure attribute a replayed
-    copy carries, else SQS's first receive of this copy (later, so the age is a lower bound);
-    None when the record has neither."""
+    """When the message first failed (epoch seconds): a replayed copy's attribute, else SQS's
+    first receive of this copy (later: the age is a lower bound), else None."""
     carried = message.attributes.get(FIRST_FAILURE_ATTRIBUTE)
     if carried is not None:
         value = attributes.parse_count(carried, NOT_BEFORE_LIMIT)
@@ -101,9 +97,8 @@ def first_failure_of(message: InboundMessage) -> int | None:
 
 
 def park_reason_of(body: str, values: Mapping[str, Attribute]) -> str | None:
-    """Why an operator-queue message was parked, as the operator tools show and filter it:
-    its park-reason attribute; `attribute-limit` for one with no room for it (`build_copy`
-    could not add it); None for SQS's own safety net's park."""
+    """Why an operator-queue message was parked: its park-reason attribute, `attribute-limit`
+    when there is no room for one, None for SQS's own safety net's park."""
     reason = values.get(PARK_REASON_ATTRIBUTE)
     if reason is not None:
         return reason.string_value
@@ -127,8 +122,7 @@ def build_copy(message: InboundMessage, decision: Decision, settings: Settings) 
         carried[settings.count_attribute] = _count_attribute(message, decision, settings)
         if decision.not_before is not None:
             carried[NOT_BEFORE_ATTRIBUTE] = attributes.number(decision.not_before)
-        # Where a slot is free, after the count and the not-before marker: the first failure,
-        # then the origin (an aid, never worth a park or a clamped delay).
+        # Where a slot is free (an aid, never worth a park or a clamped delay).
         optional = []
         if decision.first_failure is not None and FIRST_FAILURE_ATTRIBUTE not in carried:
             optional.append((FIRST_FAILURE_ATTRIBUTE, attributes.number(decision.first_failure)))
@@ -146,10 +140,9 @@ def sqs_copy(
     key: str,
     delay: int = 0,
 ) -> OutboundMessage:
-    """The one builder of a copy, the replay's and every operator move's: `message` with the
-    attributes `carried`. On FIFO: no delay, the record's group (`FALLBACK_GROUP_ID` for none)
-    and the deduplication id `<message id>-<key>`, the same for the same record and step, so
-    SQS drops a send repeated after a crash within its 5-minute window."""
+    """The one builder of a copy, the replay's and every operator move's. On FIFO: no delay, a
+    group, and the deduplication id `<message id>-<key>`, so SQS drops a send repeated after a
+    crash."""
     fifo = is_fifo_url(queue_url)
     return OutboundMessage(
         record_id=message.message_id,
@@ -174,8 +167,7 @@ def with_room(
 
 
 def _origin(message: InboundMessage, decision: Decision) -> Attribute:
-    """`<first DLQ message id>/<attempt>`: the id is kept from the copy's own origin, so it
-    names the first failure however many replays later."""
+    """`<first DLQ message id>/<attempt>`, the id kept from the copy's own origin."""
     carried = message.attributes.get(ORIGIN_ATTRIBUTE)
     text = carried.string_value if carried is not None else None
     first_id = text.rsplit("/", 1)[0] if text else message.message_id

@@ -13,7 +13,7 @@ from dlq_replay.core.backoff import MAX_VISIBILITY_TIMEOUT_SECONDS, BackoffPolic
 from dlq_replay.core.decision import FALLBACK_GROUP_ID, with_room
 from dlq_replay.core.messages import InboundMessage, OutboundMessage
 from dlq_replay.core.queues import is_fifo_url
-from dlq_replay.core.text import PARK_DETAIL_MAX_CHARS, clip, one_line, sqs_text
+from dlq_replay.core.text import PARK_DETAIL_MAX_CHARS, clip, last_true, one_line, sqs_text
 
 # A park-now reason is written as `consumer:<reason>` in `dlq-replay-park-reason`, so the
 # operator tools tell it from the replay's own reasons and can filter on it.
@@ -29,11 +29,8 @@ _INPUT_VALUE = re.compile(r"input_value=.*?(?=, input_type=)")
 
 
 class ParkMessage(Exception):  # noqa: N818 - an instruction to the processor, not an error
-    """Raise from a record handler to send the record to the operator queue now.
-
-    `reason` (1-64 of A-Z a-z 0-9 _ . -) is written as `consumer:<reason>`; `detail` (say,
-    the validation error) is truncated to `PARK_DETAIL_MAX_CHARS`. Never put the body in it.
-    """
+    """Raise from a record handler to park the record now: `reason` (1-64 of A-Z a-z 0-9 _ . -)
+    is written as `consumer:<reason>`, `detail` (never the body) cut to PARK_DETAIL_MAX_CHARS."""
 
     def __init__(self, reason: str, detail: str = "") -> None:
         if not CONSUMER_REASON.fullmatch(reason):
@@ -50,9 +47,8 @@ ParkDetail = Callable[["ParkMessage", str], str]
 
 
 def park_on(reason: str, *types: type[BaseException]) -> ParkRule:
-    """A rule that parks a record whose handler raised one of `types` (say, a validation
-    error), as if it had raised `ParkMessage(reason, str(error)) from error`; others back
-    off."""
+    """A rule that parks a record whose handler raised one of `types`, as if it had raised
+    `ParkMessage(reason, str(error)) from error`; others back off."""
     ParkMessage(reason)  # the reason is checked now, not at the first failure
 
     def rule(error: BaseException) -> ParkMessage | None:
@@ -68,33 +64,29 @@ def park_on(reason: str, *types: type[BaseException]) -> ParkRule:
 def visibility_delay(
     policy: BackoffPolicy, receive_count: int, rng: RandomSource, held_seconds: int = 0
 ) -> int:
-    """The visibility timeout for a failed message: the policy's delay for attempt =
-    `receive_count` (its ApproximateReceiveCount; 1 on the first receive), cut so that it
-    ends within SQS's 12 hours from the receive (`held_seconds` have gone since)."""
+    """The policy's delay for attempt `receive_count`, cut to end within SQS's 12 hours from
+    the receive (`held_seconds` have gone since)."""
     delay = policy.draw(max(1, receive_count), rng)
     return max(0, min(delay, MAX_VISIBILITY_TIMEOUT_SECONDS - held_seconds))
 
 
 def body_free_detail(park: ParkMessage, body: str) -> str:
-    """The default `dlq-replay-error`: the park's detail with every `input_value=...` (how
-    pydantic quotes its input) and every run of BODY_RUN_CHARS or more characters of the body
-    replaced by REDACTED, so the body never reaches the attribute."""
+    """The default `dlq-replay-error`: the park's detail with pydantic's `input_value=...` and
+    every run of the body redacted, so the body never reaches the attribute."""
     text = sqs_text(_INPUT_VALUE.sub(f"input_value={REDACTED}", one_line(park.detail)))
     return _redact_body(text, body, keep=PARK_DETAIL_MAX_CHARS)
 
 
 def park_detail_text(park: ParkMessage, body: str, detail: ParkDetail | None = None) -> str:
-    """What a park-now copy carries in `dlq-replay-error` (empty: no attribute), whatever
-    `detail` returns: on one line, escaped for SQS, cut without splitting an escape."""
+    """`dlq-replay-error` of a park-now copy (empty: none), whatever `detail` returns."""
     text = (detail or body_free_detail)(park, body)
     return clip(sqs_text(one_line(str(text))), PARK_DETAIL_MAX_CHARS)
 
 
 def _redact_body(text: str, body: str, *, keep: int) -> str:
-    """`text` (one line, escaped: the body is looked for in the same forms) with each run of
-    BODY_RUN_CHARS or more characters of `body` replaced by REDACTED. Blocks of half a run are
-    tested, a block found grown to the longest run by binary search: a 1 MiB body costs a few
-    dozen substring searches. The scan stops once the first `keep` characters are settled."""
+    """`text` with each run of BODY_RUN_CHARS or more characters of `body` replaced by REDACTED.
+    Blocks of half a run are tested, a block found grown by binary search (a 1 MiB body costs a
+    few dozen searches); the scan stops once the first `keep` characters are settled."""
     if len(body) < BODY_RUN_CHARS or len(text) < BODY_RUN_CHARS:
         return text
     flat = re.sub(r"\s+", " ", body)  # not stripped: a run may start with the body's space
@@ -138,23 +130,10 @@ def _redact_body(text: str, body: str, *, keep: int) -> str:
 def _run_through(
     text: str, start: int, stop: int, in_body: Callable[[str], bool]
 ) -> tuple[int, int]:
-    """The longest run of the body through `text[start:stop]` (itself in the body): its right
-    end first, then its left end."""
-    right = _last_true(lambda end: in_body(text[start:end]), stop, len(text))
-    left = -_last_true(lambda negative: in_body(text[-negative:right]), -start, 0)
+    """The longest run of the body through `text[start:stop]` (itself in the body)."""
+    right = last_true(lambda end: in_body(text[start:end]), stop, len(text))
+    left = -last_true(lambda negative: in_body(text[-negative:right]), -start, 0)
     return left, right
-
-
-def _last_true(holds: Callable[[int], bool], low: int, high: int) -> int:
-    """The largest n in [low, high] for which `holds` is true, given that it holds at `low`
-    and, once false, stays false for every larger n."""
-    while low < high:
-        middle = (low + high + 1) // 2
-        if holds(middle):
-            low = middle
-        else:
-            high = middle - 1
-    return low
 
 
 def park_now_copy(
@@ -163,8 +142,7 @@ def park_now_copy(
     operator_queue_url: str,
     detail: ParkDetail | None = None,
 ) -> OutboundMessage:
-    """The operator-queue copy of a message its consumer parked: the reason, then the detail,
-    where an attribute slot and the 1 MiB limit allow."""
+    """The operator-queue copy of a parked message: the reason, then the detail, where room."""
     marks = (
         (PARK_REASON_ATTRIBUTE, f"{CONSUMER_REASON_PREFIX}{park.reason}"),
         (PARK_ERROR_ATTRIBUTE, park_detail_text(park, message.body, detail)),

@@ -1,5 +1,5 @@
-"""The kinds of DLQ record, what DLQ_KIND accepts, and what a serverless record carries: the
-vocabulary only (each kind's strategy is in `dlq_replay.engine.kinds`)."""
+"""The kinds of DLQ record, what DLQ_KIND accepts, and what a serverless record carries (each
+kind's strategy: `dlq_replay.engine.kinds`)."""
 
 from __future__ import annotations
 
@@ -40,8 +40,7 @@ def accepted_kinds(dlq_kind: str) -> frozenset[RecordKind]:
 
 
 def lambda_target(allowed: frozenset[str]) -> str | None:
-    """Where an asynchronous-invocation record goes: its record does not name the function, so
-    the list must name exactly one; None when it names none or several."""
+    """The one function listed, where an asynchronous-invocation record goes; else None."""
     functions = [arn for arn in allowed if target_service(arn) is TargetService.LAMBDA]
     return functions[0] if len(functions) == 1 else None
 

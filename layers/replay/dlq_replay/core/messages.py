@@ -21,11 +21,9 @@ _T = TypeVar("_T")
 
 
 def unencodable(message: InboundMessage) -> str | None:
-    """Why the message cannot be written anywhere, or None: a text SQS would take as UTF-8
-    holds a lone surrogate (U+D800-U+DFFF; only hand-made events carry one, e.g. JSON with
-    `"\\udcff"`), which cannot even be encoded. One line for the log, naming where."""
-    # This runs for every record, and every text of a well-formed one encodes: the labels of
-    # the line are made only for a text that fails (`_where`).
+    """Why no copy of the message can be written, or None: a text holds a lone surrogate (only
+    hand-made events carry one), which cannot be encoded as UTF-8. Labels are made only for a
+    text that fails (`_where`): this runs for every record."""
     texts: list[tuple[str | tuple[int, str, str], str | None]] = [
         ("the body", message.body),
         ("the message id", message.message_id),
@@ -97,43 +95,26 @@ class InboundMessage:
     @classmethod
     def from_lambda_record(cls, record: Mapping[str, Any]) -> InboundMessage:
         """From one record of Lambda's SQS event (camelCase keys, base64 binaries)."""
-        return cls._build(
-            message_id=record["messageId"],
-            receipt_handle=record.get("receiptHandle", ""),
-            body=record.get("body", ""),
-            parsed=attributes.from_lambda(record.get("messageAttributes")),
-            queue_arn=record.get("eventSourceARN", ""),
-            system=_mapping(record.get("attributes")),
-        )
+        parsed = attributes.from_lambda(record.get("messageAttributes"))
+        return cls._build(record, _LAMBDA_KEYS, parsed, record.get("eventSourceARN", ""))
 
     @classmethod
     def from_boto3(cls, message: Mapping[str, Any], queue_arn: str = "") -> InboundMessage:
         """From one message of boto3's ReceiveMessage (PascalCase keys, raw binaries)."""
-        return cls._build(
-            message_id=message["MessageId"],
-            receipt_handle=message.get("ReceiptHandle", ""),
-            body=message.get("Body", ""),
-            parsed=attributes.from_sqs(message.get("MessageAttributes")),
-            queue_arn=queue_arn,
-            system=_mapping(message.get("Attributes")),
-        )
+        parsed = attributes.from_sqs(message.get("MessageAttributes"))
+        return cls._build(message, _BOTO3_KEYS, parsed, queue_arn)
 
     @classmethod
     def _build(
-        cls,
-        *,
-        message_id: Any,
-        receipt_handle: Any,
-        body: Any,
-        parsed: ParsedAttributes,
-        queue_arn: Any,
-        system: Mapping[str, Any],
+        cls, raw: Mapping[str, Any], keys: tuple[str, ...], parsed: ParsedAttributes, queue_arn: Any
     ) -> InboundMessage:
         """The fields both shapes share, once: system attributes have the same names."""
+        id_key, handle_key, body_key, system_key = keys
+        system = _mapping(raw.get(system_key))
         return cls(
-            message_id=str(message_id),
-            receipt_handle=str(receipt_handle),
-            body=str(body),
+            message_id=str(raw[id_key]),
+            receipt_handle=str(raw.get(handle_key, "")),
+            body=str(raw.get(body_key, "")),
             attributes=parsed.values,
             dropped_attributes=parsed.dropped,
             queue_arn=str(queue_arn),
@@ -144,6 +125,10 @@ class InboundMessage:
             first_received_ms=_timestamp_ms(system.get("ApproximateFirstReceiveTimestamp")),
             sent_ms=_timestamp_ms(system.get("SentTimestamp")),
         )
+
+
+_LAMBDA_KEYS = ("messageId", "receiptHandle", "body", "attributes")
+_BOTO3_KEYS = ("MessageId", "ReceiptHandle", "Body", "Attributes")
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,9 +169,8 @@ class OutboundMessage:
 def sized_batches(
     items: Iterable[_T], size: Callable[[_T], int], entries: int, limit: int
 ) -> Iterator[tuple[list[_T], int]]:
-    """Batch requests of at most `entries` items and `limit` bytes, in order, each with its
-    bytes (measured once: a text is encoded to count it); an item too big to share one goes
-    alone, for the service to judge."""
+    """Requests of at most `entries` items and `limit` bytes, in order, each with its bytes; an
+    item too big to share one goes alone, for the service to judge."""
     batch: list[_T] = []
     total = 0
     for item in items:

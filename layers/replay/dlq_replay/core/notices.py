@@ -1,5 +1,5 @@
-"""What a park notice says: which message was parked and why, so a pager is actionable without
-opening the operator queue; the body only where LOG_MESSAGE_BODY allows it, as in the logs."""
+"""What a park notice says: which message was parked and why (the body only where
+LOG_MESSAGE_BODY allows it), so a pager is actionable without opening the operator queue."""
 
 from __future__ import annotations
 
@@ -11,17 +11,14 @@ from dlq_replay.core.decision import FALLBACK_GROUP_ID, Decision
 from dlq_replay.core.messages import InboundMessage
 from dlq_replay.core.text import clip, sqs_text, utf8_size
 
-# SNS takes 256 KiB per message and per PublishBatch request; a body is cut well below that so
-# a notice always fits, and several share a request.
+# Well below SNS's 256 KiB per request, so several notices share one.
 NOTICE_BODY_LIMIT = 65_536
-# SNS caps an e-mail subject at 100 characters.
-_SUBJECT_LIMIT = 100
+_SUBJECT_LIMIT = 100  # SNS's limit on an e-mail subject
 
 
 @dataclass(frozen=True, slots=True)
 class ParkNotice:
-    """One SNS message: the JSON text, a subject for e-mail subscribers, and the reason as a
-    message attribute (subscription filter policies match on it)."""
+    """One SNS message; the reason is also a message attribute, for filter policies."""
 
     record_id: str
     message: str
@@ -40,8 +37,7 @@ class ParkNotice:
 def park_notice_fields(
     message: InboundMessage, decision: Decision, *, include_body: bool
 ) -> dict[str, Any]:
-    """The notice's fields. Every text from the record is escaped as `sqs_text` does (a lone
-    surrogate cannot be encoded for SNS at all), before the body is measured."""
+    """The notice's fields, every text from the record escaped (SNS refuses a lone surrogate)."""
     fields: dict[str, Any] = {
         "event": "parked",
         "message_id": sqs_text(message.message_id),

@@ -8,8 +8,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from urllib.parse import urlsplit
 
-# SQS queue names: 1-80 of A-Z a-z 0-9 - _, the 80 including the `.fifo` of a FIFO queue
-# (CreateQueue, "QueueName"; the same rule as template.yaml's AllowedPattern).
+# SQS queue names: 1-80 of A-Z a-z 0-9 - _, the 80 including a FIFO queue's `.fifo`.
 QUEUE_NAME = r"(?:[A-Za-z0-9_-]{1,75}\.fifo|[A-Za-z0-9_-]{1,80})"
 QUEUE_NAME_PATTERN = re.compile(QUEUE_NAME)
 QUEUE_ARN_PATTERN = re.compile(
@@ -21,13 +20,10 @@ SNS_TOPIC_ARN_PATTERN = re.compile(
     r"arn:(?P<partition>aws[a-z-]*):sns:(?P<region>[a-z0-9-]+):(?P<account>\d{12}):"
     r"(?P<name>[A-Za-z0-9_-]{1,251}(?:\.fifo)?|[A-Za-z0-9_-]{252,256})"
 )
-# The characters of a region (no regex: `url_region` is not worth one more compile at import).
 _REGION_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-")
-# Control characters and white space have no place in a URL (and would end up in logs).
 _UNPRINTABLE = re.compile(r"[\x00-\x20\x7f-\x9f]")
 
-# DNS suffix of the SQS endpoint per partition; the URL of a queue is built from it when a
-# record names its source queue only by ARN (Lambda's DeadLetterQueueSourceArn).
+# DNS suffix of the SQS endpoint per partition, for a queue's URL built from its ARN.
 PARTITION_DNS_SUFFIX = {
     "aws": "amazonaws.com",
     "aws-cn": "amazonaws.com.cn",
@@ -41,8 +37,7 @@ PARTITION_DNS_SUFFIX = {
 
 
 def queue_url_problem(url: str) -> str | None:
-    """Why `url` cannot be an SQS queue URL, or None when it can: `http(s)://host/.../<queue
-    name>`, as SQS's own and every SQS-compatible endpoint's URLs end in the queue's name."""
+    """Why `url` cannot be an SQS queue URL (`http(s)://host/.../<queue name>`), or None."""
     if _UNPRINTABLE.search(url):
         return "holds white space or control characters"
     try:
@@ -61,14 +56,12 @@ def queue_url_problem(url: str) -> str | None:
 
 
 def queue_name(url: str) -> str:
-    """A queue URL's last path segment, a trailing slash ignored: SQS's own and every
-    SQS-compatible endpoint's URLs end in the queue's name. Unchecked (`queue_url_problem`)."""
+    """A queue URL's last path segment, a trailing slash ignored (unchecked)."""
     return url.rstrip("/").rsplit("/", 1)[-1]
 
 
 def url_region(url: str) -> str | None:
-    """The region an AWS queue URL names, `https://sqs.<region>.amazonaws.com[.cn]/...`; None
-    for any other text (an emulator's URL)."""
+    """The region of `https://sqs.<region>.amazonaws.com[.cn]/...`; None for other text."""
     region, dot, rest = url.removeprefix("https://sqs.").partition(".")
     found = url.startswith("https://sqs.") and dot and rest.startswith("amazonaws.com")
     return region if found and region and _REGION_CHARACTERS.issuperset(region) else None
@@ -88,9 +81,8 @@ def is_fifo_arn(arn: str) -> bool:
     return is_fifo_name(arn)
 
 
-# ARN-shaped text others send (a record's queue ARN, an emulator's, a caller identity's),
-# read without `Arn.parse`'s checks, which would refuse what the replay has always accepted:
-# `arn:<partition>:<service>:<region>:<account>:<resource>`, the resource possibly with colons.
+# ARN-shaped text others send, read without `Arn.parse`'s checks (which would refuse what the
+# replay has always accepted).
 
 
 def arn_name(arn: str) -> str:
@@ -99,7 +91,7 @@ def arn_name(arn: str) -> str:
 
 
 def arn_resource(arn: str) -> str:
-    """What follows the fifth colon, colons and all (the last field of text with fewer)."""
+    """What follows the fifth colon (the last field of text with fewer)."""
     return arn.split(":", 5)[-1]
 
 
@@ -172,13 +164,12 @@ class Arn:
         return f"https://sqs.{self.region}.{suffix}/{self.account}/{self.name}"
 
 
-# A rule's ARN: `arn:<partition>:events:<region>:<account>:rule/[<bus name>/]<rule name>`; a
-# bus name may hold slashes (a partner bus, `aws.partner/<saas>/<name>`), a rule name may not.
 _RULE_PREFIX = "rule/"
 
 
 def rule_location(rule_arn: str) -> tuple[str, str, str | None]:
-    """(region, rule name, event bus name or None for the account's default bus)."""
+    """(region, rule name, event bus name or None for the default bus) of `...:rule/[<bus
+    name>/]<rule name>`: a bus name may hold slashes (a partner bus), a rule name may not."""
     arn = Arn.parse(rule_arn)
     bus, _, name = arn.resource.removeprefix(_RULE_PREFIX).rpartition("/")
     if arn.service != "events" or not arn.resource.startswith(_RULE_PREFIX) or not name:
@@ -196,8 +187,7 @@ class TargetService(StrEnum):
 
 
 def target_service(text: str) -> TargetService:
-    """The service an ARN names, among those the replay delivers to; OTHER for the rest
-    (Kinesis, an API destination, a log group, ...), and for text that is no ARN."""
+    """The service an ARN names, among those the replay delivers to; else OTHER."""
     try:
         arn = Arn.parse(text)
     except ValueError:

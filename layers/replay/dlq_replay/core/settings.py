@@ -1,9 +1,6 @@
-"""The function's configuration, parsed once into a frozen dataclass (docs/deploying.md).
-
-Every setting is one row of `SETTINGS`, which the environment parser, the CLI options and the
-test of template.yaml all read: a bad value is refused the same way everywhere, before a single
-record is touched, with one line that names the variable, the value and the rule.
-"""
+"""The function's configuration (docs/deploying.md): one row of `SETTINGS` per setting, read by
+the environment parser, the CLI options and the test of template.yaml, so a bad value is refused
+the same way everywhere, before a single record is touched."""
 
 from __future__ import annotations
 
@@ -36,12 +33,10 @@ from dlq_replay.core.settings_rules import (
 __all__ = ["SNS_TOPIC_ARN_PATTERN", "Setting", "SettingsError"]
 
 DEFAULT_COUNT_ATTRIBUTE = "sqs-dlq-replay-nb"
-# A batch of 10,000 records is 1,000 SendMessageBatch requests; 8 at once cuts its time 8-fold
-# (bench/bench_batch_send.py) with threads that cost a 128 MB function next to nothing.
+# 8 SendMessageBatch requests at once cut a batch's time 8-fold (bench/bench_batch_send.py).
 DEFAULT_SEND_CONCURRENCY = 8
 SEND_CONCURRENCY_LIMIT = 32  # the SQS client's connection pool (sqs/client.py) is this big
 MAX_ATTEMPTS_LIMIT = 100
-# SQS keeps a message at most 14 days, so an older first failure cannot be seen anyway.
 MAX_MESSAGE_AGE_LIMIT = 1_209_600
 _JITTERS = [j.value for j in Jitter]
 _QUEUE_URL = Rule(
@@ -64,8 +59,7 @@ _TOPIC_ARN = Rule(
     {"Type": "String", "AllowedPattern": TOPIC_ARN_PARAMETER_PATTERN},
 )
 
-# template.yaml's pattern of one ReplayTargetArns entry (blank allowed): the ARN shapes of
-# core/kinds.py's target_service.
+# template.yaml's pattern of one ReplayTargetArns entry (blank allowed): `target_service`'s.
 TARGET_ARN_PARAMETER_PATTERN = (
     r"^$|^arn:aws[a-z-]*:(lambda:[a-z0-9-]+:[0-9]{12}:function:[A-Za-z0-9_-]{1,64}"
     r"(:(\$LATEST|[A-Za-z0-9_-]{1,128}))?|(sqs|sns):[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_.-]{1,256}"
@@ -80,11 +74,7 @@ def _dlq_kind(text: str) -> str:
     return text
 
 
-_target_arns = comma_list(is_target_arn)
-
-
-# One row per variable of the function's environment, in the order they are checked: a new
-# setting is a new row (and its field in `Settings`).
+# One row per variable of the function's environment, in the order they are checked.
 SETTINGS: tuple[Setting[Any], ...] = (
     Setting(
         "OPERATOR_QUEUE_URL",
@@ -264,7 +254,7 @@ SETTINGS: tuple[Setting[Any], ...] = (
         "REPLAY_TARGET_ARNS",
         "replay_target_arns",
         Rule(
-            _target_arns,
+            comma_list(is_target_arn),
             "a comma-separated list of ARNs of Lambda functions, SQS queues, SNS topics, Step "
             "Functions state machines or EventBridge event buses",
             "comma list of target ARNs",
@@ -301,8 +291,7 @@ SETTING: Mapping[str, Setting[Any]] = {setting.variable: setting for setting in 
 
 @dataclass(frozen=True, slots=True)
 class Settings:
-    """Everything the replay needs to decide and route, and nothing it can look up at run time.
-    The defaults are the table's (tests/unit/test_settings.py holds them to it)."""
+    """Everything the replay needs to decide and route; the defaults are the table's."""
 
     operator_queue_url: str
     main_queue_url: str | None = None
@@ -319,12 +308,9 @@ class Settings:
     outage_breaker: bool = True
     dlq_kind: str = "sqs"
     replay_target_arns: frozenset[str] = frozenset()
-    # Operator moves followed (follow/): the notice's share of what was sent, and its topic
-    # (None: notices are only logged).
     follow_notice_percent: int = 10
     follow_notice_topic_arn: str | None = None
-    # Where URLs built from queue ARNs point: boto3's own AWS_ENDPOINT_URL_SQS/AWS_ENDPOINT_URL
-    # (an emulator or SQS-compatible broker); unset means AWS's regional endpoint.
+    # Where URLs built from queue ARNs point (boto3's AWS_ENDPOINT_URL_SQS/AWS_ENDPOINT_URL).
     endpoint_url_sqs: str | None = None
 
     @property
@@ -346,8 +332,7 @@ class Settings:
 
 @dataclass(frozen=True, slots=True)
 class ConsumerSettings:
-    """The consumer toolkit's knobs: its backoff and the operator queue a `ParkMessage` sends to,
-    by the same variables and rules, so a consumer and its replay can share one configuration."""
+    """The consumer toolkit's backoff and operator queue, by the replay's variables and rules."""
 
     backoff: BackoffPolicy = field(default_factory=BackoffPolicy)
     operator_queue_url: str | None = None  # without it, a ParkMessage fails its record
@@ -360,8 +345,7 @@ class ConsumerSettings:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> ConsumerSettings:
-        """BACKOFF_BASE_SECONDS, BACKOFF_MULTIPLIER, BACKOFF_CAP_SECONDS, JITTER and (optional)
-        OPERATOR_QUEUE_URL; other variables are ignored."""
+        """The backoff's variables and (optional) OPERATOR_QUEUE_URL; others are ignored."""
         backoff = {
             setting.field.removeprefix("backoff."): setting.read(env)
             for setting in SETTINGS

@@ -1,5 +1,5 @@
-"""The parts of a settings table row: the rule a value follows (converter, words, template
-constraints), the row itself, and the one-line error of a value that breaks its rule."""
+"""The parts of a settings table row: the rule a value follows, the row itself, and the
+one-line error of a value that breaks its rule."""
 
 from __future__ import annotations
 
@@ -11,8 +11,7 @@ from typing import Generic, TypeVar
 from dlq_replay.core.attributes import INTERNAL_ATTRIBUTE_PREFIX
 from dlq_replay.core.queues import QUEUE_ARN_PATTERN, SNS_TOPIC_ARN_PATTERN, queue_url_problem
 
-# SQS message attribute names: up to 256 of A-Z a-z 0-9 _ - . ; no leading or trailing period,
-# no two periods in a row, not starting with AWS. or Amazon. (any case).
+# SQS message attribute names: no leading, trailing or doubled period, not AWS. or Amazon.
 _ATTRIBUTE_NAME = re.compile(r"^(?!\.)(?!.*\.\.)(?!.*\.$)[A-Za-z0-9_.\-]{1,256}$")
 _RESERVED_PREFIX = re.compile(r"^(aws|amazon)\.", re.IGNORECASE)
 # template.yaml's pattern of the same rule (MaxLength 256 bounds the length there).
@@ -48,8 +47,7 @@ class SettingsError(ValueError):
 def resource_name(
     env: Mapping[str, str], variable: str, pattern: re.Pattern[str], rule: str
 ) -> str | None:
-    """A resource name from the function's environment: blank is none, a bad one refused
-    (`rule` completes "must be empty, or ...")."""
+    """A resource name from the environment: blank is none, a bad one refused by `rule`."""
     raw = env.get(variable)
     text = (raw or "").strip()
     if text and not pattern.fullmatch(text):
@@ -133,8 +131,7 @@ def boolean(text: str) -> bool:
 @dataclass(frozen=True, slots=True)
 class Rule(Generic[T]):
     """What the text of one setting may be: the converter (raises ValueError), the words that
-    complete "must be ...", the short form the CLI's help shows, and the same rule as the
-    constraints of its template.yaml parameter (tests/template/test_settings_table.py)."""
+    complete "must be ...", the CLI help's short form, and its template.yaml constraints."""
 
     convert: Callable[[str], T]
     text: str
@@ -194,10 +191,7 @@ def integer_rule(low: int, high: int, text: str | None = None) -> Rule[int]:
 
 
 def flag_rule(on: str = "true", off: str = "false") -> Rule[bool]:
-    """A switch whose template values are `on` and `off` (flag_rule("on", "off") for a setting
-    spelled that way); the variable also takes true/false, 1/0, yes/no in any case."""
-    if (on, off) == ("true", "false"):
-        return Rule(boolean, "true or false", "true or false", choices(on, off))
+    """A switch spelled `on`/`off`; the variable also takes true/false, 1/0, yes/no, any case."""
 
     def convert(text: str) -> bool:
         lowered = text.lower()

@@ -7,16 +7,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-# One character SQS refuses: the complement of its allowed set (see above), spelled as the
-# refused ranges (the same set; the allowed ranges negated took 8 ms to compile at import).
+# One character SQS refuses, as the refused ranges (the allowed ones negated took 8 ms to compile).
 REFUSED_CHARACTER = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
-# What `sqs_text` writes for a refused character: the longest is six characters (`\udcff`).
 _ESCAPE = re.compile(r"\\x[0-9a-f]{2}|\\u[0-9a-f]{4}")
 _ESCAPE_MAX_CHARS = 6
 _WHITE_SPACE = re.compile(r"\s+")
 
-# The error detail a parked copy carries in `dlq-replay-error`: at most this many characters,
-# counted after the escapes of `sqs_text`.
+# `dlq-replay-error`'s length in characters, counted after the escapes of `sqs_text`.
 PARK_DETAIL_MAX_CHARS = 256
 
 
@@ -32,8 +29,7 @@ def sqs_text(text: str) -> str:
 
 
 def printable(text: str) -> str:
-    """`text` as a log line can hold it: a lone surrogate (which no UTF-8 stream can write)
-    shown as its escape, everything else as it is."""
+    """`text` with each lone surrogate (which no UTF-8 stream can write) shown as its escape."""
     try:
         text.encode()
     except UnicodeEncodeError:
@@ -42,14 +38,12 @@ def printable(text: str) -> str:
 
 
 def one_line(text: str) -> str:
-    """Every run of white space (line breaks, tabs, the separators U+001C-U+001F) as one
-    space, ends stripped."""
+    """Every run of white space (line breaks, tabs, U+001C-U+001F) as one space, stripped."""
     return _WHITE_SPACE.sub(" ", text).strip()
 
 
 def utf8_size(text: str) -> int:
-    """Bytes `text` takes in UTF-8: what SQS and SNS count against their limits. An ASCII text
-    (most) is counted without encoding a copy of it."""
+    """Bytes `text` takes in UTF-8 (an ASCII text counted without encoding a copy)."""
     return len(text) if text.isascii() else len(text.encode())
 
 
@@ -59,19 +53,26 @@ def clip(text: str, limit: int, *, size: Callable[[str], int] = len) -> str:
     already be valid for SQS."""
     if size(text) <= limit:
         return text
-    low, high = 0, min(len(text), limit)  # no character is smaller than one unit
-    while low < high:  # the longest prefix that fits: size grows with the prefix
-        middle = (low + high + 1) // 2
-        if size(text[:middle]) <= limit:
-            low = middle
-        else:
-            high = middle - 1
+    # The longest prefix that fits (no character is smaller than one unit).
+    low = last_true(lambda end: size(text[:end]) <= limit, 0, min(len(text), limit))
     # An escape that straddles the cut is dropped whole, not left as `\x1` or `\ud`.
     window = max(0, low - _ESCAPE_MAX_CHARS + 1)
     for match in _ESCAPE.finditer(text, window, low + _ESCAPE_MAX_CHARS):
         if match.start() < low < match.end():
             return text[: match.start()]
     return text[:low]
+
+
+def last_true(holds: Callable[[int], bool], low: int, high: int) -> int:
+    """The largest n in [low, high] for which `holds` is true, given that it holds at `low`
+    and, once false, stays false for every larger n."""
+    while low < high:
+        middle = (low + high + 1) // 2
+        if holds(middle):
+            low = middle
+        else:
+            high = middle - 1
+    return low
 
 
 def error_text(text: str) -> str:

@@ -1,7 +1,6 @@
 """What an EventBridge rule's target is given instead of the event: `Input`, `InputPath` or an
-`InputTransformer`, applied again by AWS's documented rules (docs/kind-eventbridge.md, 'Input
-transformers'). Anything else is `NotApplied`: the record waits or parks rather than reach its
-target in a shape EventBridge might not have given it."""
+`InputTransformer`, applied by AWS's documented rules (docs/kind-eventbridge.md); anything else
+is `NotApplied`, rather than a shape EventBridge might not have given the target."""
 
 from __future__ import annotations
 
@@ -10,9 +9,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-# Every EventBridge event has these fields (https://docs.aws.amazon.com/eventbridge/latest/
-# userguide/eb-events-structure.html); a body without them is not the event a target's
-# transformation applies to (it may be the transformed input itself).
+# Every EventBridge event has these fields; a body without them may be the transformed input.
 EVENT_FIELDS = (
     "version",
     "id",
@@ -38,8 +35,7 @@ _COMPACT = (",", ":")
 
 @dataclass(frozen=True, slots=True)
 class TargetInput:
-    """A rule target's input settings, as `ListTargetsByRule` gives them; all None (and no
-    paths) when the target receives the event itself."""
+    """A rule target's input settings, as `ListTargetsByRule` gives them (none: the event)."""
 
     input: str | None = None  # constant JSON text: delivered instead of the event
     input_path: str | None = None  # the part of the event delivered
@@ -103,8 +99,7 @@ MISSING = _Missing()
 
 
 def select(event: Any, path: str) -> Any:
-    """The value at `path` in `event`, `MISSING` when there is none, or `NotApplied` for a
-    path outside what EventBridge documents (or a wildcard)."""
+    """The value at `path`, `MISSING`, or `NotApplied` for a path EventBridge does not document."""
     if not path.startswith("$"):
         return NotApplied(f"the path {path!r} does not start with $")
     if "*" in path:
@@ -188,9 +183,7 @@ def _value_text(name: str, value: Any, path: str | None, *, in_string: bool) -> 
 
 
 def _checked(output: str) -> str | NotApplied:
-    """`output` if it is JSON: one value, or several separated by white space (AWS's way to
-    a text of several lines: each line a quoted string). EventBridge's delivery of anything
-    else is not documented."""
+    """`output` if it is JSON: one value, or several separated by white space."""
     decoder = json.JSONDecoder()
     position = 0
     try:

@@ -1,6 +1,5 @@
 """One decision for a DLQ record of any kind: count, limits, backoff, then replay, defer, hold,
-release or park; what differs by kind is asked of its strategy (`engine.kinds.Kind`). Pure: the
-outcome is a value, never an exception."""
+release or park; what differs by kind is asked of its strategy (`engine.kinds.Kind`)."""
 
 from __future__ import annotations
 
@@ -28,7 +27,7 @@ from dlq_replay.engine.kinds import kind_of, recorded_error
 if TYPE_CHECKING:
     from dlq_replay.sqs.sending import SendFailure
 
-_WRITES = (Action.REPLAY, Action.DEFER, Action.RELEASE)
+WRITES = (Action.REPLAY, Action.DEFER, Action.RELEASE)  # the actions that write a copy
 UNDECIDED = Decision(Action.FAIL, problem="not decided")  # a case's, until decided
 
 
@@ -48,17 +47,15 @@ def decide(
 
 
 def park_instead(decision: Decision, reason: ParkReason) -> Decision:
-    """The park that follows a destination's refusal for good: a release's copy keeps its
-    count; any other, the count it came with."""
+    """The park after a destination's refusal for good, with the count the record came with."""
     count = decision.attempt if decision.action is Action.RELEASE else (decision.attempt or 1) - 1
     return Decision(Action.PARK, attempt=count, reason=reason)
 
 
 class RecordCase:
-    """One record through the replay. `rng` None keys the draw by `<message id>/<attempt>`: a
-    retried record decides as before, and a FIFO destination drops the second copy by its
-    deduplication id. `dlq_url` None (an `eventSourceARN` that names no queue): the decisions
-    that write back to or hide in the DLQ fail that record alone. (Not a dataclass: cold start.)"""
+    """One record through the replay. `rng` None keys the draw by `<message id>/<attempt>`, so a
+    retried record decides as before. `dlq_url` None (an `eventSourceARN` that names no queue):
+    a decision that writes back to or hides in the DLQ fails. (Not a dataclass: cold start.)"""
 
     __slots__ = (
         "decision",
@@ -94,8 +91,8 @@ class RecordCase:
         self.failure: SendFailure | None = None
 
     def decide(self) -> Decision:
-        """The count is our attribute, else the ledger's, else 0. A record that tells no first
-        failure is checked for its age next round: its copy carries `now` as its first."""
+        """The count is our attribute, else the ledger's, else 0; a copy of a record that tells
+        no first failure carries `now` as its first."""
         message, settings, recognised = self.message, self.settings, self.recognised
         problem = unencodable(message)
         if problem is not None:  # nothing can be written for it, not even a park
@@ -111,7 +108,7 @@ class RecordCase:
         if first_failure is not None and self.now - first_failure > max_age:
             return _park(ParkReason.MAX_AGE, count, recognised)
         decision = self._decide(count)
-        if not max_age or decision.action not in _WRITES:
+        if not max_age or decision.action not in WRITES:
             return decision
         first_failure = math.floor(self.now) if first_failure is None else first_failure
         return replace(decision, first_failure=first_failure)
@@ -120,8 +117,7 @@ class RecordCase:
         self, decision: Decision, *, error: str, reason: ParkReason | None = None
     ) -> Decision:
         """The target refused delivery `decision.attempt`: a refusal no retry can change
-        (`reason`) parks now, another waits in the DLQ for the next attempt (or parks
-        `max-attempts` after the last)."""
+        (`reason`) parks now, another waits in the DLQ for the next attempt (or parks)."""
         refused = decision.attempt or 1
         if reason is None and refused >= self.settings.max_attempts:
             reason = ParkReason.MAX_ATTEMPTS
@@ -150,16 +146,15 @@ class RecordCase:
         self, destination: str, limit: int, attempt: int, *, at_once: bool = True
     ) -> Decision:
         """Attempt `attempt`: now when the drawn delay is at most `limit` (and `at_once`), else
-        a copy that waits in the DLQ. A copy with no slot for its markers is sent now with its
-        delay clamped to `limit` (not `at_once`: parked `attribute-limit`)."""
+        a copy that waits in the DLQ; with no slot for its markers, clamped to `limit` (or
+        parked `attribute-limit` if not `at_once`)."""
         message = self.message
         key = f"{message.message_id}/{attempt}"
         source = self.rng if self.rng is not None else KeyedRandom(key)
         delay = self.settings.backoff.draw(attempt, source)
         if delay <= limit and at_once:
             return Decision(Action.REPLAY, destination, attempt, delay, drawn_delay=delay)
-        # Rounded down: never longer than the drawn delay (so the cap), and a copy is released
-        # on its first arrival after its time, not held again for the rounding second.
+        # Rounded down: never longer than the drawn delay, and not held again for a second.
         not_before = math.floor(self.now) + delay
         waiting = {
             **message.attributes,
@@ -182,9 +177,8 @@ class RecordCase:
         )
 
     def _waiting(self, destination: str, count: int) -> Decision:
-        """A copy we wrote back to wait: held until its time, then released with its count.
-        The wait left is bounded by the cap: an absurd not-before (edited by hand, or written
-        under a larger cap) must not hide a message until the DLQ's retention deletes it."""
+        """A copy we wrote back to wait: held until its time, then released with its count. The
+        wait is bounded by the cap: an absurd not-before must not hide it until retention ends."""
         marker = self.message.attributes[NOT_BEFORE_ATTRIBUTE]
         not_before = attributes.parse_count(marker, NOT_BEFORE_LIMIT) or 0
         cap = self.settings.backoff.cap_seconds

@@ -1,5 +1,4 @@
-"""What became of each record of a batch, and how it is told: one log line per record an
-operator may act on, one line for the routine rest, and the batch's metrics."""
+"""What became of each record of a batch, and how it is told: its log lines and metrics."""
 
 from __future__ import annotations
 
@@ -29,14 +28,12 @@ class Outcome:
     message: InboundMessage
     decision: Decision
     failure: SendFailure | None = None
-    # The record's kind and target when a serverless service wrote it (None: an SQS record).
-    recognised: Recognised | None = None
-    # The attempt its target refused at once (the decision is then what followed the refusal).
-    refused_attempt: int | None = None
+    recognised: Recognised | None = None  # the record's kind and target
+    refused_attempt: int | None = None  # the attempt its target refused (then: what followed)
 
     @property
     def done(self) -> bool:
-        """True when the record may be deleted from the DLQ: its copy is written somewhere."""
+        """The record may be deleted from the DLQ: its copy is written somewhere."""
         return self.failure is None and self.decision.action not in _NOT_DONE
 
 
@@ -45,10 +42,8 @@ class BatchReport:
         self._settings, self._logger, self._metrics = settings, logger, metrics
 
     def __call__(self, outcomes: Iterable[Outcome]) -> None:
-        """A line of its own for each record an operator may have to act on, one for the
-        batch's routine outcomes, and the metrics. A line costs more CPU than the rest of a
-        record's handling (bench/bench_end_to_end.py), so the routine records share one; their
-        own lines are kept at DEBUG."""
+        """A line of its own for each record an operator may have to act on, one shared by the
+        routine rest (a line costs more CPU than a record's handling), and the metrics."""
         parked: Counter[str] = Counter()
         routine: list[dict[str, Any]] = []
         for outcome in outcomes:
@@ -73,8 +68,7 @@ class BatchReport:
         self._emit_parked(parked)
 
     def _fields(self, outcome: Outcome) -> dict[str, Any]:
-        """One record's log fields; texts from the record go through `printable`: a hand-made
-        event's lone surrogate must not cost the line."""
+        """One record's log fields (a lone surrogate in a text from the record made printable)."""
         decision = outcome.decision
         message = outcome.message
         fields: dict[str, Any] = {
@@ -137,8 +131,7 @@ class BatchReport:
                 pass
 
 
-# What a routine record keeps in its batch's line: enough to follow it (where it went, with
-# which count, back when); the rest is on its DEBUG line.
+# What a routine record keeps in its batch's line; the rest is on its DEBUG line.
 _ROUTINE_KEYS = (
     "message_id",
     "action",
@@ -151,8 +144,7 @@ _ROUTINE_KEYS = (
 
 
 def routine_summary(routine: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """The batch's routine line: the count of each action, the destination when every record
-    sent somewhere went to one queue (else each names its own), and each record, short."""
+    """The batch's routine line: each action's count, a shared destination, each record short."""
     destinations = {fields["destination"] for fields in routine} - {None}
     shared = len(destinations) <= 1
     keys = _ROUTINE_KEYS if shared else (*_ROUTINE_KEYS, "destination")

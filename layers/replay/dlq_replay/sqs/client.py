@@ -1,5 +1,4 @@
-"""The SQS client the replay uses everywhere (Lambda, worker, demo, CLI): one configuration,
-botocore's own, set through its public `Config`."""
+"""The SQS client the replay uses everywhere (Lambda, worker, demo, CLI), one configuration."""
 
 from __future__ import annotations
 
@@ -32,10 +31,8 @@ SQS_CLIENT_CONFIG = APP_ID.merge(
 
 
 def lean(config: Config) -> Config:
-    """`config` for a client of thousands of calls a run (the redrive), where botocore's per-call
-    work is the run's CPU: no parameter check (the code builds every request; SQS still refuses
-    a bad one), and a User-Agent written once, not rebuilt per call (a tenth of a call's CPU;
-    bench/bench_redrive.py)."""
+    """`config` for a client of thousands of calls a run (the redrive): no parameter check (SQS
+    still refuses a bad request), and a User-Agent written once (a tenth of a call's CPU)."""
     return config.merge(Config(parameter_validation=False, user_agent=_user_agent()))
 
 
@@ -53,12 +50,11 @@ def _user_agent() -> str:
     return " ".join(parts)
 
 
-# What a User-Agent value may hold (botocore's rule); anything else becomes a dash.
 _UNSAFE = re.compile(r"[^A-Za-z0-9!$%&'*+\-.^_`|~,]")
 
 
 def safe_component(text: str) -> str:
-    """`text` as a User-Agent value: every character a header may not carry there, a dash."""
+    """`text` as a User-Agent value: every character botocore's rule refuses, a dash."""
     return _UNSAFE.sub("-", text)
 
 
@@ -68,7 +64,6 @@ def sqs_client(
     session: boto3.Session | None = None,
     config: Config = SQS_CLIENT_CONFIG,
 ) -> SQSClient:
-    """The SQS client: by default the patient one (the Lambda and the worker must ride out a
-    network blip); interactive commands pass a config that fails fast."""
+    """The SQS client: by default the patient one; interactive commands pass one that fails fast."""
     make = session.client if session is not None else boto3.client
     return make("sqs", endpoint_url=endpoint_url, region_name=region_name, config=config)

@@ -11,8 +11,7 @@ from dlq_replay.core.queues import queue_name
 
 
 def seconds_until_expiry(retention_seconds: int, age_seconds: float | None) -> float | None:
-    """Retention minus age, never below 0 (a late metric may lag a deletion); None when the
-    age is unknown: unknown is not "fine"."""
+    """Retention minus age, never below 0; None when the age is unknown (not "fine")."""
     if age_seconds is None:
         return None
     return max(0.0, retention_seconds - age_seconds)
@@ -34,8 +33,7 @@ def sqs_metric(query_id: str, metric: str, queue_name: str, stat: str) -> dict[s
 def oldest_message_ages(
     cloudwatch: Any, queue_names: Sequence[str], *, now: datetime | None = None
 ) -> tuple[dict[str, float], str | None]:
-    """The latest ApproximateAgeOfOldestMessage of each queue with a recent datapoint; a failure
-    to read CloudWatch is a note, not an error."""
+    """The latest ApproximateAgeOfOldestMessage of each queue, and a note if CloudWatch failed."""
     from botocore.exceptions import BotoCoreError, ClientError
 
     end = now or datetime.now(UTC)
@@ -65,8 +63,7 @@ def oldest_message_ages(
 
 
 def queue_time_left(sqs: Any, cloudwatch: Any, queue_url: str) -> float | None:
-    """Seconds until SQS deletes the queue's oldest message (the outage breaker's retention
-    bound); None when unknown. Raises what SQS raises."""
+    """Seconds until SQS deletes the queue's oldest message; None when unknown."""
     retention = sqs.get_queue_attributes(
         QueueUrl=queue_url, AttributeNames=["MessageRetentionPeriod"]
     )["Attributes"]["MessageRetentionPeriod"]

@@ -1,10 +1,6 @@
-"""Batched writes to SQS, 10 entries a request, with every failure mapped back to the record.
-
-`BatchSender` sends up to `concurrency` requests at once (a FIFO queue's one at a time: SQS
-keeps a group's order only as it is sent) and bounds their payload in flight: a request costs
-about three times its payload in memory, and eight 1 MB requests at once would take 24 MB of a
-128 MB function (bench/bench_replay.py).
-"""
+"""Batched writes to SQS, 10 entries a request, with every failure mapped back to the record:
+up to `concurrency` requests at once (a FIFO queue's one at a time, to keep a group's order),
+their payload in flight bounded (a request costs three times its payload in memory)."""
 
 from __future__ import annotations
 
@@ -25,10 +21,8 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
     from mypy_boto3_sqs.type_defs import BatchResultErrorEntryTypeDef, MessageTypeDef
 
-# SendMessageBatch limits: 10 entries and 1 MiB of message payload per request.
-MAX_BATCH_ENTRIES = 10
+MAX_BATCH_ENTRIES = 10  # SendMessageBatch's limits per request
 MAX_BATCH_BYTES = 1_048_576
-# Payload bytes in flight at once across concurrent requests (a bigger request goes alone).
 MAX_IN_FLIGHT_BYTES = MAX_BATCH_BYTES
 
 _Item = TypeVar("_Item")
@@ -37,9 +31,7 @@ _Item = TypeVar("_Item")
 @dataclass(frozen=True, slots=True)
 class SendFailure:
     """Why a copy was not confirmed written. `permanent`: SQS refused the message itself.
-    `unconfirmed`: the request failed after it may have reached SQS (a 5xx, a timeout or a
-    connection lost mid-request, after botocore's retries), so the copy may exist after all;
-    reporting the record failed can then duplicate it, which at-least-once allows."""
+    `unconfirmed`: the request failed after it may have reached SQS, so the copy may exist."""
 
     code: str
     message: str
@@ -48,17 +40,15 @@ class SendFailure:
 
 
 def pack(messages: Sequence[OutboundMessage]) -> Iterator[list[OutboundMessage]]:
-    """Requests of ≤ 10 entries and ≤ 1 MiB, in order; a message too big to share one goes
-    alone (SQS then judges it)."""
+    """Requests of ≤ 10 entries and ≤ 1 MiB, in order (a message too big goes alone)."""
     return (request for request, _ in _sized_requests(messages))
 
 
 _Request = tuple[list[OutboundMessage], int]  # one SendMessageBatch's messages, their bytes
-_size = attrgetter("size_bytes")
 
 
 def _sized_requests(messages: Sequence[OutboundMessage]) -> Iterator[_Request]:
-    return sized_batches(messages, _size, MAX_BATCH_ENTRIES, MAX_BATCH_BYTES)
+    return sized_batches(messages, attrgetter("size_bytes"), MAX_BATCH_ENTRIES, MAX_BATCH_BYTES)
 
 
 class BatchSender:
@@ -105,8 +95,6 @@ class BatchSender:
 
     def _send_request(self, queue_url: str, sized: _Request) -> dict[str, SendFailure]:
         request, size = sized
-        if not request:
-            return {}
         entries = [message.to_entry(str(index)) for index, message in enumerate(request)]
         try:
             with self._budget.hold(size):
@@ -120,22 +108,20 @@ class BatchSender:
                 permanent=False,
                 unconfirmed=status >= 500,  # a 4xx (throttling included) wrote nothing
             )
-            return {message.record_id: failure for message in request}
         except BotoCoreError as error:
-            # Cut off mid-request (HTTPClientError: read timeout, connection closed) the write
-            # may have happened; not connected at all, or refused before sending, it did not.
+            # Cut off mid-request (HTTPClientError) the write may have happened.
             unconfirmed = isinstance(error, HTTPClientError)
             failure = SendFailure(type(error).__name__, str(error), False, unconfirmed)
-            return {message.record_id: failure for message in request}
-        failed: dict[str, SendFailure] = {}
-        for item in response.get("Failed", []):
-            message = request[int(item["Id"])]
-            failed[message.record_id] = SendFailure(
-                str(item.get("Code", "Unknown")),
-                str(item.get("Message", "")),
-                bool(item.get("SenderFault", False)),
-            )
-        return failed
+        else:
+            return {
+                request[int(item["Id"])].record_id: SendFailure(
+                    str(item.get("Code", "Unknown")),
+                    str(item.get("Message", "")),
+                    bool(item.get("SenderFault", False)),
+                )
+                for item in response.get("Failed", [])
+            }
+        return {message.record_id: failure for message in request}
 
 
 class _ByteBudget:
@@ -181,8 +167,7 @@ def delete_messages(
 def change_visibility(
     sqs: SQSClient, queue_url: str, changes: Sequence[tuple[str, int]]
 ) -> list[tuple[int, str]]:
-    """ChangeMessageVisibilityBatch of (receipt handle, seconds) pairs; (index, error code) of
-    each change SQS refused."""
+    """ChangeMessageVisibilityBatch of (handle, seconds) pairs; (index, code) of each refused."""
 
     def request(chunk: list[tuple[int, tuple[str, int]]]) -> Sequence[BatchResultErrorEntryTypeDef]:
         response = sqs.change_message_visibility_batch(
@@ -202,7 +187,7 @@ def _refused(
     request: Callable[[list[_Item]], Sequence[BatchResultErrorEntryTypeDef]],
 ) -> list[tuple[_Item, str]]:
     """`request` on each run of up to 10 items (entry Ids: their indexes in it); each item SQS
-    refused, with its error code (the exception's class for all of a request that raised)."""
+    refused, with its error code (or the exception's class)."""
     refused: list[tuple[_Item, str]] = []
     for start in range(0, len(items), MAX_BATCH_ENTRIES):
         chunk = list(items[start : start + MAX_BATCH_ENTRIES])

@@ -1,5 +1,4 @@
-"""The clients a delivery uses: one per service and region (a target's region is its ARN's,
-whatever the function's own), made when first needed."""
+"""The clients a delivery uses: one per service and region (the target's), made when needed."""
 
 from __future__ import annotations
 
@@ -20,9 +19,7 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
     from mypy_boto3_stepfunctions import SFNClient
 
-# As the SQS client's (sqs/client.py, which this layer may not import): the tool named in the
-# User-Agent, standard retries (throttling and 5xx, with backoff), timeouts that keep one slow
-# call from eating the function's whole timeout, and a connection for each concurrent delivery.
+# As the SQS client's (sqs/client.py, which this layer may not import).
 TARGET_CLIENT_CONFIG = Config(
     user_agent_extra=f"app/sqs-dlq-replay#{__version__}",
     retries={"mode": "standard", "max_attempts": 5},
@@ -33,8 +30,7 @@ TARGET_CLIENT_CONFIG = Config(
 
 
 class TargetClients:
-    """One boto3 client per (service, region), kept. `endpoint_url` names a service's endpoint
-    (an emulator, the CLI's --endpoint-url); None, or a None answer: boto3's own."""
+    """One boto3 client per (service, region); `endpoint_url` may name a service's endpoint."""
 
     def __init__(
         self,

@@ -1,6 +1,5 @@
-"""Deliver records to their targets, up to `concurrency` at once (a pool per call: no thread
-outlives the invocation); no delivery raises. Deliveries to one FIFO queue or topic go one at a
-time in the batch's order, as SQS keeps a group's order only as messages are sent."""
+"""Deliver records to their targets, up to `concurrency` at once (a FIFO target's one at a time,
+in the batch's order); no delivery raises."""
 
 from __future__ import annotations
 
@@ -18,8 +17,7 @@ from dlq_replay.targets.services import RuleTargets, call_target
 
 
 class Deliverer:
-    """Keeps the rules' targets it read for its own lifetime (a failed read for the rest of one
-    `deliver`)."""
+    """Keeps the rules' targets it read (a failed read for the rest of one `deliver`)."""
 
     def __init__(self, clients: TargetClients, *, concurrency: int = 8) -> None:
         if concurrency < 1:
@@ -60,7 +58,6 @@ class Deliverer:
                 f"rule {delivery.rule_arn} has no target {delivery.target_arn}: what it "
                 "would be given is unknown",
             )
-        # The payload the rule's target is given: the event transformed by its input settings.
         payload = target_payload(
             delivery.payload,
             rule.input,
@@ -73,8 +70,7 @@ class Deliverer:
 
 
 def _refusal(record_id: str, error: Exception) -> Refused:
-    """The service's own code and message for an answer it gave; `InvalidTarget` for a
-    malformed target or rule ARN; else the exception's class and text."""
+    """The service's code and message; `InvalidTarget` for a bad ARN; else the exception's."""
     if isinstance(error, ClientError):
         info = error.response.get("Error", {})
         code, message = info.get("Code") or RefusalCode.CLIENT_ERROR, info.get("Message") or error

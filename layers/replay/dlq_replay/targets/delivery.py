@@ -1,5 +1,4 @@
-"""What is delivered and what came of it: plain values, so the replay decides what a refusal
-means and the delivery only reports what the service said."""
+"""What is delivered and what came of it: the delivery only reports what the service said."""
 
 from __future__ import annotations
 
@@ -22,24 +21,20 @@ class RefusalCode(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Delivery:
-    """One record to deliver: `payload` to `target_arn`. `rule_arn`: the rule whose target
-    configuration applies; `dedup_id`: the same for the same record and attempt, so a send
-    repeated after a lost answer is not delivered twice."""
+    """One record to deliver: `payload` to `target_arn`, with the rule whose configuration of
+    the target applies. `dedup_id`: the same for the same record and attempt."""
 
     record_id: str
     target_arn: str
     payload: str
     rule_arn: str | None = None
     dedup_id: str | None = None
-    # The account of the DLQ the record came from (None: unknown): a rule of another account
-    # is read on its bus by ARN.
-    account: str | None = None
+    account: str | None = None  # the DLQ's: a rule of another account is read by its bus's ARN
 
 
 @dataclass(frozen=True, slots=True)
 class Delivered:
-    """The target's service accepted the record. `request_id`: the request id Lambda gave the
-    invocation (a later failure of it comes back to the DLQ with that id); None elsewhere."""
+    """The target's service accepted the record (`request_id`: Lambda's for the invocation)."""
 
     record_id: str
     request_id: str | None
@@ -47,8 +42,7 @@ class Delivered:
 
 @dataclass(frozen=True, slots=True)
 class Refused:
-    """The target's service refused the record, or it could not be sent: the service's error
-    code and message, or the delivery's own (`RefusalCode`)."""
+    """The target's service refused the record (its error), or it could not be sent."""
 
     record_id: str
     code: str

@@ -1,5 +1,4 @@
-"""DynamoDB items to and from plain values by boto3's serializers, for every item the stack's
-table holds; boto3.dynamodb loads at the first request."""
+"""DynamoDB items to and from plain values by boto3's serializers (loaded when first used)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
-"""The request-id ledger: a Lambda invocation that fails later comes back into the DLQ with only
-Lambda's request id, so the replay records `request id -> attempt` (in the stack's table; the
-worker's in memory). An id not read raises `LedgerError`: taken for an unknown one, its count
-would restart at 0."""
+"""The request-id ledger: a Lambda invocation that fails later comes back with only its request
+id, so the replay records `request id -> attempt` (in the stack's table; the worker's in
+memory). An id not read raises `LedgerError`: taken for unknown, its count would restart."""
 
 from __future__ import annotations
 
@@ -23,7 +22,7 @@ from dlq_replay.targets.dynamo_items import from_item, to_item
 if TYPE_CHECKING:
     import boto3
 
-LEDGER_TABLE_VARIABLE = "INVOCATION_LEDGER_TABLE"  # the function's variable naming the table
+LEDGER_TABLE_VARIABLE = "INVOCATION_LEDGER_TABLE"
 KEY_PREFIX = "invocation#"
 SORT_KEY = "count"
 COUNT_FIELD = "count"
@@ -32,8 +31,7 @@ INVOKED_FIELD = "invoked_at"
 RETENTION_SECONDS = 14 * 86_400
 GET_CHUNK = 100  # BatchGetItem's limit of keys per request
 WRITE_CHUNK = 25  # BatchWriteItem's limit of requests per request
-# What DynamoDB leaves unprocessed is asked again, at most this many requests per chunk in
-# all, after 50, 100, 200, 400 ms (under a second: a Lambda batch is not held up long).
+# Requests per chunk, what DynamoDB left unprocessed asked again after 50, 100, 200, 400 ms.
 MAX_REQUESTS = 5
 RETRY_BASE_SECONDS = 0.05
 MAX_KEY_BYTES = 2048  # DynamoDB's limit for a partition key value
@@ -58,8 +56,7 @@ class LedgerError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Invocation:
-    """A Lambda invocation we made: the attempt it was, and when (epoch seconds; None when
-    the ledger does not say)."""
+    """A Lambda invocation we made: the attempt it was, and when (epoch seconds, if known)."""
 
     count: int
     at: float | None = None
@@ -81,8 +78,7 @@ def _request_id(key: Mapping[str, Any]) -> str:
 
 
 def _storable(request_id: str) -> bool:
-    """Whether the id fits a partition key (Lambda's ids are UUIDs; a forged record's may not,
-    and one over-long key would fail its whole batch request)."""
+    """Whether the id fits a partition key (a forged record's may not, failing its request)."""
     return len(f"{KEY_PREFIX}{request_id}".encode()) <= MAX_KEY_BYTES
 
 
@@ -96,8 +92,7 @@ def _invocation(item: Mapping[str, Any]) -> Invocation | None:
 
 
 class DynamoLedger:
-    """The ledger in the breaker's DynamoDB table: BatchGetItem and BatchWriteItem in chunks,
-    what comes back unprocessed retried (a bounded number of times)."""
+    """The ledger in the breaker's DynamoDB table, what comes back unprocessed retried."""
 
     def __init__(
         self,
@@ -115,8 +110,7 @@ class DynamoLedger:
         return self._make()
 
     def invocations(self, request_ids: Collection[str]) -> dict[str, Invocation]:
-        """One BatchGetItem (consistent reads) per 100 distinct ids; an id too long to be a
-        key is unknown."""
+        """One BatchGetItem per 100 distinct ids; an id too long to be a key is unknown."""
         keys = [_key(request_id) for request_id in sorted(filter(_storable, set(request_ids)))]
         found: dict[str, Invocation] = {}
         errors: list[str] = []
@@ -126,8 +120,7 @@ class DynamoLedger:
         return found
 
     def record(self, counts: Mapping[str, int], *, now: float) -> None:
-        """One BatchWriteItem per 25 ids, made `now` (the invocations' time), each item
-        expiring RETENTION_SECONDS from then."""
+        """One BatchWriteItem per 25 ids, invoked `now`, expiring RETENTION_SECONDS later."""
         expires, invoked = math.ceil(now + RETENTION_SECONDS), Decimal(str(round(now, 3)))
         failed = [request_id for request_id in counts if not _storable(request_id)]
         errors = ["request id too long for a key"] if failed else []
@@ -164,8 +157,7 @@ class DynamoLedger:
     def _in_chunks(
         self, send: Callable[[list[Any]], list[Any]], items: list[Any], size: int, errors: list[str]
     ) -> list[str]:
-        """Send `items` (keys or items) `size` at a time, then what comes back unprocessed, up
-        to MAX_REQUESTS requests per chunk in all; the request ids still left."""
+        """Send `items` `size` at a time, then what comes back unprocessed; the ids still left."""
         left: list[Any] = []
         for start in range(0, len(items), size):
             pending = items[start : start + size]
@@ -190,7 +182,6 @@ class MemoryLedger:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        # request id -> the invocation, oldest first: expiry pops from the front.
         self._entries: dict[str, Invocation] = {}
 
     def invocations(self, request_ids: Collection[str]) -> dict[str, Invocation]:
@@ -204,7 +195,7 @@ class MemoryLedger:
     def record(self, counts: Mapping[str, int], *, now: float) -> None:
         with self._lock:
             for request_id, count in counts.items():
-                self._entries.pop(request_id, None)  # moved to the end: written last
+                self._entries.pop(request_id, None)  # oldest first: expiry pops from the front
                 self._entries[request_id] = Invocation(int(count), now)
             expired = now - RETENTION_SECONDS
             while self._entries:
@@ -217,8 +208,7 @@ class MemoryLedger:
 def invocation_ledger(
     env: Mapping[str, str], *, session: boto3.Session | None = None
 ) -> DynamoLedger | None:
-    """The Lambda's ledger when the template named its table, else None; the DynamoDB client is
-    made at the first request."""
+    """The Lambda's ledger when the template named its table, else None."""
     table = resource_name(env, LEDGER_TABLE_VARIABLE, TABLE_NAME_PATTERN, TABLE_NAME_RULE)
     if table is None:
         return None

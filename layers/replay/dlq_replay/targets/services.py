@@ -1,8 +1,6 @@
-"""One delivery by the target's service, the call that service's own delivery makes: Lambda
-`Invoke` (`Event`), SQS `SendMessage`, SNS `Publish`, Step Functions `StartExecution`, event bus
-`PutEvents`. A service's errors are raised, for the caller to make refusals. A rule's target as
-the rule configures it (a FIFO queue's group id, its input settings) is not in the DLQ record:
-`RuleTargets` reads it back with `ListTargetsByRule`."""
+"""One delivery by the call the target's service makes itself (Lambda `Invoke`, SQS
+`SendMessage`, SNS `Publish`, `StartExecution`, `PutEvents`), its errors raised; a rule's
+configuration of the target, not in the record, read back by `RuleTargets`."""
 
 from __future__ import annotations
 
@@ -39,10 +37,8 @@ class RuleTarget:
 
 
 class RuleTargets:
-    """Each rule's targets, read once per rule and kept: a rule's target configuration seldom
-    changes, and a batch of records from one rule's DLQ asks the same question many times. A
-    failed read is kept until `forget_failures` (the next batch asks again): a thousand
-    records of a rule whose read is throttled make one read, not a thousand in a row."""
+    """Each rule's targets, read once per rule and kept; a failed read is kept until
+    `forget_failures`, so a throttled rule's thousand records make one read."""
 
     def __init__(self, clients: TargetClients) -> None:
         self._clients = clients
@@ -58,12 +54,10 @@ class RuleTargets:
     def target(
         self, rule_arn: str, target_arn: str, home_account: str | None = None
     ) -> RuleTarget | None:
-        """The rule's target `target_arn`, or None when the rule has no such target; a rule of
-        an account other than `home_account` (the DLQ's) is read on its bus by ARN."""
+        """The rule's target `target_arn`, or None (another account's rule read by bus ARN)."""
         with self._lock:
             if rule_arn in self._failed:
-                # Raised again for each of the rule's records: a fresh traceback each time, or
-                # the one error would hold the frames of them all.
+                # A fresh traceback each time, or the one error would hold every record's frames.
                 raise self._failed[rule_arn].with_traceback(None)
             targets = self._by_rule.get(rule_arn)
             if targets is None:
@@ -79,7 +73,6 @@ class RuleTargets:
         region, name, bus = rule_location(rule_arn)
         arn = Arn.parse(rule_arn)
         if home_account and arn.account and arn.account != home_account:
-            # ListTargetsByRule takes the bus's ARN for a rule on another account's bus.
             bus = arn.sibling(f"event-bus/{bus or 'default'}")
         paginator = self._clients.events(region).get_paginator("list_targets_by_rule")
         pages = (
@@ -180,9 +173,7 @@ def start_execution(client: SFNClient, delivery: Delivery) -> DeliveryResult:
 
 
 def execution_name(key: str) -> str:
-    """A Step Functions execution name for one record and attempt: the same for a retried
-    request, so the state machine runs it once; 75 characters of [a-z0-9-], within the name
-    rules (at most 80, no white space, brackets, wildcards or punctuation)."""
+    """A Step Functions execution name (75 of [a-z0-9-]), the same for a retried request."""
     return f"dlq-replay-{hashlib.sha256(key.encode('utf-8', 'surrogatepass')).hexdigest()}"
 
 
@@ -202,7 +193,7 @@ def put_event(client: EventBridgeClient, delivery: Delivery) -> DeliveryResult:
 
 
 def event_entry(payload: str, bus_arn: str) -> PutEventsRequestEntryTypeDef | str:
-    """The `PutEvents` entry of the event in `payload`, or why the payload is not a whole event."""
+    """The `PutEvents` entry of the event in `payload`, or why it is not a whole event."""
     try:
         event = json.loads(payload)
     except (ValueError, RecursionError):

@@ -1,6 +1,5 @@
 """The kinds of record: the strategy each fills in (`Kind`), one module per kind (imported on
-first use), and how a record's kind is told. Recognition reads what anyone who can send to the
-DLQ can write, so it runs only for the kinds DLQ_KIND accepts."""
+first use), and how a record's kind is told (only among the kinds DLQ_KIND accepts)."""
 
 from __future__ import annotations
 
@@ -25,11 +24,9 @@ if TYPE_CHECKING:
 
 class Kind:
     """A kind's strategy: a serverless kind's as it stands (`engine.kinds.sqs` overrides it).
-    `refusals`: the target's refusal codes no retry can change, and the park each one is. (A
-    plain class: a dataclass would cost the cold start half a millisecond.)"""
+    `refusals`: the target's refusal codes no retry can change, and the park each one is."""
 
-    # True: the destination is an SQS queue that takes a copy of the record with every
-    # attribute (an SQS record). False: the payload is delivered to the target's service.
+    # True: the destination takes a copy of the record; False: the payload goes to the target.
     delivers_a_copy: ClassVar[bool] = False
 
     def __init__(
@@ -56,9 +53,8 @@ class Kind:
         decision: Decision,
         settings: Settings,
     ) -> OutboundMessage:
-        """`build_copy`'s; a serverless record's then marked where a slot is free, in this
-        order: a parked count it did not carry (the ledger's), the kind, a park's error and the
-        target."""
+        """`build_copy`'s; a serverless record's then marked where a slot is free: a parked
+        count it did not carry (the ledger's), the kind, a park's error and the target."""
         copy = build_copy(message, decision, settings)
         if self.delivers_a_copy:
             return copy
@@ -81,9 +77,7 @@ class Kind:
 def delivery_of(
     message: InboundMessage, recognised: Recognised, target_arn: str, key: str
 ) -> Delivery:
-    """The one builder of a delivery, the replay's and the redrive's, deduplicated by
-    `<message id>-<key>`, with the account of the DLQ the record came from (a rule of another
-    account is read on its bus by ARN)."""
+    """The one builder of a delivery (the replay's, the redrive's), deduplicated by `<id>-<key>`."""
     from dlq_replay.targets.delivery import Delivery
 
     arn = message.queue_arn
@@ -98,8 +92,7 @@ def delivery_of(
 
 
 def target_refusal(target: str | None, allowed: frozenset[str]) -> ParkReason | None:
-    """Why a record may not be delivered to `target` (None: it may). The replay parks for it;
-    `redrive --to source` leaves the record in place."""
+    """Why a record may not be delivered to `target` (None: it may)."""
     if target is None:
         return ParkReason.UNKNOWN_TARGET
     if target_service(target) is TargetService.OTHER:
@@ -123,9 +116,7 @@ def string_attribute(values: Mapping[str, Attribute], name: str) -> str | None:
     return value.string_value
 
 
-# The module of each kind, in the order recognition tries them (an EventBridge record's
-# attributes are the most specific, a destination record's body the least); a new kind:
-# docs/development.md.
+# The module of each kind, the most specific first, as recognition tries them.
 KIND_MODULES = {
     RecordKind.EVENTBRIDGE: ".eventbridge",
     RecordKind.LAMBDA: ".lambda_dlq",
@@ -145,8 +136,7 @@ def recognise(
     replay_targets: frozenset[str],
     accepted: frozenset[RecordKind] = frozenset(RecordKind),
 ) -> Recognised:
-    """The record's kind among `accepted`, the kind our own copy is marked with tried first;
-    what no recogniser places is SQS."""
+    """The record's kind among `accepted` (the one our copy is marked with first), else SQS."""
     plain = Recognised(RecordKind.SQS, payload=message.body)
     if not accepted - {RecordKind.SQS}:
         return plain

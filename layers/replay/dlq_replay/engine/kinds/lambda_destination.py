@@ -25,9 +25,8 @@ class Member(NamedTuple):
 
 
 def members(text: str) -> dict[str, Member] | None:
-    """The members of the JSON object `text` is (the last of duplicate keys, as `json.loads`
-    keeps); None when it is not one JSON object. Raises ValueError or RecursionError for
-    JSON that cannot be read (nested past the parser's depth)."""
+    """The members of the JSON object `text` is (the last of duplicate keys); None when it is
+    not one. Raises ValueError or RecursionError for JSON that cannot be read."""
     position = _skip(text, 0)
     if text[position : position + 1] != "{":
         return None
@@ -53,8 +52,7 @@ def members(text: str) -> dict[str, Member] | None:
 
 
 def _skip(text: str, position: int) -> int:
-    """The position of the first character at or after `position` that is not JSON's space."""
-    match = _SPACE.match(text, position)
+    match = _SPACE.match(text, position)  # the first position past JSON's space
     return match.end() if match else position
 
 
