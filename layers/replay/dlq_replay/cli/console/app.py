@@ -80,8 +80,7 @@ def host_allowed(host: str | None, names: Iterable[str], port: str) -> bool:
 
 @dataclass(frozen=True)
 class TokenPrefix:
-    """WSGI middleware in front of Flask: the token segment moves into SCRIPT_NAME, so Flask
-    routes the rest and `url_for` prefixes every URL it builds."""
+    """The token segment moves into SCRIPT_NAME: Flask routes the rest, `url_for` prefixes it."""
 
     app: WSGIApplication
     token: bytes = field(repr=False)
@@ -145,8 +144,7 @@ def create_app(console: Console) -> Flask:
 
 
 def _errors(app: Flask) -> None:
-    """Every refusal as a page (or `{"error": line}` under /api/); 500 only for a bug, logged,
-    its details never in the answer."""
+    """Every refusal as a page (`{"error": line}` under /api/); 500 only for a bug, logged."""
 
     @app.errorhandler(ConsoleRequestError)
     def problem(error: ConsoleRequestError) -> tuple[Any, int]:
@@ -213,8 +211,7 @@ def checked_rate(form: Any) -> None:
 
 
 def safe_filename(given: str, default: str) -> str:
-    """A download's name as a plain file name: no control or format characters (CR, LF, NUL,
-    bidi overrides) nor path separators, at most 200 characters; else `default`."""
+    """A download's name as a file name (no control, bidi or path characters), else `default`."""
     kept = "".join(
         "_" if char in "/\\" else char
         for char in given
@@ -225,8 +222,7 @@ def safe_filename(given: str, default: str) -> str:
 
 
 def bar_chart(title: str, counts: Sequence[tuple[str, int]]) -> dict[str, Any]:
-    """Bars scaled to the largest, (label, count, width) each: chart.html draws them as SVG on
-    the server, autoescaped, no script in the page."""
+    """Bars scaled to the largest, (label, count, width) each: chart.html draws them as SVG."""
     top = max((n for _, n in counts), default=0) or 1
     bars = [
         (label[:27] + "…" if len(label) > 28 else label, n, max(min(n, 1), round(190 * n / top)))

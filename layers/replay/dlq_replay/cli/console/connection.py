@@ -99,8 +99,7 @@ class Connection:
             return self._clients[service]
 
     def deliverer(self) -> Deliverer:
-        """Delivery to a record's target, on this connection's profile and endpoints, as the
-        CLI's `make_deliverer`."""
+        """Delivery to a record's target, as the CLI's `make_deliverer` on these endpoints."""
         from dlq_replay.targets.clients import TargetClients
         from dlq_replay.targets.deliverer import Deliverer
 

@@ -121,8 +121,7 @@ def queue_of(url: str, attributes: Mapping[str, object]) -> Queue | None:
 
 
 def redrive_policy(text: object) -> RedrivePolicy | None:
-    """A RedrivePolicy attribute's target and receive count; None when it is absent or not
-    one (malformed JSON, a missing or mistyped field)."""
+    """A RedrivePolicy attribute's target and receive count; None when absent or malformed."""
     if not isinstance(text, str) or not text:
         return None
     try:
@@ -192,8 +191,7 @@ def read_queues(
 
 @dataclass
 class OverviewReader:
-    """Reads the overview with the console's clients (`client(service)`: made once each, so a
-    read every few seconds makes none)."""
+    """Reads the overview with the console's clients (made once: a read every 5 s makes none)."""
 
     sqs: SQSClient
     client: Callable[[str], Any]

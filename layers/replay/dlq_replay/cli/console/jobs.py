@@ -101,8 +101,7 @@ _SHOWN = ("id", "kind", "state", "heading", "seen", "total", "rows", "lines", "e
 
 
 class Jobs:
-    """Every action of this console, by id. Nothing watches the pages: an action runs until
-    it ends, its Stop button is pressed or the console stops."""
+    """Every action of this console, by id; each runs until it ends or is stopped."""
 
     def __init__(self) -> None:
         self.jobs: dict[str, Job] = {}
@@ -175,8 +174,7 @@ def _stopped(job: Job) -> int:
 
 @dataclass(frozen=True, slots=True)
 class RedriveOrder:
-    """What the page asked for: a selection (ids) from a queue, to a destination, as the
-    redrive's request; `filter`: the filter that chose it, if one did."""
+    """The page's selection as the redrive's request; `filter`: the filter that chose it, if any."""
 
     request: RedriveRequest
     filter: dict[str, str] = field(default_factory=dict)
@@ -260,8 +258,7 @@ def run_pause(
 
 
 def run_export(sqs: SQSClient, folder: Path, order: RedriveOrder, name: str, job: Job) -> None:
-    """`export` (no delete: not recorded, it changes nothing) of the selection into a file the
-    browser downloads."""
+    """`export` of the selection (no delete: not audited) into a file the browser downloads."""
     path = folder / f"export-{job.id}.jsonl"
     request = ExportRequest(
         source=order.source,

@@ -208,8 +208,7 @@ class Snapshot:
             self.finished = time.time()
 
     def _load(self, archive: Path, failed: list[BaseException] | None = None) -> None:
-        """The archive into the database, LOAD_CHUNK lines at a time; the indexes after. In a
-        thread of its own, an error goes to `failed`."""
+        """The archive into the database in chunks, indexed after; errors go to `failed`, if any."""
         db = sqlite3.connect(self.path)
         try:
             db.executescript(_SCHEMA)
