@@ -149,11 +149,6 @@ def _number(value: object, default: int) -> int:
     return default
 
 
-def queue_urls(sqs: SQSClient) -> list[str]:
-    pages = sqs.get_paginator("list_queues").paginate(PaginationConfig={"PageSize": LIST_PAGE_SIZE})
-    return [url for page in pages for url in page.get("QueueUrls", [])]
-
-
 def read_queues(
     sqs: SQSClient, urls: list[str], notes: list[str], workers: int = READ_WORKERS
 ) -> dict[str, Queue]:
@@ -203,7 +198,10 @@ class OverviewReader:
         """Every DLQ (of the stack, or of the region without one), sorted by backlog."""
         deployment = self.deployment
         known = dict(deployment.known_queues())
-        urls = queue_urls(self.sqs)
+        pages = self.sqs.get_paginator("list_queues").paginate(
+            PaginationConfig={"PageSize": LIST_PAGE_SIZE}
+        )
+        urls = [url for page in pages for url in page.get("QueueUrls", [])]
         urls += [url for url in known.values() if url not in urls]
         notes: list[str] = []
         queues = read_queues(self.sqs, urls, notes, self.workers)
@@ -212,8 +210,7 @@ class OverviewReader:
             if queue.info.redrive is not None:
                 sources.setdefault(queue.info.redrive.target_arn, []).append(queue.info.name)
         roles_by_url = {url: role for role, url in known.items()}
-        stack_urls = set(known.values())
-        stack_names = {q.info.name for q in queues.values() if q.info.url in stack_urls}
+        stack_names = {q.info.name for q in queues.values() if q.info.url in roles_by_url}
 
         def listed(info: QueueInfo) -> bool:
             if roles_by_url.get(info.url) in {"dlq", "operator"}:
