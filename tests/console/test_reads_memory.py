@@ -16,8 +16,8 @@ import uuid
 from typing import TYPE_CHECKING
 
 import pytest
-from dlq_replay.cli.console.problems import RefusedReadError
 from dlq_replay.cli.console.snapshot import Filter
+from dlq_replay.cli.console.state import RefusedReadError
 from dlq_replay.demo.emulator import Queues
 from dlq_replay.ops.queueinfo import QueueInfo, queue_info
 from werkzeug.datastructures import MultiDict

@@ -17,7 +17,7 @@ import tempfile
 import threading
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from dlq_replay.cli.auditing import add_audit_option
 from dlq_replay.cli.demo import require_moto
@@ -68,8 +68,8 @@ def register(subparsers: Subparsers) -> None:
 
 
 def _listen(host: str, port: int) -> socket.socket:
-    """A listening socket on host:port (port 0: a free one); a one-line usage error for a host
-    that cannot be resolved or bound here, or a port in use (werkzeug would exit by itself)."""
+    """A listening socket on host:port (port 0: a free one); a usage error, not werkzeug's exit,
+    for a host that cannot be resolved or bound here, or a port in use."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     try:
         address = socket.getaddrinfo(host, port, family, socket.SOCK_STREAM)[0][4]
@@ -106,26 +106,10 @@ def run_console(args: argparse.Namespace) -> int:
     return _on_demo_queues(args) if args.demo else _run(args)
 
 
-def sample_bodies(count: int, rng: random.Random) -> list[tuple[str, str]]:
-    """(body, park reason): mostly JSON orders, some plain text, a few hostile."""
-    found: list[tuple[str, str]] = []
-    for n in range(count):
-        reason = rng.choices(REASONS, weights=(6, 2, 1, 1))[0]
-        if n % 25 == 7:
-            body = "<script>alert('a body is text')</script>"
-        elif n % 5 == 3:
-            body = f"plain text order {n}: payment gateway timed out"
-        else:
-            body = json.dumps({"order": 1000 + n, "sku": f"A-{n % 7}", "total": n * 3 % 97})
-        found.append((body, reason))
-    return found
-
-
 def _on_demo_queues(args: argparse.Namespace) -> int:
-    """`--demo`: the console on the demo's own emulator (moto's SQS served by werkzeug, what the
-    `demo` extra installs, not `moto[server]`), its queues wired as a stack's and holding parked
-    sample messages, a few of them hostile text. CloudWatch and STS answer there at once with
-    an error the pages show as a note; no Lambda is asked (the demo has no replay function)."""
+    """`--demo`: the console on the demo's own emulator, its queues wired as a stack's and holding
+    parked sample messages. CloudWatch and STS answer there at once with an error the pages show
+    as a note; no Lambda is asked (the demo has no replay function)."""
     require_moto()
     from dlq_replay.demo.emulator import create_queues, emulator_client, sqs_emulator
 
@@ -133,20 +117,25 @@ def _on_demo_queues(args: argparse.Namespace) -> int:
         endpoint = running.endpoint_url
         sqs = emulator_client(endpoint)
         queues = create_queues(sqs, prefix="demo")
-        pairs = sample_bodies(120, random.Random(7))  # noqa: S311 - sample data
-        for start in range(0, len(pairs), 10):
-            entries = [
-                {
-                    "Id": str(i),
-                    "MessageBody": body,
-                    "MessageAttributes": {
-                        "dlq-replay-park-reason": {"DataType": "String", "StringValue": reason},
-                        "dlq-replay-count": {"DataType": "Number", "StringValue": "4"},
-                    },
-                }
-                for i, (body, reason) in enumerate(pairs[start : start + 10])
-            ]
-            sqs.send_message_batch(QueueUrl=queues.operator, Entries=entries)  # type: ignore[arg-type]
+        rng = random.Random(7)  # noqa: S311 - sample data
+        entries: list[Any] = []
+        for n in range(120):  # mostly JSON orders, some plain text, a few hostile
+            reason = rng.choices(REASONS, weights=(6, 2, 1, 1))[0]
+            if n % 25 == 7:
+                body = "<script>alert('a body is text')</script>"
+            elif n % 5 == 3:
+                body = f"plain text order {n}: payment gateway timed out"
+            else:
+                body = json.dumps({"order": 1000 + n, "sku": f"A-{n % 7}", "total": n * 3 % 97})
+            attributes = {
+                "dlq-replay-park-reason": {"DataType": "String", "StringValue": reason},
+                "dlq-replay-count": {"DataType": "Number", "StringValue": "4"},
+            }
+            entries.append(
+                {"Id": str(n % 10), "MessageBody": body, "MessageAttributes": attributes}
+            )
+        for start in range(0, len(entries), 10):
+            sqs.send_message_batch(QueueUrl=queues.operator, Entries=entries[start : start + 10])
         os.environ.setdefault("AWS_ACCESS_KEY_ID", "demo")
         os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "demo")
         args.endpoint_url = endpoint

@@ -25,8 +25,8 @@ from flask import Flask, Response, jsonify, redirect, render_template, request, 
 from werkzeug.exceptions import Forbidden, HTTPException
 from werkzeug.wrappers import Response as BaseResponse
 
-from dlq_replay.cli.console import problems
 from dlq_replay.cli.console.snapshot import PAGE_SIZE, Filter
+from dlq_replay.cli.console.state import BadRequestError, ConsoleRequestError, NotFoundError
 from dlq_replay.cli.errors import EXIT_USAGE, CommandError, describe_error
 from dlq_replay.cli.output import duration
 from dlq_replay.ops.opserror import OpsError
@@ -37,7 +37,6 @@ if TYPE_CHECKING:
 
     from dlq_replay.cli.console.jobs import RedriveOrder
     from dlq_replay.cli.console.state import Console
-    from dlq_replay.follow.recovery import RecoverySummary
 
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -81,8 +80,7 @@ def host_allowed(host: str | None, names: Iterable[str], port: str) -> bool:
 
 @dataclass(frozen=True)
 class TokenPrefix:
-    """WSGI middleware in front of Flask: the token segment moves into SCRIPT_NAME, so Flask
-    routes the rest and `url_for` prefixes every URL it builds."""
+    """The token segment moves into SCRIPT_NAME: Flask routes the rest, `url_for` prefixes it."""
 
     app: WSGIApplication
     token: bytes = field(repr=False)
@@ -146,11 +144,10 @@ def create_app(console: Console) -> Flask:
 
 
 def _errors(app: Flask) -> None:
-    """Every refusal as a page (or `{"error": line}` under /api/); 500 only for a bug, logged,
-    its details never in the answer."""
+    """Every refusal as a page (`{"error": line}` under /api/); 500 only for a bug, logged."""
 
-    @app.errorhandler(problems.ConsoleRequestError)
-    def problem(error: problems.ConsoleRequestError) -> tuple[Any, int]:
+    @app.errorhandler(ConsoleRequestError)
+    def problem(error: ConsoleRequestError) -> tuple[Any, int]:
         return _answer(error.status, str(error))
 
     @app.errorhandler(HTTPException)
@@ -197,7 +194,7 @@ def checked_filter(form: Any) -> Filter:
             try:
                 parse_duration(value)
             except ValueError as error:
-                raise problems.BadRequestError(f"{name}: {error}") from None
+                raise BadRequestError(f"{name}: {error}") from None
     return selected
 
 
@@ -210,12 +207,11 @@ def checked_rate(form: Any) -> None:
     except ValueError:
         rate = float("nan")
     if not 0 < rate < 1e6:
-        raise problems.BadRequestError(f"rate: {text[:40]!r} is no number of messages per second")
+        raise BadRequestError(f"rate: {text[:40]!r} is no number of messages per second")
 
 
 def safe_filename(given: str, default: str) -> str:
-    """A download's name as a plain file name: no control or format characters (CR, LF, NUL,
-    bidi overrides) nor path separators, at most 200 characters; else `default`."""
+    """A download's name as a file name (no control, bidi or path characters), else `default`."""
     kept = "".join(
         "_" if char in "/\\" else char
         for char in given
@@ -226,22 +222,13 @@ def safe_filename(given: str, default: str) -> str:
 
 
 def bar_chart(title: str, counts: Sequence[tuple[str, int]]) -> dict[str, Any]:
-    """Bars scaled to the largest, (label, count, width) each: chart.html draws them as SVG on
-    the server, autoescaped, no script in the page."""
+    """Bars scaled to the largest, (label, count, width) each: chart.html draws them as SVG."""
     top = max((n for _, n in counts), default=0) or 1
     bars = [
         (label[:27] + "…" if len(label) > 28 else label, n, max(min(n, 1), round(190 * n / top)))
         for label, n in counts
     ]
     return {"title": title, "bars": bars}
-
-
-def recovery_chart(summary: RecoverySummary) -> dict[str, Any]:
-    """The replay's recovery by attempt as bars (sent, came back, recovered, parked), its
-    `status` line as the caption."""
-    from dlq_replay.cli.followed import recovery_bars
-
-    return bar_chart(f"replay recovery, {summary.text()}", recovery_bars(summary))
 
 
 def _page(value: str | None) -> int:
@@ -272,7 +259,7 @@ def _pages(app: Flask, console: Console) -> None:
         page, status = _page(request.args.get("page")), 200
         try:
             view["filter"] = selected = checked_filter(request.args)
-        except problems.BadRequestError as error:
+        except BadRequestError as error:
             view.update(filter=Filter.from_form(request.args), problem=str(error))
             status = error.status
         if snapshot.ready and status == 200:
@@ -298,7 +285,7 @@ def _pages(app: Flask, console: Console) -> None:
             now=now,
             destinations=console.destinations(info),
             reread_refusal=console.reread_refusal(info),
-            recovery=None if recovery is None else recovery_chart(recovery),
+            recovery=None if recovery is None else bar_chart(*recovery),
             recovery_problem=recovery_problem,
         )
         return html, status
@@ -324,7 +311,7 @@ def _pages(app: Flask, console: Console) -> None:
     def download(job_id: str) -> Response:
         found = console.job(job_id)
         if found.download is None:
-            raise problems.NotFoundError("this action has no download (yet)")
+            raise NotFoundError("this action has no download (yet)")
         return send_file(
             found.download,
             mimetype="application/x-ndjson",

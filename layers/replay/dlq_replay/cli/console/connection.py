@@ -1,7 +1,6 @@
 """How the console reaches AWS, fixed once at its start: region, profile, endpoints, the stack and
 the audit table, with the options that named the deployment. Its actions make their clients
-here and record what they were asked with the CLI's option names (`options()`), so no action
-needs the command line's Namespace."""
+and audits here, with the CLI's option names, so no action needs the command line's Namespace."""
 
 from __future__ import annotations
 
@@ -60,8 +59,8 @@ DEPLOYMENT_OPTIONS = (
 
 @dataclass(frozen=True, slots=True)
 class Connection:
-    """The console's connection. Clients are made once each, under a lock (a boto3 session
-    is not safe to make clients from in two threads at once) and shared by the actions."""
+    """How the console reaches AWS, fixed at start. Clients are made once each, under a lock (a
+    boto3 session is not safe to make clients from in two threads at once), and shared."""
 
     region: str | None
     profile: str | None
@@ -99,31 +98,25 @@ class Connection:
                 )
             return self._clients[service]
 
-    def deliverer(self, concurrency: int = 8) -> Deliverer:
-        """Delivery to a record's target (a redrive `--to source` of serverless kinds), on
-        this connection's profile and endpoints, as the CLI's `make_deliverer`."""
+    def deliverer(self) -> Deliverer:
+        """Delivery to a record's target, as the CLI's `make_deliverer` on these endpoints."""
         from dlq_replay.targets.clients import TargetClients
         from dlq_replay.targets.deliverer import Deliverer
 
         session = boto3.Session(profile_name=self.profile, region_name=self.region)
         refuse_foreign_answers(session)
-        clients = TargetClients(session, endpoint_url=self.endpoints.get)
-        return Deliverer(clients, concurrency=concurrency)
-
-    def options(self, **asked: Any) -> dict[str, Any]:
-        """What an action records as its request: the deployment's options as given and what
-        it asks for, by the CLI's option names, as the CLI's command would record them."""
-        return request_from({**self.given, **asked})
+        return Deliverer(TargetClients(session, endpoint_url=self.endpoints.get), concurrency=8)
 
     def action(
-        self, command: str, request: Mapping[str, Any], stop: threading.Event | None = None
+        self, command: str, stop: threading.Event | None = None, **asked: Any
     ) -> audit.Action:
-        """The audit of one console action (origin `console`), not started yet; `stop` set
-        makes its end `interrupted`."""
+        """The audit of one console action (origin `console`), not started yet: its request the
+        deployment's options as given and what it asks, as the CLI's command would record them;
+        `stop` set makes its end `interrupted`."""
         return audit.Action(
             command,
             audit.Origin.CONSOLE,
-            request,
+            request_from({**self.given, **asked}),
             open_store=self.store,
             identify=identifier(lambda: self.client("sts")),
             describe=describe,
@@ -137,9 +130,8 @@ class Connection:
 
 @dataclass(frozen=True, slots=True)
 class ReadSettings:
-    """The replay function's settings the console reads and redrives with (its targets, count
-    attribute and DLQ_KIND), read once at start as every command reads them, with the page's
-    line saying which kinds records are read as and why."""
+    """The replay function's settings the console reads and redrives with, read once at start as
+    every command reads them; `kinds_line` says which kinds records are read as and why."""
 
     replay_targets: frozenset[str]
     count_attribute: str

@@ -121,8 +121,7 @@ def queue_of(url: str, attributes: Mapping[str, object]) -> Queue | None:
 
 
 def redrive_policy(text: object) -> RedrivePolicy | None:
-    """A RedrivePolicy attribute's target and receive count; None when it is absent or not
-    one (malformed JSON, a missing or mistyped field)."""
+    """A RedrivePolicy attribute's target and receive count; None when absent or malformed."""
     if not isinstance(text, str) or not text:
         return None
     try:
@@ -148,11 +147,6 @@ def _number(value: object, default: int) -> int:
     if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 18:
         return int(value)
     return default
-
-
-def queue_urls(sqs: SQSClient) -> list[str]:
-    pages = sqs.get_paginator("list_queues").paginate(PaginationConfig={"PageSize": LIST_PAGE_SIZE})
-    return [url for page in pages for url in page.get("QueueUrls", [])]
 
 
 def read_queues(
@@ -192,8 +186,7 @@ def read_queues(
 
 @dataclass
 class OverviewReader:
-    """Reads the overview with the console's clients (`client(service)`: made once each, so a
-    read every few seconds makes none)."""
+    """Reads the overview with the console's clients (made once: a read every 5 s makes none)."""
 
     sqs: SQSClient
     client: Callable[[str], Any]
@@ -205,7 +198,10 @@ class OverviewReader:
         """Every DLQ (of the stack, or of the region without one), sorted by backlog."""
         deployment = self.deployment
         known = dict(deployment.known_queues())
-        urls = queue_urls(self.sqs)
+        pages = self.sqs.get_paginator("list_queues").paginate(
+            PaginationConfig={"PageSize": LIST_PAGE_SIZE}
+        )
+        urls = [url for page in pages for url in page.get("QueueUrls", [])]
         urls += [url for url in known.values() if url not in urls]
         notes: list[str] = []
         queues = read_queues(self.sqs, urls, notes, self.workers)
@@ -214,8 +210,7 @@ class OverviewReader:
             if queue.info.redrive is not None:
                 sources.setdefault(queue.info.redrive.target_arn, []).append(queue.info.name)
         roles_by_url = {url: role for role, url in known.items()}
-        stack_urls = set(known.values())
-        stack_names = {q.info.name for q in queues.values() if q.info.url in stack_urls}
+        stack_names = {q.info.name for q in queues.values() if q.info.url in roles_by_url}
 
         def listed(info: QueueInfo) -> bool:
             if roles_by_url.get(info.url) in {"dlq", "operator"}:

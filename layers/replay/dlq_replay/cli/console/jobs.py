@@ -9,7 +9,8 @@ import itertools
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -86,49 +87,39 @@ class Job:
         return {**shown, "download": self.download is not None, "action_id": self.action_id}
 
     def show(self, tally: RedriveTally, request: RedriveRequest) -> None:
-        self.seen = tally.seen
-        self.rows = flat_rows(tally, request)
-        self.adds_up = tally.adds_up
+        """The CLI's tally table, row by row (a mapping's rows indented, as the table has them)."""
+        rows: list[tuple[str, int]] = []
+        for row in tally_rows(tally, request):
+            if isinstance(row, tuple):
+                rows.append(row)
+            else:
+                rows += [(f"  {key}", value) for key, value in sorted(row.items())]
+        self.seen, self.rows, self.adds_up = tally.seen, rows, tally.adds_up
 
 
 _SHOWN = ("id", "kind", "state", "heading", "seen", "total", "rows", "lines", "error", "adds_up")
 
 
-def flat_rows(tally: RedriveTally, request: RedriveRequest) -> list[tuple[str, int]]:
-    """The CLI's tally table, row by row (a mapping's rows indented, as the table has them)."""
-    flat: list[tuple[str, int]] = []
-    for row in tally_rows(tally, request):
-        if isinstance(row, tuple):
-            flat.append(row)
-        else:
-            flat += [(f"  {key}", value) for key, value in sorted(row.items())]
-    return flat
-
-
-def _describe(error: BaseException) -> str:
-    if isinstance(error, OpsError):
-        return str(error)
-    if isinstance(error, Exception):
-        return describe_error(error)[0]
-    return "stopped"
-
-
 class Jobs:
-    """Every action of this console, by id. Nothing watches the pages: an action runs until
-    it ends, its Stop button is pressed or the console stops."""
+    """Every action of this console, by id; each runs until it ends or is stopped."""
 
     def __init__(self) -> None:
         self.jobs: dict[str, Job] = {}
 
-    def start(self, job: Job, work: Callable[[Job], None]) -> Job:
+    def start(self, job: Job, work: Callable[..., None], *args: Any) -> Job:
+        """Run `work(*args, job)` in a thread of its own."""
+
         def body() -> None:
             try:
-                work(job)
+                work(*args, job)
                 if job.state == "running":
                     job.state = "stopped" if job.stop.is_set() else "done"
-            except BaseException as error:  # shown on the page
-                job.state = "failed"
-                job.error = _describe(error)
+            except OpsError as error:  # shown on the page
+                job.state, job.error = "failed", str(error)
+            except Exception as error:
+                job.state, job.error = "failed", describe_error(error)[0]
+            except BaseException:
+                job.state, job.error = "failed", "stopped"
 
         job.thread = threading.Thread(target=body, name=f"job-{job.id}", daemon=True)
         self.jobs[job.id] = job
@@ -160,13 +151,14 @@ class Jobs:
         return report
 
 
-def recorded(job: Job, action: audit.Action, work: Callable[[], int]) -> None:
-    """`work()` under its audit (`action.gate` in it): a begin that could not be written fails
-    the job, nothing done; an end that could not be, is said on the page."""
+@contextmanager
+def recorded(job: Job, action: audit.Action) -> Iterator[None]:
+    """The job's work under its audit (`action.gate` in it): a begin that could not be written
+    fails the job, nothing done; an end that could not be, is said on the page."""
     job.action_id = action.action_id
     try:
         with action:
-            action.ended(work())
+            yield
     except audit.AuditError as refused:
         raise CommandError(f"audit: {refused}") from None
     finally:
@@ -174,10 +166,15 @@ def recorded(job: Job, action: audit.Action, work: Callable[[], int]) -> None:
             job.lines.append(f"audit: {action.problem}")
 
 
+def _stopped(job: Job) -> int:
+    job.state = "stopped"
+    job.lines.append(STOPPED_LINE)
+    return EXIT_STOPPED
+
+
 @dataclass(frozen=True, slots=True)
 class RedriveOrder:
-    """What the page asked for: a selection (ids) from a queue, to a destination, as the
-    redrive's request; `filter`: the filter that chose it, if one did."""
+    """The page's selection as the redrive's request; `filter`: the filter that chose it, if any."""
 
     request: RedriveRequest
     filter: dict[str, str] = field(default_factory=dict)
@@ -191,33 +188,28 @@ class RedriveOrder:
         return self.request.selector.message_ids
 
 
-def redrive_options(order: RedriveOrder) -> dict[str, Any]:
-    """What a console redrive asks, by `dlq-replay redrive`'s option names (its selection:
-    how many ids were ticked, and the filter that chose them)."""
-    request = order.request
-    return {
-        "source": order.source.url,
-        "destination": request.destination.url if request.destination else "source",
-        "client_side": True,
-        "rate": request.rate,
-        "reset_count": request.reset_count,
-        "target_arns": sorted(request.target_arns),
-        "hide_seconds": request.hide_seconds,
-        "wait_seconds": request.wait_seconds,
-        "reserve": request.reserve,
-        "selection": len(order.ids),
-        "filter": json.dumps(order.filter, sort_keys=True) if order.filter else None,
-    }
-
-
 def run_redrive(connection: Connection, sqs: SQSClient, order: RedriveOrder, job: Job) -> None:
     """The client-side move of the selection, audited as the CLI's redrive is."""
-    destination = order.request.destination.url if order.request.destination else "source"
-    action = connection.action("redrive", connection.options(**redrive_options(order)), job.stop)
+    request = order.request
+    destination = request.destination.url if request.destination else "source"
+    action = connection.action(
+        "redrive",
+        job.stop,
+        source=order.source.url,
+        destination=destination,
+        client_side=True,
+        rate=request.rate,
+        reset_count=request.reset_count,
+        target_arns=sorted(request.target_arns),
+        hide_seconds=request.hide_seconds,
+        wait_seconds=request.wait_seconds,
+        reserve=request.reserve,
+        selection=len(order.ids),  # how many were chosen, and the filter that chose them
+        filter=json.dumps(order.filter, sort_keys=True) if order.filter else None,
+    )
     # Each copy carries the action's id (dlq-replay-action): the move is followed.
-    request = replace(order.request, follow_id=action.action_id)
-
-    def work() -> int:
+    request = replace(request, follow_id=action.action_id)
+    with recorded(job, action):
         deliverer = connection.deliverer() if request.target_arns else None
         move = prepare(
             sqs, request, stop=job.stop, deliverer=deliverer, memory=ReceiveMemory.local()
@@ -238,13 +230,10 @@ def run_redrive(connection: Connection, sqs: SQSClient, order: RedriveOrder, job
         action.tally({**redrive_json(tally, request), "interrupted": stopped})
         action.leftover(leftover_text(move.leftover(), "source queue"))
         if tally.interrupted:
-            job.state = "stopped"
-            job.lines.append(STOPPED_LINE)
-            return EXIT_STOPPED
-        failed = tally.failed or tally.sent_not_deleted or tally.stopped
-        return EXIT_FAILED if failed or nothing_movable(tally) else EXIT_OK
-
-    recorded(job, action, work)
+            action.ended(_stopped(job))
+        else:
+            failed = tally.failed or tally.sent_not_deleted or tally.stopped
+            action.ended(EXIT_FAILED if failed or nothing_movable(tally) else EXIT_OK)
 
 
 def run_pause(
@@ -252,11 +241,8 @@ def run_pause(
 ) -> None:
     """`pause` / `resume` as the CLI runs them (the event source, then the breaker), audited
     with the CLI's request; not stoppable (one call each)."""
-    command = "resume" if enable else "pause"
-    request = connection.options(enable=enable, wait=False)
-    action = connection.action(command, request)
-
-    def work() -> int:
+    action = connection.action("resume" if enable else "pause", enable=enable, wait=False)
+    with recorded(job, action):
         function = deployment.function_name
         if not function:
             raise CommandError("which function? pass --stack NAME or --function-name NAME")
@@ -268,14 +254,11 @@ def run_pause(
         answer = {**asdict(result), "breaker": breaker}
         action.tally(answer)
         job.lines = [f"{key}: {value}" for key, value in answer.items() if value is not None]
-        return EXIT_OK
-
-    recorded(job, action, work)
+        action.ended(EXIT_OK)
 
 
-def run_export(sqs: SQSClient, folder: Path, order: RedriveOrder, job: Job, name: str) -> None:
-    """`export` (no delete: not recorded, it changes nothing) of the selection into a file the
-    browser downloads."""
+def run_export(sqs: SQSClient, folder: Path, order: RedriveOrder, name: str, job: Job) -> None:
+    """`export` of the selection (no delete: not audited) into a file the browser downloads."""
     path = folder / f"export-{job.id}.jsonl"
     request = ExportRequest(
         source=order.source,
@@ -309,9 +292,8 @@ def run_purge(
     connection: Connection, sqs: SQSClient, queue: QueueInfo, confirm: str, job: Job
 ) -> None:
     """`dlq-replay purge QUEUE --confirm NAME`: one call, not stoppable."""
-    action = connection.action("purge", connection.options(queue=queue.url, confirm=confirm))
-
-    def work() -> int:
+    action = connection.action("purge", queue=queue.url, confirm=confirm)
+    with recorded(job, action):
         check_confirmed(confirm, queue)
         before = depth_before_purge(sqs, queue)
         action.gate(queues=(queue.url,), selection_size=before.total)
@@ -319,9 +301,7 @@ def run_purge(
         action.tally(purge_json(result))
         job.rows = [("purged (about)", result.purged)]
         job.lines = [f"SQS removes them within {PURGE_INTERVAL_SECONDS} seconds"]
-        return EXIT_OK
-
-    recorded(job, action, work)
+        action.ended(EXIT_OK)
 
 
 def run_delete(
@@ -330,7 +310,9 @@ def run_delete(
     """Delete the chosen messages (the CLI's Deleter with the console's selection)."""
     queue, ids = order.source, order.ids
     request = DeleteRequest(source=queue, selector=Selector(message_ids=ids))
-    asked = connection.options(
+    action = connection.action(
+        "delete",
+        job.stop,
         queue=queue.url,
         confirm=confirm,
         hide_seconds=request.hide_seconds,
@@ -338,7 +320,6 @@ def run_delete(
         reserve=request.reserve,
         selection=len(ids),
     )
-    action = connection.action("delete", asked, job.stop)
 
     def show(tally: DeleteTally) -> None:
         job.seen = tally.seen
@@ -350,7 +331,7 @@ def run_delete(
         ]
         job.adds_up = tally.adds_up
 
-    def work() -> int:
+    with recorded(job, action):
         check_confirmed(confirm, queue)
         deleter = Deleter(sqs, request, stop=job.stop, memory=ReceiveMemory.local())
         action.gate(queues=(queue.url,), selection_size=len(ids))
@@ -361,9 +342,6 @@ def run_delete(
         action.tally(delete_json(queue, tally))
         action.leftover(hidden_until_text(tally.not_released, tally.hidden_until))
         if tally.interrupted:
-            job.state = "stopped"
-            job.lines.append(STOPPED_LINE)
-            return EXIT_STOPPED
-        return EXIT_FAILED if tally.failed or tally.stopped else EXIT_OK
-
-    recorded(job, action, work)
+            action.ended(_stopped(job))
+        else:
+            action.ended(EXIT_FAILED if tally.failed or tally.stopped else EXIT_OK)

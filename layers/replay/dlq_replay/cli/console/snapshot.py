@@ -28,7 +28,6 @@ from dlq_replay.ops.export import ExportRequest, ExportResult, prepare_export
 from dlq_replay.ops.opserror import OpsError
 from dlq_replay.ops.queueinfo import QueueInfo
 from dlq_replay.ops.receivememory import ReceiveMemory
-from dlq_replay.ops.receiving import ReceiveBudget
 from dlq_replay.ops.recognition import ALL_KINDS
 from dlq_replay.ops.select import NO_REASON, parse_duration
 
@@ -209,8 +208,7 @@ class Snapshot:
             self.finished = time.time()
 
     def _load(self, archive: Path, failed: list[BaseException] | None = None) -> None:
-        """The archive into the database, LOAD_CHUNK lines at a time; the indexes after. In a
-        thread of its own, an error goes to `failed`."""
+        """The archive into the database in chunks, indexed after; errors go to `failed`, if any."""
         db = sqlite3.connect(self.path)
         try:
             db.executescript(_SCHEMA)
@@ -289,19 +287,6 @@ class Snapshot:
         chosen = set(ids)
         found = self._query("SELECT id, line FROM messages")
         return [message_of(parse_line(line)) for message_id, line in found if message_id in chosen]
-
-
-def read_refusal(info: QueueInfo, memory: ReceiveMemory) -> str | None:
-    """Why a read of the queue now would be refused (one line), or None: a message earlier
-    reads saw could be moved on by it, or the memory's file is unreadable."""
-    policy = info.redrive
-    if policy is None:
-        return None
-    budget = ReceiveBudget(policy.max_receive_count, 0, READ_RESERVE, policy.target_name)
-    try:
-        return memory.refusal(info, budget)
-    except OpsError as error:
-        return str(error)
 
 
 def _row_of(line: str) -> tuple[Any, ...]:

@@ -1,6 +1,6 @@
 """What one running console knows: its connection and the replay's settings (read from the
 command line once, by `Console.from_args`: nothing below holds the Namespace), its token,
-snapshots and actions; the pages (`app`) ask it."""
+snapshots and actions; the pages (`app`) ask it, and turn its errors into HTTP answers."""
 
 from __future__ import annotations
 
@@ -10,19 +10,19 @@ import time
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dlq_replay.cli.console import inventory, jobs
 from dlq_replay.cli.console.connection import Connection, ReadSettings
-from dlq_replay.cli.console.problems import BadRequestError, NotFoundError, RefusedReadError
-from dlq_replay.cli.console.snapshot import Filter, Snapshot, read_refusal
+from dlq_replay.cli.console.snapshot import READ_RESERVE, Filter, Snapshot
 from dlq_replay.cli.deployment import command_sqs, resolve_deployment
 from dlq_replay.core.messages import OutboundMessage
 from dlq_replay.core.queues import queue_name
+from dlq_replay.ops.opserror import OpsError
 from dlq_replay.ops.queueinfo import QueueInfo, queue_info
 from dlq_replay.ops.receivememory import ReceiveMemory
+from dlq_replay.ops.receiving import ReceiveBudget
 from dlq_replay.ops.redrive import DEFAULT_CONCURRENCY, RedriveRequest, plan_copy
 from dlq_replay.ops.select import Selector
 from dlq_replay.ops.stack import Deployment
@@ -35,6 +35,24 @@ if TYPE_CHECKING:
 # period) and shared by every open page, while a page asked for it within OVERVIEW_IDLE_SECONDS.
 OVERVIEW_SECONDS = 5.0
 OVERVIEW_IDLE_SECONDS = 60.0
+
+
+class ConsoleRequestError(Exception):
+    """A request the console cannot serve; `str()` is the line the page shows."""
+
+    status = 400
+
+
+class NotFoundError(ConsoleRequestError):
+    status = 404  # no such queue, action or download
+
+
+class BadRequestError(ConsoleRequestError):
+    """The form or query makes no sense (nothing selected, an age that is no duration)."""
+
+
+class RefusedReadError(ConsoleRequestError):
+    status = 409  # a read that could exhaust a remembered message's receives
 
 
 @dataclass(eq=False, repr=False)  # no repr: it would show the token
@@ -90,32 +108,26 @@ class Console:
         return dict(snapshot.groups("kind", Filter(), now)), snapshot.oldest_age(now)
 
     def overview(self) -> inventory.Overview:
-        """The overview every page shares: the refresher's latest read. Read here only when
-        the refresher is not running (the first request, or the first after a minute nobody
-        asked), once however many pages ask at the same moment; asking keeps it running."""
+        """The refresher's latest read, shared by every page. Read here only while no refresher
+        runs (the first request, or the first after a minute nobody asked), once however many
+        pages ask at that moment; asking keeps the refresher running."""
         with self._lock:
             self._asked_at = time.monotonic()
-            seen = self._overview if self._refresher is not None else None
-        if seen is None:
-            with self._reading:
-                with self._lock:
-                    latest = self._overview if self._refresher is not None else None
-                if latest is None:  # nobody read it while this request waited
-                    latest = self._reader.read()
-                    with self._lock:
-                        self._overview = latest
-                self._start_refresher()
-            return latest
-        return seen
-
-    def _start_refresher(self) -> None:
-        with self._lock:
-            if self._refresher is not None or self._closed.is_set():
-                return
-            self._refresher = threading.Thread(
-                target=self._refresh, name="overview-refresher", daemon=True
-            )
-            self._refresher.start()
+            if self._refresher is not None and self._overview is not None:
+                return self._overview
+        with self._reading:
+            with self._lock:
+                if self._refresher is not None and self._overview is not None:
+                    return self._overview  # read while this request waited
+            latest = self._reader.read()
+            with self._lock:
+                self._overview = latest
+                if not self._closed.is_set():
+                    self._refresher = threading.Thread(
+                        target=self._refresh, name="overview-refresher", daemon=True
+                    )
+                    self._refresher.start()
+        return latest
 
     def _refresh(self) -> None:
         """Read the overview every OVERVIEW_SECONDS (resting at least as long as a read took:
@@ -133,19 +145,17 @@ class Console:
             with self._reading:
                 try:
                     latest = self._reader.read()
-                except Exception as error:  # kept as a note on the last overview read
-                    latest = self._failed_refresh(error)
+                except Exception as error:  # a note on the last read (only readers change it)
+                    last = self._overview
+                    assert last is not None  # the refresher starts after the first read
+                    when = time.strftime("%H:%M:%S", time.localtime(last.read_at))
+                    note = (
+                        f"refresh failed ({type(error).__name__}): the counters are those of {when}"
+                    )
+                    kept = tuple(n for n in last.notes if not n.startswith("refresh failed ("))
+                    latest = replace(last, notes=(*kept, note))
                 with self._lock:
                     self._overview = latest
-
-    def _failed_refresh(self, error: Exception) -> inventory.Overview:
-        with self._lock:
-            last = self._overview
-        assert last is not None  # the refresher starts after the first read
-        when = time.strftime("%H:%M:%S", time.localtime(last.read_at))
-        note = f"refresh failed ({type(error).__name__}): the counters are those of {when}"
-        kept = tuple(n for n in last.notes if not n.startswith("refresh failed ("))
-        return replace(last, notes=(*kept, note))
 
     def close(self) -> list[str]:
         """Stop the refresher, every snapshot read and every action; what each action did."""
@@ -189,8 +199,15 @@ class Console:
 
     def reread_refusal(self, info: QueueInfo) -> str | None:
         """Why a new read would be refused (a message earlier reads saw, here or by the CLI,
-        could be moved on by it); None: the page may offer Re-read."""
-        return read_refusal(info, ReceiveMemory.local())
+        could be moved on by it, or the memory's file is unreadable); None: it may be read."""
+        policy = info.redrive
+        if policy is None:
+            return None
+        budget = ReceiveBudget(policy.max_receive_count, 0, READ_RESERVE, policy.target_name)
+        try:
+            return ReceiveMemory.local().refusal(info, budget)
+        except OpsError as error:
+            return str(error)
 
     def destinations(self, info: QueueInfo) -> list[tuple[str, str]]:
         """Where a redrive from this queue can go: (form value, words)."""
@@ -267,33 +284,31 @@ class Console:
         return max(len(order.ids), self.snapshot(order.source).examined)
 
     def start_redrive(self, order: jobs.RedriveOrder) -> jobs.Job:
-        destination = order.request.destination
-        source, where = order.source.name, destination.name if destination else "source"
-        job = jobs.Job("redrive", source, f"{source} -> {where}", self._total(order))
-        return self.jobs.start(job, partial(jobs.run_redrive, self.connection, self.sqs, order))
+        destination, source = order.request.destination, order.source.name
+        heading = f"{source} -> {destination.name if destination else 'source'}"
+        job = jobs.Job("redrive", source, heading, self._total(order))
+        return self.jobs.start(job, jobs.run_redrive, self.connection, self.sqs, order)
 
     def start_export(self, order: jobs.RedriveOrder, filename: str) -> jobs.Job:
         source = order.source.name
         job = jobs.Job("export", source, f"export of {source}", len(order.ids))
-        run = partial(jobs.run_export, self.sqs, self.folder, order, name=filename)
-        return self.jobs.start(job, run)
+        return self.jobs.start(job, jobs.run_export, self.sqs, self.folder, order, filename)
 
     def start_purge(self, info: QueueInfo, confirm: str) -> jobs.Job:
         job = jobs.Job("purge", info.name, f"purge {info.name}")
-        run = partial(jobs.run_purge, self.connection, self.sqs, info, confirm)
-        return self.jobs.start(job, run)
+        return self.jobs.start(job, jobs.run_purge, self.connection, self.sqs, info, confirm)
 
     def start_delete(self, order: jobs.RedriveOrder, confirm: str) -> jobs.Job:
         source = order.source.name
-        heading = f"delete {len(order.ids)} from {source}"
-        job = jobs.Job("delete", source, heading, self._total(order))
-        run = partial(jobs.run_delete, self.connection, self.sqs, order, confirm)
-        return self.jobs.start(job, run)
+        job = jobs.Job(
+            "delete", source, f"delete {len(order.ids)} from {source}", self._total(order)
+        )
+        return self.jobs.start(job, jobs.run_delete, self.connection, self.sqs, order, confirm)
 
     def start_pause(self, *, enable: bool) -> jobs.Job:
         word = "resume" if enable else "pause"
-        run = partial(jobs.run_pause, self.connection, self.sqs, self.deployment, enable)
-        return self.jobs.start(jobs.Job(word, "", f"{word} the replay"), run)
+        job, deployment = jobs.Job(word, "", f"{word} the replay"), self.deployment
+        return self.jobs.start(job, jobs.run_pause, self.connection, self.sqs, deployment, enable)
 
     def job(self, job_id: str) -> jobs.Job:
         found = self.jobs.jobs.get(job_id)
@@ -334,9 +349,11 @@ class Console:
         ]
         return rows, trail.visible(store.where), problem
 
-    def recovery(self, info: QueueInfo) -> tuple[Any, str | None]:
+    def recovery(
+        self, info: QueueInfo
+    ) -> tuple[tuple[str, list[tuple[str, int]]] | None, str | None]:
         """The replay's recovery on this DLQ over the last day, from the stack's table (the
-        trail's), and a problem line; (None, None) without a table: nothing to show."""
+        trail's), as a chart's title and bars, and a problem line; (None, None) without a table."""
         from dlq_replay.cli import followed
 
         try:
@@ -344,9 +361,10 @@ class Console:
             if not store.shared:
                 return None, None
             recoveries, _ = store.recovery_store()
-            return followed.last_day(recoveries, info.name, time.time()), None
+            summary = followed.last_day(recoveries, info.name, time.time())
         except Exception as error:  # the page is shown; the chart's place says why
             return None, f"replay recovery not read ({type(error).__name__}: {error})"
+        return (f"replay recovery, {summary.text()}", followed.recovery_bars(summary)), None
 
 
 def followed_cell(action: Any, follows: Mapping[str, Any], now: float, problem: str | None) -> str:
