@@ -115,7 +115,7 @@ class DynamoAuditStore:
         )
         for found in pages:
             for item in found.get("Items", []):
-                if (record := _parsed(from_item(item).get("record", ""))) is not None:
+                if (record := _parsed(item)) is not None:
                     yield record
 
 
@@ -169,10 +169,16 @@ class FileAuditStore:
         return FileRecoveryStore(self.follow_path), str(self.follow_path)
 
 
-def _parsed(text: Any) -> AuditRecord | None:
-    """A stored record, or None for what is not one (a torn last line, a foreign item)."""
+def _parsed(stored: Any) -> AuditRecord | None:
+    """A stored record (a line, or an item whose `record` is one), or None for what is not one:
+    a torn last line, a foreign item."""
     try:
+        text = (
+            from_item({"record": stored["record"]})["record"]
+            if isinstance(stored, dict)
+            else stored
+        )
         data = json.loads(text)
         return AuditRecord.from_json(data) if isinstance(data, dict) else None
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, AttributeError):
         return None
