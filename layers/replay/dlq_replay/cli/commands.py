@@ -27,7 +27,9 @@ COMMANDS: dict[str, Command] = {
         "export", "write parked messages to a JSON Lines archive (to edit with jq, then import)"
     ),
     "import": Command("importing", "send the messages of an export archive to a queue (resumable)"),
-    "purge": Command("purge", "delete every message of a queue (PurgeQueue), its name typed back"),
+    "purge": Command(
+        "deleting", "delete every message of a queue (PurgeQueue), its name typed back"
+    ),
     "delete": Command(
         "deleting", "delete the messages a selection takes, the queue's name typed back"
     ),

@@ -17,12 +17,7 @@ if TYPE_CHECKING:  # imported when a child starts: every command's start-up read
 CHILD = [sys.executable, "-m", "dlq_replay.cli.companion_run"]
 # A move the command line makes client-side whatever the queues are (a rewrite, or asked).
 _CLIENT_SIDE = frozenset({"--client-side", "--reset-count"})
-
-
-class _Started:
-    """The one child this process started early (a process is the whole process's)."""
-
-    process: subprocess.Popen[bytes] | None = None
+_STARTED: list[subprocess.Popen[bytes]] = []  # the one child this process started early
 
 
 def prestart(arguments: list[str]) -> None:
@@ -37,7 +32,7 @@ def prestart(arguments: list[str]) -> None:
     import subprocess
 
     try:
-        _Started.process = subprocess.Popen(  # noqa: S603 (this interpreter, our module)
+        child = subprocess.Popen(  # noqa: S603 (this interpreter, our module)
             CHILD,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -46,6 +41,7 @@ def prestart(arguments: list[str]) -> None:
         )
     except OSError:
         return  # the command starts one later, or moves alone
+    _STARTED.append(child)
 
 
 def usable_cores() -> int:
@@ -58,5 +54,4 @@ def usable_cores() -> int:
 
 def take() -> subprocess.Popen[bytes] | None:
     """The child started early, if any (once)."""
-    process, _Started.process = _Started.process, None
-    return process
+    return _STARTED.pop() if _STARTED else None
