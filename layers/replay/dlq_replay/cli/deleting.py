@@ -44,8 +44,7 @@ from dlq_replay.sqs.depth import queue_depth
 
 
 def check_confirmed(confirm: str, queue: QueueInfo) -> None:
-    """A usage error unless `confirm` (--confirm, or the console's field) is the queue's own
-    name (what a type-to-confirm sends)."""
+    """A usage error unless `confirm` (--confirm, or the console's field) is the queue's name."""
     if confirm != queue.name:
         raise CommandError(
             f"--confirm {confirm!r} is not the name of the queue {queue.url}: type its name "

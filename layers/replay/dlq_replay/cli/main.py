@@ -103,8 +103,7 @@ def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentPa
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The `dlq-replay` command. In process (`argv`, tests) it hands the signal handlers back;
-    as the process's own command it keeps its exit code whatever signal comes after: a Ctrl-C
-    just as a finished command printed its tally is neither a traceback nor a death by signal."""
+    as the process's own command a signal after it finished changes not its exit code."""
     restore = install_default_handlers()
     code = EXIT_INTERRUPTED
     try:

@@ -1,9 +1,7 @@
 """The second process of a client-side `redrive` (`ops.companion`), started as the command line
-is read: before the command's modules are imported, so the child imports boto3 on the other core
-while the command does (about 0.3 s each), and is ready when the first copies go. Only the
-command line decides here; the command takes the child (`take`) and, once the options are
-parsed and the queues known, gives it its move or lets it go (it exits at the end of its
-input, as it does if this process ends first)."""
+is read, before the command's modules are imported: the child imports boto3 on the other core
+while the command does (about 0.3 s each). The command `take`s it, then gives it its move or
+lets it go (it exits at the end of its input)."""
 
 from __future__ import annotations
 
@@ -45,8 +43,7 @@ def prestart(arguments: list[str]) -> None:
 
 
 def usable_cores() -> int:
-    """The cores this process may run on: a container's or a taskset's where the system says
-    (Linux), else the machine's."""
+    """The cores this process may run on (a container's, a taskset's), else the machine's."""
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1

@@ -53,8 +53,7 @@ def _raise_interrupted(signum: int, frame: FrameType | None) -> None:
 
 
 def install_default_handlers() -> Callable[[], None]:
-    """SIGINT, SIGTERM and SIGHUP raise `Interrupted` (main thread only); returns how to put
-    the previous handlers back (`main` called in process, by tests)."""
+    """SIGINT, SIGTERM and SIGHUP raise `Interrupted` (main thread only); returns the undo."""
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
     # SIGTERM's last: whoever sees it caught (a supervisor, a test reading SigCgt) knows the

@@ -128,8 +128,7 @@ def run_status(args: argparse.Namespace) -> int:
 
 
 def kinds_json(settings: dict[str, str], sample: KindSample | None) -> dict[str, Any]:
-    """The kinds the function accepts, its targets (from its settings, when read) and the
-    DLQ's sample (with --sample)."""
+    """The kinds the function accepts, its targets and the DLQ's sample (with --sample)."""
     targets = settings.get("REPLAY_TARGET_ARNS", "")
     return {
         "dlq_kind": settings.get("DLQ_KIND") or None,
