@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from botocore.exceptions import ClientError
-from dlq_replay.cli.redrive import mode_text
+from dlq_replay.cli.redrive_tally import mode_text
 from dlq_replay.core.messages import OutboundMessage
 from dlq_replay.follow.tag import FOLLOW_ATTRIBUTE
 from dlq_replay.ops.clientmove import redrive as move_client_side

@@ -1,13 +1,10 @@
-"""`dlq-replay redrive`: move messages back, natively or client-side; what it says (why this
-mode, the tally, whether nothing could be moved) and --target-arn, narrowed to what the stack
-allows."""
+"""`dlq-replay redrive`: move messages back, natively or client-side."""
 
 from __future__ import annotations
 
 import argparse
-import os
 from dataclasses import asdict, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from botocore.exceptions import ClientError
 
@@ -15,7 +12,6 @@ from dlq_replay import audit
 from dlq_replay.cli.auditing import add_audit_option, audited
 from dlq_replay.cli.companion_run import companion_setup, early_companion
 from dlq_replay.cli.deployment import (
-    Target,
     add_operator_options,
     add_receive_options,
     resolve_target,
@@ -30,8 +26,6 @@ from dlq_replay.cli.errors import (
 )
 from dlq_replay.cli.options import BUDGET_HELP, make_deliverer
 from dlq_replay.cli.output import (
-    TallyRow,
-    count_table,
     destination_name,
     make_console,
     note,
@@ -40,38 +34,35 @@ from dlq_replay.cli.output import (
     progress_bars,
     report_tally,
 )
-from dlq_replay.cli.pace_options import add_pace_options, pace_line, stop_text, until_failing_from
-from dlq_replay.cli.parsing import (
-    JoinedValues,
-    SettingType,
-    Subparsers,
-    int_between,
-    positive_number,
-)
+from dlq_replay.cli.pace_options import add_pace_options, stop_text, until_failing_from
+from dlq_replay.cli.parsing import Subparsers, int_between, positive_number
 from dlq_replay.cli.prestart import usable_cores
+from dlq_replay.cli.redrive_tally import (
+    add_target_option,
+    mode_text,
+    nothing_movable,
+    print_tally,
+    redrive_json,
+    skips_text,
+    stack_targets_of,
+    target_arns_of,
+    targets_needed,
+)
 from dlq_replay.cli.selection import add_selection_options, selector_from
-from dlq_replay.cli.shutdown import Shutdown, hidden_until_text, interrupted, leftover_text
-from dlq_replay.core.settings import SETTING, SettingsError
+from dlq_replay.cli.shutdown import Shutdown, interrupted, leftover_text
 from dlq_replay.local.answers import ForeignAnswerError
 from dlq_replay.ops.clientmove import prepare
 from dlq_replay.ops.companion import WORTH_IT_FROM, Companion, processes_for
 from dlq_replay.ops.movefollow import FOLLOW_END_SECONDS, follower_of
 from dlq_replay.ops.preflight import preflight
-from dlq_replay.ops.queueinfo import QueueInfo
 from dlq_replay.ops.receivememory import ReceiveMemory
 from dlq_replay.ops.redrive import (
     DEFAULT_CONCURRENCY,
     MAX_CONCURRENCY,
-    NOT_ROUTED,
-    ModeChoice,
-    ModeReason,
     MoveMode,
     MoveTask,
     RedriveRequest,
     RedriveTally,
-    Rewrite,
-    SkipReason,
-    both_allow,
     choose_mode,
     start_move_task,
     wait_move_task,
@@ -392,190 +383,3 @@ def _client_redrive(
         )
         return EXIT_FAILED
     return EXIT_FAILED if tally.failed or tally.sent_not_deleted or tally.stopped else EXIT_OK
-
-
-_TARGETS = SETTING["REPLAY_TARGET_ARNS"]
-
-
-def add_target_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--target-arn",
-        dest="target_arns",
-        metavar="ARN",
-        type=SettingType(_TARGETS),
-        action=JoinedValues,
-        help="with --to source: the only targets a record of a serverless kind (a Lambda "
-        "function's DLQ or OnFailure destination, an EventBridge rule target's DLQ) is "
-        "delivered to, as the replay's REPLAY_TARGET_ARNS (an unqualified function ARN allows "
-        "its versions and aliases; the one function listed is where a function's own DLQ "
-        "records go); repeatable or a comma list. Without it such records stay where they "
-        "are; a record naming another target stays too, counted target-not-allowed",
-    )
-
-
-def target_arns_of(args: argparse.Namespace, *, to_source: bool) -> frozenset[str]:
-    """--target-arn's ARNs (checked by the parser already); a usage error but to the source."""
-    if args.target_arns and not to_source:
-        raise CommandError(
-            "--target-arn names where records of serverless kinds are delivered: only with "
-            "--to source",
-            EXIT_USAGE,
-        )
-    targets: frozenset[str] = _TARGETS.parse(args.target_arns or "")
-    return targets
-
-
-def targets_needed(tally: RedriveTally) -> str | None:
-    """The one-line reason why records of serverless kinds stayed: no --target-arn."""
-    left = tally.skips.get(SkipReason.NO_TARGETS, 0)
-    if not left:
-        return None
-    return (
-        f"{plural(left, 'record')} of serverless kinds (Lambda, EventBridge) left in place: "
-        "--to source delivers them to their targets only with --target-arn ARN"
-    )
-
-
-def nothing_movable(tally: RedriveTally) -> bool:
-    """Messages were there, none movable (`--to source`, no source or target on any): a
-    failure to a script, not a success with nothing to do."""
-    not_routed = sum(tally.skips.get(reason, 0) for reason in NOT_ROUTED)
-    return not_routed > 0 and tally.moved == 0 and not tally.sent_not_deleted
-
-
-def skips_text(tally: RedriveTally) -> str:
-    return ", ".join(f"{count} {reason}" for reason, count in sorted(tally.skips.items()))
-
-
-def redrive_json(
-    tally: RedriveTally, request: RedriveRequest, shutdown: Shutdown | None = None
-) -> dict[str, Any]:
-    return {
-        "mode": "client",
-        "source": request.source.url,
-        "destination": request.destination.url if request.destination else "source",
-        "reset_count": request.reset_count,
-        "keep": request.keep,
-        "filter_reasons": sorted(request.selector.reasons),
-        "target_arns": sorted(request.target_arns),
-        **asdict(tally),
-        "stopped": stop_text(tally.stopped) if tally.stopped else None,
-        "interrupted": shutdown.name if shutdown is not None and shutdown.signum else None,
-        "adds_up": tally.adds_up,
-    }
-
-
-SENT_NOT_DELETED = "sent, original not deleted (a rerun sends them again)"
-
-
-def _moved_word(tally: RedriveTally, request: RedriveRequest) -> str:
-    if request.keep:
-        return "would copy" if tally.dry_run else "copied (originals kept)"
-    return "would move" if tally.dry_run else "moved (sent and deleted)"
-
-
-def print_tally(tally: RedriveTally, request: RedriveRequest, shutdown: Shutdown) -> None:
-    console = make_console()
-    target = destination_name(request.destination)
-    heading = f"{'dry run: ' if tally.dry_run else ''}{request.source.name} -> {target}"
-    if shutdown.signum is not None:
-        heading += f" (stopped by {shutdown.name}: what SQS confirmed)"
-    console.print(heading)
-    console.print(count_table("messages", tally_rows(tally, request)))
-    for line in tally_lines(tally):
-        console.print(line, soft_wrap=True)
-    if shutdown.signum is not None:
-        console.print("rerun to continue: nothing is lost")
-
-
-def tally_rows(tally: RedriveTally, request: RedriveRequest) -> list[TallyRow]:
-    """The tally's rows, as the table shows them (the console shows the same rows)."""
-    rows: list[TallyRow] = [(_moved_word(tally, request), tally.moved)]
-    if tally.delivered:  # by target, under 'moved'
-        verb = "would deliver to" if tally.dry_run else "delivered to"
-        rows.append({f"{verb} {arn}": n for arn, n in tally.delivered.items()})
-    if tally.sent_not_deleted:
-        rows.append((SENT_NOT_DELETED, tally.sent_not_deleted))
-    rows += [
-        ("failed (left in place)", tally.failed),
-        tally.failures,
-        ("skipped (left in place)", tally.skipped),
-        tally.skips,
-    ]
-    if tally.given_back:
-        rows.append(("received, given back untouched", tally.given_back))
-    if tally.unsettled:
-        rows.append(("received, copy not confirmed sent (abandoned)", tally.unsettled))
-    rows.append(("seen (received)", tally.seen))
-    return rows
-
-
-def tally_lines(tally: RedriveTally) -> list[str]:
-    """The lines after the tally's table."""
-    lines: list[str] = []
-    if tally.not_released:
-        lines.append(hidden_until_text(tally.not_released, tally.hidden_until))
-    if tally.dry_run:
-        lines.append("dry run: nothing was sent or deleted")
-    lines += [f"refused {code}: {message}" for code, message in sorted(tally.errors.items())]
-    if tally.dry_run and tally.delivered:
-        lines.append("dry run: no target was called (a target may still refuse)")
-    if tally.pace is not None:
-        lines.append(pace_line(tally.pace))
-    if tally.failed:
-        lines.append("failed messages are still in the source queue: rerun to retry them")
-    return lines
-
-
-def mode_text(choice: ModeChoice, source: QueueInfo) -> str:
-    """Why this mode, for the user."""
-    if choice.reason is ModeReason.ASKED:
-        return "client-side move asked for"
-    if choice.reason is ModeReason.REWRITES:
-        asked = ", ".join(_REWRITE_FLAGS[rewrite] for rewrite in choice.rewrites)
-        return f"{asked}: only a client-side move can do that"
-    if choice.reason is ModeReason.NOT_A_DLQ:
-        return f"{source.name} is no queue's DLQ, so StartMessageMoveTask does not take it"
-    return f"{source.name} is a DLQ: SQS's own move task applies"
-
-
-_REWRITE_FLAGS = {
-    Rewrite.RESET_COUNT: "--reset-count",
-    Rewrite.KEEP: "--keep",
-    Rewrite.FILTER_REASON: "--filter-reason",
-    Rewrite.SELECTION: "a selection",
-    Rewrite.LIMIT: "--limit",
-    Rewrite.UNTIL_FAILING: "--until-failing",
-    Rewrite.DELIVER: "--target-arn",
-}
-
-
-def stack_targets_of(target: Target, listed: frozenset[str]) -> frozenset[str] | None:
-    """What the stack allows of --target-arn's targets: its function's REPLAY_TARGET_ARNS, else
-    the environment's; None when neither is known (the operator's list alone)."""
-    if not listed:
-        return None
-    variable = _TARGETS.variable
-    settings = target.settings
-    text = settings.get(variable, "") if settings else os.environ.get(variable)
-    if text is None:
-        note(
-            "--target-arn: the stack's ReplayTargetArns is unknown (no --stack): "
-            "delivering to --target-arn's targets alone"
-        )
-        return None
-    try:
-        allowed: frozenset[str] = _TARGETS.parse(text)
-    except SettingsError as error:
-        allowed = frozenset()
-        note(f"--target-arn: the stack's targets are unreadable ({error}): delivering to none")
-    kept = both_allow(listed, allowed)
-    dropped = sorted(listed - kept)
-    if dropped:
-        narrowed = sorted(kept - listed)
-        note(
-            f"--target-arn: the stack's ReplayTargetArns does not allow {', '.join(dropped)}"
-            + (f" (only {', '.join(narrowed)})" if narrowed else "")
-            + ": its records stay where they are"
-        )
-    return allowed

@@ -20,7 +20,7 @@ from dlq_replay.cli.deleting import check_confirmed, delete_json, purge_json
 from dlq_replay.cli.errors import EXIT_FAILED, EXIT_OK, CommandError, describe_error
 from dlq_replay.cli.pace_options import stop_text
 from dlq_replay.cli.pause import take_over
-from dlq_replay.cli.redrive import nothing_movable, redrive_json, tally_lines, tally_rows
+from dlq_replay.cli.redrive_tally import nothing_movable, redrive_json, tally_lines, tally_rows
 from dlq_replay.cli.shutdown import GRACE_SECONDS, hidden_until_text, leftover_text
 from dlq_replay.ops.clientmove import prepare
 from dlq_replay.ops.deleting import (
