@@ -15,7 +15,7 @@ PACKAGE = Path(dlq_replay.__file__).parent
 
 def command_modules() -> set[str]:
     """The module names of `cli/` that run a command (the command table's own list)."""
-    from dlq_replay.cli.commands import COMMANDS
+    from dlq_replay.cli.main import COMMANDS
 
     return {command.module for command in COMMANDS.values()}
 

@@ -47,8 +47,7 @@ def add_audit_option(parser: argparse.ArgumentParser) -> None:
 def store_of(
     table: str | None, stack: str | None, client: Callable[[str], Any]
 ) -> audit.AuditStore:
-    """The trail: `trail_table`'s table, else the file; `client(service)` makes the
-    CloudFormation and DynamoDB clients."""
+    """The trail: `trail_table`'s table, else the file."""
     outputs = (lambda: stack_outputs(client("cloudformation"), stack)) if stack else None
     table = trail_table(table, outputs)
     if table:
@@ -84,7 +83,6 @@ def unshared_text(stack: str | None, store: audit.AuditStore) -> str:
 
 
 def describe(error: BaseException) -> str:
-
     if isinstance(error, (ClientError, BotoCoreError)):
         return one_line(error)[0]
     if isinstance(error, KeyboardInterrupt):
@@ -94,8 +92,7 @@ def describe(error: BaseException) -> str:
 
 
 def request_from(options: Mapping[str, Any]) -> dict[str, Any]:
-    """The options as given (by their argparse names), for the begin record: what was asked
-    for, not how to connect or print; empty ones left out."""
+    """The options given, for the begin record: what was asked for, not how to connect or print."""
     return {
         name: _plain(value)
         for name, value in sorted(options.items())

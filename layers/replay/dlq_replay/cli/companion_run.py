@@ -1,6 +1,5 @@
-"""The second process of `dlq-replay redrive` (`ops.companion`): the options that start it, in
-the parent, and its part of the move, in the child (`python -m`, not a command), reported to
-the parent in frames on stdout."""
+"""The second process of `dlq-replay redrive` (`ops.companion`): its setup, in the parent, and
+its part of the move, in the child (`python -m`), reported to the parent in frames on stdout."""
 
 from __future__ import annotations
 
@@ -35,8 +34,7 @@ def companion_setup(args: argparse.Namespace) -> CompanionSetup:
 
 
 def early_companion(args: argparse.Namespace) -> Companion | None:
-    """The child started as the command line was read (`cli.prestart`), given its setup now
-    the options are parsed, if the move is one it fits; else let go (the end of its input)."""
+    """The child `cli.prestart` started, given its setup if the move fits it; else let go."""
     started = take()
     if started is None:
         return None
@@ -49,8 +47,7 @@ def early_companion(args: argparse.Namespace) -> Companion | None:
 
 
 class _ParentWrites:
-    """The child's follow store: nothing written here, the parent writes the move's counts
-    (the child only counts what it sent, for its frames)."""
+    """The child's follow store: nothing written here, the parent writes the move's counts."""
 
     def started(
         self, action_id: str, window_seconds: int, at: float, *, command: str | None = None

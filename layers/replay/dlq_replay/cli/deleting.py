@@ -1,5 +1,5 @@
-"""`dlq-replay delete`: delete the messages a selection takes, behind the queue's name typed
-back (`--confirm`)."""
+"""`dlq-replay purge` (PurgeQueue) and `dlq-replay delete` (the messages a selection takes):
+each behind the queue's name typed back (`--confirm`)."""
 
 from __future__ import annotations
 
@@ -9,28 +9,67 @@ from typing import Any
 
 from dlq_replay import audit
 from dlq_replay.cli.auditing import add_audit_option, audited
-from dlq_replay.cli.deployment import add_operator_options, add_receive_options
-from dlq_replay.cli.errors import EXIT_FAILED, EXIT_OK, operator_command
+from dlq_replay.cli.deployment import (
+    Target,
+    add_operator_options,
+    add_receive_options,
+    resolve_target,
+)
+from dlq_replay.cli.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CommandError, operator_command
 from dlq_replay.cli.options import BUDGET_HELP
 from dlq_replay.cli.output import (
     TallyRow,
     count_table,
     make_console,
     note,
+    plural,
     progress_bars,
     report_tally,
 )
 from dlq_replay.cli.parsing import Subparsers, int_between
-from dlq_replay.cli.purge import add_confirm_option, confirmed_queue
 from dlq_replay.cli.selection import add_selection_options, selector_from
 from dlq_replay.cli.shutdown import Shutdown, hidden_until_text
-from dlq_replay.ops.deleting import Deleter, DeleteRequest, DeleteTally
-from dlq_replay.ops.queueinfo import QueueInfo
+from dlq_replay.ops.deleting import (
+    PURGE_INTERVAL_SECONDS,
+    Deleter,
+    DeleteRequest,
+    DeleteTally,
+    PurgeResult,
+    depth_before_purge,
+    purge,
+)
+from dlq_replay.ops.queueinfo import QueueInfo, queue_info
 from dlq_replay.ops.receivememory import ReceiveMemory
 from dlq_replay.sqs.depth import queue_depth
 
 
+def check_confirmed(confirm: str, queue: QueueInfo) -> None:
+    """A usage error unless `confirm` (--confirm, or the console's field) is the queue's name."""
+    if confirm != queue.name:
+        raise CommandError(
+            f"--confirm {confirm!r} is not the name of the queue {queue.url}: type its name "
+            f"({queue.name}) to confirm; nothing was done",
+            EXIT_USAGE,
+        )
+
+
+def confirmed_queue(args: argparse.Namespace) -> tuple[Target, QueueInfo]:
+    """The run's target and its QUEUE, once --confirm is checked: purge and delete start here."""
+    target = resolve_target(args)
+    queue = queue_info(target.sqs, target.queue(args.queue, "QUEUE"))
+    check_confirmed(args.confirm, queue)
+    return target, queue
+
+
 def register(subparsers: Subparsers) -> None:
+    purge_parser = subparsers.add_parser(
+        "purge",
+        description="Delete every message of QUEUE with SQS's PurgeQueue: visible, in flight "
+        f"and delayed ones, within {PURGE_INTERVAL_SECONDS} seconds, for good (no archive: "
+        "`dlq-replay export` first to keep them). Asks for the queue's name typed back with "
+        f"--confirm. SQS allows one purge of a queue every {PURGE_INTERVAL_SECONDS} seconds. "
+        "Recorded in the audit trail (docs/operator-audit.md).",
+    )
     parser = subparsers.add_parser(
         "delete",
         description="Delete the messages of QUEUE that the selection takes (every message "
@@ -40,8 +79,15 @@ def register(subparsers: Subparsers) -> None:
         "adds up: received = deleted + skipped + failed. " + BUDGET_HELP + " Recorded in the "
         "audit trail (docs/operator-audit.md).",
     )
-    parser.add_argument("queue", metavar="QUEUE", help="main, dlq, operator, or a queue URL")
-    add_confirm_option(parser, "deletes")
+    for each, what in ((purge_parser, "purges"), (parser, "deletes")):
+        each.add_argument("queue", metavar="QUEUE", help="main, dlq, operator, or a queue URL")
+        each.add_argument(
+            "--confirm",
+            required=True,
+            metavar="NAME",
+            help=f"the name of the queue, typed back (the last part of its URL): {what} only "
+            "when it is the queue's name",
+        )
     parser.add_argument(
         "--limit", type=int_between(1, 1_000_000), metavar="N", help="delete at most N messages"
     )
@@ -56,8 +102,32 @@ def register(subparsers: Subparsers) -> None:
     )
     add_selection_options(parser)
     add_receive_options(parser, count_attribute=False)
-    add_audit_option(parser)
-    add_operator_options(parser, run_delete)
+    for each, run in ((purge_parser, run_purge), (parser, run_delete)):
+        add_audit_option(each)
+        add_operator_options(each, run)
+
+
+@operator_command
+@audited("purge")
+def run_purge(args: argparse.Namespace, action: audit.Action) -> int:
+    target, queue = confirmed_queue(args)
+    before = depth_before_purge(target.sqs, queue)
+    action.gate(queues=(queue.url,), selection_size=before.total)
+    result = purge(target.sqs, queue, before)
+    depth = result.before
+    line = (
+        f"purged {queue.name}: about {plural(result.purged, 'message')} ({depth.visible} "
+        f"visible, {depth.in_flight} in flight, {depth.delayed} delayed); SQS removes them "
+        f"within {PURGE_INTERVAL_SECONDS} seconds"
+    )
+    report_tally(
+        args, action, purge_json(result), lambda: make_console().print(line, soft_wrap=True)
+    )
+    return EXIT_OK
+
+
+def purge_json(result: PurgeResult) -> dict[str, Any]:
+    return {"queue": result.queue, "purged": result.purged, "before": asdict(result.before)}
 
 
 @operator_command

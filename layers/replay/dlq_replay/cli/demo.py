@@ -181,8 +181,7 @@ def require_moto() -> None:
 
 
 def install_hint(package_dir: Path) -> str:
-    """How to install the `demo` extra where this package is: a checkout (the package under
-    layers/replay, the project's pyproject.toml two levels up) or an installed distribution."""
+    """How to install the `demo` extra where this package is: a checkout or a distribution."""
     parents = package_dir.parents
     if (
         len(parents) > 2

@@ -51,8 +51,7 @@ def lookup_config(service: str) -> Config:
 
 
 def make_client(args: argparse.Namespace, service: str) -> Any:
-    """A client of `service` from the AWS CLI-style options; tests replace this function.
-    `--endpoint-url` applies to every service (an emulator serves them all on one port)."""
+    """A client of `service` from the AWS CLI-style options; tests replace this function."""
     if service == "sqs":
         return sqs_client(args)
     session = aws_session(args)
@@ -93,8 +92,7 @@ def add_json_option(parser: argparse.ArgumentParser) -> None:
 
 
 def add_operator_options(parser: argparse.ArgumentParser, run: Run) -> None:
-    """What every command on a deployment's queues ends with: the queues, --json, the AWS
-    options, and the function that runs it."""
+    """What every command on a deployment's queues ends with."""
     add_deployment_options(parser)
     add_json_option(parser)
     add_aws_options(parser)
@@ -142,8 +140,7 @@ def add_receive_options(parser: argparse.ArgumentParser, *, count_attribute: boo
 
 
 def function_settings(args: argparse.Namespace, deployment: Deployment) -> dict[str, str]:
-    """The replay function's environment (its settings); empty when no function is known, or
-    when it cannot be read (a note says why). A command reads it once and passes it down."""
+    """The replay function's environment; empty when unknown or unreadable (a note says why)."""
     if not deployment.function_name:
         return {}
     try:
@@ -163,8 +160,7 @@ def count_attribute_of(settings: Mapping[str, str]) -> str:
 
 
 def replay_targets_of(settings: Mapping[str, str]) -> frozenset[str]:
-    """The allowed targets, which name a `lambda` record's function: the function's
-    REPLAY_TARGET_ARNS, else the environment's; none when unreadable (a note says so)."""
+    """The function's REPLAY_TARGET_ARNS, else the environment's; none when unreadable."""
     variable = "REPLAY_TARGET_ARNS"
     text = settings.get(variable) or os.environ.get(variable, "")
     try:
@@ -176,10 +172,8 @@ def replay_targets_of(settings: Mapping[str, str]) -> frozenset[str]:
 
 
 def accepted_kinds_of(settings: Mapping[str, str]) -> frozenset[RecordKind]:
-    """The kinds the tools read records as: the function's DLQ_KIND's, else the environment's,
-    else `sqs`'s (the function's default). A look-alike in an SQS DLQ (Lambda's attribute
-    names, say, sent by anyone who may send to it) is then an SQS record, as the replay reads
-    it, and no redrive delivers it to a function."""
+    """The kinds of the function's DLQ_KIND, else the environment's, else `sqs`'s: a look-alike
+    in an SQS DLQ is an SQS record, as the replay reads it, never delivered to a function."""
     text = settings.get("DLQ_KIND") or os.environ.get("DLQ_KIND")
     try:
         return accepted_kinds((text or "sqs").strip())
@@ -199,7 +193,7 @@ class Target:
 
     @functools.cached_property
     def settings(self) -> dict[str, str]:
-        """The function's settings, read when first needed (a command may need none)."""
+        """Read when first needed (a command may need none)."""
         return function_settings(self.args, self.deployment)
 
     def queue(self, name: str, option: str) -> str:

@@ -126,8 +126,7 @@ def error_code(error: Exception) -> str:
 
 
 def file_error(error: OSError, then: str) -> str:
-    """A file that could not be read or written, in one line, and what that means for the
-    messages (`then`)."""
+    """A file that could not be read or written, and what that means for the messages."""
     where = f"{error.filename}: " if error.filename else ""
     return f"{where}{error.strerror or error} ({then})"
 

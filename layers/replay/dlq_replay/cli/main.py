@@ -1,6 +1,6 @@
 """`dlq-replay`: exit codes 0 (ok), 1 (failed), 2 (usage), 128 + the signal's number; errors
 are one line, never a traceback (the signal handlers go in first). Only the module of the
-command being run is imported: `--help` and `--version` import none."""
+command being run is imported: `--help` and `--version` import none (COMMANDS lists them)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,9 @@ import importlib
 import os
 import sys
 from collections.abc import Callable, Collection, Sequence
-from typing import NoReturn
+from typing import Any, NamedTuple, NoReturn
 
 from dlq_replay import __version__
-from dlq_replay.cli.commands import COMMANDS, Registry
 from dlq_replay.cli.parsing import CommandParser
 from dlq_replay.cli.prestart import prestart
 from dlq_replay.cli.shutdown import (
@@ -24,6 +23,56 @@ from dlq_replay.cli.shutdown import (
 
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a command cut off by `head`
 EXIT_INTERRUPTED = 130  # SIGINT: a KeyboardInterrupt that is not an `Interrupted`
+
+
+class Command(NamedTuple):
+    module: str  # under dlq_replay.cli; its register() adds the command's parser
+    summary: str
+
+
+COMMANDS: dict[str, Command] = {
+    "worker": Command(
+        "worker", "run the replay as a long-lived worker on a DLQ (any SQS-compatible endpoint)"
+    ),
+    "demo": Command("demo", "see the replay work on an embedded SQS emulator (no AWS account)"),
+    "status": Command(
+        "status", "depth of the main, DLQ and operator queues; is the replay's event source on"
+    ),
+    "pause": Command("pause", "stop replaying the DLQ: disable the replay function's event source"),
+    "resume": Command("pause", "replay the DLQ again: enable the replay function's event source"),
+    "peek": Command("peek", "look at messages without consuming them"),
+    "redrive": Command("redrive", "send parked messages back once the bug is fixed"),
+    "export": Command(
+        "export", "write parked messages to a JSON Lines archive (to edit with jq, then import)"
+    ),
+    "import": Command("importing", "send the messages of an export archive to a queue (resumable)"),
+    "purge": Command(
+        "deleting", "delete every message of a queue (PurgeQueue), its name typed back"
+    ),
+    "delete": Command(
+        "deleting", "delete the messages a selection takes, the queue's name typed back"
+    ),
+    "audit": Command(
+        "trail", "who moved, deleted or paused what, and how it ended: the audit trail"
+    ),
+    "console": Command(
+        "console", "a web console on this machine: every DLQ, its messages, the actions"
+    ),
+    "plan": Command(
+        "plan", "what a backoff setting means: the delay of each attempt, the time to parking"
+    ),
+}
+
+
+class Registry:
+    """What a command module's register() adds its parsers to: the subparsers, each command's
+    summary from COMMANDS."""
+
+    def __init__(self, subparsers: Any) -> None:
+        self._subparsers = subparsers
+
+    def add_parser(self, name: str, **kwargs: Any) -> Any:
+        return self._subparsers.add_parser(name, help=COMMANDS[name].summary, **kwargs)
 
 
 def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentParser:
@@ -54,8 +103,7 @@ def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentPa
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The `dlq-replay` command. In process (`argv`, tests) it hands the signal handlers back;
-    as the process's own command it keeps its exit code whatever signal comes after: a Ctrl-C
-    just as a finished command printed its tally is neither a traceback nor a death by signal."""
+    as the process's own command a signal after it finished changes not its exit code."""
     restore = install_default_handlers()
     code = EXIT_INTERRUPTED
     try:

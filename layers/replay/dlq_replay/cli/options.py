@@ -1,5 +1,4 @@
-"""The options several commands share: the AWS connection (and the clients it makes), the
-replay settings and the queue URLs, with the argparse types of cli.parsing."""
+"""The AWS options several commands share, and the clients they make."""
 
 from __future__ import annotations
 
@@ -42,9 +41,8 @@ MAX_POLLERS = 64  # threads in one process (worker, demo); run more processes fo
 
 
 def command_sqs_config(command: str) -> Config | None:
-    """The SQS client of a command that makes thousands of calls a run: `sqs.client.lean`
-    (botocore's per-call work is the run's CPU) with a connection kept for each request its
-    threads have in flight (their module, loaded already, says how many); else None."""
+    """A command that makes thousands of calls a run: `sqs.client.lean` (botocore's per-call
+    work is the run's CPU), a connection for each request in flight; else None."""
     if command == "redrive":
         from dlq_replay.ops.redrive import MAX_CONCURRENCY  # batches of 10 in flight
 
@@ -61,9 +59,8 @@ def command_sqs_config(command: str) -> Config | None:
 
 
 def aws_session(args: argparse.Namespace) -> boto3.Session:
-    """The command's one boto3 session (profile, region): a new session reads botocore's data
-    files again (40-90 ms), a second client of the same one costs a few milliseconds. Its
-    clients answer an HTML page with one line, never the page (`local.answers`)."""
+    """The command's one boto3 session: a new one reads botocore's data files again (40-90 ms),
+    a second client of the same one costs a few milliseconds."""
     session: boto3.Session | None = getattr(args, "_aws_session", None)
     if session is None:
         session = boto3.Session(profile_name=args.profile, region_name=args.region)
@@ -73,9 +70,7 @@ def aws_session(args: argparse.Namespace) -> boto3.Session:
 
 
 def make_deliverer(args: argparse.Namespace, concurrency: int = 8) -> Deliverer:
-    """The `Deliverer` of records of serverless kinds (worker, redrive --to source): Lambda,
-    SQS, SNS, Step Functions and EventBridge clients on the command's profile and endpoints,
-    `concurrency` deliveries at once."""
+    """The `Deliverer` of records of serverless kinds (worker, redrive --to source)."""
     from dlq_replay.targets.clients import TargetClients
     from dlq_replay.targets.deliverer import Deliverer
 
@@ -88,10 +83,8 @@ def make_deliverer(args: argparse.Namespace, concurrency: int = 8) -> Deliverer:
 def sqs_client(
     args: argparse.Namespace, *, patient: bool = False, config: Config | None = None
 ) -> SQSClient:
-    """An SQS client from the AWS CLI-style options (profile, region, endpoint): fast to fail
-    for a person waiting at a prompt, patient for the long-running worker (or `config`). A
-    command's long poll (--wait-seconds) comes on top of the read timeout: SQS holds the
-    answer to a receive that long."""
+    """Fast to fail for a person waiting, patient for the worker (or `config`); the long poll
+    (--wait-seconds) comes on top of the read timeout, as SQS holds a receive that long."""
     session = aws_session(args)
     if config is None:
         config = command_sqs_config(args.command) or (
@@ -117,10 +110,8 @@ def probe_config(patience: float) -> Config:
 
 
 def endpoint(args: argparse.Namespace, service: str = "sqs") -> str | None:
-    """The endpoint of `service`'s client: AWS_ENDPOINT_URL_<SERVICE> (other services than
-    SQS), else --endpoint-url, else AWS_ENDPOINT_URL_SQS, else AWS_ENDPOINT_URL, else None
-    (AWS's own). A variable's value is checked as the option's is: botocore would refuse it
-    with a ValueError deep in client creation."""
+    """AWS_ENDPOINT_URL_<SERVICE> (not SQS), else --endpoint-url, else AWS_ENDPOINT_URL_SQS,
+    else AWS_ENDPOINT_URL, else None (AWS's own); a variable checked as the option is."""
     own = [] if service == "sqs" else [f"AWS_ENDPOINT_URL_{service.upper()}"]
     for name in own:
         if name in os.environ:
@@ -134,8 +125,7 @@ def endpoint(args: argparse.Namespace, service: str = "sqs") -> str | None:
 
 
 def _checked(variable: str) -> str:
-    """The variable's endpoint. Set but empty is refused, not read as unset: that would send
-    a command meant for an emulator to AWS's own endpoints."""
+    """Set but empty is refused: read as unset, it would send an emulator's command to AWS."""
     value = os.environ[variable]
     if not value.strip():
         raise CommandError(

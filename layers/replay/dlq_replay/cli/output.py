@@ -67,9 +67,8 @@ def report_tally(
     followed: bool | None = None,
     **more: Any,
 ) -> None:
-    """A run's tally, final or so far: to its audit, then on stdout (with --json, as JSON with
-    `more`; else `human()` prints it). A recorded action adds its id (`action_id`, and one line
-    that says whether the move is `followed`: `audit --follow` takes the id)."""
+    """A run's tally, final or so far: to its audit, then on stdout (JSON with `more`, else
+    `human()`), with a recorded action's id (`audit --follow` takes it)."""
     action.tally(tally)
     said = {"action_id": action.action_id} if action.recorded else {}
     if getattr(args, "json", False):

@@ -1,7 +1,5 @@
-"""The parsers of every command and the argparse types that validate values at parse time.
-
-Light on purpose (no boto3, no rich): `dlq-replay --help` and `--version` build their parser
-from this module alone."""
+"""The parsers of every command and the argparse types that check values at parse time; light
+on purpose (no boto3, no rich): `dlq-replay --help` builds its parser from this module alone."""
 
 from __future__ import annotations
 
@@ -114,9 +112,8 @@ class CommandParser(argparse.ArgumentParser):
 
 
 class SettingType:
-    """argparse type of an option that sets a function variable: the table's rule for that one
-    setting, so the parser refuses exactly what the function would. The value stays text, as
-    in the function's environment; `Setting.parse` turns it into the setting's value."""
+    """argparse type of an option that sets a function variable: the parser refuses exactly what
+    the function would; the value stays text, as in the function's environment."""
 
     def __init__(self, setting: Setting[Any]) -> None:
         self.setting = setting
@@ -167,10 +164,8 @@ def add_setting_options(
     chosen = SETTINGS if variables is None else [SETTING[name] for name in variables]
     for setting in chosen:
         name = (aliases or {}).get(setting.variable, setting.option)
-        hidden = [option for option in (setting.option,) if option != name]
-        hidden += (
-            [(old_names or {})[setting.variable]] if setting.variable in (old_names or {}) else []
-        )
+        old = (old_names or {}).get(setting.variable)
+        hidden = [option for option in (setting.option, old) if option and option != name]
         if defaults is not None:
             default: object = defaults[setting.variable]
             shown = f"default: {value_text(default)}"
@@ -198,8 +193,7 @@ def add_setting_options(
 
 
 class JoinedValues(argparse.Action):
-    """A comma-list setting given several times: the values joined with commas, as the
-    environment variable holds them (each value was checked by its type on the way in)."""
+    """A comma-list setting given several times: the values joined, as the variable holds them."""
 
     def __call__(
         self,
@@ -281,8 +275,8 @@ positive_number = _Number("positive number", "> 0", lambda value: value > 0, "ab
 
 
 def readable_file(text: str) -> Path:
-    """argparse type of a file the command reads (import's archive): there, a file, and open
-    to this user, checked at parse time, before any client is made or AWS is asked anything."""
+    """argparse type of a file the command reads (import's archive): readable, before AWS is
+    asked anything."""
     path = Path(text)
     if path.is_dir():
         raise argparse.ArgumentTypeError(f"{text}: is a directory, not a file")
@@ -300,8 +294,8 @@ _HOST = re.compile(r"^((?!-)[A-Z\d-]{1,63}(?<!-)\.)*((?!-)[A-Z\d-]{1,63}(?<!-))\
 
 
 def endpoint_problem(text: str) -> str | None:
-    """Why `text` is not an endpoint URL botocore would take (None: it is one). Checked before
-    any client is made: botocore's own refusal is a ValueError deep in client creation."""
+    """Why `text` is not an endpoint URL botocore would take (None: it is one); botocore's own
+    refusal is a ValueError deep in client creation."""
     try:
         parts = urlsplit(text)
         port = parts.port

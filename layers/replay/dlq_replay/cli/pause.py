@@ -111,8 +111,7 @@ def run_pause(args: argparse.Namespace, action: audit.Action) -> int:
 def take_over(
     lam: Any, dynamodb: Callable[[], Any], function_name: str, *, enable: bool
 ) -> str | None:
-    """Close an open outage breaker for the operator (`dynamodb()` makes the breaker's
-    client); what to say about it, if anything. The console's pause and resume call it too."""
+    """Close an open outage breaker for the operator; what to say about it, if anything."""
     try:
         closed = operator_took_over(lam, dynamodb(), function_name, paused=not enable)
     except (ClientError, BotoCoreError) as error:

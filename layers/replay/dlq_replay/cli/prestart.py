@@ -1,9 +1,7 @@
 """The second process of a client-side `redrive` (`ops.companion`), started as the command line
-is read: before the command's modules are imported, so the child imports boto3 on the other core
-while the command does (about 0.3 s each), and is ready when the first copies go. Only the
-command line decides here; the command takes the child (`take`) and, once the options are
-parsed and the queues known, gives it its move or lets it go (it exits at the end of its
-input, as it does if this process ends first)."""
+is read, before the command's modules are imported: the child imports boto3 on the other core
+while the command does (about 0.3 s each). The command `take`s it, then gives it its move or
+lets it go (it exits at the end of its input)."""
 
 from __future__ import annotations
 
@@ -17,12 +15,7 @@ if TYPE_CHECKING:  # imported when a child starts: every command's start-up read
 CHILD = [sys.executable, "-m", "dlq_replay.cli.companion_run"]
 # A move the command line makes client-side whatever the queues are (a rewrite, or asked).
 _CLIENT_SIDE = frozenset({"--client-side", "--reset-count"})
-
-
-class _Started:
-    """The one child this process started early (a process is the whole process's)."""
-
-    process: subprocess.Popen[bytes] | None = None
+_STARTED: list[subprocess.Popen[bytes]] = []  # the one child this process started early
 
 
 def prestart(arguments: list[str]) -> None:
@@ -37,7 +30,7 @@ def prestart(arguments: list[str]) -> None:
     import subprocess
 
     try:
-        _Started.process = subprocess.Popen(  # noqa: S603 (this interpreter, our module)
+        child = subprocess.Popen(  # noqa: S603 (this interpreter, our module)
             CHILD,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -46,11 +39,11 @@ def prestart(arguments: list[str]) -> None:
         )
     except OSError:
         return  # the command starts one later, or moves alone
+    _STARTED.append(child)
 
 
 def usable_cores() -> int:
-    """The cores this process may run on: a container's or a taskset's where the system says
-    (Linux), else the machine's."""
+    """The cores this process may run on (a container's, a taskset's), else the machine's."""
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1
@@ -58,5 +51,4 @@ def usable_cores() -> int:
 
 def take() -> subprocess.Popen[bytes] | None:
     """The child started early, if any (once)."""
-    process, _Started.process = _Started.process, None
-    return process
+    return _STARTED.pop() if _STARTED else None

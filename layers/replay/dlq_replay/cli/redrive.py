@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 from dataclasses import asdict, replace
 from typing import TYPE_CHECKING
 
@@ -191,9 +190,7 @@ def _redrive(args: argparse.Namespace, action: audit.Action, early: Companion | 
         if destination_url == source_url:
             raise CommandError("--from and --to name the same queue", EXIT_USAGE)
     target_arns = target_arns_of(args, to_source=destination_url is None)
-    known = preflight(
-        sqs, source_url, destination_url, sources=not args.client_side, meanwhile=_load_move
-    )
+    known = preflight(sqs, source_url, destination_url, sources=not args.client_side)
     source, destination = known.source, known.destination
     request = RedriveRequest(
         source=source,
@@ -226,11 +223,6 @@ def _redrive(args: argparse.Namespace, action: audit.Action, early: Companion | 
     if args.wait:
         note("--wait only applies to a native move task; a client-side move ends when done")
     return _client_redrive(args, action, sqs, request, approximate, early=early)
-
-
-def _load_move() -> None:
-    """The move's own modules, imported while the pre-flight's requests are in flight."""
-    importlib.import_module("dlq_replay.ops.clientmove")
 
 
 def _native_redrive(

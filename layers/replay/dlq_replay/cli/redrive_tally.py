@@ -146,8 +146,7 @@ def tally_rows(tally: RedriveTally, request: RedriveRequest) -> list[TallyRow]:
 
 
 def tally_lines(tally: RedriveTally) -> list[str]:
-    """What the tally's table is followed by: what stays hidden, what a dry run did not do,
-    each refusal's first message by code, the pace, what to do about failures."""
+    """The lines after the tally's table."""
     lines: list[str] = []
     if tally.not_released:
         lines.append(hidden_until_text(tally.not_released, tally.hidden_until))
@@ -187,12 +186,11 @@ _REWRITE_FLAGS = {
 
 
 def stack_targets_of(target: Target, listed: frozenset[str]) -> frozenset[str] | None:
-    """What the stack allows of --target-arn's targets: its function's REPLAY_TARGET_ARNS
-    (ReplayTargetArns; with --stack or --function-name), else the environment's; None when
-    neither is known (the operator's list alone). One line names what it drops."""
+    """What the stack allows of --target-arn's targets: its function's REPLAY_TARGET_ARNS, else
+    the environment's; None when neither is known (the operator's list alone)."""
     if not listed:
         return None
-    variable = "REPLAY_TARGET_ARNS"
+    variable = _TARGETS.variable
     settings = target.settings
     text = settings.get(variable, "") if settings else os.environ.get(variable)
     if text is None:
@@ -202,7 +200,7 @@ def stack_targets_of(target: Target, listed: frozenset[str]) -> frozenset[str] |
         )
         return None
     try:
-        allowed: frozenset[str] = SETTING[variable].parse(text)
+        allowed: frozenset[str] = _TARGETS.parse(text)
     except SettingsError as error:
         allowed = frozenset()
         note(f"--target-arn: the stack's targets are unreadable ({error}): delivering to none")

@@ -1,5 +1,4 @@
-"""The selection options of `peek`, `redrive`, `export` and `delete`: which messages a command
-takes. Every value is checked by the parser, so a run never starts on a typo."""
+"""The selection options of `peek`, `redrive`, `export` and `delete`, checked by the parser."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""One shutdown path for SIGINT, SIGTERM and SIGHUP, for every command that moves messages.
-
-Until a command takes over, a signal raises `Interrupted`: `main` exits 128 + its number with
-one line, never a traceback. Under `Shutdown.run` the first signal lets the work (a thread)
-finish what is in flight and return its tally; `GRACE_SECONDS` later, or on a second signal,
-the main thread writes the audit's end record, prints what is left and the tally so far (a
-`--json` reader gets its object on every path) and exits: never a begin without an end.
-"""
+"""One shutdown path for SIGINT, SIGTERM and SIGHUP: outside `Shutdown.run` a signal raises
+`Interrupted` (one line, exit 128 + its number); under it the first lets the work finish what is
+in flight, a second (or `GRACE_SECONDS`) writes the audit's end and the tally so far, and exits."""
 
 from __future__ import annotations
 
@@ -58,8 +53,7 @@ def _raise_interrupted(signum: int, frame: FrameType | None) -> None:
 
 
 def install_default_handlers() -> Callable[[], None]:
-    """SIGINT, SIGTERM and SIGHUP raise `Interrupted` (main thread only); returns how to put
-    the previous handlers back (`main` called in process, by tests)."""
+    """SIGINT, SIGTERM and SIGHUP raise `Interrupted` (main thread only); returns the undo."""
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
     # SIGTERM's last: whoever sees it caught (a supervisor, a test reading SigCgt) knows the
@@ -69,9 +63,8 @@ def install_default_handlers() -> Callable[[], None]:
     previous_hook = sys.unraisablehook
 
     def deliver_again(unraisable: Any) -> None:
-        """An `Interrupted` raised in a weakref callback or a `__del__` is dropped by Python:
-        sent again from a thread a moment later, it lands in the command's own code (sent from
-        here, its handler would run in this hook and be dropped again)."""
+        # Python drops an `Interrupted` raised in a weakref callback or a `__del__`: sent again
+        # from a thread a moment later, it lands in the command's own code.
         if isinstance(unraisable.exc_value, Interrupted):
             again = threading.Timer(
                 _POLL_SECONDS / 10, os.kill, (os.getpid(), unraisable.exc_value.signum)
@@ -116,7 +109,7 @@ def end_process(code: int) -> NoReturn:
 
 
 class Shutdown:
-    """The stop token of one command and the signal handlers that set it; see the module."""
+    """The stop token of one command and the signal handlers that set it."""
 
     def __init__(
         self,
@@ -248,8 +241,7 @@ class Shutdown:
 
 
 def hidden_until_text(count: int, until: float | None) -> str:
-    """`3 messages stay hidden until 14:02:11 UTC (they come back by themselves)`, or that
-    none does."""
+    """`3 messages stay hidden until 14:02:11 UTC at the latest (...)`, or that none does."""
     if count <= 0:
         return "no message is left hidden"
     noun = "message stays" if count == 1 else "messages stay"
@@ -273,8 +265,7 @@ def interrupted(stop: KeyboardInterrupt, message: str) -> Interrupted:
 def hidden_at_most_text(
     hidden: int, until: float | None, receives: int, up_to: int, receiving_until: float | None
 ) -> str:
-    """What stays hidden, as an upper bound: the messages in hand (`hidden_until_text`), and
-    what receives still in flight may hide, messages the command never saw."""
+    """What stays hidden at most: the messages in hand, and what receives in flight may hide."""
     text = hidden_until_text(hidden, until)
     if not receives:
         return text
@@ -288,8 +279,7 @@ def hidden_at_most_text(
 
 
 def leftover_text(left: Leftover, where: str) -> str:
-    """What an abandoned move leaves: hidden messages and until when (an upper bound: the
-    receives in flight included), possible duplicates."""
+    """What an abandoned move leaves: hidden messages (at most) and possible duplicates."""
     hidden = (left.hidden, left.hidden_until, left.receives, left.receiving_up_to)
     parts = [hidden_at_most_text(*hidden, left.receiving_until)]
     if left.sent_not_deleted:

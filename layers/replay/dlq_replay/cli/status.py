@@ -65,7 +65,12 @@ def run_status(args: argparse.Namespace) -> int:
         dynamodb = clients.make_client(args, "dynamodb")
         breaker = breaker_status(lam, dynamodb, deployment.function_name)
     now = time.time()
-    recovery = recovery_of(args, result, now)
+    # The replay's recovery on the DLQ over the last day, from the trail's table or file.
+    from dlq_replay.cli.auditing import open_store
+    from dlq_replay.cli.followed import recovery_report
+
+    dlq = next((q.queue.name for q in result.queues if q.role == "dlq"), None)
+    recovery = recovery_report(open_store(args), dlq, now)
     if args.json:
         print_json(
             {
@@ -122,19 +127,8 @@ def run_status(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def recovery_of(args: argparse.Namespace, result: Status, now: float) -> dict[str, Any]:
-    """The replay's recovery on the DLQ over the last day, from the trail's table (--stack,
-    --audit-table, DLQ_REPLAY_AUDIT_TABLE) or this machine's file: `followed.recovery_report`."""
-    from dlq_replay.cli.auditing import open_store
-    from dlq_replay.cli.followed import recovery_report
-
-    dlq = next((q.queue.name for q in result.queues if q.role == "dlq"), None)
-    return recovery_report(open_store(args), dlq, now)
-
-
 def kinds_json(settings: dict[str, str], sample: KindSample | None) -> dict[str, Any]:
-    """The kinds the function accepts, its targets (from its settings, when read) and the
-    DLQ's sample (with --sample)."""
+    """The kinds the function accepts, its targets and the DLQ's sample (with --sample)."""
     targets = settings.get("REPLAY_TARGET_ARNS", "")
     return {
         "dlq_kind": settings.get("DLQ_KIND") or None,
@@ -168,19 +162,15 @@ def _expires_cell(queue: QueueStatus) -> str:
     """Time left before SQS deletes the oldest message; marked `!` under a day."""
     if queue.expires_in_seconds is None:
         return "-"
-    return _left(queue.expires_in_seconds) + (" !" if queue.expiry_warning else "")
-
-
-def _left(seconds: float) -> str:
     # Truncated, not rounded: 23h 59m 59.6s left must not read as "1d".
-    return duration(int(seconds))
+    return duration(int(queue.expires_in_seconds)) + (" !" if queue.expiry_warning else "")
 
 
 def expiry_warnings(result: Status) -> list[str]:
     """One line per queue whose oldest message SQS deletes within a day, with what to do."""
     return [
         f"WARNING: the oldest message in the {queue.role} queue {queue.queue.name} expires in "
-        f"{_left(queue.expires_in_seconds or 0.0)} (retention "
+        f"{duration(int(queue.expires_in_seconds or 0))} (retention "
         f"{duration(queue.queue.retention_seconds)}): {_expiry_advice(queue.role)}"
         for queue in result.expiring
     ]

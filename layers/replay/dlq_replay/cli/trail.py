@@ -1,11 +1,6 @@
-"""`dlq-replay audit`: the audit trail, newest first (docs/operator-audit.md).
-
-What it prints comes from whoever could run a recorded command: every text from a record is
-shown through `visible`, which writes each control character (C0, DEL, C1) and each bidi
-control as an escape (`\x1b`, `\u202e`), and rich is given plain `Text` (no markup), so no
-recorded value can move the cursor, recolour, retitle or reorder what the next operator reads.
-`--json` is exact JSON (its encoder escapes control characters already).
-"""
+"""`dlq-replay audit`: the audit trail, newest first (docs/operator-audit.md). A record's text
+comes from whoever could run a command: it is shown through `visible`, as plain `Text`, so no
+recorded value can move the cursor, recolour, retitle or reorder what the next operator reads."""
 
 from __future__ import annotations
 
@@ -40,8 +35,7 @@ _LOOKUP = 500
 
 
 def since_time(text: str) -> datetime:
-    """argparse type: a duration back from now (90s, 15m, 2h, 3d) or an ISO date or time (UTC
-    unless it says otherwise)."""
+    """argparse type: a duration back from now or an ISO date or time (UTC unless it says)."""
     try:
         return datetime.now(UTC) - timedelta(seconds=parse_duration(text))
     except ValueError:
@@ -197,8 +191,7 @@ def follow_move(args: argparse.Namespace, store: audit.AuditStore) -> int:
 
 
 def not_followed_text(action_id: str, store: audit.AuditStore) -> str:
-    """Why there is nothing to follow, in one line: the trail's newest actions say what
-    `action_id` was, when it is among them."""
+    """Why there is nothing to follow: what the trail's newest actions say `action_id` was."""
     try:
         known = {a.record.action_id: a for a in store.actions(limit=_LOOKUP)}.get(action_id)
     except Exception:  # the reason below stands without it

@@ -17,11 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 from dlq_replay import audit
 from dlq_replay.audit.recorder import EXIT_STOPPED
-from dlq_replay.cli.deleting import delete_json
+from dlq_replay.cli.deleting import check_confirmed, delete_json, purge_json
 from dlq_replay.cli.errors import EXIT_FAILED, EXIT_OK, CommandError, describe_error
 from dlq_replay.cli.pace_options import stop_text
 from dlq_replay.cli.pause import take_over
-from dlq_replay.cli.purge import check_confirmed, purge_json
 from dlq_replay.cli.redrive_tally import nothing_movable, redrive_json, tally_lines, tally_rows
 from dlq_replay.cli.shutdown import GRACE_SECONDS, hidden_until_text, leftover_text
 from dlq_replay.ops.clientmove import prepare
