@@ -1,6 +1,5 @@
-"""The follow-up counts without a table (an endpoint, a worker, no stack): JSON Lines in
-`$XDG_STATE_HOME/dlq-replay/follow.jsonl`, beside the audit's local trail. Lines are appended
-with O_APPEND in one write, as the audit's file does, and never rewritten:
+"""The follow-up counts without a table: JSON Lines in `$XDG_STATE_HOME/dlq-replay/follow.jsonl`
+beside the audit's local trail, appended with O_APPEND in one write each, never rewritten:
 
 - `{"kind": "recovery", "queue", "hour", "counters": {...}}`: one invocation's tally;
 - `{"kind": "started", "action_id", "window_seconds", "at", "command"}`, `{"kind": "sent",
@@ -8,10 +7,8 @@ with O_APPEND in one write, as the audit's file does, and never rewritten:
 - `{"kind": "returned", "action_id", "keys": [...], "at"}`: keys new to the move;
 - `{"kind": "notified", "action_id", "at"}`.
 
-A move's returns are its distinct keys as read, so a line written twice counts once. Counting
-returns holds an exclusive `flock` on the file while it reads and appends, so two processes of
-one machine decide each key's novelty and the one notice in turn. It survives the process, not
-the machine, and no other operator sees it.
+A move's returns are its distinct keys as read. Counting returns holds an exclusive `flock`
+while it reads and appends, so processes decide each key's novelty and the notice in turn.
 """
 
 from __future__ import annotations
@@ -49,7 +46,6 @@ FILE_NAME = "follow.jsonl"
 
 
 def default_follow_path() -> Path:
-    """`$XDG_STATE_HOME/dlq-replay/follow.jsonl` (XDG's place for state: `~/.local/state`)."""
     state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(state) / "dlq-replay" / FILE_NAME
 
@@ -66,7 +62,6 @@ class Journal:
 
     @contextmanager
     def locked(self) -> Iterator[int]:
-        """The file open for appending, held exclusively (against other processes too)."""
         descriptor = self._open()
         try:
             fcntl.flock(descriptor, fcntl.LOCK_EX)
@@ -84,8 +79,7 @@ class Journal:
             size = os.fstat(target).st_size
             if size and os.pread(target, 1, size - 1) != b"\n":
                 text = "\n" + text  # after a torn line (a writer that died): not glued to it
-            # No fsync: the counts are to survive the process, not the machine, and a worker
-            # appends once a batch (an fsync each would stall the batch on a busy disk).
+            # No fsync: the counts are to survive the process, not the machine.
             os.write(target, text.encode())
         finally:
             if own:
@@ -106,8 +100,6 @@ class Journal:
 
 
 class FileRecoveryStore:
-    """The replay's recovery counts in the local file."""
-
     def __init__(self, path: Path | None = None) -> None:
         self.journal = Journal(path)
 
@@ -132,14 +124,11 @@ class FileRecoveryStore:
 
 @dataclass
 class _Move:
-    """A move as its lines tell it so far."""
-
     follow: MoveFollow
     keys: set[str] = field(default_factory=set)
 
 
 def _fold(lines: Iterable[Mapping[str, Any]]) -> dict[str, _Move]:
-    """Every move the lines name."""
     moves: dict[str, _Move] = {}
     for line in lines:
         action_id = line.get("action_id")
@@ -178,8 +167,6 @@ def _apply(move: _Move, line: Mapping[str, Any]) -> None:
 
 
 class FileFollowStore:
-    """Moves followed in the local file."""
-
     def __init__(
         self,
         path: Path | None = None,
