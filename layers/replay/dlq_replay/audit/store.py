@@ -116,9 +116,9 @@ class DynamoAuditStore:
         return DynamoFollowStore(self.client, self.table)
 
     def recovery_store(self) -> tuple[RecoveryStore, str]:
-        from dlq_replay.follow.tables import DynamoRecoveryStore
+        from dlq_replay.follow.tables import DynamoFollowStore
 
-        return DynamoRecoveryStore(self.client, self.table), self.where
+        return DynamoFollowStore(self.client, self.table), self.where
 
     def _records(self, since: str | None, page: int) -> Iterator[AuditRecord]:
         condition = "pk = :p" + (" AND sk >= :s" if since else "")
@@ -192,9 +192,9 @@ class FileAuditStore:
         return FileFollowStore(self.follow_path)
 
     def recovery_store(self) -> tuple[RecoveryStore, str]:
-        from dlq_replay.follow.journal import FileRecoveryStore
+        from dlq_replay.follow.journal import FileFollowStore
 
-        return FileRecoveryStore(self.follow_path), str(self.follow_path)
+        return FileFollowStore(self.follow_path), str(self.follow_path)
 
 
 def _record_text(item: dict[str, Any]) -> str:

@@ -99,29 +99,6 @@ class Journal:
                 yield data
 
 
-class FileRecoveryStore:
-    def __init__(self, path: Path | None = None) -> None:
-        self.journal = Journal(path)
-
-    def add(self, queue: str, tally: RecoveryTally, at: float) -> None:
-        counters = tally.to_counters()
-        if counters:
-            line = {"kind": "recovery", "queue": queue, "hour": hour_bucket(at)}
-            self.journal.append([line | {"counters": counters}])
-
-    def window(
-        self, queue: str, since: float, until: float, *, settled_before: float | None = None
-    ) -> RecoverySummary:
-        buckets = (
-            bucket_of(line.get("hour"), line["counters"])
-            for line in self.journal.lines()
-            if line["kind"] == "recovery"
-            and line.get("queue") == queue
-            and isinstance(line.get("counters"), dict)
-        )
-        return summarize(buckets, since, until, settled_before)
-
-
 @dataclass
 class _Move:
     follow: MoveFollow
@@ -167,6 +144,8 @@ def _apply(move: _Move, line: Mapping[str, Any]) -> None:
 
 
 class FileFollowStore:
+    """The replay's recovery counts and the moves followed, in the local file."""
+
     def __init__(
         self,
         path: Path | None = None,
@@ -177,6 +156,24 @@ class FileFollowStore:
         self.journal = Journal(path)
         self.threshold = threshold or FollowThreshold()
         self._now = now
+
+    def add(self, queue: str, tally: RecoveryTally, at: float) -> None:
+        counters = tally.to_counters()
+        if counters:
+            line = {"kind": "recovery", "queue": queue, "hour": hour_bucket(at)}
+            self.journal.append([line | {"counters": counters}])
+
+    def window(
+        self, queue: str, since: float, until: float, *, settled_before: float | None = None
+    ) -> RecoverySummary:
+        buckets = (
+            bucket_of(line.get("hour"), line["counters"])
+            for line in self.journal.lines()
+            if line["kind"] == "recovery"
+            and line.get("queue") == queue
+            and isinstance(line.get("counters"), dict)
+        )
+        return summarize(buckets, since, until, settled_before)
 
     def _line(self, kind: str, action_id: str, **values: Any) -> None:
         if not valid_action_id(action_id):

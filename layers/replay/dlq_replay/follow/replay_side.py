@@ -38,8 +38,6 @@ from dlq_replay.follow.recovery import RecoveryStore, RecoveryTally
 from dlq_replay.follow.tag import FollowTag, read_tag
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     import boto3
     from aws_lambda_powertools.metrics import Metrics
 
@@ -113,13 +111,17 @@ def queue_name(queue_arn: str) -> str | None:
         return None
 
 
+class Store(RecoveryStore, FollowStore, Protocol):
+    """Both kinds of count, in one place (the table or the file)."""
+
+
 class ReplayFollow:
-    """Called once per batch. `stores` makes the stores at the first write (not at a cold
+    """Called once per batch. `store` makes the store at the first write (not at a cold
     start); `publish(texts)` returns the notices it could not send (None: only logged)."""
 
     def __init__(
         self,
-        stores: Callable[[], tuple[RecoveryStore, FollowStore]],
+        store: Callable[[], Store],
         *,
         count_attribute: str,
         logger: Log,
@@ -127,7 +129,7 @@ class ReplayFollow:
         publish: Callable[[Sequence[tuple[str, str]]], list[str]] | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self._stores = functools.cache(stores)
+        self._store = functools.cache(store)
         self._count_attribute = count_attribute
         self._logger, self._metrics, self._publish, self._clock = logger, metrics, publish, clock
 
@@ -150,12 +152,12 @@ class ReplayFollow:
             if not tally.empty:
                 self._guarded("recovery counts", functools.partial(self._add, name, tally, at))
         if tags:
-            notices = self._guarded("returns", lambda: self._stores()[1].returns(tags, at))
+            notices = self._guarded("returns", lambda: self._store().returns(tags, at))
             if notices:
                 self._notify(notices)
 
     def _add(self, queue: str, tally: RecoveryTally, at: float) -> None:
-        self._stores()[0].add(queue, tally, at)
+        self._store().add(queue, tally, at)
 
     def _guarded(self, what: str, write: Callable[[], Any]) -> Any:
         """The write, or None after one log line and the failure metric."""
@@ -209,16 +211,13 @@ def threshold_of(settings: Settings) -> FollowThreshold:
     return FollowThreshold(share=settings.follow_notice_percent / 100)
 
 
-def table_stores(
+def table_store(
     dynamodb: Callable[[], Any], table: str, threshold: FollowThreshold
-) -> Callable[[], tuple[RecoveryStore, FollowStore]]:
-    def make() -> tuple[RecoveryStore, FollowStore]:
-        from dlq_replay.follow.tables import DynamoFollowStore, DynamoRecoveryStore
+) -> Callable[[], Store]:
+    def make() -> Store:
+        from dlq_replay.follow.tables import DynamoFollowStore
 
-        client = dynamodb()
-        return DynamoRecoveryStore(client, table), DynamoFollowStore(
-            client, table, threshold=threshold
-        )
+        return DynamoFollowStore(dynamodb(), table, threshold=threshold)
 
     return make
 
@@ -263,18 +262,12 @@ def lambda_follow(
 
         publish = sns_publisher(functools.cache(sns), topic)
     return ReplayFollow(
-        table_stores(dynamodb, table, threshold_of(settings)),
+        table_store(dynamodb, table, threshold_of(settings)),
         count_attribute=settings.count_attribute,
         logger=logger,
         metrics=metrics,
         publish=publish,
     )
-
-
-def _file_stores(path: Path, threshold: FollowThreshold) -> tuple[RecoveryStore, FollowStore]:
-    from dlq_replay.follow.journal import FileFollowStore, FileRecoveryStore
-
-    return FileRecoveryStore(path), FileFollowStore(path, threshold=threshold)
 
 
 def worker_follow(
@@ -285,22 +278,22 @@ def worker_follow(
     sns: Callable[[], SnsClient] | None,
     logger: Log,
 ) -> tuple[ReplayFollow, str]:
-    """`dlq-replay worker`'s follow-up: the table's stores, as the Lambda's, else this machine's
-    file; and the line saying where the counts go."""
+    """`dlq-replay worker`'s follow-up: the table, as the Lambda's, else this machine's file;
+    and the line saying where the counts go."""
     threshold = threshold_of(settings)
     topic = settings.follow_notice_topic_arn
     publish = sns_publisher(functools.cache(sns), topic) if topic and sns is not None else None
-    stores: Callable[[], tuple[RecoveryStore, FollowStore]]
+    store: Callable[[], Store]
     if table:
-        stores = table_stores(dynamodb, table, threshold)
+        store = table_store(dynamodb, table, threshold)
         where = f"the table {table}"
     else:
-        from dlq_replay.follow.journal import default_follow_path
+        from dlq_replay.follow.journal import FileFollowStore, default_follow_path
 
         file = default_follow_path()
-        stores = functools.partial(_file_stores, file, threshold)
+        store = functools.partial(FileFollowStore, file, threshold=threshold)
         where = f"{file}, which no other operator sees (pass --stack NAME or --audit-table NAME)"
     follow = ReplayFollow(
-        stores, count_attribute=settings.count_attribute, logger=logger, publish=publish
+        store, count_attribute=settings.count_attribute, logger=logger, publish=publish
     )
     return follow, f"follow: recovery counts and returns go to {where}"

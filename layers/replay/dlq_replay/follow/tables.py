@@ -110,47 +110,6 @@ def _failed_condition(error: ClientError) -> bool:
     return error.response.get("Error", {}).get("Code") == _CONDITION_FAILED
 
 
-class DynamoRecoveryStore:
-    """The replay's recovery counts in the stack's table."""
-
-    def __init__(self, dynamodb: Any, table: str) -> None:  # a boto3 DynamoDB client
-        self._dynamodb = dynamodb
-        self.table = table
-
-    def add(self, queue: str, tally: RecoveryTally, at: float) -> None:
-        counters = tally.to_counters()
-        if not counters:
-            return
-        hour = hour_bucket(at)
-        expires = int(at // HOUR * HOUR) + RECOVERY_KEEP_SECONDS
-        key = {"pk": f"recovery#{queue}", "sk": hour}
-        _update(self._dynamodb, self.table, key, add=counters, put={"expires_at": expires})
-
-    def window(
-        self, queue: str, since: float, until: float, *, settled_before: float | None = None
-    ) -> RecoverySummary:
-        query: dict[str, Any] = {
-            "TableName": self.table,
-            "KeyConditionExpression": "pk = :p AND sk BETWEEN :a AND :b",
-            "ExpressionAttributeValues": to_item(
-                {":p": f"recovery#{queue}", ":a": hour_bucket(since), ":b": hour_bucket(until)}
-            ),
-        }
-        buckets = (bucket_of(item.get("sk"), item) for item in _items(self._dynamodb, query))
-        return summarize(buckets, since, until, settled_before)
-
-
-def _items(dynamodb: Any, query: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    """Every item a Query finds, page after page, as plain values."""
-    while True:
-        found = dynamodb.query(**query)
-        yield from _plain(found.get("Items", []))
-        last = found.get("LastEvaluatedKey")
-        if not last:
-            return
-        query = {**query, "ExclusiveStartKey": last}
-
-
 def _plain(items: Iterable[Any]) -> Iterator[dict[str, Any]]:
     """Items as plain values; foreign items that do not deserialize are skipped."""
     for item in items:
@@ -193,6 +152,8 @@ def move_from_items(action_id: str, items: Iterable[Mapping[str, Any]]) -> MoveF
 
 
 class DynamoFollowStore:
+    """The replay's recovery counts and the moves followed, in the stack's table."""
+
     def __init__(
         self,
         dynamodb: Any,  # a boto3 DynamoDB client
@@ -206,6 +167,30 @@ class DynamoFollowStore:
         self.table = table
         self.threshold = threshold or FollowThreshold()
         self._now, self._sleep = now, sleep
+
+    def add(self, queue: str, tally: RecoveryTally, at: float) -> None:
+        counters = tally.to_counters()
+        if not counters:
+            return
+        hour = hour_bucket(at)
+        expires = int(at // HOUR * HOUR) + RECOVERY_KEEP_SECONDS
+        key = {"pk": f"recovery#{queue}", "sk": hour}
+        _update(self._dynamodb, self.table, key, add=counters, put={"expires_at": expires})
+
+    def window(
+        self, queue: str, since: float, until: float, *, settled_before: float | None = None
+    ) -> RecoverySummary:
+        query: dict[str, Any] = {
+            "TableName": self.table,
+            "KeyConditionExpression": "pk = :p AND sk BETWEEN :a AND :b",
+            "ExpressionAttributeValues": to_item(
+                {":p": f"recovery#{queue}", ":a": hour_bucket(since), ":b": hour_bucket(until)}
+            ),
+        }
+        pages = self._dynamodb.get_paginator("query").paginate(**query)
+        items = _plain(item for page in pages for item in page.get("Items", []))
+        buckets = (bucket_of(item.get("sk"), item) for item in items)
+        return summarize(buckets, since, until, settled_before)
 
     def _summary_key(self, action_id: str) -> dict[str, str]:
         if not valid_action_id(action_id):
