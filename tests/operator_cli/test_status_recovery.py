@@ -98,7 +98,7 @@ def test_status_without_a_table_reads_this_machine_s_file_and_says_so(
 ) -> None:
     dlq = queues.dlq.rsplit("/", 1)[1]
     nothing = run_cli(capsys, "status", *queues.options())
-    path = FileFollowStore().journal.path
+    path = FileFollowStore().path
     write_day(FileFollowStore(), dlq, time.time())
 
     shown = run_cli(capsys, "status", *queues.options())

@@ -50,11 +50,60 @@ def default_follow_path() -> Path:
     return Path(state) / "dlq-replay" / FILE_NAME
 
 
-class Journal:
-    """The file: appended to in single writes, read whole; a torn or foreign line is skipped."""
+@dataclass
+class _Move:
+    follow: MoveFollow
+    keys: set[str] = field(default_factory=set)
 
-    def __init__(self, path: Path | None = None) -> None:
+
+def _fold(lines: Iterable[Mapping[str, Any]]) -> dict[str, _Move]:
+    moves: dict[str, _Move] = {}
+    for line in lines:
+        action_id = line.get("action_id")
+        if not isinstance(action_id, str) or not valid_action_id(action_id):
+            continue
+        move = moves.setdefault(action_id, _Move(MoveFollow(action_id)))
+        kind, at, f = line.get("kind"), moment(line.get("at")), move.follow
+        if kind == "started":
+            command = line.get("command")
+            move.follow = f._replace(
+                window_seconds=whole(line.get("window_seconds")),
+                started_at=at,
+                command=command if isinstance(command, str) else None,
+            )
+        elif kind == "sent":
+            sent, untracked = whole(line.get("sent")), whole(line.get("untracked"))
+            last = f.last_sent_at if at is None else max(at, f.last_sent_at or at)
+            move.follow = f._replace(
+                sent=f.sent + sent, untracked=f.untracked + untracked, last_sent_at=last
+            )
+        elif kind == "finished":
+            move.follow = f._replace(sent_at=at)
+        elif kind == "notified":
+            move.follow = f._replace(notified=True)
+        elif kind == "returned" and isinstance(line.get("keys"), list):
+            move.keys.update(key for key in line["keys"] if isinstance(key, str))
+            last = f.last_return_at
+            if at is not None and (last is None or at > last):
+                last = at
+            move.follow = f._replace(returned=len(move.keys), last_return_at=last)
+    return moves
+
+
+class FileFollowStore:
+    """The replay's recovery counts and the moves followed, in the local file: appended to in
+    single writes, read whole; a torn or foreign line is skipped."""
+
+    def __init__(
+        self,
+        path: Path | None = None,
+        *,
+        threshold: FollowThreshold | None = None,
+        now: Callable[[], float] = time.time,
+    ) -> None:
         self.path = path or default_follow_path()
+        self.threshold = threshold or FollowThreshold()
+        self._now = now
 
     def _open(self) -> int:
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -73,7 +122,6 @@ class Journal:
         text = "".join(json.dumps(line, separators=(",", ":")) + "\n" for line in lines)
         if not text:
             return
-        own = descriptor is None
         target = self._open() if descriptor is None else descriptor
         try:
             size = os.fstat(target).st_size
@@ -82,7 +130,7 @@ class Journal:
             # No fsync: the counts are to survive the process, not the machine.
             os.write(target, text.encode())
         finally:
-            if own:
+            if descriptor is None:
                 os.close(target)
 
     def lines(self) -> Iterator[dict[str, Any]]:
@@ -98,77 +146,18 @@ class Journal:
             if isinstance(data, dict) and isinstance(data.get("kind"), str):
                 yield data
 
-
-@dataclass
-class _Move:
-    follow: MoveFollow
-    keys: set[str] = field(default_factory=set)
-
-
-def _fold(lines: Iterable[Mapping[str, Any]]) -> dict[str, _Move]:
-    moves: dict[str, _Move] = {}
-    for line in lines:
-        action_id = line.get("action_id")
-        if not isinstance(action_id, str) or not valid_action_id(action_id):
-            continue
-        move = moves.setdefault(action_id, _Move(MoveFollow(action_id)))
-        _apply(move, line)
-    return moves
-
-
-def _apply(move: _Move, line: Mapping[str, Any]) -> None:
-    kind, at, f = line.get("kind"), moment(line.get("at")), move.follow
-    if kind == "started":
-        command = line.get("command")
-        move.follow = f._replace(
-            window_seconds=whole(line.get("window_seconds")),
-            started_at=at,
-            command=command if isinstance(command, str) else None,
-        )
-    elif kind == "sent":
-        sent, untracked = whole(line.get("sent")), whole(line.get("untracked"))
-        last = f.last_sent_at if at is None else max(at, f.last_sent_at or at)
-        move.follow = f._replace(
-            sent=f.sent + sent, untracked=f.untracked + untracked, last_sent_at=last
-        )
-    elif kind == "finished":
-        move.follow = f._replace(sent_at=at)
-    elif kind == "notified":
-        move.follow = f._replace(notified=True)
-    elif kind == "returned" and isinstance(line.get("keys"), list):
-        move.keys.update(key for key in line["keys"] if isinstance(key, str))
-        last = f.last_return_at
-        if at is not None and (last is None or at > last):
-            last = at
-        move.follow = f._replace(returned=len(move.keys), last_return_at=last)
-
-
-class FileFollowStore:
-    """The replay's recovery counts and the moves followed, in the local file."""
-
-    def __init__(
-        self,
-        path: Path | None = None,
-        *,
-        threshold: FollowThreshold | None = None,
-        now: Callable[[], float] = time.time,
-    ) -> None:
-        self.journal = Journal(path)
-        self.threshold = threshold or FollowThreshold()
-        self._now = now
-
     def add(self, queue: str, tally: RecoveryTally, at: float) -> None:
         counters = tally.to_counters()
         if counters:
             line = {"kind": "recovery", "queue": queue, "hour": hour_bucket(at)}
-            self.journal.append([line | {"counters": counters}])
+            self.append([line | {"counters": counters}])
 
     def window(
         self, queue: str, since: float, until: float, *, settled_before: float | None = None
     ) -> RecoverySummary:
         buckets = (
             bucket_of(line.get("hour"), line["counters"])
-            for line in self.journal.lines()
+            for line in self.lines()
             if line["kind"] == "recovery"
             and line.get("queue") == queue
             and isinstance(line.get("counters"), dict)
@@ -178,7 +167,7 @@ class FileFollowStore:
     def _line(self, kind: str, action_id: str, **values: Any) -> None:
         if not valid_action_id(action_id):
             raise ValueError(f"not an action id: {action_id!r}")
-        self.journal.append([{"kind": kind, "action_id": action_id, **values}])
+        self.append([{"kind": kind, "action_id": action_id, **values}])
 
     def started(
         self, action_id: str, window_seconds: int, at: float, *, command: str | None = None
@@ -198,8 +187,8 @@ class FileFollowStore:
         if not by_action:
             return []
         notices: list[ReturnNotice] = []
-        with self.journal.locked() as descriptor:
-            moves = _fold(self.journal.lines())
+        with self.locked() as descriptor:
+            moves = _fold(self.lines())
             lines: list[dict[str, Any]] = []
             for action_id, keys in sorted(by_action.items()):
                 move = moves.get(action_id) or _Move(MoveFollow(action_id))
@@ -212,7 +201,7 @@ class FileFollowStore:
                 if notice is not None:
                     lines.append({"kind": "notified", "action_id": action_id, "at": at})
                     notices.append(notice)
-            self.journal.append(lines, descriptor)
+            self.append(lines, descriptor)
         return notices
 
     def follow(self, action_id: str) -> MoveFollow | None:
@@ -220,5 +209,5 @@ class FileFollowStore:
 
     def follows(self, action_ids: Iterable[str]) -> dict[str, MoveFollow]:
         wanted = set(action_ids)
-        lines = (line for line in self.journal.lines() if line.get("action_id") in wanted)
+        lines = (line for line in self.lines() if line.get("action_id") in wanted)
         return {action_id: move.follow for action_id, move in _fold(lines).items()}
