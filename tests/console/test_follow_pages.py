@@ -18,7 +18,7 @@ import pytest
 from dlq_replay import audit
 from dlq_replay.demo.emulator import create_queues, emulator_session
 from dlq_replay.follow.recovery import RecoveryTally
-from dlq_replay.follow.tables import DynamoFollowStore, DynamoRecoveryStore
+from dlq_replay.follow.tables import DynamoFollowStore
 from dlq_replay.follow.tag import FollowTag
 from operator_cli.support import finished_action
 
@@ -59,7 +59,7 @@ def clock(at: float) -> str:
     return time.strftime("%H:%M" if same_day else "%Y-%m-%d %H:%M", time.gmtime(at))
 
 
-def replayed(store: DynamoRecoveryStore, queue: str, at: float) -> None:
+def replayed(store: DynamoFollowStore, queue: str, at: float) -> None:
     """One invocation's counts: 10 failed first and were replayed; 4 came back and were
     replayed again; 1 of those came back and was parked."""
     tally = RecoveryTally()
@@ -93,7 +93,7 @@ def test_the_audit_page_and_the_queue_page_show_what_was_followed(
     follows.finished(settling, now - 10)
     native = finished_action(dynamodb, table, "redrive", ago=60, origin=audit.Origin.CONSOLE)
     finished_action(dynamodb, table, "pause", ago=30, origin=audit.Origin.CONSOLE)
-    replayed(DynamoRecoveryStore(dynamodb, table), f"{name}-dlq", now - 3 * 3600)
+    replayed(DynamoFollowStore(dynamodb, table), f"{name}-dlq", now - 3 * 3600)
 
     with served(endpoint, None, "--stack", name, "--region", "us-east-1") as console:
         driver.get(console.url + "/audit")

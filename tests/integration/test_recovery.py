@@ -15,8 +15,8 @@ from aws_lambda_powertools import Logger
 from dlq_replay.aws_lambda.replay import LambdaReplay
 from dlq_replay.core.settings import Settings
 from dlq_replay.engine.replayer import Replayer
-from dlq_replay.follow.replay_side import ReplayFollow, table_stores, threshold_of
-from dlq_replay.follow.tables import DynamoFollowStore, DynamoRecoveryStore
+from dlq_replay.follow.replay_side import ReplayFollow, table_store, threshold_of
+from dlq_replay.follow.tables import DynamoFollowStore
 from dlq_replay.follow.tag import FOLLOW_ATTRIBUTE, follow_value
 from dlq_replay.local.records import lambda_event
 
@@ -122,7 +122,7 @@ def test_the_tables_counts_are_the_scripted_consumers(
     settings = settings_of(queues)
     log = RecordingLog()
     follow = ReplayFollow(
-        table_stores(lambda: dynamodb, TABLE, threshold_of(settings)),
+        table_store(lambda: dynamodb, TABLE, threshold_of(settings)),
         count_attribute=COUNT,
         logger=log,
     )
@@ -159,7 +159,7 @@ def test_the_tables_counts_are_the_scripted_consumers(
     assert sqs.total(queues.dlq) == 0
 
     now = time.time()
-    summary = DynamoRecoveryStore(dynamodb, TABLE).window(queues.dlq.name, now - 3600, now)
+    summary = DynamoFollowStore(dynamodb, TABLE).window(queues.dlq.name, now - 3600, now)
     want = expected(SCRIPT)
     assert summary.failed_first == want["failed_first"] == 12
     assert summary.sent == want["sent"] == {1: 12, 2: 7, 3: 4}

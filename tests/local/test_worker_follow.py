@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 import boto3
 import pytest
 from dlq_replay.demo.emulator import create_queues
-from dlq_replay.follow.journal import FileRecoveryStore
+from dlq_replay.follow.journal import FileFollowStore
 from dlq_replay.follow.recovery import RecoverySummary
-from dlq_replay.follow.tables import DynamoFollowStore, DynamoRecoveryStore
+from dlq_replay.follow.tables import DynamoFollowStore
 from dlq_replay.follow.tag import FOLLOW_ATTRIBUTE, follow_value
 from integration.harness import COUNT, breaker_table
 
@@ -121,7 +121,7 @@ def test_with_audit_table_the_counts_go_to_the_table(
         f"dlq-replay: follow: recovery counts and returns go to the table {TABLE}\n"
     ]
     now = time.time()
-    summary = DynamoRecoveryStore(dynamodb, TABLE).window("tabled-dlq", now - 3600, now)
+    summary = DynamoFollowStore(dynamodb, TABLE).window("tabled-dlq", now - 3600, now)
     assert_counts(summary)
 
 
@@ -152,7 +152,7 @@ def test_with_stack_the_counts_go_to_the_stacks_table(
 
     assert any(f"go to the table {TABLE}" in line for line in lines)
     now = time.time()
-    assert_counts(DynamoRecoveryStore(dynamodb, TABLE).window("stacked-dlq", now - 3600, now))
+    assert_counts(DynamoFollowStore(dynamodb, TABLE).window("stacked-dlq", now - 3600, now))
 
 
 def test_with_stack_the_notice_goes_to_the_stacks_alarm_topic(
@@ -215,4 +215,4 @@ def test_without_a_table_the_counts_go_to_the_file_and_one_line_says_so(
         "sees (pass --stack NAME or --audit-table NAME)\n"
     ]
     now = time.time()
-    assert_counts(FileRecoveryStore(file).window("local-dlq", now - 3600, now))
+    assert_counts(FileFollowStore(file).window("local-dlq", now - 3600, now))

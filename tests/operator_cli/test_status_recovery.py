@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING
 
 import boto3
 import pytest
-from dlq_replay.follow.journal import FileRecoveryStore
+from dlq_replay.follow.journal import FileFollowStore
 from dlq_replay.follow.recovery import RecoveryTally, hour_bucket
-from dlq_replay.follow.tables import DynamoRecoveryStore
+from dlq_replay.follow.tables import DynamoFollowStore
 
 from .stack import deploy
 from .support import Queues, run_cli
@@ -42,7 +42,7 @@ def tally(
     return counts
 
 
-def write_day(store: DynamoRecoveryStore | FileRecoveryStore, queue: str, now: float) -> None:
+def write_day(store: DynamoFollowStore | FileFollowStore, queue: str, now: float) -> None:
     """Five hours ago: 1,000 failed first, every one replayed once; 150 came back and were
     replayed again, 40 of those came back, 30 replayed a third time and 10 parked; 8 of the
     third came back and were parked. Two days ago: counts outside the window."""
@@ -65,7 +65,7 @@ def test_status_with_a_stack_reads_the_recovery_from_its_table(
     cfn: CloudFormationClient = boto3.client("cloudformation")
     outputs = deploy(cfn, "shop")
     dlq = outputs["DeadLetterQueueUrl"].rsplit("/", 1)[1]
-    store = DynamoRecoveryStore(boto3.client("dynamodb"), outputs["AuditTableName"])
+    store = DynamoFollowStore(boto3.client("dynamodb"), outputs["AuditTableName"])
     now = time.time()
     write_day(store, dlq, now)
     store.add("another-dlq", tally(7, {1: 7}, {}, {}), now)  # another queue's counts
@@ -98,8 +98,8 @@ def test_status_without_a_table_reads_this_machine_s_file_and_says_so(
 ) -> None:
     dlq = queues.dlq.rsplit("/", 1)[1]
     nothing = run_cli(capsys, "status", *queues.options())
-    path = FileRecoveryStore().journal.path
-    write_day(FileRecoveryStore(), dlq, time.time())
+    path = FileFollowStore().path
+    write_day(FileFollowStore(), dlq, time.time())
 
     shown = run_cli(capsys, "status", *queues.options())
     answer = run_cli(capsys, "status", *queues.options(), "--json")

@@ -88,7 +88,7 @@ def clients() -> Iterator[tuple[Any, Any]]:
         yield tuple(boto3.client("dynamodb", region_name=REGION) for _ in range(2))
 
 
-def table_stores(clients: tuple[Any, Any]) -> list[DynamoFollowStore]:
+def table_store(clients: tuple[Any, Any]) -> list[DynamoFollowStore]:
     """Two stores on one fresh table, each on its own client."""
     name = f"breaker-{uuid.uuid4().hex[:12]}"
     breaker_table(clients[0], name)
@@ -105,7 +105,7 @@ def start(store: FollowStore, scenario: Scenario) -> None:
 def run_overlapping(
     scenario: Scenario, clients: tuple[Any, Any]
 ) -> tuple[FollowStore, list[ReturnNotice]]:
-    store, other = table_stores(clients)
+    store, other = table_store(clients)
     start(store, scenario)
     waiting = deque(zip(scenario.invocations, scenario.overlaps, strict=True))
     notices: list[ReturnNotice] = []

@@ -16,10 +16,10 @@ from typing import Any
 
 import boto3
 import pytest
-from dlq_replay.follow.journal import FileFollowStore, FileRecoveryStore, default_follow_path
+from dlq_replay.follow.journal import FileFollowStore, default_follow_path
 from dlq_replay.follow.moves import UNFINISHED_SECONDS, FollowStore, FollowThreshold, ReturnNotice
 from dlq_replay.follow.recovery import RecoveryStore, RecoveryTally
-from dlq_replay.follow.tables import DynamoFollowStore, DynamoRecoveryStore, shard_of
+from dlq_replay.follow.tables import DynamoFollowStore, shard_of
 from dlq_replay.follow.tag import FollowTag
 from dlq_replay.targets.dynamo_items import to_item
 from integration.harness import breaker_table
@@ -62,13 +62,13 @@ def make_backend(kind: str, directory: Path) -> Backend:
         return Backend(
             kind,
             lambda threshold: FileFollowStore(path, threshold=threshold, now=lambda: T0),
-            lambda: FileRecoveryStore(path),
+            lambda: FileFollowStore(path),
         )
     client, table = new_table()
     backend = Backend(
         kind,
         lambda threshold: DynamoFollowStore(client, table, threshold=threshold, now=lambda: T0),
-        lambda: DynamoRecoveryStore(client, table),
+        lambda: DynamoFollowStore(client, table),
         client=client,
         table=table,
     )
@@ -248,7 +248,7 @@ def test_the_items_expire_by_the_template_s_ttl_attribute(moto: None) -> None:
     DynamoFollowStore(client, table, threshold=THRESHOLD).started("ttl", 60, T0)
     tally = RecoveryTally()
     tally.arrived(0)
-    DynamoRecoveryStore(client, table).add("orders-dlq", tally, T0)
+    DynamoFollowStore(client, table).add("orders-dlq", tally, T0)
     items = client.scan(TableName=table)["Items"]
     assert len(items) == 2
     assert all("expires_at" in item for item in items)
@@ -338,7 +338,7 @@ def test_the_shards_counts_are_the_truth_and_foreign_items_are_skipped(moto: Non
     move = DynamoFollowStore(client, table).follow("lost")
     assert move is not None
     assert (move.returned, move.sent) == (1, 0)
-    summary = DynamoRecoveryStore(client, table).window("q", T0 - 86400, T0 + 86400)
+    summary = DynamoFollowStore(client, table).window("q", T0 - 86400, T0 + 86400)
     assert (summary.failed_first, summary.sent) == (2, {})
 
 
@@ -356,7 +356,7 @@ def test_the_file_skips_torn_and_foreign_lines(tmp_path: Path) -> None:
     move = store.follow("fm")
     assert move is not None
     assert (move.sent, move.untracked, move.returned) == (10, 1, 1)
-    recovery = FileRecoveryStore(path)
+    recovery = FileFollowStore(path)
     recovery.add("q", tally(2), T0)
     assert recovery.window("q", T0 - 10, T0 + 10).failed_first == 2
 
@@ -366,7 +366,7 @@ def test_the_file_lives_beside_the_audits_trail(
 ) -> None:
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
     assert default_follow_path() == tmp_path / "dlq-replay" / "follow.jsonl"
-    FileRecoveryStore().add("q", tally(1), T0)
+    FileFollowStore().add("q", tally(1), T0)
     assert (tmp_path / "dlq-replay" / "follow.jsonl").stat().st_mode & 0o777 == 0o600
 
 

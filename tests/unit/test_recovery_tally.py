@@ -12,7 +12,7 @@ from dlq_replay.core.decision import Action, Decision, ParkReason
 from dlq_replay.core.messages import InboundMessage
 from dlq_replay.engine.report import Outcome
 from dlq_replay.follow.moves import FollowThreshold
-from dlq_replay.follow.replay_side import ReplayFollow, recovery_tally, returns_of, table_stores
+from dlq_replay.follow.replay_side import ReplayFollow, recovery_tally, returns_of, table_store
 from dlq_replay.follow.tag import FOLLOW_ATTRIBUTE, FollowTag, follow_value
 from dlq_replay.sqs.sending import SendFailure
 from hypothesis import given
@@ -185,7 +185,7 @@ def test_a_failed_write_is_one_line_and_a_metric_never_the_batchs() -> None:
         dynamodb = boto3.client("dynamodb", region_name="us-east-1")
         log = Lines()
         follow = ReplayFollow(
-            table_stores(lambda: dynamodb, "no-such-table", FollowThreshold()),
+            table_store(lambda: dynamodb, "no-such-table", FollowThreshold()),
             count_attribute=COUNT,
             logger=log,
             metrics=metrics,

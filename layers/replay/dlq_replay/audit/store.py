@@ -101,9 +101,9 @@ class DynamoAuditStore:
         return DynamoFollowStore(self.client, self.table)
 
     def recovery_store(self) -> tuple[RecoveryStore, str]:
-        from dlq_replay.follow.tables import DynamoRecoveryStore
+        from dlq_replay.follow.tables import DynamoFollowStore
 
-        return DynamoRecoveryStore(self.client, self.table), self.where
+        return DynamoFollowStore(self.client, self.table), self.where
 
     def _records(self, since: str | None, page: int) -> Iterator[AuditRecord]:
         pages = self.client.get_paginator("query").paginate(
@@ -164,9 +164,9 @@ class FileAuditStore:
         return FileFollowStore(self.follow_path)
 
     def recovery_store(self) -> tuple[RecoveryStore, str]:
-        from dlq_replay.follow.journal import FileRecoveryStore
+        from dlq_replay.follow.journal import FileFollowStore
 
-        return FileRecoveryStore(self.follow_path), str(self.follow_path)
+        return FileFollowStore(self.follow_path), str(self.follow_path)
 
 
 def _parsed(stored: Any) -> AuditRecord | None:

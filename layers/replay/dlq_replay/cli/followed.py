@@ -1,8 +1,5 @@
-"""Reading what was followed, for people: the audit's `followed` column and object (CLI and
-console say the same words), `audit --follow`'s wait for a move to settle, and the replay's
-recovery over the last day for `status` and the console's chart. Reads only: the counts are
-written by the moves (ops/movefollow.py) and the replay (follow/replay_side.py), beside the
-trail (the audit store's `follow_store` and `recovery_store`).
+"""What was followed, for people (CLI and console alike): the audit's `followed` column and
+object, `audit --follow`'s wait for a move to settle, and the replay's recovery of the last day.
 """
 
 from __future__ import annotations
@@ -20,7 +17,6 @@ if TYPE_CHECKING:
     from dlq_replay.audit.model import AuditAction
     from dlq_replay.audit.store import AuditStore
 
-# The commands whose copies carry the move's tag (CLI and console alike).
 MOVE_COMMANDS = frozenset({"redrive", "import"})
 NOT_FOLLOWED = "not followed"
 RECOVERY_HOURS = 24
@@ -28,20 +24,17 @@ STOPPED = 130  # `audit --follow` stopped before the move settled (any signal)
 
 
 def is_move(action: AuditAction) -> bool:
-    """Whether the action's copies may be followed: a redrive or an import."""
     return action.record.command in MOVE_COMMANDS
 
 
 def follows_of(store: FollowStore, actions: Iterable[AuditAction]) -> dict[str, MoveFollow]:
-    """The follow records of the moves among `actions`, in one `follows` call (not one read
-    per action); moves never followed (a native redrive, a dry run) are left out."""
+    """The follow records of the moves among `actions`, in one read."""
     ids = [action.record.action_id for action in actions if is_move(action)]
     return store.follows(ids) if ids else {}
 
 
 def clock_text(at: float, now: float, tz: tzinfo | None = None) -> str:
-    """`14:32` on the day of `now`, `2026-12-05 14:32` on any other (in `tz`; None: UTC, as
-    the audit's times are)."""
+    """`14:32` on the day of `now`, else `2026-12-05 14:32` (`tz` None: UTC)."""
     moment = datetime.fromtimestamp(at, tz or UTC)
     if moment.date() == datetime.fromtimestamp(now, tz or UTC).date():
         return moment.strftime("%H:%M")
@@ -49,10 +42,8 @@ def clock_text(at: float, now: float, tz: tzinfo | None = None) -> str:
 
 
 def followed_text(move: MoveFollow | None, now: float, tz: tzinfo | None = None) -> str:
-    """The audit's `followed` cell: `sent 1,000 · returned 120 · untracked 0 · settled 14:32`,
-    `… · settling until 14:32`, `… · sending` (its end is not written: still running, or its
-    process was killed, when it settles by its last counts), or `not followed` (no record: a
-    native move)."""
+    """The audit's `followed` cell: `sent 1,000 · returned 120 · untracked 0 · settled 14:32`
+    (or `settling until 14:32`, or `sending` while its end is not written)."""
     if move is None:
         return NOT_FOLLOWED
     head = f"sent {move.sent:,} · returned {move.returned:,} · untracked {move.untracked:,}"
@@ -66,7 +57,6 @@ def followed_text(move: MoveFollow | None, now: float, tz: tzinfo | None = None)
 
 
 def none_followed_text(moves: int) -> str:
-    """The line under an audit table whose moves have no follow record at all."""
     listed = "the move listed" if moves == 1 else f"the {moves:,} moves listed"
     return (
         f"followed: {NOT_FOLLOWED}, {listed} (SQS's own move task cannot carry the action's "
@@ -77,8 +67,7 @@ def none_followed_text(moves: int) -> str:
 def followed_json(
     action: AuditAction, follows: dict[str, MoveFollow], now: float
 ) -> dict[str, Any]:
-    """`action.to_json()` with, for a move, its `followed` object (null: not followed); other
-    actions have no `followed` key."""
+    """`action.to_json()` with, for a move, its `followed` object (null: not followed)."""
     if not is_move(action):
         return action.to_json()
     move = follows.get(action.record.action_id)
@@ -86,13 +75,11 @@ def followed_json(
 
 
 def last_day(store: RecoveryStore, queue: str, now: float) -> RecoverySummary:
-    """The queue's recovery over the last RECOVERY_HOURS hours up to `now`."""
     return store.window(queue, now - RECOVERY_HOURS * HOUR, now)
 
 
 def recovery_bars(summary: RecoverySummary) -> list[tuple[str, int]]:
-    """The chart's bars: per attempt, copies sent, came back, recovered and parked; parked
-    before any replay last."""
+    """The chart's bars: per attempt sent, came back, recovered, parked; then parked at once."""
     attempts = summary.to_json()["attempts"]
     bars: list[tuple[str, int]] = []
     for row in attempts:
@@ -113,22 +100,20 @@ def recovery_bars(summary: RecoverySummary) -> list[tuple[str, int]]:
 
 @dataclass(frozen=True, slots=True)
 class Watched:
-    """How a wait for a move ended: `settled_at` set when it settled, else it was stopped."""
+    """How a wait for a move ended (`settled_at` None: stopped)."""
 
     move: MoveFollow
     settled_at: float | None
 
     @property
     def exit_code(self) -> int:
-        """0 settled with no copy back, 1 settled with some, 130 stopped before it settled."""
         if self.settled_at is None:
             return STOPPED
         return 1 if self.move.returned else 0
 
 
 def progress_lines(before: MoveFollow, after: MoveFollow) -> list[str]:
-    """What changed between two reads of a move: `+3 returned (15 of 1,000)`, the end of its
-    sending."""
+    """What changed between two reads of a move."""
     lines: list[str] = []
     if after.sent_at is not None and before.sent_at is None:
         lines.append(f"sending ended: {after.sent:,} sent, {after.untracked:,} untracked")
@@ -147,9 +132,8 @@ def end_line(watched: Watched, now: float, tz: tzinfo | None = None) -> str:
 
 
 class MoveWatch:
-    """`audit --follow`: reads the move every `poll_seconds` (or at its settle time, if that is
-    sooner), says each change, until it settles. `last` is the latest read, for a caller that
-    stops the wait (a signal raised in `sleep`)."""
+    """`audit --follow`: reads the move every `poll_seconds` (or at its settle time, if sooner)
+    and says each change until it settles. `last` is the latest read, for a caller that stops."""
 
     def __init__(
         self,
@@ -167,8 +151,7 @@ class MoveWatch:
         self.last = first
 
     def _latest(self) -> MoveFollow:
-        """A fresh read; the last one while the store does not answer (said once per new
-        reason: a wait of an hour outlives a throttled read or a dropped connection)."""
+        """A fresh read; the last one while the store does not answer (said once a reason)."""
         try:
             found = self._read()
         except Exception as error:
@@ -201,9 +184,8 @@ def start_line(move: MoveFollow, command: str | None, now: float) -> str:
 
 
 def recovery_report(store: AuditStore, queue: str | None, now: float) -> dict[str, Any]:
-    """`status`'s `recovery`: the replay's recovery on the DLQ `queue` over the last day, from
-    where the trail is (the stack's table, else this machine's file, said in the line), with
-    the one line `status` prints as `text`. A read that fails is that line, not an error."""
+    """`status`'s `recovery` of the DLQ `queue` over the last day, from where the trail is, with
+    the line `status` prints as `text` (a failed read too)."""
     if queue is None:
         text = "replay recovery: no DLQ known (pass --stack NAME or --dlq-url)"
         return {"queue": None, "where": None, "shared": False, "text": text, "error": None}

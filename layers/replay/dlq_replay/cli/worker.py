@@ -223,7 +223,7 @@ def _follow(args: argparse.Namespace, settings: Any, logger: Any) -> tuple[Any, 
     (as the audit finds it), else the local file; and the line saying which."""
     from dlq_replay.cli.auditing import trail_table
     from dlq_replay.cli.deployment import make_client
-    from dlq_replay.local.follow_worker import worker_follow
+    from dlq_replay.follow.replay_side import worker_follow
     from dlq_replay.ops.stack import stack_outputs
 
     # The stack is read once, for its table and its alarm topic.

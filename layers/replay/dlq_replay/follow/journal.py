@@ -1,6 +1,5 @@
-"""The follow-up counts without a table (an endpoint, a worker, no stack): JSON Lines in
-`$XDG_STATE_HOME/dlq-replay/follow.jsonl`, beside the audit's local trail. Lines are appended
-with O_APPEND in one write, as the audit's file does, and never rewritten:
+"""The follow-up counts without a table: JSON Lines in `$XDG_STATE_HOME/dlq-replay/follow.jsonl`
+beside the audit's local trail, appended with O_APPEND in one write each, never rewritten:
 
 - `{"kind": "recovery", "queue", "hour", "counters": {...}}`: one invocation's tally;
 - `{"kind": "started", "action_id", "window_seconds", "at", "command"}`, `{"kind": "sent",
@@ -8,10 +7,8 @@ with O_APPEND in one write, as the audit's file does, and never rewritten:
 - `{"kind": "returned", "action_id", "keys": [...], "at"}`: keys new to the move;
 - `{"kind": "notified", "action_id", "at"}`.
 
-A move's returns are its distinct keys as read, so a line written twice counts once. Counting
-returns holds an exclusive `flock` on the file while it reads and appends, so two processes of
-one machine decide each key's novelty and the one notice in turn. It survives the process, not
-the machine, and no other operator sees it.
+A move's returns are its distinct keys as read. Counting returns holds an exclusive `flock`
+while it reads and appends, so processes decide each key's novelty and the notice in turn.
 """
 
 from __future__ import annotations
@@ -49,16 +46,64 @@ FILE_NAME = "follow.jsonl"
 
 
 def default_follow_path() -> Path:
-    """`$XDG_STATE_HOME/dlq-replay/follow.jsonl` (XDG's place for state: `~/.local/state`)."""
     state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(state) / "dlq-replay" / FILE_NAME
 
 
-class Journal:
-    """The file: appended to in single writes, read whole; a torn or foreign line is skipped."""
+@dataclass
+class _Move:
+    follow: MoveFollow
+    keys: set[str] = field(default_factory=set)
 
-    def __init__(self, path: Path | None = None) -> None:
+
+def _fold(lines: Iterable[Mapping[str, Any]]) -> dict[str, _Move]:
+    moves: dict[str, _Move] = {}
+    for line in lines:
+        action_id = line.get("action_id")
+        if not isinstance(action_id, str) or not valid_action_id(action_id):
+            continue
+        move = moves.setdefault(action_id, _Move(MoveFollow(action_id)))
+        kind, at, f = line.get("kind"), moment(line.get("at")), move.follow
+        if kind == "started":
+            command = line.get("command")
+            move.follow = f._replace(
+                window_seconds=whole(line.get("window_seconds")),
+                started_at=at,
+                command=command if isinstance(command, str) else None,
+            )
+        elif kind == "sent":
+            sent, untracked = whole(line.get("sent")), whole(line.get("untracked"))
+            last = f.last_sent_at if at is None else max(at, f.last_sent_at or at)
+            move.follow = f._replace(
+                sent=f.sent + sent, untracked=f.untracked + untracked, last_sent_at=last
+            )
+        elif kind == "finished":
+            move.follow = f._replace(sent_at=at)
+        elif kind == "notified":
+            move.follow = f._replace(notified=True)
+        elif kind == "returned" and isinstance(line.get("keys"), list):
+            move.keys.update(key for key in line["keys"] if isinstance(key, str))
+            last = f.last_return_at
+            if at is not None and (last is None or at > last):
+                last = at
+            move.follow = f._replace(returned=len(move.keys), last_return_at=last)
+    return moves
+
+
+class FileFollowStore:
+    """The replay's recovery counts and the moves followed, in the local file: appended to in
+    single writes, read whole; a torn or foreign line is skipped."""
+
+    def __init__(
+        self,
+        path: Path | None = None,
+        *,
+        threshold: FollowThreshold | None = None,
+        now: Callable[[], float] = time.time,
+    ) -> None:
         self.path = path or default_follow_path()
+        self.threshold = threshold or FollowThreshold()
+        self._now = now
 
     def _open(self) -> int:
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -66,7 +111,6 @@ class Journal:
 
     @contextmanager
     def locked(self) -> Iterator[int]:
-        """The file open for appending, held exclusively (against other processes too)."""
         descriptor = self._open()
         try:
             fcntl.flock(descriptor, fcntl.LOCK_EX)
@@ -78,17 +122,15 @@ class Journal:
         text = "".join(json.dumps(line, separators=(",", ":")) + "\n" for line in lines)
         if not text:
             return
-        own = descriptor is None
         target = self._open() if descriptor is None else descriptor
         try:
             size = os.fstat(target).st_size
             if size and os.pread(target, 1, size - 1) != b"\n":
                 text = "\n" + text  # after a torn line (a writer that died): not glued to it
-            # No fsync: the counts are to survive the process, not the machine, and a worker
-            # appends once a batch (an fsync each would stall the batch on a busy disk).
+            # No fsync: the counts are to survive the process, not the machine.
             os.write(target, text.encode())
         finally:
-            if own:
+            if descriptor is None:
                 os.close(target)
 
     def lines(self) -> Iterator[dict[str, Any]]:
@@ -104,97 +146,28 @@ class Journal:
             if isinstance(data, dict) and isinstance(data.get("kind"), str):
                 yield data
 
-
-class FileRecoveryStore:
-    """The replay's recovery counts in the local file."""
-
-    def __init__(self, path: Path | None = None) -> None:
-        self.journal = Journal(path)
-
     def add(self, queue: str, tally: RecoveryTally, at: float) -> None:
         counters = tally.to_counters()
         if counters:
             line = {"kind": "recovery", "queue": queue, "hour": hour_bucket(at)}
-            self.journal.append([line | {"counters": counters}])
+            self.append([line | {"counters": counters}])
 
     def window(
         self, queue: str, since: float, until: float, *, settled_before: float | None = None
     ) -> RecoverySummary:
         buckets = (
             bucket_of(line.get("hour"), line["counters"])
-            for line in self.journal.lines()
+            for line in self.lines()
             if line["kind"] == "recovery"
             and line.get("queue") == queue
             and isinstance(line.get("counters"), dict)
         )
         return summarize(buckets, since, until, settled_before)
 
-
-@dataclass
-class _Move:
-    """A move as its lines tell it so far."""
-
-    follow: MoveFollow
-    keys: set[str] = field(default_factory=set)
-
-
-def _fold(lines: Iterable[Mapping[str, Any]]) -> dict[str, _Move]:
-    """Every move the lines name."""
-    moves: dict[str, _Move] = {}
-    for line in lines:
-        action_id = line.get("action_id")
-        if not isinstance(action_id, str) or not valid_action_id(action_id):
-            continue
-        move = moves.setdefault(action_id, _Move(MoveFollow(action_id)))
-        _apply(move, line)
-    return moves
-
-
-def _apply(move: _Move, line: Mapping[str, Any]) -> None:
-    kind, at, f = line.get("kind"), moment(line.get("at")), move.follow
-    if kind == "started":
-        command = line.get("command")
-        move.follow = f._replace(
-            window_seconds=whole(line.get("window_seconds")),
-            started_at=at,
-            command=command if isinstance(command, str) else None,
-        )
-    elif kind == "sent":
-        sent, untracked = whole(line.get("sent")), whole(line.get("untracked"))
-        last = f.last_sent_at if at is None else max(at, f.last_sent_at or at)
-        move.follow = f._replace(
-            sent=f.sent + sent, untracked=f.untracked + untracked, last_sent_at=last
-        )
-    elif kind == "finished":
-        move.follow = f._replace(sent_at=at)
-    elif kind == "notified":
-        move.follow = f._replace(notified=True)
-    elif kind == "returned" and isinstance(line.get("keys"), list):
-        move.keys.update(key for key in line["keys"] if isinstance(key, str))
-        last = f.last_return_at
-        if at is not None and (last is None or at > last):
-            last = at
-        move.follow = f._replace(returned=len(move.keys), last_return_at=last)
-
-
-class FileFollowStore:
-    """Moves followed in the local file."""
-
-    def __init__(
-        self,
-        path: Path | None = None,
-        *,
-        threshold: FollowThreshold | None = None,
-        now: Callable[[], float] = time.time,
-    ) -> None:
-        self.journal = Journal(path)
-        self.threshold = threshold or FollowThreshold()
-        self._now = now
-
     def _line(self, kind: str, action_id: str, **values: Any) -> None:
         if not valid_action_id(action_id):
             raise ValueError(f"not an action id: {action_id!r}")
-        self.journal.append([{"kind": kind, "action_id": action_id, **values}])
+        self.append([{"kind": kind, "action_id": action_id, **values}])
 
     def started(
         self, action_id: str, window_seconds: int, at: float, *, command: str | None = None
@@ -214,8 +187,8 @@ class FileFollowStore:
         if not by_action:
             return []
         notices: list[ReturnNotice] = []
-        with self.journal.locked() as descriptor:
-            moves = _fold(self.journal.lines())
+        with self.locked() as descriptor:
+            moves = _fold(self.lines())
             lines: list[dict[str, Any]] = []
             for action_id, keys in sorted(by_action.items()):
                 move = moves.get(action_id) or _Move(MoveFollow(action_id))
@@ -228,7 +201,7 @@ class FileFollowStore:
                 if notice is not None:
                     lines.append({"kind": "notified", "action_id": action_id, "at": at})
                     notices.append(notice)
-            self.journal.append(lines, descriptor)
+            self.append(lines, descriptor)
         return notices
 
     def follow(self, action_id: str) -> MoveFollow | None:
@@ -236,5 +209,5 @@ class FileFollowStore:
 
     def follows(self, action_ids: Iterable[str]) -> dict[str, MoveFollow]:
         wanted = set(action_ids)
-        lines = (line for line in self.journal.lines() if line.get("action_id") in wanted)
+        lines = (line for line in self.lines() if line.get("action_id") in wanted)
         return {action_id: move.follow for action_id, move in _fold(lines).items()}

@@ -1,12 +1,9 @@
-"""The automatic replay's recovery, by attempt. A record that reaches the DLQ with replay count
-c says attempt c failed (c = 0: the first delivery); a copy sent as attempt n that never comes
-back recovered. The replay tallies one invocation's records in a `RecoveryTally` and the store
-adds it to the queue's hour with one write, never one per record.
+"""The automatic replay's recovery, by attempt: a record reaching the DLQ with replay count c
+says attempt c failed (0: the first delivery); a copy sent as attempt n that never comes back
+recovered. One invocation's `RecoveryTally` is one write to the queue's hour.
 
-Counter names, the contract of the table's `recovery#<queue>` items and of the file's lines:
-`failed_first`, `sent_<n>`, `returned_<n>`, `parked_<n>` (n the attempt; a count beyond the
-product's attempt limit, which no replay of ours sends, is kept as attempt `OVER_ATTEMPTS`, so
-a hostile count cannot grow an item without bound).
+Counter names (the stores' contract): `failed_first`, `sent_<n>`, `returned_<n>`, `parked_<n>`;
+a count beyond the attempt limit is kept as `OVER_ATTEMPTS`, so no item grows without bound.
 """
 
 from __future__ import annotations
@@ -24,8 +21,7 @@ OVER_ATTEMPTS = MAX_ATTEMPTS_LIMIT + 1
 HOUR = 3600
 # How long the table keeps an hour's counts: past any window `status` shows.
 RECOVERY_KEEP_SECONDS = 15 * 24 * HOUR
-# The settle window `window` assumes when not told one (a copy of the replay is back within
-# an hour under the template's defaults: backoff cap plus the main queue's receives).
+# The default settle window (a replayed copy is back within an hour under the defaults).
 RECOVERY_SETTLE_SECONDS = HOUR
 _COUNTER = re.compile(r"(sent|returned|parked)_([0-9]{1,3})")
 _FAILED_FIRST = "failed_first"
@@ -38,8 +34,8 @@ def hour_bucket(at: float) -> str:
 
 
 def bucket_start(hour: str) -> float:
-    """The epoch seconds an `hour_bucket` text starts at; ValueError for any other text.
-    (Not `strptime`: its first call loads locale modules, at the Lambda's first write.)"""
+    """Where an `hour_bucket` text starts; ValueError for any other text. (Not `strptime`:
+    it loads locale modules at the Lambda's first write.)"""
     if not isinstance(hour, str) or _HOUR.fullmatch(hour) is None:
         raise ValueError(f"not an hour bucket: {hour!r}")
     year, month, day, at = (int(part) for part in (hour[:4], hour[5:7], hour[8:10], hour[11:]))
@@ -53,22 +49,20 @@ def _attempt(value: int, least: int) -> int:
 
 
 class RecoveryTally:
-    """One invocation's counts (pure, mutable): what arrived, what was sent, what was parked."""
+    """One invocation's counts."""
 
     def __init__(self) -> None:
         self.counters: Counter[str] = Counter()
 
     def arrived(self, count: int) -> None:
-        """A record the replay read, with replay count `count`: attempt `count` failed."""
+        """A record read with replay count `count`: attempt `count` failed."""
         attempt = _attempt(count, 0)
         self.counters[_FAILED_FIRST if attempt == 0 else f"returned_{attempt}"] += 1
 
     def sent(self, attempt: int) -> None:
-        """A copy sent as attempt `attempt` (its count attribute), 1 or more."""
         self.counters[f"sent_{_attempt(attempt, 1)}"] += 1
 
     def parked(self, attempt: int) -> None:
-        """A copy parked keeping count `attempt` (0: parked before any replay)."""
         self.counters[f"parked_{_attempt(attempt, 0)}"] += 1
 
     @property
@@ -76,13 +70,11 @@ class RecoveryTally:
         return not any(self.counters.values())
 
     def to_counters(self) -> dict[str, int]:
-        """The non-zero counters, e.g. `{"failed_first": 3, "sent_1": 3, "returned_1": 1}`."""
         return {name: value for name, value in sorted(self.counters.items()) if value}
 
 
 def read_counters(values: Mapping[str, Any]) -> dict[str, int]:
-    """The counters among an item's or a line's values; anything else (keys, foreign names,
-    values that are not whole non-negative numbers) is left out."""
+    """The counters among stored values; foreign names and values are left out."""
     found: dict[str, int] = {}
     for name, value in values.items():
         if not isinstance(name, str) or not (name == _FAILED_FIRST or _COUNTER.fullmatch(name)):
@@ -97,8 +89,6 @@ def read_counters(values: Mapping[str, Any]) -> dict[str, int]:
 
 
 class RecoveryBucket(NamedTuple):
-    """One hour's counters of one queue."""
-
     hour: str
     counters: Mapping[str, int]
 
@@ -118,14 +108,9 @@ def _by_attempt(buckets: Iterable[RecoveryBucket], kind: str) -> dict[int, int]:
 
 
 class RecoverySummary(NamedTuple):
-    """A queue's recovery over [since, until] from its hours' counts.
-
-    `recovered(n)` = sent[n] - returned[n] over the hours that ended before `settled_before`
-    (the caller passes `until` minus the settle window: a copy sent then has had its time to
-    come back); `in_flight(n)` the same over the later hours. A return is counted in the hour
-    it came back, so a copy sent just before a settled hour's end and returned just after moves
-    one return between the two; the totals are exact.
-    """
+    """A queue's recovery over [since, until]: `recovered(n)` is sent - returned of attempt n
+    over the hours ended before `settled_before`, `in_flight(n)` the same over the later ones
+    (a return counts in the hour it came back: only the totals are exact)."""
 
     since: float
     until: float
@@ -148,30 +133,23 @@ class RecoverySummary(NamedTuple):
     def parked(self) -> dict[int, int]:
         return _by_attempt(self.buckets, "parked")
 
-    def _settled(self) -> tuple[RecoveryBucket, ...]:
-        return tuple(b for b in self.buckets if b.start + HOUR <= self.settled_before)
+    def _unreturned(self, attempt: int, *, settled: bool) -> int:
+        hours = [b for b in self.buckets if (b.start + HOUR <= self.settled_before) == settled]
+        sent = _by_attempt(hours, "sent").get(attempt, 0)
+        return max(0, sent - _by_attempt(hours, "returned").get(attempt, 0))
 
     def recovered(self, attempt: int) -> int:
-        settled = self._settled()
-        sent = _by_attempt(settled, "sent").get(attempt, 0)
-        return max(0, sent - _by_attempt(settled, "returned").get(attempt, 0))
+        return self._unreturned(attempt, settled=True)
 
     def in_flight(self, attempt: int) -> int:
-        late = [b for b in self.buckets if b.start + HOUR > self.settled_before]
-        sent = _by_attempt(late, "sent").get(attempt, 0)
-        return max(0, sent - _by_attempt(late, "returned").get(attempt, 0))
+        return self._unreturned(attempt, settled=False)
 
     def attempts(self) -> list[int]:
-        """Every attempt with a count, in order."""
         return sorted(set(self.sent) | set(self.returned) | set(self.parked))
 
     def text(self) -> str:
-        """The `status` line, one of:
-        `last 24 h: nothing replayed` (no count in the window),
-        `last 24 h: 1,000 failed first; 812 recovered on replay 1, 150 on 2, 30 on 3; 8 parked`
-        with `; 12 in flight` added while copies of unsettled hours may still come back, and
-        `none replayed` in place of the recoveries when no copy was sent.
-        """
+        """The `status` line: `last 24 h: 1,000 failed first; 812 recovered on replay 1, 150 on
+        2; 8 parked; 12 in flight`, or `last 24 h: nothing replayed`."""
         hours = max(1, round((self.until - self.since) / HOUR))
         head = f"last {hours} h: "
         if not any(any(bucket.counters.values()) for bucket in self.buckets):
@@ -189,8 +167,7 @@ class RecoverySummary(NamedTuple):
         return head + "; ".join(parts)
 
     def to_json(self) -> dict[str, Any]:
-        """The same for `status --json`, the console's chart and the dashboard: totals per
-        attempt and each hour's counters."""
+        """For `status --json` and the console's chart: totals per attempt, each hour's counts."""
         sent, returned, parked = self.sent, self.returned, self.parked
         return {
             "since": iso_time(self.since),
@@ -214,7 +191,7 @@ class RecoverySummary(NamedTuple):
 
 
 def bucket_of(hour: Any, values: Mapping[str, Any]) -> RecoveryBucket | None:
-    """The bucket of a stored hour (an item's or a line's), None when `hour` is no hour text."""
+    """The bucket of a stored hour, None when `hour` is no hour text."""
     if not isinstance(hour, str):
         return None
     try:
@@ -230,8 +207,7 @@ def summarize(
     until: float,
     settled_before: float | None = None,
 ) -> RecoverySummary:
-    """The summary of the buckets in [since, until] (by the hour each starts), hours merged;
-    `settled_before` defaults to `until - RECOVERY_SETTLE_SECONDS`; None buckets are skipped."""
+    """The buckets in [since, until] by hour, merged; None buckets skipped."""
     if settled_before is None:
         settled_before = until - RECOVERY_SETTLE_SECONDS
     merged: dict[str, Counter[str]] = {}
@@ -244,20 +220,17 @@ def summarize(
 
 
 def iso_time(at: float) -> str:
-    """Epoch seconds as ISO 8601 UTC to the second: `2026-12-06T14:02:00Z`."""
+    """`2026-12-06T14:02:00Z`."""
     return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class RecoveryStore(Protocol):
     """Where a queue's hourly recovery counts are kept."""
 
-    def add(self, queue: str, tally: RecoveryTally, at: float) -> None:
-        """Add one invocation's tally to `queue`'s hour of `at` (one write; none if empty)."""
-        ...
+    def add(self, queue: str, tally: RecoveryTally, at: float) -> None: ...
 
     def window(
         self, queue: str, since: float, until: float, *, settled_before: float | None = None
     ) -> RecoverySummary:
-        """The counts of the hours from `since`'s to `until`'s; `settled_before` defaults to
-        `until - RECOVERY_SETTLE_SECONDS`."""
+        """`settled_before` defaults to `until - RECOVERY_SETTLE_SECONDS`."""
         ...

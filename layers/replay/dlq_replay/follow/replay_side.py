@@ -1,10 +1,8 @@
 """The replay's side of following (Lambda and `dlq-replay worker`): after each batch, one
-write of the recovery tally and the returns of copies an operator move sent.
+write of the recovery tally and one of the returns of copies an operator move sent.
 
-The recovery tally of one invocation counts only the records that are DONE (deleted from the
-DLQ); a record not done comes again and is counted then. With c the record's replay count
-(the count attribute, parsed as the replay parses it; absent: the ledger's count for a
-serverless record, else 0; malformed: the record is not counted at all):
+The tally counts only records DONE (deleted from the DLQ). With c the record's replay count
+(the count attribute; absent: the ledger's count, else 0; malformed: not counted at all):
 
 - REPLAY: arrived(c) (attempt c failed) and sent(n), n the attempt its copy carries;
 - DEFER: arrived(c) only; its copy waits in the DLQ and is counted as sent when released;
@@ -12,21 +10,11 @@ serverless record, else 0; malformed: the record is not counted at all):
 - PARK: arrived(c) and parked(c);
 - HOLD, SKIP, FAIL: nothing.
 
-A record carrying a move's `dlq-replay-action` tag (the move's copy come back, or a replay
-of it) is counted as that move's return below and not here: its count was kept from before
-the move, so counting it under that attempt would say the attempt failed more often than the
-replay sent it.
+A record with a move's `dlq-replay-action` tag is not tallied (its count predates the move):
+every record of the batch with a well-formed tag and no `dlq-replay-not-before` (a waiting copy
+of ours, never an arrival) is a return of that move, each key counted once.
 
-A record carrying `dlq-replay-not-before` is a copy of ours that waited in the DLQ, not a
-return: whatever becomes of it, it is never an arrival (so a waiting copy parked at its
-release counts parked(c) alone). The counts go to the DLQ's `recovery#<DLQ name>` hour.
-
-A return of a move: every record of the batch, done or not, that carries a well-formed
-`dlq-replay-action` tag and no not-before attribute; the FollowStore counts each key once
-however often SQS delivers it. A notice it hands back goes to the alarm topic.
-
-Neither write ever fails the batch or loses a record: a failed one is one log line and the
-EMF metric `FollowWriteFailures`.
+Neither write ever fails the batch: a failed one is a log line and `FollowWriteFailures`.
 """
 
 from __future__ import annotations
@@ -57,8 +45,7 @@ if TYPE_CHECKING:
 
 
 class Outcome(Protocol):
-    """What the tally reads of the replayer's outcome (engine/report.py's, which follow/, a
-    lower layer, does not import)."""
+    """What the tally reads of engine/report.py's outcome (a layer above)."""
 
     @property
     def message(self) -> InboundMessage: ...
@@ -80,7 +67,6 @@ def recovery_tally(
     count_attribute: str,
     known_counts: Mapping[str, int] | None = None,
 ) -> RecoveryTally:
-    """The tally of one batch's outcomes by the rule of the module's docstring."""
     tally = RecoveryTally()
     for outcome in outcomes:
         if not outcome.done:
@@ -108,7 +94,6 @@ def recovery_tally(
 
 
 def returns_of(messages: Iterable[InboundMessage]) -> list[FollowTag]:
-    """The returns among arriving records: a well-formed tag and no not-before attribute."""
     found = []
     for message in messages:
         if NOT_BEFORE_ATTRIBUTE in message.attributes:
@@ -120,21 +105,23 @@ def returns_of(messages: Iterable[InboundMessage]) -> list[FollowTag]:
 
 
 def queue_name(queue_arn: str) -> str | None:
-    """The DLQ's name from a record's eventSourceARN; None when it names no queue."""
     try:
         return Arn.queue(queue_arn).name
     except ValueError:
         return None
 
 
+class Store(RecoveryStore, FollowStore, Protocol):
+    """Both kinds of count, in one place (the table or the file)."""
+
+
 class ReplayFollow:
-    """Called once per batch with what arrived and what became of it. `stores` makes the
-    stores at the first write (no client or import at a cold start); `publish(texts)` sends
-    notices and returns the ones it could not, None: notices are only logged."""
+    """Called once per batch. `store` makes the store at the first write (not at a cold
+    start); `publish(texts)` returns the notices it could not send (None: only logged)."""
 
     def __init__(
         self,
-        stores: Callable[[], tuple[RecoveryStore, FollowStore]],
+        store: Callable[[], Store],
         *,
         count_attribute: str,
         logger: Log,
@@ -142,7 +129,7 @@ class ReplayFollow:
         publish: Callable[[Sequence[tuple[str, str]]], list[str]] | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self._stores = functools.cache(stores)
+        self._store = functools.cache(store)
         self._count_attribute = count_attribute
         self._logger, self._metrics, self._publish, self._clock = logger, metrics, publish, clock
 
@@ -165,16 +152,15 @@ class ReplayFollow:
             if not tally.empty:
                 self._guarded("recovery counts", functools.partial(self._add, name, tally, at))
         if tags:
-            notices = self._guarded("returns", lambda: self._stores()[1].returns(tags, at))
+            notices = self._guarded("returns", lambda: self._store().returns(tags, at))
             if notices:
                 self._notify(notices)
 
     def _add(self, queue: str, tally: RecoveryTally, at: float) -> None:
-        self._stores()[0].add(queue, tally, at)
+        self._store().add(queue, tally, at)
 
     def _guarded(self, what: str, write: Callable[[], Any]) -> Any:
-        """The write, or None after one log line and the failure metric: a batch is never
-        failed, nor a record kept, for a count."""
+        """The write, or None after one log line and the failure metric."""
         try:
             return write()
         except Exception as error:
@@ -197,8 +183,7 @@ class ReplayFollow:
             self._logger.error(f"follow: notice not published: {problem}")
 
     def _emit(self, tally: RecoveryTally) -> None:
-        """`CopiesSentByAttempt` and `ReturnedByAttempt` with an `attempt` dimension, and
-        `FirstFailures`, for the counters that are not zero."""
+        """`CopiesSentByAttempt`, `ReturnedByAttempt` (by `attempt`) and `FirstFailures`."""
         if self._metrics is None or tally.empty:
             return
         names = {"sent": "CopiesSentByAttempt", "returned": "ReturnedByAttempt"}
@@ -223,22 +208,16 @@ class ReplayFollow:
 
 
 def threshold_of(settings: Settings) -> FollowThreshold:
-    """FOLLOW_NOTICE_PERCENT's share; the minimum of 5 messages is fixed."""
     return FollowThreshold(share=settings.follow_notice_percent / 100)
 
 
-def table_stores(
+def table_store(
     dynamodb: Callable[[], Any], table: str, threshold: FollowThreshold
-) -> Callable[[], tuple[RecoveryStore, FollowStore]]:
-    """The stores of the stack's table; the client made when first called."""
+) -> Callable[[], Store]:
+    def make() -> Store:
+        from dlq_replay.follow.tables import DynamoFollowStore
 
-    def make() -> tuple[RecoveryStore, FollowStore]:
-        from dlq_replay.follow.tables import DynamoFollowStore, DynamoRecoveryStore
-
-        client = dynamodb()
-        return DynamoRecoveryStore(client, table), DynamoFollowStore(
-            client, table, threshold=threshold
-        )
+        return DynamoFollowStore(dynamodb(), table, threshold=threshold)
 
     return make
 
@@ -246,8 +225,6 @@ def table_stores(
 def sns_publisher(
     sns: Callable[[], SnsClient], topic_arn: str
 ) -> Callable[[Sequence[tuple[str, str]]], list[str]]:
-    """Publishes (action id, text) notices to `topic_arn`; the client made at the first."""
-
     def publish(texts: Sequence[tuple[str, str]]) -> list[str]:
         from dlq_replay.notify.sns import publish_texts
 
@@ -263,32 +240,60 @@ def lambda_follow(
     session: boto3.Session | None,
     logger: Log,
     metrics: Metrics | None,
-    dynamodb: Callable[[], Any] | None = None,
+    dynamodb: Callable[[], Any],
 ) -> ReplayFollow | None:
-    """The Lambda's follow-up when the template named its table (FOLLOW_TABLE), else None: no
-    counting, no error. Clients are made at the first write; `dynamodb` shares the function's
-    client (the breaker's: a second one costs the cold start some 4 ms)."""
+    """The Lambda's follow-up when the template named its table (FOLLOW_TABLE), else None.
+    `dynamodb` is the breaker's client (a second one costs the cold start some 4 ms)."""
     table = resource_name(env, FOLLOW_TABLE_VARIABLE, TABLE_NAME_PATTERN, TABLE_NAME_RULE)
     if table is None:
         return None
-
-    def client(service: str, region: str | None = None) -> Any:
-        if session is not None:
-            return session.client(service, region_name=region)  # type: ignore[call-overload]
-        import boto3 as _boto3
-
-        return _boto3.client(service, region_name=region)  # type: ignore[call-overload]
-
     topic = settings.follow_notice_topic_arn
     publish = None
     if topic:
         match = SNS_TOPIC_ARN_PATTERN.fullmatch(topic)
         region = match["region"] if match else None
-        publish = sns_publisher(functools.cache(lambda: client("sns", region)), topic)
+
+        def sns() -> Any:
+            if session is not None:
+                return session.client("sns", region_name=region)
+            import boto3 as _boto3
+
+            return _boto3.client("sns", region_name=region)
+
+        publish = sns_publisher(functools.cache(sns), topic)
     return ReplayFollow(
-        table_stores(dynamodb or (lambda: client("dynamodb")), table, threshold_of(settings)),
+        table_store(dynamodb, table, threshold_of(settings)),
         count_attribute=settings.count_attribute,
         logger=logger,
         metrics=metrics,
         publish=publish,
     )
+
+
+def worker_follow(
+    settings: Settings,
+    *,
+    table: str | None,
+    dynamodb: Callable[[], Any],
+    sns: Callable[[], SnsClient] | None,
+    logger: Log,
+) -> tuple[ReplayFollow, str]:
+    """`dlq-replay worker`'s follow-up: the table, as the Lambda's, else this machine's file;
+    and the line saying where the counts go."""
+    threshold = threshold_of(settings)
+    topic = settings.follow_notice_topic_arn
+    publish = sns_publisher(functools.cache(sns), topic) if topic and sns is not None else None
+    store: Callable[[], Store]
+    if table:
+        store = table_store(dynamodb, table, threshold)
+        where = f"the table {table}"
+    else:
+        from dlq_replay.follow.journal import FileFollowStore, default_follow_path
+
+        file = default_follow_path()
+        store = functools.partial(FileFollowStore, file, threshold=threshold)
+        where = f"{file}, which no other operator sees (pass --stack NAME or --audit-table NAME)"
+    follow = ReplayFollow(
+        store, count_attribute=settings.count_attribute, logger=logger, publish=publish
+    )
+    return follow, f"follow: recovery counts and returns go to {where}"

@@ -1,21 +1,15 @@
-"""The follow-up counts as items of the stack's table (template.yaml's OutageBreakerTable,
-keys `pk`/`sk`, TTL `expires_at`), part of docs/design.md's contract:
+"""The follow-up counts as items of the stack's table (keys `pk`/`sk`, TTL `expires_at`),
+part of docs/design.md's contract:
 
-- `recovery#<queue name>` / `<hour, 2026-12-06T14>`: the replay's counters of that hour
-  (follow/recovery.py), one UpdateItem `ADD` per invocation; kept 15 days.
-- `follow#<action id>` / `summary`: the move's `started_at`, `window_seconds`, `command`,
-  `sent`, `untracked`, `last_sent_at` (the time of its last counts), `sent_at` (the end of
-  its sending), `returned` (for the notice's threshold), `last_return_at`, `notified` (when
-  the notice was claimed).
-- `follow#<action id>` / `keys#<0-f>`: the keys that came back (a String Set, sharded by the
-  first hex digit of their sha1 so ~100k keys fit the 400 KB item limit) and their `returned`
-  count. A set and its count change in one conditional UpdateItem (none of the keys already
-  there), so a key is counted once however often and however concurrently it is delivered,
-  and a write that fails between two items loses no return: the shards' counts are the
-  truth `follow` reads. Kept 90 days after the last write.
-
-`follows` reads a move's summary and its 16 shards by their keys, 100 keys a BatchGetItem
-for the audit's whole list (not a Query a move); the key sets themselves are not read.
+- `recovery#<queue name>` / `<hour, 2026-12-06T14>`: the replay's counters of that hour, one
+  UpdateItem `ADD` per invocation; kept 15 days.
+- `follow#<action id>` / `summary`: `started_at`, `window_seconds`, `command`, `sent`,
+  `untracked`, `last_sent_at`, `sent_at` (the end of sending), `returned`, `last_return_at`,
+  `notified` (when the notice was claimed).
+- `follow#<action id>` / `keys#<0-f>`: the keys that came back (a String Set sharded by their
+  sha1's first hex digit, so ~100k keys fit the 400 KB item limit) and their `returned` count,
+  changed together in one conditional UpdateItem: each key counts once, and the shards' counts
+  are the truth `follow` reads. Kept 90 days after the last write.
 """
 
 from __future__ import annotations
@@ -52,11 +46,8 @@ from dlq_replay.targets.dynamo_items import from_item, to_item
 
 SUMMARY = "summary"
 SHARDS = tuple(f"keys#{digit:x}" for digit in range(16))
-# Keys per BatchGetItem (the service's limit).
-KEYS_PER_READ = 100
-# Keys per conditional write: `NOT contains(...)` for each stays far below the 4 KB a
-# DynamoDB expression may take.
-KEYS_PER_WRITE = 100
+KEYS_PER_READ = 100  # BatchGetItem's limit
+KEYS_PER_WRITE = 100  # a `NOT contains(...)` each stays far below an expression's 4 KB
 _CONDITION_FAILED = "ConditionalCheckFailedException"
 _MOVE_FIELDS = (
     "pk", "sk", "sent", "untracked", "window_seconds", "sent_at", "returned", "last_return_at",
@@ -65,8 +56,7 @@ _MOVE_FIELDS = (
 
 
 def shard_of(key: str) -> str:
-    """The key's shard: the first hex digit of its sha1 (not for secrecy: for spread).
-    hashlib loads OpenSSL: here, not at the Lambda's cold start."""
+    """The first hex digit of its sha1 (hashlib loads OpenSSL: not at the cold start)."""
     import hashlib
 
     return hashlib.sha1(key.encode(), usedforsecurity=False).hexdigest()[0]
@@ -88,9 +78,8 @@ def _update(
     condition_values: Mapping[str, Any] = {},
     **extra: Any,
 ) -> dict[str, Any]:
-    """One UpdateItem: `ADD` and `SET` of plain values, every name behind a placeholder (the
-    attribute names are DynamoDB reserved words more often than not). `#keys` in `condition`
-    names the `keys` attribute."""
+    """One UpdateItem: `ADD` and `SET` of plain values, every name behind a placeholder
+    (reserved words); `#keys` in `condition` names `keys`."""
     names: dict[str, str] = {"#keys": "keys"} if condition and "#keys" in condition else {}
     values: dict[str, Any] = dict(condition_values)
     clauses: list[str] = []
@@ -121,48 +110,6 @@ def _failed_condition(error: ClientError) -> bool:
     return error.response.get("Error", {}).get("Code") == _CONDITION_FAILED
 
 
-class DynamoRecoveryStore:
-    """The replay's recovery counts in the stack's table."""
-
-    def __init__(self, dynamodb: Any, table: str) -> None:  # a boto3 DynamoDB client
-        self._dynamodb = dynamodb
-        self.table = table
-
-    def add(self, queue: str, tally: RecoveryTally, at: float) -> None:
-        counters = tally.to_counters()
-        if not counters:
-            return
-        hour = hour_bucket(at)
-        expires = int(at // HOUR * HOUR) + RECOVERY_KEEP_SECONDS
-        key = {"pk": f"recovery#{queue}", "sk": hour}
-        _update(self._dynamodb, self.table, key, add=counters, put={"expires_at": expires})
-
-    def window(
-        self, queue: str, since: float, until: float, *, settled_before: float | None = None
-    ) -> RecoverySummary:
-        query: dict[str, Any] = {
-            "TableName": self.table,
-            "KeyConditionExpression": "pk = :p AND sk BETWEEN :a AND :b",
-            "ExpressionAttributeValues": to_item(
-                {":p": f"recovery#{queue}", ":a": hour_bucket(since), ":b": hour_bucket(until)}
-            ),
-        }
-        buckets = (bucket_of(item.get("sk"), item) for item in _items(self._dynamodb, query))
-        return summarize(buckets, since, until, settled_before)
-
-
-def _items(dynamodb: Any, query: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    """Every item a Query finds, page after page, as plain values; foreign items that do not
-    deserialize are skipped."""
-    while True:
-        found = dynamodb.query(**query)
-        yield from _plain(found.get("Items", []))
-        last = found.get("LastEvaluatedKey")
-        if not last:
-            return
-        query = {**query, "ExclusiveStartKey": last}
-
-
 def _plain(items: Iterable[Any]) -> Iterator[dict[str, Any]]:
     """Items as plain values; foreign items that do not deserialize are skipped."""
     for item in items:
@@ -173,8 +120,7 @@ def _plain(items: Iterable[Any]) -> Iterator[dict[str, Any]]:
 
 
 def move_from_items(action_id: str, items: Iterable[Mapping[str, Any]]) -> MoveFollow | None:
-    """The move from its items (summary and key shards), or None when there is none. The
-    returns are the shards' counts (the summary's may lag a failed write)."""
+    """The move from its summary and shards (whose counts are the returns), or None."""
     summary: Mapping[str, Any] = {}
     returned, last_return, seen = 0, None, False
     for values in items:
@@ -206,7 +152,7 @@ def move_from_items(action_id: str, items: Iterable[Mapping[str, Any]]) -> MoveF
 
 
 class DynamoFollowStore:
-    """Moves followed in the stack's table (see the module's docstring for the items)."""
+    """The replay's recovery counts and the moves followed, in the stack's table."""
 
     def __init__(
         self,
@@ -222,6 +168,30 @@ class DynamoFollowStore:
         self.threshold = threshold or FollowThreshold()
         self._now, self._sleep = now, sleep
 
+    def add(self, queue: str, tally: RecoveryTally, at: float) -> None:
+        counters = tally.to_counters()
+        if not counters:
+            return
+        hour = hour_bucket(at)
+        expires = int(at // HOUR * HOUR) + RECOVERY_KEEP_SECONDS
+        key = {"pk": f"recovery#{queue}", "sk": hour}
+        _update(self._dynamodb, self.table, key, add=counters, put={"expires_at": expires})
+
+    def window(
+        self, queue: str, since: float, until: float, *, settled_before: float | None = None
+    ) -> RecoverySummary:
+        query: dict[str, Any] = {
+            "TableName": self.table,
+            "KeyConditionExpression": "pk = :p AND sk BETWEEN :a AND :b",
+            "ExpressionAttributeValues": to_item(
+                {":p": f"recovery#{queue}", ":a": hour_bucket(since), ":b": hour_bucket(until)}
+            ),
+        }
+        pages = self._dynamodb.get_paginator("query").paginate(**query)
+        items = _plain(item for page in pages for item in page.get("Items", []))
+        buckets = (bucket_of(item.get("sk"), item) for item in items)
+        return summarize(buckets, since, until, settled_before)
+
     def _summary_key(self, action_id: str) -> dict[str, str]:
         if not valid_action_id(action_id):
             raise ValueError(f"not an action id: {action_id!r}")
@@ -233,7 +203,7 @@ class DynamoFollowStore:
     def started(
         self, action_id: str, window_seconds: int, at: float, *, command: str | None = None
     ) -> None:
-        put: dict[str, Any] = {
+        put = {
             "action_id": action_id,
             "window_seconds": max(0, int(window_seconds)),
             "started_at": epoch(at),
@@ -268,9 +238,8 @@ class DynamoFollowStore:
         return notices
 
     def _add_keys(self, action_id: str, shard: str, keys: list[str], at: float) -> int:
-        """Add the keys not yet in the shard, with their count, in one conditional write
-        (none of them there); on a refusal, drop those now there and try again. How many
-        were new."""
+        """Adds the keys new to the shard in one conditional write (on a refusal, drops those
+        now there and tries again); how many were new."""
         item_key = {"pk": f"follow#{action_id}", "sk": f"keys#{shard}"}
         pending = sorted(set(keys))
         for _ in range(len(pending) + 2):  # each refusal removes one key at least
@@ -299,8 +268,7 @@ class DynamoFollowStore:
         raise RuntimeError(f"keys of {item_key['pk']} kept changing under the write")
 
     def _present(self, item_key: Mapping[str, str], item: Any) -> set[str]:
-        """The keys a shard holds: from the refusal's copy of the item or, when the service
-        sends none, a consistent read."""
+        """The shard's keys: from the refusal's copy of the item, else a consistent read."""
         if not isinstance(item, dict) or "keys" not in item:
             item = self._dynamodb.get_item(
                 TableName=self.table,
@@ -316,8 +284,8 @@ class DynamoFollowStore:
         return {key for key in keys if isinstance(key, str)} if isinstance(keys, set) else set()
 
     def _count(self, action_id: str, new: int, at: float) -> ReturnNotice | None:
-        """Add `new` returns to the summary; when they pass the threshold, claim the notice
-        (one conditional write: exactly one caller ever gets it)."""
+        """Adds `new` returns to the summary; past the threshold, claims the notice with a
+        conditional write (exactly one caller gets it)."""
         old = self._write(
             action_id,
             add={"returned": new},
@@ -328,11 +296,8 @@ class DynamoFollowStore:
             values = from_item(old)
         except (TypeError, ValueError, KeyError, AttributeError):
             values = {}
-        before = move_from_items(action_id, [values | {"sk": SUMMARY}])
-        notice = None
-        if before is not None:
-            returned = whole(values.get("returned")) + new
-            notice = notice_after(before, returned, self.threshold, at)
+        before = move_from_items(action_id, [values | {"sk": SUMMARY}]) or MoveFollow(action_id)
+        notice = notice_after(before, whole(values.get("returned")) + new, self.threshold, at)
         if notice is None:
             return None
         try:
@@ -349,8 +314,7 @@ class DynamoFollowStore:
         return self.follows([action_id]).get(action_id)
 
     def follows(self, action_ids: Iterable[str]) -> dict[str, MoveFollow]:
-        """The summaries and shards of every move, by key: 100 keys a BatchGetItem, consistent
-        reads, everything but the key sets (which may be large)."""
+        """Summaries and shards by key (not a Query a move), without the key sets."""
         wanted = [a for a in dict.fromkeys(action_ids) if valid_action_id(a)]
         keys = [{"pk": f"follow#{a}", "sk": sk} for a in wanted for sk in (SUMMARY, *SHARDS)]
         names = {f"#f{i}": name for i, name in enumerate(_MOVE_FIELDS)}
@@ -365,8 +329,7 @@ class DynamoFollowStore:
         return {a: move for a, move in found.items() if move is not None}
 
     def _batch_get(self, keys: list[dict[str, Any]], names: dict[str, str]) -> list[Any]:
-        """One BatchGetItem's items, its unprocessed keys asked again (a throttled table hands
-        some back) after a short pause that doubles each time."""
+        """One BatchGetItem's items, unprocessed keys asked again after a doubling pause."""
         found: list[Any] = []
         pending, pause = keys, 0.05
         while pending:

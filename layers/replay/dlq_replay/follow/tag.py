@@ -1,10 +1,6 @@
-"""The message attribute that ties a copy an operator moved to the move: `dlq-replay-action`,
-a String `<action_id>/<key>`. The action id is the audit trail's; the key is the message id of
-the DLQ message the operator moved. The replay copies every attribute byte for byte, so a
-replayed copy of a returned message keeps the tag and a second return is still counted.
-
-What arrives on a DLQ was written by anybody, so the value is parsed strictly: anything that
-is not exactly one action id, a slash and one key of the shapes below is no tag at all.
+"""The attribute that ties a moved copy to its move: `dlq-replay-action`, a String
+`<audit action id>/<message id moved>`. The replay copies it, so a second return still counts.
+What arrives on a DLQ was written by anybody: the value is parsed strictly.
 """
 
 from __future__ import annotations
@@ -13,10 +9,7 @@ import re
 from collections.abc import Mapping
 from typing import NamedTuple
 
-from dlq_replay.core.attributes import (
-    INTERNAL_ATTRIBUTE_PREFIX,
-    Attribute,
-)
+from dlq_replay.core.attributes import INTERNAL_ATTRIBUTE_PREFIX, Attribute
 
 FOLLOW_ATTRIBUTE = f"{INTERNAL_ATTRIBUTE_PREFIX}action"
 # The audit's ids are 32 hex digits; a little room for other uuid-like spellings.
@@ -26,21 +19,19 @@ _KEY = re.compile(r"[!-~]{1,128}")
 
 
 class FollowTag(NamedTuple):
-    """Which move (action_id) sent the copy, and which moved message (key) it stands for.
-    (The values of the Lambda's path are NamedTuples: a dataclass costs its cold start ~0.6 ms.)"""
+    """(A NamedTuple: a dataclass costs the Lambda's cold start ~0.6 ms.)"""
 
     action_id: str
     key: str
 
 
 def valid_action_id(action_id: str) -> bool:
-    """Whether `action_id` can be carried in a tag and name the move's items."""
     return _ACTION_ID.fullmatch(action_id) is not None
 
 
 def follow_value(action_id: str, key: str) -> str:
-    """The attribute's value; ValueError for an id or key a tag cannot carry (so that every
-    value written parses back to the same tag)."""
+    """The attribute's value; ValueError for an id or key a tag cannot carry (every value
+    written parses back)."""
     if not valid_action_id(action_id):
         raise ValueError(f"not an action id for {FOLLOW_ATTRIBUTE}: {action_id!r}")
     if _KEY.fullmatch(key) is None:
@@ -59,8 +50,7 @@ def parse_follow_value(text: str) -> FollowTag | None:
 
 
 def read_tag(values: Mapping[str, Attribute]) -> FollowTag | None:
-    """The tag among a record's parsed attributes: a String (custom suffixes too) value that
-    parses; None when it is absent or anything else."""
+    """The tag of a record's attributes (a String, custom suffixes too), else None."""
     found = values.get(FOLLOW_ATTRIBUTE)
     if found is None or found.base_type != "String" or found.string_value is None:
         return None

@@ -1,11 +1,7 @@
-"""An operator move (`redrive`, `import`, CLI or console) followed from the sending side: each
-copy gets the move's tag where a slot is free, and the move's follow record gets its start
-(with the settle window of where the copies went), its counts, aggregated, and its end.
-
-The counts are written at most once every `FLUSH_SECONDS` while the copies go out, and once
-more at the end, also when the move was stopped (what was sent is followed). A write that
-fails never stops the move: the copies already carry their tag, so their returns are still
-counted; the first problem is kept for the command to say in one line.
+"""An operator move (`redrive`, `import`) followed from the sending side: each copy gets the
+move's tag where a slot is free, and the follow record its start and settle window, its counts
+(at most once every `FLUSH_SECONDS`, and at the end, also of a stopped move) and its end. A
+failed write never stops the move: the first problem is kept for the command to say.
 """
 
 from __future__ import annotations
@@ -27,18 +23,16 @@ if TYPE_CHECKING:
 
     from dlq_replay.targets.delivery import Delivery
 
-# The longest a move's counts wait in memory before they are written.
 FLUSH_SECONDS = 5.0
-# How long a run abandoned on a second signal gives its follow record's end before it exits.
+# How long a run abandoned on a second signal gives its follow record's end.
 FOLLOW_END_SECONDS = 1.0
 
 
 def tag_carried(
     body: str, carried: Mapping[str, Attribute], action_id: str, key: str
 ) -> dict[str, Attribute]:
-    """The attributes a copy carries, with the move's tag where a slot is free (after every
-    carried attribute: never refused, never clamped). An older move's tag is replaced; a key
-    a tag cannot carry leaves the copy untagged."""
+    """The copy's attributes with the move's tag (replacing an older one) where a slot is free
+    after every carried one; a key a tag cannot carry leaves the copy untagged."""
     kept = {name: value for name, value in carried.items() if name != FOLLOW_ATTRIBUTE}
     try:
         tag = string(follow_value(action_id, key))
@@ -47,20 +41,8 @@ def tag_carried(
     return with_room(body, kept, [(FOLLOW_ATTRIBUTE, tag)])
 
 
-def is_tracked(copy: OutboundMessage | Delivery, action_id: str) -> bool:
-    """Whether a copy carries this move's tag (a delivery to a serverless target never does:
-    it is no SQS copy)."""
-    if not isinstance(copy, OutboundMessage):
-        return False
-    value = copy.attributes.get(FOLLOW_ATTRIBUTE)
-    # `tag_carried` wrote it (checked there), so its prefix names the move.
-    text = value.string_value if value is not None else None
-    return text is not None and text.startswith(f"{action_id}/")
-
-
 def window_of(queue: QueueInfo) -> int:
-    """The settle window of copies sent to `queue` (sent with no delay of their own: the
-    queue's DelaySeconds is the longest delay)."""
+    """The settle window of copies sent to `queue` (its DelaySeconds is the longest delay)."""
     policy = queue.redrive
     return settle_window(
         policy.max_receive_count if policy else None, queue.visibility_timeout, queue.delay_seconds
@@ -68,13 +50,13 @@ def window_of(queue: QueueInfo) -> int:
 
 
 class _Trail(Protocol):
-    """Where an audit trail is kept (audit/store.py's stores, which ops/ does not import)."""
+    """audit/store.py's stores (a layer above)."""
 
     def follow_store(self) -> FollowStore: ...
 
 
 class Audited(Protocol):
-    """What the follower reads of an audited action (audit/recorder.py's `Action`)."""
+    """audit/recorder.py's `Action` (a layer above)."""
 
     @property
     def recorded(self) -> bool: ...
@@ -92,11 +74,9 @@ def follower_of(
     sqs: SQSClient,
     destinations: Sequence[QueueInfo | None] = (),
 ) -> MoveFollower | None:
-    """The follower of an audited move, its record beside the action's trail (the trail's
-    table, or a file beside its file); None for one not recorded (a dry run) or whose trail
-    is not open yet (call it after `action.gate`).
-    `destinations`: the queues known to receive the copies (None: each one's source queue,
-    learnt as the move goes)."""
+    """The follower of an audited move, its record beside the action's trail; None when the
+    action is not recorded (a dry run) or its trail not open yet. `destinations`: the queues
+    known to receive the copies (None: each one's source queue, learnt as the move goes)."""
     if not action.recorded or action.store is None:
         return None
     known = [queue for queue in destinations if queue is not None]
@@ -105,8 +85,8 @@ def follower_of(
 
 
 def action_line(action_id: str, followed: bool | None) -> str:
-    """The one line a command prints of its action: followed (how to follow it), not
-    followed (a native move), or not a move (purge, delete, pause)."""
+    """The line a command prints of its action: followed, not (a native move), or not a move
+    (`followed` None)."""
     if followed is None:
         return f"action {action_id}"
     if followed:
@@ -118,8 +98,7 @@ def action_line(action_id: str, followed: bool | None) -> str:
 
 
 class MoveFollower:
-    """The follow record of one move, written as it goes. `count` may be called from several
-    threads at once (the redrive's workers)."""
+    """The follow record of one move, written as it goes; thread-safe."""
 
     def __init__(
         self,
@@ -141,38 +120,25 @@ class MoveFollower:
         self._clock = clock
         self._flush_seconds = flush_seconds
         self._windows = {queue.url: window_of(queue) for queue in destinations}
-        self._window = max(self._windows.values(), default=0)
+        self.window_seconds = max(self._windows.values(), default=0)
         self._lock = threading.Lock()
         self._pending = (0, 0)  # (sent, untracked) not written yet
         self._started_at: float | None = None
         self._flushed_at = 0.0
         self._finished = False
 
-    @property
-    def window_seconds(self) -> int:
-        return self._window
-
     def start(self) -> None:
-        """The move begins: its start and window (once)."""
+        """The move's start and window (once)."""
         if self._started_at is not None:
             return
-        self._started_at = self._clock()
-        self._flushed_at = self._started_at
-        self._write(
-            lambda: self.store.started(
-                self.action_id, self._window, self._started_at or 0.0, command=self.command
-            )
-        )
+        at = self._started_at = self._flushed_at = self._clock()
+        window = self.window_seconds
+        self._write(lambda: self.store.started(self.action_id, window, at, command=self.command))
 
     def count(self, copies: Iterable[OutboundMessage | Delivery]) -> None:
-        """Copies SQS (or the target) confirmed: tagged ones are sent, others untracked."""
-        sent = untracked = 0
-        for copy in copies:
-            if is_tracked(copy, self.action_id):
-                sent += 1
-            else:
-                untracked += 1
-        self.add(sent, untracked)
+        """Copies confirmed: those with this move's tag are sent, the others untracked."""
+        tagged = [_is_tagged(copy, self.action_id) for copy in copies]
+        self.add(sum(tagged), len(tagged) - sum(tagged))
 
     def add(self, sent: int, untracked: int) -> None:
         """Copies counted elsewhere (a second process of the move: `ops.companion`)."""
@@ -203,7 +169,7 @@ class MoveFollower:
         self._write(lambda: self.store.finished(self.action_id, self._clock()))
 
     def finish_within(self, seconds: float, destinations: Iterable[str | None] = ()) -> None:
-        """`finish` on a process about to exit (an abandoned run): given up after `seconds`."""
+        """`finish` on a process about to exit: given up after `seconds`."""
         worker = threading.Thread(
             target=self.finish, args=(list(destinations),), name="follow-end", daemon=True
         )
@@ -214,11 +180,7 @@ class MoveFollower:
         sent, untracked = counts
         if not sent and not untracked:
             return
-
-        def write() -> None:
-            self.store.sent(self.action_id, sent, untracked)
-
-        if not self._write(write):
+        if not self._write(lambda: self.store.sent(self.action_id, sent, untracked)):
             with self._lock:  # kept for the next write, the last one at the end
                 self._pending = (self._pending[0] + sent, self._pending[1] + untracked)
 
@@ -232,8 +194,8 @@ class MoveFollower:
             except Exception as error:  # the window stays what it was; said once
                 self._failed(error)
         wider = max(self._windows.values(), default=0)
-        if wider > self._window:
-            self._window = wider
+        if wider > self.window_seconds:
+            self.window_seconds = wider
             at = self._started_at or self._clock()
             self._write(lambda: self.store.started(self.action_id, wider, at, command=self.command))
 
@@ -249,6 +211,12 @@ class MoveFollower:
         with self._lock:
             if self.problem is None:
                 self.problem = f"not all of it was recorded: {_one_line(error)}"
+
+
+def _is_tagged(copy: OutboundMessage | Delivery, action_id: str) -> bool:
+    """(A delivery to a serverless target is no SQS copy: never tagged.)"""
+    value = copy.attributes.get(FOLLOW_ATTRIBUTE) if isinstance(copy, OutboundMessage) else None
+    return value is not None and (value.string_value or "").startswith(f"{action_id}/")
 
 
 def _one_line(error: Exception) -> str:
