@@ -34,14 +34,14 @@ from dlq_replay.demo.emulator import (
     redrive_policy,
     sqs_emulator,
 )
-from dlq_replay.demo.run import accounted, daemon, quiet_logger, run_until_settled
+from dlq_replay.demo.run import daemon, quiet_logger, settle
 from dlq_replay.demo.scenario import (
     DemoOptions,
     OutcomeCounter,
     Tally,
-    drain_parked,
+    draw_kind,
+    send_batches,
     settle_timeout,
-    watch_depths,
 )
 from dlq_replay.demo.view import DemoView, exit_code, park_reasons, status_words
 from dlq_replay.engine.replayer import Collaborators, Replayer
@@ -135,22 +135,18 @@ def create_wiring(sqs: SQSClient, events: EventBridgeClient) -> Wiring:
     )
 
 
+# The fate of each kind of message of the SQS demo (`draw_kind`).
+FATES = {
+    "invalid": Fate.FORGED,
+    "poison": Fate.RETIRED,
+    "transient": Fate.FAILED,
+    "ok": Fate.DELIVERED,
+}
+
+
 def plan_events(options: DemoOptions, rng: random.Random) -> dict[str, str]:
-    """Each event's fate, drawn as the SQS demo draws its messages' (invalid: forged, poison:
-    retired)."""
-    plan: dict[str, str] = {}
-    for index in range(options.messages):
-        roll = rng.random()
-        if roll < options.invalid_rate:
-            fate = Fate.FORGED
-        elif (roll := roll - options.invalid_rate) < options.poison_rate:
-            fate = Fate.RETIRED
-        elif roll < options.poison_rate + options.failure_rate:
-            fate = Fate.FAILED
-        else:
-            fate = Fate.DELIVERED
-        plan[f"e{index:05d}"] = fate
-    return plan
+    """Each event's fate, drawn as the SQS demo draws its messages' kinds."""
+    return {f"e{index:05d}": FATES[draw_kind(options, rng)] for index in range(options.messages)}
 
 
 def publish(
@@ -164,7 +160,7 @@ def publish(
             {
                 "Source": SOURCE,
                 "DetailType": DETAIL_TYPE,
-                "Detail": json.dumps(_detail(event_id, Fate.DELIVERED)),
+                "Detail": json.dumps({"id": event_id, "fate": Fate.DELIVERED}),
                 "EventBusName": BUS,
             }
             for event_id in delivered[start : start + 10]
@@ -172,15 +168,13 @@ def publish(
         answer = events.put_events(Entries=entries)
         if answer.get("FailedEntryCount"):
             raise RuntimeError(f"the emulator refused events: {answer['Entries']}")
-    staged = [(event_id, fate) for event_id, fate in plan.items() if fate != Fate.DELIVERED]
-    for start in range(0, len(staged), 10):
-        records: list[Any] = [
-            {"Id": str(n), **dlq_record(event_id, fate, wiring)}
-            for n, (event_id, fate) in enumerate(staged[start : start + 10])
-        ]
-        answer_batch = sqs.send_message_batch(QueueUrl=wiring.dlq_url, Entries=records)
-        if answer_batch.get("Failed"):
-            raise RuntimeError(f"the emulator refused DLQ records: {answer_batch['Failed']}")
+    staged = [
+        dlq_record(event_id, fate, wiring)
+        for event_id, fate in plan.items()
+        if fate != Fate.DELIVERED
+    ]
+    if failed := send_batches(sqs, wiring.dlq_url, staged):
+        raise RuntimeError(f"the emulator refused DLQ records: {failed}")
     return len(staged)
 
 
@@ -208,16 +202,7 @@ def dlq_record(event_id: str, fate: str, wiring: Wiring) -> dict[str, Any]:
         "EXHAUSTED_RETRY_CONDITION": "MaximumRetryAttempts",
         "RETRY_ATTEMPTS": attempts,
     }
-    return {
-        "MessageBody": json.dumps(_event(event_id, fate, wiring)),
-        "MessageAttributes": {
-            name: {"DataType": "String", "StringValue": value} for name, value in values.items()
-        },
-    }
-
-
-def _event(event_id: str, fate: str, wiring: Wiring) -> dict[str, Any]:
-    return {
+    event: dict[str, Any] = {
         "version": "0",
         "id": str(uuid.uuid4()),
         "detail-type": DETAIL_TYPE,
@@ -226,12 +211,14 @@ def _event(event_id: str, fate: str, wiring: Wiring) -> dict[str, Any]:
         "time": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "region": REGION,
         "resources": [],
-        "detail": _detail(event_id, fate),
+        "detail": {"id": event_id, "fate": fate},
     }
-
-
-def _detail(event_id: str, fate: str) -> dict[str, str]:
-    return {"id": event_id, "fate": fate}
+    return {
+        "MessageBody": json.dumps(event),
+        "MessageAttributes": {
+            name: {"DataType": "String", "StringValue": value} for name, value in values.items()
+        },
+    }
 
 
 def event_id_of(body: str) -> str:
@@ -343,39 +330,34 @@ def eventbridge_demo(
         print(STAGING_NOTE.format(staged=staged), flush=True)
         stop = threading.Event()
         threads = run_pollers(source, options.pollers, stop)
+        threads.append(daemon(consume_target, sqs, wiring.target_url, tally, stop))
         urls = (wiring.target_url, wiring.dlq_url, wiring.operator_url)
-        queues = dict(zip(EVENTBRIDGE_VIEW.queues, urls, strict=True))
-        threads += [
-            daemon(consume_target, sqs, wiring.target_url, tally, stop),
-            daemon(watch_depths, sqs, queues, tally, stop),
-        ]
-        completed, interrupted = run_until_settled(
+        end = settle(
             running,
+            sqs,
             tally,
             stop,
             threads,
+            urls=urls,
             live=options.live,
             deadline=started + timeout,
             view=EVENTBRIDGE_VIEW,
+            id_of=event_id_of,
         )
-        parked = drain_parked(sqs, wiring.operator_url, event_id_of)
-        waiting = running.ids((wiring.target_url, wiring.dlq_url), event_id_of)
-    with tally.lock:
-        delivered, parked_ids, not_yet_done, lost = accounted(tally, parked, waiting)
-        return EventBridgeResult(
-            sent=len(tally.expected),
-            delivered=len(delivered),
-            by_eventbridge=sum(1 for id_ in delivered if plan[id_] == Fate.DELIVERED),
-            parked=len(parked_ids),
-            not_yet_done=not_yet_done,
-            lost=lost,
-            parked_by_reason=dict(Counter(parked[id_] for id_ in parked_ids)),
-            staged=staged,
-            seconds=round(time.monotonic() - started, 1),
-            completed=completed,
-            interrupted=interrupted,
-            timeout_seconds=timeout,
-        )
+    return EventBridgeResult(
+        sent=len(tally.expected),
+        delivered=len(end.done),
+        by_eventbridge=sum(1 for id_ in end.done if plan[id_] == Fate.DELIVERED),
+        parked=len(end.parked),
+        not_yet_done=end.not_yet_done,
+        lost=end.lost,
+        parked_by_reason=dict(Counter(end.parked.values())),
+        staged=staged,
+        seconds=round(time.monotonic() - started, 1),
+        completed=end.completed,
+        interrupted=end.interrupted,
+        timeout_seconds=timeout,
+    )
 
 
 def summary(result: EventBridgeResult) -> str:

@@ -143,32 +143,41 @@ ALWAYS = 10**9  # a poison message fails every delivery
 INVALID = ParkMessage("invalid-order", "demo: the order has no sku")
 
 
+def draw_kind(options: DemoOptions, rng: random.Random) -> str:
+    """A message's kind (invalid, poison, transient or ok), drawn at the options' rates."""
+    roll = rng.random()
+    if roll < options.invalid_rate:
+        return "invalid"
+    if (roll := roll - options.invalid_rate) < options.poison_rate:
+        return "poison"
+    return "transient" if roll < options.poison_rate + options.failure_rate else "ok"
+
+
+def send_batches(sqs: SQSClient, queue_url: str, entries: list[Any]) -> list[Any]:
+    """SendMessageBatch ten entries at a time (each given its Id); the entries refused."""
+    failed: list[Any] = []
+    for start in range(0, len(entries), 10):
+        batch: list[Any] = [
+            {"Id": str(n), **entry} for n, entry in enumerate(entries[start : start + 10])
+        ]
+        failed += sqs.send_message_batch(QueueUrl=queue_url, Entries=batch).get("Failed", [])
+    return failed
+
+
 def send_messages(
     sqs: SQSClient, queue_url: str, options: DemoOptions, rng: random.Random
 ) -> set[str]:
     """Send the demo's messages; each body says how it will behave at the consumer."""
-    ids: set[str] = set()
-    batch: list[Any] = []
+    bodies: dict[str, str] = {}
     for index in range(options.messages):
-        roll = rng.random()
-        if roll < options.invalid_rate:
-            kind, fail_until = "invalid", 0
-        elif (roll := roll - options.invalid_rate) < options.poison_rate:
-            kind, fail_until = "poison", ALWAYS
-        elif roll < options.poison_rate + options.failure_rate:
-            kind, fail_until = "transient", rng.randint(1, max(1, options.max_attempts - 1))
-        else:
-            kind, fail_until = "ok", 0
+        kind = draw_kind(options, rng)
+        fail_until = ALWAYS if kind == "poison" else 0
+        if kind == "transient":
+            fail_until = rng.randint(1, max(1, options.max_attempts - 1))
         message_id = f"m{index:05d}"
-        ids.add(message_id)
-        body = json.dumps({"id": message_id, "kind": kind, "fail_until": fail_until})
-        batch.append({"Id": str(len(batch)), "MessageBody": body})
-        if len(batch) == 10:
-            sqs.send_message_batch(QueueUrl=queue_url, Entries=batch)
-            batch = []
-    if batch:
-        sqs.send_message_batch(QueueUrl=queue_url, Entries=batch)
-    return ids
+        bodies[message_id] = json.dumps({"id": message_id, "kind": kind, "fail_until": fail_until})
+    send_batches(sqs, queue_url, [{"MessageBody": body} for body in bodies.values()])
+    return set(bodies)
 
 
 @dataclass(frozen=True, slots=True)
