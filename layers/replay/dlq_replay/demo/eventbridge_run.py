@@ -1,8 +1,6 @@
-"""`dlq-replay demo --kind eventbridge`: an event bus, a rule, its target queue with the target's
-DLQ, replayed by the local event source and the replayer (DLQ_KIND=eventbridge) until every event
-is delivered or parked. moto's EventBridge routes the bus's events to the target, but its
-deliveries never fail and it never writes a target's DLQ, so the demo writes ("stages") the
-records EventBridge documents for the events whose delivery is to fail."""
+"""`dlq-replay demo --kind eventbridge`: a bus, a rule and its target queue, whose DLQ is replayed
+until every event is delivered or parked. moto's deliveries never fail nor write a target's DLQ,
+so the demo writes ("stages") the documented records of the events whose delivery is to fail."""
 
 from __future__ import annotations
 
@@ -29,15 +27,14 @@ from dlq_replay.demo.emulator import (
     REGION,
     SAFETY_NET_MAX_RECEIVE_COUNT,
     SqsEmulator,
+    create_queue,
     emulator_client,
     emulator_session,
-    redrive_policy,
     sqs_emulator,
 )
 from dlq_replay.demo.run import daemon, quiet_logger, settle
 from dlq_replay.demo.scenario import (
     DemoOptions,
-    OutcomeCounter,
     Tally,
     draw_kind,
     send_batches,
@@ -89,19 +86,12 @@ class Wiring:
 
 
 def create_wiring(sqs: SQSClient, events: EventBridgeClient) -> Wiring:
-    """Operator queue ← the target's DLQ (redrive as the template's safety net); a bus whose
-    rule sends `demo.shop` events to the target queue, with that DLQ as its DeadLetterConfig."""
+    """Operator queue ← the target's DLQ; a bus whose rule sends `demo.shop` to the target."""
     operator = sqs.create_queue(QueueName="demo-operator")["QueueUrl"]
-    dlq = sqs.create_queue(
-        QueueName="demo-orders-dlq",
-        Attributes={
-            "VisibilityTimeout": str(DLQ_VISIBILITY_TIMEOUT),
-            "RedrivePolicy": redrive_policy(sqs, operator, SAFETY_NET_MAX_RECEIVE_COUNT),
-        },
-    )["QueueUrl"]
-    target = sqs.create_queue(
-        QueueName="demo-orders", Attributes={"VisibilityTimeout": str(MAIN_VISIBILITY_TIMEOUT)}
-    )["QueueUrl"]
+    dlq = create_queue(
+        sqs, "demo-orders-dlq", DLQ_VISIBILITY_TIMEOUT, operator, SAFETY_NET_MAX_RECEIVE_COUNT
+    )
+    target = create_queue(sqs, "demo-orders", MAIN_VISIBILITY_TIMEOUT)
     target_arn = read_queue_arn(sqs, target)
     bus_arn = events.create_event_bus(Name=BUS)["EventBusArn"]
     rule_arn = events.put_rule(
@@ -135,7 +125,6 @@ def create_wiring(sqs: SQSClient, events: EventBridgeClient) -> Wiring:
     )
 
 
-# The fate of each kind of message of the SQS demo (`draw_kind`).
 FATES = {
     "invalid": Fate.FORGED,
     "poison": Fate.RETIRED,
@@ -152,8 +141,7 @@ def plan_events(options: DemoOptions, rng: random.Random) -> dict[str, str]:
 def publish(
     sqs: SQSClient, events: EventBridgeClient, wiring: Wiring, plan: Mapping[str, str]
 ) -> int:
-    """Put the delivered events on the bus (moto routes them to the target queue) and stage the
-    DLQ records of the others; the number staged."""
+    """Put the delivered events on the bus and stage the others' DLQ records; the number staged."""
     delivered = [event_id for event_id, fate in plan.items() if fate == Fate.DELIVERED]
     for start in range(0, len(delivered), 10):
         entries: list[Any] = [
@@ -168,11 +156,7 @@ def publish(
         answer = events.put_events(Entries=entries)
         if answer.get("FailedEntryCount"):
             raise RuntimeError(f"the emulator refused events: {answer['Entries']}")
-    staged = [
-        dlq_record(event_id, fate, wiring)
-        for event_id, fate in plan.items()
-        if fate != Fate.DELIVERED
-    ]
+    staged = [dlq_record(id_, fate, wiring) for id_, fate in plan.items() if fate != Fate.DELIVERED]
     if failed := send_batches(sqs, wiring.dlq_url, staged):
         raise RuntimeError(f"the emulator refused DLQ records: {failed}")
     return len(staged)
@@ -187,8 +171,7 @@ _ERRORS = {
 
 
 def dlq_record(event_id: str, fate: str, wiring: Wiring) -> dict[str, Any]:
-    """The SendMessage fields of the record EventBridge writes to a target's DLQ for this event:
-    the event as the target would have received it, and the six documented attributes."""
+    """The SendMessage fields of EventBridge's DLQ record: the event, six documented attributes."""
     code, message = _ERRORS[fate]
     target = {Fate.RETIRED: wiring.retired_arn, Fate.FORGED: wiring.outside_arn}.get(
         fate, wiring.target_arn
@@ -289,8 +272,7 @@ def run_eventbridge_demo(options: DemoOptions) -> int:
 def eventbridge_demo(
     options: DemoOptions, serve: Callable[[], AbstractContextManager[SqsEmulator]] = sqs_emulator
 ) -> EventBridgeResult:
-    """Run it on the emulator `serve` starts; the rates of `options` choose each event's fate
-    (`plan_events`)."""
+    """Run it on the emulator `serve` starts."""
     rng = random.Random(options.seed)  # noqa: S311 - demo data, not cryptography
     tally = Tally()
     timeout = settle_timeout(options)
@@ -313,7 +295,7 @@ def eventbridge_demo(
             sqs,
             logger=quiet_logger("dlq_replay.demo.replay"),
             rng=rng,
-            on_outcome=OutcomeCounter(tally),
+            on_outcome=tally.on_outcome,
             collaborators=Collaborators(
                 deliverer=Deliverer(
                     TargetClients(session, endpoint_url=lambda _service: running.endpoint_url)
@@ -334,7 +316,6 @@ def eventbridge_demo(
         urls = (wiring.target_url, wiring.dlq_url, wiring.operator_url)
         end = settle(
             running,
-            sqs,
             tally,
             stop,
             threads,
@@ -361,8 +342,7 @@ def eventbridge_demo(
 
 
 def summary(result: EventBridgeResult) -> str:
-    """The closing lines, as the SQS demo's: where every event ended (the four counts add up
-    to `sent`), then who delivered what."""
+    """The closing lines, as the SQS demo's: where every event ended, then who delivered it."""
     by_replay = result.delivered - result.by_eventbridge
     return (
         f"eventbridge demo {status_words(result)} in {result.seconds} s: sent {result.sent}, "

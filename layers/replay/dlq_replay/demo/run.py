@@ -1,5 +1,4 @@
-"""Run the demo: emulator, queues, consumer and replay side by side until every message is
-accounted for."""
+"""Run the demo: emulator, queues, consumer and replay until every message is accounted for."""
 
 from __future__ import annotations
 
@@ -11,7 +10,6 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from dlq_replay.aws_lambda.replay import LambdaReplay
 from dlq_replay.breaker.evidence import QueueTotals, dlq_depth, main_queue_timing
@@ -26,7 +24,6 @@ from dlq_replay.demo.scenario import (
     Consumer,
     DemoOptions,
     DemoResult,
-    OutcomeCounter,
     Tally,
     consume,
     drain_parked,
@@ -39,9 +36,6 @@ from dlq_replay.demo.scenario import (
 from dlq_replay.demo.view import SQS_VIEW, DemoView, breaker_progress_of, exit_code, render, summary
 from dlq_replay.engine.replayer import Replayer
 from dlq_replay.local.eventsource import LocalEventSource, Polling, run_pollers
-
-if TYPE_CHECKING:
-    from mypy_boto3_sqs import SQSClient
 
 
 def run_demo(options: DemoOptions) -> int:
@@ -85,9 +79,7 @@ def demo(
                 delay_seconds=longest_delay(settings),
                 max_attempts=settings.max_attempts,
             )
-        replayer = Replayer(
-            settings, sqs, logger=replay_log, rng=rng, on_outcome=OutcomeCounter(tally)
-        )
+        replayer = Replayer(settings, sqs, logger=replay_log, rng=rng, on_outcome=tally.on_outcome)
         handler = LambdaReplay(replayer, breaker)
         source = LocalEventSource(sqs, queues.dlq, handler, Polling(wait_seconds=1), gate=gate)
         consumer = Consumer(
@@ -103,9 +95,7 @@ def demo(
         threads += [daemon(consume, sqs, consumer, tally, stop) for _ in range(options.consumers)]
         urls = (queues.main, queues.dlq, queues.operator)
         deadline = started + timeout
-        end = settle(
-            running, sqs, tally, stop, threads, urls=urls, live=options.live, deadline=deadline
-        )
+        end = settle(running, tally, stop, threads, urls=urls, live=options.live, deadline=deadline)
     return DemoResult(
         sent=len(tally.expected),
         processed=len(end.done),
@@ -145,7 +135,6 @@ class Ending:
 
 def settle(
     running: SqsEmulator,
-    sqs: SQSClient,
     tally: Tally,
     stop: threading.Event,
     threads: list[threading.Thread],
@@ -156,9 +145,9 @@ def settle(
     view: DemoView = SQS_VIEW,
     id_of: Callable[[str], str] = message_id_of,
 ) -> Ending:
-    """Start the threads not started yet (beside the pollers) and one watching the depths of
-    the view's queues (`urls`, the last the operator queue), wait until every message is settled
-    (or the deadline), stop them all and account for every message."""
+    """Start the threads (and a watch on the view's queues, `urls`, the operator queue last), wait
+    until every message is settled or the deadline, stop them all and account for each message."""
+    sqs = emulator_client(running.endpoint_url)
     queues = dict(zip(view.queues, urls, strict=True))
     threads.append(daemon(watch_depths, sqs, queues, tally, stop))
     for thread in threads:
@@ -176,7 +165,7 @@ def settle(
         for thread in threads:
             thread.join()
     parked = drain_parked(sqs, urls[-1], id_of)
-    waiting = running.ids([queues[label] for label in view.settled], id_of)
+    waiting = {id_of(body) for label in view.settled for body in running.bodies(queues[label])}
     with tally.lock:
         done = tally.processed & tally.expected
         parked_ids = (set(parked) & tally.expected) - done
@@ -195,8 +184,7 @@ PLAIN_PROGRESS_SECONDS = 5.0
 
 
 def progress_line(tally: Tally, elapsed: float) -> str:
-    """The plain mode's progress line: the counts, the queues, and the breaker while it is
-    not closed."""
+    """The plain mode's progress line: the counts, the queues, and the breaker unless closed."""
     with tally.lock:
         parked = sum(tally.parked_by_reason.values())
         processed = len(tally.processed & tally.expected)
@@ -212,8 +200,7 @@ def progress_line(tally: Tally, elapsed: float) -> str:
 
 
 def quiet_logger(name: str) -> logging.Logger:
-    """A logger of the demo's own that writes nowhere: the live view and the summary show what
-    its lines would say (without a handler, Python would print its warnings)."""
+    """A logger writing nowhere (the view says it all); without a handler Python prints warnings."""
     logger = logging.getLogger(name)
     logger.propagate = False
     if not logger.handlers:
@@ -222,8 +209,7 @@ def quiet_logger(name: str) -> logging.Logger:
 
 
 def wait_until_settled(tally: Tally, live: bool, deadline: float, view: DemoView) -> bool:
-    """Until every message is processed or parked and the view's settled queues are empty, or
-    until the deadline."""
+    """Until every message is processed or parked and the view's settled queues are empty."""
 
     def finished() -> bool:
         with tally.lock:
@@ -234,8 +220,7 @@ def wait_until_settled(tally: Tally, live: bool, deadline: float, view: DemoView
 
     started = time.monotonic()
     if not live:
-        # Plain (CI logs, `make demo DEMO_ARGS=--plain`): a start line, then a progress line
-        # every PLAIN_PROGRESS_SECONDS, so a run is never silent.
+        # Plain (CI logs): a start line, then a progress line now and then, never silent.
         print(
             f"demo: started with {len(tally.expected)} messages; time limit "
             f"{deadline - started:.0f} s; progress every {PLAIN_PROGRESS_SECONDS:g} s",

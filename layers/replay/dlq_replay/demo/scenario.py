@@ -1,5 +1,4 @@
-"""The demo's traffic: its options, the messages it sends, the flaky consumer, and the tally
-of what each part saw."""
+"""The demo's traffic: its options, messages, flaky consumer, and the tally of what each saw."""
 
 from __future__ import annotations
 
@@ -88,8 +87,7 @@ _SECONDS_BASE = 60
 
 
 def settle_timeout(options: DemoOptions) -> float:
-    """How long the demo waits for every message to settle: the option, else a bound that
-    grows with the work (messages, attempts, cap), so a large run is never cut short."""
+    """How long the demo waits: the option, else a bound growing with the work (never cut short)."""
     if options.timeout_seconds is not None:
         return options.timeout_seconds
     receives = main_max_receive_count(options) if options.consumer_backoff else 0
@@ -101,7 +99,6 @@ def settle_timeout(options: DemoOptions) -> float:
 
 
 def main_max_receive_count(options: DemoOptions) -> int:
-    """Receives on the main queue before SQS moves a message to the DLQ."""
     return MAIN_MAX_RECEIVE_COUNT_WITH_BACKOFF if options.consumer_backoff else 1
 
 
@@ -120,23 +117,17 @@ class Tally:
     breaker: BreakerStats | None = None  # the outage breaker's, when it is on
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-
-class OutcomeCounter:
-    """The replay's `on_outcome` hook."""
-
-    def __init__(self, tally: Tally) -> None:
-        self._tally = tally
-
-    def __call__(self, outcome: Outcome) -> None:
+    def on_outcome(self, outcome: Outcome) -> None:
+        """The replay's `on_outcome` hook."""
         decision = outcome.decision
-        with self._tally.lock:
+        with self.lock:
             if outcome.failure is not None:
-                self._tally.replay_outcomes["failed"] += 1
+                self.replay_outcomes["failed"] += 1
             elif decision.action is Action.PARK:
                 reason = decision.reason.value if decision.reason is not None else "?"
-                self._tally.parked_by_reason[reason] += 1
+                self.parked_by_reason[reason] += 1
             else:
-                self._tally.replay_outcomes[decision.action.value] += 1
+                self.replay_outcomes[decision.action.value] += 1
 
 
 ALWAYS = 10**9  # a poison message fails every delivery
@@ -182,8 +173,7 @@ def send_messages(
 
 @dataclass(frozen=True, slots=True)
 class Consumer:
-    """How the demo's consumer fails: the consumer toolkit's settings (its park-now always,
-    its backoff with --consumer-backoff) and the queue it reads."""
+    """How the demo's consumer fails: the consumer toolkit's settings, and the queue it reads."""
 
     queue_url: str
     settings: ConsumerSettings
@@ -193,8 +183,7 @@ class Consumer:
 
 
 def consume(sqs: SQSClient, consumer: Consumer, tally: Tally, stop: threading.Event) -> None:
-    """The flaky consumer: a message fails its first `fail_until` deliveries; an invalid one
-    is parked at once. An emulator error is shrugged off: the message comes back later."""
+    """The flaky consumer; an emulator error is shrugged off (the message comes back later)."""
     while not stop.is_set():
         try:
             _consume_batch(sqs, consumer, tally)
@@ -203,8 +192,8 @@ def consume(sqs: SQSClient, consumer: Consumer, tally: Tally, stop: threading.Ev
 
 
 def _consume_batch(sqs: SQSClient, consumer: Consumer, tally: Tally) -> None:
-    """One receive; what succeeded is deleted, and what goes to the DLQ given back, in one
-    batch call each (as a consumer keeping its SQS bill down would)."""
+    """One receive: a message fails its first `fail_until` deliveries, an invalid one is parked;
+    what succeeded is deleted and what goes to the DLQ given back, in one batch call each."""
     queue_url = consumer.queue_url
     messages = sqs.receive_message(
         QueueUrl=queue_url,
