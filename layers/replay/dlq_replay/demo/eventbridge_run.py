@@ -33,13 +33,7 @@ from dlq_replay.demo.emulator import (
     sqs_emulator,
 )
 from dlq_replay.demo.run import daemon, quiet_logger, settle
-from dlq_replay.demo.scenario import (
-    DemoOptions,
-    Tally,
-    draw_kind,
-    send_batches,
-    settle_timeout,
-)
+from dlq_replay.demo.scenario import DemoOptions, Tally, draw_kind, send_batches, settle_timeout
 from dlq_replay.demo.view import DemoView, exit_code, park_reasons, status_words
 from dlq_replay.engine.replayer import Collaborators, Replayer
 from dlq_replay.local.eventsource import LocalEventSource, Polling, read_queue_arn, run_pollers
