@@ -1,6 +1,5 @@
 """A local stand-in for Lambda's SQS event source mapping: pollers hand each batch to a handler
-as the exact event Lambda would deliver, and delete only the records it did not list in
-`batchItemFailures`."""
+as the event Lambda would deliver, and delete the records not in its `batchItemFailures`."""
 
 from __future__ import annotations
 
@@ -9,7 +8,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
 from botocore.exceptions import ConnectionError as BotoConnectionError
@@ -25,13 +24,9 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
     from mypy_boto3_sqs.type_defs import MessageTypeDef
 
+    from dlq_replay.breaker.worker_side import BreakerGate
+
 Handler = Callable[[dict[str, Any], Any], Mapping[str, Any]]
-
-
-class Gate(Protocol):
-    """Asked before every receive (the outage breaker's, `breaker.worker_side.BreakerGate`)."""
-
-    def wait_until_receiving(self, stop: threading.Event) -> bool: ...
 
 
 MAX_RECEIVE_BATCH = 10
@@ -79,8 +74,7 @@ class PollStats:
 
 @dataclass(frozen=True, slots=True)
 class Polling:
-    """How a source receives: messages per receive (Lambda's BatchSize), the long-poll wait,
-    and the visibility timeout of what it receives (None: the queue's)."""
+    """Messages per receive (Lambda's BatchSize), the long-poll wait, the visibility timeout."""
 
     batch_size: int = MAX_RECEIVE_BATCH
     wait_seconds: int = DEFAULT_WAIT_SECONDS
@@ -92,8 +86,6 @@ class Polling:
 
 
 class LocalEventSource:
-    """Polls one queue and feeds its messages to a Lambda-style handler."""
-
     def __init__(
         self,
         sqs: SQSClient,
@@ -103,7 +95,7 @@ class LocalEventSource:
         *,
         logger: Log | None = None,
         queue_arn: str | None = None,
-        gate: Gate | None = None,
+        gate: BreakerGate | None = None,  # asked before every receive
         stats: PollStats | None = None,
     ) -> None:
         self._sqs = sqs
@@ -117,8 +109,8 @@ class LocalEventSource:
         self._gate = gate
 
     def poll_once(self, stop: threading.Event | None = None) -> int:
-        """Receive one batch, run the handler, delete the successes; returns messages received.
-        A batch that arrives once `stop` is set is made visible again, untouched."""
+        """Receive one batch, run the handler, delete the successes; the messages received. A batch
+        arriving once `stop` is set is made visible again, untouched."""
         request: dict[str, Any] = {
             "QueueUrl": self._queue_url,
             "MaxNumberOfMessages": self._polling.batch_size,
@@ -155,9 +147,8 @@ class LocalEventSource:
         return len(messages)
 
     def _handle(self, messages: list[MessageTypeDef]) -> set[str]:
-        """The handler on the batch; the ids it did not finish. Whatever one message raises
-        fails that message alone: a batch the handler raised on is handled again one record at
-        a time."""
+        """The handler on the batch; the ids it did not finish. A batch the handler raised on is
+        handled again one record at a time: what one message raises fails it alone."""
         failed: set[str] = set()
         records = []
         for message in messages:
@@ -186,9 +177,8 @@ class LocalEventSource:
         )
 
     def run(self, stop: threading.Event) -> None:
-        """Poll until `stop` is set; a batch in hand is always finished before returning. A
-        failed poll is logged and retried after a pause that doubles up to 30 s, as Lambda's
-        event source keeps polling."""
+        """Poll until `stop` is set, a batch in hand finished; a failed poll is retried after a
+        pause doubling up to 30 s, as Lambda's event source keeps polling."""
         pause = 0.0
         while not stop.is_set():
             if self._gate is not None and not self._gate.wait_until_receiving(stop):
@@ -226,9 +216,8 @@ def read_queue_arn(sqs: SQSClient, queue_url: str) -> str:
 
 
 def can_heal(error: Exception) -> bool:
-    """Whether waiting may cure the error: throttling (botocore's own list of codes), a 5xx,
-    or an endpoint not reachable (or a proxy's error page in its place). A missing queue,
-    access denied, bad credentials or a web server on the wrong port cannot."""
+    """Whether waiting may cure the error: throttling (botocore's list of codes), a 5xx, or an
+    endpoint not reachable (or a proxy's error page in its place)."""
     if isinstance(error, ForeignAnswerError):
         return error.status >= 500
     if isinstance(error, ClientError):
@@ -247,8 +236,8 @@ def queue_arn_when_reachable(
     patience: float = START_UP_PATIENCE_SECONDS,
     clock: Callable[[], float] = time.monotonic,
 ) -> str | None:
-    """The queue's ARN, the worker's first call: an error that can heal is retried as polls
-    are, for up to `patience` seconds. None when `stop` is set while waiting."""
+    """The queue's ARN, an error that can heal retried for up to `patience` seconds; None when
+    `stop` is set while waiting."""
     deadline = clock() + patience
     pause = 0.0
     while True:
