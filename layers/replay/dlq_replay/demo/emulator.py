@@ -26,8 +26,7 @@ if TYPE_CHECKING:
 
 REGION = "us-east-1"
 MAIN_MAX_RECEIVE_COUNT = 1
-# With --consumer-backoff the consumer retries in the main queue first, as the template's
-# default (5) lets it; three keeps the demo short.
+# --consumer-backoff retries in the main queue first, as the template's 5 lets it; 3 is quicker.
 MAIN_MAX_RECEIVE_COUNT_WITH_BACKOFF = 3
 SAFETY_NET_MAX_RECEIVE_COUNT = 20
 MAIN_VISIBILITY_TIMEOUT = 5
@@ -49,8 +48,7 @@ WsgiApp = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
 def emulator() -> Iterator[str]:
     from moto.server import ThreadedMotoServer
 
-    # Concurrent receives on moto's server can answer HTTP 500 (see `AtomicSqs`); the server
-    # would print a traceback for each.
+    # Concurrent receives can answer HTTP 500 (see `AtomicSqs`), each printing a traceback.
     logging.getLogger("werkzeug").setLevel(logging.CRITICAL)
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()

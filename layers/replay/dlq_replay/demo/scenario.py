@@ -72,15 +72,13 @@ class DemoOptions:
         )
 
 
-# The breaker's bounds on the demo's time scale (its backoff is seconds where Lambda's is
-# minutes): the window and the pauses shrink to match; the thresholds are the real ones.
+# The breaker's window and pauses on the demo's time scale (seconds, not minutes); real thresholds.
 DEMO_BREAKER_POLICY = BreakerPolicy(
     window_seconds=30.0, first_pause_seconds=5.0, max_pause_seconds=20.0
 )
 
 
-# Per attempt, at most: the backoff cap, then the main queue's and the DLQ's visibility
-# timeouts before a failed replay is back with the replay; plus slack for the machine.
+# Per attempt, at most: the backoff cap, then both visibility timeouts till a failed replay is back.
 _SECONDS_PER_ATTEMPT_BEYOND_CAP = MAIN_VISIBILITY_TIMEOUT + DLQ_VISIBILITY_TIMEOUT
 _SECONDS_PER_MESSAGE = 0.1
 _SECONDS_BASE = 60

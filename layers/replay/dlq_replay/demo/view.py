@@ -180,8 +180,7 @@ def breaker_line(result: DemoResult) -> str:
     line = f"outage breaker: opened {times}, open {result.breaker_open_seconds:g} s in all"
     if result.outage_seconds:
         return f"{line}, for the staged {result.outage_seconds:g} s outage"
-    # Nothing staged an outage: the consumer only failed some messages. Opening then held
-    # the replay back for nothing, and the line must not pass for the breaker's normal work.
+    # No outage staged: opening held the replay back for nothing, which must not read as normal.
     return (
         f"{line}, with no outage staged (the consumer failed only some messages): a false "
         "alarm that held the replay back; --no-breaker runs without it"

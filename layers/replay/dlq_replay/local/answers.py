@@ -22,8 +22,7 @@ if TYPE_CHECKING:
 
 _HTML_STARTS = (b"<!doctype html", b"<html")
 
-# Keys AWS always sends in these answers (the code reads them without a default): an answer
-# without one is another server's. (service id, operation): keys.
+# Keys AWS always sends (read without a default): an answer without one is another server's.
 ALWAYS_SENT: Mapping[tuple[str, str], tuple[str, ...]] = {
     ("SQS", "GetQueueAttributes"): ("Attributes",),
     ("SQS", "GetQueueUrl"): ("QueueUrl",),
@@ -177,7 +176,8 @@ def _output_problem(
         }
     keys = {member.serialization.get("name", name): name for name, member in members.items()}
     if document and not set(document) & set(keys):
-        return f"unknown key {_first(document)!r}"
+        key = next(iter(document))
+        return f"unknown key {key if len(key) <= 40 else key[:40] + '...'!r}"
     for key, name in keys.items():
         if key in document:
             problem = _type_problem(document[key], members[name], depth=0)
@@ -249,11 +249,6 @@ def _type_text(shape: Shape) -> str:
     return {"structure": "an object", "map": "an object", "list": "a list"}.get(
         kind, f"a {'number' if kind in {'integer', 'long', 'float', 'double'} else kind}"
     )
-
-
-def _first(document: dict[str, Any]) -> str:
-    key = next(iter(document))
-    return key if len(key) <= 40 else key[:40] + "..."
 
 
 def _foreign_xml(operation: OperationModel, status: int, body: bytes) -> str | None:

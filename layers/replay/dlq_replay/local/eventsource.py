@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -14,10 +14,10 @@ from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
 from botocore.exceptions import ConnectionError as BotoConnectionError
 from botocore.retries.standard import RetryContext, ThrottledRetryableChecker
 
+from dlq_replay.core import attributes
 from dlq_replay.core.log import Log
 from dlq_replay.core.queues import arn_region
 from dlq_replay.local.answers import ForeignAnswerError, error_text
-from dlq_replay.local.records import lambda_record
 from dlq_replay.sqs.sending import change_visibility, delete_messages
 
 if TYPE_CHECKING:
@@ -32,8 +32,7 @@ Handler = Callable[[dict[str, Any], Any], Mapping[str, Any]]
 MAX_RECEIVE_BATCH = 10
 MAX_ERROR_PAUSE_SECONDS = 30.0
 START_UP_PATIENCE_SECONDS = 300.0
-# A receive waiting when a signal comes is let finish: 3 s keeps it inside the shutdown's 4 s
-# grace (cli.shutdown), where a longer poll would be abandoned with whatever it brings hidden.
+# A receive waiting at a signal is let finish: 3 s is within the shutdown's 4 s grace (cli.shutdown)
 DEFAULT_WAIT_SECONDS = 3
 
 
@@ -45,8 +44,7 @@ class PollStats:
     delete_errors: int = 0
     poll_errors: int = 0
     released: int = 0  # received after the stop: made visible again, untouched
-    # What is under way now: receives waiting for SQS, and messages received but not settled.
-    # A shutdown that cannot wait for them says so (cli worker's `left`).
+    # Under way now (a shutdown that cannot wait says so): receives waiting, messages not settled.
     polling: int = 0
     in_hand: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
@@ -83,6 +81,32 @@ class Polling:
     def __post_init__(self) -> None:
         if not 1 <= self.batch_size <= MAX_RECEIVE_BATCH:
             raise ValueError(f"batch_size must be 1-{MAX_RECEIVE_BATCH}, got {self.batch_size}")
+
+
+def lambda_record(message: Mapping[str, Any], queue_arn: str, region: str) -> dict[str, Any]:
+    """A record as Lambda's event source mapping delivers it: camelCase keys, base64 binaries,
+    system attributes as strings (https://docs.aws.amazon.com/lambda/latest/dg/with-sqs.html)."""
+    parsed = attributes.from_sqs(message.get("MessageAttributes"))
+    return {
+        "messageId": message["MessageId"],
+        "receiptHandle": message["ReceiptHandle"],
+        "body": message.get("Body", ""),
+        "attributes": {
+            name: str(value) for name, value in (message.get("Attributes") or {}).items()
+        },
+        "messageAttributes": {name: value.to_lambda() for name, value in parsed.values.items()},
+        "md5OfMessageAttributes": message.get("MD5OfMessageAttributes"),
+        "md5OfBody": message.get("MD5OfBody", ""),
+        "eventSource": "aws:sqs",
+        "eventSourceARN": queue_arn,
+        "awsRegion": region,
+    }
+
+
+def lambda_event(
+    messages: Sequence[Mapping[str, Any]], queue_arn: str, region: str
+) -> dict[str, Any]:
+    return {"Records": [lambda_record(message, queue_arn, region) for message in messages]}
 
 
 class LocalEventSource:
