@@ -259,9 +259,7 @@ def message_id_of(body: str) -> str:
     return str(json.loads(body)["id"])
 
 
-def drain_parked(
-    sqs: SQSClient, queue_url: str, id_of: Callable[[str], str] = message_id_of
-) -> dict[str, str]:
+def drain_parked(sqs: SQSClient, queue_url: str, id_of: Callable[[str], str]) -> dict[str, str]:
     """Read (and delete) every parked message: id (`id_of` its body) → park reason."""
     parked: dict[str, str] = {}
     for message in drain(sqs, queue_url):
