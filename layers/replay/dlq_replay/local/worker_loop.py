@@ -242,7 +242,11 @@ def _reachable_arn(
     try:
         return queue_arn_when_reachable(sqs, url, stop, log, patience=options.start_up_patience)
     except (ClientError, BotoCoreError) as error:
-        code = str(getattr(error, "response", {}).get("Error", {}).get("Code", ""))
+        code = (
+            str(error.response.get("Error", {}).get("Code", ""))
+            if isinstance(error, ClientError)
+            else ""
+        )
         if "NonExistentQueue" in code or code == "QueueDoesNotExist":
             raise StartError(f"the {what} does not exist: {url}") from None
         if can_heal(error):
