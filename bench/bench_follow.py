@@ -46,7 +46,7 @@ def _table(dynamodb: Any) -> None:
 def invocations(follow: bool, runs: int) -> tuple[list[float], Counter[str]]:
     """`runs` invocations of 10 records each; their times (ms) and the calls by service."""
     from dlq_replay.aws_lambda.replay import LambdaReplay
-    from dlq_replay.local.records import lambda_event
+    from dlq_replay.local.eventsource import lambda_event
 
     with mock_aws():
         session = boto3.Session(region_name=REGION)

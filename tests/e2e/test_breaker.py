@@ -26,7 +26,7 @@ from dlq_replay.breaker.rule import BreakerPolicy, QueueTiming
 from dlq_replay.consumer import replay_attempt
 from dlq_replay.core.settings import Settings
 from dlq_replay.engine.replayer import Replayer
-from dlq_replay.local.records import lambda_event
+from dlq_replay.local.eventsource import lambda_event
 from dlq_replay.sqs.depth import queue_depth
 
 from .deployment import PARAMETERS, REGION, Deployment

@@ -18,7 +18,7 @@ from dlq_replay.engine.replayer import Replayer
 from dlq_replay.follow.replay_side import ReplayFollow, table_store, threshold_of
 from dlq_replay.follow.tables import DynamoFollowStore
 from dlq_replay.follow.tag import FOLLOW_ATTRIBUTE, follow_value
-from dlq_replay.local.records import lambda_event
+from dlq_replay.local.eventsource import lambda_event
 
 from integration.harness import (
     COUNT,

@@ -7,7 +7,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from dlq_replay.local.records import lambda_event
+from dlq_replay.local.eventsource import lambda_event
 
 from integration.harness import (
     COUNT,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from dlq_replay.local.records import lambda_event
+from dlq_replay.local.eventsource import lambda_event
 from emulation import Emulator
 
 from integration.harness import (

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from dlq_replay.consumer import AttributesNotReceivedWarning, VisibilityHeartbeat, replay_attempt
-from dlq_replay.local.records import lambda_record
+from dlq_replay.local.eventsource import lambda_record
 from integration.harness import COUNT, REGION, Outgoing, Sqs, binary, number, string
 
 if TYPE_CHECKING:

@@ -18,7 +18,6 @@ from dlq_replay.demo.run import demo
 from dlq_replay.demo.scenario import (
     DemoOptions,
     DemoResult,
-    OutcomeCounter,
     Tally,
     send_messages,
     settle_timeout,
@@ -187,7 +186,7 @@ def test_the_default_timeout_grows_with_the_work() -> None:
 
 def test_the_outcomes_table_has_one_row_per_outcome_in_plain_words() -> None:
     tally = Tally(expected={"m1", "m2", "m3", "m4"}, processed={"m1"})
-    counter = OutcomeCounter(tally)
+    counter = tally.on_outcome
     replayed = Decision(Action.REPLAY, "https://main", attempt=1)
     parked = Decision(Action.PARK, "https://operator", reason=ParkReason.MAX_ATTEMPTS)
     unavailable = SendFailure("ServiceUnavailable", "try later", permanent=False)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from dlq_replay.core.attributes import from_lambda, from_sqs
 from dlq_replay.core.messages import InboundMessage
-from dlq_replay.local.records import lambda_event, lambda_record
+from dlq_replay.local.eventsource import lambda_event, lambda_record
 from integration.harness import (
     REGION,
     Outgoing,

@@ -18,7 +18,7 @@ from dlq_replay.breaker.function import LambdaBreaker, lambda_breaker
 from dlq_replay.breaker.rule import Counts
 from dlq_replay.core.settings import Settings
 from dlq_replay.engine.replayer import Outcome, Replayer
-from dlq_replay.local.records import lambda_event
+from dlq_replay.local.eventsource import lambda_event
 from dlq_replay.ops.stack import function_environment
 from dlq_replay.ops.status import event_source_status
 from integration.harness import breaker_table

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from dlq_replay.core.attributes import Attribute
 from dlq_replay.core.messages import InboundMessage, OutboundMessage, message_size
-from dlq_replay.local.records import lambda_event, lambda_record
+from dlq_replay.local.eventsource import lambda_event, lambda_record
 
 from ._support import (
     DLQ_ARN,

@@ -1,8 +1,5 @@
-"""The demo's embedded SQS emulator (moto on 127.0.0.1) and its three queues, wired as the
-template's create-everything mode wires them. `sqs_emulator()` serves moto's SQS and EventBridge
-with werkzeug alone (the `demo` extra is `moto[sqs]`), its requests atomic (`AtomicSqs`: moto's
-backend takes no lock) and its counts linear (`_moto_made_linear`: bench/bench_demo.py);
-`emulator()` is moto's whole server."""
+"""The demo's embedded SQS emulator (moto on 127.0.0.1) and its queues, wired as the template's
+create-everything mode wires them; `emulator()` is moto's whole server."""
 
 from __future__ import annotations
 
@@ -24,26 +21,23 @@ from dlq_replay.sqs.client import SQS_CLIENT_CONFIG
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
+    from mypy_boto3_sqs.literals import QueueAttributeNameType
 
 
 REGION = "us-east-1"
 MAIN_MAX_RECEIVE_COUNT = 1
-# With --consumer-backoff the consumer retries in the main queue first, as the template's
-# default (5) lets it; three keeps the demo short.
+# --consumer-backoff retries in the main queue first, as the template's 5 lets it; 3 is quicker.
 MAIN_MAX_RECEIVE_COUNT_WITH_BACKOFF = 3
 SAFETY_NET_MAX_RECEIVE_COUNT = 20
 MAIN_VISIBILITY_TIMEOUT = 5
 DLQ_VISIBILITY_TIMEOUT = 10
-# A waiting long poll looks again at least this often (delays and visibility timeouts end
-# without a request to wake it).
+# A waiting long poll looks again this often: delays and visibility timeouts end unannounced.
 _RECHECK_SECONDS = 0.2
-# How often the server looks for its shutdown between requests (werkzeug's default is 0.5 s,
-# which the demo would wait at its end).
+# How often the server looks for its shutdown (werkzeug's 0.5 s would be waited at the end).
 _SHUTDOWN_POLL_SECONDS = 0.05
 _RECEIVE = "AmazonSQS.ReceiveMessage"
 _EVENTS = "AWSEvents."
-# The services moto's SQS app answers for (by the request's signing name): any other (the
-# console's CloudWatch and STS) gets an AWS-shaped error at once, not a traceback and a 500.
+# By signing name; any other (the console's CloudWatch, STS) gets an AWS-shaped error, not a 500.
 _SERVED = frozenset({"sqs", "events"})
 
 StartResponse = Callable[..., Any]
@@ -54,8 +48,7 @@ WsgiApp = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
 def emulator() -> Iterator[str]:
     from moto.server import ThreadedMotoServer
 
-    # Concurrent receives on moto's server can answer HTTP 500 (see `AtomicSqs`); the server
-    # would print a traceback for each.
+    # Concurrent receives can answer HTTP 500 (see `AtomicSqs`), each printing a traceback.
     logging.getLogger("werkzeug").setLevel(logging.CRITICAL)
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
@@ -67,11 +60,9 @@ def emulator() -> Iterator[str]:
 
 
 class AtomicSqs:
-    """WSGI middleware: one request at a time reaches moto's SQS app. Without it two concurrent
-    receives can both move a message to the DLQ, one then failing with HTTP 500 after marking
-    its other messages received (which then skip the consumer), and a delete racing a send can
-    drop the sent message. A long poll is asked again without waiting each time another request
-    changed a queue (or every 0.2 s), so it does not hold the lock."""
+    """WSGI middleware: one request at a time reaches moto's SQS app, whose backend takes no lock
+    (two receives could both move a message to the DLQ, a delete racing a send drop it). A long
+    poll is asked again without waiting whenever a queue changed, so it does not hold the lock."""
 
     def __init__(self, app: WsgiApp) -> None:
         self._app = app
@@ -80,16 +71,16 @@ class AtomicSqs:
         self._ending = False
 
     def end_waits(self) -> None:
-        """Answer every waiting long poll now, and every later one without waiting: the demo
-        is stopping, and each of its threads ends once its receive returns (up to a second
-        later otherwise)."""
+        """Answer every long poll, waiting or later, at once: the demo's threads end sooner."""
         with self.lock:
             self._ending = True
             for waiting in self._changed.values():
                 waiting.notify_all()
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> list[bytes]:
-        body = _read_body(environ)
+        from werkzeug.wsgi import get_input_stream
+
+        body = get_input_stream(environ).read()
         queue, wait = "", 0.0
         if str(environ.get("HTTP_X_AMZ_TARGET", "")).startswith("AmazonSQS."):
             request = json.loads(body or b"{}")
@@ -114,33 +105,14 @@ class AtomicSqs:
         return [payload]
 
     def _call(self, environ: dict[str, Any], body: bytes) -> tuple[str, list[Any], bytes]:
-        answer: dict[str, Any] = {}
+        from werkzeug.test import run_wsgi_app
 
-        def start_response(status: str, headers: list[Any], exc_info: Any = None) -> None:
-            answer.update(status=status, headers=headers)
-
-        request = dict(environ)
-        request["wsgi.input"] = io.BytesIO(body)
-        request["CONTENT_LENGTH"] = str(len(body))
+        request = {**environ, "wsgi.input": io.BytesIO(body), "CONTENT_LENGTH": str(len(body))}
         request.pop("wsgi.input_terminated", None)
-        chunks = self._app(request, start_response)
-        try:
-            payload = b"".join(chunks)
-        finally:
-            close = getattr(chunks, "close", None)
-            if close is not None:
-                close()
-        headers = [(k, v) for k, v in answer["headers"] if k.lower() != "content-length"]
-        headers.append(("Content-Length", str(len(payload))))
-        return answer["status"], headers, payload
-
-
-def _read_body(environ: dict[str, Any]) -> bytes:
-    stream = environ["wsgi.input"]
-    if environ.get("wsgi.input_terminated"):
-        return bytes(stream.read())
-    length = int(environ.get("CONTENT_LENGTH") or 0)
-    return bytes(stream.read(length)) if length else b""
+        chunks, status, headers = run_wsgi_app(self._app, request, buffered=True)
+        payload = b"".join(chunks)
+        headers["Content-Length"] = str(len(payload))
+        return status, headers.to_wsgi_list(), payload
 
 
 def _no_messages(status: str, payload: bytes) -> bool:
@@ -158,9 +130,8 @@ class SqsEmulator:
     app: AtomicSqs
 
     def bodies(self, queue_url: str) -> list[str]:
-        """The body of every message in a queue: visible, in flight and delayed alike (what no
-        SQS call can show: a receive sees only visible messages). Read from the emulator's
-        own store, between two requests."""
+        """The body of every message in a queue, in flight and delayed too (no SQS call shows
+        those), from the emulator's own store between two requests."""
         from moto.core.models import DEFAULT_ACCOUNT_ID
         from moto.sqs.models import sqs_backends
 
@@ -169,15 +140,10 @@ class SqsEmulator:
             queue = backend.get_queue(queue_name(queue_url))
             return [str(message.body) for message in queue._messages]
 
-    def ids(self, queue_urls: Iterable[str], id_of: Callable[[str], str]) -> set[str]:
-        """The demo's ids (`id_of` a body) of every message in these queues."""
-        return {id_of(body) for url in queue_urls for body in self.bodies(url)}
-
 
 @contextmanager
 def sqs_emulator(*, linear: bool = True) -> Iterator[SqsEmulator]:
-    """moto's SQS on 127.0.0.1 at a free port; `linear=False` keeps moto's own counting (the
-    benchmark's baseline)."""
+    """moto's SQS on a free port; `linear=False`: moto's own counting (the benchmark's baseline)."""
     from werkzeug.serving import make_server
 
     logging.getLogger("werkzeug").setLevel(logging.CRITICAL)
@@ -200,8 +166,7 @@ def sqs_emulator(*, linear: bool = True) -> Iterator[SqsEmulator]:
 
 
 def _moto_sqs_app() -> WsgiApp:
-    """moto's SQS and EventBridge as a WSGI app with nothing but werkzeug, without the Flask
-    app only `moto[server]` brings (with cfn-lint, docker, sympy...)."""
+    """moto's SQS and EventBridge on werkzeug alone, not the Flask app of `moto[server]`."""
     from botocore.exceptions import ClientError
     from moto.core.request import Request
     from moto.events.responses import EventsHandler
@@ -228,8 +193,7 @@ def _moto_sqs_app() -> WsgiApp:
 
 
 def _signing_service(environ: dict[str, Any]) -> str:
-    """The service a request was signed for (SigV4's credential scope: KEY/DATE/REGION/
-    SERVICE/aws4_request), or "" when unsigned."""
+    """The service in SigV4's credential scope (KEY/DATE/REGION/SERVICE/...), "" if unsigned."""
     authorization = str(environ.get("HTTP_AUTHORIZATION", ""))
     scope = authorization.partition("Credential=")[2].partition(",")[0].split("/")
     return scope[3] if len(scope) > 3 else ""
@@ -238,8 +202,7 @@ def _signing_service(environ: dict[str, Any]) -> str:
 def _unknown_service(
     service: str, environ: dict[str, Any], start_response: StartResponse
 ) -> Iterable[bytes]:
-    """HTTP 400 with an error botocore parses (JSON for the JSON protocols, else the query
-    protocol's XML): the caller sees a ClientError, code UnknownService, with no retry."""
+    """HTTP 400 botocore parses (JSON or the query protocol's XML): a ClientError, no retry."""
     from werkzeug.wrappers import Response
 
     message = f"the demo's emulator serves SQS and EventBridge only, not {service}"
@@ -259,9 +222,8 @@ def _unknown_service(
 
 @contextmanager
 def _moto_made_linear() -> Iterator[None]:
-    """moto counts a queue's messages (three walks, a clock reading per message) for each message
-    it sends or receives: quadratic in the queue's depth. The same rules with one clock reading
-    per count, and the retention check reading the one attribute it needs, until exit."""
+    """moto counts a queue's messages (a clock reading each) per message sent or received,
+    quadratic in its depth: the same rules with one clock reading per count, until exit."""
     from moto.core.utils import unix_time, unix_time_millis
     from moto.sqs.models import Message, Queue, SQSBackend
 
@@ -300,7 +262,6 @@ def _moto_made_linear() -> Iterator[None]:
 
 
 def emulator_session() -> boto3.Session:
-    """The demo's credentials and region (the emulator accepts any key)."""
     return boto3.Session(
         aws_access_key_id="demo",
         aws_secret_access_key="demo",  # noqa: S106 - the emulator accepts any key
@@ -312,10 +273,17 @@ def emulator_client(endpoint_url: str) -> SQSClient:
     return emulator_session().client("sqs", endpoint_url=endpoint_url, config=SQS_CLIENT_CONFIG)
 
 
-def redrive_policy(sqs: SQSClient, target: str, count: int) -> str:
-    return json.dumps(
-        {"deadLetterTargetArn": read_queue_arn(sqs, target), "maxReceiveCount": count}
-    )
+def create_queue(
+    sqs: SQSClient, name: str, visibility_timeout: int, dead_letter: str = "", receives: int = 1
+) -> str:
+    """A queue, redriven to `dead_letter` (when given) after `receives`; its URL."""
+    attributes: dict[QueueAttributeNameType, str] = {"VisibilityTimeout": str(visibility_timeout)}
+    if dead_letter:
+        arn = read_queue_arn(sqs, dead_letter)
+        attributes["RedrivePolicy"] = json.dumps(
+            {"deadLetterTargetArn": arn, "maxReceiveCount": receives}
+        )
+    return sqs.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -330,18 +298,8 @@ def create_queues(
 ) -> Queues:
     """Main → DLQ → operator, wired like the template's create-everything mode."""
     operator = sqs.create_queue(QueueName=f"{prefix}-operator")["QueueUrl"]
-    dlq = sqs.create_queue(
-        QueueName=f"{prefix}-dlq",
-        Attributes={
-            "VisibilityTimeout": str(DLQ_VISIBILITY_TIMEOUT),
-            "RedrivePolicy": redrive_policy(sqs, operator, SAFETY_NET_MAX_RECEIVE_COUNT),
-        },
-    )["QueueUrl"]
-    main = sqs.create_queue(
-        QueueName=f"{prefix}-main",
-        Attributes={
-            "VisibilityTimeout": str(MAIN_VISIBILITY_TIMEOUT),
-            "RedrivePolicy": redrive_policy(sqs, dlq, main_max_receive_count),
-        },
-    )["QueueUrl"]
+    dlq = create_queue(
+        sqs, f"{prefix}-dlq", DLQ_VISIBILITY_TIMEOUT, operator, SAFETY_NET_MAX_RECEIVE_COUNT
+    )
+    main = create_queue(sqs, f"{prefix}-main", MAIN_VISIBILITY_TIMEOUT, dlq, main_max_receive_count)
     return Queues(main=main, dlq=dlq, operator=operator)

@@ -1,8 +1,6 @@
-"""`dlq-replay demo --kind eventbridge`: an event bus, a rule, its target queue with the target's
-DLQ, replayed by the local event source and the replayer (DLQ_KIND=eventbridge) until every event
-is delivered or parked. moto's EventBridge routes the bus's events to the target, but its
-deliveries never fail and it never writes a target's DLQ, so the demo writes ("stages") the
-records EventBridge documents for the events whose delivery is to fail."""
+"""`dlq-replay demo --kind eventbridge`: a bus, a rule and its target queue, whose DLQ is replayed
+until every event is delivered or parked. moto's deliveries never fail nor write a target's DLQ,
+so the demo writes ("stages") the documented records of the events whose delivery is to fail."""
 
 from __future__ import annotations
 
@@ -29,20 +27,13 @@ from dlq_replay.demo.emulator import (
     REGION,
     SAFETY_NET_MAX_RECEIVE_COUNT,
     SqsEmulator,
+    create_queue,
     emulator_client,
     emulator_session,
-    redrive_policy,
     sqs_emulator,
 )
-from dlq_replay.demo.run import accounted, daemon, quiet_logger, run_until_settled
-from dlq_replay.demo.scenario import (
-    DemoOptions,
-    OutcomeCounter,
-    Tally,
-    drain_parked,
-    settle_timeout,
-    watch_depths,
-)
+from dlq_replay.demo.run import daemon, quiet_logger, settle
+from dlq_replay.demo.scenario import DemoOptions, Tally, draw_kind, send_batches, settle_timeout
 from dlq_replay.demo.view import DemoView, exit_code, park_reasons, status_words
 from dlq_replay.engine.replayer import Collaborators, Replayer
 from dlq_replay.local.eventsource import LocalEventSource, Polling, read_queue_arn, run_pollers
@@ -89,19 +80,12 @@ class Wiring:
 
 
 def create_wiring(sqs: SQSClient, events: EventBridgeClient) -> Wiring:
-    """Operator queue ← the target's DLQ (redrive as the template's safety net); a bus whose
-    rule sends `demo.shop` events to the target queue, with that DLQ as its DeadLetterConfig."""
+    """Operator queue ← the target's DLQ; a bus whose rule sends `demo.shop` to the target."""
     operator = sqs.create_queue(QueueName="demo-operator")["QueueUrl"]
-    dlq = sqs.create_queue(
-        QueueName="demo-orders-dlq",
-        Attributes={
-            "VisibilityTimeout": str(DLQ_VISIBILITY_TIMEOUT),
-            "RedrivePolicy": redrive_policy(sqs, operator, SAFETY_NET_MAX_RECEIVE_COUNT),
-        },
-    )["QueueUrl"]
-    target = sqs.create_queue(
-        QueueName="demo-orders", Attributes={"VisibilityTimeout": str(MAIN_VISIBILITY_TIMEOUT)}
-    )["QueueUrl"]
+    dlq = create_queue(
+        sqs, "demo-orders-dlq", DLQ_VISIBILITY_TIMEOUT, operator, SAFETY_NET_MAX_RECEIVE_COUNT
+    )
+    target = create_queue(sqs, "demo-orders", MAIN_VISIBILITY_TIMEOUT)
     target_arn = read_queue_arn(sqs, target)
     bus_arn = events.create_event_bus(Name=BUS)["EventBusArn"]
     rule_arn = events.put_rule(
@@ -135,36 +119,30 @@ def create_wiring(sqs: SQSClient, events: EventBridgeClient) -> Wiring:
     )
 
 
+FATES = {
+    "invalid": Fate.FORGED,
+    "poison": Fate.RETIRED,
+    "transient": Fate.FAILED,
+    "ok": Fate.DELIVERED,
+}
+
+
 def plan_events(options: DemoOptions, rng: random.Random) -> dict[str, str]:
-    """Each event's fate, drawn as the SQS demo draws its messages' (invalid: forged, poison:
-    retired)."""
-    plan: dict[str, str] = {}
-    for index in range(options.messages):
-        roll = rng.random()
-        if roll < options.invalid_rate:
-            fate = Fate.FORGED
-        elif (roll := roll - options.invalid_rate) < options.poison_rate:
-            fate = Fate.RETIRED
-        elif roll < options.poison_rate + options.failure_rate:
-            fate = Fate.FAILED
-        else:
-            fate = Fate.DELIVERED
-        plan[f"e{index:05d}"] = fate
-    return plan
+    """Each event's fate, drawn as the SQS demo draws its messages' kinds."""
+    return {f"e{index:05d}": FATES[draw_kind(options, rng)] for index in range(options.messages)}
 
 
 def publish(
     sqs: SQSClient, events: EventBridgeClient, wiring: Wiring, plan: Mapping[str, str]
 ) -> int:
-    """Put the delivered events on the bus (moto routes them to the target queue) and stage the
-    DLQ records of the others; the number staged."""
+    """Put the delivered events on the bus and stage the others' DLQ records; the number staged."""
     delivered = [event_id for event_id, fate in plan.items() if fate == Fate.DELIVERED]
     for start in range(0, len(delivered), 10):
         entries: list[Any] = [
             {
                 "Source": SOURCE,
                 "DetailType": DETAIL_TYPE,
-                "Detail": json.dumps(_detail(event_id, Fate.DELIVERED)),
+                "Detail": json.dumps({"id": event_id, "fate": Fate.DELIVERED}),
                 "EventBusName": BUS,
             }
             for event_id in delivered[start : start + 10]
@@ -172,15 +150,9 @@ def publish(
         answer = events.put_events(Entries=entries)
         if answer.get("FailedEntryCount"):
             raise RuntimeError(f"the emulator refused events: {answer['Entries']}")
-    staged = [(event_id, fate) for event_id, fate in plan.items() if fate != Fate.DELIVERED]
-    for start in range(0, len(staged), 10):
-        records: list[Any] = [
-            {"Id": str(n), **dlq_record(event_id, fate, wiring)}
-            for n, (event_id, fate) in enumerate(staged[start : start + 10])
-        ]
-        answer_batch = sqs.send_message_batch(QueueUrl=wiring.dlq_url, Entries=records)
-        if answer_batch.get("Failed"):
-            raise RuntimeError(f"the emulator refused DLQ records: {answer_batch['Failed']}")
+    staged = [dlq_record(id_, fate, wiring) for id_, fate in plan.items() if fate != Fate.DELIVERED]
+    if failed := send_batches(sqs, wiring.dlq_url, staged):
+        raise RuntimeError(f"the emulator refused DLQ records: {failed}")
     return len(staged)
 
 
@@ -193,8 +165,7 @@ _ERRORS = {
 
 
 def dlq_record(event_id: str, fate: str, wiring: Wiring) -> dict[str, Any]:
-    """The SendMessage fields of the record EventBridge writes to a target's DLQ for this event:
-    the event as the target would have received it, and the six documented attributes."""
+    """The SendMessage fields of EventBridge's DLQ record: the event, six documented attributes."""
     code, message = _ERRORS[fate]
     target = {Fate.RETIRED: wiring.retired_arn, Fate.FORGED: wiring.outside_arn}.get(
         fate, wiring.target_arn
@@ -208,16 +179,7 @@ def dlq_record(event_id: str, fate: str, wiring: Wiring) -> dict[str, Any]:
         "EXHAUSTED_RETRY_CONDITION": "MaximumRetryAttempts",
         "RETRY_ATTEMPTS": attempts,
     }
-    return {
-        "MessageBody": json.dumps(_event(event_id, fate, wiring)),
-        "MessageAttributes": {
-            name: {"DataType": "String", "StringValue": value} for name, value in values.items()
-        },
-    }
-
-
-def _event(event_id: str, fate: str, wiring: Wiring) -> dict[str, Any]:
-    return {
+    event: dict[str, Any] = {
         "version": "0",
         "id": str(uuid.uuid4()),
         "detail-type": DETAIL_TYPE,
@@ -226,12 +188,14 @@ def _event(event_id: str, fate: str, wiring: Wiring) -> dict[str, Any]:
         "time": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "region": REGION,
         "resources": [],
-        "detail": _detail(event_id, fate),
+        "detail": {"id": event_id, "fate": fate},
     }
-
-
-def _detail(event_id: str, fate: str) -> dict[str, str]:
-    return {"id": event_id, "fate": fate}
+    return {
+        "MessageBody": json.dumps(event),
+        "MessageAttributes": {
+            name: {"DataType": "String", "StringValue": value} for name, value in values.items()
+        },
+    }
 
 
 def event_id_of(body: str) -> str:
@@ -302,8 +266,7 @@ def run_eventbridge_demo(options: DemoOptions) -> int:
 def eventbridge_demo(
     options: DemoOptions, serve: Callable[[], AbstractContextManager[SqsEmulator]] = sqs_emulator
 ) -> EventBridgeResult:
-    """Run it on the emulator `serve` starts; the rates of `options` choose each event's fate
-    (`plan_events`)."""
+    """Run it on the emulator `serve` starts."""
     rng = random.Random(options.seed)  # noqa: S311 - demo data, not cryptography
     tally = Tally()
     timeout = settle_timeout(options)
@@ -326,7 +289,7 @@ def eventbridge_demo(
             sqs,
             logger=quiet_logger("dlq_replay.demo.replay"),
             rng=rng,
-            on_outcome=OutcomeCounter(tally),
+            on_outcome=tally.on_outcome,
             collaborators=Collaborators(
                 deliverer=Deliverer(
                     TargetClients(session, endpoint_url=lambda _service: running.endpoint_url)
@@ -343,44 +306,37 @@ def eventbridge_demo(
         print(STAGING_NOTE.format(staged=staged), flush=True)
         stop = threading.Event()
         threads = run_pollers(source, options.pollers, stop)
+        threads.append(daemon(consume_target, sqs, wiring.target_url, tally, stop))
         urls = (wiring.target_url, wiring.dlq_url, wiring.operator_url)
-        queues = dict(zip(EVENTBRIDGE_VIEW.queues, urls, strict=True))
-        threads += [
-            daemon(consume_target, sqs, wiring.target_url, tally, stop),
-            daemon(watch_depths, sqs, queues, tally, stop),
-        ]
-        completed, interrupted = run_until_settled(
+        end = settle(
             running,
             tally,
             stop,
             threads,
+            urls=urls,
             live=options.live,
             deadline=started + timeout,
             view=EVENTBRIDGE_VIEW,
+            id_of=event_id_of,
         )
-        parked = drain_parked(sqs, wiring.operator_url, event_id_of)
-        waiting = running.ids((wiring.target_url, wiring.dlq_url), event_id_of)
-    with tally.lock:
-        delivered, parked_ids, not_yet_done, lost = accounted(tally, parked, waiting)
-        return EventBridgeResult(
-            sent=len(tally.expected),
-            delivered=len(delivered),
-            by_eventbridge=sum(1 for id_ in delivered if plan[id_] == Fate.DELIVERED),
-            parked=len(parked_ids),
-            not_yet_done=not_yet_done,
-            lost=lost,
-            parked_by_reason=dict(Counter(parked[id_] for id_ in parked_ids)),
-            staged=staged,
-            seconds=round(time.monotonic() - started, 1),
-            completed=completed,
-            interrupted=interrupted,
-            timeout_seconds=timeout,
-        )
+    return EventBridgeResult(
+        sent=len(tally.expected),
+        delivered=len(end.done),
+        by_eventbridge=sum(1 for id_ in end.done if plan[id_] == Fate.DELIVERED),
+        parked=len(end.parked),
+        not_yet_done=end.not_yet_done,
+        lost=end.lost,
+        parked_by_reason=dict(Counter(end.parked.values())),
+        staged=staged,
+        seconds=round(time.monotonic() - started, 1),
+        completed=end.completed,
+        interrupted=end.interrupted,
+        timeout_seconds=timeout,
+    )
 
 
 def summary(result: EventBridgeResult) -> str:
-    """The closing lines, as the SQS demo's: where every event ended (the four counts add up
-    to `sent`), then who delivered what."""
+    """The closing lines, as the SQS demo's: where every event ended, then who delivered it."""
     by_replay = result.delivered - result.by_eventbridge
     return (
         f"eventbridge demo {status_words(result)} in {result.seconds} s: sent {result.sent}, "

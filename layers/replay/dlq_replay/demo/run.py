@@ -1,5 +1,4 @@
-"""Run the demo: emulator, queues, consumer and replay side by side until every message is
-accounted for."""
+"""Run the demo: emulator, queues, consumer and replay until every message is accounted for."""
 
 from __future__ import annotations
 
@@ -8,9 +7,9 @@ import random
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import replace
+from dataclasses import dataclass
 
 from dlq_replay.aws_lambda.replay import LambdaReplay
 from dlq_replay.breaker.evidence import QueueTotals, dlq_depth, main_queue_timing
@@ -25,7 +24,6 @@ from dlq_replay.demo.scenario import (
     Consumer,
     DemoOptions,
     DemoResult,
-    OutcomeCounter,
     Tally,
     consume,
     drain_parked,
@@ -66,12 +64,6 @@ def demo(
             endpoint_url_sqs=running.endpoint_url,
         )
         replay_log = quiet_logger("dlq_replay.demo.replay")
-        consumer = Consumer(
-            queues.main,
-            ConsumerSettings(backoff, operator_queue_url=queues.operator),
-            backoff=options.consumer_backoff,
-            logger=quiet_logger("dlq_replay.demo.consumer"),
-        )
         stats = BreakerStats()
         breaker, gate = (None, None)
         if options.breaker:
@@ -87,62 +79,77 @@ def demo(
                 delay_seconds=longest_delay(settings),
                 max_attempts=settings.max_attempts,
             )
-        replayer = Replayer(
-            settings, sqs, logger=replay_log, rng=rng, on_outcome=OutcomeCounter(tally)
-        )
+        replayer = Replayer(settings, sqs, logger=replay_log, rng=rng, on_outcome=tally.on_outcome)
         handler = LambdaReplay(replayer, breaker)
         source = LocalEventSource(sqs, queues.dlq, handler, Polling(wait_seconds=1), gate=gate)
-        consumer = replace(consumer, outage_until=time.monotonic() + options.outage_seconds)
+        consumer = Consumer(
+            queues.main,
+            ConsumerSettings(backoff, operator_queue_url=queues.operator),
+            backoff=options.consumer_backoff,
+            logger=quiet_logger("dlq_replay.demo.consumer"),
+            outage_until=time.monotonic() + options.outage_seconds,
+        )
         tally.expected = send_messages(sqs, queues.main, options, rng)
         stop = threading.Event()
         threads = run_pollers(source, options.pollers, stop)
         threads += [daemon(consume, sqs, consumer, tally, stop) for _ in range(options.consumers)]
-        labelled = {"main": queues.main, "dlq": queues.dlq, "operator": queues.operator}
-        threads.append(daemon(watch_depths, sqs, labelled, tally, stop))
-        completed, interrupted = run_until_settled(
-            running, tally, stop, threads, live=options.live, deadline=started + timeout
-        )
-        parked = drain_parked(sqs, queues.operator)
-        waiting = running.ids((queues.main, queues.dlq), message_id_of)
-    with tally.lock:
-        processed, parked_ids, not_yet_done, lost = accounted(tally, parked, waiting)
-        return DemoResult(
-            sent=len(tally.expected),
-            processed=len(processed),
-            parked=len(parked_ids),
-            not_yet_done=not_yet_done,
-            lost=lost,
-            parked_by_reason=dict(Counter(parked[id_] for id_ in parked_ids)),
-            deliveries_by_attempt=dict(sorted(tally.deliveries_by_attempt.items())),
-            replays=tally.replay_outcomes[Action.REPLAY] + tally.replay_outcomes[Action.RELEASE],
-            consumer_backoffs=tally.consumer_backoffs,
-            seconds=round(time.monotonic() - started, 1),
-            completed=completed,
-            interrupted=interrupted,
-            timeout_seconds=timeout,
-            breaker=options.breaker,
-            breaker_openings=stats.openings,
-            breaker_open_seconds=round(stats.seconds_open(time.time()), 1),
-            outage_seconds=options.outage_seconds,
-        )
+        urls = (queues.main, queues.dlq, queues.operator)
+        deadline = started + timeout
+        end = settle(running, tally, stop, threads, urls=urls, live=options.live, deadline=deadline)
+    return DemoResult(
+        sent=len(tally.expected),
+        processed=len(end.done),
+        parked=len(end.parked),
+        not_yet_done=end.not_yet_done,
+        lost=end.lost,
+        parked_by_reason=dict(Counter(end.parked.values())),
+        deliveries_by_attempt=dict(sorted(tally.deliveries_by_attempt.items())),
+        replays=tally.replay_outcomes[Action.REPLAY] + tally.replay_outcomes[Action.RELEASE],
+        consumer_backoffs=tally.consumer_backoffs,
+        seconds=round(time.monotonic() - started, 1),
+        completed=end.completed,
+        interrupted=end.interrupted,
+        timeout_seconds=timeout,
+        breaker=options.breaker,
+        breaker_openings=stats.openings,
+        breaker_open_seconds=round(stats.seconds_open(time.time()), 1),
+        outage_seconds=options.outage_seconds,
+    )
 
 
 def daemon(target: Callable[..., None], *args: object) -> threading.Thread:
     return threading.Thread(target=target, args=args, daemon=True)
 
 
-def run_until_settled(
+@dataclass(frozen=True, slots=True)
+class Ending:
+    """Where the expected messages ended (they add up); not yet done: still in a queue."""
+
+    done: set[str]
+    parked: dict[str, str]
+    not_yet_done: int
+    lost: int
+    completed: bool
+    interrupted: bool
+
+
+def settle(
     running: SqsEmulator,
     tally: Tally,
     stop: threading.Event,
     threads: list[threading.Thread],
     *,
+    urls: Sequence[str],
     live: bool,
     deadline: float,
     view: DemoView = SQS_VIEW,
-) -> tuple[bool, bool]:
-    """Start the threads not started yet (beside the pollers), wait until every message is
-    settled (or the deadline), then stop them all: (completed, interrupted)."""
+    id_of: Callable[[str], str] = message_id_of,
+) -> Ending:
+    """Start the threads (and a watch on the view's queues, `urls`, the operator queue last), wait
+    until every message is settled or the deadline, stop them all and account for each message."""
+    sqs = emulator_client(running.endpoint_url)
+    queues = dict(zip(view.queues, urls, strict=True))
+    threads.append(daemon(watch_depths, sqs, queues, tally, stop))
     for thread in threads:
         if thread.ident is None:
             thread.start()
@@ -157,26 +164,27 @@ def run_until_settled(
         running.app.end_waits()
         for thread in threads:
             thread.join()
-    return completed, interrupted
-
-
-def accounted(
-    tally: Tally, parked: Mapping[str, str], waiting: set[str]
-) -> tuple[set[str], set[str], int, int]:
-    """Where the expected messages ended: done, parked, not yet done (still in a queue: not
-    lost) and lost, which add up. Call with the tally's lock held."""
-    done = tally.processed & tally.expected
-    parked_ids = (set(parked) & tally.expected) - done
-    left = tally.expected - done - parked_ids
-    return done, parked_ids, len(waiting & left), len(left - waiting)
+    parked = drain_parked(sqs, urls[-1], id_of)
+    waiting = {id_of(body) for label in view.settled for body in running.bodies(queues[label])}
+    with tally.lock:
+        done = tally.processed & tally.expected
+        parked_ids = (set(parked) & tally.expected) - done
+        left = tally.expected - done - parked_ids
+    return Ending(
+        done=done,
+        parked={id_: parked[id_] for id_ in parked_ids},
+        not_yet_done=len(waiting & left),
+        lost=len(left - waiting),
+        completed=completed,
+        interrupted=interrupted,
+    )
 
 
 PLAIN_PROGRESS_SECONDS = 5.0
 
 
 def progress_line(tally: Tally, elapsed: float) -> str:
-    """The plain mode's progress line: the counts, the queues, and the breaker while it is
-    not closed."""
+    """The plain mode's progress line: the counts, the queues, and the breaker unless closed."""
     with tally.lock:
         parked = sum(tally.parked_by_reason.values())
         processed = len(tally.processed & tally.expected)
@@ -192,8 +200,7 @@ def progress_line(tally: Tally, elapsed: float) -> str:
 
 
 def quiet_logger(name: str) -> logging.Logger:
-    """A logger of the demo's own that writes nowhere: the live view and the summary show what
-    its lines would say (without a handler, Python would print its warnings)."""
+    """A logger writing nowhere (the view says it all); without a handler Python prints warnings."""
     logger = logging.getLogger(name)
     logger.propagate = False
     if not logger.handlers:
@@ -201,11 +208,8 @@ def quiet_logger(name: str) -> logging.Logger:
     return logger
 
 
-def wait_until_settled(
-    tally: Tally, live: bool, deadline: float, view: DemoView = SQS_VIEW
-) -> bool:
-    """Until every message is processed or parked and the view's settled queues are empty, or
-    until the deadline."""
+def wait_until_settled(tally: Tally, live: bool, deadline: float, view: DemoView) -> bool:
+    """Until every message is processed or parked and the view's settled queues are empty."""
 
     def finished() -> bool:
         with tally.lock:
@@ -216,8 +220,7 @@ def wait_until_settled(
 
     started = time.monotonic()
     if not live:
-        # Plain (CI logs, `make demo DEMO_ARGS=--plain`): a start line, then a progress line
-        # every PLAIN_PROGRESS_SECONDS, so a run is never silent.
+        # Plain (CI logs): a start line, then a progress line now and then, never silent.
         print(
             f"demo: started with {len(tally.expected)} messages; time limit "
             f"{deadline - started:.0f} s; progress every {PLAIN_PROGRESS_SECONDS:g} s",

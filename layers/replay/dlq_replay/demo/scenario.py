@@ -1,5 +1,4 @@
-"""The demo's traffic: its options, the messages it sends, the flaky consumer, and the tally
-of what each part saw."""
+"""The demo's traffic: its options, messages, flaky consumer, and the tally of what each saw."""
 
 from __future__ import annotations
 
@@ -73,23 +72,20 @@ class DemoOptions:
         )
 
 
-# The breaker's bounds on the demo's time scale (its backoff is seconds where Lambda's is
-# minutes): the window and the pauses shrink to match; the thresholds are the real ones.
+# The breaker's window and pauses on the demo's time scale (seconds, not minutes); real thresholds.
 DEMO_BREAKER_POLICY = BreakerPolicy(
     window_seconds=30.0, first_pause_seconds=5.0, max_pause_seconds=20.0
 )
 
 
-# Per attempt, at most: the backoff cap, then the main queue's and the DLQ's visibility
-# timeouts before a failed replay is back with the replay; plus slack for the machine.
+# Per attempt, at most: the backoff cap, then both visibility timeouts till a failed replay is back.
 _SECONDS_PER_ATTEMPT_BEYOND_CAP = MAIN_VISIBILITY_TIMEOUT + DLQ_VISIBILITY_TIMEOUT
 _SECONDS_PER_MESSAGE = 0.1
 _SECONDS_BASE = 60
 
 
 def settle_timeout(options: DemoOptions) -> float:
-    """How long the demo waits for every message to settle: the option, else a bound that
-    grows with the work (messages, attempts, cap), so a large run is never cut short."""
+    """How long the demo waits: the option, else a bound growing with the work (never cut short)."""
     if options.timeout_seconds is not None:
         return options.timeout_seconds
     receives = main_max_receive_count(options) if options.consumer_backoff else 0
@@ -101,7 +97,6 @@ def settle_timeout(options: DemoOptions) -> float:
 
 
 def main_max_receive_count(options: DemoOptions) -> int:
-    """Receives on the main queue before SQS moves a message to the DLQ."""
     return MAIN_MAX_RECEIVE_COUNT_WITH_BACKOFF if options.consumer_backoff else 1
 
 
@@ -120,61 +115,63 @@ class Tally:
     breaker: BreakerStats | None = None  # the outage breaker's, when it is on
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-
-class OutcomeCounter:
-    """The replay's `on_outcome` hook."""
-
-    def __init__(self, tally: Tally) -> None:
-        self._tally = tally
-
-    def __call__(self, outcome: Outcome) -> None:
+    def on_outcome(self, outcome: Outcome) -> None:
+        """The replay's `on_outcome` hook."""
         decision = outcome.decision
-        with self._tally.lock:
+        with self.lock:
             if outcome.failure is not None:
-                self._tally.replay_outcomes["failed"] += 1
+                self.replay_outcomes["failed"] += 1
             elif decision.action is Action.PARK:
                 reason = decision.reason.value if decision.reason is not None else "?"
-                self._tally.parked_by_reason[reason] += 1
+                self.parked_by_reason[reason] += 1
             else:
-                self._tally.replay_outcomes[decision.action.value] += 1
+                self.replay_outcomes[decision.action.value] += 1
 
 
 ALWAYS = 10**9  # a poison message fails every delivery
 INVALID = ParkMessage("invalid-order", "demo: the order has no sku")
 
 
+def draw_kind(options: DemoOptions, rng: random.Random) -> str:
+    """A message's kind (invalid, poison, transient or ok), drawn at the options' rates."""
+    roll = rng.random()
+    if roll < options.invalid_rate:
+        return "invalid"
+    if (roll := roll - options.invalid_rate) < options.poison_rate:
+        return "poison"
+    return "transient" if roll < options.poison_rate + options.failure_rate else "ok"
+
+
+def send_batches(sqs: SQSClient, queue_url: str, entries: list[Any]) -> list[Any]:
+    """SendMessageBatch ten entries at a time (each given its Id); the entries refused."""
+    failed: list[Any] = []
+    for start in range(0, len(entries), 10):
+        batch: list[Any] = [
+            {"Id": str(n), **entry} for n, entry in enumerate(entries[start : start + 10])
+        ]
+        failed += sqs.send_message_batch(QueueUrl=queue_url, Entries=batch).get("Failed", [])
+    return failed
+
+
 def send_messages(
     sqs: SQSClient, queue_url: str, options: DemoOptions, rng: random.Random
 ) -> set[str]:
     """Send the demo's messages; each body says how it will behave at the consumer."""
-    ids: set[str] = set()
-    batch: list[Any] = []
+    bodies: dict[str, str] = {}
     for index in range(options.messages):
-        roll = rng.random()
-        if roll < options.invalid_rate:
-            kind, fail_until = "invalid", 0
-        elif (roll := roll - options.invalid_rate) < options.poison_rate:
-            kind, fail_until = "poison", ALWAYS
-        elif roll < options.poison_rate + options.failure_rate:
-            kind, fail_until = "transient", rng.randint(1, max(1, options.max_attempts - 1))
-        else:
-            kind, fail_until = "ok", 0
+        kind = draw_kind(options, rng)
+        fail_until = ALWAYS if kind == "poison" else 0
+        if kind == "transient":
+            fail_until = rng.randint(1, max(1, options.max_attempts - 1))
         message_id = f"m{index:05d}"
-        ids.add(message_id)
-        body = json.dumps({"id": message_id, "kind": kind, "fail_until": fail_until})
-        batch.append({"Id": str(len(batch)), "MessageBody": body})
-        if len(batch) == 10:
-            sqs.send_message_batch(QueueUrl=queue_url, Entries=batch)
-            batch = []
-    if batch:
-        sqs.send_message_batch(QueueUrl=queue_url, Entries=batch)
-    return ids
+        bodies[message_id] = json.dumps({"id": message_id, "kind": kind, "fail_until": fail_until})
+    send_batches(sqs, queue_url, [{"MessageBody": body} for body in bodies.values()])
+    return set(bodies)
 
 
 @dataclass(frozen=True, slots=True)
 class Consumer:
-    """How the demo's consumer fails: the consumer toolkit's settings (its park-now always,
-    its backoff with --consumer-backoff) and the queue it reads."""
+    """How the demo's consumer fails: the consumer toolkit's settings, and the queue it reads."""
 
     queue_url: str
     settings: ConsumerSettings
@@ -184,8 +181,7 @@ class Consumer:
 
 
 def consume(sqs: SQSClient, consumer: Consumer, tally: Tally, stop: threading.Event) -> None:
-    """The flaky consumer: a message fails its first `fail_until` deliveries; an invalid one
-    is parked at once. An emulator error is shrugged off: the message comes back later."""
+    """The flaky consumer; an emulator error is shrugged off (the message comes back later)."""
     while not stop.is_set():
         try:
             _consume_batch(sqs, consumer, tally)
@@ -194,8 +190,8 @@ def consume(sqs: SQSClient, consumer: Consumer, tally: Tally, stop: threading.Ev
 
 
 def _consume_batch(sqs: SQSClient, consumer: Consumer, tally: Tally) -> None:
-    """One receive; what succeeded is deleted, and what goes to the DLQ given back, in one
-    batch call each (as a consumer keeping its SQS bill down would)."""
+    """One receive: a message fails its first `fail_until` deliveries, an invalid one is parked;
+    what succeeded is deleted and what goes to the DLQ given back, in one batch call each."""
     queue_url = consumer.queue_url
     messages = sqs.receive_message(
         QueueUrl=queue_url,
@@ -263,9 +259,7 @@ def message_id_of(body: str) -> str:
     return str(json.loads(body)["id"])
 
 
-def drain_parked(
-    sqs: SQSClient, queue_url: str, id_of: Callable[[str], str] = message_id_of
-) -> dict[str, str]:
+def drain_parked(sqs: SQSClient, queue_url: str, id_of: Callable[[str], str]) -> dict[str, str]:
     """Read (and delete) every parked message: id (`id_of` its body) → park reason."""
     parked: dict[str, str] = {}
     for message in drain(sqs, queue_url):

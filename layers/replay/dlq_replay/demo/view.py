@@ -16,8 +16,7 @@ if TYPE_CHECKING:
 
     from dlq_replay.demo.eventbridge_run import EventBridgeResult
 
-# One row per outcome of the replay, keyed by its action (`failed`: the SQS call failed); parked
-# records get a row per reason instead.
+# One row per outcome of the replay, by action (`failed`: the SQS call failed); parked: by reason.
 OUTCOME_LABELS = {
     "replay": "replayed to the main queue",
     "release": "sent on after a long wait",
@@ -31,8 +30,8 @@ OUTCOME_LABELS = {
 
 @dataclass(frozen=True, slots=True)
 class DemoView:
-    """What a demo's live view shows: its queues (the tally's depth labels), those that must be
-    empty before it is done, whether the consumer can tell replay attempts apart, and words."""
+    """A demo's queues (the tally's depth labels), those empty once done, whether the consumer
+    tells replay attempts apart, and words."""
 
     queues: tuple[str, ...] = ("main", "dlq", "operator")
     settled: tuple[str, ...] = ("main", "dlq")
@@ -63,9 +62,8 @@ def outcome_rows(tally: Tally, view: DemoView = SQS_VIEW) -> list[tuple[str, int
 def breaker_progress(
     state: BreakerState | None, *, elapsed: float, now: float, waiting: int | None
 ) -> str:
-    """What the outage breaker is doing, for a progress line: while it is open the counts do
-    not move, and this says why and until when, in seconds since the demo began (`now`: the
-    wall clock at `elapsed`). Empty while closed."""
+    """Why the counts do not move while the breaker is open, and until when, in seconds since
+    the demo began (`now`: the wall clock at `elapsed`). Empty while closed."""
     if state is None or state.phase is Phase.CLOSED:
         return ""
 
@@ -106,7 +104,6 @@ def _table(
     rows: Iterable[Sequence[object]],
     first: JustifyMethod = "left",
 ) -> Any:
-    """A table of numbers (right-aligned) after a first column aligned `first`."""
     from rich.table import Table
 
     table = Table(title=title, title_justify="left")
@@ -157,7 +154,7 @@ def park_reasons(result: DemoResult | EventBridgeResult) -> str:
 
 
 def summary(result: DemoResult) -> str:
-    """The closing lines: where every message ended, and how often the consumer saw them."""
+    """Where every message ended, and how often the consumer saw them."""
     first = result.deliveries_by_attempt.get(0, 0)
     later = ", ".join(f"{k}:{v}" for k, v in result.deliveries_by_attempt.items() if k > 0)
     backoffs = result.consumer_backoffs
@@ -183,8 +180,7 @@ def breaker_line(result: DemoResult) -> str:
     line = f"outage breaker: opened {times}, open {result.breaker_open_seconds:g} s in all"
     if result.outage_seconds:
         return f"{line}, for the staged {result.outage_seconds:g} s outage"
-    # Nothing staged an outage: the consumer only failed some messages. Opening then held
-    # the replay back for nothing, and the line must not pass for the breaker's normal work.
+    # No outage staged: opening held the replay back for nothing, which must not read as normal.
     return (
         f"{line}, with no outage staged (the consumer failed only some messages): a false "
         "alarm that held the replay back; --no-breaker runs without it"

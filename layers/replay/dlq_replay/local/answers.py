@@ -1,12 +1,7 @@
-"""An endpoint that answers with something that is not the AWS service's answer (a proxy's
-error page, a web server on the wrong port, another service's JSON, an empty 404), or never
-answers: one line naming the endpoint, the operation and what came back, never a traceback.
-
-Left to itself botocore raises `ResponseParserError` (not a `BotoCoreError`) with the whole
-page in its message, a `ClientError` whose message is the page or whose code is the bare HTTP
-status, or an AttributeError or UnicodeDecodeError from its JSON parser; and an answer of the
-right syntax but another shape (HTTP 200 with `{"hello": 1}`) parses as an empty answer, which
-fails later as a KeyError or reads as "nothing there"."""
+"""An endpoint whose answer is not the AWS service's (a proxy's error page, another service's
+JSON, an empty 404), or that never answers: one line naming the endpoint, the operation and what
+came back. Left to itself botocore raises a parser error with the whole page, or parses another
+shape (HTTP 200 with `{"hello": 1}`) as an empty answer that fails later or reads as "nothing"."""
 
 from __future__ import annotations
 
@@ -27,8 +22,7 @@ if TYPE_CHECKING:
 
 _HTML_STARTS = (b"<!doctype html", b"<html")
 
-# Keys AWS always sends in these answers, which the code reads without a default: an answer
-# without one is another server's, whatever else it holds. (service id, operation): keys.
+# Keys AWS always sends (read without a default): an answer without one is another server's.
 ALWAYS_SENT: Mapping[tuple[str, str], tuple[str, ...]] = {
     ("SQS", "GetQueueAttributes"): ("Attributes",),
     ("SQS", "GetQueueUrl"): ("QueueUrl",),
@@ -77,25 +71,21 @@ class HtmlAnswerError(ForeignAnswerError):
 
 
 class NoAnswerError(ReadTimeoutError):
-    """No answer within the read timeout, retries spent. Still a ReadTimeoutError: a worker
-    rides it out."""
+    """No answer within the read timeout, retries spent: a worker rides it out."""
 
     fmt = "{operation} failed: no answer from {endpoint} within {seconds} s (read timeout)"
 
 
 def is_html(response: Mapping[str, Any]) -> bool:
-    """Whether an answer (botocore's response dict) is an HTML page, by how its body starts.
-    Not by its Content-Type: emulators (moto's server) send AWS's JSON and XML as text/html."""
+    """Whether an answer is an HTML page, by its body: emulators send JSON and XML as text/html."""
     body = response.get("body")
     return isinstance(body, bytes) and body[:64].lstrip().lower().startswith(_HTML_STARTS)
 
 
 def foreign_answer(operation: OperationModel, response: Mapping[str, Any]) -> str | None:
-    """What came back, when an answer (botocore's response dict, before parsing) is not the
-    service's answer to `operation`; None when it is, or may be. Checked: the protocol's syntax,
-    an error answer's form, a JSON answer's shape against the output (no key of it, a member
-    of the wrong type, an ALWAYS_SENT key missing). Unknown keys beside known ones pass: AWS
-    adds output members before this botocore knows them."""
+    """What came back, when an answer (before parsing) is not the service's answer to
+    `operation`; None when it is, or may be. Unknown keys beside known ones pass: AWS adds output
+    members before this botocore knows them."""
     body = response.get("body")
     if operation.http.get("method") == "HEAD" or not isinstance(body, bytes):
         return None  # no body (HEAD), or a stream botocore hands on unparsed (S3's GetObject)
@@ -112,8 +102,7 @@ def foreign_answer(operation: OperationModel, response: Mapping[str, Any]) -> st
 
 
 def protocol_of(operation: OperationModel) -> str:
-    """The protocol the client speaks: the first of the service's that this botocore supports
-    (CloudWatch lists CBOR first, yet this botocore may speak JSON to it)."""
+    """The first of the service's protocols this botocore speaks (CloudWatch lists CBOR first)."""
     model = operation.service_model
     return str(getattr(model, "resolved_protocol", None) or model.protocol)
 
@@ -166,7 +155,7 @@ def _untext(body: bytes, answer: str) -> str | None:
 
 def _body_shape(operation: OperationModel) -> Shape | None:
     """The shape of a JSON answer's body (the output's, or its payload's structure); None
-    without one, or for a raw payload (Lambda's Invoke: the function's own bytes)."""
+    without one, or for a raw payload (Lambda's Invoke)."""
     shape: Shape | None = operation.output_shape
     payload = None if shape is None else shape.serialization.get("payload")
     if shape is None or payload is None:
@@ -187,7 +176,8 @@ def _output_problem(
         }
     keys = {member.serialization.get("name", name): name for name, member in members.items()}
     if document and not set(document) & set(keys):
-        return f"unknown key {_first(document)!r}"
+        key = next(iter(document))
+        return f"unknown key {key if len(key) <= 40 else key[:40] + '...'!r}"
     for key, name in keys.items():
         if key in document:
             problem = _type_problem(document[key], members[name], depth=0)
@@ -223,8 +213,7 @@ def _type_problem(value: object, shape: Shape, depth: int) -> str | None:
 
 
 def _decodes(text: str, type_name: str) -> bool:
-    """Whether botocore can read a string member of this type: base64 for a blob, a date for
-    a timestamp (an ISO 8601 one, say; JSON protocols send epoch numbers)."""
+    """Whether botocore can read a string member of this type (a blob, a timestamp)."""
     try:
         if type_name == "blob":
             base64.b64decode(text)
@@ -236,7 +225,6 @@ def _decodes(text: str, type_name: str) -> bool:
 
 
 def _children(value: object, shape: Shape) -> list[tuple[object, Shape]]:
-    """The values inside `value` (of `shape`'s type), each with its own shape."""
     if isinstance(value, dict) and shape.type_name == "structure":
         members = shape.members.items()  # type: ignore[attr-defined]
         named = ((member.serialization.get("name", name), member) for name, member in members)
@@ -261,11 +249,6 @@ def _type_text(shape: Shape) -> str:
     return {"structure": "an object", "map": "an object", "list": "a list"}.get(
         kind, f"a {'number' if kind in {'integer', 'long', 'float', 'double'} else kind}"
     )
-
-
-def _first(document: dict[str, Any]) -> str:
-    key = next(iter(document))
-    return key if len(key) <= 40 else key[:40] + "..."
 
 
 def _foreign_xml(operation: OperationModel, status: int, body: bytes) -> str | None:
@@ -295,7 +278,6 @@ def _foreign_xml(operation: OperationModel, status: int, body: bytes) -> str | N
 
 
 def _local(tag: object) -> str:
-    """An element's name without its namespace."""
     return str(tag).rsplit("}", 1)[-1]
 
 
@@ -312,10 +294,9 @@ def endpoint_of(url: str) -> str:
 
 
 def refuse_foreign_answers(session: boto3.Session) -> None:
-    """Every client made from `session` from now on raises `ForeignAnswerError` for an answer
-    that is not the service's, before botocore parses it, and `NoAnswerError` for a read
-    timeout. `before-parse` does not carry the request's URL: `before-send`, just before it in
-    the same thread, keeps it."""
+    """Clients made from `session` from now on raise `ForeignAnswerError` for an answer not the
+    service's, before botocore parses it, and `NoAnswerError` for a read timeout. `before-send`
+    keeps the request's URL, which `before-parse` (next, in the same thread) does not carry."""
     sent = threading.local()
 
     def remember(request: Any, **_: Any) -> None:

@@ -1,44 +1,38 @@
 """A local stand-in for Lambda's SQS event source mapping: pollers hand each batch to a handler
-as the exact event Lambda would deliver, and delete only the records it did not list in
-`batchItemFailures`."""
+as the event Lambda would deliver, and delete the records not in its `batchItemFailures`."""
 
 from __future__ import annotations
 
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
 from botocore.exceptions import ConnectionError as BotoConnectionError
 from botocore.retries.standard import RetryContext, ThrottledRetryableChecker
 
+from dlq_replay.core import attributes
 from dlq_replay.core.log import Log
 from dlq_replay.core.queues import arn_region
 from dlq_replay.local.answers import ForeignAnswerError, error_text
-from dlq_replay.local.records import lambda_record
 from dlq_replay.sqs.sending import change_visibility, delete_messages
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
     from mypy_boto3_sqs.type_defs import MessageTypeDef
 
+    from dlq_replay.breaker.worker_side import BreakerGate
+
 Handler = Callable[[dict[str, Any], Any], Mapping[str, Any]]
-
-
-class Gate(Protocol):
-    """Asked before every receive (the outage breaker's, `breaker.worker_side.BreakerGate`)."""
-
-    def wait_until_receiving(self, stop: threading.Event) -> bool: ...
 
 
 MAX_RECEIVE_BATCH = 10
 MAX_ERROR_PAUSE_SECONDS = 30.0
 START_UP_PATIENCE_SECONDS = 300.0
-# A receive waiting when a signal comes is let finish: 3 s keeps it inside the shutdown's 4 s
-# grace (cli.shutdown), where a longer poll would be abandoned with whatever it brings hidden.
+# A receive waiting at a signal is let finish: 3 s is within the shutdown's 4 s grace (cli.shutdown)
 DEFAULT_WAIT_SECONDS = 3
 
 
@@ -50,8 +44,7 @@ class PollStats:
     delete_errors: int = 0
     poll_errors: int = 0
     released: int = 0  # received after the stop: made visible again, untouched
-    # What is under way now: receives waiting for SQS, and messages received but not settled.
-    # A shutdown that cannot wait for them says so (cli worker's `left`).
+    # Under way now (a shutdown that cannot wait says so): receives waiting, messages not settled.
     polling: int = 0
     in_hand: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
@@ -79,8 +72,7 @@ class PollStats:
 
 @dataclass(frozen=True, slots=True)
 class Polling:
-    """How a source receives: messages per receive (Lambda's BatchSize), the long-poll wait,
-    and the visibility timeout of what it receives (None: the queue's)."""
+    """Messages per receive (Lambda's BatchSize), the long-poll wait, the visibility timeout."""
 
     batch_size: int = MAX_RECEIVE_BATCH
     wait_seconds: int = DEFAULT_WAIT_SECONDS
@@ -91,9 +83,33 @@ class Polling:
             raise ValueError(f"batch_size must be 1-{MAX_RECEIVE_BATCH}, got {self.batch_size}")
 
 
-class LocalEventSource:
-    """Polls one queue and feeds its messages to a Lambda-style handler."""
+def lambda_record(message: Mapping[str, Any], queue_arn: str, region: str) -> dict[str, Any]:
+    """A record as Lambda's event source mapping delivers it: camelCase keys, base64 binaries,
+    system attributes as strings (https://docs.aws.amazon.com/lambda/latest/dg/with-sqs.html)."""
+    parsed = attributes.from_sqs(message.get("MessageAttributes"))
+    return {
+        "messageId": message["MessageId"],
+        "receiptHandle": message["ReceiptHandle"],
+        "body": message.get("Body", ""),
+        "attributes": {
+            name: str(value) for name, value in (message.get("Attributes") or {}).items()
+        },
+        "messageAttributes": {name: value.to_lambda() for name, value in parsed.values.items()},
+        "md5OfMessageAttributes": message.get("MD5OfMessageAttributes"),
+        "md5OfBody": message.get("MD5OfBody", ""),
+        "eventSource": "aws:sqs",
+        "eventSourceARN": queue_arn,
+        "awsRegion": region,
+    }
 
+
+def lambda_event(
+    messages: Sequence[Mapping[str, Any]], queue_arn: str, region: str
+) -> dict[str, Any]:
+    return {"Records": [lambda_record(message, queue_arn, region) for message in messages]}
+
+
+class LocalEventSource:
     def __init__(
         self,
         sqs: SQSClient,
@@ -103,7 +119,7 @@ class LocalEventSource:
         *,
         logger: Log | None = None,
         queue_arn: str | None = None,
-        gate: Gate | None = None,
+        gate: BreakerGate | None = None,  # asked before every receive
         stats: PollStats | None = None,
     ) -> None:
         self._sqs = sqs
@@ -117,8 +133,8 @@ class LocalEventSource:
         self._gate = gate
 
     def poll_once(self, stop: threading.Event | None = None) -> int:
-        """Receive one batch, run the handler, delete the successes; returns messages received.
-        A batch that arrives once `stop` is set is made visible again, untouched."""
+        """Receive one batch, run the handler, delete the successes; the messages received. A batch
+        arriving once `stop` is set is made visible again, untouched."""
         request: dict[str, Any] = {
             "QueueUrl": self._queue_url,
             "MaxNumberOfMessages": self._polling.batch_size,
@@ -155,9 +171,8 @@ class LocalEventSource:
         return len(messages)
 
     def _handle(self, messages: list[MessageTypeDef]) -> set[str]:
-        """The handler on the batch; the ids it did not finish. Whatever one message raises
-        fails that message alone: a batch the handler raised on is handled again one record at
-        a time."""
+        """The handler on the batch; the ids it did not finish. A batch the handler raised on is
+        handled again one record at a time: what one message raises fails it alone."""
         failed: set[str] = set()
         records = []
         for message in messages:
@@ -186,9 +201,8 @@ class LocalEventSource:
         )
 
     def run(self, stop: threading.Event) -> None:
-        """Poll until `stop` is set; a batch in hand is always finished before returning. A
-        failed poll is logged and retried after a pause that doubles up to 30 s, as Lambda's
-        event source keeps polling."""
+        """Poll until `stop` is set, a batch in hand finished; a failed poll is retried after a
+        pause doubling up to 30 s, as Lambda's event source keeps polling."""
         pause = 0.0
         while not stop.is_set():
             if self._gate is not None and not self._gate.wait_until_receiving(stop):
@@ -226,9 +240,8 @@ def read_queue_arn(sqs: SQSClient, queue_url: str) -> str:
 
 
 def can_heal(error: Exception) -> bool:
-    """Whether waiting may cure the error: throttling (botocore's own list of codes), a 5xx,
-    or an endpoint not reachable (or a proxy's error page in its place). A missing queue,
-    access denied, bad credentials or a web server on the wrong port cannot."""
+    """Whether waiting may cure the error: throttling (botocore's list of codes), a 5xx, or an
+    endpoint not reachable (or a proxy's error page in its place)."""
     if isinstance(error, ForeignAnswerError):
         return error.status >= 500
     if isinstance(error, ClientError):
@@ -247,8 +260,8 @@ def queue_arn_when_reachable(
     patience: float = START_UP_PATIENCE_SECONDS,
     clock: Callable[[], float] = time.monotonic,
 ) -> str | None:
-    """The queue's ARN, the worker's first call: an error that can heal is retried as polls
-    are, for up to `patience` seconds. None when `stop` is set while waiting."""
+    """The queue's ARN, an error that can heal retried for up to `patience` seconds; None when
+    `stop` is set while waiting."""
     deadline = clock() + patience
     pause = 0.0
     while True:

@@ -1,8 +1,5 @@
-"""`dlq-replay worker`: the Lambda function without Lambda, the same settings and `LambdaReplay`
-handler fed by the local event source. Setting `stop` stops the polling; every batch in hand is
-finished. At start it checks that every queue it may replay to exists and matches the DLQ's
-FIFO-ness (`StartError`), before it receives anything.
-"""
+"""`dlq-replay worker`: the Lambda function without Lambda, its `LambdaReplay` handler fed by the
+local event source, once every queue it may replay to is checked (`StartError`)."""
 
 from __future__ import annotations
 
@@ -17,12 +14,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from dlq_replay.aws_lambda.replay import LambdaReplay
-from dlq_replay.breaker.evidence import (
-    QueueTotals,
-    dlq_depth,
-    dlq_time_left,
-    main_queue_timing,
-)
+from dlq_replay.breaker.evidence import QueueTotals, dlq_depth, dlq_time_left, main_queue_timing
 from dlq_replay.breaker.function import longest_delay
 from dlq_replay.breaker.worker_side import worker_breaker
 from dlq_replay.core.kinds import RecordKind
@@ -82,13 +74,9 @@ def run_worker(
     follow: ReplayFollow | None = None,
     on_started: Callable[[], None] | None = None,
 ) -> int:
-    """Run pollers on the DLQ until `stop` is set; returns the exit code. `follow`: the
-    recovery counts and the moves' returns, written after every batch (None: not counted);
-    `on_started` is called once the start checks passed (the CLI's line on where they go).
-    `cloudwatch` makes the client of the breaker's retention bound (without it the bound is not
-    applied); `probe`: the start checks' client, one that does not retry by itself, so
-    `options.start_up_patience` alone says how long start-up waits.
-    """
+    """Run pollers on the DLQ until `stop` is set (a batch in hand is finished); the exit code.
+    `cloudwatch`: the breaker's retention bound's client; `probe`: the start checks' client, one
+    that does not retry, so `options.start_up_patience` alone says how long start-up waits."""
     log = logger or logging.getLogger("dlq_replay.local.worker_loop")
     stop = stop or threading.Event()
     probe = probe or sqs
@@ -169,8 +157,7 @@ def delivers(settings: Settings) -> bool:
 
 
 class StartError(Exception):
-    """A queue the worker would replay to is missing or of the wrong kind: one line.
-    `usage`: what to pass would fix it (exit 2)."""
+    """A queue the worker would replay to is missing or of the wrong kind; `usage`: exit 2."""
 
     def __init__(self, message: str, *, usage: bool = False) -> None:
         super().__init__(message)
@@ -181,8 +168,7 @@ def with_main_queue(
     sqs: SQSClient, settings: Settings, options: WorkerOptions, log: Log
 ) -> Settings:
     """The settings, with the DLQ's one source queue as the main queue when none is given (nor
-    allowed source queues): without one, every record a source ARN does not route (moto and
-    some brokers set none) would be parked `unknown-source`. None or several: StartError."""
+    allowed source queues), else records no source ARN routes would be parked `unknown-source`."""
     if settings.main_queue_url or settings.allowed_source_queue_arns:
         return settings
     if RecordKind.SQS not in settings.accepted_kinds:
@@ -209,25 +195,11 @@ def with_main_queue(
     )
 
 
-def destinations(settings: Settings) -> dict[str, str]:
-    found: dict[str, str] = {}
-    if settings.main_queue_url:
-        found["main queue"] = settings.main_queue_url
-    for arn in sorted(settings.allowed_source_queue_arns):
-        found[f"allowed source queue {arn}"] = Arn.queue(arn).url(settings.endpoint_url_sqs)
-    return found
-
-
 def start_checks(
-    sqs: SQSClient,
-    settings: Settings,
-    options: WorkerOptions,
-    *,
-    stop: threading.Event,
-    log: Log,
+    sqs: SQSClient, settings: Settings, options: WorkerOptions, *, stop: threading.Event, log: Log
 ) -> str | None:
-    """The DLQ's ARN, the destinations checked at the same time; None when `stop` is set first.
-    An error of the DLQ's is raised first, and ends the destinations' check too."""
+    """The DLQ's ARN, the destinations checked meanwhile; None when `stop` is set first. An error
+    of the DLQ's is raised first, and ends the destinations' check too."""
     abandon = threading.Event()  # the destinations' check waits on this, not on `stop`
     with ThreadPoolExecutor(1, thread_name_prefix="start-check") as pool:
         checked = pool.submit(check_destinations, sqs, settings, options, stop=abandon, log=log)
@@ -246,16 +218,14 @@ def start_checks(
 
 
 def check_destinations(
-    sqs: SQSClient,
-    settings: Settings,
-    options: WorkerOptions,
-    *,
-    stop: threading.Event,
-    log: Log,
+    sqs: SQSClient, settings: Settings, options: WorkerOptions, *, stop: threading.Event, log: Log
 ) -> None:
     """Each destination exists and is FIFO exactly when the DLQ is: else StartError."""
     dlq_fifo = is_fifo_url(options.dlq_url)
-    for what, url in destinations(settings).items():
+    found = {"main queue": settings.main_queue_url} if settings.main_queue_url else {}
+    for arn in sorted(settings.allowed_source_queue_arns):
+        found[f"allowed source queue {arn}"] = Arn.queue(arn).url(settings.endpoint_url_sqs)
+    for what, url in found.items():
         if is_fifo_url(url) != dlq_fifo:
             kind = "a FIFO queue" if is_fifo_url(url) else "a standard queue"
             dlq_kind = "FIFO" if dlq_fifo else "standard"
@@ -265,13 +235,7 @@ def check_destinations(
 
 
 def _reachable_arn(
-    sqs: SQSClient,
-    what: str,
-    url: str,
-    options: WorkerOptions,
-    *,
-    stop: threading.Event,
-    log: Log,
+    sqs: SQSClient, what: str, url: str, options: WorkerOptions, *, stop: threading.Event, log: Log
 ) -> str | None:
     """The queue's ARN once reachable; None when `stop` is set first; StartError naming `what`
     when the queue does not exist."""
@@ -279,11 +243,11 @@ def _reachable_arn(
         return queue_arn_when_reachable(sqs, url, stop, log, patience=options.start_up_patience)
     except (ClientError, BotoCoreError) as error:
         code = (
-            error.response.get("Error", {}).get("Code", "")
+            str(error.response.get("Error", {}).get("Code", ""))
             if isinstance(error, ClientError)
             else ""
         )
-        if "NonExistentQueue" in str(code) or code == "QueueDoesNotExist":
+        if "NonExistentQueue" in code or code == "QueueDoesNotExist":
             raise StartError(f"the {what} does not exist: {url}") from None
         if can_heal(error):
             raise StartError(
