@@ -26,7 +26,6 @@ NOT_FOR_A_REDRIVE = (
     "dlq_replay.ops.plan",
     "dlq_replay.ops.status",
     "dlq_replay.ops.pause",
-    "dlq_replay.ops.s3archive",
     "dlq_replay.breaker",
 )
 

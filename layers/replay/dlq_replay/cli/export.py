@@ -42,11 +42,11 @@ from dlq_replay.ops.export import (
     ExportPhase,
     ExportRequest,
     ExportResult,
+    S3Location,
     prepare_export,
 )
 from dlq_replay.ops.queueinfo import QueueInfo, queue_info
 from dlq_replay.ops.receivememory import ReceiveMemory
-from dlq_replay.ops.s3archive import S3Location
 
 
 def register(subparsers: Subparsers) -> None:
