@@ -17,7 +17,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Literal, TypeVar
 
@@ -68,68 +68,9 @@ def redrive(
     deliverer: Deliverer | None = None,
 ) -> RedriveTally:
     """Move messages client-side, `request.concurrency` batches at a time, to the end."""
-    return prepare(sqs, request, clock=clock, sleep=sleep, stop=stop, deliverer=deliverer).run(
+    return ClientMove(sqs, request, clock=clock, sleep=sleep, stop=stop, deliverer=deliverer).run(
         on_progress
     )
-
-
-def prepare(
-    sqs: SQSClient,
-    request: RedriveRequest,
-    *,
-    clock: Callable[[], float] = time.monotonic,
-    sleep: Callable[[float], None] | None = None,
-    stop: threading.Event | None = None,
-    deliverer: Deliverer | None = None,
-    memory: ReceiveMemory | None = None,
-    follower: MoveFollower | None = None,
-    companion: Companion | None = None,
-    budget: ReceiveBudget | Literal["read"] | None = "read",
-) -> ClientMove:
-    """The move, checked (the receive budget, and what `memory` holds) but not started: the
-    caller may ask it what is left (`leftover`) while it runs in another thread. What it
-    receives goes to `memory` when it ends; `follower` (a move with `request.follow_id`)
-    records its start, what it sent and its end; `companion` moves beside it in a second
-    process (`ops.companion`: only a request it fits). `budget`: the receive budget, read from
-    the queues, or already read (the second process gets its parent's)."""
-    if companion is not None and not companion_fits(request):
-        raise ValueError("a second process only moves everything, unpaced, to SQS queues")
-    if request.target_arns and deliverer is None and not request.dry_run:
-        raise ValueError("a redrive that delivers to targets needs a Deliverer")
-    if budget == "read":
-        budget = usable_budget(sqs, request.source, request.reserve)
-    if memory is not None and budget is not None:
-        # A move of every message it receives may spend the kept receive (the reserve kept it
-        # for this); one that gives some back (a selection, a limit, a dry run) keeps the
-        # reserve for those, as a read does; ids chosen by the console are taken.
-        memory.check_move(
-            request.source,
-            budget,
-            takes_all=request.selector.empty and request.limit is None and not request.dry_run,
-            taken=frozenset() if request.dry_run else request.selector.message_ids,
-        )
-    return ClientMove(
-        sqs,
-        request,
-        budget,
-        clock=clock,
-        sleep=sleep,
-        interrupt=stop,
-        deliverer=deliverer,
-        memory=memory,
-        follower=follower,
-        companion=companion,
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class Held:
-    """Messages in hand, and running totals of those received and deleted (they bound how
-    `held` moved meanwhile)."""
-
-    held: int
-    taken: int
-    dropped: int
 
 
 class MoverEnd:
@@ -153,10 +94,9 @@ class MoverEnd:
         """After an empty receive: whether the source is empty but for what the run holds (the
         least it can have held while the counters were read, as other movers delete meanwhile)."""
         move = self._move
-        before = move.held()
+        held, dropped = move.held()
         depth = queue_depth(move.sqs, move.request.source.url)
-        after = move.held()
-        least = before.held - (after.dropped - before.dropped)
+        least = held - (move.held()[1] - dropped)
         if depth.visible + depth.delayed + max(0, depth.in_flight - least) == 0:
             return True
         if depth.visible + depth.delayed and move.request.wait_seconds:
@@ -217,20 +157,42 @@ class ClientMove:
         self,
         sqs: SQSClient,
         request: RedriveRequest,
-        budget: ReceiveBudget | None,
         *,
-        clock: Callable[[], float],
-        sleep: Callable[[float], None] | None,
-        interrupt: threading.Event | None,
-        deliverer: Deliverer | None,
-        memory: ReceiveMemory | None,
-        follower: MoveFollower | None,
-        companion: Companion | None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] | None = None,
+        stop: threading.Event | None = None,
+        deliverer: Deliverer | None = None,
+        memory: ReceiveMemory | None = None,
+        follower: MoveFollower | None = None,
+        companion: Companion | None = None,
+        budget: ReceiveBudget | Literal["read"] | None = "read",
     ) -> None:
+        """The move, checked (the receive budget, and what `memory` holds) but not started: the
+        caller may ask it what is left (`leftover`) while it runs in another thread. What it
+        receives goes to `memory` when it ends; `follower` (a move with `request.follow_id`)
+        records its start, what it sent and its end; `companion` moves beside it in a second
+        process (`ops.companion`: only a request it fits). `budget`: the receive budget, read
+        from the queues, or already read (the second process gets its parent's)."""
+        if companion is not None and not companion_fits(request):
+            raise ValueError("a second process only moves everything, unpaced, to SQS queues")
+        if request.target_arns and deliverer is None and not request.dry_run:
+            raise ValueError("a redrive that delivers to targets needs a Deliverer")
+        if budget == "read":
+            budget = usable_budget(sqs, request.source, request.reserve)
+        if memory is not None and budget is not None:
+            # A move of every message it receives may spend the kept receive (the reserve kept
+            # it for this); one that gives some back (a selection, a limit, a dry run) keeps the
+            # reserve for those, as a read does; ids chosen by the console are taken.
+            memory.check_move(
+                request.source,
+                budget,
+                takes_all=request.selector.empty and request.limit is None and not request.dry_run,
+                taken=frozenset() if request.dry_run else request.selector.message_ids,
+            )
         self.sqs = sqs
         self.request = request
         self.budget = budget
-        self.interrupt = interrupt or threading.Event()  # the caller's: a signal
+        self.interrupt = stop or threading.Event()  # the caller's: a signal
         self.stop = threading.Event()  # ours: the interrupt, the pace, the budget, an error
         # A wait for the pace ends at once on a stop (tests give their own sleep).
         self.pace = make_pace(sqs, request.rate, request.until_failing, clock, sleep or self._sleep)
@@ -246,7 +208,7 @@ class ClientMove:
         self.seen: set[str] = set()
         self.in_hand: dict[str, str] = {}  # message id -> receipt handle, not deleted yet
         self.hidden_until: dict[str, float] = {}  # message id -> end of its hide time
-        self.taken = self.dropped = 0  # messages received, and deleted from in_hand (MoverEnd)
+        self.dropped = 0  # messages deleted from in_hand (MoverEnd)
         self.moved = 0
         self.sent_not_deleted = 0
         self.given_back = 0
@@ -369,6 +331,8 @@ class ClientMove:
         with self.lock:
             self.receives += 1
             self.receiving_up_to += want
+        batch: list[MessageTypeDef] = []
+        fresh: list[MessageTypeDef] = []
         try:
             batch = receive(
                 self.sqs,
@@ -377,28 +341,22 @@ class ClientMove:
                 visibility_timeout=request.hide_seconds,
                 wait_seconds=wait_seconds,
             )
-        except BaseException:
+        finally:
+            hidden_until = time.time() + request.hide_seconds
             with self.lock:
+                # In the same moment the receive stops counting as in flight: no gap, no overlap.
                 self.receives -= 1
                 self.receiving_up_to -= want
-            raise
-        hidden_until = time.time() + request.hide_seconds
-        fresh: list[MessageTypeDef] = []
-        with self.lock:
-            # In the same moment the receive stops counting as in flight: no gap, no overlap.
-            self.receives -= 1
-            self.receiving_up_to -= want
-            self.taken += len(batch)
-            if self.budget is not None:
-                self.sighting.saw(batch, self.budget)
-            for message in batch:
-                # A message seen before came back after its hide time: keep its new handle.
-                self.in_hand[message["MessageId"]] = message["ReceiptHandle"]
-                self.hidden_until[message["MessageId"]] = hidden_until
-                if message["MessageId"] not in self.seen:
-                    self.seen.add(message["MessageId"])
-                    fresh.append(message)
-            self.unsettled += len(fresh)
+                if self.budget is not None:
+                    self.sighting.saw(batch, self.budget)
+                for message in batch:
+                    # A message seen before came back after its hide time: keep its new handle.
+                    self.in_hand[message["MessageId"]] = message["ReceiptHandle"]
+                    self.hidden_until[message["MessageId"]] = hidden_until
+                    if message["MessageId"] not in self.seen:
+                        self.seen.add(message["MessageId"])
+                        fresh.append(message)
+                self.unsettled += len(fresh)
         return fresh, len(batch)
 
     def _handle(self, fresh: Sequence[MessageTypeDef]) -> None:
@@ -512,12 +470,7 @@ class ClientMove:
     def tally(self) -> RedriveTally:
         """A snapshot, the second process's counts included (call it under the lock, or once
         the run has ended)."""
-        own = self._own_tally()
-        other = self.companion.tally if self.companion is not None else None
-        return own if other is None else combined(own, other)
-
-    def _own_tally(self) -> RedriveTally:
-        return RedriveTally(
+        own = RedriveTally(
             seen=len(self.seen),
             moved=self.moved,
             sent_not_deleted=self.sent_not_deleted,
@@ -536,10 +489,11 @@ class ClientMove:
             delivered=dict(self.delivered),
             errors=dict(self.errors),
         )
+        other = self.companion.tally if self.companion is not None else None
+        return own if other is None else combined(own, other)
 
     def _hidden_until(self) -> float | None:
-        ends = [self.hidden_until.get(m, 0.0) for m in self.in_hand]
-        return max(ends) if ends else None
+        return max((self.hidden_until.get(m, 0.0) for m in self.in_hand), default=None)
 
     def leftover(self) -> Leftover:
         """What stays if the run is abandoned now (safe from any thread)."""
@@ -565,6 +519,7 @@ class ClientMove:
             other = self.companion.leftover if self.companion is not None else None
             return self.tally(), left if other is None else left_by_both(left, other)
 
-    def held(self) -> Held:
+    def held(self) -> tuple[int, int]:
+        """The messages in hand, and how many it has deleted from them so far."""
         with self.lock:
-            return Held(len(self.in_hand), self.taken, self.dropped)
+            return len(self.in_hand), self.dropped

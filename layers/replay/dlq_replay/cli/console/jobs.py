@@ -23,7 +23,7 @@ from dlq_replay.cli.pause import take_over
 from dlq_replay.cli.purge import check_confirmed, purge_json
 from dlq_replay.cli.redrive_tally import nothing_movable, redrive_json, tally_lines, tally_rows
 from dlq_replay.cli.shutdown import GRACE_SECONDS, hidden_until_text, leftover_text
-from dlq_replay.ops.clientmove import prepare
+from dlq_replay.ops.clientmove import ClientMove
 from dlq_replay.ops.deleting import (
     PURGE_INTERVAL_SECONDS,
     Deleter,
@@ -219,7 +219,7 @@ def run_redrive(connection: Connection, sqs: SQSClient, order: RedriveOrder, job
 
     def work() -> int:
         deliverer = connection.deliverer() if request.target_arns else None
-        move = prepare(
+        move = ClientMove(
             sqs, request, stop=job.stop, deliverer=deliverer, memory=ReceiveMemory.local()
         )
         job.move = move
