@@ -28,8 +28,7 @@ from typing import TYPE_CHECKING, Any
 from dlq_replay.core import attributes
 from dlq_replay.core.attributes import Attribute
 from dlq_replay.core.kinds import RecordKind
-from dlq_replay.ops.receiving import receive_count_of
-from dlq_replay.ops.recognition import ALL_KINDS, recognised
+from dlq_replay.ops.receiving import ALL_KINDS, receive_count_of, recognised
 from dlq_replay.ops.redrive import FailReason
 
 if TYPE_CHECKING:

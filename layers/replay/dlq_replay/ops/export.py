@@ -26,8 +26,7 @@ from dlq_replay.ops.archive import ArchiveError, from_message, parse_line
 from dlq_replay.ops.opserror import OpsError
 from dlq_replay.ops.queueinfo import QueueInfo
 from dlq_replay.ops.receivememory import ReceiveMemory
-from dlq_replay.ops.receiving import Receiving, in_parallel, usable_budget
-from dlq_replay.ops.recognition import ALL_KINDS
+from dlq_replay.ops.receiving import ALL_KINDS, Receiving, in_parallel, usable_budget
 from dlq_replay.ops.redrive import FailReason
 from dlq_replay.ops.select import Selector
 from dlq_replay.sqs.depth import queue_depth
@@ -170,7 +169,7 @@ class ExportRequest:
     reserve: int = 1
     # The allowed targets (REPLAY_TARGET_ARNS): they name a `lambda` record's function.
     replay_targets: frozenset[str] = frozenset()
-    accepted_kinds: frozenset[RecordKind] = ALL_KINDS  # the stack's DLQ_KIND's (ops.recognition)
+    accepted_kinds: frozenset[RecordKind] = ALL_KINDS  # the stack's DLQ_KIND's (ops.receiving)
 
 
 @dataclass(frozen=True, slots=True)

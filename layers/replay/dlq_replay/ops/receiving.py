@@ -1,5 +1,5 @@
 """Receiving without harm: a look spends the receive budget (`ReceiveBudget`) and stops before
-it is gone."""
+it is gone; and what a received record is (`recognised`)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
+from dlq_replay.core.kinds import Recognised, RecordKind
+from dlq_replay.core.messages import InboundMessage
+from dlq_replay.engine.kinds import recognise
 from dlq_replay.ops.opserror import OpsError
 from dlq_replay.ops.queueinfo import QueueInfo, queue_info
 from dlq_replay.sqs.sending import MAX_BATCH_ENTRIES, change_visibility, delete_messages
@@ -28,6 +31,8 @@ SEQUENTIAL_UP_TO = 500
 # A read stops once this share of its hide time is gone: what it hid first would show again.
 HIDE_MARGIN = 0.8
 _Chunk = TypeVar("_Chunk")
+# Every kind: what the operator tools read when no DLQ_KIND is given them.
+ALL_KINDS = frozenset(RecordKind)
 
 # -- the receive budget -----------------------------------------------------------------------
 
@@ -121,6 +126,16 @@ def in_parallel(chunks: Sequence[_Chunk], work: Callable[[_Chunk], int]) -> list
 
 def receive_count_of(message: MessageTypeDef) -> int:
     return int(message.get("Attributes", {}).get("ApproximateReceiveCount", "1"))
+
+
+def recognised(
+    message: MessageTypeDef,
+    replay_targets: frozenset[str],
+    accepted: frozenset[RecordKind] = ALL_KINDS,
+) -> Recognised:
+    """A received record's kind, target and error, as the replay reads it (`engine.kinds`);
+    `replay_targets` name the function a `lambda` record goes back to (the record does not)."""
+    return recognise(InboundMessage.from_boto3(message), replay_targets, accepted)
 
 
 INTERRUPTED = "stopped before the end of the queue"

@@ -28,8 +28,7 @@ from dlq_replay.ops.export import ExportRequest, ExportResult, prepare_export
 from dlq_replay.ops.opserror import OpsError
 from dlq_replay.ops.queueinfo import QueueInfo
 from dlq_replay.ops.receivememory import ReceiveMemory
-from dlq_replay.ops.receiving import ReceiveBudget
-from dlq_replay.ops.recognition import ALL_KINDS
+from dlq_replay.ops.receiving import ALL_KINDS, ReceiveBudget
 from dlq_replay.ops.select import NO_REASON, parse_duration
 
 if TYPE_CHECKING:
