@@ -227,53 +227,51 @@ class ExportLeftover:
         return self.hidden + self.receiving_up_to
 
 
-def prepare_export(
-    sqs: SQSClient,
-    request: ExportRequest,
-    *,
-    s3: S3Client | None = None,
-    now: Callable[[], float] = time.time,
-    stop: threading.Event | None = None,
-    memory: ReceiveMemory | None = None,
-) -> Export:
-    """The export, checked before anything is received (with `delete`, a message may spend its
-    last receive: it is deleted)."""
-    if request.path is None and request.s3 is None:
-        raise OpsError("name a file or an S3 object to export to", usage=True)
-    if request.s3 is not None and s3 is None:
-        raise OpsError("an S3 export needs an S3 client")
-    if request.path is not None and request.path.is_dir():
-        raise OpsError(f"{request.path} is a directory", usage=True)
-    earlier: bytes = b""
-    if request.path is not None and request.path.exists():
-        earlier = request.path.read_bytes()
-    elif request.s3 is not None and s3 is not None:
-        earlier = existing_object(s3, request.s3, delete=request.delete)
-    archived = _archived_ids(earlier, request.path or request.s3)
-    if request.s3 is not None and s3 is not None:
-        check_writable(s3, request.s3)
-    budget = usable_budget(sqs, request.source, request.reserve)
-    if memory is not None and budget is not None:
-        memory.check(request.source, replace(budget, reserve=0) if request.delete else budget)
-    expected = queue_depth(sqs, request.source.url)
-    receiving = Receiving(
-        sqs, request.source.url, budget, request.hide_seconds, request.wait_seconds, stop=stop
-    )
-    state = _Run(request, receiving, now, archived, expected=expected.visible + expected.in_flight)
-    return Export(request, receiving, s3, earlier, state, memory)
-
-
-@dataclass(slots=True)
 class Export:
-    """One export run (`prepare_export`); `leftover` is safe to call from another thread."""
+    """One export run, checked before anything is received (with `delete`, a message may spend
+    its last receive: it is deleted); `leftover` is safe to call from another thread."""
 
-    request: ExportRequest
-    receiving: Receiving
-    s3: S3Client | None
-    earlier: bytes  # the archive this run continues
-    state: _Run
-    memory: ReceiveMemory | None  # what the read saw goes there
-    phase: ExportPhase = ExportPhase.RECEIVING
+    def __init__(
+        self,
+        sqs: SQSClient,
+        request: ExportRequest,
+        *,
+        s3: S3Client | None = None,
+        now: Callable[[], float] = time.time,
+        stop: threading.Event | None = None,
+        memory: ReceiveMemory | None = None,
+    ) -> None:
+        if request.path is None and request.s3 is None:
+            raise OpsError("name a file or an S3 object to export to", usage=True)
+        if request.s3 is not None and s3 is None:
+            raise OpsError("an S3 export needs an S3 client")
+        if request.path is not None and request.path.is_dir():
+            raise OpsError(f"{request.path} is a directory", usage=True)
+        self.earlier = b""  # the archive this run continues
+        if request.path is not None and request.path.exists():
+            self.earlier = request.path.read_bytes()
+        elif request.s3 is not None and s3 is not None:
+            self.earlier = existing_object(s3, request.s3, delete=request.delete)
+        self.archived = _archived_ids(self.earlier, request.path or request.s3)
+        if request.s3 is not None and s3 is not None:
+            check_writable(s3, request.s3)
+        budget = usable_budget(sqs, request.source, request.reserve)
+        if memory is not None and budget is not None:
+            memory.check(request.source, replace(budget, reserve=0) if request.delete else budget)
+        depth = queue_depth(sqs, request.source.url)
+        self.expected = depth.visible + depth.in_flight  # in the queue before the read
+        self.receiving = Receiving(
+            sqs, request.source.url, budget, request.hide_seconds, request.wait_seconds, stop=stop
+        )
+        self.request, self.s3, self.now = request, s3, now
+        self.memory = memory  # what the read saw goes there
+        self.phase = ExportPhase.RECEIVING
+        self.already: list[str] = []  # of the archived ids, the ones received again
+        self.exported: list[str] = []
+        self.filtered = self.deleted = self.not_deleted = self.not_released = self.bytes = 0
+        self.deleting = 0  # in a delete request in flight
+        self.failures: Counter[str] = Counter()
+        self._lock = threading.Lock()  # the deletes go several at once
 
     def run(
         self,
@@ -281,33 +279,33 @@ class Export:
         on_archived: Callable[[], None] | None = None,
     ) -> ExportResult:
         """The export; `on_archived` is called once the archive is complete."""
-        request, run, receiving = self.request, self.state, self.receiving
+        request, receiving = self.request, self.receiving
         try:
             with ArchiveFile(request.path, self.earlier) as archive:
-                for batch in receiving.batches(request.limit, run.selected):
+                for batch in receiving.batches(request.limit, self.selected):
                     for message in batch:
-                        run.write(archive, message)
+                        self.write(archive, message)
                     if on_progress is not None:
-                        on_progress(run.result())
+                        on_progress(self.result())
                 # The rest at once: only the exported wait for the archive.
-                run.not_released += receiving.release(run.unexported())
+                self.not_released += receiving.release(self.unexported())
                 archive.commit()
-                run.bytes = archive.size
+                self.bytes = archive.size
                 if request.s3 is not None and self.s3 is not None:
                     archive.upload(self.s3, request.s3)
                 self.phase = ExportPhase.ARCHIVED
                 if on_archived is not None:
                     on_archived()
                 if request.delete:
-                    run.delete()
+                    self.delete()
         finally:
-            run.not_released += receiving.release()
+            self.not_released += receiving.release()
             if self.memory is not None:
                 self.memory.record(request.source, receiving.sighting)
-        return run.result()
+        return self.result()
 
     def leftover(self) -> ExportLeftover:
-        run, receiving = self.state, self.receiving
+        receiving = self.receiving
         # Read before the handles: a receive that ends meanwhile is then counted twice, never
         # missed (an upper bound); a release in flight still counts the messages it names.
         asked, releasing = receiving.receiving_up_to, receiving.releasing
@@ -317,51 +315,13 @@ class Export:
             phase=self.phase,
             hidden=len(receiving.handles) + releasing,
             hidden_until=receiving.hidden_until,
-            deleted=run.deleted,
-            archived=len(run.exported) + len(run.archived),
+            deleted=self.deleted,
+            archived=len(self.exported) + len(self.archived),
             receiving_up_to=asked,
             receiving_until=answered_by if asked else None,
-            settling=releasing + run.deleting,
+            settling=releasing + self.deleting,
             receives=receives if asked else 0,
         )
-
-
-def _archived_ids(earlier: bytes, where: object) -> set[str]:
-    """The message ids of an archive to continue; OpsError when it is not one."""
-    ids: set[str] = set()
-    for number, line in enumerate(earlier.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            ids.add(parse_line(line.decode("utf-8")).message_id)
-        except (ArchiveError, UnicodeDecodeError) as error:
-            raise OpsError(
-                f"{where} exists and is not an export archive (line {number}: {error}); "
-                "export continues an archive but never overwrites another file",
-                usage=True,
-            ) from None
-    return ids
-
-
-@dataclass(slots=True)
-class _Run:
-    """The counts of one export, and the ids it wrote."""
-
-    request: ExportRequest
-    receiving: Receiving
-    now: Callable[[], float]
-    archived: set[str]  # ids in the archive from an earlier run
-    already: list[str] = field(default_factory=list)  # of those, the ones received again
-    exported: list[str] = field(default_factory=list)
-    filtered: int = 0
-    failures: Counter[str] = field(default_factory=Counter)
-    deleted: int = 0
-    not_deleted: int = 0
-    deleting: int = 0  # in a delete request in flight
-    not_released: int = 0
-    bytes: int = 0
-    expected: int | None = None
-    _lock: threading.Lock = field(default_factory=threading.Lock)  # the deletes go several at once
 
     def selected(self, message: MessageTypeDef) -> bool:
         chosen = self.request.selector.takes(message, self.now())
@@ -432,3 +392,20 @@ class _Run:
             partial=self.receiving.partial,
             expected=self.expected,
         )
+
+
+def _archived_ids(earlier: bytes, where: object) -> set[str]:
+    """The message ids of an archive to continue; OpsError when it is not one."""
+    ids: set[str] = set()
+    for number, line in enumerate(earlier.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            ids.add(parse_line(line.decode("utf-8")).message_id)
+        except (ArchiveError, UnicodeDecodeError) as error:
+            raise OpsError(
+                f"{where} exists and is not an export archive (line {number}: {error}); "
+                "export continues an archive but never overwrites another file",
+                usage=True,
+            ) from None
+    return ids

@@ -32,7 +32,7 @@ from dlq_replay.ops.deleting import (
     depth_before_purge,
     purge,
 )
-from dlq_replay.ops.export import ExportRequest, ExportResult, prepare_export
+from dlq_replay.ops.export import Export, ExportRequest, ExportResult
 from dlq_replay.ops.movefollow import action_line, follower_of
 from dlq_replay.ops.opserror import OpsError
 from dlq_replay.ops.pause import set_event_source
@@ -289,7 +289,7 @@ def run_export(sqs: SQSClient, folder: Path, order: RedriveOrder, job: Job, name
         job.seen = result.examined
 
     # A read like the snapshot's: refused while it could move a message earlier reads saw.
-    result = prepare_export(sqs, request, stop=job.stop, memory=ReceiveMemory.local()).run(show)
+    result = Export(sqs, request, stop=job.stop, memory=ReceiveMemory.local()).run(show)
     job.seen = result.examined
     job.rows = [
         ("exported", result.exported),
