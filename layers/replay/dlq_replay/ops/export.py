@@ -30,7 +30,7 @@ from dlq_replay.ops.receiving import ALL_KINDS, Receiving, in_parallel, usable_b
 from dlq_replay.ops.redrive import FailReason
 from dlq_replay.ops.select import Selector
 from dlq_replay.sqs.depth import queue_depth
-from dlq_replay.sqs.sending import MAX_BATCH_ENTRIES, delete_messages
+from dlq_replay.sqs.sending import MAX_BATCH_ENTRIES
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -358,12 +358,10 @@ class Export:
         with self._lock:
             self.deleting += len(batch)
         try:
-            refused = set(delete_messages(self.receiving.sqs, self.receiving.url, batch))
+            done = self.receiving.delete(batch)
         finally:
             with self._lock:
                 self.deleting -= len(batch)
-        done = [m["MessageId"] for m in batch if m["MessageId"] not in refused]
-        self.receiving.forget(done)
         with self._lock:
             self.deleted += len(done)
             self.not_deleted += len(batch) - len(done)

@@ -344,14 +344,17 @@ class Receiving:
             self._ended = True
         return chosen
 
-    def forget(self, message_ids: Iterable[str]) -> None:
-        """Messages deleted: nothing to release."""
+    def delete(self, batch: list[MessageTypeDef]) -> list[str]:
+        """Delete messages in hand; the ids SQS deleted (nothing to release of those)."""
+        refused = set(delete_messages(self.sqs, self.url, batch))
+        done = [m["MessageId"] for m in batch if m["MessageId"] not in refused]
         with self._lock:
-            for message_id in message_ids:
+            for message_id in done:
                 self.handles.pop(message_id, None)
                 if self.budget is not None:
                     self.sighting.removed.add(message_id)
                     self.sighting.near.pop(message_id, None)
+        return done
 
     def release(self, message_ids: Iterable[str] | None = None) -> int:
         """Make these messages (None: every one in hand) visible again; how many SQS refused."""
