@@ -34,8 +34,6 @@ _Chunk = TypeVar("_Chunk")
 # Every kind: what the operator tools read when no DLQ_KIND is given them.
 ALL_KINDS = frozenset(RecordKind)
 
-# -- the receive budget -----------------------------------------------------------------------
-
 
 @dataclass(frozen=True, slots=True)
 class ReceiveBudget:
@@ -90,9 +88,6 @@ def usable_budget(sqs: SQSClient, queue: QueueInfo, reserve: int = 1) -> Receive
             f"to {budget.target_name}"
         )
     return budget
-
-
-# -- receiving ----------------------------------------------------------------------------------
 
 
 def receive(
