@@ -1,13 +1,7 @@
-"""The client-side move of `redrive`: batches of up to 10 received, copied, sent and deleted,
-several batches in flight at once.
-
-Each worker receives a batch, sends the copies (one SendMessageBatch per destination; a
-serverless kind's records through a `Deliverer`) and deletes exactly the originals whose copy
-was sent; what the workers share changes under one lock, and no SQS call is made under it.
-Messages not moved stay hidden until the run ends, then are made visible at once. A stop token
-(`stop`, the CLI's signal handler) ends it gracefully: no new receive, a batch not sent yet is
-given back, a send in flight finishes and its confirmed originals are deleted. The tally counts
-only what SQS confirmed; a crash between a send and its delete leaves the original to a rerun.
+"""The client-side move of `redrive`: workers each receive a batch, send the copies (a
+serverless kind's records through a `Deliverer`) and delete exactly the originals whose copy
+was sent. What they share changes under one lock, and no SQS call is made under it. A stop
+gives back what is not sent yet; the tally counts only what SQS confirmed.
 """
 
 from __future__ import annotations
@@ -74,11 +68,9 @@ def redrive(
 
 
 class MoverEnd:
-    """One worker's end-of-source rule: the source is done once known empty, never while
-    messages are merely in flight elsewhere or delayed. An empty short poll asks only some of
-    SQS's servers, so the counters decide; until they say empty the worker receives again: with
-    a long poll while messages are visible or delayed, after a short pause (growing to a second)
-    while they are only in flight elsewhere."""
+    """One worker's end-of-source rule: an empty short poll asks only some of SQS's servers, so
+    the counters decide; until they say empty, receive again (a long poll while messages are
+    visible or delayed, after a growing pause while they are only in flight elsewhere)."""
 
     def __init__(self, move: ClientMove) -> None:
         self._move = move
@@ -167,12 +159,8 @@ class ClientMove:
         companion: Companion | None = None,
         budget: ReceiveBudget | Literal["read"] | None = "read",
     ) -> None:
-        """The move, checked (the receive budget, and what `memory` holds) but not started: the
-        caller may ask it what is left (`leftover`) while it runs in another thread. What it
-        receives goes to `memory` when it ends; `follower` (a move with `request.follow_id`)
-        records its start, what it sent and its end; `companion` moves beside it in a second
-        process (`ops.companion`: only a request it fits). `budget`: the receive budget, read
-        from the queues, or already read (the second process gets its parent's)."""
+        """The move, checked (the receive budget, and what `memory` holds) but not started.
+        `budget`: read from the queues, or already read (the second process gets its parent's)."""
         if companion is not None and not companion_fits(request):
             raise ValueError("a second process only moves everything, unpaced, to SQS queues")
         if request.target_arns and deliverer is None and not request.dry_run:

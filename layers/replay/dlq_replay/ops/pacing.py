@@ -1,12 +1,7 @@
 """How fast client-side sends go: as fast as they can, at a fixed `--rate`, or adaptively
-(`--until-failing`): at most `--rate`, halved whenever messages arrive in the DLQ the copies
-would fail into, and stopped when they keep arriving. The adaptive pace gives out one slot at a
-time, at the moment of sending, so that a backoff or a stop applies to the very next send.
-
-SQS counts no arrivals: an arrival is a rise of the DLQ's population (visible + in flight +
-delayed) plus what the run itself deleted from it. That misses what something else takes off
-the DLQ between two checks: the replay function, while its event source is enabled
-(`dlq-replay pause` first).
+(`--until-failing`: slower whenever messages arrive in the DLQ the copies would fail into,
+stopped when they keep arriving). SQS counts no arrivals: an arrival is a rise of the DLQ's
+population plus what the run itself deleted from it.
 """
 
 from __future__ import annotations
