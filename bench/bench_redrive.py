@@ -114,7 +114,7 @@ class LatencySqs:
         return {"Successful": [{"Id": e["Id"]} for e in request["Entries"]], "Failed": []}
 
     def get_queue_attributes(self, **request: Any) -> dict[str, Any]:
-        """The counters a client-side move reads when a receive brings nothing (ops.clientmove)."""
+        """The counters a client-side move reads when a receive brings nothing (ops.movestate)."""
         self._call()
         with self.lock:
             visible = len(self.visible[request["QueueUrl"]])

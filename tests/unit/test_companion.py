@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 from dlq_replay.cli import prestart
-from dlq_replay.ops.clientmove import ClientMove, combined, left_by_both
+from dlq_replay.ops.clientmove import ClientMove
 from dlq_replay.ops.companion import (
     WORTH_IT_FROM,
     Companion,
@@ -17,6 +17,7 @@ from dlq_replay.ops.companion import (
     companion_fits,
     processes_for,
 )
+from dlq_replay.ops.movestate import combined, left_by_both
 from dlq_replay.ops.queueinfo import QueueInfo
 from dlq_replay.ops.receiving import Sighting
 from dlq_replay.ops.redrive import Leftover, RedriveRequest, RedriveTally

@@ -43,10 +43,10 @@ from dlq_replay.ops.export import (
     ExportPhase,
     ExportRequest,
     ExportResult,
-    S3Location,
 )
 from dlq_replay.ops.queueinfo import QueueInfo, queue_info
 from dlq_replay.ops.receivememory import ReceiveMemory
+from dlq_replay.ops.s3archive import S3Location
 
 
 def register(subparsers: Subparsers) -> None:

@@ -55,6 +55,7 @@ from dlq_replay.local.answers import ForeignAnswerError
 from dlq_replay.ops.clientmove import ClientMove
 from dlq_replay.ops.companion import WORTH_IT_FROM, Companion, processes_for
 from dlq_replay.ops.movefollow import FOLLOW_END_SECONDS, follower_of
+from dlq_replay.ops.queueinfo import preflight
 from dlq_replay.ops.receivememory import ReceiveMemory
 from dlq_replay.ops.redrive import (
     DEFAULT_CONCURRENCY,
@@ -64,7 +65,6 @@ from dlq_replay.ops.redrive import (
     RedriveRequest,
     RedriveTally,
     choose_mode,
-    preflight,
     start_move_task,
     wait_move_task,
 )

@@ -8,31 +8,27 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Literal, TypeVar
 
 from dlq_replay.core.messages import OutboundMessage
 from dlq_replay.ops.companion import Companion, companion_fits
 from dlq_replay.ops.movefollow import MoveFollower
+from dlq_replay.ops.movestate import MoverEnd, MoveState
 from dlq_replay.ops.pacing import make_pace
 from dlq_replay.ops.receivememory import ReceiveMemory
 from dlq_replay.ops.receiving import ReceiveBudget, Sighting, receive, release, usable_budget
 from dlq_replay.ops.redrive import (
     BudgetStop,
     FailReason,
-    Leftover,
     RedriveRequest,
     RedriveTally,
     SkipReason,
-    Stop,
     deliveries_sent,
     plan_copy,
 )
-from dlq_replay.sqs.depth import queue_depth
 from dlq_replay.sqs.sending import BatchSender, SendFailure, delete_messages
 from dlq_replay.targets.delivery import Delivery
 
@@ -44,11 +40,6 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs.type_defs import MessageTypeDef
 
     from dlq_replay.targets.deliverer import Deliverer
-
-# Between two looks while messages are only in flight elsewhere (or receives do not wait):
-# from the first, doubling to the last.
-FIRST_PAUSE_SECONDS = 0.05
-LAST_PAUSE_SECONDS = 1.0
 
 
 def redrive(
@@ -67,83 +58,8 @@ def redrive(
     )
 
 
-class MoverEnd:
-    """One worker's end-of-source rule: an empty short poll asks only some of SQS's servers, so
-    the counters decide; until they say empty, receive again (a long poll while messages are
-    visible or delayed, after a growing pause while they are only in flight elsewhere)."""
-
-    def __init__(self, move: ClientMove) -> None:
-        self._move = move
-        self.wait_seconds = 0  # of the next receive
-        self._pause = FIRST_PAUSE_SECONDS
-
-    def flowing(self) -> None:
-        """A receive brought messages: short polls again."""
-        self.wait_seconds = 0
-        self._pause = FIRST_PAUSE_SECONDS
-
-    def done(self) -> bool:
-        """After an empty receive: whether the source is empty but for what the run holds (the
-        least it can have held while the counters were read, as other movers delete meanwhile)."""
-        move = self._move
-        held, dropped = move.held()
-        depth = queue_depth(move.sqs, move.request.source.url)
-        least = held - (move.held()[1] - dropped)
-        if depth.visible + depth.delayed + max(0, depth.in_flight - least) == 0:
-            return True
-        if depth.visible + depth.delayed and move.request.wait_seconds:
-            self.wait_seconds = move.request.wait_seconds  # SQS answers as one shows up
-            return False
-        # In flight elsewhere (or by this run, in a receive's answer not yet read): they can
-        # only come back, so look again shortly, then less and less often.
-        self.wait_seconds = 0
-        move.stop.wait(self._pause)
-        self._pause = min(LAST_PAUSE_SECONDS, self._pause * 2)
-        return False
-
-
-def combined(one: RedriveTally, other: RedriveTally) -> RedriveTally:
-    """Two moves' tallies as one (a redrive's own and its second process's, `ops.companion`)."""
-    counts = ("seen", "moved", "sent_not_deleted", "failed", "skipped", "given_back")
-    return replace(
-        one,
-        **{name: getattr(one, name) + getattr(other, name) for name in counts},
-        unsettled=one.unsettled + other.unsettled,
-        not_released=one.not_released + other.not_released,
-        failures=_summed(one.failures, other.failures),
-        skips=_summed(one.skips, other.skips),
-        delivered=_summed(one.delivered, other.delivered),
-        errors={**other.errors, **one.errors},
-        processes=one.processes + other.processes,
-        stopped=one.stopped or other.stopped,
-        interrupted=one.interrupted or other.interrupted,
-        hidden_until=_later(one.hidden_until, other.hidden_until),
-    )
-
-
-def _summed(one: Mapping[str, int], other: Mapping[str, int]) -> dict[str, int]:
-    return {key: one.get(key, 0) + other.get(key, 0) for key in {*one, *other}}
-
-
-def left_by_both(one: Leftover, other: Leftover) -> Leftover:
-    """Two moves' leftovers as one (`combined`'s)."""
-    summed = ("hidden", "sent_not_deleted", "unconfirmed", "receives", "receiving_up_to")
-    return Leftover(
-        **{name: getattr(one, name) + getattr(other, name) for name in summed},
-        deleting=one.deleting + other.deleting,
-        releasing=one.releasing + other.releasing,
-        hidden_until=_later(one.hidden_until, other.hidden_until),
-        receiving_until=_later(one.receiving_until, other.receiving_until),
-    )
-
-
-def _later(one: float | None, other: float | None) -> float | None:
-    return max((t for t in (one, other) if t is not None), default=None)
-
-
-class ClientMove:
-    """One client-side move: its workers, and the messages in hand and the counts, changed only
-    under `lock`; snapshots of them go out as RedriveTally (and Leftover when abandoned)."""
+class ClientMove(MoveState):
+    """One client-side move's workers (its state and snapshots are `MoveState`'s)."""
 
     def __init__(
         self,
@@ -177,41 +93,18 @@ class ClientMove:
                 takes_all=request.selector.empty and request.limit is None and not request.dry_run,
                 taken=frozenset() if request.dry_run else request.selector.message_ids,
             )
-        self.sqs = sqs
-        self.request = request
-        self.budget = budget
-        self.interrupt = stop or threading.Event()  # the caller's: a signal
         self.stop = threading.Event()  # ours: the interrupt, the pace, the budget, an error
         # A wait for the pace ends at once on a stop (tests give their own sleep).
-        self.pace = make_pace(sqs, request.rate, request.until_failing, clock, sleep or self._sleep)
+        pace = make_pace(sqs, request.rate, request.until_failing, clock, sleep or self._sleep)
+        super().__init__(sqs, request, stop or threading.Event(), pace, companion)
+        self.budget = budget
         self.deliverer = deliverer
         self.memory = memory  # what it saw of the receive counts goes there at the end
         self.follower = follower  # the move's follow record (follow/): its counts, its end
-        self.companion = companion  # a second process of the move, and its counts
         self.sender = BatchSender(sqs)
         self.source_urls: dict[str, str | None] = {}
         self.sighting = Sighting()
         self.ended = False  # the workers found the source's end (no stop for the companion)
-        self.lock = threading.Lock()
-        self.seen: set[str] = set()
-        self.in_hand: dict[str, str] = {}  # message id -> receipt handle, not deleted yet
-        self.hidden_until: dict[str, float] = {}  # message id -> end of its hide time
-        self.dropped = 0  # messages deleted from in_hand (MoverEnd)
-        self.moved = 0
-        self.sent_not_deleted = 0
-        self.given_back = 0
-        self.in_flight = 0  # copies whose send or whose original's delete is in flight
-        self.reserved = 0  # messages asked for by receives still in flight (for --limit)
-        self.receives = self.receiving_up_to = 0  # ReceiveMessage calls in flight, and asked
-        self.unsettled = 0  # received, neither sent, failed, skipped nor given back yet
-        self.deleting = self.releasing = 0  # messages whose delete / release is in flight
-        self.failures: Counter[str] = Counter()
-        self.skips: Counter[str] = Counter()
-        self.delivered: Counter[str] = Counter()  # target ARN -> records delivered
-        self.errors: dict[str, str] = {}  # a failure's code -> its first message
-        self.stopped: Stop | None = None
-        self.not_released = 0
-        self.released = False
 
     def _sleep(self, seconds: float) -> None:
         self.stop.wait(seconds)
@@ -454,60 +347,3 @@ class ClientMove:
             self.stopped = BudgetStop(self.request.source.name, budget.reserve, budget.target_name)
             return True
         return False
-
-    def tally(self) -> RedriveTally:
-        """A snapshot, the second process's counts included (call it under the lock, or once
-        the run has ended)."""
-        own = RedriveTally(
-            seen=len(self.seen),
-            moved=self.moved,
-            sent_not_deleted=self.sent_not_deleted,
-            failed=sum(self.failures.values()),
-            skipped=sum(self.skips.values()),
-            given_back=self.given_back,
-            unsettled=self.unsettled,
-            dry_run=self.request.dry_run,
-            failures=dict(self.failures),
-            skips=dict(self.skips),
-            stopped=self.stopped,
-            interrupted=self.interrupt.is_set(),
-            not_released=self.not_released,
-            hidden_until=self._hidden_until() if self.not_released else None,
-            pace=self.pace.report(),
-            delivered=dict(self.delivered),
-            errors=dict(self.errors),
-        )
-        other = self.companion.tally if self.companion is not None else None
-        return own if other is None else combined(own, other)
-
-    def _hidden_until(self) -> float | None:
-        return max((self.hidden_until.get(m, 0.0) for m in self.in_hand), default=None)
-
-    def leftover(self) -> Leftover:
-        """What stays if the run is abandoned now (safe from any thread)."""
-        return self.abandoned()[1]
-
-    def abandoned(self) -> tuple[RedriveTally, Leftover]:
-        """The tally and what stays hidden if the run is abandoned now, from one moment
-        (safe from any thread)."""
-        with self.lock:
-            # A receive answered at the end of its long poll hides what it brings from then.
-            answered_by = time.time() + self.request.wait_seconds + self.request.hide_seconds
-            left = Leftover(
-                hidden=self.not_released if self.released else len(self.in_hand),
-                hidden_until=self._hidden_until(),
-                sent_not_deleted=self.sent_not_deleted,
-                unconfirmed=self.in_flight,
-                receives=self.receives,
-                receiving_up_to=self.receiving_up_to,
-                receiving_until=answered_by if self.receives else None,
-                deleting=self.deleting,
-                releasing=self.releasing,
-            )
-            other = self.companion.leftover if self.companion is not None else None
-            return self.tally(), left if other is None else left_by_both(left, other)
-
-    def held(self) -> tuple[int, int]:
-        """The messages in hand, and how many it has deleted from them so far."""
-        with self.lock:
-            return len(self.in_hand), self.dropped

@@ -8,7 +8,6 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -28,10 +27,9 @@ from dlq_replay.engine.kinds import delivery_of, recognise, target_refusal
 from dlq_replay.ops.movefollow import tag_carried
 from dlq_replay.ops.opserror import OpsError
 from dlq_replay.ops.pacing import PaceReport, PaceStop, UntilFailing
-from dlq_replay.ops.queueinfo import QueueInfo, queue_info, source_queue_url
+from dlq_replay.ops.queueinfo import QueueInfo, source_queue_url
 from dlq_replay.ops.receiving import ALL_KINDS
 from dlq_replay.ops.select import Selector
-from dlq_replay.sqs.depth import QueueDepth, queue_depth
 from dlq_replay.sqs.sending import SendFailure
 from dlq_replay.sqs.sources import dead_letter_sources
 from dlq_replay.targets.delivery import Delivery, Refused
@@ -109,40 +107,6 @@ class RedriveRequest:
     accepted_kinds: frozenset[RecordKind] = ALL_KINDS  # the stack's DLQ_KIND's (ops.receiving)
     # The action id each copy carries in `dlq-replay-action` (follow/): None, not followed.
     follow_id: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Preflight:
-    source: QueueInfo
-    destination: QueueInfo | None  # None: none was named
-    depth: QueueDepth  # the source's counters
-    dead_letter_sources: list[str] | None  # the queues the source is DLQ of; None: not read
-
-
-def preflight(
-    sqs: SQSClient,
-    source_url: str,
-    destination_url: str | None,
-    *,
-    sources: bool,
-    meanwhile: Callable[[], object] | None = None,
-) -> Preflight:
-    """What a move reads before its first receive, read at once (one after another the round
-    trips would delay the first message), `meanwhile` run while they are in flight (importing
-    the move's modules); an error is raised as it would be alone (the source's first)."""
-    with ThreadPoolExecutor(4, thread_name_prefix="preflight") as pool:
-        source = pool.submit(queue_info, sqs, source_url)
-        depth = pool.submit(queue_depth, sqs, source_url)
-        destination = pool.submit(queue_info, sqs, destination_url) if destination_url else None
-        listed = pool.submit(dead_letter_sources, sqs, source_url) if sources else None
-        if meanwhile is not None:
-            meanwhile()
-        return Preflight(
-            source.result(),
-            destination.result() if destination else None,
-            depth.result(),
-            listed.result() if listed else None,
-        )
 
 
 class ModeReason(StrEnum):
