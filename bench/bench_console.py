@@ -10,7 +10,7 @@ of them parked `rejected`:
 2. `dlq-replay export --file` (in process) reads the same queue on the same fake: the same
    read, to the user's file, so the ratio of the two is the console's own cost;
 3. the console redrives the filter's result to the main queue (its code path: the page's
-   POST, `ops.prepare` + `ClientMove.run`, audited) until its tally is final;
+   POST, `ops.clientmove.ClientMove.run`, audited) until its tally is final;
 4. `dlq-replay redrive --filter-reason rejected` (in process, one process like the console)
    does the same on a fresh copy of the queue;
 5. (not with --smoke) a snapshot of 100,000 messages in a process of its own: its seconds,

@@ -32,7 +32,7 @@ from typing import Any
 import boto3
 from dlq_replay.cli.options import INTERACTIVE_CONFIG
 from dlq_replay.follow.journal import FileFollowStore
-from dlq_replay.ops.clientmove import prepare
+from dlq_replay.ops.clientmove import ClientMove
 from dlq_replay.ops.movefollow import MoveFollower
 from dlq_replay.ops.queueinfo import QueueInfo, RedrivePolicy
 from dlq_replay.ops.redrive import DEFAULT_CONCURRENCY, RedriveRequest
@@ -72,7 +72,7 @@ def one_round(
         store = FileFollowStore(trail)
         follower = MoveFollower(store, action_id, "redrive", sqs=sqs, destinations=[target])
     started = time.perf_counter()
-    tally = prepare(sqs, request, follower=follower).run(None)
+    tally = ClientMove(sqs, request, follower=follower).run(None)
     elapsed = time.perf_counter() - started
     if not tally.adds_up or tally.failed or len(fake.arrived("target")) - before != messages:
         sys.exit(f"benchmark: a round lost or doubled messages: {tally}")

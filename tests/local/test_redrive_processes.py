@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import boto3
 import pytest
 from dlq_replay.demo.emulator import sqs_emulator
-from dlq_replay.ops.clientmove import prepare
+from dlq_replay.ops.clientmove import ClientMove
 from dlq_replay.ops.companion import Companion, CompanionSetup
 from dlq_replay.ops.queueinfo import queue_info
 from dlq_replay.ops.redrive import RedriveRequest
@@ -169,7 +169,7 @@ def test_the_second_process_does_part_of_the_move(client: SQSClient, endpoint: s
         source=queue_info(client, source), destination=queue_info(client, destination)
     )
 
-    tally = prepare(client, request, companion=companion).run(None)
+    tally = ClientMove(client, request, companion=companion).run(None)
 
     assert companion.problem is None
     assert companion.tally is not None
@@ -278,7 +278,7 @@ def test_a_second_process_that_fails_leaves_its_part_to_the_first(
     failing = [sys.executable, "-c", "import sys; sys.exit(3)"]
     companion = Companion(CompanionSetup(None, REGION, endpoint), command=failing)
 
-    tally = prepare(client, request, companion=companion).run(None)
+    tally = ClientMove(client, request, companion=companion).run(None)
 
     assert companion.problem == "exited with code 3"
     assert (tally.moved, tally.seen, tally.adds_up) == (120, 120, True)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 from dlq_replay.cli.console.snapshot import Snapshot
-from dlq_replay.ops.export import ExportRequest, prepare_export
+from dlq_replay.ops.export import Export, ExportRequest
 from dlq_replay.ops.peek import PeekRequest, peek
 from dlq_replay.ops.queueinfo import QueueInfo, queue_info
 from dlq_replay.ops.receivememory import ReadRefusedError, ReceiveMemory
@@ -189,7 +189,7 @@ def read(sqs: SQSClient, dlq: QueueInfo, memory: ReceiveMemory, step: str, path:
         peek(sqs, PeekRequest(dlq, limit=limit, wait_seconds=0), memory=memory)
     elif step == "export":
         request = ExportRequest(dlq, path, wait_seconds=0)
-        prepare_export(sqs, request, memory=memory).run()
+        Export(sqs, request, memory=memory).run()
     else:
         path.mkdir()
         snapshot = Snapshot(path, dlq)

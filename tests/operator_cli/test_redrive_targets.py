@@ -11,8 +11,7 @@ from typing import TYPE_CHECKING, Any
 import boto3
 import pytest
 from dlq_replay.core.queues import target_allowed
-from dlq_replay.ops.receiving import drain
-from dlq_replay.ops.recognition import recognised
+from dlq_replay.ops.receiving import drain, recognised
 from dlq_replay.ops.redrive import SkipReason, both_allow, plan_delivery
 from dlq_replay.targets.delivery import Delivery
 from hypothesis import given

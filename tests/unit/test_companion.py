@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 from dlq_replay.cli import prestart
-from dlq_replay.ops.clientmove import prepare
+from dlq_replay.ops.clientmove import ClientMove
 from dlq_replay.ops.companion import (
     WORTH_IT_FROM,
     Companion,
@@ -57,7 +57,7 @@ def test_a_plain_move_fits_and_every_shared_constraint_does_not() -> None:
 def test_a_move_it_does_not_fit_is_refused_before_it_starts() -> None:
     companion = Companion(CompanionSetup(None, "us-east-1", None))
     with pytest.raises(ValueError, match="second process"):
-        prepare(None, UNFIT["limit"], companion=companion)  # type: ignore[arg-type]
+        ClientMove(None, UNFIT["limit"], companion=companion)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(

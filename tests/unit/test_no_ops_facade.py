@@ -110,7 +110,7 @@ def test_the_ops_package_defines_nothing() -> None:
 def test_the_redrive_command_imports_no_other_commands_modules() -> None:
     code = (
         "import sys; from dlq_replay.cli.main import build_parser; build_parser(['redrive']); "
-        "import dlq_replay.ops.preflight, dlq_replay.ops.clientmove; "
+        "import dlq_replay.ops.queueinfo, dlq_replay.ops.clientmove; "
         "print('\\n'.join(sys.modules))"
     )
     loaded = subprocess.run(

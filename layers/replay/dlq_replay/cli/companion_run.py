@@ -18,7 +18,7 @@ from dlq_replay.cli.selection import selector_from
 from dlq_replay.cli.shutdown import end_process
 from dlq_replay.follow.moves import MoveFollow, ReturnNotice
 from dlq_replay.follow.tag import FollowTag
-from dlq_replay.ops.clientmove import prepare
+from dlq_replay.ops.clientmove import ClientMove
 from dlq_replay.ops.companion import Companion, CompanionSetup
 from dlq_replay.ops.movefollow import MoveFollower
 from dlq_replay.ops.receiving import ReceiveBudget
@@ -132,7 +132,7 @@ def _move(
     follower = None
     if request.follow_id is not None:
         follower = MoveFollower(_ParentWrites(), request.follow_id, "redrive")
-    move = prepare(sqs, request, stop=stop, follower=follower, budget=budget)
+    move = ClientMove(sqs, request, stop=stop, follower=follower, budget=budget)
 
     def followed() -> tuple[int, int]:
         return (follower.sent, follower.untracked) if follower is not None else (0, 0)

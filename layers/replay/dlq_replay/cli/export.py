@@ -38,11 +38,11 @@ from dlq_replay.cli.selection import add_selection_options, selector_from
 from dlq_replay.cli.shutdown import Shutdown, hidden_at_most_text, hidden_until_text
 from dlq_replay.ops.archive import FORMAT
 from dlq_replay.ops.export import (
+    Export,
     ExportLeftover,
     ExportPhase,
     ExportRequest,
     ExportResult,
-    prepare_export,
 )
 from dlq_replay.ops.queueinfo import QueueInfo, queue_info
 from dlq_replay.ops.receivememory import ReceiveMemory
@@ -123,14 +123,12 @@ def run_export(args: argparse.Namespace, action: audit.Action) -> int:
     action.gate(queues=(source.url,))
     shutdown = Shutdown(audit=action)
     try:
-        job = prepare_export(
-            target.sqs, request, s3=s3, stop=shutdown.stop, memory=ReceiveMemory.local()
-        )
+        job = Export(target.sqs, request, s3=s3, stop=shutdown.stop, memory=ReceiveMemory.local())
     except OSError as error:
         raise CommandError(file_error(error, "nothing was received")) from None
-    if job.state.archived and not args.json:
-        note(f"continuing {_places(request)}: {plural(len(job.state.archived), 'record')} in it")
-    approximate = job.state.expected or 0  # visible and in flight before the read
+    if job.archived and not args.json:
+        note(f"continuing {_places(request)}: {plural(len(job.archived), 'record')} in it")
+    approximate = job.expected or 0  # visible and in flight before the read
     total = min(approximate, args.limit) if args.limit else approximate
     try:
         with progress_bars(args) as progress:
@@ -140,7 +138,7 @@ def run_export(args: argparse.Namespace, action: audit.Action) -> int:
                 progress.update(bar, completed=result.examined)
 
             def report(why: str) -> None:
-                result, left = job.state.result(), job.leftover()
+                result, left = job.result(), job.leftover()
                 report_tally(
                     args,
                     action,
@@ -154,7 +152,7 @@ def run_export(args: argparse.Namespace, action: audit.Action) -> int:
                 lambda: job.run(show),
                 lambda: _export_leftover(job.leftover(), request),
                 report,
-                lambda: _export_json(source, job.state.result(), shutdown),
+                lambda: _export_json(source, job.result(), shutdown),
             )
     except OSError as error:
         raise CommandError(file_error(error, "nothing was deleted")) from None

@@ -51,10 +51,10 @@ from dlq_replay.cli.redrive_tally import (
 from dlq_replay.cli.selection import add_selection_options, selector_from
 from dlq_replay.cli.shutdown import Shutdown, interrupted, leftover_text
 from dlq_replay.local.answers import ForeignAnswerError
-from dlq_replay.ops.clientmove import prepare
+from dlq_replay.ops.clientmove import ClientMove
 from dlq_replay.ops.companion import WORTH_IT_FROM, Companion, processes_for
 from dlq_replay.ops.movefollow import FOLLOW_END_SECONDS, follower_of
-from dlq_replay.ops.preflight import preflight
+from dlq_replay.ops.queueinfo import preflight
 from dlq_replay.ops.receivememory import ReceiveMemory
 from dlq_replay.ops.redrive import (
     DEFAULT_CONCURRENCY,
@@ -325,7 +325,7 @@ def _client_redrive(
     companion = (early or Companion(companion_setup(args))) if processes == 2 else None
     if early is not None and companion is None:
         early.cancel()
-    move = prepare(
+    move = ClientMove(
         sqs,
         request,
         stop=shutdown.stop,

@@ -16,7 +16,7 @@ from dlq_replay.cli.errors import EXIT_OK, operator_command
 from dlq_replay.cli.output import duration, make_console, print_json
 from dlq_replay.cli.parsing import Subparsers, int_between
 from dlq_replay.ops.pause import BreakerStatus, breaker_status
-from dlq_replay.ops.recognition import ALL_KINDS
+from dlq_replay.ops.receiving import ALL_KINDS
 from dlq_replay.ops.stack import Deployment
 from dlq_replay.ops.status import EventSourceStatus, KindSample, QueueStatus, Status, status
 

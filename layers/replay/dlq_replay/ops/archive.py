@@ -1,19 +1,7 @@
-"""The archive of `export` and `import`: one JSON object a line (JSON Lines), pure.
-
-A record holds what it takes to send a parked message again exactly as it was (Binary values
-base64, custom type suffixes such as `Binary.gzip` kept), and the queue SQS dead-lettered it
-from (for `import --to source`); the rest is for the reader (`jq`):
-
-    {"format": "dlq-replay/1", "message_id": "...", "body": "...",
-     "attributes": {"tenant": {"DataType": "String", "StringValue": "acme"},
-                    "blob": {"DataType": "Binary.gzip", "BinaryValue": "H4sI..."}},
-     "message_group_id": null, "message_deduplication_id": null, "aws_trace_header": null,
-     "source_arn": "arn:aws:sqs:eu-west-1:123456789012:orders",
-     "receive_count": 2, "sent_timestamp": 1718000000000,
-     "kind": "sqs", "target_arn": null, "error_code": null, "error_message": null}
-
-`source_arn`, `kind` (core/kinds.py), `target_arn`, `error_code` and `error_message` were
-added within `dlq-replay/1`: a reader takes a record without them as `null`.
+"""The archive of `export` and `import`: one JSON object a line (JSON Lines), pure; the format
+is docs/operator-fix.md's. A record holds what it takes to send a parked message again exactly
+as it was, and the queue SQS dead-lettered it from (for `import --to source`); fields added
+within `dlq-replay/1` read as `null` when a record lacks them.
 """
 
 from __future__ import annotations
@@ -28,8 +16,7 @@ from typing import TYPE_CHECKING, Any
 from dlq_replay.core import attributes
 from dlq_replay.core.attributes import Attribute
 from dlq_replay.core.kinds import RecordKind
-from dlq_replay.ops.receiving import receive_count_of
-from dlq_replay.ops.recognition import ALL_KINDS, recognised
+from dlq_replay.ops.receiving import ALL_KINDS, receive_count_of, recognised
 from dlq_replay.ops.redrive import FailReason
 
 if TYPE_CHECKING:
@@ -110,10 +97,6 @@ def parse_line(text: str) -> ArchiveRecord:
         data = json.loads(text)
     except json.JSONDecodeError as error:
         raise ArchiveError(f"not JSON: {error}") from None
-    return from_dict(data)
-
-
-def from_dict(data: Any) -> ArchiveRecord:
     if not isinstance(data, dict):
         raise ArchiveError(f"not a JSON object but {type(data).__name__}")
     if data.get("format") != FORMAT:

@@ -1,16 +1,7 @@
-"""The client-side move of `redrive`: batches of up to 10 received, copied, sent and deleted,
-several batches in flight at once.
-
-Each worker thread loops: receive a batch, send the copies (one SendMessageBatch per
-destination; a serverless kind's records through a `Deliverer`), delete exactly the originals
-whose copy was sent. Messages not moved stay hidden until the run ends (none is looked at
-twice), then are made visible at once. What the workers share changes under one lock; no SQS
-call is made under it, so the round trips overlap.
-
-A stop token (`stop`, set by the CLI's signal handler) ends the run gracefully: no new
-receive, a batch received but not sent yet is given back, a send in flight finishes and the
-originals of the copies it confirmed are deleted. The tally counts only what SQS confirmed.
-A crash between a send and its delete leaves the original: a rerun sends it again.
+"""The client-side move of `redrive`: workers each receive a batch, send the copies (a
+serverless kind's records through a `Deliverer`) and delete exactly the originals whose copy
+was sent. What they share changes under one lock, and no SQS call is made under it. A stop
+gives back what is not sent yet; the tally counts only what SQS confirmed.
 """
 
 from __future__ import annotations
@@ -25,7 +16,7 @@ from typing import TYPE_CHECKING, Literal, TypeVar
 from dlq_replay.core.messages import OutboundMessage
 from dlq_replay.ops.companion import Companion, companion_fits
 from dlq_replay.ops.movefollow import MoveFollower
-from dlq_replay.ops.movestate import MoveState, SourceEnd
+from dlq_replay.ops.movestate import MoverEnd, MoveState
 from dlq_replay.ops.pacing import make_pace
 from dlq_replay.ops.receivememory import ReceiveMemory
 from dlq_replay.ops.receiving import ReceiveBudget, Sighting, receive, release, usable_budget
@@ -62,59 +53,9 @@ def redrive(
     deliverer: Deliverer | None = None,
 ) -> RedriveTally:
     """Move messages client-side, `request.concurrency` batches at a time, to the end."""
-    return prepare(sqs, request, clock=clock, sleep=sleep, stop=stop, deliverer=deliverer).run(
+    return ClientMove(sqs, request, clock=clock, sleep=sleep, stop=stop, deliverer=deliverer).run(
         on_progress
     )
-
-
-def prepare(
-    sqs: SQSClient,
-    request: RedriveRequest,
-    *,
-    clock: Callable[[], float] = time.monotonic,
-    sleep: Callable[[float], None] | None = None,
-    stop: threading.Event | None = None,
-    deliverer: Deliverer | None = None,
-    memory: ReceiveMemory | None = None,
-    follower: MoveFollower | None = None,
-    companion: Companion | None = None,
-    budget: ReceiveBudget | Literal["read"] | None = "read",
-) -> ClientMove:
-    """The move, checked (the receive budget, and what `memory` holds) but not started: the
-    caller may ask it what is left (`leftover`) while it runs in another thread. What it
-    receives goes to `memory` when it ends; `follower` (a move with `request.follow_id`)
-    records its start, what it sent and its end; `companion` moves beside it in a second
-    process (`ops.companion`: only a request it fits). `budget`: the receive budget, read from
-    the queues, or already read (the second process gets its parent's)."""
-    if companion is not None and not companion_fits(request):
-        raise ValueError("a second process only moves everything, unpaced, to SQS queues")
-    if request.target_arns and deliverer is None and not request.dry_run:
-        raise ValueError("a redrive that delivers to targets needs a Deliverer")
-    if budget == "read":
-        budget = usable_budget(sqs, request.source, request.reserve)
-    if memory is not None and budget is not None:
-        # A move of every message it receives may spend the kept receive (the reserve kept it
-        # for this); one that gives some back (a selection, a limit, a dry run) keeps the
-        # reserve for those, as a read does; ids chosen by the console are taken.
-        memory.check_move(
-            request.source,
-            budget,
-            takes_all=request.selector.empty and request.limit is None and not request.dry_run,
-            taken=frozenset() if request.dry_run else request.selector.message_ids,
-        )
-    move = ClientMove(
-        sqs,
-        request,
-        budget,
-        clock=clock,
-        sleep=sleep,
-        stop=stop or threading.Event(),
-        deliverer=deliverer,
-    )
-    move.memory = memory
-    move.follower = follower
-    move.companion = companion
-    return move
 
 
 class ClientMove(MoveState):
@@ -124,28 +65,45 @@ class ClientMove(MoveState):
         self,
         sqs: SQSClient,
         request: RedriveRequest,
-        budget: ReceiveBudget | None,
         *,
-        clock: Callable[[], float],
-        sleep: Callable[[float], None] | None,
-        stop: threading.Event,
-        wall: Callable[[], float] = time.time,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] | None = None,
+        stop: threading.Event | None = None,
         deliverer: Deliverer | None = None,
+        memory: ReceiveMemory | None = None,
+        follower: MoveFollower | None = None,
+        companion: Companion | None = None,
+        budget: ReceiveBudget | Literal["read"] | None = "read",
     ) -> None:
+        """The move, checked (the receive budget, and what `memory` holds) but not started.
+        `budget`: read from the queues, or already read (the second process gets its parent's)."""
+        if companion is not None and not companion_fits(request):
+            raise ValueError("a second process only moves everything, unpaced, to SQS queues")
+        if request.target_arns and deliverer is None and not request.dry_run:
+            raise ValueError("a redrive that delivers to targets needs a Deliverer")
+        if budget == "read":
+            budget = usable_budget(sqs, request.source, request.reserve)
+        if memory is not None and budget is not None:
+            # A move of every message it receives may spend the kept receive (the reserve kept
+            # it for this); one that gives some back (a selection, a limit, a dry run) keeps the
+            # reserve for those, as a read does; ids chosen by the console are taken.
+            memory.check_move(
+                request.source,
+                budget,
+                takes_all=request.selector.empty and request.limit is None and not request.dry_run,
+                taken=frozenset() if request.dry_run else request.selector.message_ids,
+            )
         self.stop = threading.Event()  # ours: the interrupt, the pace, the budget, an error
         # A wait for the pace ends at once on a stop (tests give their own sleep).
         pace = make_pace(sqs, request.rate, request.until_failing, clock, sleep or self._sleep)
-        super().__init__(request, interrupt=stop, wall=wall, pace=pace)
-        self.sqs = sqs
+        super().__init__(sqs, request, stop or threading.Event(), pace, companion)
         self.budget = budget
-        self.sender = BatchSender(sqs)
         self.deliverer = deliverer
+        self.memory = memory  # what it saw of the receive counts goes there at the end
+        self.follower = follower  # the move's follow record (follow/): its counts, its end
+        self.sender = BatchSender(sqs)
         self.source_urls: dict[str, str | None] = {}
-        self.end = SourceEnd(sqs, request.source.url, request.wait_seconds, self.stop, self.held)
-        self.sighting = Sighting()  # the receive counts it saw, for the receive memory
-        self.memory: ReceiveMemory | None = None
-        # The move's follow record (follow/): its counts as copies are confirmed, its end.
-        self.follower: MoveFollower | None = None
+        self.sighting = Sighting()
         self.ended = False  # the workers found the source's end (no stop for the companion)
 
     def _sleep(self, seconds: float) -> None:
@@ -209,7 +167,7 @@ class ClientMove(MoveState):
             self.companion.stop()
 
     def _work(self, on_progress: Callable[[RedriveTally], None] | None) -> None:
-        end = self.end.mover()
+        end = MoverEnd(self)
         try:
             while not self.stop.is_set():
                 with self.lock:
@@ -225,7 +183,7 @@ class ClientMove(MoveState):
                     with self.lock:
                         self.reserved -= want
                 if not received:
-                    if end.done():  # the source is empty (ops.movestate)
+                    if end.done():  # the source is empty
                         return
                     continue
                 if not fresh:
@@ -254,6 +212,8 @@ class ClientMove(MoveState):
         with self.lock:
             self.receives += 1
             self.receiving_up_to += want
+        batch: list[MessageTypeDef] = []
+        fresh: list[MessageTypeDef] = []
         try:
             batch = receive(
                 self.sqs,
@@ -262,28 +222,22 @@ class ClientMove(MoveState):
                 visibility_timeout=request.hide_seconds,
                 wait_seconds=wait_seconds,
             )
-        except BaseException:
+        finally:
+            hidden_until = time.time() + request.hide_seconds
             with self.lock:
+                # In the same moment the receive stops counting as in flight: no gap, no overlap.
                 self.receives -= 1
                 self.receiving_up_to -= want
-            raise
-        hidden_until = self.wall() + request.hide_seconds
-        fresh: list[MessageTypeDef] = []
-        with self.lock:
-            # In the same moment the receive stops counting as in flight: no gap, no overlap.
-            self.receives -= 1
-            self.receiving_up_to -= want
-            self.taken += len(batch)
-            if self.budget is not None:
-                self.sighting.saw(batch, self.budget)
-            for message in batch:
-                # A message seen before came back after its hide time: keep its new handle.
-                self.in_hand[message["MessageId"]] = message["ReceiptHandle"]
-                self.hidden_until[message["MessageId"]] = hidden_until
-                if message["MessageId"] not in self.seen:
-                    self.seen.add(message["MessageId"])
-                    fresh.append(message)
-            self.unsettled += len(fresh)
+                if self.budget is not None:
+                    self.sighting.saw(batch, self.budget)
+                for message in batch:
+                    # A message seen before came back after its hide time: keep its new handle.
+                    self.in_hand[message["MessageId"]] = message["ReceiptHandle"]
+                    self.hidden_until[message["MessageId"]] = hidden_until
+                    if message["MessageId"] not in self.seen:
+                        self.seen.add(message["MessageId"])
+                        fresh.append(message)
+                self.unsettled += len(fresh)
         return fresh, len(batch)
 
     def _handle(self, fresh: Sequence[MessageTypeDef]) -> None:

@@ -1,9 +1,7 @@
-"""A second process for a plain client-side redrive. CPython runs one thread at a time, so one
-process moving from a low-latency queue is bound by one core (about 2,000 messages a second
-here, bench/bench_end_to_end.py); a second process on the same source uses a second core. Each
-receives, sends and deletes on its own, as two redrives side by side would: a message one of
-them holds is hidden from the other. The parent adds the child's counts to its own, forwards a
-stop to it, and waits for it before it reports.
+"""A second process for a plain client-side redrive: one process is bound by one core (about
+2,000 messages a second, bench/bench_end_to_end.py). Each moves on its own, as two redrives side
+by side would; the parent adds the child's counts to its own, forwards a stop to it, and waits
+for it before it reports.
 
 The child is `python -m dlq_replay.cli.companion_run`. In on its stdin: its client's settings,
 then the request and its receive budget (or the end of its input: no move for it). Out on its
@@ -54,14 +52,10 @@ def processes_for(
     """How many processes move (1 or 2), and what to tell the operator: `asked` (--processes),
     else 2 from WORTH_IT_FROM messages with 2 `cores` or more (on one core the two would take
     turns), for a request a second process fits."""
-    wanted = asked
-    if wanted is None:
-        wanted = 2 if approximate >= WORTH_IT_FROM and cores >= 2 else 1
+    wanted = asked or (2 if approximate >= WORTH_IT_FROM and cores >= 2 else 1)
     if wanted == 1 or companion_fits(request):
         return wanted, None
-    if asked is None:
-        return 1, None
-    return 1, (
+    return 1, None if asked is None else (
         "--processes 2 applies to a move of everything, unpaced, to SQS queues (no --limit, "
         "--rate, --until-failing, selection, --keep, --dry-run or --target-arn): one process"
     )
@@ -92,7 +86,6 @@ class Companion:
         """`started`: the child already spawned (`cli.prestart`), waiting for its setup."""
         self.setup = setup
         self.command = command or [sys.executable, "-m", "dlq_replay.cli.companion_run"]
-        # The child's: spawned here, or already (`started`); its setup is sent once.
         self.tally: RedriveTally | None = None
         self.leftover: Leftover | None = None
         self.sighting = Sighting()
@@ -166,17 +159,14 @@ class Companion:
             if frame[0] == "failed":
                 self.problem = str(frame[1])
                 continue
-            self._followed_now(frame[3])
+            # The follow record gets what the child confirmed since its last frame.
+            (sent, untracked), (before, before_untracked) = frame[3], self._followed
+            self._followed = frame[3]
+            if self.follower is not None:
+                self.follower.add(sent - before, untracked - before_untracked)
             self.tally, self.leftover = frame[1], frame[2]
             if frame[0] == "end":
                 self.sighting, self.source_urls = frame[4], frame[5]
-
-    def _followed_now(self, counts: tuple[int, int]) -> None:
-        """The follow record gets what the child confirmed since its last frame."""
-        sent, untracked = counts[0] - self._followed[0], counts[1] - self._followed[1]
-        self._followed = counts
-        if self.follower is not None:
-            self.follower.add(sent, untracked)
 
     def stop(self) -> None:
         """The move stops before the end: so does the child (once; as a Ctrl-C stops it)."""

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -21,7 +20,6 @@ from dlq_replay.ops.receivememory import ReceiveMemory
 from dlq_replay.ops.receiving import Receiving, usable_budget
 from dlq_replay.ops.select import Selector
 from dlq_replay.sqs.depth import QueueDepth, queue_depth
-from dlq_replay.sqs.sending import delete_messages
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -89,8 +87,8 @@ class Deleter:
             request.wait_seconds,
             stop=self.stop,
         )
-        self.counts: Counter[str] = Counter()
-        self.not_released = 0
+        self.deleted = self.failed = self.not_released = 0
+        self.seen = 0  # once released (the handles are gone then)
 
     def run(self, on_progress: Callable[[DeleteTally], None] | None = None) -> DeleteTally:
         selector = self.request.selector
@@ -98,31 +96,25 @@ class Deleter:
             for batch in self.receiving.batches(
                 self.request.limit, lambda m: selector.takes(m, self.now())
             ):
-                refused = set(delete_messages(self.receiving.sqs, self.receiving.url, batch))
-                done = [m["MessageId"] for m in batch if m["MessageId"] not in refused]
-                self.receiving.forget(done)
-                self.counts["deleted"] += len(done)
-                self.counts["failed"] += len(refused)
+                done = self.receiving.delete(batch)
+                self.deleted += len(done)
+                self.failed += len(batch) - len(done)
                 if on_progress is not None:
                     on_progress(self.tally())
         finally:
             # What was not deleted: the skipped ones given back now, the failed ones too.
-            self.counts["seen"] = self._seen()
+            self.seen = self.deleted + len(self.receiving.handles)
             self.not_released = self.receiving.release()
             if self.memory is not None:
                 self.memory.record(self.request.source, self.receiving.sighting)
         return self.tally()
 
-    def _seen(self) -> int:
-        return self.counts["deleted"] + len(self.receiving.handles)
-
     def tally(self) -> DeleteTally:
-        deleted, failed = self.counts["deleted"], self.counts["failed"]
-        seen = max(self.counts["seen"], self._seen())
+        seen = max(self.seen, self.deleted + len(self.receiving.handles))
         return DeleteTally(
-            deleted=deleted,
-            skipped=seen - deleted - failed,
-            failed=failed,
+            deleted=self.deleted,
+            skipped=seen - self.deleted - self.failed,
+            failed=self.failed,
             seen=seen,
             stopped=self.receiving.stopped,
             interrupted=self.stop.is_set(),

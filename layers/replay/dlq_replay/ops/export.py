@@ -1,8 +1,6 @@
-"""`export`: parked messages into a JSON Lines archive (`ops.archive`), a local file and/or an S3
-object; with `delete`, they leave the queue only once the archive is committed and uploaded. An
-existing archive is continued, never overwritten (an id it holds is not written again), so an
-interrupted `export --delete` is rerun with the same `--file` or `--s3-uri`, and one archive
-holds every message once.
+"""`export`: parked messages into a JSON Lines archive (`ops.archive`), a local file and/or an
+S3 object; with `delete`, they leave the queue only once the archive is committed and uploaded.
+An existing archive is continued, never overwritten: an interrupted `export --delete` is rerun.
 """
 
 from __future__ import annotations
@@ -21,13 +19,12 @@ from dlq_replay.ops.archive import ArchiveError, from_message, parse_line
 from dlq_replay.ops.opserror import OpsError
 from dlq_replay.ops.queueinfo import QueueInfo
 from dlq_replay.ops.receivememory import ReceiveMemory
-from dlq_replay.ops.receiving import Receiving, in_parallel, usable_budget
-from dlq_replay.ops.recognition import ALL_KINDS
+from dlq_replay.ops.receiving import ALL_KINDS, Receiving, in_parallel, usable_budget
 from dlq_replay.ops.redrive import FailReason
 from dlq_replay.ops.s3archive import ArchiveFile, S3Location, check_writable, existing_object
 from dlq_replay.ops.select import Selector
 from dlq_replay.sqs.depth import queue_depth
-from dlq_replay.sqs.sending import MAX_BATCH_ENTRIES, delete_messages
+from dlq_replay.sqs.sending import MAX_BATCH_ENTRIES
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -48,13 +45,12 @@ class ExportRequest:
     reserve: int = 1
     # The allowed targets (REPLAY_TARGET_ARNS): they name a `lambda` record's function.
     replay_targets: frozenset[str] = frozenset()
-    accepted_kinds: frozenset[RecordKind] = ALL_KINDS  # the stack's DLQ_KIND's (ops.recognition)
+    accepted_kinds: frozenset[RecordKind] = ALL_KINDS  # the stack's DLQ_KIND's (ops.receiving)
 
 
 @dataclass(frozen=True, slots=True)
 class ExportResult:
-    """What an export did; `exported + already_archived + filtered + failed == examined`
-    always holds."""
+    """What an export did; `exported + already_archived + filtered + failed == examined`."""
 
     examined: int = 0
     exported: int = 0
@@ -106,53 +102,51 @@ class ExportLeftover:
         return self.hidden + self.receiving_up_to
 
 
-def prepare_export(
-    sqs: SQSClient,
-    request: ExportRequest,
-    *,
-    s3: S3Client | None = None,
-    now: Callable[[], float] = time.time,
-    stop: threading.Event | None = None,
-    memory: ReceiveMemory | None = None,
-) -> Export:
-    """The export, checked before anything is received (with `delete`, a message may spend its
-    last receive: it is deleted)."""
-    if request.path is None and request.s3 is None:
-        raise OpsError("name a file or an S3 object to export to", usage=True)
-    if request.s3 is not None and s3 is None:
-        raise OpsError("an S3 export needs an S3 client")
-    if request.path is not None and request.path.is_dir():
-        raise OpsError(f"{request.path} is a directory", usage=True)
-    earlier: bytes = b""
-    if request.path is not None and request.path.exists():
-        earlier = request.path.read_bytes()
-    elif request.s3 is not None and s3 is not None:
-        earlier = existing_object(s3, request.s3, delete=request.delete)
-    archived = _archived_ids(earlier, request.path or request.s3)
-    if request.s3 is not None and s3 is not None:
-        check_writable(s3, request.s3)
-    budget = usable_budget(sqs, request.source, request.reserve)
-    if memory is not None and budget is not None:
-        memory.check(request.source, replace(budget, reserve=0) if request.delete else budget)
-    expected = queue_depth(sqs, request.source.url)
-    receiving = Receiving(
-        sqs, request.source.url, budget, request.hide_seconds, request.wait_seconds, stop=stop
-    )
-    state = _Run(request, receiving, now, archived, expected=expected.visible + expected.in_flight)
-    return Export(request, receiving, s3, earlier, state, memory)
-
-
-@dataclass(slots=True)
 class Export:
-    """One export run (`prepare_export`); `leftover` is safe to call from another thread."""
+    """One export run, checked before anything is received (with `delete`, a message may spend
+    its last receive: it is deleted); `leftover` is safe to call from another thread."""
 
-    request: ExportRequest
-    receiving: Receiving
-    s3: S3Client | None
-    earlier: bytes  # the archive this run continues
-    state: _Run
-    memory: ReceiveMemory | None  # what the read saw goes there
-    phase: ExportPhase = ExportPhase.RECEIVING
+    def __init__(
+        self,
+        sqs: SQSClient,
+        request: ExportRequest,
+        *,
+        s3: S3Client | None = None,
+        now: Callable[[], float] = time.time,
+        stop: threading.Event | None = None,
+        memory: ReceiveMemory | None = None,
+    ) -> None:
+        if request.path is None and request.s3 is None:
+            raise OpsError("name a file or an S3 object to export to", usage=True)
+        if request.s3 is not None and s3 is None:
+            raise OpsError("an S3 export needs an S3 client")
+        if request.path is not None and request.path.is_dir():
+            raise OpsError(f"{request.path} is a directory", usage=True)
+        self.earlier = b""  # the archive this run continues
+        if request.path is not None and request.path.exists():
+            self.earlier = request.path.read_bytes()
+        elif request.s3 is not None and s3 is not None:
+            self.earlier = existing_object(s3, request.s3, delete=request.delete)
+        self.archived = _archived_ids(self.earlier, request.path or request.s3)
+        if request.s3 is not None and s3 is not None:
+            check_writable(s3, request.s3)
+        budget = usable_budget(sqs, request.source, request.reserve)
+        if memory is not None and budget is not None:
+            memory.check(request.source, replace(budget, reserve=0) if request.delete else budget)
+        depth = queue_depth(sqs, request.source.url)
+        self.expected = depth.visible + depth.in_flight  # in the queue before the read
+        self.receiving = Receiving(
+            sqs, request.source.url, budget, request.hide_seconds, request.wait_seconds, stop=stop
+        )
+        self.request, self.s3, self.now = request, s3, now
+        self.memory = memory  # what the read saw goes there
+        self.phase = ExportPhase.RECEIVING
+        self.already: list[str] = []  # of the archived ids, the ones received again
+        self.exported: list[str] = []
+        self.filtered = self.deleted = self.not_deleted = self.not_released = self.bytes = 0
+        self.deleting = 0  # in a delete request in flight
+        self.failures: Counter[str] = Counter()
+        self._lock = threading.Lock()  # the deletes go several at once
 
     def run(
         self,
@@ -160,87 +154,52 @@ class Export:
         on_archived: Callable[[], None] | None = None,
     ) -> ExportResult:
         """The export; `on_archived` is called once the archive is complete."""
-        request, run, receiving = self.request, self.state, self.receiving
+        request, receiving = self.request, self.receiving
         try:
             with ArchiveFile(request.path, self.earlier) as archive:
-                for batch in receiving.batches(request.limit, run.selected):
+                for batch in receiving.batches(request.limit, self.selected):
                     for message in batch:
-                        run.write(archive, message)
+                        self.write(archive, message)
                     if on_progress is not None:
-                        on_progress(run.result())
+                        on_progress(self.result())
                 # The rest at once: only the exported wait for the archive.
-                run.not_released += receiving.release(run.unexported())
+                self.not_released += receiving.release(self.unexported())
                 archive.commit()
-                run.bytes = archive.size
+                self.bytes = archive.size
                 if request.s3 is not None and self.s3 is not None:
                     archive.upload(self.s3, request.s3)
                 self.phase = ExportPhase.ARCHIVED
                 if on_archived is not None:
                     on_archived()
                 if request.delete:
-                    run.delete()
+                    self.delete()
         finally:
-            run.not_released += receiving.release()
+            self.not_released += receiving.release()
             if self.memory is not None:
                 self.memory.record(request.source, receiving.sighting)
-        return run.result()
+        return self.result()
 
     def leftover(self) -> ExportLeftover:
-        run, receiving = self.state, self.receiving
+        receiving = self.receiving
         # Read before the handles: a receive that ends meanwhile is then counted twice, never
         # missed (an upper bound); a release in flight still counts the messages it names.
-        asked, releasing = receiving.receiving_up_to, receiving.releasing
-        receives = receiving.receives
+        asked, releasing, receives = (
+            receiving.receiving_up_to,
+            receiving.releasing,
+            receiving.receives,
+        )
         answered_by = time.time() + receiving.wait_seconds + receiving.hide_seconds
         return ExportLeftover(
             phase=self.phase,
             hidden=len(receiving.handles) + releasing,
             hidden_until=receiving.hidden_until,
-            deleted=run.deleted,
-            archived=len(run.exported) + len(run.archived),
+            deleted=self.deleted,
+            archived=len(self.exported) + len(self.archived),
             receiving_up_to=asked,
             receiving_until=answered_by if asked else None,
-            settling=releasing + run.deleting,
+            settling=releasing + self.deleting,
             receives=receives if asked else 0,
         )
-
-
-def _archived_ids(earlier: bytes, where: object) -> set[str]:
-    """The message ids of an archive to continue; OpsError when it is not one."""
-    ids: set[str] = set()
-    for number, line in enumerate(earlier.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            ids.add(parse_line(line.decode("utf-8")).message_id)
-        except (ArchiveError, UnicodeDecodeError) as error:
-            raise OpsError(
-                f"{where} exists and is not an export archive (line {number}: {error}); "
-                "export continues an archive but never overwrites another file",
-                usage=True,
-            ) from None
-    return ids
-
-
-@dataclass(slots=True)
-class _Run:
-    """The counts of one export, and the ids it wrote."""
-
-    request: ExportRequest
-    receiving: Receiving
-    now: Callable[[], float]
-    archived: set[str]  # ids in the archive from an earlier run
-    already: list[str] = field(default_factory=list)  # of those, the ones received again
-    exported: list[str] = field(default_factory=list)
-    filtered: int = 0
-    failures: Counter[str] = field(default_factory=Counter)
-    deleted: int = 0
-    not_deleted: int = 0
-    deleting: int = 0  # in a delete request in flight
-    not_released: int = 0
-    bytes: int = 0
-    expected: int | None = None
-    _lock: threading.Lock = field(default_factory=threading.Lock)  # the deletes go several at once
 
     def selected(self, message: MessageTypeDef) -> bool:
         chosen = self.request.selector.takes(message, self.now())
@@ -277,12 +236,10 @@ class _Run:
         with self._lock:
             self.deleting += len(batch)
         try:
-            refused = set(delete_messages(self.receiving.sqs, self.receiving.url, batch))
+            done = self.receiving.delete(batch)
         finally:
             with self._lock:
                 self.deleting -= len(batch)
-        done = [m["MessageId"] for m in batch if m["MessageId"] not in refused]
-        self.receiving.forget(done)
         with self._lock:
             self.deleted += len(done)
             self.not_deleted += len(batch) - len(done)
@@ -311,3 +268,20 @@ class _Run:
             partial=self.receiving.partial,
             expected=self.expected,
         )
+
+
+def _archived_ids(earlier: bytes, where: object) -> set[str]:
+    """The message ids of an archive to continue; OpsError when it is not one."""
+    ids: set[str] = set()
+    for number, line in enumerate(earlier.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            ids.add(parse_line(line.decode("utf-8")).message_id)
+        except (ArchiveError, UnicodeDecodeError) as error:
+            raise OpsError(
+                f"{where} exists and is not an export archive (line {number}: {error}); "
+                "export continues an archive but never overwrites another file",
+                usage=True,
+            ) from None
+    return ids

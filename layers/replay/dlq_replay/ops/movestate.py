@@ -1,21 +1,19 @@
 """What a client-side move knows at any moment (`ops.clientmove` does the moving): the messages
 in hand and the counts, changed only under `lock`, and their snapshots (`RedriveTally`, and
-`Leftover` for an abandoned run). And when the move is done (`SourceEnd`): once the source is
-known empty, never while messages are merely in flight elsewhere or delayed. An empty short
-poll asks only some of SQS's servers, so the counters decide; until they say empty the mover
-receives again: with a long poll while messages are visible or delayed, after a short pause
-(growing to a second) while they are only in flight elsewhere.
+`Leftover` for an abandoned run); and when the move is done (`MoverEnd`): once the source is
+known empty, never while messages are merely in flight elsewhere or delayed.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from dlq_replay.ops.pacing import Pace
+from dlq_replay.ops.pacing import FixedRate
 from dlq_replay.ops.redrive import Leftover, RedriveRequest, RedriveTally, Stop
 from dlq_replay.sqs.depth import queue_depth
 
@@ -30,35 +28,13 @@ FIRST_PAUSE_SECONDS = 0.05
 LAST_PAUSE_SECONDS = 1.0
 
 
-@dataclass(frozen=True, slots=True)
-class Held:
-    """Messages in hand, and running totals of those received and deleted (they bound how
-    `held` moved meanwhile)."""
-
-    held: int
-    taken: int
-    dropped: int
-
-
-@dataclass(frozen=True, slots=True)
-class SourceEnd:
-    """The end-of-source rule of one run; each mover follows it with its own `MoverEnd`."""
-
-    sqs: SQSClient
-    url: str
-    wait_seconds: int
-    stop: threading.Event
-    held: Callable[[], Held]
-
-    def mover(self) -> MoverEnd:
-        return MoverEnd(self)
-
-
 class MoverEnd:
-    """One mover's side: the wait of its next receive, and whether it is done."""
+    """One worker's end-of-source rule: an empty short poll asks only some of SQS's servers, so
+    the counters decide; until they say empty, receive again (a long poll while messages are
+    visible or delayed, after a growing pause while they are only in flight elsewhere)."""
 
-    def __init__(self, rule: SourceEnd) -> None:
-        self._rule = rule
+    def __init__(self, move: MoveState) -> None:
+        self._move = move
         self.wait_seconds = 0  # of the next receive
         self._pause = FIRST_PAUSE_SECONDS
 
@@ -70,20 +46,19 @@ class MoverEnd:
     def done(self) -> bool:
         """After an empty receive: whether the source is empty but for what the run holds (the
         least it can have held while the counters were read, as other movers delete meanwhile)."""
-        rule = self._rule
-        before = rule.held()
-        depth = queue_depth(rule.sqs, rule.url)
-        after = rule.held()
-        least = before.held - (after.dropped - before.dropped)
+        move = self._move
+        held, dropped = move.held()
+        depth = queue_depth(move.sqs, move.request.source.url)
+        least = held - (move.held()[1] - dropped)
         if depth.visible + depth.delayed + max(0, depth.in_flight - least) == 0:
             return True
-        if depth.visible + depth.delayed and rule.wait_seconds:
-            self.wait_seconds = rule.wait_seconds  # SQS answers as soon as one shows up
+        if depth.visible + depth.delayed and move.request.wait_seconds:
+            self.wait_seconds = move.request.wait_seconds  # SQS answers as one shows up
             return False
         # In flight elsewhere (or by this run, in a receive's answer not yet read): they can
         # only come back, so look again shortly, then less and less often.
         self.wait_seconds = 0
-        rule.stop.wait(self._pause)
+        move.stop.wait(self._pause)
         self._pause = min(LAST_PAUSE_SECONDS, self._pause * 2)
         return False
 
@@ -130,23 +105,26 @@ def _later(one: float | None, other: float | None) -> float | None:
 class MoveState:
     """The state of one client-side move; snapshots of it go out as RedriveTally."""
 
+    stop: threading.Event  # the mover's: the interrupt, the pace, the budget, an error
+
     def __init__(
         self,
+        sqs: SQSClient,
         request: RedriveRequest,
-        *,
         interrupt: threading.Event,
-        wall: Callable[[], float],
-        pace: Pace,
+        pace: FixedRate,
+        companion: Companion | None,
     ) -> None:
+        self.sqs = sqs
         self.request = request
-        self.lock = threading.Lock()
         self.interrupt = interrupt  # the caller's: a signal
-        self.wall = wall
         self.pace = pace
+        self.companion = companion  # a second process of the move, and its counts
+        self.lock = threading.Lock()
         self.seen: set[str] = set()
         self.in_hand: dict[str, str] = {}  # message id -> receipt handle, not deleted yet
         self.hidden_until: dict[str, float] = {}  # message id -> end of its hide time
-        self.taken = self.dropped = 0  # messages received, and deleted from in_hand (SourceEnd)
+        self.dropped = 0  # messages deleted from in_hand (MoverEnd)
         self.moved = 0
         self.sent_not_deleted = 0
         self.given_back = 0
@@ -162,17 +140,11 @@ class MoveState:
         self.stopped: Stop | None = None
         self.not_released = 0
         self.released = False
-        self.companion: Companion | None = None  # a second process of the move, and its counts
 
     def tally(self) -> RedriveTally:
         """A snapshot, the second process's counts included (call it under the lock, or once
         the run has ended)."""
-        own = self._own_tally()
-        other = self.companion.tally if self.companion is not None else None
-        return own if other is None else combined(own, other)
-
-    def _own_tally(self) -> RedriveTally:
-        return RedriveTally(
+        own = RedriveTally(
             seen=len(self.seen),
             moved=self.moved,
             sent_not_deleted=self.sent_not_deleted,
@@ -191,10 +163,11 @@ class MoveState:
             delivered=dict(self.delivered),
             errors=dict(self.errors),
         )
+        other = self.companion.tally if self.companion is not None else None
+        return own if other is None else combined(own, other)
 
     def _hidden_until(self) -> float | None:
-        ends = [self.hidden_until.get(m, 0.0) for m in self.in_hand]
-        return max(ends) if ends else None
+        return max((self.hidden_until.get(m, 0.0) for m in self.in_hand), default=None)
 
     def leftover(self) -> Leftover:
         """What stays if the run is abandoned now (safe from any thread)."""
@@ -205,7 +178,7 @@ class MoveState:
         (safe from any thread)."""
         with self.lock:
             # A receive answered at the end of its long poll hides what it brings from then.
-            answered_by = self.wall() + self.request.wait_seconds + self.request.hide_seconds
+            answered_by = time.time() + self.request.wait_seconds + self.request.hide_seconds
             left = Leftover(
                 hidden=self.not_released if self.released else len(self.in_hand),
                 hidden_until=self._hidden_until(),
@@ -220,6 +193,7 @@ class MoveState:
             other = self.companion.leftover if self.companion is not None else None
             return self.tally(), left if other is None else left_by_both(left, other)
 
-    def held(self) -> Held:
+    def held(self) -> tuple[int, int]:
+        """The messages in hand, and how many it has deleted from them so far."""
         with self.lock:
-            return Held(len(self.in_hand), self.taken, self.dropped)
+            return len(self.in_hand), self.dropped

@@ -1,12 +1,7 @@
 """How fast client-side sends go: as fast as they can, at a fixed `--rate`, or adaptively
-(`--until-failing`): at most `--rate`, halved whenever messages arrive in the DLQ the copies
-would fail into, and stopped when they keep arriving. The adaptive pace gives out one slot at a
-time, at the moment of sending, so that a backoff or a stop applies to the very next send.
-
-SQS counts no arrivals: an arrival is a rise of the DLQ's population (visible + in flight +
-delayed) plus what the run itself deleted from it. That misses what something else takes off
-the DLQ between two checks: the replay function, while its event source is enabled
-(`dlq-replay pause` first).
+(`--until-failing`: slower whenever messages arrive in the DLQ the copies would fail into,
+stopped when they keep arriving). SQS counts no arrivals: an arrival is a rise of the DLQ's
+population plus what the run itself deleted from it.
 """
 
 from __future__ import annotations
@@ -16,7 +11,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from dlq_replay.ops.opserror import OpsError
 from dlq_replay.ops.queueinfo import QueueInfo, queue_info, source_queue_url
@@ -34,31 +29,15 @@ MINIMUM_RATE = 0.1  # backing off never goes below one message every 10 s
 POLL_SECONDS = 0.5  # a thread waiting for its slot looks again this often (checks, stops)
 
 
-class Pace(Protocol):
-    @property
-    def batch_size(self) -> int:
-        """Messages the next receive should ask for (a slow rate takes fewer than 10)."""
-
-    @property
-    def stopped(self) -> PaceStop | None:
-        """Why the run must stop, once it must."""
-
-    def acquire(self, count: int) -> bool:
-        """Wait until `count` messages may be sent; False when nothing more may be."""
-
-    def report(self) -> PaceReport | None:
-        """What an adaptive pace saw (None for a fixed one)."""
-
-    def deleted(self, queue_url: str, count: int) -> None:
-        """The run deleted `count` messages from `queue_url` (no arrival there)."""
-
-
 def batch_size_for(rate: float | None) -> int:
     return MAX_BATCH_ENTRIES if rate is None else max(1, min(MAX_BATCH_ENTRIES, math.floor(rate)))
 
 
 class FixedRate:
-    """`rate` messages a second overall (None: no limit); a late batch may catch up."""
+    """`rate` messages a second overall (None: no limit); a late batch may catch up. The pace
+    of a run (`make_pace`): `stopped` is why the run must stop, once it must."""
+
+    stopped: PaceStop | None = None
 
     def __init__(
         self, rate: float | None, clock: Callable[[], float], sleep: Callable[[float], None]
@@ -72,13 +51,11 @@ class FixedRate:
 
     @property
     def batch_size(self) -> int:
+        """Messages the next receive should ask for (a slow rate takes fewer than 10)."""
         return batch_size_for(self.rate)
 
-    @property
-    def stopped(self) -> PaceStop | None:
-        return None
-
     def acquire(self, count: int) -> bool:
+        """Wait until `count` messages may be sent; False when nothing more may be."""
         if self.rate is None:
             return True
         with self.lock:  # each batch takes its slot in the schedule
@@ -89,10 +66,11 @@ class FixedRate:
         return True
 
     def report(self) -> PaceReport | None:
+        """What an adaptive pace saw."""
         return None
 
     def deleted(self, queue_url: str, count: int) -> None:
-        pass
+        """The run deleted `count` messages from `queue_url` (no arrival there)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,7 +134,7 @@ class PaceReport:
         return self.failure_seconds is not None and self.watched_seconds < self.failure_seconds
 
 
-class AdaptiveRate:
+class AdaptiveRate(FixedRate):
     """At most `policy.rate`; each check that sees `threshold` or more arrivals halves the
     rate, each clean check doubles it back (up to `policy.rate`), and `stop_after` failing
     checks in a row stop the run with the reason."""
@@ -168,30 +146,16 @@ class AdaptiveRate:
         clock: Callable[[], float],
         sleep: Callable[[float], None],
     ) -> None:
+        super().__init__(policy.rate, clock, sleep)
+        self.rate: float = policy.rate
         self.policy = policy
         self.population = population
         self.deleted_here = 0  # what the run itself deleted from the watched DLQ
-        self.clock = clock
-        self.sleep = sleep
-        self.lock = threading.Lock()
-        self.rate = policy.rate
-        self.next_slot = clock()
-        self.last_check = self.started = self.next_slot
-        self.baseline = population()
-        self.seen = self.baseline
-        self.checks = 0
-        self.backoffs = 0
+        self.next_slot = self.last_check = self.started
+        self.seen = self.baseline = population()
+        self.checks = self.backoffs = 0
         self.strikes: list[int] = []  # arrivals of the failing checks in a row
         self.checking = False  # a thread is reading the DLQ's depth (outside the lock)
-        self._stopped: PaceStop | None = None
-
-    @property
-    def batch_size(self) -> int:
-        return batch_size_for(self.rate)
-
-    @property
-    def stopped(self) -> PaceStop | None:
-        return self._stopped
 
     def acquire(self, count: int) -> bool:
         while True:
@@ -203,7 +167,7 @@ class AdaptiveRate:
             if due:
                 self._check(now)  # reads the DLQ's depth: outside the lock
             with self.lock:
-                if self._stopped is not None:
+                if self.stopped is not None:
                     return False
                 wait = self.next_slot - now
                 if wait <= 0:
@@ -249,7 +213,7 @@ class AdaptiveRate:
             return
         self.strikes.append(arrived)
         if len(self.strikes) >= self.policy.stop_after:
-            self._stopped = self._why()
+            self.stopped = self._why()
             return
         self.backoffs += 1
         self.rate = max(MINIMUM_RATE, self.rate / 2)
@@ -296,7 +260,7 @@ def make_pace(
     until_failing: UntilFailing | None,
     clock: Callable[[], float],
     sleep: Callable[[float], None],
-) -> Pace:
+) -> FixedRate:
     """The pace of a run: fixed, or adaptive watching `until_failing.watched`."""
     if until_failing is None:
         return FixedRate(rate, clock, sleep)

@@ -32,10 +32,6 @@ class PauseResult:
     after: str  # its state after (Disabling/Enabling until Lambda is done)
     changed: bool  # False: it already was as asked
 
-    @property
-    def enabled(self) -> bool:
-        return self.after in ("Enabled", "Enabling")
-
 
 def set_event_source(
     lam: LambdaClient, function_name: str, dlq_arn: str | None, *, enabled: bool

@@ -15,8 +15,14 @@ from dlq_replay.core.settings import DEFAULT_COUNT_ATTRIBUTE
 from dlq_replay.engine.kinds import recorded_error
 from dlq_replay.ops.queueinfo import QueueInfo
 from dlq_replay.ops.receivememory import ReceiveMemory
-from dlq_replay.ops.receiving import ReceiveBudget, Receiving, receive_count_of, usable_budget
-from dlq_replay.ops.recognition import ALL_KINDS, recognised
+from dlq_replay.ops.receiving import (
+    ALL_KINDS,
+    ReceiveBudget,
+    Receiving,
+    receive_count_of,
+    recognised,
+    usable_budget,
+)
 from dlq_replay.ops.select import Selector
 
 if TYPE_CHECKING:
@@ -67,7 +73,7 @@ class PeekRequest:
     reserve: int = 1
     # The allowed targets (REPLAY_TARGET_ARNS): they name a `lambda` record's function.
     replay_targets: frozenset[str] = frozenset()
-    accepted_kinds: frozenset[RecordKind] = ALL_KINDS  # the stack's DLQ_KIND's (ops.recognition)
+    accepted_kinds: frozenset[RecordKind] = ALL_KINDS  # the stack's DLQ_KIND's (ops.receiving)
 
 
 def peek(

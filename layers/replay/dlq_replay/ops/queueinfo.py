@@ -1,14 +1,17 @@
 """What the operator tools need to know about a queue: its ARN, type, visibility timeout and
-redrive policy, and which queues dead-letter into it."""
+redrive policy, and which queues dead-letter into it; and what a move reads first (`preflight`)."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from dlq_replay.core.queues import Arn, arn_name, is_fifo_url
 from dlq_replay.ops.opserror import QueueNotFoundError
+from dlq_replay.sqs.depth import QueueDepth, queue_depth
+from dlq_replay.sqs.sources import dead_letter_sources
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -93,3 +96,39 @@ def source_queue_url(sqs: SQSClient, arn: str, cache: dict[str, str | None]) -> 
         except (ValueError, ClientError):
             cache[arn] = None
     return cache[arn]
+
+
+@dataclass(frozen=True, slots=True)
+class Preflight:
+    source: QueueInfo
+    destination: QueueInfo | None  # None: none was named
+    depth: QueueDepth  # the source's counters
+    dead_letter_sources: list[str] | None  # the queues the source is DLQ of; None: not read
+
+
+def preflight(
+    sqs: SQSClient,
+    source_url: str,
+    destination_url: str | None,
+    *,
+    sources: bool,
+    meanwhile: Callable[[], object] | None = None,
+) -> Preflight:
+    """What a move reads before its first receive, read at once (one after another the round
+    trips would delay the first message), `meanwhile` run while they are in flight (importing
+    the move's modules); an error is raised as it would be alone (the source's first)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(4, thread_name_prefix="preflight") as pool:
+        source = pool.submit(queue_info, sqs, source_url)
+        depth = pool.submit(queue_depth, sqs, source_url)
+        destination = pool.submit(queue_info, sqs, destination_url) if destination_url else None
+        listed = pool.submit(dead_letter_sources, sqs, source_url) if sources else None
+        if meanwhile is not None:
+            meanwhile()
+        return Preflight(
+            source.result(),
+            destination.result() if destination else None,
+            depth.result(),
+            listed.result() if listed else None,
+        )

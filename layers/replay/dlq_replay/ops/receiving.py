@@ -1,5 +1,5 @@
 """Receiving without harm: a look spends the receive budget (`ReceiveBudget`) and stops before
-it is gone."""
+it is gone; and what a received record is (`recognised`)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
+from dlq_replay.core.kinds import Recognised, RecordKind
+from dlq_replay.core.messages import InboundMessage
+from dlq_replay.engine.kinds import recognise
 from dlq_replay.ops.opserror import OpsError
 from dlq_replay.ops.queueinfo import QueueInfo, queue_info
 from dlq_replay.sqs.sending import MAX_BATCH_ENTRIES, change_visibility, delete_messages
@@ -28,8 +31,8 @@ SEQUENTIAL_UP_TO = 500
 # A read stops once this share of its hide time is gone: what it hid first would show again.
 HIDE_MARGIN = 0.8
 _Chunk = TypeVar("_Chunk")
-
-# -- the receive budget -----------------------------------------------------------------------
+# Every kind: what the operator tools read when no DLQ_KIND is given them.
+ALL_KINDS = frozenset(RecordKind)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,9 +90,6 @@ def usable_budget(sqs: SQSClient, queue: QueueInfo, reserve: int = 1) -> Receive
     return budget
 
 
-# -- receiving ----------------------------------------------------------------------------------
-
-
 def receive(
     sqs: SQSClient, url: str, count: int, *, visibility_timeout: int, wait_seconds: int
 ) -> list[MessageTypeDef]:
@@ -121,6 +121,16 @@ def in_parallel(chunks: Sequence[_Chunk], work: Callable[[_Chunk], int]) -> list
 
 def receive_count_of(message: MessageTypeDef) -> int:
     return int(message.get("Attributes", {}).get("ApproximateReceiveCount", "1"))
+
+
+def recognised(
+    message: MessageTypeDef,
+    replay_targets: frozenset[str],
+    accepted: frozenset[RecordKind] = ALL_KINDS,
+) -> Recognised:
+    """A received record's kind, target and error, as the replay reads it (`engine.kinds`);
+    `replay_targets` name the function a `lambda` record goes back to (the record does not)."""
+    return recognise(InboundMessage.from_boto3(message), replay_targets, accepted)
 
 
 INTERRUPTED = "stopped before the end of the queue"
@@ -329,14 +339,17 @@ class Receiving:
             self._ended = True
         return chosen
 
-    def forget(self, message_ids: Iterable[str]) -> None:
-        """Messages deleted: nothing to release."""
+    def delete(self, batch: list[MessageTypeDef]) -> list[str]:
+        """Delete messages in hand; the ids SQS deleted (nothing to release of those)."""
+        refused = set(delete_messages(self.sqs, self.url, batch))
+        done = [m["MessageId"] for m in batch if m["MessageId"] not in refused]
         with self._lock:
-            for message_id in message_ids:
+            for message_id in done:
                 self.handles.pop(message_id, None)
                 if self.budget is not None:
                     self.sighting.removed.add(message_id)
                     self.sighting.near.pop(message_id, None)
+        return done
 
     def release(self, message_ids: Iterable[str] | None = None) -> int:
         """Make these messages (None: every one in hand) visible again; how many SQS refused."""

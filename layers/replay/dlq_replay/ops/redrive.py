@@ -28,7 +28,7 @@ from dlq_replay.ops.movefollow import tag_carried
 from dlq_replay.ops.opserror import OpsError
 from dlq_replay.ops.pacing import PaceReport, PaceStop, UntilFailing
 from dlq_replay.ops.queueinfo import QueueInfo, source_queue_url
-from dlq_replay.ops.recognition import ALL_KINDS
+from dlq_replay.ops.receiving import ALL_KINDS
 from dlq_replay.ops.select import Selector
 from dlq_replay.sqs.sending import SendFailure
 from dlq_replay.sqs.sources import dead_letter_sources
@@ -104,7 +104,7 @@ class RedriveRequest:
     # ... of which only those the stack allows too (its ReplayTargetArns); None: no stack's
     # list is known, the operator's alone applies.
     stack_targets: frozenset[str] | None = None
-    accepted_kinds: frozenset[RecordKind] = ALL_KINDS  # the stack's DLQ_KIND's (ops.recognition)
+    accepted_kinds: frozenset[RecordKind] = ALL_KINDS  # the stack's DLQ_KIND's (ops.receiving)
     # The action id each copy carries in `dlq-replay-action` (follow/): None, not followed.
     follow_id: str | None = None
 

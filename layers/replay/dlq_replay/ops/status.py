@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -13,7 +13,7 @@ from dlq_replay.core.kinds import RecordKind
 from dlq_replay.ops.opserror import OpsError
 from dlq_replay.ops.peek import PeekedMessage, PeekRequest, peek
 from dlq_replay.ops.queueinfo import QueueInfo, queue_info
-from dlq_replay.ops.recognition import ALL_KINDS
+from dlq_replay.ops.receiving import ALL_KINDS
 from dlq_replay.ops.stack import Deployment
 from dlq_replay.sqs.depth import QueueDepth, queue_depth
 from dlq_replay.sqs.queue_age import oldest_message_ages, seconds_until_expiry
@@ -74,19 +74,13 @@ class KindCounts:
     errors: Mapping[str, int] = field(default_factory=dict)  # error code (or message)
 
 
-def kind_counts(records: Iterable[PeekedMessage]) -> KindCounts:
-    kinds: Counter[str] = Counter()
-    targets: Counter[str] = Counter()
-    errors: Counter[str] = Counter()
-    sampled = 0
-    for record in records:
-        sampled += 1
-        kinds[record.kind] += 1
-        if record.kind != RecordKind.SQS:
-            targets[f"{record.kind} -> {record.target_arn or '-'}"] += 1
-        if error := record.error_code or record.error_message:
-            errors[error] += 1
-    return KindCounts(sampled, dict(kinds), dict(targets), dict(errors))
+def kind_counts(records: Sequence[PeekedMessage]) -> KindCounts:
+    kinds = Counter(r.kind for r in records)
+    targets = Counter(
+        f"{r.kind} -> {r.target_arn or '-'}" for r in records if r.kind != RecordKind.SQS
+    )
+    errors = Counter(e for r in records if (e := r.error_code or r.error_message))
+    return KindCounts(len(records), dict(kinds), dict(targets), dict(errors))
 
 
 @dataclass(frozen=True, slots=True)

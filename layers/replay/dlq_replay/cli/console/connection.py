@@ -25,7 +25,7 @@ from dlq_replay.cli.deployment import (
 from dlq_replay.cli.options import aws_session, endpoint
 from dlq_replay.core.kinds import KIND_CHOICES, RecordKind
 from dlq_replay.local.answers import refuse_foreign_answers
-from dlq_replay.ops.recognition import ALL_KINDS
+from dlq_replay.ops.receiving import ALL_KINDS
 
 if TYPE_CHECKING:
     from dlq_replay.ops.stack import Deployment

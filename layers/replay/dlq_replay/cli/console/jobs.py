@@ -23,7 +23,7 @@ from dlq_replay.cli.pace_options import stop_text
 from dlq_replay.cli.pause import take_over
 from dlq_replay.cli.redrive_tally import nothing_movable, redrive_json, tally_lines, tally_rows
 from dlq_replay.cli.shutdown import GRACE_SECONDS, hidden_until_text, leftover_text
-from dlq_replay.ops.clientmove import prepare
+from dlq_replay.ops.clientmove import ClientMove
 from dlq_replay.ops.deleting import (
     PURGE_INTERVAL_SECONDS,
     Deleter,
@@ -32,7 +32,7 @@ from dlq_replay.ops.deleting import (
     depth_before_purge,
     purge,
 )
-from dlq_replay.ops.export import ExportRequest, ExportResult, prepare_export
+from dlq_replay.ops.export import Export, ExportRequest, ExportResult
 from dlq_replay.ops.movefollow import action_line, follower_of
 from dlq_replay.ops.opserror import OpsError
 from dlq_replay.ops.pause import set_event_source
@@ -210,7 +210,7 @@ def run_redrive(connection: Connection, sqs: SQSClient, order: RedriveOrder, job
     request = replace(request, follow_id=action.action_id)
     with recorded(job, action):
         deliverer = connection.deliverer() if request.target_arns else None
-        move = prepare(
+        move = ClientMove(
             sqs, request, stop=job.stop, deliverer=deliverer, memory=ReceiveMemory.local()
         )
         job.move = move
@@ -271,7 +271,7 @@ def run_export(sqs: SQSClient, folder: Path, order: RedriveOrder, name: str, job
         job.seen = result.examined
 
     # A read like the snapshot's: refused while it could move a message earlier reads saw.
-    result = prepare_export(sqs, request, stop=job.stop, memory=ReceiveMemory.local()).run(show)
+    result = Export(sqs, request, stop=job.stop, memory=ReceiveMemory.local()).run(show)
     job.seen = result.examined
     job.rows = [
         ("exported", result.exported),

@@ -1,7 +1,7 @@
 """A queue read once into a local SQLite database, which the console's filters and charts query:
 a large queue costs one read, not one per page, filter or chart.
 
-Reading is `dlq-replay export` without `--delete` (`ops.prepare_export`), within the receive
+Reading is `dlq-replay export` without `--delete` (`ops.export.Export`), within the receive
 budget and through the receive memory; a read that ends before the queue does says so
 (`partial`: why, `expected`: how many the queue held before). The archive is loaded in chunks,
 so a large one never sits in memory whole.
@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING, Any
 from dlq_replay.core.decision import park_reason_of
 from dlq_replay.core.kinds import RecordKind
 from dlq_replay.ops.archive import ArchiveRecord, parse_line
-from dlq_replay.ops.export import ExportRequest, ExportResult, prepare_export
+from dlq_replay.ops.export import Export, ExportRequest, ExportResult
 from dlq_replay.ops.opserror import OpsError
 from dlq_replay.ops.queueinfo import QueueInfo
 from dlq_replay.ops.receivememory import ReceiveMemory
-from dlq_replay.ops.recognition import ALL_KINDS
+from dlq_replay.ops.receiving import ALL_KINDS
 from dlq_replay.ops.select import NO_REASON, parse_duration
 
 if TYPE_CHECKING:
@@ -189,8 +189,8 @@ class Snapshot:
         loading: list[BaseException] = []
         loader = threading.Thread(target=self._load, args=(archive, loading), name="load")
         try:
-            job = prepare_export(sqs, request, stop=self.stop, memory=memory)
-            self.expected = job.state.expected
+            job = Export(sqs, request, stop=self.stop, memory=memory)
+            self.expected = job.expected
             self.result = job.run(progress, on_archived=loader.start)
             self.examined, self.partial = self.result.examined, self.result.partial
             loader.join()
