@@ -16,7 +16,6 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from dlq_replay.cli.auditing import add_audit_option
@@ -184,24 +183,13 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _serve(server: BaseWSGIServer) -> int:
-    """Serve in a thread until a signal (SIGINT, SIGTERM, SIGHUP) comes; its number."""
-    received: list[int] = []
-    stopped = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        del frame
-        received.append(signum)
-        stopped.set()
-
-    previous = {sig: signal.signal(sig, on_signal) for sig in SIGNALS}
-    thread = threading.Thread(target=server.serve_forever, name="server", daemon=True)
-    thread.start()
+    """Serve in a thread until a signal (SIGINT, SIGTERM, SIGHUP) comes; its number. The signals
+    are blocked here (and so in every thread started from now on) and taken by `sigwait`."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
+    threading.Thread(target=server.serve_forever, name="server", daemon=True).start()
     try:
-        while not stopped.wait(0.5):
-            pass
+        return signal.sigwait(SIGNALS)
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
         server.shutdown()
         server.server_close()
-    return received[0]
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS)

@@ -66,16 +66,12 @@ def host_allowed(host: str | None, names: Iterable[str], port: str) -> bool:
     if found is None or (found.group(2) or "80") != port:
         return False
     name = found.group(1)
-    if name.startswith("["):
-        try:
-            return ipaddress.ip_address(name[1:-1]).version == 6
-        except ValueError:
-            return False
-    try:
-        ipaddress.IPv4Address(name)
+    bracketed = name.startswith("[")
+    try:  # a colon only within brackets (the regex): IPv6 there, IPv4 without
+        address = ipaddress.ip_address(name[1:-1] if bracketed else name)
+        return address.version == (6 if bracketed else 4)
     except ValueError:
-        return name in {n.lower() for n in names}
-    return True
+        return not bracketed and name in {n.lower() for n in names}
 
 
 @dataclass(frozen=True)
@@ -112,7 +108,7 @@ def create_app(console: Console) -> Flask:
         duration=_age,
         csrf=console.csrf,
         read_only=console.read_only,
-        kinds_read=console.settings.kinds_line,
+        kinds_read=console.connection.kinds_line,
         page_size=PAGE_SIZE,
     )
     app.wsgi_app = TokenPrefix(app.wsgi_app, console.token.encode(), console.hosts)  # type: ignore[method-assign]

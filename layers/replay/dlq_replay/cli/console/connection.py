@@ -1,5 +1,6 @@
-"""How the console reaches AWS, fixed once at its start: region, profile, endpoints, the stack and
-the audit table, with the options that named the deployment. Its actions make their clients
+"""What the console reads from its command line, once, at its start: how it reaches AWS (region,
+profile, endpoints, the stack and the audit table, with the options that named the deployment)
+and the replay function's settings it reads and redrives with. Its actions make their clients
 and audits here, with the CLI's option names, so no action needs the command line's Namespace."""
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ from dlq_replay import audit
 from dlq_replay.cli.auditing import describe, identifier, request_from, store_of
 from dlq_replay.cli.deployment import (
     accepted_kinds_of,
+    command_sqs,
     count_attribute_of,
     function_settings,
     lookup_config,
     replay_targets_of,
+    resolve_deployment,
 )
 from dlq_replay.cli.options import aws_session, endpoint
 from dlq_replay.core.kinds import KIND_CHOICES, RecordKind
@@ -28,6 +31,8 @@ from dlq_replay.local.answers import refuse_foreign_answers
 from dlq_replay.ops.recognition import ALL_KINDS
 
 if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+
     from dlq_replay.ops.stack import Deployment
     from dlq_replay.targets.deliverer import Deliverer
 
@@ -59,9 +64,11 @@ DEPLOYMENT_OPTIONS = (
 
 @dataclass(frozen=True, slots=True)
 class Connection:
-    """How the console reaches AWS, fixed at start. Clients are made once each, under a lock (a
-    boto3 session is not safe to make clients from in two threads at once), and shared."""
+    """How the console reaches AWS and reads, fixed at start. Clients are made once each, under a
+    lock (a boto3 session is not safe to make clients from in two threads at once), and shared;
+    `kinds_line` says which kinds records are read as and why."""
 
+    deployment: Deployment
     region: str | None
     profile: str | None
     stack: str | None
@@ -69,22 +76,36 @@ class Connection:
     given: Mapping[str, str]  # DEPLOYMENT_OPTIONS as given on the command line
     endpoints: Mapping[str, str | None]  # by service
     session: boto3.Session = field(repr=False, compare=False)
+    replay_targets: frozenset[str]
+    count_attribute: str
+    kinds: frozenset[RecordKind]
+    kinds_line: str
+    sqs: SQSClient = field(repr=False, compare=False)  # the commands' (its retries, pool, timeouts)
     _clients: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Connection:
+        deployment = resolve_deployment(args)
         given = {
             name: str(value) for name in DEPLOYMENT_OPTIONS if (value := getattr(args, name, None))
         }
+        endpoints = {service: endpoint(args, service) for service in SERVICES}
+        session = aws_session(args)  # the session the console's SQS client comes from
+        settings = function_settings(args, deployment)
         return cls(
-            region=args.region,
-            profile=args.profile,
-            stack=args.stack,
-            audit_table=getattr(args, "audit_table", None),
-            given=given,
-            endpoints={service: endpoint(args, service) for service in SERVICES},
-            session=aws_session(args),  # the session the console's SQS client came from
+            deployment,
+            args.region,
+            args.profile,
+            args.stack,
+            getattr(args, "audit_table", None),
+            given,
+            endpoints,
+            session,
+            replay_targets_of(settings),
+            count_attribute_of(settings),
+            *_kinds_read(settings, deployment),
+            command_sqs(args),
         )
 
     def client(self, service: str) -> Any:
@@ -128,33 +149,21 @@ class Connection:
         return store_of(self.audit_table, self.stack, self.client)
 
 
-@dataclass(frozen=True, slots=True)
-class ReadSettings:
-    """The replay function's settings the console reads and redrives with, read once at start as
-    every command reads them; `kinds_line` says which kinds records are read as and why."""
-
-    replay_targets: frozenset[str]
-    count_attribute: str
-    kinds: frozenset[RecordKind]
-    kinds_line: str
-
-    @classmethod
-    def from_args(cls, args: argparse.Namespace, deployment: Deployment) -> ReadSettings:
-        """With a function (or DLQ_KIND set here), its DLQ_KIND, as every command reads it;
-        without one, every kind: the CLI's default (`sqs`) is the function's default, and no
-        function is known here. A DLQ_KIND that is none of its values is one line, now."""
-        settings = function_settings(args, deployment)
-        targets = replay_targets_of(settings)
-        count = count_attribute_of(settings)
-        if not (deployment.function_name or os.environ.get("DLQ_KIND")):
-            line = "DLQ_KIND=any (no --stack: every kind recognised)"
-            return cls(targets, count, ALL_KINDS, line)
-        kinds = accepted_kinds_of(settings)
-        name = next((n for n, k in KIND_CHOICES.items() if k == kinds), "?")
-        if settings.get("DLQ_KIND"):
-            why = "the function's setting"
-        elif os.environ.get("DLQ_KIND"):
-            why = "DLQ_KIND of this shell"
-        else:
-            why = "the function's default"
-        return cls(targets, count, kinds, f"DLQ_KIND={name} ({why})")
+def _kinds_read(
+    settings: Mapping[str, str], deployment: Deployment
+) -> tuple[frozenset[RecordKind], str]:
+    """With a function (or DLQ_KIND set here), its DLQ_KIND, as every command reads it;
+    without one, every kind: the CLI's default (`sqs`) is the function's default, and no
+    function is known here. A DLQ_KIND that is none of its values is one line, now. With the
+    line saying which and why."""
+    if not (deployment.function_name or os.environ.get("DLQ_KIND")):
+        return ALL_KINDS, "DLQ_KIND=any (no --stack: every kind recognised)"
+    kinds = accepted_kinds_of(settings)
+    name = next((n for n, k in KIND_CHOICES.items() if k == kinds), "?")
+    if settings.get("DLQ_KIND"):
+        why = "the function's setting"
+    elif os.environ.get("DLQ_KIND"):
+        why = "DLQ_KIND of this shell"
+    else:
+        why = "the function's default"
+    return kinds, f"DLQ_KIND={name} ({why})"

@@ -41,7 +41,6 @@ from dlq_replay.ops.queueinfo import QueueInfo, queue_info
 from dlq_replay.ops.receivememory import ReceiveMemory
 from dlq_replay.ops.redrive import RedriveRequest, RedriveTally
 from dlq_replay.ops.select import Selector
-from dlq_replay.ops.stack import Deployment
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -188,7 +187,7 @@ class RedriveOrder:
         return self.request.selector.message_ids
 
 
-def run_redrive(connection: Connection, sqs: SQSClient, order: RedriveOrder, job: Job) -> None:
+def run_redrive(connection: Connection, order: RedriveOrder, job: Job) -> None:
     """The client-side move of the selection, audited as the CLI's redrive is."""
     request = order.request
     destination = request.destination.url if request.destination else "source"
@@ -211,6 +210,7 @@ def run_redrive(connection: Connection, sqs: SQSClient, order: RedriveOrder, job
     request = replace(request, follow_id=action.action_id)
     with recorded(job, action):
         deliverer = connection.deliverer() if request.target_arns else None
+        sqs = connection.sqs
         move = prepare(
             sqs, request, stop=job.stop, deliverer=deliverer, memory=ReceiveMemory.local()
         )
@@ -236,17 +236,16 @@ def run_redrive(connection: Connection, sqs: SQSClient, order: RedriveOrder, job
             action.ended(EXIT_FAILED if failed or nothing_movable(tally) else EXIT_OK)
 
 
-def run_pause(
-    connection: Connection, sqs: SQSClient, deployment: Deployment, enable: bool, job: Job
-) -> None:
+def run_pause(connection: Connection, enable: bool, job: Job) -> None:
     """`pause` / `resume` as the CLI runs them (the event source, then the breaker), audited
     with the CLI's request; not stoppable (one call each)."""
     action = connection.action("resume" if enable else "pause", enable=enable, wait=False)
     with recorded(job, action):
+        deployment = connection.deployment
         function = deployment.function_name
         if not function:
             raise CommandError("which function? pass --stack NAME or --function-name NAME")
-        dlq_arn = queue_info(sqs, deployment.dlq).arn if deployment.dlq else None
+        dlq_arn = queue_info(connection.sqs, deployment.dlq).arn if deployment.dlq else None
         lam = connection.client("lambda")
         action.gate(queues=(deployment.dlq,) if deployment.dlq else ())
         result = set_event_source(lam, function, dlq_arn, enabled=enable)
@@ -288,13 +287,12 @@ def run_export(sqs: SQSClient, folder: Path, order: RedriveOrder, name: str, job
         job.download_name = name
 
 
-def run_purge(
-    connection: Connection, sqs: SQSClient, queue: QueueInfo, confirm: str, job: Job
-) -> None:
+def run_purge(connection: Connection, queue: QueueInfo, confirm: str, job: Job) -> None:
     """`dlq-replay purge QUEUE --confirm NAME`: one call, not stoppable."""
     action = connection.action("purge", queue=queue.url, confirm=confirm)
     with recorded(job, action):
         check_confirmed(confirm, queue)
+        sqs = connection.sqs
         before = depth_before_purge(sqs, queue)
         action.gate(queues=(queue.url,), selection_size=before.total)
         result = purge(sqs, queue, before)
@@ -304,9 +302,7 @@ def run_purge(
         action.ended(EXIT_OK)
 
 
-def run_delete(
-    connection: Connection, sqs: SQSClient, order: RedriveOrder, confirm: str, job: Job
-) -> None:
+def run_delete(connection: Connection, order: RedriveOrder, confirm: str, job: Job) -> None:
     """Delete the chosen messages (the CLI's Deleter with the console's selection)."""
     queue, ids = order.source, order.ids
     request = DeleteRequest(source=queue, selector=Selector(message_ids=ids))
@@ -333,7 +329,7 @@ def run_delete(
 
     with recorded(job, action):
         check_confirmed(confirm, queue)
-        deleter = Deleter(sqs, request, stop=job.stop, memory=ReceiveMemory.local())
+        deleter = Deleter(connection.sqs, request, stop=job.stop, memory=ReceiveMemory.local())
         action.gate(queues=(queue.url,), selection_size=len(ids))
         tally = deleter.run(show)
         show(tally)
