@@ -71,18 +71,20 @@ def sqs_calls(fake: FakeSqs) -> int:
 
 
 def make_console(fake: FakeSqs, folder: Path) -> Any:
+    from dlq_replay.cli.console.connection import Connection
     from dlq_replay.cli.console.state import Console
     from dlq_replay.cli.main import build_parser
 
     args = build_parser(["console"]).parse_args(
         ["console", "--endpoint-url", fake.endpoint_url, "--region", REGION]
     )
-    return Console.from_args(
-        args,
+    return Console(
+        Connection.from_args(args),
         folder,
         token=secrets.token_urlsafe(24),
         csrf=secrets.token_urlsafe(24),
         hosts=frozenset({"localhost", "127.0.0.1"}),
+        read_only=args.read_only,
     )
 
 

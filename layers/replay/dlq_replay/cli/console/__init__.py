@@ -149,6 +149,7 @@ def _run(args: argparse.Namespace) -> int:
         from werkzeug.serving import make_server
 
         from dlq_replay.cli.console.app import create_app
+        from dlq_replay.cli.console.connection import Connection
         from dlq_replay.cli.console.state import Console
     except ImportError:
         raise CommandError(EXTRA_HINT, EXIT_USAGE) from None
@@ -159,12 +160,13 @@ def _run(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="dlq-replay-console-") as folder:
         try:
             # Every option read here, once (a DLQ_KIND that is none of its values: one line).
-            console = Console.from_args(
-                args,
+            console = Console(
+                Connection.from_args(args),
                 Path(folder),
                 token=secrets.token_urlsafe(24),
                 csrf=secrets.token_urlsafe(24),
                 hosts=frozenset({"localhost", args.host.lower()}),
+                read_only=args.read_only,
             )
             server = make_server(
                 args.host, port, create_app(console), threaded=True, fd=listener.fileno()

@@ -196,13 +196,11 @@ def checked_filter(form: Any) -> Filter:
 
 def checked_rate(form: Any) -> None:
     text = str(form.get("rate", "")).strip()
-    if not text:
-        return
     try:
-        rate = float(text)
+        valid = not text or 0 < float(text) < 1e6
     except ValueError:
-        rate = float("nan")
-    if not 0 < rate < 1e6:
+        valid = False
+    if not valid:
         raise BadRequestError(f"rate: {text[:40]!r} is no number of messages per second")
 
 

@@ -82,10 +82,6 @@ class Filter:
     def from_form(cls, form: Any) -> Filter:
         return cls(**{name: str(form.get(name, "")).strip()[:500] for name in _FIELDS})
 
-    @property
-    def empty(self) -> bool:
-        return not any(getattr(self, name) for name in _FIELDS)
-
     def query(self) -> dict[str, str]:
         return {name: getattr(self, name) for name in _FIELDS if getattr(self, name)}
 

@@ -1,10 +1,9 @@
-"""What one running console knows: its connection and the replay's settings (read from the
-command line once, by `Console.from_args`: nothing below holds the Namespace), its token,
-snapshots and actions; the pages (`app`) ask it, and turn its errors into HTTP answers."""
+"""What one running console knows: its connection (the command line read once, by
+`Connection.from_args`: nothing below holds the Namespace), its token, snapshots and actions;
+the pages (`app`) ask it, and turn its errors into HTTP answers."""
 
 from __future__ import annotations
 
-import argparse
 import threading
 import time
 from collections import defaultdict
@@ -70,14 +69,6 @@ class Console:
         self._asked_at = 0.0  # time.monotonic() a page last asked for the overview
         self._refresher: threading.Thread | None = None
         self._closed = threading.Event()
-
-    @classmethod
-    def from_args(
-        cls, args: argparse.Namespace, folder: Path, *, token: str, csrf: str, hosts: frozenset[str]
-    ) -> Console:
-        """The console `dlq-replay console` serves: its options read once, here."""
-        connection = Connection.from_args(args)
-        return cls(connection, folder, token, csrf, hosts, read_only=bool(args.read_only))
 
     def _read(self) -> inventory.Overview:
         c = self.connection
