@@ -43,8 +43,6 @@ from dlq_replay.ops.redrive import RedriveRequest, RedriveTally
 from dlq_replay.ops.select import Selector
 
 if TYPE_CHECKING:
-    from mypy_boto3_sqs import SQSClient
-
     from dlq_replay.cli.console.connection import Connection
 
 _ids = itertools.count(1)
@@ -256,7 +254,9 @@ def run_pause(connection: Connection, enable: bool, job: Job) -> None:
         action.ended(EXIT_OK)
 
 
-def run_export(sqs: SQSClient, folder: Path, order: RedriveOrder, name: str, job: Job) -> None:
+def run_export(
+    connection: Connection, folder: Path, order: RedriveOrder, name: str, job: Job
+) -> None:
     """`export` of the selection (no delete: not audited) into a file the browser downloads."""
     path = folder / f"export-{job.id}.jsonl"
     request = ExportRequest(
@@ -271,7 +271,8 @@ def run_export(sqs: SQSClient, folder: Path, order: RedriveOrder, name: str, job
         job.seen = result.examined
 
     # A read like the snapshot's: refused while it could move a message earlier reads saw.
-    result = prepare_export(sqs, request, stop=job.stop, memory=ReceiveMemory.local()).run(show)
+    memory = ReceiveMemory.local()
+    result = prepare_export(connection.sqs, request, stop=job.stop, memory=memory).run(show)
     job.seen = result.examined
     job.rows = [
         ("exported", result.exported),

@@ -12,6 +12,8 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from werkzeug.exceptions import BadRequest, NotFound
+
 from dlq_replay.cli.console import inventory, jobs
 from dlq_replay.cli.console.connection import Connection
 from dlq_replay.cli.console.snapshot import READ_RESERVE, Filter, Snapshot
@@ -31,22 +33,10 @@ OVERVIEW_SECONDS = 5.0
 OVERVIEW_IDLE_SECONDS = 60.0
 
 
-class ConsoleRequestError(Exception):
-    """A request the console cannot serve; `str()` is the line the page shows."""
+class RefusedReadError(Exception):
+    """A read that could exhaust a remembered message's receives; `str()` is the page's line."""
 
-    status = 400
-
-
-class NotFoundError(ConsoleRequestError):
-    status = 404  # no such queue, action or download
-
-
-class BadRequestError(ConsoleRequestError):
-    """The form or query makes no sense (nothing selected, an age that is no duration)."""
-
-
-class RefusedReadError(ConsoleRequestError):
-    status = 409  # a read that could exhaust a remembered message's receives
+    status = 409
 
 
 @dataclass(eq=False, repr=False)  # no repr: it would show the token
@@ -147,7 +137,7 @@ class Console:
         """A queue of the overview, by name; 404 for any other."""
         row = next((row for row in self.overview().rows if row.name == name), None)
         if row is None:
-            raise NotFoundError("no such dead-letter queue")
+            raise NotFound("no such dead-letter queue")
         return queue_info(self.connection.sqs, row.url)
 
     def snapshot(self, info: QueueInfo, *, fresh: bool = False) -> Snapshot:
@@ -211,16 +201,16 @@ class Console:
         else:
             ids = frozenset(str(i) for i in form.getlist("id"))
         if not ids:
-            raise BadRequestError("nothing selected: tick messages, or choose the filter's result")
+            raise BadRequest("nothing selected: tick messages, or choose the filter's result")
         to = form.get("to", "main")
         destination: QueueInfo | None = None
         if to == "main":
             main = self._main_for(info)
             if main is None:
-                raise BadRequestError("no main queue known for this queue")
+                raise BadRequest("no main queue known for this queue")
             destination = queue_info(self.connection.sqs, main)
         elif to not in {"source", "target"}:
-            raise BadRequestError("unknown destination")
+            raise BadRequest("unknown destination")
         rate = form.get("rate", type=float)
         rate = rate if rate and rate > 0 else None
         request = RedriveRequest(
@@ -267,9 +257,7 @@ class Console:
     def start_export(self, order: jobs.RedriveOrder, filename: str) -> jobs.Job:
         source = order.source.name
         job = jobs.Job("export", source, f"export of {source}", len(order.ids))
-        return self.jobs.start(
-            job, jobs.run_export, self.connection.sqs, self.folder, order, filename
-        )
+        return self.jobs.start(job, jobs.run_export, self.connection, self.folder, order, filename)
 
     def start_purge(self, info: QueueInfo, confirm: str) -> jobs.Job:
         job = jobs.Job("purge", info.name, f"purge {info.name}")
@@ -290,7 +278,7 @@ class Console:
     def job(self, job_id: str) -> jobs.Job:
         found = self.jobs.jobs.get(job_id)
         if found is None:
-            raise NotFoundError("no such action")
+            raise NotFound("no such action")
         return found
 
     def audit_actions(self) -> tuple[list[Any], str, str | None]:
