@@ -71,7 +71,7 @@ def sqs_calls(fake: FakeSqs) -> int:
 
 
 def make_console(fake: FakeSqs, folder: Path) -> Any:
-    from dlq_replay.cli.console.connection import Connection
+    from dlq_replay.cli.console import Connection
     from dlq_replay.cli.console.state import Console
     from dlq_replay.cli.main import build_parser
 

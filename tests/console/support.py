@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dlq_replay.cli.console import Connection
 from dlq_replay.cli.console.app import create_app
-from dlq_replay.cli.console.connection import Connection
 from dlq_replay.cli.console.state import Console
 from dlq_replay.cli.main import build_parser
 from dlq_replay.demo.emulator import Queues

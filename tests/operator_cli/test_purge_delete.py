@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import boto3
 import pytest
-from dlq_replay.cli.console.connection import Connection
+from dlq_replay.cli.console import Connection
 from dlq_replay.cli.console.jobs import Job, run_purge
 from dlq_replay.cli.errors import CommandError
 from dlq_replay.cli.main import build_parser

@@ -43,7 +43,7 @@ from dlq_replay.ops.redrive import RedriveRequest, RedriveTally
 from dlq_replay.ops.select import Selector
 
 if TYPE_CHECKING:
-    from dlq_replay.cli.console.connection import Connection
+    from dlq_replay.cli.console import Connection
 
 _ids = itertools.count(1)
 STOP_BUTTON = "Stop button"  # who stopped a job: its page's button

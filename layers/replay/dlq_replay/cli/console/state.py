@@ -14,8 +14,7 @@ from typing import Any
 
 from werkzeug.exceptions import BadRequest, NotFound
 
-from dlq_replay.cli.console import inventory, jobs
-from dlq_replay.cli.console.connection import Connection
+from dlq_replay.cli.console import Connection, inventory, jobs
 from dlq_replay.cli.console.snapshot import READ_RESERVE, Filter, Snapshot
 from dlq_replay.core.messages import OutboundMessage
 from dlq_replay.core.queues import queue_name
