@@ -122,15 +122,13 @@ def queue_of(url: str, attributes: Mapping[str, object]) -> Queue | None:
 
 def redrive_policy(text: object) -> RedrivePolicy | None:
     """A RedrivePolicy attribute's target and receive count; None when absent or malformed."""
-    if not isinstance(text, str) or not text:
+    if not isinstance(text, str):
         return None
-    try:
+    try:  # not JSON, not an object, or without either key
         policy = json.loads(text)
-    except ValueError:
+        target, count = policy["deadLetterTargetArn"], policy["maxReceiveCount"]
+    except (ValueError, TypeError, KeyError):
         return None
-    if not isinstance(policy, dict):
-        return None
-    target, count = policy.get("deadLetterTargetArn"), policy.get("maxReceiveCount")
     if not isinstance(target, str) or not target or isinstance(count, bool):
         return None
     if isinstance(count, str):
