@@ -336,10 +336,9 @@ class Connection:
 def _kinds_read(
     settings: Mapping[str, str], deployment: Deployment
 ) -> tuple[frozenset[RecordKind], str]:
-    """With a function (or DLQ_KIND set here), its DLQ_KIND, as every command reads it;
-    without one, every kind: the CLI's default (`sqs`) is the function's default, and no
-    function is known here. A DLQ_KIND that is none of its values is one line, now. With the
-    line saying which and why."""
+    """The kinds read as, and the line saying which and why: with a function (or DLQ_KIND set
+    here), its DLQ_KIND, as every command reads it; without one, every kind (the CLI's default,
+    `sqs`, is the function's default). A DLQ_KIND that is none of its values is one line, now."""
     if not (deployment.function_name or os.environ.get("DLQ_KIND")):
         return ALL_KINDS, "DLQ_KIND=any (no --stack: every kind recognised)"
     kinds = accepted_kinds_of(settings)
