@@ -17,6 +17,7 @@ import secrets
 import time
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -240,7 +241,9 @@ def _pages(app: Flask, console: Console) -> None:
 
     @app.get("/api/overview")
     def overview_json() -> Response:
-        return jsonify(console.overview_json())
+        view = console.overview()
+        rows = [{**asdict(row), "backlog": row.backlog} for row in view.rows]
+        return jsonify({**asdict(view), "notes": list(view.notes), "rows": rows})
 
     @app.get("/q/<name>")
     def queue(name: str) -> tuple[str, int]:

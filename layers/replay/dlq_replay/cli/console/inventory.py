@@ -174,9 +174,7 @@ def read_queues(
             raise
         return queue_of(url, {str(k): v for k, v in found.get("Attributes", {}).items()})
 
-    if not urls:
-        return {}
-    with ThreadPoolExecutor(min(workers, len(urls)), thread_name_prefix="overview") as pool:
+    with ThreadPoolExecutor(max(1, min(workers, len(urls))), thread_name_prefix="overview") as pool:
         queues = list(pool.map(one, urls))
     notes.extend(f"{n} queue(s) not shown: SQS said {code}" for code, n in refused.items())
     return {queue.info.arn: queue for queue in queues if queue is not None}

@@ -8,7 +8,7 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -126,11 +126,6 @@ class Console:
         for snapshot in self.snapshots():
             snapshot.stop.set()
         return self.jobs.stop_all()
-
-    def overview_json(self) -> dict[str, Any]:
-        view = self.overview()
-        rows = [{**asdict(row), "backlog": row.backlog} for row in view.rows]
-        return {**asdict(view), "notes": list(view.notes), "rows": rows}
 
     def queue(self, name: str) -> QueueInfo:
         """A queue of the overview, by name; 404 for any other."""
