@@ -56,9 +56,6 @@ _ATTRIBUTES: list[QueueAttributeNameType] = [
 _GONE = ("NonExistentQueue", "QueueDoesNotExist")
 _ROLES = {"dlq": "stack DLQ", "operator": "operator queue"}  # by Deployment.known_queues' role
 
-# A queue's kinds and oldest age from its snapshot (empty and None when not read), by URL.
-Kinds = Callable[[str], tuple[Mapping[str, int], float | None]]
-
 
 @dataclass(frozen=True, slots=True)
 class DlqRow:
@@ -184,11 +181,12 @@ def read_overview(
     sqs: SQSClient,
     client: Callable[[str], Any],
     deployment: Deployment,
-    kinds: Kinds,
+    kinds: Callable[[str], tuple[Mapping[str, int], float | None]],
     workers: int = READ_WORKERS,
 ) -> Overview:
     """Every DLQ (of the stack, or of the region without one), sorted by backlog, read with the
-    console's clients (made once: a read every 5 s makes none)."""
+    console's clients (made once: a read every 5 s makes none); `kinds(url)`: a queue's kinds
+    and oldest age from its snapshot (empty and None when not read)."""
     known = dict(deployment.known_queues())
     pages = sqs.get_paginator("list_queues").paginate(PaginationConfig={"PageSize": LIST_PAGE_SIZE})
     urls = [url for page in pages for url in page.get("QueueUrls", [])]
