@@ -90,17 +90,19 @@ def wait(check: Any, seconds: float = 1200, pause: float = 0.2) -> Any:
 
 def console_of(fake: FakeSqs, folder: Path) -> Any:
     """The console on the fake, and Flask's test client for its pages (under the token)."""
+    from dlq_replay.cli.console import Connection
     from dlq_replay.cli.console.app import create_app
     from dlq_replay.cli.console.state import Console
     from dlq_replay.cli.main import build_parser
 
     args = build_parser(["console"]).parse_args(["console", *options(fake)])
-    console = Console.from_args(
-        args,
+    console = Console(
+        Connection.from_args(args),
         folder,
         token="t",
         csrf="c",
         hosts=frozenset({"localhost"}),
+        read_only=args.read_only,
     )
     return console, create_app(console).test_client()
 

@@ -71,39 +71,43 @@ def sqs_calls(fake: FakeSqs) -> int:
 
 
 def make_console(fake: FakeSqs, folder: Path) -> Any:
+    from dlq_replay.cli.console import Connection
     from dlq_replay.cli.console.state import Console
     from dlq_replay.cli.main import build_parser
 
     args = build_parser(["console"]).parse_args(
         ["console", "--endpoint-url", fake.endpoint_url, "--region", REGION]
     )
-    return Console.from_args(
-        args,
+    return Console(
+        Connection.from_args(args),
         folder,
         token=secrets.token_urlsafe(24),
         csrf=secrets.token_urlsafe(24),
         hosts=frozenset({"localhost", "127.0.0.1"}),
+        read_only=args.read_only,
     )
 
 
 def reads(fake: RegionSqs, console: Any, workers: int, times: int) -> tuple[float, int, int]:
     """Median seconds and SQS calls of one overview read; the DLQs it listed."""
-    from dlq_replay.cli.console.inventory import OverviewReader
+    from dlq_replay.cli.console.inventory import read_overview
 
-    reader = OverviewReader(
-        console.sqs,
-        console.connection.client,
-        console.deployment,
-        lambda _: ({}, None),
-        workers=workers,
-    )
-    reader.read()  # the clients' first requests (connections) are not the steady cost
+    def read() -> Any:
+        return read_overview(
+            console.connection.sqs,
+            console.connection.client,
+            console.connection.deployment,
+            lambda _: ({}, None),
+            workers=workers,
+        )
+
+    read()  # the clients' first requests (connections) are not the steady cost
     seconds: list[float] = []
     calls: list[int] = []
     listed = 0
     for _ in range(times):
         before, started = sqs_calls(fake), time.perf_counter()
-        view = reader.read()
+        view = read()
         seconds.append(time.perf_counter() - started)
         calls.append(sqs_calls(fake) - before)
         listed = len(view.rows)

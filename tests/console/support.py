@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dlq_replay.cli.console import Connection
 from dlq_replay.cli.console.app import create_app
 from dlq_replay.cli.console.state import Console
 from dlq_replay.cli.main import build_parser
@@ -87,12 +88,13 @@ def console_of(endpoint: str, queues: Queues | None, *options: str) -> Iterator[
     argv = ["console", "--endpoint-url", endpoint, *named, *options]
     args = build_parser(["console"]).parse_args(argv)
     with tempfile.TemporaryDirectory() as folder:
-        console = Console.from_args(
-            args,
+        console = Console(
+            Connection.from_args(args),
             Path(folder),
             token=secrets.token_urlsafe(24),
             csrf=secrets.token_urlsafe(24),
             hosts=frozenset({"localhost", "127.0.0.1"}),
+            read_only=args.read_only,
         )
         try:
             yield console

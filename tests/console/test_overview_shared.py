@@ -36,7 +36,7 @@ class Calls:
         self.listed_by: list[str] = []  # the thread of each ListQueues (the reading one)
         self._lock = threading.Lock()
         self.down = False  # True: each request fails as an unreachable endpoint would
-        console.console.sqs.meta.events.register("before-send.sqs", self._sent)
+        console.console.connection.sqs.meta.events.register("before-send.sqs", self._sent)
 
     def _sent(self, event_name: str, request: Any, **_: Any) -> None:
         operation = event_name.rsplit(".", 1)[-1]
@@ -147,7 +147,7 @@ def test_polling_pages_share_the_refresher(
     calls = Calls(served_console)
     browser = Browser(served_console.url)
     # This test's own operator queue (the module's emulator holds other tests' queues too).
-    operator = served_console.console.deployment.operator
+    operator = served_console.console.connection.deployment.operator
     assert operator in listed
     name = operator.rsplit("/", 1)[-1]
 

@@ -72,7 +72,7 @@ def test_rereading_until_refused_moves_nothing_and_each_read_says_what_it_read(
 ) -> None:
     queues = wired(client, 5)
     with console_of(endpoint, queues) as console:
-        info = queue_info(console.sqs, queues.dlq)
+        info = queue_info(console.connection.sqs, queues.dlq)
         whole = [read(console, info) for _ in range(3)]
         assert [(s.state, s.examined, s.expected, s.partial) for s in whole] == [
             ("ready", 5, 5, None)
@@ -105,7 +105,7 @@ def test_the_page_offers_no_reread_and_the_server_refuses_one(
 ) -> None:
     queues = wired(client, 2)
     with served(endpoint, queues) as found:
-        info = queue_info(found.console.sqs, queues.dlq)
+        info = queue_info(found.console.connection.sqs, queues.dlq)
         for _ in range(4):  # 2, 3, 4 receives, then the 4th read's sample: 5 (1 left)
             read(found.console, info)
         assert found.console.reread_refusal(info) is not None
@@ -127,7 +127,7 @@ def test_the_consoles_redrive_of_the_message_lifts_the_refusal(
 ) -> None:
     queues = wired(client, 3)
     with console_of(endpoint, queues) as console:
-        info = queue_info(console.sqs, queues.dlq)
+        info = queue_info(console.connection.sqs, queues.dlq)
         snapshot = read(console, info)
         while snapshot.partial is None:
             snapshot = read(console, info)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import boto3
 import pytest
-from dlq_replay.cli.console.connection import Connection
+from dlq_replay.cli.console import Connection
 from dlq_replay.cli.console.jobs import Job, run_purge
 from dlq_replay.cli.errors import CommandError
 from dlq_replay.cli.main import build_parser
@@ -196,8 +196,8 @@ def test_the_console_purge_is_recorded_as_the_console_s_with_the_cli_s_request(
     connection, queue = Connection.from_args(args), queue_info(sqs, operator)
 
     with pytest.raises(CommandError, match="is not the name of the queue"):
-        run_purge(connection, sqs, queue, "x", job)
-    run_purge(connection, sqs, queue, queue.name, job)
+        run_purge(connection, queue, "x", job)
+    run_purge(connection, queue, queue.name, job)
 
     console, wrong, cli = audit_of(capsys)
     assert (console["origin"], console["command"], console["outcome"]) == ("console", "purge", "ok")

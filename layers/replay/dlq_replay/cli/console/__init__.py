@@ -1,6 +1,9 @@
 """`dlq-replay console`: a local web console over the operator commands (docs/console.md), on
 127.0.0.1 behind a random token; its actions run the code each command runs. Flask and Jinja2
-come from the `console` extra."""
+come from the `console` extra. What it reads from its command line is read once, at its start,
+into a `Connection`: how it reaches AWS and the replay function's settings it reads with. Its
+actions make their clients and audits there, with the CLI's option names, so no action needs
+the command line's Namespace."""
 
 from __future__ import annotations
 
@@ -15,20 +18,40 @@ import socket
 import sys
 import tempfile
 import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from dlq_replay.cli.auditing import add_audit_option
+import boto3
+
+from dlq_replay import audit
+from dlq_replay.cli.auditing import add_audit_option, describe, identifier, request_from, store_of
 from dlq_replay.cli.demo import require_moto
-from dlq_replay.cli.deployment import add_deployment_options
+from dlq_replay.cli.deployment import (
+    accepted_kinds_of,
+    add_deployment_options,
+    command_sqs,
+    count_attribute_of,
+    function_settings,
+    lookup_config,
+    replay_targets_of,
+    resolve_deployment,
+)
 from dlq_replay.cli.errors import EXIT_USAGE, CommandError, operator_command
-from dlq_replay.cli.options import add_aws_options
+from dlq_replay.cli.options import add_aws_options, aws_session, endpoint
 from dlq_replay.cli.parsing import Subparsers, int_between
 from dlq_replay.cli.shutdown import SIGNALS, exit_code, signal_name
+from dlq_replay.core.kinds import KIND_CHOICES, RecordKind
+from dlq_replay.local.answers import refuse_foreign_answers
+from dlq_replay.ops.receiving import ALL_KINDS
 
 if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
     from werkzeug.serving import BaseWSGIServer
+
+    from dlq_replay.ops.stack import Deployment
+    from dlq_replay.targets.deliverer import Deliverer
 
 EXTRA_HINT = "the console needs its extra: pip install 'sqs-dlq-replay[console]'"
 REASONS = ("max-attempts", "max-age", "rejected", "invalid-count")  # the demo's park reasons
@@ -160,12 +183,13 @@ def _run(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="dlq-replay-console-") as folder:
         try:
             # Every option read here, once (a DLQ_KIND that is none of its values: one line).
-            console = Console.from_args(
-                args,
+            console = Console(
+                Connection.from_args(args),
                 Path(folder),
                 token=secrets.token_urlsafe(24),
                 csrf=secrets.token_urlsafe(24),
                 hosts=frozenset({"localhost", args.host.lower()}),
+                read_only=args.read_only,
             )
             server = make_server(
                 args.host, port, create_app(console), threaded=True, fd=listener.fileno()
@@ -184,24 +208,145 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _serve(server: BaseWSGIServer) -> int:
-    """Serve in a thread until a signal (SIGINT, SIGTERM, SIGHUP) comes; its number."""
-    received: list[int] = []
-    stopped = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        del frame
-        received.append(signum)
-        stopped.set()
-
-    previous = {sig: signal.signal(sig, on_signal) for sig in SIGNALS}
-    thread = threading.Thread(target=server.serve_forever, name="server", daemon=True)
-    thread.start()
+    """Serve in a thread until a signal (SIGINT, SIGTERM, SIGHUP) comes; its number. The signals
+    are blocked here (and so in every thread started from now on) and taken by `sigwait`."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
+    threading.Thread(target=server.serve_forever, name="server", daemon=True).start()
     try:
-        while not stopped.wait(0.5):
-            pass
+        return signal.sigwait(SIGNALS)
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
         server.shutdown()
         server.server_close()
-    return received[0]
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS)
+
+
+# Every service a page, an action or the audit calls; their endpoints are resolved at start, where a
+# wrong AWS_ENDPOINT_URL_<SERVICE> is one line before anything is served.
+SERVICES = (
+    "cloudformation",
+    "cloudwatch",
+    "dynamodb",
+    "events",
+    "lambda",
+    "s3",
+    "sns",
+    "sqs",
+    "stepfunctions",
+    "sts",
+)
+# The options that name the deployment, as the CLI records them when given.
+DEPLOYMENT_OPTIONS = (
+    "stack",
+    "main_queue_url",
+    "dlq_url",
+    "operator_queue_url",
+    "function_name",
+    "region",
+    "endpoint_url",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Connection:
+    """How the console reaches AWS and reads, fixed at start. Clients are made once each, under a
+    lock (a boto3 session is not safe to make clients from in two threads at once), and shared;
+    `kinds_line` says which kinds records are read as and why."""
+
+    deployment: Deployment
+    region: str | None
+    profile: str | None
+    stack: str | None
+    audit_table: str | None
+    given: Mapping[str, str]  # DEPLOYMENT_OPTIONS as given on the command line
+    endpoints: Mapping[str, str | None]  # by service
+    session: boto3.Session = field(repr=False, compare=False)
+    replay_targets: frozenset[str]
+    count_attribute: str
+    kinds: frozenset[RecordKind]
+    kinds_line: str
+    sqs: SQSClient = field(repr=False, compare=False)  # the commands' (its retries, pool, timeouts)
+    _clients: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> Connection:
+        deployment = resolve_deployment(args)
+        given = {
+            name: str(value) for name in DEPLOYMENT_OPTIONS if (value := getattr(args, name, None))
+        }
+        endpoints = {service: endpoint(args, service) for service in SERVICES}
+        session = aws_session(args)  # the session the console's SQS client comes from
+        settings = function_settings(args, deployment)
+        return cls(
+            deployment,
+            args.region,
+            args.profile,
+            args.stack,
+            getattr(args, "audit_table", None),
+            given,
+            endpoints,
+            session,
+            replay_targets_of(settings),
+            count_attribute_of(settings),
+            *_kinds_read(settings, deployment),
+            command_sqs(args),
+        )
+
+    def client(self, service: str) -> Any:
+        """The console's client of `service` (made on first use)."""
+        with self._lock:
+            if service not in self._clients:
+                self._clients[service] = self.session.client(
+                    service,  # type: ignore[call-overload]
+                    endpoint_url=self.endpoints.get(service),
+                    config=lookup_config(service),  # the CLI's: a person is waiting
+                )
+            return self._clients[service]
+
+    def deliverer(self) -> Deliverer:
+        """Delivery to a record's target, as the CLI's `make_deliverer` on these endpoints."""
+        from dlq_replay.targets.clients import TargetClients
+        from dlq_replay.targets.deliverer import Deliverer
+
+        session = boto3.Session(profile_name=self.profile, region_name=self.region)
+        refuse_foreign_answers(session)
+        return Deliverer(TargetClients(session, endpoint_url=self.endpoints.get), concurrency=8)
+
+    def action(
+        self, command: str, stop: threading.Event | None = None, **asked: Any
+    ) -> audit.Action:
+        """The audit of one console action (origin `console`), not started yet: its request the
+        deployment's options as given and what it asks, as the CLI's command would record them;
+        `stop` set makes its end `interrupted`."""
+        return audit.Action(
+            command,
+            audit.Origin.CONSOLE,
+            request_from({**self.given, **asked}),
+            open_store=self.store,
+            identify=identifier(lambda: self.client("sts")),
+            describe=describe,
+            stop=stop,
+        )
+
+    def store(self) -> audit.AuditStore:
+        """The audit trail, as the CLI finds it with the same options."""
+        return store_of(self.audit_table, self.stack, self.client)
+
+
+def _kinds_read(
+    settings: Mapping[str, str], deployment: Deployment
+) -> tuple[frozenset[RecordKind], str]:
+    """The kinds read as, and the line saying which and why: with a function (or DLQ_KIND set
+    here), its DLQ_KIND, as every command reads it; without one, every kind (the CLI's default,
+    `sqs`, is the function's default). A DLQ_KIND that is none of its values is one line, now."""
+    if not (deployment.function_name or os.environ.get("DLQ_KIND")):
+        return ALL_KINDS, "DLQ_KIND=any (no --stack: every kind recognised)"
+    kinds = accepted_kinds_of(settings)
+    name = next((n for n, k in KIND_CHOICES.items() if k == kinds), "?")
+    if settings.get("DLQ_KIND"):
+        why = "the function's setting"
+    elif os.environ.get("DLQ_KIND"):
+        why = "DLQ_KIND of this shell"
+    else:
+        why = "the function's default"
+    return kinds, f"DLQ_KIND={name} ({why})"

@@ -1,7 +1,7 @@
 """The console's web application (Flask, Jinja2 with autoescape): pages over `Console`'s state.
 
 Safety (docs/console.md, "Safety model"): every page lives under a secret path prefix,
-`/<token>/`, which `TokenPrefix` moves into SCRIPT_NAME so that `url_for` puts it in every URL;
+`/<token>/`, which `token_prefix` moves into SCRIPT_NAME so that `url_for` puts it in every URL;
 no cookie (a cookie reaches every port of the host, a URL only its own origin). The Host header
 must name this server (DNS rebinding), every POST carry the CSRF token, every answer a strict
 Content-Security-Policy (no inline script or style). Bodies are text to the autoescape; the
@@ -16,17 +16,17 @@ import re
 import secrets
 import time
 import unicodedata
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 from flask import Flask, Response, jsonify, redirect, render_template, request, send_file, url_for
-from werkzeug.exceptions import Forbidden, HTTPException
+from werkzeug.exceptions import BadRequest, Forbidden, HTTPException, NotFound
 from werkzeug.wrappers import Response as BaseResponse
 
 from dlq_replay.cli.console.snapshot import PAGE_SIZE, Filter
-from dlq_replay.cli.console.state import BadRequestError, ConsoleRequestError, NotFoundError
+from dlq_replay.cli.console.state import RefusedReadError
 from dlq_replay.cli.errors import EXIT_USAGE, CommandError, describe_error
 from dlq_replay.cli.output import duration
 from dlq_replay.ops.opserror import OpsError
@@ -66,38 +66,32 @@ def host_allowed(host: str | None, names: Iterable[str], port: str) -> bool:
     if found is None or (found.group(2) or "80") != port:
         return False
     name = found.group(1)
-    if name.startswith("["):
-        try:
-            return ipaddress.ip_address(name[1:-1]).version == 6
-        except ValueError:
-            return False
-    try:
-        ipaddress.IPv4Address(name)
+    bracketed = name.startswith("[")
+    try:  # a colon only within brackets (the regex): IPv6 there, IPv4 without
+        address = ipaddress.ip_address(name[1:-1] if bracketed else name)
+        return address.version == (6 if bracketed else 4)
     except ValueError:
-        return name in {n.lower() for n in names}
-    return True
+        return not bracketed and name in {n.lower() for n in names}
 
 
-@dataclass(frozen=True)
-class TokenPrefix:
+def token_prefix(app: WSGIApplication, console: Console) -> Callable[..., Iterable[bytes]]:
     """The token segment moves into SCRIPT_NAME: Flask routes the rest, `url_for` prefixes it."""
+    token = console.token.encode()
 
-    app: WSGIApplication
-    token: bytes = field(repr=False)
-    names: frozenset[str]
-
-    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+    def prefixed(environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         port = str(environ.get("SERVER_PORT", ""))
-        if not host_allowed(environ.get("HTTP_HOST"), self.names, port):
+        if not host_allowed(environ.get("HTTP_HOST"), console.hosts, port):
             return _refusal(400, UNKNOWN_HOST)(environ, start_response)
         path = str(environ.get("PATH_INFO", ""))
         first, _, rest = path.removeprefix("/").partition("/")
         # PATH_INFO is bytes as latin-1 text (PEP 3333): back to bytes for a constant-time check.
-        if not secrets.compare_digest(first.encode("latin-1", "replace"), self.token):
+        if not secrets.compare_digest(first.encode("latin-1", "replace"), token):
             return _refusal(403, NO_TOKEN)(environ, start_response)
         environ["SCRIPT_NAME"] = f"{environ.get('SCRIPT_NAME', '')}/{first}"
         environ["PATH_INFO"] = f"/{rest}"
-        return self.app(environ, start_response)
+        return app(environ, start_response)
+
+    return prefixed
 
 
 def _refusal(status: int, line: str) -> BaseResponse:
@@ -112,10 +106,10 @@ def create_app(console: Console) -> Flask:
         duration=_age,
         csrf=console.csrf,
         read_only=console.read_only,
-        kinds_read=console.settings.kinds_line,
+        kinds_read=console.connection.kinds_line,
         page_size=PAGE_SIZE,
     )
-    app.wsgi_app = TokenPrefix(app.wsgi_app, console.token.encode(), console.hosts)  # type: ignore[method-assign]
+    app.wsgi_app = token_prefix(app.wsgi_app, console)  # type: ignore[method-assign]
 
     @app.before_request
     def guard() -> None:
@@ -146,8 +140,8 @@ def create_app(console: Console) -> Flask:
 def _errors(app: Flask) -> None:
     """Every refusal as a page (`{"error": line}` under /api/); 500 only for a bug, logged."""
 
-    @app.errorhandler(ConsoleRequestError)
-    def problem(error: ConsoleRequestError) -> tuple[Any, int]:
+    @app.errorhandler(RefusedReadError)
+    def refused(error: RefusedReadError) -> tuple[Any, int]:
         return _answer(error.status, str(error))
 
     @app.errorhandler(HTTPException)
@@ -187,27 +181,25 @@ def _age(seconds: float | None) -> str:
 
 
 def checked_filter(form: Any) -> Filter:
-    """The form's filter; BadRequestError naming the field for an age that is no duration."""
+    """The form's filter; BadRequest naming the field for an age that is no duration."""
     selected = Filter.from_form(form)
     for name, value in (("older than", selected.older_than), ("newer than", selected.newer_than)):
         if value:
             try:
                 parse_duration(value)
             except ValueError as error:
-                raise BadRequestError(f"{name}: {error}") from None
+                raise BadRequest(f"{name}: {error}") from None
     return selected
 
 
 def checked_rate(form: Any) -> None:
     text = str(form.get("rate", "")).strip()
-    if not text:
-        return
     try:
-        rate = float(text)
+        valid = not text or 0 < float(text) < 1e6
     except ValueError:
-        rate = float("nan")
-    if not 0 < rate < 1e6:
-        raise BadRequestError(f"rate: {text[:40]!r} is no number of messages per second")
+        valid = False
+    if not valid:
+        raise BadRequest(f"rate: {text[:40]!r} is no number of messages per second")
 
 
 def safe_filename(given: str, default: str) -> str:
@@ -249,7 +241,9 @@ def _pages(app: Flask, console: Console) -> None:
 
     @app.get("/api/overview")
     def overview_json() -> Response:
-        return jsonify(console.overview_json())
+        view = console.overview()
+        rows = [{**asdict(row), "backlog": row.backlog} for row in view.rows]
+        return jsonify({**asdict(view), "notes": list(view.notes), "rows": rows})
 
     @app.get("/q/<name>")
     def queue(name: str) -> tuple[str, int]:
@@ -259,9 +253,9 @@ def _pages(app: Flask, console: Console) -> None:
         page, status = _page(request.args.get("page")), 200
         try:
             view["filter"] = selected = checked_filter(request.args)
-        except BadRequestError as error:
-            view.update(filter=Filter.from_form(request.args), problem=str(error))
-            status = error.status
+        except BadRequest as error:
+            view.update(filter=Filter.from_form(request.args), problem=error.description)
+            status = 400
         if snapshot.ready and status == 200:
             count = snapshot.count(selected, now)
             page = min(page, max(0, count - 1) // PAGE_SIZE)
@@ -311,7 +305,7 @@ def _pages(app: Flask, console: Console) -> None:
     def download(job_id: str) -> Response:
         found = console.job(job_id)
         if found.download is None:
-            raise NotFoundError("this action has no download (yet)")
+            raise NotFound("this action has no download (yet)")
         return send_file(
             found.download,
             mimetype="application/x-ndjson",

@@ -56,9 +56,6 @@ _ATTRIBUTES: list[QueueAttributeNameType] = [
 _GONE = ("NonExistentQueue", "QueueDoesNotExist")
 _ROLES = {"dlq": "stack DLQ", "operator": "operator queue"}  # by Deployment.known_queues' role
 
-# A queue's kinds and oldest age from its snapshot (empty and None when not read), by URL.
-Kinds = Callable[[str], tuple[Mapping[str, int], float | None]]
-
 
 @dataclass(frozen=True, slots=True)
 class DlqRow:
@@ -122,15 +119,13 @@ def queue_of(url: str, attributes: Mapping[str, object]) -> Queue | None:
 
 def redrive_policy(text: object) -> RedrivePolicy | None:
     """A RedrivePolicy attribute's target and receive count; None when absent or malformed."""
-    if not isinstance(text, str) or not text:
+    if not isinstance(text, str):
         return None
-    try:
+    try:  # not JSON, not an object, or without either key
         policy = json.loads(text)
-    except ValueError:
+        target, count = policy["deadLetterTargetArn"], policy["maxReceiveCount"]
+    except (ValueError, TypeError, KeyError):
         return None
-    if not isinstance(policy, dict):
-        return None
-    target, count = policy.get("deadLetterTargetArn"), policy.get("maxReceiveCount")
     if not isinstance(target, str) or not target or isinstance(count, bool):
         return None
     if isinstance(count, str):
@@ -176,108 +171,102 @@ def read_queues(
             raise
         return queue_of(url, {str(k): v for k, v in found.get("Attributes", {}).items()})
 
-    if not urls:
-        return {}
-    with ThreadPoolExecutor(min(workers, len(urls)), thread_name_prefix="overview") as pool:
+    with ThreadPoolExecutor(max(1, min(workers, len(urls))), thread_name_prefix="overview") as pool:
         queues = list(pool.map(one, urls))
     notes.extend(f"{n} queue(s) not shown: SQS said {code}" for code, n in refused.items())
     return {queue.info.arn: queue for queue in queues if queue is not None}
 
 
-@dataclass
-class OverviewReader:
-    """Reads the overview with the console's clients (made once: a read every 5 s makes none)."""
+def read_overview(
+    sqs: SQSClient,
+    client: Callable[[str], Any],
+    deployment: Deployment,
+    kinds: Callable[[str], tuple[Mapping[str, int], float | None]],
+    workers: int = READ_WORKERS,
+) -> Overview:
+    """Every DLQ (of the stack, or of the region without one), sorted by backlog, read with the
+    console's clients (made once: a read every 5 s makes none); `kinds(url)`: a queue's kinds
+    and oldest age from its snapshot (empty and None when not read)."""
+    known = dict(deployment.known_queues())
+    pages = sqs.get_paginator("list_queues").paginate(PaginationConfig={"PageSize": LIST_PAGE_SIZE})
+    urls = [url for page in pages for url in page.get("QueueUrls", [])]
+    urls += [url for url in known.values() if url not in urls]
+    notes: list[str] = []
+    queues = read_queues(sqs, urls, notes, workers)
+    sources: dict[str, list[str]] = {}
+    for queue in queues.values():
+        if queue.info.redrive is not None:
+            sources.setdefault(queue.info.redrive.target_arn, []).append(queue.info.name)
+    roles_by_url = {url: role for role, url in known.items()}
+    stack_names = {q.info.name for q in queues.values() if q.info.url in roles_by_url}
 
-    sqs: SQSClient
-    client: Callable[[str], Any]
-    deployment: Deployment
-    kinds: Kinds
-    workers: int = READ_WORKERS
+    def listed(info: QueueInfo) -> bool:
+        if roles_by_url.get(info.url) in {"dlq", "operator"}:
+            return True
+        named_by = sources.get(info.arn, [])
+        return bool(named_by) and (not deployment.stack or bool(stack_names & set(named_by)))
 
-    def read(self) -> Overview:
-        """Every DLQ (of the stack, or of the region without one), sorted by backlog."""
-        deployment = self.deployment
-        known = dict(deployment.known_queues())
-        pages = self.sqs.get_paginator("list_queues").paginate(
-            PaginationConfig={"PageSize": LIST_PAGE_SIZE}
+    chosen = [queue for queue in queues.values() if listed(queue.info)]
+    ages = _ages(client, [queue.info.name for queue in chosen], notes)
+
+    def row(queue: Queue) -> DlqRow:
+        info, depth = queue.info, queue.depth
+        counts, snapshot_age = kinds(info.url)
+        return DlqRow(
+            name=info.name,
+            url=info.url,
+            arn=info.arn,
+            roles=(_ROLES.get(roles_by_url.get(info.url, ""), "DLQ"),),
+            visible=depth.visible,
+            in_flight=depth.in_flight,
+            delayed=depth.delayed,
+            oldest_age=ages.get(info.name, snapshot_age),
+            sources=tuple(sorted(sources.get(info.arn, []))),
+            moves_to=info.redrive.target_name if info.redrive else None,
+            max_receive_count=info.redrive.max_receive_count if info.redrive else None,
+            kinds=counts,
         )
-        urls = [url for page in pages for url in page.get("QueueUrls", [])]
-        urls += [url for url in known.values() if url not in urls]
-        notes: list[str] = []
-        queues = read_queues(self.sqs, urls, notes, self.workers)
-        sources: dict[str, list[str]] = {}
-        for queue in queues.values():
-            if queue.info.redrive is not None:
-                sources.setdefault(queue.info.redrive.target_arn, []).append(queue.info.name)
-        roles_by_url = {url: role for role, url in known.items()}
-        stack_names = {q.info.name for q in queues.values() if q.info.url in roles_by_url}
 
-        def listed(info: QueueInfo) -> bool:
-            if roles_by_url.get(info.url) in {"dlq", "operator"}:
-                return True
-            named_by = sources.get(info.arn, [])
-            return bool(named_by) and (not deployment.stack or bool(stack_names & set(named_by)))
+    rows = sorted(map(row, chosen), key=lambda r: (-r.backlog, r.name))
+    operator = next((r.backlog for r in rows if "operator queue" in r.roles), None)
+    dlq = next((q.info.arn for q in queues.values() if q.info.url == deployment.dlq), None)
+    replay = _replay_state(client, deployment.function_name, dlq, notes)
+    return Overview(tuple(rows), deployment.stack, replay, operator, tuple(notes), time.time())
 
-        chosen = [queue for queue in queues.values() if listed(queue.info)]
-        ages = self._ages([queue.info.name for queue in chosen], notes)
 
-        def row(queue: Queue) -> DlqRow:
-            info, depth = queue.info, queue.depth
-            counts, snapshot_age = self.kinds(info.url)
-            return DlqRow(
-                name=info.name,
-                url=info.url,
-                arn=info.arn,
-                roles=(_ROLES.get(roles_by_url.get(info.url, ""), "DLQ"),),
-                visible=depth.visible,
-                in_flight=depth.in_flight,
-                delayed=depth.delayed,
-                oldest_age=ages.get(info.name, snapshot_age),
-                sources=tuple(sorted(sources.get(info.arn, []))),
-                moves_to=info.redrive.target_name if info.redrive else None,
-                max_receive_count=info.redrive.max_receive_count if info.redrive else None,
-                kinds=counts,
-            )
+def _ages(client: Callable[[str], Any], names: list[str], notes: list[str]) -> dict[str, float]:
+    """CloudWatch's oldest ages, one call per METRIC_QUERIES queues; a note when none."""
+    ages: dict[str, float] = {}
+    try:
+        cloudwatch = client("cloudwatch")
+        for start in range(0, len(names), METRIC_QUERIES):
+            found, note = oldest_message_ages(cloudwatch, names[start : start + METRIC_QUERIES])
+            ages.update(found)
+            if note:
+                notes.append(note)
+                break
+    except (ClientError, BotoCoreError) as error:
+        notes.append(f"oldest ages from the snapshots only (CloudWatch: {type(error).__name__})")
+    return ages
 
-        rows = sorted(map(row, chosen), key=lambda r: (-r.backlog, r.name))
-        operator = next((r.backlog for r in rows if "operator queue" in r.roles), None)
-        dlq = next((q.info.arn for q in queues.values() if q.info.url == deployment.dlq), None)
-        replay = self._replay_state(dlq, notes)
-        return Overview(tuple(rows), deployment.stack, replay, operator, tuple(notes), time.time())
 
-    def _ages(self, names: list[str], notes: list[str]) -> dict[str, float]:
-        """CloudWatch's oldest ages, one call per METRIC_QUERIES queues; a note when none."""
-        ages: dict[str, float] = {}
-        try:
-            cloudwatch = self.client("cloudwatch")
-            for start in range(0, len(names), METRIC_QUERIES):
-                found, note = oldest_message_ages(cloudwatch, names[start : start + METRIC_QUERIES])
-                ages.update(found)
-                if note:
-                    notes.append(note)
-                    break
-        except (ClientError, BotoCoreError) as error:
-            notes.append(
-                f"oldest ages from the snapshots only (CloudWatch: {type(error).__name__})"
-            )
-        return ages
-
-    def _replay_state(self, dlq_arn: str | None, notes: list[str]) -> str | None:
-        """`status`'s answer in a word or three: running, paused, outage breaker open."""
-        function = self.deployment.function_name
-        if not function:
-            return None
-        try:
-            lam = self.client("lambda")
-            source = event_source_status(lam, function, dlq_arn)
-            breaker = breaker_status(lam, self.client("dynamodb"), function)
-        except (ClientError, BotoCoreError, OpsError) as error:
-            notes.append(f"replay state unknown ({type(error).__name__})")
-            return "unknown"
-        if breaker.phase == "open":
-            return "outage breaker open (paused itself)"
-        if breaker.phase == "half-open":
-            return "outage breaker half-open (probing)"
-        if not source.found:
-            return "no event source on the DLQ"
-        return "running" if source.enabled else f"paused ({source.state})"
+def _replay_state(
+    client: Callable[[str], Any], function: str | None, dlq_arn: str | None, notes: list[str]
+) -> str | None:
+    """`status`'s answer in a word or three: running, paused, outage breaker open."""
+    if not function:
+        return None
+    try:
+        lam = client("lambda")
+        source = event_source_status(lam, function, dlq_arn)
+        breaker = breaker_status(lam, client("dynamodb"), function)
+    except (ClientError, BotoCoreError, OpsError) as error:
+        notes.append(f"replay state unknown ({type(error).__name__})")
+        return "unknown"
+    if breaker.phase == "open":
+        return "outage breaker open (paused itself)"
+    if breaker.phase == "half-open":
+        return "outage breaker half-open (probing)"
+    if not source.found:
+        return "no event source on the DLQ"
+    return "running" if source.enabled else f"paused ({source.state})"

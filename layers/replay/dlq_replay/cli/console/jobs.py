@@ -40,12 +40,9 @@ from dlq_replay.ops.queueinfo import QueueInfo, queue_info
 from dlq_replay.ops.receivememory import ReceiveMemory
 from dlq_replay.ops.redrive import RedriveRequest, RedriveTally
 from dlq_replay.ops.select import Selector
-from dlq_replay.ops.stack import Deployment
 
 if TYPE_CHECKING:
-    from mypy_boto3_sqs import SQSClient
-
-    from dlq_replay.cli.console.connection import Connection
+    from dlq_replay.cli.console import Connection
 
 _ids = itertools.count(1)
 STOP_BUTTON = "Stop button"  # who stopped a job: its page's button
@@ -187,7 +184,7 @@ class RedriveOrder:
         return self.request.selector.message_ids
 
 
-def run_redrive(connection: Connection, sqs: SQSClient, order: RedriveOrder, job: Job) -> None:
+def run_redrive(connection: Connection, order: RedriveOrder, job: Job) -> None:
     """The client-side move of the selection, audited as the CLI's redrive is."""
     request = order.request
     destination = request.destination.url if request.destination else "source"
@@ -211,11 +208,15 @@ def run_redrive(connection: Connection, sqs: SQSClient, order: RedriveOrder, job
     with recorded(job, action):
         deliverer = connection.deliverer() if request.target_arns else None
         move = ClientMove(
-            sqs, request, stop=job.stop, deliverer=deliverer, memory=ReceiveMemory.local()
+            connection.sqs,
+            request,
+            stop=job.stop,
+            deliverer=deliverer,
+            memory=ReceiveMemory.local(),
         )
         job.move = move
         action.gate(queues=(order.source.url, destination), selection_size=len(order.ids))
-        move.follower = follower_of(action, "redrive", sqs, [request.destination])
+        move.follower = follower_of(action, "redrive", connection.sqs, [request.destination])
         tally = move.run(lambda t: job.show(t, request))
         job.show(tally, request)
         job.lines = tally_lines(tally)
@@ -235,17 +236,16 @@ def run_redrive(connection: Connection, sqs: SQSClient, order: RedriveOrder, job
             action.ended(EXIT_FAILED if failed or nothing_movable(tally) else EXIT_OK)
 
 
-def run_pause(
-    connection: Connection, sqs: SQSClient, deployment: Deployment, enable: bool, job: Job
-) -> None:
+def run_pause(connection: Connection, enable: bool, job: Job) -> None:
     """`pause` / `resume` as the CLI runs them (the event source, then the breaker), audited
     with the CLI's request; not stoppable (one call each)."""
     action = connection.action("resume" if enable else "pause", enable=enable, wait=False)
     with recorded(job, action):
+        deployment = connection.deployment
         function = deployment.function_name
         if not function:
             raise CommandError("which function? pass --stack NAME or --function-name NAME")
-        dlq_arn = queue_info(sqs, deployment.dlq).arn if deployment.dlq else None
+        dlq_arn = queue_info(connection.sqs, deployment.dlq).arn if deployment.dlq else None
         lam = connection.client("lambda")
         action.gate(queues=(deployment.dlq,) if deployment.dlq else ())
         result = set_event_source(lam, function, dlq_arn, enabled=enable)
@@ -256,7 +256,9 @@ def run_pause(
         action.ended(EXIT_OK)
 
 
-def run_export(sqs: SQSClient, folder: Path, order: RedriveOrder, name: str, job: Job) -> None:
+def run_export(
+    connection: Connection, folder: Path, order: RedriveOrder, name: str, job: Job
+) -> None:
     """`export` of the selection (no delete: not audited) into a file the browser downloads."""
     path = folder / f"export-{job.id}.jsonl"
     request = ExportRequest(
@@ -271,7 +273,8 @@ def run_export(sqs: SQSClient, folder: Path, order: RedriveOrder, name: str, job
         job.seen = result.examined
 
     # A read like the snapshot's: refused while it could move a message earlier reads saw.
-    result = Export(sqs, request, stop=job.stop, memory=ReceiveMemory.local()).run(show)
+    memory = ReceiveMemory.local()
+    result = Export(connection.sqs, request, stop=job.stop, memory=memory).run(show)
     job.seen = result.examined
     job.rows = [
         ("exported", result.exported),
@@ -287,13 +290,12 @@ def run_export(sqs: SQSClient, folder: Path, order: RedriveOrder, name: str, job
         job.download_name = name
 
 
-def run_purge(
-    connection: Connection, sqs: SQSClient, queue: QueueInfo, confirm: str, job: Job
-) -> None:
+def run_purge(connection: Connection, queue: QueueInfo, confirm: str, job: Job) -> None:
     """`dlq-replay purge QUEUE --confirm NAME`: one call, not stoppable."""
     action = connection.action("purge", queue=queue.url, confirm=confirm)
     with recorded(job, action):
         check_confirmed(confirm, queue)
+        sqs = connection.sqs
         before = depth_before_purge(sqs, queue)
         action.gate(queues=(queue.url,), selection_size=before.total)
         result = purge(sqs, queue, before)
@@ -303,9 +305,7 @@ def run_purge(
         action.ended(EXIT_OK)
 
 
-def run_delete(
-    connection: Connection, sqs: SQSClient, order: RedriveOrder, confirm: str, job: Job
-) -> None:
+def run_delete(connection: Connection, order: RedriveOrder, confirm: str, job: Job) -> None:
     """Delete the chosen messages (the CLI's Deleter with the console's selection)."""
     queue, ids = order.source, order.ids
     request = DeleteRequest(source=queue, selector=Selector(message_ids=ids))
@@ -332,7 +332,7 @@ def run_delete(
 
     with recorded(job, action):
         check_confirmed(confirm, queue)
-        deleter = Deleter(sqs, request, stop=job.stop, memory=ReceiveMemory.local())
+        deleter = Deleter(connection.sqs, request, stop=job.stop, memory=ReceiveMemory.local())
         action.gate(queues=(queue.url,), selection_size=len(ids))
         tally = deleter.run(show)
         show(tally)

@@ -82,10 +82,6 @@ class Filter:
     def from_form(cls, form: Any) -> Filter:
         return cls(**{name: str(form.get(name, "")).strip()[:500] for name in _FIELDS})
 
-    @property
-    def empty(self) -> bool:
-        return not any(getattr(self, name) for name in _FIELDS)
-
     def query(self) -> dict[str, str]:
         return {name: getattr(self, name) for name in _FIELDS if getattr(self, name)}
 
@@ -209,23 +205,22 @@ class Snapshot:
 
     def _load(self, archive: Path, failed: list[BaseException] | None = None) -> None:
         """The archive into the database in chunks, indexed after; errors go to `failed`, if any."""
-        db = sqlite3.connect(self.path)
-        try:
-            db.executescript(_SCHEMA)
-            with archive.open(encoding="utf-8", newline="") as lines:
-                rows = (_row_of(line) for line in lines if line.strip())
-                while chunk := list(itertools.islice(rows, LOAD_CHUNK)):
-                    db.executemany(
-                        "INSERT OR REPLACE INTO messages VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", chunk
-                    )
-            db.executescript(_INDEXES)
-            db.commit()
-        except Exception as error:
-            if failed is None:
-                raise
-            failed.append(error)
-        finally:
-            db.close()
+        with closing(sqlite3.connect(self.path)) as db:
+            try:
+                db.executescript(_SCHEMA)
+                with archive.open(encoding="utf-8", newline="") as lines:
+                    rows = (_row_of(line) for line in lines if line.strip())
+                    while chunk := list(itertools.islice(rows, LOAD_CHUNK)):
+                        db.executemany(
+                            "INSERT OR REPLACE INTO messages VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                            chunk,
+                        )
+                db.executescript(_INDEXES)
+                db.commit()
+            except Exception as error:
+                if failed is None:
+                    raise
+                failed.append(error)
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         with self._lock, closing(sqlite3.connect(self.path)) as db:

@@ -1,22 +1,21 @@
-"""What one running console knows: its connection and the replay's settings (read from the
-command line once, by `Console.from_args`: nothing below holds the Namespace), its token,
-snapshots and actions; the pages (`app`) ask it, and turn its errors into HTTP answers."""
+"""What one running console knows: its connection (the command line read once, by
+`Connection.from_args`: nothing below holds the Namespace), its token, snapshots and actions;
+the pages (`app`) ask it, and turn its errors into HTTP answers."""
 
 from __future__ import annotations
 
-import argparse
 import threading
 import time
 from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from dlq_replay.cli.console import inventory, jobs
-from dlq_replay.cli.console.connection import Connection, ReadSettings
+from werkzeug.exceptions import BadRequest, NotFound
+
+from dlq_replay.cli.console import Connection, inventory, jobs
 from dlq_replay.cli.console.snapshot import READ_RESERVE, Filter, Snapshot
-from dlq_replay.cli.deployment import command_sqs, resolve_deployment
 from dlq_replay.core.messages import OutboundMessage
 from dlq_replay.core.queues import queue_name
 from dlq_replay.ops.opserror import OpsError
@@ -25,11 +24,7 @@ from dlq_replay.ops.receivememory import ReceiveMemory
 from dlq_replay.ops.receiving import ReceiveBudget
 from dlq_replay.ops.redrive import DEFAULT_CONCURRENCY, RedriveRequest, plan_copy
 from dlq_replay.ops.select import Selector
-from dlq_replay.ops.stack import Deployment
 from dlq_replay.targets.delivery import Delivery
-
-if TYPE_CHECKING:
-    from mypy_boto3_sqs import SQSClient
 
 # The overview is read by one refresher thread every OVERVIEW_SECONDS (the page's own refresh
 # period) and shared by every open page, while a page asked for it within OVERVIEW_IDLE_SECONDS.
@@ -37,32 +32,17 @@ OVERVIEW_SECONDS = 5.0
 OVERVIEW_IDLE_SECONDS = 60.0
 
 
-class ConsoleRequestError(Exception):
-    """A request the console cannot serve; `str()` is the line the page shows."""
+class RefusedReadError(Exception):
+    """A read that could exhaust a remembered message's receives; `str()` is the page's line."""
 
-    status = 400
-
-
-class NotFoundError(ConsoleRequestError):
-    status = 404  # no such queue, action or download
-
-
-class BadRequestError(ConsoleRequestError):
-    """The form or query makes no sense (nothing selected, an age that is no duration)."""
-
-
-class RefusedReadError(ConsoleRequestError):
-    status = 409  # a read that could exhaust a remembered message's receives
+    status = 409
 
 
 @dataclass(eq=False, repr=False)  # no repr: it would show the token
 class Console:
     """One console's state; every method is safe from the server's threads."""
 
-    connection: Connection  # what the pages and actions reach AWS with
-    settings: ReadSettings
-    sqs: SQSClient  # the commands' SQS client (its retries, pool and timeouts)
-    deployment: Deployment
+    connection: Connection  # what the pages and actions reach AWS and read with
     folder: Path
     token: str
     csrf: str
@@ -74,31 +54,14 @@ class Console:
         self._snapshots: dict[str, Snapshot] = {}
         self._overview: inventory.Overview | None = None
         self._lock = threading.Lock()
-        self._reader = inventory.OverviewReader(
-            self.sqs, self.connection.client, self.deployment, self._kinds
-        )
         self._reading = threading.Lock()  # one overview read at a time
         self._asked_at = 0.0  # time.monotonic() a page last asked for the overview
         self._refresher: threading.Thread | None = None
         self._closed = threading.Event()
 
-    @classmethod
-    def from_args(
-        cls, args: argparse.Namespace, folder: Path, *, token: str, csrf: str, hosts: frozenset[str]
-    ) -> Console:
-        """The console `dlq-replay console` serves: its options read once, here."""
-        deployment = resolve_deployment(args)
-        return cls(
-            Connection.from_args(args),
-            ReadSettings.from_args(args, deployment),
-            command_sqs(args),
-            deployment,
-            folder,
-            token=token,
-            csrf=csrf,
-            hosts=hosts,
-            read_only=bool(args.read_only),
-        )
+    def _read(self) -> inventory.Overview:
+        c = self.connection
+        return inventory.read_overview(c.sqs, c.client, c.deployment, self._kinds)
 
     def _kinds(self, url: str) -> tuple[Mapping[str, int], float | None]:
         snapshot = self._snapshots.get(url)
@@ -119,7 +82,7 @@ class Console:
             with self._lock:
                 if self._refresher is not None and self._overview is not None:
                     return self._overview  # read while this request waited
-            latest = self._reader.read()
+            latest = self._read()
             with self._lock:
                 self._overview = latest
                 if not self._closed.is_set():
@@ -144,7 +107,7 @@ class Console:
             started = time.monotonic()
             with self._reading:
                 try:
-                    latest = self._reader.read()
+                    latest = self._read()
                 except Exception as error:  # a note on the last read (only readers change it)
                     last = self._overview
                     assert last is not None  # the refresher starts after the first read
@@ -164,17 +127,12 @@ class Console:
             snapshot.stop.set()
         return self.jobs.stop_all()
 
-    def overview_json(self) -> dict[str, Any]:
-        view = self.overview()
-        rows = [{**asdict(row), "backlog": row.backlog} for row in view.rows]
-        return {**asdict(view), "notes": list(view.notes), "rows": rows}
-
     def queue(self, name: str) -> QueueInfo:
         """A queue of the overview, by name; 404 for any other."""
         row = next((row for row in self.overview().rows if row.name == name), None)
         if row is None:
-            raise NotFoundError("no such dead-letter queue")
-        return queue_info(self.sqs, row.url)
+            raise NotFound("no such dead-letter queue")
+        return queue_info(self.connection.sqs, row.url)
 
     def snapshot(self, info: QueueInfo, *, fresh: bool = False) -> Snapshot:
         """The queue's snapshot; read now when there is none (or `fresh`, unless reading). A
@@ -189,8 +147,8 @@ class Console:
                 return current  # another request started one meanwhile
             snapshot = Snapshot(self.folder, info)
             self._snapshots[info.url] = snapshot
-        settings = self.settings
-        reading = (self.sqs, settings.replay_targets, settings.kinds, ReceiveMemory.local())
+        c = self.connection
+        reading = (c.sqs, c.replay_targets, c.kinds, ReceiveMemory.local())
         threading.Thread(target=snapshot.read, args=reading, name="snapshot", daemon=True).start()
         return snapshot
 
@@ -215,16 +173,17 @@ class Console:
         main = self._main_for(info)
         if main is not None:
             found.insert(0, ("main", f"the main queue ({queue_name(main)})"))
-        if self.settings.replay_targets:
+        if self.connection.replay_targets:
             found.append(("target", "each record's recorded target (the stack's allowed targets)"))
         return found
 
     def _main_for(self, info: QueueInfo) -> str | None:
-        if self.deployment.main and info.url != self.deployment.main:
-            return self.deployment.main
+        main = self.connection.deployment.main
+        if main and info.url != main:
+            return main
         row = next((row for row in self.overview().rows if row.url == info.url), None)
         if row is not None and len(row.sources) == 1:
-            return str(self.sqs.get_queue_url(QueueName=row.sources[0])["QueueUrl"])
+            return str(self.connection.sqs.get_queue_url(QueueName=row.sources[0])["QueueUrl"])
         return None
 
     def order(self, info: QueueInfo, form: Any) -> jobs.RedriveOrder:
@@ -236,16 +195,16 @@ class Console:
         else:
             ids = frozenset(str(i) for i in form.getlist("id"))
         if not ids:
-            raise BadRequestError("nothing selected: tick messages, or choose the filter's result")
+            raise BadRequest("nothing selected: tick messages, or choose the filter's result")
         to = form.get("to", "main")
         destination: QueueInfo | None = None
         if to == "main":
             main = self._main_for(info)
             if main is None:
-                raise BadRequestError("no main queue known for this queue")
-            destination = queue_info(self.sqs, main)
+                raise BadRequest("no main queue known for this queue")
+            destination = queue_info(self.connection.sqs, main)
         elif to not in {"source", "target"}:
-            raise BadRequestError("unknown destination")
+            raise BadRequest("unknown destination")
         rate = form.get("rate", type=float)
         rate = rate if rate and rate > 0 else None
         request = RedriveRequest(
@@ -254,10 +213,10 @@ class Console:
             rate=rate,
             reset_count=form.get("reset_count") == "1",
             selector=Selector(message_ids=ids),
-            count_attribute=self.settings.count_attribute,
+            count_attribute=self.connection.count_attribute,
             concurrency=1 if rate else DEFAULT_CONCURRENCY,
-            target_arns=self.settings.replay_targets if to == "target" else frozenset(),
-            accepted_kinds=self.settings.kinds,
+            target_arns=self.connection.replay_targets if to == "target" else frozenset(),
+            accepted_kinds=self.connection.kinds,
         )
         return jobs.RedriveOrder(request, selected.query() if form.get("scope") == "filter" else {})
 
@@ -267,7 +226,7 @@ class Console:
         counts: dict[str, int] = defaultdict(int)
         source_urls: dict[str, str | None] = {}
         for message in self.snapshot(order.source).messages(sorted(order.ids)):
-            planned = plan_copy(self.sqs, message, request, source_urls)
+            planned = plan_copy(self.connection.sqs, message, request, source_urls)
             if isinstance(planned, OutboundMessage):
                 counts[f"move to {queue_name(planned.queue_url)}"] += 1
             elif isinstance(planned, Delivery):
@@ -287,33 +246,33 @@ class Console:
         destination, source = order.request.destination, order.source.name
         heading = f"{source} -> {destination.name if destination else 'source'}"
         job = jobs.Job("redrive", source, heading, self._total(order))
-        return self.jobs.start(job, jobs.run_redrive, self.connection, self.sqs, order)
+        return self.jobs.start(job, jobs.run_redrive, self.connection, order)
 
     def start_export(self, order: jobs.RedriveOrder, filename: str) -> jobs.Job:
         source = order.source.name
         job = jobs.Job("export", source, f"export of {source}", len(order.ids))
-        return self.jobs.start(job, jobs.run_export, self.sqs, self.folder, order, filename)
+        return self.jobs.start(job, jobs.run_export, self.connection, self.folder, order, filename)
 
     def start_purge(self, info: QueueInfo, confirm: str) -> jobs.Job:
         job = jobs.Job("purge", info.name, f"purge {info.name}")
-        return self.jobs.start(job, jobs.run_purge, self.connection, self.sqs, info, confirm)
+        return self.jobs.start(job, jobs.run_purge, self.connection, info, confirm)
 
     def start_delete(self, order: jobs.RedriveOrder, confirm: str) -> jobs.Job:
         source = order.source.name
         job = jobs.Job(
             "delete", source, f"delete {len(order.ids)} from {source}", self._total(order)
         )
-        return self.jobs.start(job, jobs.run_delete, self.connection, self.sqs, order, confirm)
+        return self.jobs.start(job, jobs.run_delete, self.connection, order, confirm)
 
     def start_pause(self, *, enable: bool) -> jobs.Job:
         word = "resume" if enable else "pause"
-        job, deployment = jobs.Job(word, "", f"{word} the replay"), self.deployment
-        return self.jobs.start(job, jobs.run_pause, self.connection, self.sqs, deployment, enable)
+        job = jobs.Job(word, "", f"{word} the replay")
+        return self.jobs.start(job, jobs.run_pause, self.connection, enable)
 
     def job(self, job_id: str) -> jobs.Job:
         found = self.jobs.jobs.get(job_id)
         if found is None:
-            raise NotFoundError("no such action")
+            raise NotFound("no such action")
         return found
 
     def audit_actions(self) -> tuple[list[Any], str, str | None]:
