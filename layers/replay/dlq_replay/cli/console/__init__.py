@@ -47,6 +47,8 @@ from dlq_replay.local.answers import refuse_foreign_answers
 from dlq_replay.ops.receiving import ALL_KINDS
 
 if TYPE_CHECKING:
+    from types import FrameType
+
     from mypy_boto3_sqs import SQSClient
     from werkzeug.serving import BaseWSGIServer
 
@@ -208,16 +210,28 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _serve(server: BaseWSGIServer) -> int:
-    """Serve in a thread until a signal (SIGINT, SIGTERM, SIGHUP) comes; its number. The signals
-    are blocked here (and so in every thread started from now on) and taken by `sigwait`."""
-    signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
+    """Serve in a thread until a signal (SIGINT, SIGTERM, SIGHUP) comes; its number. A handler,
+    not `sigwait`: a signal blocked here could reach a thread started earlier (the demo's
+    emulator) and be lost."""
+    received: list[int] = []
+    stopped = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        del frame
+        received.append(signum)
+        stopped.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in SIGNALS}
     threading.Thread(target=server.serve_forever, name="server", daemon=True).start()
     try:
-        return signal.sigwait(SIGNALS)
+        while not stopped.wait(0.5):
+            pass
     finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         server.shutdown()
         server.server_close()
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS)
+    return received[0]
 
 
 # Every service a page, an action or the audit calls; their endpoints are resolved at start, where a
