@@ -20,6 +20,7 @@ from dlq_replay.cli.shutdown import (
     hidden_until_text,
     install_default_handlers,
 )
+from dlq_replay.ops.redrive import Leftover
 
 
 class ExitCalledError(Exception):
@@ -127,13 +128,15 @@ def test_an_abandoned_run_prints_its_tally_after_the_line(
 
 
 def test_what_receives_in_flight_may_hide_is_said_as_an_upper_bound() -> None:
-    text = hidden_at_most_text(0, None, 5, 50, 0.0)
+    text = hidden_at_most_text(
+        Leftover(0, None, 0, 0, receives=5, receiving_up_to=50, receiving_until=0.0)
+    )
     assert text == (
         "none received is left hidden; up to 50 more may be hidden by 5 receives in flight, "
         "until 00:00:00 UTC"
     )
     assert "no message is left hidden" not in text
-    assert hidden_at_most_text(0, None, 0, 0, None) == "no message is left hidden"
+    assert hidden_at_most_text(Leftover(0, None, 0, 0)) == "no message is left hidden"
 
 
 LATE_SIGNAL = """

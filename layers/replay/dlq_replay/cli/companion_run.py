@@ -4,6 +4,7 @@ its part of the move, in the child (`python -m`), reported to the parent in fram
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import pickle
 import signal
@@ -82,12 +83,10 @@ class _Frames:
 
     def __call__(self, *frame: Any) -> None:
         data = pickle.dumps(frame)
-        with self._lock:
-            try:
-                self._out.write(data)
-                self._out.flush()
-            except OSError:  # the parent is gone (an abandoned run): the move still ends
-                pass
+        # OSError: the parent is gone (an abandoned run), the move still ends.
+        with self._lock, contextlib.suppress(OSError):
+            self._out.write(data)
+            self._out.flush()
 
 
 def main() -> int:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-from collections.abc import Callable
 
 import boto3
 from botocore.exceptions import (
@@ -49,46 +48,36 @@ def describe_error(error: Exception) -> tuple[str, int]:
         return _client_error_line(error), EXIT_FAILED
     for kinds, line, code in _BOTOCORE_LINES:
         if isinstance(error, kinds):
-            return line(error), code
+            # {1}: botocore's first line of an answer that goes on with a whole HTML page.
+            return line.format(error, "".join(str(error).splitlines()[:1])), code
     return f"{type(error).__name__}: {error}", EXIT_FAILED
 
 
-def _unparsable(error: Exception) -> str:
-    # botocore's message goes on with the whole answer (an HTML page): its first line only.
-    return f"the endpoint's answer is not an AWS response: {str(error).splitlines()[0]}"
-
-
 # botocore's errors that are not an AWS service's answer: (types, the line, the exit code).
-_BOTOCORE_LINES: tuple[
-    tuple[type[Exception] | tuple[type[Exception], ...], Callable[[Exception], str], int], ...
-] = (
+_BOTOCORE_LINES: tuple[tuple[type[Exception] | tuple[type[Exception], ...], str, int], ...] = (
     (
         NoCredentialsError,
-        lambda _: (
-            "no AWS credentials found: set AWS_PROFILE or AWS_ACCESS_KEY_ID/"
-            "AWS_SECRET_ACCESS_KEY, or pass --profile"
-        ),
+        "no AWS credentials found: set AWS_PROFILE or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, "
+        "or pass --profile",
         EXIT_FAILED,
     ),
-    (NoRegionError, lambda _: "no AWS region: pass --region or set AWS_DEFAULT_REGION", EXIT_USAGE),
+    (NoRegionError, "no AWS region: pass --region or set AWS_DEFAULT_REGION", EXIT_USAGE),
     (
         InvalidRegionError,
-        lambda error: f"{error} (pass --region or set AWS_DEFAULT_REGION, e.g. us-east-1)",
+        "{0} (pass --region or set AWS_DEFAULT_REGION, e.g. us-east-1)",
         EXIT_USAGE,
     ),
-    (ProfileNotFound, str, EXIT_USAGE),
+    (ProfileNotFound, "{0}", EXIT_USAGE),
     # An answer that is not the service's, or none within the read timeout (local.answers):
     # the endpoint, the operation and what came back, in the error's own line.
-    ((ForeignAnswerError, NoAnswerError), str, EXIT_FAILED),
+    ((ForeignAnswerError, NoAnswerError), "{0}", EXIT_FAILED),
+    # botocore names the URL it tried; the retries behind it are the client's config.
     (
         (BotoConnectionError, HTTPClientError),
-        # botocore names the URL it tried; the retries behind it are the client's config.
-        lambda error: (
-            f"cannot reach the endpoint: {error} (check --endpoint-url, --region and the network)"
-        ),
+        "cannot reach the endpoint: {0} (check --endpoint-url, --region and the network)",
         EXIT_FAILED,
     ),
-    (ResponseParserError, _unparsable, EXIT_FAILED),
+    (ResponseParserError, "the endpoint's answer is not an AWS response: {1}", EXIT_FAILED),
 )
 
 

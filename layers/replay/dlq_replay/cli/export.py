@@ -208,10 +208,7 @@ def _export_interrupted(result: ExportResult, request: ExportRequest, shutdown: 
 
 def _export_leftover(left: ExportLeftover, request: ExportRequest) -> str:
     """The line when the export is abandoned mid-flight."""
-    receives = left.receives
-    hidden = hidden_at_most_text(
-        left.hidden, left.hidden_until, receives, left.receiving_up_to, left.receiving_until
-    )
+    hidden = hidden_at_most_text(left)
     if left.phase is ExportPhase.RECEIVING:
         part = f" ({request.path}.part is incomplete)" if request.path is not None else ""
         return f"nothing was deleted{part}; {hidden}; {_rerun(request)}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
@@ -27,6 +28,7 @@ _TARGET = (
     "--stack NAME, or --function-name NAME with --dlq-url URL choosing the mapping when the "
     "function has several"
 )
+_GOALS = {"pause": "Disabled", "resume": "Enabled"}  # the state --wait waits for
 _DESCRIPTIONS = {
     "pause": (
         f"Disables the replay function's event source mapping on the DLQ ({_TARGET}). Nothing "
@@ -52,7 +54,7 @@ def register(subparsers: Subparsers) -> None:
         parser.add_argument(
             "--wait",
             action="store_true",
-            help=f"wait until Lambda reports the mapping {_goal(command)} "
+            help=f"wait until Lambda reports the mapping {_GOALS[command]} "
             "(default: return at once)",
         )
         parser.add_argument(
@@ -67,10 +69,6 @@ def register(subparsers: Subparsers) -> None:
         add_operator_options(parser, run_pause)
 
 
-def _goal(command: str) -> str:
-    return "Enabled" if command == "resume" else "Disabled"
-
-
 @operator_command
 @audited()
 def run_pause(args: argparse.Namespace, action: audit.Action) -> int:
@@ -83,16 +81,12 @@ def run_pause(args: argparse.Namespace, action: audit.Action) -> int:
     action.gate(queues=(deployment.dlq,) if deployment.dlq else ())
     result = set_event_source(lam, deployment.function_name, dlq_arn, enabled=args.enable)
     # The operator decides from now on: an open breaker closes and never resumes this pause.
-    breaker = take_over(
-        lam,
-        lambda: clients.make_client(args, "dynamodb"),
-        deployment.function_name,
-        enable=args.enable,
-    )
+    dynamodb = functools.partial(clients.make_client, args, "dynamodb")
+    breaker = take_over(lam, dynamodb, deployment.function_name, enable=args.enable)
     state = result.after
     # Also when it already was on its way (Disabling for a pause): --wait means "until done".
-    if args.wait and state != _goal(args.command):
-        state = wait_for_state(lam, result.uuid, _goal(args.command), timeout=args.timeout)
+    if args.wait and state != _GOALS[args.command]:
+        state = wait_for_state(lam, result.uuid, _GOALS[args.command], timeout=args.timeout)
     action.tally({**asdict(result), "after": state, "breaker": breaker})
     if args.json:
         told = {"breaker": breaker} if breaker else {}  # only when the breaker was open

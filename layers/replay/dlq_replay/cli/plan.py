@@ -233,17 +233,10 @@ def _print_plan(plan: BackoffPlan, origin: str) -> None:
         f"({origin})"
     )
     table = Table(title_justify="left")
-    for column in (
-        "attempt",
-        "ceiling",
-        "delay range",
-        "median",
-        "p95",
-        "total median",
-        "total worst",
-        "waits",
-    ):
-        table.add_column(column, justify="left" if column == "waits" else "right")
+    numbers = ("attempt", "ceiling", "delay range", "median", "p95", "total median", "total worst")
+    for column in numbers:
+        table.add_column(column, justify="right")
+    table.add_column("waits")
     limit = "FIFO: any delay" if plan.fifo else "over 15m"
     for a in plan.attempts:
         table.add_row(
@@ -311,9 +304,8 @@ def _print_consumer_backoff(plan: ConsumerBackoffPlan, origin: str) -> None:
         "receive count; each replay sends a new copy, whose receive count starts again"
     )
     table = Table(title_justify="left")
-    for column in ("replay count", "receive count", "step", "delay", "total best"):
+    for column in ("replay count", "receive count", "step", "delay", "total best", "total median"):
         table.add_column(column, justify="left" if column == "step" else "right")
-    table.add_column("total median", justify="right")
     table.add_column("total worst", justify="right")
     for index, row in enumerate(plan.rows):
         following = plan.rows[index + 1] if index + 1 < len(plan.rows) else None

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 if TYPE_CHECKING:
     from dlq_replay.audit import Action
+    from dlq_replay.ops.export import ExportLeftover
     from dlq_replay.ops.redrive import Leftover
 
 T = TypeVar("T")
@@ -262,26 +263,23 @@ def interrupted(stop: KeyboardInterrupt, message: str) -> Interrupted:
     return Interrupted(stop.signum if isinstance(stop, Interrupted) else signal.SIGINT, message)
 
 
-def hidden_at_most_text(
-    hidden: int, until: float | None, receives: int, up_to: int, receiving_until: float | None
-) -> str:
+def hidden_at_most_text(left: Leftover | ExportLeftover) -> str:
     """What stays hidden at most: the messages in hand, and what receives in flight may hide."""
-    text = hidden_until_text(hidden, until)
-    if not receives:
+    text = hidden_until_text(left.hidden, left.hidden_until)
+    if not left.receives:
         return text
-    if hidden <= 0:
+    if left.hidden <= 0:
         text = "none received is left hidden"
-    noun = "receive" if receives == 1 else "receives"
+    noun = "receive" if left.receives == 1 else "receives"
     return (
-        f"{text}; up to {up_to} more may be hidden by {receives} {noun} in flight, until "
-        f"{_when(receiving_until)}"
+        f"{text}; up to {left.receiving_up_to} more may be hidden by {left.receives} {noun} in "
+        f"flight, until {_when(left.receiving_until)}"
     )
 
 
 def leftover_text(left: Leftover, where: str) -> str:
     """What an abandoned move leaves: hidden messages (at most) and possible duplicates."""
-    hidden = (left.hidden, left.hidden_until, left.receives, left.receiving_up_to)
-    parts = [hidden_at_most_text(*hidden, left.receiving_until)]
+    parts = [hidden_at_most_text(left)]
     if left.sent_not_deleted:
         parts.append(
             f"sent, original not confirmed deleted: {left.sent_not_deleted} (a rerun sends again "

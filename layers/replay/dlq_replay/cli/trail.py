@@ -5,6 +5,7 @@ recorded value can move the cursor, recolour, retitle or reorder what the next o
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import math
 import time
@@ -36,10 +37,8 @@ _LOOKUP = 500
 
 def since_time(text: str) -> datetime:
     """argparse type: a duration back from now or an ISO date or time (UTC unless it says)."""
-    try:
+    with contextlib.suppress(ValueError):
         return datetime.now(UTC) - timedelta(seconds=parse_duration(text))
-    except ValueError:
-        pass
     try:
         moment = datetime.fromisoformat(text.strip())
     except ValueError:

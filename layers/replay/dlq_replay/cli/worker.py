@@ -164,10 +164,6 @@ def run_worker_command(args: argparse.Namespace) -> int:
     follow, where = _follow(args, settings, logger)
     shutdown = Shutdown()
     stats = PollStats()
-
-    def left() -> str:
-        return under_way_text(*stats.under_way())
-
     try:
         code = shutdown.run(
             lambda: run_worker(
@@ -188,7 +184,7 @@ def run_worker_command(args: argparse.Namespace) -> int:
                 follow=follow,
                 on_started=lambda: note(where),
             ),
-            left,
+            lambda: under_way_text(*stats.under_way()),
         )
     except StartError as error:
         raise CommandError(f"{error}; nothing was received", 2 if error.usage else 1) from None
