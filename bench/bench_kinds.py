@@ -194,8 +194,7 @@ def handler(
     from dlq_replay.core.settings import Settings
     from dlq_replay.engine.replayer import Collaborators, Replayer
     from dlq_replay.sqs.client import sqs_client
-    from dlq_replay.targets.clients import TargetClients
-    from dlq_replay.targets.deliverer import Deliverer
+    from dlq_replay.targets.deliverer import Deliverer, TargetClients
     from dlq_replay.targets.ledger import MemoryLedger
 
     settings = Settings(

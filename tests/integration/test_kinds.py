@@ -22,8 +22,7 @@ from dlq_replay.aws_lambda.replay import LambdaReplay
 from dlq_replay.core.settings import Settings, SettingsError
 from dlq_replay.engine.replayer import Collaborators, Replayer
 from dlq_replay.local.records import lambda_event
-from dlq_replay.targets.clients import TargetClients
-from dlq_replay.targets.deliverer import Deliverer
+from dlq_replay.targets.deliverer import Deliverer, TargetClients
 from dlq_replay.targets.ledger import DynamoLedger
 from moto import mock_aws
 

@@ -20,8 +20,7 @@ from dlq_replay.engine.decide import RecordCase, decide
 from dlq_replay.engine.kinds import kind_of, recognise
 from dlq_replay.engine.replayer import Collaborators, Replayer
 from dlq_replay.sqs.client import sqs_client
-from dlq_replay.targets.clients import TargetClients
-from dlq_replay.targets.deliverer import Deliverer
+from dlq_replay.targets.deliverer import Deliverer, TargetClients
 from dlq_replay.targets.ledger import MemoryLedger
 from hypothesis import given
 from hypothesis import strategies as st

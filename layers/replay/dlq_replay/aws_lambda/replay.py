@@ -84,8 +84,7 @@ class LambdaReplay:
         sns = notice_client(settings, session=session)
         deliverer, ledger = None, None
         if settings.dlq_kind != "sqs":
-            from dlq_replay.targets.clients import TargetClients
-            from dlq_replay.targets.deliverer import Deliverer
+            from dlq_replay.targets.deliverer import Deliverer, TargetClients
             from dlq_replay.targets.ledger import LEDGER_TABLE_VARIABLE, invocation_ledger
 
             ledger = invocation_ledger(env, session=session)

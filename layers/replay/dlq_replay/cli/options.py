@@ -76,8 +76,7 @@ def make_deliverer(args: argparse.Namespace, concurrency: int = 8) -> Deliverer:
     """The `Deliverer` of records of serverless kinds (worker, redrive --to source): Lambda,
     SQS, SNS, Step Functions and EventBridge clients on the command's profile and endpoints,
     `concurrency` deliveries at once."""
-    from dlq_replay.targets.clients import TargetClients
-    from dlq_replay.targets.deliverer import Deliverer
+    from dlq_replay.targets.deliverer import Deliverer, TargetClients
 
     session = boto3.Session(profile_name=args.profile, region_name=args.region)
     refuse_foreign_answers(session)

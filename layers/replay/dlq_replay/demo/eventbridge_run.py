@@ -46,8 +46,7 @@ from dlq_replay.demo.scenario import (
 from dlq_replay.demo.view import DemoView, exit_code, park_reasons, status_words
 from dlq_replay.engine.replayer import Collaborators, Replayer
 from dlq_replay.local.eventsource import LocalEventSource, Polling, read_queue_arn, run_pollers
-from dlq_replay.targets.clients import TargetClients
-from dlq_replay.targets.deliverer import Deliverer
+from dlq_replay.targets.deliverer import Deliverer, TargetClients
 from dlq_replay.targets.ledger import MemoryLedger
 
 if TYPE_CHECKING:
