@@ -44,7 +44,7 @@ from dlq_replay.demo.scenario import (
     watch_depths,
 )
 from dlq_replay.demo.view import DemoView, exit_code, park_reasons, status_words
-from dlq_replay.engine.replayer import Collaborators, Replayer
+from dlq_replay.engine.replayer import Replayer
 from dlq_replay.local.eventsource import LocalEventSource, Polling, read_queue_arn, run_pollers
 from dlq_replay.targets.deliverer import Deliverer, TargetClients
 from dlq_replay.targets.ledger import MemoryLedger
@@ -326,12 +326,10 @@ def eventbridge_demo(
             logger=quiet_logger("dlq_replay.demo.replay"),
             rng=rng,
             on_outcome=OutcomeCounter(tally),
-            collaborators=Collaborators(
-                deliverer=Deliverer(
-                    TargetClients(session, endpoint_url=lambda _service: running.endpoint_url)
-                ),
-                ledger=MemoryLedger(),
+            deliverer=Deliverer(
+                TargetClients(session, endpoint_url=lambda _service: running.endpoint_url)
             ),
+            ledger=MemoryLedger(),
         )
         source = LocalEventSource(
             sqs, wiring.dlq_url, LambdaReplay(replayer), Polling(wait_seconds=1)
