@@ -66,7 +66,7 @@ def outcome(function: Callable[[str], object], text: str) -> object:
 # queue_name(url): the replaced expressions that stripped a trailing slash first.
 NAME_STRIPPED: list[tuple[str, Callable[[str], str]]] = [
     (
-        "sqs/queue_age.py, breaker/evidence.py, cli/plan.py",
+        "sqs/depth.py, breaker/evidence.py, cli/plan.py",
         lambda u: u.rstrip("/").rsplit("/", 1)[-1],
     ),
     ("core/queues.py queue_url_problem", lambda u: u.rstrip("/").rsplit("/", 1)[-1]),
