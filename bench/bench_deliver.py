@@ -19,8 +19,7 @@ import sys
 import time
 
 import boto3
-from dlq_replay.targets.clients import TargetClients
-from dlq_replay.targets.deliverer import Deliverer
+from dlq_replay.targets.deliverer import Deliverer, TargetClients
 from dlq_replay.targets.delivery import Delivered, Delivery
 from lambda_http import FakeLambda
 

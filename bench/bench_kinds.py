@@ -192,10 +192,9 @@ def handler(
     import boto3
     from dlq_replay.aws_lambda.replay import LambdaReplay
     from dlq_replay.core.settings import Settings
-    from dlq_replay.engine.replayer import Collaborators, Replayer
+    from dlq_replay.engine.replayer import Replayer
     from dlq_replay.sqs.client import sqs_client
-    from dlq_replay.targets.clients import TargetClients
-    from dlq_replay.targets.deliverer import Deliverer
+    from dlq_replay.targets.deliverer import Deliverer, TargetClients
     from dlq_replay.targets.ledger import MemoryLedger
 
     settings = Settings(
@@ -214,7 +213,8 @@ def handler(
         sqs,
         logger=quiet,
         rng=Lowest(),
-        collaborators=Collaborators(deliverer=Deliverer(clients), ledger=MemoryLedger()),
+        deliverer=Deliverer(clients),
+        ledger=MemoryLedger(),
     )
     return LambdaReplay(replayer)
 

@@ -26,7 +26,7 @@ import boto3
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from dlq_replay.aws_lambda.replay import LambdaReplay
 from dlq_replay.core.settings import Settings
-from dlq_replay.engine.replayer import Clock, Collaborators, Outcome, Replayer
+from dlq_replay.engine.replayer import Clock, Outcome, Replayer
 from dlq_replay.local.eventsource import lambda_event
 from dlq_replay.ops.receiving import drained_batches
 from dlq_replay.sqs.depth import queue_depth
@@ -428,7 +428,7 @@ class ReplayFactory:
             logger=self._log,
             clock=clock or time.time,
             rng=rng or LowestRandom(),
-            collaborators=Collaborators(sns=sns),
+            sns=sns,
             metrics=metrics,
             on_outcome=on_outcome,
         )

@@ -20,10 +20,9 @@ import pytest
 from botocore.stub import Stubber
 from dlq_replay.aws_lambda.replay import LambdaReplay
 from dlq_replay.core.settings import Settings, SettingsError
-from dlq_replay.engine.replayer import Collaborators, Replayer
+from dlq_replay.engine.replayer import Replayer
 from dlq_replay.local.eventsource import lambda_event
-from dlq_replay.targets.clients import TargetClients
-from dlq_replay.targets.deliverer import Deliverer
+from dlq_replay.targets.deliverer import Deliverer, TargetClients
 from dlq_replay.targets.ledger import DynamoLedger
 from moto import mock_aws
 
@@ -161,10 +160,8 @@ def make_replay(stack: Stack, targets: list[str], **env: str) -> Replay:
         session.client("sqs"),
         logger=log,
         rng=LowestRandom(),
-        collaborators=Collaborators(
-            deliverer=Deliverer(clients),
-            ledger=DynamoLedger(lambda: session.client("dynamodb"), stack.table),
-        ),
+        deliverer=Deliverer(clients),
+        ledger=DynamoLedger(lambda: session.client("dynamodb"), stack.table),
     )
     return Replay(LambdaReplay(replayer), invokes, log, clients)
 

@@ -14,10 +14,8 @@ import boto3
 import pytest
 from botocore.response import StreamingBody
 from botocore.stub import Stubber
-from dlq_replay.targets.clients import TargetClients
-from dlq_replay.targets.deliverer import Deliverer
+from dlq_replay.targets.deliverer import Deliverer, TargetClients, execution_name
 from dlq_replay.targets.delivery import Delivered, Delivery, Refused
-from dlq_replay.targets.services import execution_name
 from hypothesis import given
 from hypothesis import strategies as st
 

@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import boto3
 import pytest
-from dlq_replay.targets.clients import TargetClients
-from dlq_replay.targets.deliverer import Deliverer
+from dlq_replay.targets.deliverer import Deliverer, TargetClients
 from dlq_replay.targets.delivery import Delivered, Delivery, Refused
 from moto import mock_aws
 

@@ -21,7 +21,7 @@ from dlq_replay.core.decision import (
 from dlq_replay.core.kinds import Recognised, RecordKind
 from dlq_replay.core.messages import MAX_MESSAGE_BYTES, InboundMessage
 from dlq_replay.core.settings import Settings
-from dlq_replay.engine.decide import decide, park_instead
+from dlq_replay.engine.decide import RecordCase, park_instead
 from dlq_replay.engine.kinds import kind_of
 
 from ._support import (
@@ -64,7 +64,7 @@ def waiting_message() -> InboundMessage:
 
 def test_replay_now_draws_the_delay_and_counts_the_first_attempt(settings: Settings) -> None:
     msg = message(message_attributes={"tenant": string_attr("acme")})
-    decision = decide(msg, settings, dlq_url=DLQ, now=NOW, rng=random.Random(5))
+    decision = RecordCase(msg, settings, dlq_url=DLQ, now=NOW, rng=random.Random(5)).decide()
     expected_delay = random.Random(5).randint(0, 60)
     assert expected_delay > 0
     assert decision == Decision(
@@ -93,7 +93,7 @@ def test_replay_advances_the_count_and_writes_it_as_number(
     settings: Settings, rng: random.Random, incoming: str, attempt: int, ceiling: int
 ) -> None:
     msg = message(message_attributes={COUNT: string_attr(incoming, "String")})
-    decision = decide(msg, settings, dlq_url=DLQ, now=NOW, rng=rng)
+    decision = RecordCase(msg, settings, dlq_url=DLQ, now=NOW, rng=rng).decide()
     assert decision.action is Action.REPLAY
     assert decision.attempt == attempt
     assert 0 <= decision.delay <= ceiling
@@ -109,7 +109,7 @@ def test_replay_delay_never_exceeds_900_on_a_standard_queue(rng: random.Random) 
     settings = make_settings(max_attempts=100)
     for count in range(99):
         msg = message(message_attributes={COUNT: string_attr(str(count), "Number")})
-        decision = decide(msg, settings, dlq_url=DLQ, now=NOW, rng=rng)
+        decision = RecordCase(msg, settings, dlq_url=DLQ, now=NOW, rng=rng).decide()
         assert decision.action is Action.REPLAY
         assert 0 <= decision.delay <= 900
         assert type(decision.delay) is int
@@ -118,7 +118,7 @@ def test_replay_delay_never_exceeds_900_on_a_standard_queue(rng: random.Random) 
 def test_custom_count_attribute_name(rng: random.Random) -> None:
     settings = make_settings(count_attribute="retries")
     msg = message(message_attributes={"retries": string_attr("1", "Number")})
-    decision = decide(msg, settings, dlq_url=DLQ, now=NOW, rng=rng)
+    decision = RecordCase(msg, settings, dlq_url=DLQ, now=NOW, rng=rng).decide()
     assert decision.attempt == 2
     copy = build_copy(msg, decision, settings)
     assert copy.attributes == {"retries": Attribute("Number", "2")}
@@ -127,16 +127,20 @@ def test_custom_count_attribute_name(rng: random.Random) -> None:
 def test_replay_of_the_standard_event(settings: Settings) -> None:
     first, traced = event_messages("dlq-standard.json")
     for msg in (first, traced):
-        decision = decide(msg, settings, dlq_url=DLQ, now=NOW, rng=FixedRandom(17))
+        decision = RecordCase(msg, settings, dlq_url=DLQ, now=NOW, rng=FixedRandom(17)).decide()
         assert decision == Decision(Action.REPLAY, MAIN, attempt=1, delay=17, drawn_delay=17)
     assert (
         build_copy(
-            first, decide(first, settings, dlq_url=DLQ, now=NOW, rng=FixedRandom(17)), settings
+            first,
+            RecordCase(first, settings, dlq_url=DLQ, now=NOW, rng=FixedRandom(17)).decide(),
+            settings,
         ).trace_header
         is None
     )
     copy = build_copy(
-        traced, decide(traced, settings, dlq_url=DLQ, now=NOW, rng=FixedRandom(17)), settings
+        traced,
+        RecordCase(traced, settings, dlq_url=DLQ, now=NOW, rng=FixedRandom(17)).decide(),
+        settings,
     )
     assert copy.trace_header == TRACE
     assert copy.to_entry("3") == {
@@ -150,7 +154,7 @@ def test_replay_of_the_standard_event(settings: Settings) -> None:
 
 def test_entry_of_a_binary_replay_is_byte_exact(settings: Settings) -> None:
     (msg,) = event_messages("dlq-binary-attributes.json")
-    decision = decide(msg, settings, dlq_url=DLQ, now=NOW, rng=FixedRandom(0))
+    decision = RecordCase(msg, settings, dlq_url=DLQ, now=NOW, rng=FixedRandom(0)).decide()
     assert decision == Decision(Action.REPLAY, MAIN, attempt=1, delay=0, drawn_delay=0)
     entry = build_copy(msg, decision, settings).to_entry("0")
     assert "DelaySeconds" not in entry  # zero is left out
@@ -175,7 +179,7 @@ def test_entry_of_a_binary_replay_is_byte_exact(settings: Settings) -> None:
 
 def test_max_attempts_parks_and_keeps_the_count(settings: Settings) -> None:
     (msg,) = event_messages("dlq-at-attempt-limit.json")
-    decision = decide(msg, settings, dlq_url=DLQ, now=NOW, rng=NoRandom())
+    decision = RecordCase(msg, settings, dlq_url=DLQ, now=NOW, rng=NoRandom()).decide()
     assert decision == Decision(Action.PARK, attempt=3, reason=ParkReason.MAX_ATTEMPTS)
     copy = build_copy(msg, decision, settings)
     assert copy.queue_url == OPERATOR
@@ -192,7 +196,7 @@ def test_max_attempts_parks_and_keeps_the_count(settings: Settings) -> None:
 def test_max_attempts_park_with_ten_attributes_omits_the_reason(settings: Settings) -> None:
     attrs = {**extra_attributes(9), COUNT: string_attr("3", "Number")}
     msg = message(message_attributes=attrs)
-    decision = decide(msg, settings, dlq_url=DLQ, now=NOW, rng=NoRandom())
+    decision = RecordCase(msg, settings, dlq_url=DLQ, now=NOW, rng=NoRandom()).decide()
     assert decision == Decision(Action.PARK, attempt=3, reason=ParkReason.MAX_ATTEMPTS)
     copy = build_copy(msg, decision, settings)
     assert copy.attributes == msg.attributes
@@ -201,8 +205,12 @@ def test_max_attempts_park_with_ten_attributes_omits_the_reason(settings: Settin
 
 def test_max_attempts_follows_the_setting() -> None:
     msg = message(message_attributes={COUNT: string_attr("4", "Number")})
-    five = decide(msg, make_settings(max_attempts=5), dlq_url=DLQ, now=NOW, rng=FixedRandom(1))
-    four = decide(msg, make_settings(max_attempts=4), dlq_url=DLQ, now=NOW, rng=NoRandom())
+    five = RecordCase(
+        msg, make_settings(max_attempts=5), dlq_url=DLQ, now=NOW, rng=FixedRandom(1)
+    ).decide()
+    four = RecordCase(
+        msg, make_settings(max_attempts=4), dlq_url=DLQ, now=NOW, rng=NoRandom()
+    ).decide()
     assert five.action is Action.REPLAY
     assert five.attempt == 5
     assert four == Decision(Action.PARK, attempt=4, reason=ParkReason.MAX_ATTEMPTS)
@@ -211,7 +219,7 @@ def test_max_attempts_follows_the_setting() -> None:
 @pytest.mark.parametrize("index", range(7))
 def test_invalid_count_parks(settings: Settings, index: int) -> None:
     msg = event_messages("dlq-bad-count.json")[index]
-    decision = decide(msg, settings, dlq_url=DLQ, now=NOW, rng=NoRandom())
+    decision = RecordCase(msg, settings, dlq_url=DLQ, now=NOW, rng=NoRandom()).decide()
     assert decision == Decision(Action.PARK, attempt=None, reason=ParkReason.INVALID_COUNT)
     copy = build_copy(msg, decision, settings)
     assert copy.queue_url == OPERATOR
@@ -223,7 +231,7 @@ def test_invalid_count_parks(settings: Settings, index: int) -> None:
 
 def test_ten_attributes_and_no_count_parks_without_an_eleventh(settings: Settings) -> None:
     msg = message(message_attributes=extra_attributes(10))
-    decision = decide(msg, settings, dlq_url=DLQ, now=NOW, rng=NoRandom())
+    decision = RecordCase(msg, settings, dlq_url=DLQ, now=NOW, rng=NoRandom()).decide()
     assert decision == Decision(Action.PARK, attempt=0, reason=ParkReason.ATTRIBUTE_LIMIT)
     copy = build_copy(msg, decision, settings)
     assert copy.queue_url == OPERATOR
@@ -235,7 +243,7 @@ def test_ten_attributes_and_no_count_parks_without_an_eleventh(settings: Setting
 
 def test_nine_attributes_and_no_count_replays_with_ten(settings: Settings) -> None:
     msg = message(message_attributes=extra_attributes(9))
-    decision = decide(msg, settings, dlq_url=DLQ, now=NOW, rng=FixedRandom(30))
+    decision = RecordCase(msg, settings, dlq_url=DLQ, now=NOW, rng=FixedRandom(30)).decide()
     assert decision == Decision(Action.REPLAY, MAIN, attempt=1, delay=30, drawn_delay=30)
     copy = build_copy(msg, decision, settings)
     assert len(copy.attributes) == 10
@@ -245,7 +253,7 @@ def test_nine_attributes_and_no_count_replays_with_ten(settings: Settings) -> No
 def test_ten_attributes_including_the_count_replays(settings: Settings) -> None:
     attrs = {**extra_attributes(9), COUNT: string_attr("1", "Number")}
     msg = message(message_attributes=attrs)
-    decision = decide(msg, settings, dlq_url=DLQ, now=NOW, rng=FixedRandom(30))
+    decision = RecordCase(msg, settings, dlq_url=DLQ, now=NOW, rng=FixedRandom(30)).decide()
     assert decision.action is Action.REPLAY
     assert decision.attempt == 2
     copy = build_copy(msg, decision, settings)
@@ -259,7 +267,7 @@ COUNT_SIZE = len(COUNT) + len("Number") + 1
 
 def test_body_that_leaves_exactly_room_for_the_count_replays(settings: Settings) -> None:
     msg = message(body="x" * (MAX_MESSAGE_BYTES - COUNT_SIZE))
-    decision = decide(msg, settings, dlq_url=DLQ, now=NOW, rng=FixedRandom(9))
+    decision = RecordCase(msg, settings, dlq_url=DLQ, now=NOW, rng=FixedRandom(9)).decide()
     assert decision == Decision(Action.REPLAY, MAIN, attempt=1, delay=9, drawn_delay=9)
     copy = build_copy(msg, decision, settings)
     assert copy.size_bytes == MAX_MESSAGE_BYTES
@@ -270,14 +278,16 @@ def test_multibyte_body_is_measured_in_bytes(settings: Settings) -> None:
     body = "\u00e9" * ((MAX_MESSAGE_BYTES - COUNT_SIZE) // 2) + "x"
     assert len(body.encode()) + COUNT_SIZE == MAX_MESSAGE_BYTES + 1
     assert len(body) + COUNT_SIZE < MAX_MESSAGE_BYTES  # counting characters would let it pass
-    decision = decide(message(body=body), settings, dlq_url=DLQ, now=NOW, rng=NoRandom())
+    decision = RecordCase(
+        message(body=body), settings, dlq_url=DLQ, now=NOW, rng=NoRandom()
+    ).decide()
     assert decision.reason is ParkReason.ATTRIBUTE_LIMIT
 
 
 @pytest.mark.parametrize("body_size", [MAX_MESSAGE_BYTES - COUNT_SIZE + 1, MAX_MESSAGE_BYTES])
 def test_body_with_no_room_for_the_count_parks(settings: Settings, body_size: int) -> None:
     msg = message(body="y" * body_size)
-    decision = decide(msg, settings, dlq_url=DLQ, now=NOW, rng=NoRandom())
+    decision = RecordCase(msg, settings, dlq_url=DLQ, now=NOW, rng=NoRandom()).decide()
     assert decision == Decision(Action.PARK, attempt=0, reason=ParkReason.ATTRIBUTE_LIMIT)
     copy = build_copy(msg, decision, settings)
     assert copy.body == msg.body
@@ -291,7 +301,7 @@ def test_body_with_no_room_for_the_count_parks(settings: Settings, body_size: in
 def test_long_delay_defers_to_the_dlq_with_not_before() -> None:
     settings = make_settings(backoff=LONG)
     msg = message(message_attributes={"tenant": string_attr("acme")})
-    decision = decide(msg, settings, dlq_url=DLQ, now=NOW, rng=NoRandom())
+    decision = RecordCase(msg, settings, dlq_url=DLQ, now=NOW, rng=NoRandom()).decide()
     not_before = math.floor(NOW) + 3600
     assert not_before == 1_795_003_600
     assert decision == Decision(
@@ -314,7 +324,7 @@ def test_jittered_long_delays_defer_or_replay_by_the_900_second_line(rng: random
     msg = message(message_attributes={COUNT: string_attr("10", "Number")})  # ceiling 43200
     seen = set()
     for _ in range(200):
-        decision = decide(msg, settings, dlq_url=DLQ, now=NOW, rng=rng)
+        decision = RecordCase(msg, settings, dlq_url=DLQ, now=NOW, rng=rng).decide()
         assert decision.drawn_delay is not None
         if decision.drawn_delay <= 900:
             assert decision == Decision(
@@ -340,7 +350,7 @@ def test_no_slot_for_not_before_clamps_to_900(with_count: bool) -> None:
     if with_count:
         attrs[COUNT] = string_attr("0", "Number")
     msg = message(message_attributes=attrs)
-    decision = decide(msg, settings, dlq_url=DLQ, now=NOW, rng=NoRandom())
+    decision = RecordCase(msg, settings, dlq_url=DLQ, now=NOW, rng=NoRandom()).decide()
     assert decision == Decision(Action.REPLAY, MAIN, attempt=1, delay=900, drawn_delay=3600)
     assert decision.clamped
     copy = build_copy(msg, decision, settings)
@@ -353,7 +363,7 @@ def test_no_slot_for_not_before_clamps_to_900(with_count: bool) -> None:
 def test_no_room_in_size_for_not_before_clamps() -> None:
     settings = make_settings(backoff=LONG)
     msg = message(body="z" * (MAX_MESSAGE_BYTES - COUNT_SIZE))
-    decision = decide(msg, settings, dlq_url=DLQ, now=NOW, rng=NoRandom())
+    decision = RecordCase(msg, settings, dlq_url=DLQ, now=NOW, rng=NoRandom()).decide()
     assert decision == Decision(Action.REPLAY, MAIN, attempt=1, delay=900, drawn_delay=3600)
     assert decision.clamped
 
@@ -361,7 +371,9 @@ def test_no_room_in_size_for_not_before_clamps() -> None:
 def test_waiting_copy_before_its_time_is_held() -> None:
     settings = make_settings(backoff=LONG)
     msg = waiting_message()
-    decision = decide(msg, settings, dlq_url=DLQ, now=WAITING_NOT_BEFORE - 5000, rng=NoRandom())
+    decision = RecordCase(
+        msg, settings, dlq_url=DLQ, now=WAITING_NOT_BEFORE - 5000, rng=NoRandom()
+    ).decide()
     assert decision == Decision(Action.HOLD, attempt=2, delay=5000, not_before=WAITING_NOT_BEFORE)
     assert decision.destination is None
     with pytest.raises(ValueError, match="needs a destination"):
@@ -370,13 +382,13 @@ def test_waiting_copy_before_its_time_is_held() -> None:
 
 def test_hold_stays_a_minute_short_of_twelve_hours() -> None:
     # SQS counts the 12-hour visibility limit from the receive, which was moments ago.
-    decision = decide(
+    decision = RecordCase(
         waiting_message(),
         make_settings(backoff=BackoffPolicy(base_seconds=60, cap_seconds=43_200)),
         dlq_url=DLQ,
         now=WAITING_NOT_BEFORE - 43_200,
         rng=NoRandom(),
-    )
+    ).decide()
     assert decision == Decision(
         Action.HOLD, attempt=2, delay=MAX_HOLD_SECONDS, not_before=WAITING_NOT_BEFORE
     )
@@ -387,13 +399,13 @@ def test_wait_left_is_bounded_by_the_cap() -> None:
     # A not-before far beyond anything the cap could have produced (edited by hand, or written
     # under a larger cap) must not hide the message until the DLQ's retention deletes it.
     two_hours = BackoffPolicy(3600, 2.0, 7200, Jitter.NONE)
-    decision = decide(
+    decision = RecordCase(
         waiting_message(),
         make_settings(backoff=two_hours),
         dlq_url=DLQ,
         now=WAITING_NOT_BEFORE - 100_000.7,
         rng=NoRandom(),
-    )
+    ).decide()
     assert decision == Decision(Action.HOLD, attempt=2, delay=7200, not_before=WAITING_NOT_BEFORE)
 
 
@@ -406,7 +418,9 @@ def test_hold_with_a_realistic_clock() -> None:
             NOT_BEFORE_ATTRIBUTE: string_attr(str(not_before), "Number"),
         }
     )
-    decision = decide(msg, make_settings(backoff=LONG), dlq_url=DLQ, now=NOW, rng=NoRandom())
+    decision = RecordCase(
+        msg, make_settings(backoff=LONG), dlq_url=DLQ, now=NOW, rng=NoRandom()
+    ).decide()
     assert decision == Decision(Action.HOLD, attempt=1, delay=7200, not_before=not_before)
 
 
@@ -423,7 +437,7 @@ def test_hold_with_a_realistic_clock() -> None:
 def test_waiting_copy_whose_time_has_come_is_released(now: float, remaining: int) -> None:
     settings = make_settings(backoff=LONG)
     msg = waiting_message()
-    decision = decide(msg, settings, dlq_url=DLQ, now=now, rng=NoRandom())
+    decision = RecordCase(msg, settings, dlq_url=DLQ, now=now, rng=NoRandom()).decide()
     assert decision == Decision(Action.RELEASE, MAIN, attempt=2, delay=remaining)
     copy = build_copy(msg, decision, settings)
     assert copy.queue_url == MAIN
@@ -437,13 +451,13 @@ def test_waiting_copy_whose_time_has_come_is_released(now: float, remaining: int
 
 
 def test_one_second_past_the_release_window_is_held() -> None:
-    decision = decide(
+    decision = RecordCase(
         waiting_message(),
         make_settings(backoff=LONG),
         dlq_url=DLQ,
         now=WAITING_NOT_BEFORE - 901,
         rng=NoRandom(),
-    )
+    ).decide()
     assert decision == Decision(Action.HOLD, attempt=2, delay=901, not_before=WAITING_NOT_BEFORE)
 
 
@@ -455,7 +469,9 @@ def test_release_is_not_parked_at_the_attempt_limit() -> None:
             NOT_BEFORE_ATTRIBUTE: string_attr(str(WAITING_NOT_BEFORE), "Number"),
         }
     )
-    decision = decide(msg, settings, dlq_url=DLQ, now=WAITING_NOT_BEFORE + 1, rng=NoRandom())
+    decision = RecordCase(
+        msg, settings, dlq_url=DLQ, now=WAITING_NOT_BEFORE + 1, rng=NoRandom()
+    ).decide()
     assert decision == Decision(Action.RELEASE, MAIN, attempt=3, delay=0)
     assert build_copy(msg, decision, settings).attributes == {COUNT: Attribute("Number", "3")}
 
@@ -468,7 +484,7 @@ def test_waiting_copy_with_a_bad_count_is_parked_without_not_before() -> None:
         }
     )
     settings = make_settings()
-    decision = decide(msg, settings, dlq_url=DLQ, now=NOW, rng=NoRandom())
+    decision = RecordCase(msg, settings, dlq_url=DLQ, now=NOW, rng=NoRandom()).decide()
     assert decision == Decision(Action.PARK, reason=ParkReason.INVALID_COUNT)
     copy = build_copy(msg, decision, settings)
     assert copy.attributes == {
@@ -616,7 +632,9 @@ def test_a_fifo_copy_has_no_delay_its_group_and_a_deterministic_deduplication_id
     case: FifoCopy,
 ) -> None:
     settings = fifo_settings(operator=case.operator)
-    decision = decide(case.message, settings, dlq_url=DLQ_FIFO, now=case.now, rng=case.rng)
+    decision = RecordCase(
+        case.message, settings, dlq_url=DLQ_FIFO, now=case.now, rng=case.rng
+    ).decide()
     assert decision == case.decision
     copy = build_copy(case.message, decision, settings)
     assert (copy.queue_url, copy.message_group_id, copy.deduplication_id) == (
@@ -635,9 +653,9 @@ def test_a_fifo_copy_has_no_delay_its_group_and_a_deterministic_deduplication_id
 
 
 def test_a_fifo_waiting_copy_that_comes_back_early_is_held_until_exactly_its_time() -> None:
-    held = decide(
+    held = RecordCase(
         FIFO_WAITING, fifo_settings(), dlq_url=DLQ_FIFO, now=FIFO_NOT_BEFORE - 10, rng=NoRandom()
-    )
+    ).decide()
     assert held == Decision(Action.HOLD, attempt=1, delay=10, not_before=FIFO_NOT_BEFORE)
 
 
@@ -649,8 +667,8 @@ def test_a_retried_record_decides_the_same_way_without_an_injected_source() -> N
     paths = set()
     for n in range(200):
         msg = message(message_id=f"m-{n}", system={"MessageGroupId": "g"}, queue_arn=DLQ_FIFO_ARN)
-        first = decide(msg, settings, dlq_url=DLQ_FIFO, now=NOW, rng=None)
-        again = decide(msg, settings, dlq_url=DLQ_FIFO, now=NOW + 7, rng=None)
+        first = RecordCase(msg, settings, dlq_url=DLQ_FIFO, now=NOW, rng=None).decide()
+        again = RecordCase(msg, settings, dlq_url=DLQ_FIFO, now=NOW + 7, rng=None).decide()
         assert (again.action, again.drawn_delay) == (first.action, first.drawn_delay)
         ids = {build_copy(msg, d, settings).deduplication_id for d in (first, again)}
         assert len(ids) == 1
@@ -662,19 +680,23 @@ def test_a_retried_record_decides_the_same_way_without_an_injected_source() -> N
 def test_the_keyed_draw_is_uniform_across_messages_and_new_at_each_attempt() -> None:
     settings = make_settings(max_attempts=20, backoff=BackoffPolicy(10, 1.0, 900, Jitter.FULL))
     delays = [
-        decide(message(message_id=f"id-{n}"), settings, dlq_url=DLQ, now=NOW, rng=None).delay
+        RecordCase(message(message_id=f"id-{n}"), settings, dlq_url=DLQ, now=NOW, rng=None)
+        .decide()
+        .delay
         for n in range(2000)
     ]
     assert set(delays) == set(range(11))  # every second of [0, 10] is drawn
     assert 4.5 < sum(delays) / len(delays) < 5.5
     by_attempt = {
-        decide(
+        RecordCase(
             message(message_id="same", message_attributes={COUNT: string_attr(str(n), "Number")}),
             settings,
             dlq_url=DLQ,
             now=NOW,
             rng=None,
-        ).drawn_delay
+        )
+        .decide()
+        .drawn_delay
         for n in range(19)  # every ceiling is the base (multiplier 1): only the key differs
     }
     assert len(by_attempt) > 5  # of 11 values; 5 or fewer in 19 uniform draws: p = 0.0001
@@ -687,14 +709,14 @@ def test_fifo_with_no_slot_for_not_before_replays_without_delay() -> None:
         system={"MessageGroupId": "g"},
         queue_arn=DLQ_FIFO_ARN,
     )
-    decision = decide(msg, settings, dlq_url=DLQ_FIFO, now=NOW, rng=NoRandom())
+    decision = RecordCase(msg, settings, dlq_url=DLQ_FIFO, now=NOW, rng=NoRandom()).decide()
     assert decision == Decision(Action.REPLAY, MAIN_FIFO, attempt=1, delay=0, drawn_delay=3600)
     assert decision.clamped
 
 
 def test_fair_queue_group_is_carried_on_replay_and_park(settings: Settings) -> None:
     msg = message(system={"MessageGroupId": "tenant-42"})
-    decision = decide(msg, settings, dlq_url=DLQ, now=NOW, rng=FixedRandom(12))
+    decision = RecordCase(msg, settings, dlq_url=DLQ, now=NOW, rng=FixedRandom(12)).decide()
     assert decision == Decision(Action.REPLAY, MAIN, attempt=1, delay=12, drawn_delay=12)
     copy = build_copy(msg, decision, settings)
     assert copy.message_group_id == "tenant-42"
@@ -708,7 +730,7 @@ def test_fair_queue_group_is_carried_on_replay_and_park(settings: Settings) -> N
         message_attributes={COUNT: string_attr("3", "Number")},
         system={"MessageGroupId": "tenant-42"},
     )
-    park = decide(at_limit, settings, dlq_url=DLQ, now=NOW, rng=NoRandom())
+    park = RecordCase(at_limit, settings, dlq_url=DLQ, now=NOW, rng=NoRandom()).decide()
     assert park.reason is ParkReason.MAX_ATTEMPTS
     parked = build_copy(at_limit, park, settings)
     assert parked.queue_url == OPERATOR
@@ -729,7 +751,7 @@ def test_allowed_source_routes_to_that_queue(rng: random.Random) -> None:
     settings = make_settings(allowed=frozenset({SOURCE_ARN, payments}))
     msg = message(system={"DeadLetterQueueSourceArn": payments})
     assert route(msg, settings) == "https://sqs.eu-west-1.amazonaws.com/210987654321/payments"
-    decision = decide(msg, settings, dlq_url=DLQ, now=NOW, rng=rng)
+    decision = RecordCase(msg, settings, dlq_url=DLQ, now=NOW, rng=rng).decide()
     assert decision.action is Action.REPLAY
     assert decision.destination == "https://sqs.eu-west-1.amazonaws.com/210987654321/payments"
 
@@ -751,7 +773,7 @@ def test_allowed_fifo_source_gets_fifo_treatment() -> None:
     arn = "arn:aws:sqs:us-east-1:123456789012:billing.fifo"
     settings = make_settings(main=None, allowed=frozenset({arn}))
     msg = message(system={"DeadLetterQueueSourceArn": arn}, queue_arn=DLQ_FIFO_ARN)
-    decision = decide(msg, settings, dlq_url=DLQ_FIFO, now=NOW, rng=NoRandom())
+    decision = RecordCase(msg, settings, dlq_url=DLQ_FIFO, now=NOW, rng=NoRandom()).decide()
     assert decision == Decision(Action.PARK, attempt=0, reason=ParkReason.MISSING_GROUP_ID)
 
 
@@ -765,20 +787,23 @@ def test_no_main_queue_and_no_allowed_source_parks_unknown_source() -> None:
     settings = make_settings(main=None, allowed=frozenset({SOURCE_ARN}))
     msg = message(system={"DeadLetterQueueSourceArn": "arn:aws:sqs:us-east-1:123456789012:x"})
     assert route(msg, settings) is ParkReason.UNKNOWN_SOURCE
-    decision = decide(msg, settings, dlq_url=DLQ, now=NOW, rng=NoRandom())
+    decision = RecordCase(msg, settings, dlq_url=DLQ, now=NOW, rng=NoRandom()).decide()
     assert decision == Decision(Action.PARK, attempt=0, reason=ParkReason.UNKNOWN_SOURCE)
     copy = build_copy(msg, decision, settings)
     assert copy.queue_url == OPERATOR
     assert copy.attributes == {PARK_REASON_ATTRIBUTE: Attribute("String", "unknown-source")}
 
     allowed = message(system={"DeadLetterQueueSourceArn": SOURCE_ARN})
-    assert decide(allowed, settings, dlq_url=DLQ, now=NOW, rng=FixedRandom(3)).destination == MAIN
+    assert (
+        RecordCase(allowed, settings, dlq_url=DLQ, now=NOW, rng=FixedRandom(3)).decide().destination
+        == MAIN
+    )
 
 
 def test_waiting_copy_with_no_destination_parks_unknown_source() -> None:
-    decision = decide(
+    decision = RecordCase(
         waiting_message(), make_settings(main=None), dlq_url=DLQ, now=NOW, rng=NoRandom()
-    )
+    ).decide()
     assert decision == Decision(Action.PARK, attempt=2, reason=ParkReason.UNKNOWN_SOURCE)
 
 
@@ -787,7 +812,7 @@ def test_waiting_copy_with_no_destination_parks_unknown_source() -> None:
 
 def test_park_instead_keeps_the_count_the_record_came_with(settings: Settings) -> None:
     msg = message(message_attributes={COUNT: string_attr("1", "Number")})
-    replay = decide(msg, settings, dlq_url=DLQ, now=NOW, rng=FixedRandom(5))
+    replay = RecordCase(msg, settings, dlq_url=DLQ, now=NOW, rng=FixedRandom(5)).decide()
     assert replay.attempt == 2
     rejected = park_instead(replay, ParkReason.REJECTED)
     assert rejected == Decision(Action.PARK, attempt=1, reason=ParkReason.REJECTED)
@@ -814,7 +839,9 @@ def test_park_instead_of_defer_and_release() -> None:
 def test_park_instead_of_a_release_drops_not_before() -> None:
     settings = make_settings()
     msg = waiting_message()
-    release = decide(msg, settings, dlq_url=DLQ, now=WAITING_NOT_BEFORE, rng=NoRandom())
+    release = RecordCase(
+        msg, settings, dlq_url=DLQ, now=WAITING_NOT_BEFORE, rng=NoRandom()
+    ).decide()
     copy = build_copy(msg, park_instead(release, ParkReason.REJECTED), settings)
     assert copy.attributes == {
         COUNT: Attribute("Number", "2"),
@@ -865,7 +892,7 @@ def test_a_copy_deferred_at_the_cap_is_held_once_then_released(fraction: float, 
     dlq = DLQ_FIFO if fifo else DLQ
     msg = event_messages("dlq-fifo.json")[0] if fifo else message()
     start = math.floor(NOW) + fraction
-    deferred = decide(msg, settings, dlq_url=dlq, now=start, rng=NoRandom())
+    deferred = RecordCase(msg, settings, dlq_url=dlq, now=start, rng=NoRandom()).decide()
     assert deferred.action is Action.DEFER
     copy = build_copy(msg, deferred, settings)
     back = InboundMessage.from_lambda_record(
@@ -880,11 +907,13 @@ def test_a_copy_deferred_at_the_cap_is_held_once_then_released(fraction: float, 
         )
     )
     arrival = start + copy.delay_seconds + 0.05
-    held = decide(back, settings, dlq_url=dlq, now=arrival, rng=NoRandom())
+    held = RecordCase(back, settings, dlq_url=dlq, now=arrival, rng=NoRandom()).decide()
     assert held.action is Action.HOLD
     assert arrival + held.delay >= deferred.not_before  # type: ignore[operator]
     # Visible again when the hold ends (a little later still: the call itself takes time).
-    released = decide(back, settings, dlq_url=dlq, now=arrival + held.delay + 0.01, rng=NoRandom())
+    released = RecordCase(
+        back, settings, dlq_url=dlq, now=arrival + held.delay + 0.01, rng=NoRandom()
+    ).decide()
     assert released.action is Action.RELEASE
     assert released.attempt == 1
     # Never waits longer than the drawn delay, nor shorter by a whole second.
@@ -897,30 +926,32 @@ BROKEN_ARN = "arn:aws:sqs:us-east-2: 123456789012:my-queue"  # Powertools' getti
 
 
 def test_a_record_without_a_dlq_is_still_replayed_or_parked(settings: Settings) -> None:
-    replayed = decide(
+    replayed = RecordCase(
         message(queue_arn=BROKEN_ARN), settings, dlq_url=None, now=NOW, rng=FixedRandom(7)
-    )
+    ).decide()
     assert replayed == Decision(Action.REPLAY, MAIN, attempt=1, delay=7, drawn_delay=7)
     at_limit = message(queue_arn=BROKEN_ARN, message_attributes={COUNT: string_attr("3", "Number")})
-    parked = decide(at_limit, settings, dlq_url=None, now=NOW, rng=NoRandom())
+    parked = RecordCase(at_limit, settings, dlq_url=None, now=NOW, rng=NoRandom()).decide()
     assert parked == Decision(Action.PARK, attempt=3, reason=ParkReason.MAX_ATTEMPTS)
 
 
 def test_a_record_that_must_wait_in_an_unknown_dlq_fails_alone() -> None:
     settings = make_settings(backoff=LONG)
-    deferred = decide(
+    deferred = RecordCase(
         message(queue_arn=BROKEN_ARN), settings, dlq_url=None, now=NOW, rng=NoRandom()
-    )
+    ).decide()
     assert deferred.action is Action.FAIL
     assert deferred.problem is not None
     assert repr(BROKEN_ARN) in deferred.problem
     assert "is not an SQS queue ARN" in deferred.problem
-    waiting = decide(
+    waiting = RecordCase(
         waiting_message(), settings, dlq_url=None, now=WAITING_NOT_BEFORE - 5000, rng=NoRandom()
-    )
+    ).decide()
     assert waiting.action is Action.FAIL
     # A waiting copy whose time has come needs no DLQ: it is released.
-    due = decide(waiting_message(), settings, dlq_url=None, now=WAITING_NOT_BEFORE, rng=NoRandom())
+    due = RecordCase(
+        waiting_message(), settings, dlq_url=None, now=WAITING_NOT_BEFORE, rng=NoRandom()
+    ).decide()
     assert due == Decision(Action.RELEASE, MAIN, attempt=2, delay=0)
 
 
@@ -944,7 +975,7 @@ def test_a_parked_message_with_no_room_for_a_reason_reads_as_attribute_limit() -
 def test_build_copy_and_park_reason_of_agree(settings: Settings) -> None:
     """Whatever build_copy parks for attribute-limit reads back as attribute-limit."""
     full = message(message_attributes=extra_attributes(10))
-    decision = decide(full, settings, dlq_url=DLQ, now=NOW, rng=NoRandom())
+    decision = RecordCase(full, settings, dlq_url=DLQ, now=NOW, rng=NoRandom()).decide()
     assert decision.reason is ParkReason.ATTRIBUTE_LIMIT
     copy = build_copy(full, decision, settings)
     assert PARK_REASON_ATTRIBUTE not in copy.attributes
@@ -972,7 +1003,9 @@ def test_a_record_holding_a_lone_surrogate_fails_with_where_and_why(
     settings: Settings, changes: dict[str, Any], where: str
 ) -> None:
     """No copy of it can be encoded, not even a park: it fails alone (never an exception)."""
-    decision = decide(message(**changes), settings, dlq_url=DLQ, now=NOW, rng=NoRandom())
+    decision = RecordCase(
+        message(**changes), settings, dlq_url=DLQ, now=NOW, rng=NoRandom()
+    ).decide()
     assert decision.action is Action.FAIL
     assert decision.problem is not None
     assert decision.problem.startswith(f"{where} a lone surrogate (U+")

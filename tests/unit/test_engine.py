@@ -16,12 +16,11 @@ from dlq_replay.core.decision import Action, Decision, ParkReason
 from dlq_replay.core.kinds import RecordKind
 from dlq_replay.core.messages import InboundMessage
 from dlq_replay.core.settings import Settings
-from dlq_replay.engine.decide import RecordCase, decide
+from dlq_replay.engine.decide import RecordCase
 from dlq_replay.engine.kinds import kind_of, recognise
-from dlq_replay.engine.replayer import Collaborators, Replayer
+from dlq_replay.engine.replayer import Replayer
 from dlq_replay.sqs.client import sqs_client
-from dlq_replay.targets.clients import TargetClients
-from dlq_replay.targets.deliverer import Deliverer
+from dlq_replay.targets.deliverer import Deliverer, TargetClients
 from dlq_replay.targets.ledger import MemoryLedger
 from hypothesis import given
 from hypothesis import strategies as st
@@ -75,7 +74,9 @@ def settings(kind: str) -> Settings:
 
 def decided(message: InboundMessage, s: Settings) -> Decision:
     recognised = recognise(message, s.replay_target_arns, s.accepted_kinds)
-    return decide(message, s, dlq_url=DLQ, now=NOW, rng=FixedRandom(30), recognised=recognised)
+    return RecordCase(
+        message, s, dlq_url=DLQ, now=NOW, rng=FixedRandom(30), recognised=recognised
+    ).decide()
 
 
 @pytest.mark.parametrize("message", LOOKALIKES, ids=["lambda", "eventbridge", "dest", "deep"])
@@ -161,14 +162,14 @@ def test_a_refusal_no_retry_can_change_parks_at_the_first_attempt(
 ) -> None:
     s = settings("eventbridge")
     message = record(RULE_ARN=string(RULE), TARGET_ARN=string(QUEUE))
-    first = decide(
+    first = RecordCase(
         message,
         s,
         dlq_url=DLQ,
         now=NOW,
         rng=FixedRandom(0),
         recognised=recognise(message, s.replay_target_arns, s.accepted_kinds),
-    )
+    ).decide()
     assert (first.action, first.attempt) == (Action.REPLAY, 1)
     refusal = kind_of(RecordKind.EVENTBRIDGE).refusals.get(code)
     case = RecordCase(message, s, DLQ, NOW, None)
@@ -208,10 +209,10 @@ def test_one_hostile_body_never_fails_its_batch(kind: str) -> None:
     sqs.meta.events.register("before-send.sqs.SendMessageBatch", endpoint)  # type: ignore[arg-type]
     quiet = logging.getLogger("engine-tests")
     quiet.disabled = True
-    collaborators = Collaborators(
-        deliverer=Deliverer(TargetClients(session)), ledger=MemoryLedger()
+    deliverer = Deliverer(TargetClients(session))
+    replayer = Replayer(
+        settings(kind), sqs, logger=quiet, deliverer=deliverer, ledger=MemoryLedger()
     )
-    replayer = Replayer(settings(kind), sqs, logger=quiet, collaborators=collaborators)
     hostile = '{"requestContext": {}, "requestPayload": ' + "[" * 20_000 + "]" * 20_000 + "}"
     response = LambdaReplay(replayer)(lambda_event([hostile, *(["{}"] * 9)]))
     assert response == {"batchItemFailures": []}

@@ -22,7 +22,6 @@ from dlq_replay.core.messages import InboundMessage
 from dlq_replay.core.queues import TargetService, target_allowed, target_service
 from dlq_replay.core.settings import Settings, SettingsError
 from dlq_replay.engine.decide import RecordCase
-from dlq_replay.engine.decide import decide as decide_kind
 from dlq_replay.engine.kinds import kind_of, recognise
 from dlq_replay.targets.delivery import RefusalCode
 
@@ -95,7 +94,7 @@ def settings(kind: str = "any", targets: frozenset[str] = frozenset()) -> Settin
 def decide(
     message: InboundMessage, s: Settings, rng: int = 30, ledger: int | None = None
 ) -> Decision:
-    return decide_kind(
+    return RecordCase(
         message,
         s,
         dlq_url=DLQ,
@@ -103,7 +102,7 @@ def decide(
         rng=FixedRandom(rng),
         recognised=recognise(message, s.replay_target_arns, s.accepted_kinds),
         ledger_count=ledger,
-    )
+    ).decide()
 
 
 def test_each_kind_is_recognised_with_what_its_delivery_needs() -> None:

@@ -20,7 +20,7 @@ from dlq_replay.core.decision import (
 )
 from dlq_replay.core.messages import InboundMessage
 from dlq_replay.core.settings import Settings
-from dlq_replay.engine.decide import decide
+from dlq_replay.engine.decide import RecordCase
 
 from ._support import COUNT, DLQ, MAIN, NOW, FixedRandom, lambda_record, make_settings, message
 
@@ -67,7 +67,7 @@ def test_older_than_the_limit_parks_with_max_age_and_keeps_the_count() -> None:
         }
     )
 
-    decision = decide(old, aged(), dlq_url=DLQ, now=NOW, rng=FixedRandom(0))
+    decision = RecordCase(old, aged(), dlq_url=DLQ, now=NOW, rng=FixedRandom(0)).decide()
 
     assert decision == Decision(Action.PARK, attempt=1, reason=ParkReason.MAX_AGE)
 
@@ -75,7 +75,7 @@ def test_older_than_the_limit_parks_with_max_age_and_keeps_the_count() -> None:
 def test_exactly_at_the_limit_is_not_older() -> None:
     at_limit = message(message_attributes={FIRST_FAILURE_ATTRIBUTE: number_attr(int(NOW) - DAY)})
 
-    decision = decide(at_limit, aged(), dlq_url=DLQ, now=int(NOW), rng=FixedRandom(0))
+    decision = RecordCase(at_limit, aged(), dlq_url=DLQ, now=int(NOW), rng=FixedRandom(0)).decide()
 
     assert decision.action is Action.REPLAY
     assert decision.first_failure == int(NOW) - DAY
@@ -84,8 +84,12 @@ def test_exactly_at_the_limit_is_not_older() -> None:
 def test_the_first_receive_time_applies_when_no_attribute_is_there() -> None:
     settings = aged(max_age=60)
 
-    old = decide(message(), settings, dlq_url=DLQ, now=FIRST_RECEIVE + 61, rng=FixedRandom(0))
-    young = decide(message(), settings, dlq_url=DLQ, now=FIRST_RECEIVE + 60, rng=FixedRandom(0))
+    old = RecordCase(
+        message(), settings, dlq_url=DLQ, now=FIRST_RECEIVE + 61, rng=FixedRandom(0)
+    ).decide()
+    young = RecordCase(
+        message(), settings, dlq_url=DLQ, now=FIRST_RECEIVE + 60, rng=FixedRandom(0)
+    ).decide()
 
     assert old == Decision(Action.PARK, attempt=0, reason=ParkReason.MAX_AGE)
     assert young.action is Action.REPLAY
@@ -98,12 +102,12 @@ def test_max_age_comes_before_max_attempts_but_not_before_an_invalid_count() -> 
     invalid = message(message_attributes={COUNT: number_attr("x")})
     late = FIRST_RECEIVE + 61
 
-    assert decide(at_limit, settings, dlq_url=DLQ, now=late, rng=FixedRandom(0)).reason is (
-        ParkReason.MAX_AGE
-    )
-    assert decide(invalid, settings, dlq_url=DLQ, now=late, rng=FixedRandom(0)).reason is (
-        ParkReason.INVALID_COUNT
-    )
+    assert RecordCase(
+        at_limit, settings, dlq_url=DLQ, now=late, rng=FixedRandom(0)
+    ).decide().reason is (ParkReason.MAX_AGE)
+    assert RecordCase(
+        invalid, settings, dlq_url=DLQ, now=late, rng=FixedRandom(0)
+    ).decide().reason is (ParkReason.INVALID_COUNT)
 
 
 def test_a_waiting_copy_past_the_limit_is_parked_instead_of_held() -> None:
@@ -115,7 +119,7 @@ def test_a_waiting_copy_past_the_limit_is_parked_instead_of_held() -> None:
         }
     )
 
-    decision = decide(waiting, aged(), dlq_url=DLQ, now=NOW, rng=FixedRandom(0))
+    decision = RecordCase(waiting, aged(), dlq_url=DLQ, now=NOW, rng=FixedRandom(0)).decide()
 
     assert decision == Decision(Action.PARK, attempt=1, reason=ParkReason.MAX_AGE)
 
@@ -123,7 +127,7 @@ def test_a_waiting_copy_past_the_limit_is_parked_instead_of_held() -> None:
 def test_without_any_first_failure_the_age_is_not_checked_and_the_clock_starts_now() -> None:
     msg = without_first_receive()
 
-    decision = decide(msg, aged(max_age=1), dlq_url=DLQ, now=NOW, rng=FixedRandom(0))
+    decision = RecordCase(msg, aged(max_age=1), dlq_url=DLQ, now=NOW, rng=FixedRandom(0)).decide()
 
     assert decision.action is Action.REPLAY
     assert decision.first_failure == int(NOW)
@@ -137,10 +141,14 @@ def test_the_replayed_copy_carries_the_first_failure_and_keeps_an_existing_one()
     carried = message(message_attributes={FIRST_FAILURE_ATTRIBUTE: number_attr(1_763_750_000)})
 
     fresh_copy = build_copy(
-        fresh, decide(fresh, settings, dlq_url=DLQ, now=SOON, rng=FixedRandom(0)), settings
+        fresh,
+        RecordCase(fresh, settings, dlq_url=DLQ, now=SOON, rng=FixedRandom(0)).decide(),
+        settings,
     )
     carried_copy = build_copy(
-        carried, decide(carried, settings, dlq_url=DLQ, now=SOON, rng=FixedRandom(0)), settings
+        carried,
+        RecordCase(carried, settings, dlq_url=DLQ, now=SOON, rng=FixedRandom(0)).decide(),
+        settings,
     )
 
     assert fresh_copy.queue_url == MAIN
@@ -157,9 +165,11 @@ def test_no_free_slot_means_no_first_failure_attribute_and_still_a_replay() -> N
     with_slot = message(message_attributes=nine)
     full = message(message_attributes=ten)
     slot_copy = build_copy(
-        with_slot, decide(with_slot, settings, dlq_url=DLQ, now=SOON, rng=FixedRandom(0)), settings
+        with_slot,
+        RecordCase(with_slot, settings, dlq_url=DLQ, now=SOON, rng=FixedRandom(0)).decide(),
+        settings,
     )
-    full_decision = decide(full, settings, dlq_url=DLQ, now=SOON, rng=FixedRandom(0))
+    full_decision = RecordCase(full, settings, dlq_url=DLQ, now=SOON, rng=FixedRandom(0)).decide()
     full_copy = build_copy(full, full_decision, settings)
 
     assert FIRST_FAILURE_ATTRIBUTE in slot_copy.attributes
@@ -172,7 +182,7 @@ def test_the_long_delay_marker_takes_the_last_slot_before_the_first_failure() ->
     settings = dataclasses.replace(aged(), backoff=BackoffPolicy(3600, 1.0, 3600, Jitter.NONE))
     eight = message(message_attributes={f"a{i}": number_attr(i) for i in range(8)})
 
-    decision = decide(eight, settings, dlq_url=DLQ, now=SOON, rng=FixedRandom(0))
+    decision = RecordCase(eight, settings, dlq_url=DLQ, now=SOON, rng=FixedRandom(0)).decide()
     copy = build_copy(eight, decision, settings)
 
     assert decision.action is Action.DEFER
@@ -184,7 +194,7 @@ def test_off_by_default_nothing_is_added() -> None:
     settings = make_settings()
     msg = message(message_attributes={FIRST_FAILURE_ATTRIBUTE: number_attr(0)})
 
-    decision = decide(msg, settings, dlq_url=DLQ, now=NOW, rng=FixedRandom(0))
+    decision = RecordCase(msg, settings, dlq_url=DLQ, now=NOW, rng=FixedRandom(0)).decide()
 
     assert decision.action is Action.REPLAY
     assert decision.first_failure is None
@@ -193,6 +203,8 @@ def test_off_by_default_nothing_is_added() -> None:
 
 def test_parked_copies_get_no_new_first_failure() -> None:
     settings = aged(max_age=60)
-    park = decide(message(), settings, dlq_url=DLQ, now=FIRST_RECEIVE + 61, rng=FixedRandom(0))
+    park = RecordCase(
+        message(), settings, dlq_url=DLQ, now=FIRST_RECEIVE + 61, rng=FixedRandom(0)
+    ).decide()
 
     assert FIRST_FAILURE_ATTRIBUTE not in build_copy(message(), park, settings).attributes

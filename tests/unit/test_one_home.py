@@ -66,7 +66,7 @@ def outcome(function: Callable[[str], object], text: str) -> object:
 # queue_name(url): the replaced expressions that stripped a trailing slash first.
 NAME_STRIPPED: list[tuple[str, Callable[[str], str]]] = [
     (
-        "sqs/queue_age.py, breaker/evidence.py, cli/plan.py",
+        "sqs/depth.py, breaker/evidence.py, cli/plan.py",
         lambda u: u.rstrip("/").rsplit("/", 1)[-1],
     ),
     ("core/queues.py queue_url_problem", lambda u: u.rstrip("/").rsplit("/", 1)[-1]),
@@ -99,8 +99,8 @@ def test_a_queue_urls_name_is_what_each_inline_split_said(url: str) -> None:
 @example(".fifo")
 @example("orders.fifo.x")
 def test_fifo_ness_is_what_each_inline_endswith_said(text: str) -> None:
-    # notify/sns.py (topic ARN), engine/replayer.py (queue ARN), targets/deliverer.py and
-    # targets/services.py (target ARN), aws_lambda/replay.py (eventSourceARN): ARNs as is.
+    # notify/sns.py (topic ARN), engine/replayer.py (queue ARN), targets/deliverer.py
+    # (target ARN), aws_lambda/replay.py (eventSourceARN): ARNs as is.
     assert is_fifo_arn(text) == text.endswith(".fifo")
     assert is_fifo_name(text) == text.endswith(".fifo")
     # core/queues.py and cli/console/inventory.py, cli/plan.py: URLs. The two in cli/ did not
@@ -157,7 +157,7 @@ def test_a_sibling_queue_arn_is_the_inline_prefix_and_name(arn: str, name: str) 
 
 @given(RULE_ARN)
 def test_a_rules_bus_arn_is_the_inline_format(rule_arn: str) -> None:
-    # targets/services.py: the bus's ARN for a rule on another account's bus.
+    # targets/deliverer.py: the bus's ARN for a rule on another account's bus.
     region, _, bus = rule_location(rule_arn)
     arn = Arn.parse(rule_arn)
     old = f"arn:{arn.partition}:events:{region}:{arn.account}:event-bus/{bus or 'default'}"

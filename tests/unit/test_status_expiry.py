@@ -12,8 +12,7 @@ from dlq_replay.ops.status import (
     Status,
     expiry_warning,
 )
-from dlq_replay.sqs.depth import QueueDepth
-from dlq_replay.sqs.queue_age import seconds_until_expiry
+from dlq_replay.sqs.depth import QueueDepth, seconds_until_expiry
 
 DAY = 86_400
 

@@ -20,7 +20,7 @@ from dlq_replay.core.log import Log
 from dlq_replay.core.messages import InboundMessage
 from dlq_replay.core.queues import is_fifo_arn
 from dlq_replay.core.settings import Settings, SettingsError
-from dlq_replay.engine.replayer import Collaborators, Outcome, Replayer
+from dlq_replay.engine.replayer import Outcome, Replayer
 from dlq_replay.notify.sns import notice_client
 
 if TYPE_CHECKING:
@@ -84,8 +84,7 @@ class LambdaReplay:
         sns = notice_client(settings, session=session)
         deliverer, ledger = None, None
         if settings.dlq_kind != "sqs":
-            from dlq_replay.targets.clients import TargetClients
-            from dlq_replay.targets.deliverer import Deliverer
+            from dlq_replay.targets.deliverer import Deliverer, TargetClients
             from dlq_replay.targets.ledger import LEDGER_TABLE_VARIABLE, invocation_ledger
 
             ledger = invocation_ledger(env, session=session)
@@ -101,7 +100,9 @@ class LambdaReplay:
             sqs,
             logger=logger,
             metrics=metrics,
-            collaborators=Collaborators(sns=sns, deliverer=deliverer, ledger=ledger),
+            sns=sns,
+            deliverer=deliverer,
+            ledger=ledger,
         )
         clients = lazy_clients(session)  # one DynamoDB client for the breaker and the counts
         breaker = lambda_breaker(

@@ -16,8 +16,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from dlq_replay.breaker.rule import WINDOW_SECONDS, QueueTiming
 from dlq_replay.core.queues import queue_name
-from dlq_replay.sqs.depth import queue_depth
-from dlq_replay.sqs.queue_age import queue_time_left, sqs_metric
+from dlq_replay.sqs.depth import queue_depth, queue_time_left, sqs_metric
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient

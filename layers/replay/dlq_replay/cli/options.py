@@ -71,8 +71,7 @@ def aws_session(args: argparse.Namespace) -> boto3.Session:
 
 def make_deliverer(args: argparse.Namespace, concurrency: int = 8) -> Deliverer:
     """The `Deliverer` of records of serverless kinds (worker, redrive --to source)."""
-    from dlq_replay.targets.clients import TargetClients
-    from dlq_replay.targets.deliverer import Deliverer
+    from dlq_replay.targets.deliverer import Deliverer, TargetClients
 
     session = boto3.Session(profile_name=args.profile, region_name=args.region)
     refuse_foreign_answers(session)

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Callable
 
@@ -66,13 +67,7 @@ def clip(text: str, limit: int, *, size: Callable[[str], int] = len) -> str:
 def last_true(holds: Callable[[int], bool], low: int, high: int) -> int:
     """The largest n in [low, high] for which `holds` is true, given that it holds at `low`
     and, once false, stays false for every larger n."""
-    while low < high:
-        middle = (low + high + 1) // 2
-        if holds(middle):
-            low = middle
-        else:
-            high = middle - 1
-    return low
+    return low + bisect.bisect_left(range(low + 1, high + 1), True, key=lambda n: not holds(n))
 
 
 def error_text(text: str) -> str:

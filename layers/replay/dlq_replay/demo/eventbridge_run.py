@@ -35,10 +35,9 @@ from dlq_replay.demo.emulator import (
 from dlq_replay.demo.run import daemon, quiet_logger, settle
 from dlq_replay.demo.scenario import DemoOptions, Tally, draw_kind, send_batches, settle_timeout
 from dlq_replay.demo.view import DemoView, exit_code, park_reasons, status_words
-from dlq_replay.engine.replayer import Collaborators, Replayer
+from dlq_replay.engine.replayer import Replayer
 from dlq_replay.local.eventsource import LocalEventSource, Polling, read_queue_arn, run_pollers
-from dlq_replay.targets.clients import TargetClients
-from dlq_replay.targets.deliverer import Deliverer
+from dlq_replay.targets.deliverer import Deliverer, TargetClients
 from dlq_replay.targets.ledger import MemoryLedger
 
 if TYPE_CHECKING:
@@ -290,12 +289,10 @@ def eventbridge_demo(
             logger=quiet_logger("dlq_replay.demo.replay"),
             rng=rng,
             on_outcome=tally.on_outcome,
-            collaborators=Collaborators(
-                deliverer=Deliverer(
-                    TargetClients(session, endpoint_url=lambda _service: running.endpoint_url)
-                ),
-                ledger=MemoryLedger(),
+            deliverer=Deliverer(
+                TargetClients(session, endpoint_url=lambda _service: running.endpoint_url)
             ),
+            ledger=MemoryLedger(),
         )
         source = LocalEventSource(
             sqs, wiring.dlq_url, LambdaReplay(replayer), Polling(wait_seconds=1)

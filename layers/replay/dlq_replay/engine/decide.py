@@ -31,21 +31,6 @@ WRITES = (Action.REPLAY, Action.DEFER, Action.RELEASE)  # the actions that write
 UNDECIDED = Decision(Action.FAIL, problem="not decided")  # a case's, until decided
 
 
-def decide(
-    message: InboundMessage,
-    settings: Settings,
-    *,
-    dlq_url: str | None,
-    now: float,
-    rng: RandomSource | None,
-    recognised: Recognised | None = None,
-    ledger_count: int | None = None,
-) -> Decision:
-    return RecordCase(
-        message, settings, dlq_url, now, rng, recognised=recognised, ledger_count=ledger_count
-    ).decide()
-
-
 def park_instead(decision: Decision, reason: ParkReason) -> Decision:
     """The park after a destination's refusal for good, with the count the record came with."""
     count = decision.attempt if decision.action is Action.RELEASE else (decision.attempt or 1) - 1

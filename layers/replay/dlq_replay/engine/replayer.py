@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from dlq_replay.targets.deliverer import Deliverer
     from dlq_replay.targets.ledger import Invocation, InvocationLedger
 
-__all__ = ["Collaborators", "Lookup", "Outcome", "Replayer"]
+__all__ = ["Lookup", "Outcome", "Replayer"]
 
 _T = TypeVar("_T")
 
@@ -52,21 +52,6 @@ class Lookup:
         self.kinds, self.known, self.unread = kinds, known or {}, unread
 
 
-class Collaborators:
-    """The replay's services besides SQS: `sns` for park notices (when the settings name a
-    topic); `deliverer` and `ledger` for the serverless kinds (when DLQ_KIND is not sqs)."""
-
-    __slots__ = ("deliverer", "ledger", "sns")
-
-    def __init__(
-        self,
-        sns: SnsClient | None = None,
-        deliverer: Deliverer | None = None,
-        ledger: InvocationLedger | None = None,
-    ) -> None:
-        self.sns, self.deliverer, self.ledger = sns, deliverer, ledger
-
-
 Clock = Callable[[], float]
 
 
@@ -81,18 +66,18 @@ class Replayer:
         clock: Clock = time.time,
         rng: RandomSource | None = None,
         on_outcome: Callable[[Outcome], None] | None = None,
-        collaborators: Collaborators | None = None,
+        sns: SnsClient | None = None,
+        deliverer: Deliverer | None = None,
+        ledger: InvocationLedger | None = None,
     ) -> None:
-        """`on_outcome` sees each record's outcome once its batch is reported (the demo's)."""
-        collaborators = collaborators or Collaborators()
-        if settings.park_notification_topic_arn is not None and collaborators.sns is None:
+        """`on_outcome` sees each record's outcome once its batch is reported (the demo's);
+        `sns` sends park notices, `deliverer` and `ledger` serve the serverless kinds."""
+        if settings.park_notification_topic_arn is not None and sns is None:
             raise ValueError("PARK_NOTIFICATION_TOPIC_ARN is set, but no SNS client was given")
-        if settings.dlq_kind != "sqs" and (
-            collaborators.deliverer is None or collaborators.ledger is None
-        ):
+        if settings.dlq_kind != "sqs" and (deliverer is None or ledger is None):
             raise ValueError(f"DLQ_KIND={settings.dlq_kind} needs a Deliverer and a ledger")
-        self._deliverer, self._ledger = collaborators.deliverer, collaborators.ledger
-        self._sns, self._settings, self._sqs = collaborators.sns, settings, sqs
+        self._deliverer, self._ledger = deliverer, ledger
+        self._sns, self._settings, self._sqs = sns, settings, sqs
         self._report = BatchReport(settings, logger=logger, metrics=metrics)
         self._sender = BatchSender(sqs, settings.send_concurrency)
         self._logger, self._metrics, self._clock = logger, metrics, clock

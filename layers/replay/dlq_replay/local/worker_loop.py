@@ -21,7 +21,7 @@ from dlq_replay.core.kinds import RecordKind
 from dlq_replay.core.log import Log
 from dlq_replay.core.queues import Arn, is_fifo_url
 from dlq_replay.core.settings import Settings
-from dlq_replay.engine.replayer import Collaborators, Replayer
+from dlq_replay.engine.replayer import Replayer
 from dlq_replay.local.eventsource import (
     DEFAULT_WAIT_SECONDS,
     START_UP_PATIENCE_SECONDS,
@@ -111,7 +111,9 @@ def run_worker(
         settings,
         sqs,
         logger=log,
-        collaborators=Collaborators(sns=sns, deliverer=deliverer, ledger=ledger),
+        sns=sns,
+        deliverer=deliverer,
+        ledger=ledger,
     )
     handler = LambdaReplay(replayer, breaker, follow)
     source = LocalEventSource(

@@ -15,8 +15,7 @@ from dlq_replay.ops.peek import PeekedMessage, PeekRequest, peek
 from dlq_replay.ops.queueinfo import QueueInfo, queue_info
 from dlq_replay.ops.receiving import ALL_KINDS
 from dlq_replay.ops.stack import Deployment
-from dlq_replay.sqs.depth import QueueDepth, queue_depth
-from dlq_replay.sqs.queue_age import oldest_message_ages, seconds_until_expiry
+from dlq_replay.sqs.depth import QueueDepth, oldest_message_ages, queue_depth, seconds_until_expiry
 
 if TYPE_CHECKING:
     from mypy_boto3_lambda import LambdaClient

@@ -319,8 +319,7 @@ class Connection:
 
     def deliverer(self) -> Deliverer:
         """Delivery to a record's target, as the CLI's `make_deliverer` on these endpoints."""
-        from dlq_replay.targets.clients import TargetClients
-        from dlq_replay.targets.deliverer import Deliverer
+        from dlq_replay.targets.deliverer import Deliverer, TargetClients
 
         session = boto3.Session(profile_name=self.profile, region_name=self.region)
         refuse_foreign_answers(session)

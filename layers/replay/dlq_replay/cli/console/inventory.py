@@ -26,8 +26,7 @@ from dlq_replay.ops.pause import breaker_status
 from dlq_replay.ops.queueinfo import DEFAULT_RETENTION_SECONDS, QueueInfo, RedrivePolicy
 from dlq_replay.ops.stack import Deployment
 from dlq_replay.ops.status import event_source_status
-from dlq_replay.sqs.depth import QueueDepth
-from dlq_replay.sqs.queue_age import oldest_message_ages
+from dlq_replay.sqs.depth import QueueDepth, oldest_message_ages
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
