@@ -145,12 +145,14 @@ def test_the_controller_reads_the_state_for_a_batch_with_ledger_returns_only() -
             reads.append(1)
             return super().load()
 
-    breaker = Breaker(CountingStore(5.0), PollerSwitch(), logger=LOG, clock=lambda: 2000.0)
+    breaker = Breaker(
+        CountingStore(5.0), PollerSwitch(), logger=LOG, count_attribute=COUNT, clock=lambda: 2000.0
+    )
     batch = [lambda_record("m1", sent=1500.0)]
 
-    assert breaker.give_back(batch, COUNT) == batch
+    assert breaker.give_back(batch) == batch
     assert reads == []
-    assert breaker.give_back(batch, COUNT, {"m1": Invocation(1, 1400.0)}) == batch
+    assert breaker.give_back(batch, {"m1": Invocation(1, 1400.0)}) == batch
     assert reads == [1]  # a return: the state is read (closed, no outage known)
 
 
@@ -167,7 +169,7 @@ def test_the_lambda_adapters_breaker_opens_on_ledger_returns_and_refusals() -> N
         ]
         breaker, _ = worker_breaker(logger=LOG, count_attribute=COUNT, clock=lambda: now)
         breaker.after_batch(outcomes, now, records, refused=dict.fromkeys(refused, 1))
-        return breaker.breaker.store.load().phase
+        return breaker.store.load().phase
 
     assert after_first(set()) is Phase.CLOSED
     assert after_first({"new-0", "new-1"}) is Phase.CLOSED  # a few refusals are no outage
@@ -183,7 +185,7 @@ def test_the_lambda_adapters_breaker_opens_on_ledger_returns_and_refusals() -> N
         breaker, _ = worker_breaker(logger=LOG, count_attribute=COUNT, clock=lambda: now)
         breaker.after_batch(first, now - 100, [o.message for o in first])  # invoked then
         breaker.after_batch(back, now, [o.message for o in back], known=known)
-        return breaker.breaker.store.load().phase
+        return breaker.store.load().phase
 
     assert after_returns({}) is Phase.CLOSED  # nothing known: first arrivals
     assert after_returns({f"back-{n}": Invocation(1, now - 100) for n in range(30)}) is Phase.OPEN

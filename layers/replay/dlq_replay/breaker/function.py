@@ -7,13 +7,11 @@ from __future__ import annotations
 import functools
 import re
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from aws_lambda_powertools.metrics import MetricUnit
-
 from dlq_replay.breaker.breaker_state import BreakerState, Phase
-from dlq_replay.breaker.controller import Breaker, Clock, Evidence, Notices
+from dlq_replay.breaker.controller import Breaker, Clock
 from dlq_replay.breaker.dynamo import TABLE_VARIABLE, DynamoBreakerStore
 from dlq_replay.breaker.evidence import (
     consumer_deleting,
@@ -21,9 +19,7 @@ from dlq_replay.breaker.evidence import (
     dlq_time_left,
     main_queue_timing,
 )
-from dlq_replay.breaker.rule import NOTHING_KNOWN, NOTHING_REFUSED, Known, observe
 from dlq_replay.core.backoff import MAX_SQS_DELAY_SECONDS
-from dlq_replay.core.messages import InboundMessage
 from dlq_replay.core.queues import Arn
 from dlq_replay.core.settings import Settings
 from dlq_replay.core.settings_rules import TABLE_NAME_PATTERN, TABLE_NAME_RULE, resource_name
@@ -36,7 +32,6 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
     from dlq_replay.core.log import Log
-    from dlq_replay.engine.replayer import Outcome
 
 
 def is_probe_event(event: object) -> bool:
@@ -112,82 +107,6 @@ class MappingSwitch:
         return self.state() in ("Enabled", "Enabling")
 
 
-class LambdaBreaker:
-    """The breaker as the Lambda adapter uses it: an error is logged, never fails the batch."""
-
-    def __init__(
-        self,
-        breaker: Breaker,
-        rule: ProbeRule | None,
-        *,
-        count_attribute: str,
-        logger: Log,
-        metrics: Metrics | None = None,
-        clock: Clock = time.time,
-        max_attempts: int | None = None,
-    ) -> None:
-        self.breaker = breaker
-        self._max_attempts = max_attempts
-        self._clock = clock
-        self._rule = rule
-        self._count_attribute = count_attribute
-        self._logger = logger
-        self._metrics = metrics
-
-    def now(self) -> float:
-        return self._clock()
-
-    def give_back(
-        self, messages: Sequence[InboundMessage], known: Known = NOTHING_KNOWN
-    ) -> list[InboundMessage]:
-        """`Breaker.give_back`'s; the batch as it came when the state cannot be read."""
-        try:
-            return self.breaker.give_back(
-                messages, self._count_attribute, known, last_attempt=self._max_attempts
-            )
-        except Exception as error:  # a safeguard must not fail the batch
-            self._failed("outage breaker not read", error)
-            return list(messages)
-
-    def after_batch(
-        self,
-        outcomes: Iterable[Outcome],
-        sent_at: float,
-        received: Sequence[InboundMessage] = (),
-        *,
-        known: Known = NOTHING_KNOWN,
-        refused: Mapping[str, int] = NOTHING_REFUSED,
-    ) -> None:
-        """Count a batch sent from `sent_at` (taken before it: never later than a return of it
-        could say); returns are counted by the records as `received`, before `give_back`."""
-        came = {message.message_id: message for message in received}
-        handled = (
-            (came.get(o.message.message_id, o.message), o.decision, o.failure is None)
-            for o in outcomes
-        )
-        try:
-            events = observe(handled, self._count_attribute, sent_at, known=known, refused=refused)
-            self.breaker.after_batch(events)
-        except Exception as error:  # a safeguard must not fail the batch
-            self._failed("outage breaker not updated", error)
-
-    def tick(self) -> BreakerState | None:
-        try:
-            state = self.breaker.tick()
-            if state.phase is Phase.CLOSED and self._rule is not None:
-                self._rule.follow(state)  # closed by an operator: nothing left to probe
-        except Exception as error:  # the next tick tries again
-            self._failed("outage breaker probe failed", error)
-            return None
-        if self._metrics is not None and state.phase is not Phase.CLOSED:
-            # The alarm's signal: one datapoint a minute while the breaker is not closed.
-            self._metrics.add_metric("BreakerOpen", MetricUnit.Count, 1)
-        return state
-
-    def _failed(self, what: str, error: Exception) -> None:
-        self._logger.error(what, extra={"error": f"{type(error).__name__}: {error}"})
-
-
 _RULE_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
 RULE_VARIABLE = "OUTAGE_BREAKER_RULE"  # the probe rule's name (the template sets it)
 
@@ -203,7 +122,7 @@ def lambda_breaker(
     sns: SnsClient | None,
     clock: Clock = time.time,
     clients: Callable[[str], Any] | None = None,
-) -> LambdaBreaker | None:
+) -> Breaker | None:
     """The breaker when OUTAGE_BREAKER is on and the template gave it a table; else None. Its
     clients (`clients`, else `lazy_clients(session)`) are made when first needed."""
     function_name = env.get("AWS_LAMBDA_FUNCTION_NAME", "")
@@ -222,7 +141,13 @@ def lambda_breaker(
         return Arn.queue(switch.dlq_arn()).url(settings.endpoint_url_sqs)
 
     main = settings.main_queue_url
-    evidence = Evidence(
+    return Breaker(
+        DynamoBreakerStore(lambda: client("dynamodb"), table),
+        switch,
+        logger=logger,
+        count_attribute=settings.count_attribute,
+        clock=clock,
+        max_attempts=settings.max_attempts,
         time_left=dlq_time_left(sqs, lambda: client("cloudwatch"), dlq_url, clock=clock, every=0.0),
         depth=dlq_depth(sqs, dlq_url),
         timing=(lambda: main_queue_timing(sqs, main)) if main else None,
@@ -230,30 +155,12 @@ def lambda_breaker(
         deleting=consumer_deleting(lambda: client("cloudwatch"), main, clock=clock)
         if main
         else None,
-    )
-    notices = Notices(
         metrics=metrics,
         sns=sns,
         topic_arn=settings.park_notification_topic_arn,
         source=function_name,
         on_change=rule.follow if rule is not None else None,
-    )
-    breaker = Breaker(
-        DynamoBreakerStore(lambda: client("dynamodb"), table),
-        switch,
-        logger=logger,
-        evidence=evidence,
-        notices=notices,
-        clock=clock,
-    )
-    return LambdaBreaker(
-        breaker,
-        rule,
-        count_attribute=settings.count_attribute,
-        logger=logger,
-        metrics=metrics,
-        clock=clock,
-        max_attempts=settings.max_attempts,
+        rule=rule.follow if rule is not None else None,
     )
 
 

@@ -10,9 +10,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from dlq_replay.breaker.breaker_state import BreakerState, Phase
-from dlq_replay.breaker.controller import Breaker, Clock, Depth, Evidence, Notices, TimeLeft, Timing
+from dlq_replay.breaker.controller import Breaker, Clock, Depth, TimeLeft, Timing
 from dlq_replay.breaker.evidence import QueueTotals
-from dlq_replay.breaker.function import LambdaBreaker
 from dlq_replay.breaker.rule import MIN_WINDOW_SECONDS, SLICES, BreakerPolicy, Counts
 from dlq_replay.core.log import Log
 from dlq_replay.notify.sns import SnsClient
@@ -116,7 +115,7 @@ class BreakerGate:
 
     def __init__(
         self,
-        breaker: LambdaBreaker,
+        breaker: Breaker,
         *,
         clock: Clock = time.time,
         sample: Callable[[], None] | None = None,
@@ -154,36 +153,26 @@ def worker_breaker(
     totals: QueueTotals | None = None,
     clock: Clock = time.time,
     max_attempts: int | None = None,
-) -> tuple[LambdaBreaker, BreakerGate]:
+) -> tuple[Breaker, BreakerGate]:
     """The worker's breaker (for `LambdaReplay`) and its pollers' gate; `totals`: the queues'
     totals, whose fall vetoes an opening."""
     breaker = Breaker(
         MemoryStore.for_policy(policy or BreakerPolicy(), timing is not None),
         PollerSwitch(),
         logger=logger,
-        policy=policy,
-        evidence=Evidence(
-            time_left=time_left,
-            depth=depth,
-            timing=timing,
-            delay_seconds=delay_seconds,
-            deleting=totals.deleting if totals is not None else None,
-        ),
-        notices=Notices(
-            sns=sns,
-            topic_arn=topic_arn,
-            source=source,
-            on_change=stats.follow if stats is not None else None,
-        ),
-        clock=clock,
-    )
-    counted = LambdaBreaker(
-        breaker,
-        None,
         count_attribute=count_attribute,
-        logger=logger,
+        policy=policy,
         clock=clock,
         max_attempts=max_attempts,
+        time_left=time_left,
+        depth=depth,
+        timing=timing,
+        delay_seconds=delay_seconds,
+        deleting=totals.deleting if totals is not None else None,
+        sns=sns,
+        topic_arn=topic_arn,
+        source=source,
+        on_change=stats.follow if stats is not None else None,
     )
     sample = totals.sample if totals is not None else None
-    return counted, BreakerGate(counted, clock=clock, sample=sample)
+    return breaker, BreakerGate(breaker, clock=clock, sample=sample)
