@@ -43,68 +43,37 @@ def is_probe_event(event: object) -> bool:
     )
 
 
-class ProbeRule:
-    """The EventBridge rule that ticks the breaker; on only while it is open or half-open."""
-
-    def __init__(self, events: Callable[[], Any], name: str) -> None:
-        self._events = events
-        self.name = name
-
-    def follow(self, state: BreakerState) -> None:
-        if state.phase is Phase.OPEN:
-            self._events().enable_rule(Name=self.name)
-        elif state.phase is Phase.CLOSED:
-            self._events().disable_rule(Name=self.name)
-
-
 class MappingSwitch:
     """The function's mapping on the DLQ: off to open, on to probe. Found by listing (the
     template cannot hand its UUID over without a dependency cycle)."""
 
-    def __init__(
-        self, lam: Callable[[], LambdaClient], function_name: str, dlq_arn: str | None = None
-    ) -> None:
+    def __init__(self, lam: Callable[[], LambdaClient], function_name: str) -> None:
         self._make_lam = lam
         self._function = function_name
-        self._dlq_arn = dlq_arn
-        self._uuid: str | None = None
 
-    def uuid(self) -> str:
-        """The mapping on the DLQ (the only SQS mapping when the DLQ is not known: a probe)."""
-        if self._uuid is None:
-            lam, name, dlq = self._make_lam(), self._function, self._dlq_arn
-            listed = (
-                lam.list_event_source_mappings(FunctionName=name, EventSourceArn=dlq)
-                if dlq
-                else lam.list_event_source_mappings(FunctionName=name)
-            )
-            mappings = [
-                m
-                for m in listed.get("EventSourceMappings", [])
-                if ":sqs:" in str(m.get("EventSourceArn", ""))
-            ]
-            if not mappings:
-                raise LookupError(f"{self._function} has no event source mapping on the DLQ")
-            self._uuid = str(mappings[0]["UUID"])
-            self._dlq_arn = str(mappings[0]["EventSourceArn"])
-        return self._uuid
-
-    def dlq_arn(self) -> str:
-        self.uuid()
-        return str(self._dlq_arn)
-
-    def state(self) -> str:
-        return str(self._make_lam().get_event_source_mapping(UUID=self.uuid()).get("State", ""))
+    @functools.cached_property
+    def mapping(self) -> tuple[str, str]:
+        """The mapping on the DLQ (the function's only SQS mapping): its UUID, the DLQ's ARN."""
+        listed = self._make_lam().list_event_source_mappings(FunctionName=self._function)
+        mappings = [
+            m
+            for m in listed.get("EventSourceMappings", [])
+            if ":sqs:" in str(m.get("EventSourceArn", ""))
+        ]
+        if not mappings:
+            raise LookupError(f"{self._function} has no event source mapping on the DLQ")
+        return str(mappings[0]["UUID"]), str(mappings[0]["EventSourceArn"])
 
     def pause(self) -> None:
-        self._make_lam().update_event_source_mapping(UUID=self.uuid(), Enabled=False)
+        self._make_lam().update_event_source_mapping(UUID=self.mapping[0], Enabled=False)
 
     def resume(self) -> None:
-        self._make_lam().update_event_source_mapping(UUID=self.uuid(), Enabled=True)
+        self._make_lam().update_event_source_mapping(UUID=self.mapping[0], Enabled=True)
 
     def resumed_by_someone_else(self) -> bool:
         """On while open: an operator, the console or a stack update turned it on."""
-        return self.state() in ("Enabled", "Enabling")
+        found = self._make_lam().get_event_source_mapping(UUID=self.mapping[0])
+        return str(found.get("State", "")) in ("Enabled", "Enabling")
 
 
 _RULE_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
@@ -135,10 +104,18 @@ def lambda_breaker(
 
     client = clients or lazy_clients(session)
     switch = MappingSwitch(lambda: client("lambda"), function_name)
-    rule = ProbeRule(lambda: client("events"), rule_name) if rule_name else None
+
+    def follow_rule(state: BreakerState) -> None:
+        """The probe rule ticks the breaker: on only while it is open or half-open."""
+        if state.phase is Phase.OPEN:
+            client("events").enable_rule(Name=rule_name)
+        elif state.phase is Phase.CLOSED:
+            client("events").disable_rule(Name=rule_name)
+
+    rule = follow_rule if rule_name else None
 
     def dlq_url() -> str:
-        return Arn.queue(switch.dlq_arn()).url(settings.endpoint_url_sqs)
+        return Arn.queue(switch.mapping[1]).url(settings.endpoint_url_sqs)
 
     main = settings.main_queue_url
     return Breaker(
@@ -159,8 +136,8 @@ def lambda_breaker(
         sns=sns,
         topic_arn=settings.park_notification_topic_arn,
         source=function_name,
-        on_change=rule.follow if rule is not None else None,
-        rule=rule.follow if rule is not None else None,
+        on_change=rule,
+        rule=rule,
     )
 
 
