@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol
 
 from aws_lambda_powertools.metrics import MetricUnit
 
@@ -45,7 +45,6 @@ if TYPE_CHECKING:
     from dlq_replay.engine.replayer import Outcome
 
 Clock = Callable[[], float]
-_V = TypeVar("_V")
 TimeLeft = Callable[[], "float | None"]
 Depth = Callable[[], "int | None"]
 Timing = Callable[[], "QueueTiming | None"]
@@ -234,7 +233,7 @@ class Breaker:
                     extra={"replays": counts.replays, "returns": counts.returns},
                 )
                 return state
-        time_left = _read(self._time_left)  # only when the rule trips: CloudWatch
+        time_left = self._time_left() if self._time_left else None  # only now: CloudWatch
         opened = after_batch(state, signal, now, policy, time_left=time_left)
         if opened is None:
             self._logger.warning(
@@ -248,9 +247,9 @@ class Breaker:
         try:
             self._switch.pause()
         except Exception as error:  # the breaker is a safeguard, never the failure
-            self._logger.error(
+            self._failed(
                 "outage breaker could not pause the event source; the probe retries at its time",
-                extra={"error": f"{type(error).__name__}: {error}"},
+                error,
             )
         self._signal(opened, counts)
         return opened
@@ -295,8 +294,9 @@ class Breaker:
         if paused and self._switch.resumed_by_someone_else():
             changed = by_operator(state, now, Cause.TAKEN_OVER)
         else:
-            time_left = _read(self._time_left) if state.phase is Phase.OPEN else None
-            depth = _read(self._depth) if paused else None
+            opened = state.phase is Phase.OPEN
+            time_left = self._time_left() if opened and self._time_left else None
+            depth = self._depth() if paused and self._depth else None
             changed = on_tick(state, now, self.policy, time_left=time_left, depth=depth)
         if changed is None or not self.store.save(changed, state.version):
             return state if changed is None else self.store.load()
@@ -357,7 +357,3 @@ class Breaker:
 
     def _failed(self, what: str, error: Exception) -> None:
         self._logger.error(what, extra={"error": f"{type(error).__name__}: {error}"})
-
-
-def _read(read: Callable[[], _V | None] | None) -> _V | None:
-    return None if read is None else read()
