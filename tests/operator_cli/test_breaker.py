@@ -14,8 +14,7 @@ import pytest
 from dlq_replay.aws_lambda.replay import LambdaReplay
 from dlq_replay.breaker.breaker_state import Cause, Phase
 from dlq_replay.breaker.controller import Breaker
-from dlq_replay.breaker.dynamo import DynamoBreakerStore
-from dlq_replay.breaker.function import lambda_breaker
+from dlq_replay.breaker.function import DynamoBreakerStore, lambda_breaker
 from dlq_replay.breaker.rule import Counts
 from dlq_replay.core.settings import Settings
 from dlq_replay.engine.replayer import Outcome, Replayer

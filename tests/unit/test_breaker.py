@@ -24,9 +24,9 @@ from dlq_replay.breaker.rule import (
     QueueTiming,
     Signal,
     in_window,
-    is_return,
     observe,
     outage_in_window,
+    returned,
 )
 from dlq_replay.breaker.worker_side import BreakerStats, MemoryStore, PollerSwitch
 from dlq_replay.core import attributes
@@ -86,11 +86,11 @@ def test_the_pause_doubles_per_consecutive_opening_up_to_the_cap() -> None:
 
 
 def test_a_return_is_a_replayed_copy_back_not_a_first_arrival_nor_a_waiting_copy() -> None:
-    assert is_return(message("1"), COUNT)
-    assert is_return(message("3"), COUNT)
-    assert not is_return(message(None), COUNT)
-    assert not is_return(message("0"), COUNT)
-    assert not is_return(message("2", waiting=True), COUNT)
+    assert returned(message("1"), COUNT) is not None
+    assert returned(message("3"), COUNT) is not None
+    assert returned(message(None), COUNT) is None
+    assert returned(message("0"), COUNT) is None
+    assert returned(message("2", waiting=True), COUNT) is None
 
 
 def test_a_batch_counts_written_replays_now_and_returns_when_their_copy_was_sent() -> None:

@@ -13,7 +13,6 @@ from dlq_replay.breaker.controller import Breaker
 from dlq_replay.breaker.rule import (
     BreakerPolicy,
     Counts,
-    is_return,
     observe,
     outage_in_window,
     returned,
@@ -62,13 +61,13 @@ def test_a_record_is_a_return_when_the_ledger_knows_its_invocation() -> None:
     known = {"m1": Invocation(1, 1000.0)}
 
     assert returned(record, COUNT, known) == (1, 1000.0)  # counted when it was invoked
-    assert not is_return(record, COUNT)  # nothing known: a first arrival
-    assert not is_return(record, COUNT, {"m1": Invocation(0, 1000.0)})
+    assert returned(record, COUNT) is None  # nothing known: a first arrival
+    assert returned(record, COUNT, {"m1": Invocation(0, 1000.0)}) is None
     assert returned(record, COUNT, {"m1": Invocation(2)}) == (2, 1180.0)  # time unknown
     # Our attribute, when the record has it, is the count; a waiting copy is no return.
     assert returned(lambda_record("m1", sent=1180.0, count=3), COUNT, known) == (3, 1180.0)
-    assert not is_return(lambda_record("m1", sent=1180.0, count=0), COUNT, known)
-    assert not is_return(lambda_record("m1", sent=1180.0, count=1, waiting=True), COUNT, known)
+    assert returned(lambda_record("m1", sent=1180.0, count=0), COUNT, known) is None
+    assert returned(lambda_record("m1", sent=1180.0, count=1, waiting=True), COUNT, known) is None
 
 
 def waits(attempt: int) -> Decision:

@@ -54,7 +54,7 @@ TIMING_READ_SECONDS = 300.0
 
 
 class BreakerStore(Protocol):
-    """The state and the window by send time (`breaker.dynamo`, `breaker.worker_side`)."""
+    """The state and the window by send time (`breaker.function`, `breaker.worker_side`)."""
 
     def record(self, events: Sequence[tuple[float, Counts]]) -> None: ...
     def read(
