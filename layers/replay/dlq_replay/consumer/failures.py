@@ -227,6 +227,7 @@ RECEIVE_MARGIN_SECONDS = 60
 class _BackoffOnFailure:
     """Remember each failure's exception; settle them before Powertools builds the response."""
 
+    _sqs: SQSClient
     _path: FailurePath
     _clock: Callable[[], float]
     _started: float
@@ -234,17 +235,6 @@ class _BackoffOnFailure:
     fail_messages: list[Any]
     success_messages: list[Any]
     exceptions: list[Any]
-
-    def _setup(
-        self,
-        sqs: SQSClient,
-        settings: ConsumerSettings,
-        options: FailureOptions,
-        clock: Callable[[], float],
-    ) -> None:
-        self._sqs = sqs
-        self._path = FailurePath(sqs, settings, options)
-        self._clock = clock
 
     def _prepare(self) -> None:
         self._started = self._clock()
@@ -301,7 +291,8 @@ class BackoffBatchProcessor(_BackoffOnFailure, BatchProcessor):
         park_detail: ParkDetail | None = None,
     ) -> None:
         super().__init__(EventType.SQS, raise_on_entire_batch_failure=raise_on_entire_batch_failure)
-        self._setup(sqs, settings, FailureOptions(park_rule, park_detail, rng, logger), clock)
+        self._sqs, self._clock = sqs, clock
+        self._path = FailurePath(sqs, settings, FailureOptions(park_rule, park_detail, rng, logger))
 
 
 class BackoffFifoProcessor(_BackoffOnFailure, SqsFifoPartialProcessor):
@@ -320,4 +311,5 @@ class BackoffFifoProcessor(_BackoffOnFailure, SqsFifoPartialProcessor):
         park_detail: ParkDetail | None = None,
     ) -> None:
         super().__init__(skip_group_on_error=skip_group_on_error)
-        self._setup(sqs, settings, FailureOptions(park_rule, park_detail, rng, logger), clock)
+        self._sqs, self._clock = sqs, clock
+        self._path = FailurePath(sqs, settings, FailureOptions(park_rule, park_detail, rng, logger))
