@@ -45,7 +45,7 @@ def opened_breaker(clock: Clock) -> BreakerGate:
     breaker, _ = worker_breaker(logger=LOG, count_attribute="n", clock=clock)
     state = breaker.record([(clock.now, Counts(22, 20))])
     assert state.phase is Phase.OPEN
-    return CountingGate(breaker, clock=clock)
+    return CountingGate(breaker)
 
 
 def test_an_open_breaker_holds_the_poller_until_the_probe() -> None:

@@ -163,11 +163,13 @@ def test_the_lambda_adapters_breaker_opens_on_ledger_returns_and_refusals() -> N
 
     def after_first(refused: set[str]) -> Phase:
         outcomes = [
-            Outcome(m, waits(2) if m.message_id in refused else Decision(Action.RELEASE, TARGET, 1))
+            Outcome(m, waits(2), refused_attempt=1)
+            if m.message_id in refused
+            else Outcome(m, Decision(Action.RELEASE, TARGET, 1))
             for m in records
         ]
         breaker, _ = worker_breaker(logger=LOG, count_attribute=COUNT, clock=lambda: now)
-        breaker.after_batch(outcomes, now, records, refused=dict.fromkeys(refused, 1))
+        breaker.after_batch(outcomes, now, records)
         return breaker.store.load().phase
 
     assert after_first(set()) is Phase.CLOSED

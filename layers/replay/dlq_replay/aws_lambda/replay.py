@@ -146,14 +146,7 @@ class LambdaReplay:
             sent_at = self.breaker.now()
             given = self.breaker.give_back(received, lookup.known)
             outcomes = self._replayer.process(given, lookup)
-            refused = {
-                message_id: outcome.refused_attempt
-                for message_id, outcome in outcomes.items()
-                if outcome.refused_attempt is not None
-            }
-            self.breaker.after_batch(
-                outcomes.values(), sent_at, received, known=lookup.known, refused=refused
-            )
+            self.breaker.after_batch(outcomes.values(), sent_at, received, known=lookup.known)
         if self.follow is not None:
             known = {mid: invocation.count for mid, invocation in lookup.known.items()}
             self.follow(received, outcomes, known)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from aws_lambda_powertools.metrics import MetricUnit
@@ -24,7 +24,6 @@ from dlq_replay.breaker.breaker_state import (
 )
 from dlq_replay.breaker.rule import (
     NOTHING_KNOWN,
-    NOTHING_REFUSED,
     BreakerPolicy,
     Counts,
     Known,
@@ -193,11 +192,16 @@ class Breaker:
         received: Sequence[InboundMessage] = (),
         *,
         known: Known = NOTHING_KNOWN,
-        refused: Mapping[str, int] = NOTHING_REFUSED,
     ) -> None:
         """Count a batch sent from `sent_at` (taken before it: never later than a return of it
         could say); returns are counted by the records as `received`, before `give_back`."""
         came = {message.message_id: message for message in received}
+        outcomes = list(outcomes)
+        refused = {
+            o.message.message_id: o.refused_attempt
+            for o in outcomes
+            if o.refused_attempt is not None
+        }
         handled = (
             (came.get(o.message.message_id, o.message), o.decision, o.failure is None)
             for o in outcomes

@@ -113,15 +113,8 @@ class BreakerStats:
 class BreakerGate:
     """What a poller asks before each receive: receive now, or wait for the probe."""
 
-    def __init__(
-        self,
-        breaker: Breaker,
-        *,
-        clock: Clock = time.time,
-        sample: Callable[[], None] | None = None,
-    ) -> None:
+    def __init__(self, breaker: Breaker, *, sample: Callable[[], None] | None = None) -> None:
         self.breaker = breaker
-        self._clock = clock
         self._sample = sample
 
     def wait_until_receiving(self, stop: threading.Event) -> bool:
@@ -132,7 +125,7 @@ class BreakerGate:
             state = self.breaker.tick()
             if state is None or state.receiving:
                 return True
-            left = (state.next_probe or 0.0) - self._clock()
+            left = (state.next_probe or 0.0) - self.breaker.now()
             stop.wait(min(GATE_POLL_SECONDS, max(0.05, left)))
         return False
 
@@ -175,4 +168,4 @@ def worker_breaker(
         on_change=stats.follow if stats is not None else None,
     )
     sample = totals.sample if totals is not None else None
-    return breaker, BreakerGate(breaker, clock=clock, sample=sample)
+    return breaker, BreakerGate(breaker, sample=sample)
