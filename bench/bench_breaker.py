@@ -1,6 +1,6 @@
 """What the outage breaker costs the worker per batch, as a long drain fills its window.
 
-The worker's breaker counts every batch (`Breaker.after_batch`: record the batch's replays,
+The worker's breaker counts every batch (`Breaker.record`: record the batch's replays,
 read the window back, look for the outage signal). Its window is five minutes, so a drain that
 runs longer reads back everything of the last five minutes on every batch. This benchmark
 feeds `breaker.worker_side.worker_breaker` the events of a busy drain (one replay event of 10 copies
@@ -28,7 +28,7 @@ MEASURED_BATCHES = 200
 
 
 def measure(seconds_of_drain: list[int]) -> list[float]:
-    """CPU microseconds of one batch's `after_batch` after each length of drain."""
+    """CPU microseconds of one batch's `record` after each length of drain."""
     from dlq_replay.breaker.rule import Counts
     from dlq_replay.breaker.worker_side import worker_breaker
 
@@ -36,10 +36,9 @@ def measure(seconds_of_drain: list[int]) -> list[float]:
     now = [0.0]  # the injected clock, moved by hand
     for seconds in seconds_of_drain:
         now[0] = 1_000_000.0
-        counted, _ = worker_breaker(
+        breaker, _ = worker_breaker(
             logger=logging.getLogger("bench"), count_attribute="n", clock=lambda: now[0]
         )
-        breaker = counted.breaker
         step = 1.0 / BATCHES_PER_SECOND
         drained = [
             (now[0] + n * step, Counts(replays=10)) for n in range(seconds * BATCHES_PER_SECOND)
@@ -49,7 +48,7 @@ def measure(seconds_of_drain: list[int]) -> list[float]:
         started = time.process_time()
         for _ in range(MEASURED_BATCHES):
             now[0] += step
-            breaker.after_batch([(now[0], Counts(replays=10))])
+            breaker.record([(now[0], Counts(replays=10))])
         results.append((time.process_time() - started) / MEASURED_BATCHES * 1e6)
     return results
 

@@ -20,8 +20,7 @@ import boto3
 import pytest
 from dlq_replay.aws_lambda.replay import LambdaReplay
 from dlq_replay.breaker.breaker_state import Cause, Phase
-from dlq_replay.breaker.dynamo import DynamoBreakerStore
-from dlq_replay.breaker.function import lambda_breaker
+from dlq_replay.breaker.function import DynamoBreakerStore, lambda_breaker
 from dlq_replay.breaker.rule import BreakerPolicy, QueueTiming
 from dlq_replay.consumer import replay_attempt
 from dlq_replay.core.settings import Settings

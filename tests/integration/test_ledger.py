@@ -15,7 +15,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 from dlq_replay.breaker.breaker_state import BreakerState, Phase
-from dlq_replay.breaker.dynamo import PARTITION, DynamoBreakerStore
+from dlq_replay.breaker.function import PARTITION, DynamoBreakerStore
 from dlq_replay.breaker.rule import BreakerPolicy, Counts
 from dlq_replay.core.settings import SettingsError
 from dlq_replay.targets.ledger import (

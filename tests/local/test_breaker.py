@@ -43,9 +43,9 @@ class CountingGate(BreakerGate):
 
 def opened_breaker(clock: Clock) -> BreakerGate:
     breaker, _ = worker_breaker(logger=LOG, count_attribute="n", clock=clock)
-    state = breaker.breaker.after_batch([(clock.now, Counts(22, 20))])
+    state = breaker.record([(clock.now, Counts(22, 20))])
     assert state.phase is Phase.OPEN
-    return CountingGate(breaker, clock=clock)
+    return CountingGate(breaker)
 
 
 def test_an_open_breaker_holds_the_poller_until_the_probe() -> None:
@@ -60,7 +60,7 @@ def test_an_open_breaker_holds_the_poller_until_the_probe() -> None:
     clock.now += 120  # the pause is over: the probe receives again
     waiting.join(timeout=10)
     assert answer == [True]
-    assert gate.breaker.breaker.store.load().phase is Phase.HALF_OPEN
+    assert gate.breaker.store.load().phase is Phase.HALF_OPEN
 
 
 def test_stop_ends_the_wait_of_a_paused_poller() -> None:
@@ -201,16 +201,16 @@ def test_the_worker_applies_the_retention_bound_from_cloudwatch_read_once_a_minu
         age(retention - DAY - 600, minutes_ago=3)  # a day and 10 minutes left
         left = dlq_time_left(sqs, lambda: cloudwatch, url, clock=clock)
         breaker, _ = worker_breaker(logger=LOG, count_attribute="n", clock=clock, time_left=left)
-        assert breaker.breaker.after_batch([(clock.now, Counts(22, 20))]).phase is Phase.OPEN
+        assert breaker.record([(clock.now, Counts(22, 20))]).phase is Phase.OPEN
         assert reads == ["read"]
 
         clock.now += 30  # within the minute: no new read, the old one aged by 30 s
-        assert breaker.breaker.tick().phase is Phase.OPEN
+        assert breaker.step().phase is Phase.OPEN
         assert reads == ["read"]
 
         age(retention - DAY + 60, minutes_ago=1)  # CloudWatch now says 23h59m left
         clock.now += 40  # past the minute (before the probe): read again, closed for retention
-        closed = breaker.breaker.tick()
+        closed = breaker.step()
         assert (closed.phase, closed.cause) == (Phase.CLOSED, Cause.RETENTION)
         assert reads == ["read", "read"]
 
@@ -227,7 +227,7 @@ def test_without_cloudwatch_the_worker_decides_without_the_bound() -> None:
         left = dlq_time_left(sqs, lambda: boto3.client("cloudwatch", region_name="us-east-1"), url)
         assert left() is None  # no datapoint: unknown
         breaker, _ = worker_breaker(logger=LOG, count_attribute="n", clock=clock, time_left=left)
-        assert breaker.breaker.after_batch([(clock.now, Counts(22, 20))]).phase is Phase.OPEN
+        assert breaker.record([(clock.now, Counts(22, 20))]).phase is Phase.OPEN
 
 
 def test_the_queues_total_falls_only_by_what_the_consumer_deletes() -> None:

@@ -13,8 +13,8 @@ import boto3
 import pytest
 from dlq_replay.aws_lambda.replay import LambdaReplay
 from dlq_replay.breaker.breaker_state import Cause, Phase
-from dlq_replay.breaker.dynamo import DynamoBreakerStore
-from dlq_replay.breaker.function import LambdaBreaker, lambda_breaker
+from dlq_replay.breaker.controller import Breaker
+from dlq_replay.breaker.function import DynamoBreakerStore, lambda_breaker
 from dlq_replay.breaker.rule import Counts
 from dlq_replay.core.settings import Settings
 from dlq_replay.engine.replayer import Outcome, Replayer
@@ -76,7 +76,7 @@ class Deployed:
     def rule(self) -> str:
         return str(self.events.describe_rule(Name=RULE)["State"])
 
-    def breaker(self, clock: Clock) -> LambdaBreaker:
+    def breaker(self, clock: Clock) -> Breaker:
         settings = Settings.from_env(self.env)
         made = lambda_breaker(
             settings,
@@ -137,7 +137,7 @@ def test_it_opens_probes_reopens_and_closes_through_the_event_source_mapping(
     deployed.fill_dlq(50)
     assert deployed.mapping() == "Enabled"
 
-    opened = breaker.breaker.after_batch(outage(clock.now))
+    opened = breaker.record(outage(clock.now))
     assert opened.phase is Phase.OPEN
     assert deployed.mapping() == "Disabled"  # nothing is received while open
     assert deployed.rule() == "ENABLED"  # the probe ticks
@@ -153,7 +153,7 @@ def test_it_opens_probes_reopens_and_closes_through_the_event_source_mapping(
     assert deployed.mapping() == "Enabled"
 
     # The probe's 40 replays are sent: receiving stops until they show.
-    holding = breaker.breaker.after_batch([(clock.now, Counts(replays=40, sent=40))])
+    holding = breaker.record([(clock.now, Counts(replays=40, sent=40))])
     assert holding.holding
     assert deployed.mapping() == "Disabled"
     clock.now += 60
@@ -165,7 +165,7 @@ def test_it_opens_probes_reopens_and_closes_through_the_event_source_mapping(
     clock.now += 240
     assert breaker.tick() is not None
     assert deployed.mapping() == "Enabled"
-    breaker.breaker.after_batch([(clock.now, Counts(replays=40, sent=40))])
+    breaker.record([(clock.now, Counts(replays=40, sent=40))])
     deployed.take_from_dlq(40)  # the consumer is back: the copies stay away
     clock.now += 299
     assert deployed.mapping() == "Disabled"
@@ -181,9 +181,9 @@ def test_it_opens_probes_reopens_and_closes_through_the_event_source_mapping(
 def test_poison_in_a_busy_replay_does_not_open_it(deployed: Deployed) -> None:
     clock = Clock()
     breaker = deployed.breaker(clock)
-    state = breaker.breaker.after_batch([(clock.now, Counts(300, 0))])
+    state = breaker.record([(clock.now, Counts(300, 0))])
     for second in range(1, 10):
-        state = breaker.breaker.after_batch([(clock.now + second, Counts(returns=5))])
+        state = breaker.record([(clock.now + second, Counts(returns=5))])
     assert state.phase is Phase.CLOSED  # 45 returns of 300 replays
     assert deployed.mapping() == "Enabled"
     assert deployed.rule() == "DISABLED"
@@ -194,7 +194,7 @@ def test_an_operators_pause_closes_the_breaker_which_then_never_resumes_it(
 ) -> None:
     clock = Clock()
     breaker = deployed.breaker(clock)
-    breaker.breaker.after_batch(outage(clock.now))
+    breaker.record(outage(clock.now))
 
     paused = run_cli(capsys, "pause", "--stack", "shop")
 
@@ -213,7 +213,7 @@ def test_an_operators_resume_closes_the_breaker(
 ) -> None:
     clock = Clock()
     breaker = deployed.breaker(clock)
-    breaker.breaker.after_batch(outage(clock.now))
+    breaker.record(outage(clock.now))
 
     resumed = run_cli(capsys, "resume", "--stack", "shop", "--json")
 
@@ -230,7 +230,7 @@ def test_an_operators_resume_closes_the_breaker(
 def test_a_mapping_turned_on_by_someone_else_closes_the_breaker(deployed: Deployed) -> None:
     clock = Clock()
     breaker = deployed.breaker(clock)
-    breaker.breaker.after_batch(outage(clock.now))
+    breaker.record(outage(clock.now))
     uuid = event_source_status(deployed.lam, deployed.outputs["ReplayFunctionName"], None).uuid
     deployed.lam.update_event_source_mapping(UUID=str(uuid), Enabled=True)  # console, stack
 
@@ -269,7 +269,7 @@ def test_with_under_a_day_left_for_the_oldest_message_it_closes_and_does_not_ope
 ) -> None:
     clock = Clock()
     breaker = deployed.breaker(clock)
-    assert breaker.breaker.after_batch(outage(clock.now)).phase is Phase.OPEN
+    assert breaker.record(outage(clock.now)).phase is Phase.OPEN
     dlq_age(deployed, retention(deployed) - DAY + 60)  # 23h59m left
 
     closed = breaker.tick()
@@ -279,7 +279,7 @@ def test_with_under_a_day_left_for_the_oldest_message_it_closes_and_does_not_ope
     assert deployed.mapping() == "Enabled"  # the replay parks as usual
     assert deployed.rule() == "DISABLED"
     clock.now += 30
-    again = breaker.breaker.after_batch(outage(clock.now))
+    again = breaker.record(outage(clock.now))
     assert again.phase is Phase.CLOSED  # the signal is there, but the messages would expire
     assert deployed.mapping() == "Enabled"
 
@@ -287,7 +287,7 @@ def test_with_under_a_day_left_for_the_oldest_message_it_closes_and_does_not_ope
 def test_a_day_or_more_left_keeps_it_open(deployed: Deployed) -> None:
     clock = Clock()
     breaker = deployed.breaker(clock)
-    breaker.breaker.after_batch(outage(clock.now))
+    breaker.record(outage(clock.now))
     dlq_age(deployed, retention(deployed) - DAY - 60)
     state = breaker.tick()
     assert state is not None
@@ -301,7 +301,7 @@ def test_status_shows_the_state_the_next_probe_and_what_waits(
     assert "outage breaker: closed" in closed.out
     clock = Clock()
     deployed.fill_dlq(12)
-    deployed.breaker(clock).breaker.after_batch(outage(clock.now))
+    deployed.breaker(clock).record(outage(clock.now))
 
     text = run_cli(capsys, "status", "--stack", "shop")
     report = run_cli(capsys, "status", "--stack", "shop", "--json").json()
@@ -407,7 +407,7 @@ def test_opening_and_closing_say_so_in_metrics_and_notices(deployed: Deployed) -
     )
     assert breaker is not None
 
-    breaker.breaker.after_batch(outage(clock.now))
+    breaker.record(outage(clock.now))
     clock.now += 120
     breaker.tick()  # half-open: a probe, no notice
     clock.now += 300

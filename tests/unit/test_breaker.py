@@ -17,16 +17,16 @@ from dlq_replay.breaker.breaker_state import (
     on_tick,
     probe_sent,
 )
-from dlq_replay.breaker.controller import TIMING_READ_SECONDS, Breaker, Evidence, Notices
+from dlq_replay.breaker.controller import TIMING_READ_SECONDS, Breaker
 from dlq_replay.breaker.rule import (
     BreakerPolicy,
     Counts,
     QueueTiming,
     Signal,
     in_window,
-    is_return,
     observe,
     outage_in_window,
+    returned,
 )
 from dlq_replay.breaker.worker_side import BreakerStats, MemoryStore, PollerSwitch
 from dlq_replay.core import attributes
@@ -86,11 +86,11 @@ def test_the_pause_doubles_per_consecutive_opening_up_to_the_cap() -> None:
 
 
 def test_a_return_is_a_replayed_copy_back_not_a_first_arrival_nor_a_waiting_copy() -> None:
-    assert is_return(message("1"), COUNT)
-    assert is_return(message("3"), COUNT)
-    assert not is_return(message(None), COUNT)
-    assert not is_return(message("0"), COUNT)
-    assert not is_return(message("2", waiting=True), COUNT)
+    assert returned(message("1"), COUNT) is not None
+    assert returned(message("3"), COUNT) is not None
+    assert returned(message(None), COUNT) is None
+    assert returned(message("0"), COUNT) is None
+    assert returned(message("2", waiting=True), COUNT) is None
 
 
 def test_a_batch_counts_written_replays_now_and_returns_when_their_copy_was_sent() -> None:
@@ -280,42 +280,43 @@ def test_the_controller_opens_probes_reopens_with_a_longer_pause_and_closes() ->
         MemoryStore.for_policy(POLICY),
         switch,
         logger=LOG,
+        count_attribute=COUNT,
         clock=clock,
-        evidence=Evidence(depth=lambda: depth["now"]),
-        notices=Notices(on_change=stats.follow),
+        depth=lambda: depth["now"],
+        on_change=stats.follow,
     )
     start = clock.now
     # A busy replay with poison: 30 replays, 6 back. Then everything comes back.
-    assert breaker.after_batch(replays_at(start, 30) + returns_at(start, 6)).phase is Phase.CLOSED
+    assert breaker.record(replays_at(start, 30) + returns_at(start, 6)).phase is Phase.CLOSED
     clock.now += 30
-    assert breaker.after_batch(replays_at(clock.now, 22)).phase is Phase.CLOSED
-    opened = breaker.after_batch(returns_at(clock.now, 20))  # 20 of the 22 sent at t+30
+    assert breaker.record(replays_at(clock.now, 22)).phase is Phase.CLOSED
+    opened = breaker.record(returns_at(clock.now, 20))  # 20 of the 22 sent at t+30
     assert opened.phase is Phase.OPEN
     assert switch.calls == ["pause"]
 
     clock.now = opened.next_probe or 0.0
-    probing = breaker.tick()
+    probing = breaker.step()
     assert probing.phase is Phase.HALF_OPEN
     assert probing.baseline == 500
     assert switch.calls == ["pause", "resume"]
-    holding = breaker.after_batch(replays_at(clock.now, 40))
+    holding = breaker.record(replays_at(clock.now, 40))
     assert holding.holding
     assert switch.calls[-1] == "pause"
     depth["now"] = 498  # the outage is still on: the probe's copies are back
     clock.now += 30
-    reopened = breaker.tick()
+    reopened = breaker.step()
     assert reopened.phase is Phase.OPEN
     assert reopened.openings == 2
     assert reopened.next_probe == clock.now + 240
 
     clock.now += 240
-    assert breaker.tick().phase is Phase.HALF_OPEN
-    breaker.after_batch(replays_at(clock.now, 40))
+    assert breaker.step().phase is Phase.HALF_OPEN
+    breaker.record(replays_at(clock.now, 40))
     depth["now"] = 458  # the consumer is back: the copies stay away
     clock.now += 299
-    assert breaker.tick().holding
+    assert breaker.step().holding
     clock.now += 1
-    closed = breaker.tick()
+    closed = breaker.step()
     assert (closed.phase, closed.openings) == (Phase.CLOSED, 0)
     assert switch.calls[-1] == "resume"
     assert stats.openings == 2
@@ -338,13 +339,19 @@ def test_the_worker_store_keeps_every_count_of_the_window_in_a_bounded_number_of
 
 def test_counts_from_before_a_probe_do_not_count_against_it() -> None:
     clock = Clock()
-    breaker = Breaker(MemoryStore.for_policy(POLICY), PollerSwitch(), logger=LOG, clock=clock)
-    opened = breaker.after_batch(replays_at(clock.now, 30) + returns_at(clock.now, 30))
+    breaker = Breaker(
+        MemoryStore.for_policy(POLICY),
+        PollerSwitch(),
+        logger=LOG,
+        count_attribute=COUNT,
+        clock=clock,
+    )
+    opened = breaker.record(replays_at(clock.now, 30) + returns_at(clock.now, 30))
     assert opened.phase is Phase.OPEN
     clock.now = opened.next_probe or 0.0
-    breaker.tick()
+    breaker.step()
     # The 30 returns before the probe are within five minutes, but not since the probe.
-    assert breaker.after_batch(replays_at(clock.now, 5)).phase is Phase.HALF_OPEN
+    assert breaker.record(replays_at(clock.now, 5)).phase is Phase.HALF_OPEN
 
 
 def test_only_first_replays_are_evidence_so_the_poison_left_at_a_drains_end_never_trips_it() -> (
@@ -440,13 +447,15 @@ def test_the_controller_gives_attempts_back_and_reads_the_state_only_for_returns
             reads.append(1)
             return super().load()
 
-    breaker = Breaker(CountingStore(5.0), PollerSwitch(), logger=LOG, clock=clock)
+    breaker = Breaker(
+        CountingStore(5.0), PollerSwitch(), logger=LOG, count_attribute=COUNT, clock=clock
+    )
     start = clock.now
-    assert breaker.give_back([message("0"), message(None)], COUNT) == [message("0"), message(None)]
+    assert breaker.give_back([message("0"), message(None)]) == [message("0"), message(None)]
     assert reads == []  # no return in the batch: the state is not read
-    opened = breaker.after_batch(replays_at(start, 30) + returns_at(start, 30))
+    opened = breaker.record(replays_at(start, 30) + returns_at(start, 30))
     assert opened.phase is Phase.OPEN
-    (given,) = breaker.give_back([message("3", sent=start + 1)], COUNT)
+    (given,) = breaker.give_back([message("3", sent=start + 1)])
     assert attributes.parse_count(given.attributes[COUNT]) == 2
     assert reads == [1]
 
@@ -462,15 +471,16 @@ def test_the_main_queues_consumer_deleting_vetoes_an_opening() -> None:
 
     def breaker() -> Breaker:
         store = MemoryStore(5.0)
-        evidence = Evidence(deleting=deleting)
-        return Breaker(store, PollerSwitch(), logger=LOG, clock=clock, evidence=evidence)
+        return Breaker(
+            store, PollerSwitch(), logger=LOG, count_attribute=COUNT, clock=clock, deleting=deleting
+        )
 
     events = replays_at(clock.now, 30) + returns_at(clock.now, 30)
-    assert breaker().after_batch(events).phase is Phase.CLOSED  # bad messages, not an outage
+    assert breaker().record(events).phase is Phase.CLOSED  # bad messages, not an outage
     assert asked == [(asked[0][0], 20)]  # MIN_RETURNS: more than a tenth of 30 replays
     for unknown_or_not in (None, False):
         answer["now"] = unknown_or_not
-        assert breaker().after_batch(events).phase is Phase.OPEN
+        assert breaker().record(events).phase is Phase.OPEN
 
 
 def test_the_controller_reads_the_main_queues_timing_once_and_again_after_a_while() -> None:
@@ -486,8 +496,10 @@ def test_the_controller_reads_the_main_queues_timing_once_and_again_after_a_whil
         MemoryStore(1.0),
         PollerSwitch(),
         logger=LOG,
+        count_attribute=COUNT,
         clock=clock,
-        evidence=Evidence(timing=timing, delay_seconds=8),
+        timing=timing,
+        delay_seconds=8,
     )
     assert breaker.policy.window_seconds == 34.0
     clock.now += TIMING_READ_SECONDS - 1

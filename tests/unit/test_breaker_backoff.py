@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import pytest
 from dlq_replay.breaker.breaker_state import BreakerState, Phase
-from dlq_replay.breaker.controller import Breaker, Evidence
+from dlq_replay.breaker.controller import Breaker
 from dlq_replay.breaker.rule import QueueTiming, observe
 from dlq_replay.breaker.worker_side import MemoryStore, PollerSwitch
 from dlq_replay.core import attributes
@@ -82,7 +82,7 @@ def consumer_step(world: World, per_step: int = 15) -> None:
 
 
 def replay_step(world: World, breaker: Breaker, per_step: int = 10) -> None:
-    if not breaker.tick().receiving:
+    if not breaker.step().receiving:
         return
     world.dlq.sort()
     due = [c for c in world.dlq if c.visible <= world.now][:per_step]
@@ -99,7 +99,7 @@ def replay_step(world: World, breaker: Breaker, per_step: int = 10) -> None:
         )
         for index, copy in enumerate(due)
     ]
-    decided = breaker.give_back(received, COUNT, last_attempt=MAX_ATTEMPTS)
+    decided = breaker.give_back(received)
     handled = []
     for came, message, copy in zip(received, decided, due, strict=True):
         attempt = (attributes.parse_count(message.attributes.get(COUNT)) or 0) + 1
@@ -111,7 +111,7 @@ def replay_step(world: World, breaker: Breaker, per_step: int = 10) -> None:
         world.main.append(Copy(world.now + delay, attempt, world.now, copy.bad))
         handled.append((came, Decision(Action.REPLAY, "q", attempt, delay=delay), True))
     if due:
-        breaker.after_batch(observe(handled, COUNT, world.now))
+        breaker.record(observe(handled, COUNT, world.now))
 
 
 def run(
@@ -128,17 +128,16 @@ def run(
         MemoryStore.for_policy(DEMO_BREAKER_POLICY, timing=True),
         PollerSwitch(),
         logger=logging.getLogger("test.breaker.backoff"),
+        count_attribute=COUNT,
         policy=DEMO_BREAKER_POLICY,
-        evidence=Evidence(
-            depth=lambda: len(world.dlq),
-            timing=lambda: QueueTiming(VISIBILITY, RECEIVES),
-            delay_seconds=2.0,
-            deleting=world.deleting,
-        ),
         clock=lambda: world.now,
+        max_attempts=MAX_ATTEMPTS,
+        depth=lambda: len(world.dlq),
+        timing=lambda: QueueTiming(VISIBILITY, RECEIVES),
+        delay_seconds=2.0,
+        deleting=world.deleting,
+        on_change=world.opened,
     )
-    breaker_signal = breaker._notices
-    breaker_signal.on_change = world.opened
     for _ in range(math.ceil(300 / STEP)):
         replay_step(world, breaker)
         consumer_step(world)

@@ -13,7 +13,6 @@ from dlq_replay.breaker.controller import Breaker
 from dlq_replay.breaker.rule import (
     BreakerPolicy,
     Counts,
-    is_return,
     observe,
     outage_in_window,
     returned,
@@ -62,13 +61,13 @@ def test_a_record_is_a_return_when_the_ledger_knows_its_invocation() -> None:
     known = {"m1": Invocation(1, 1000.0)}
 
     assert returned(record, COUNT, known) == (1, 1000.0)  # counted when it was invoked
-    assert not is_return(record, COUNT)  # nothing known: a first arrival
-    assert not is_return(record, COUNT, {"m1": Invocation(0, 1000.0)})
+    assert returned(record, COUNT) is None  # nothing known: a first arrival
+    assert returned(record, COUNT, {"m1": Invocation(0, 1000.0)}) is None
     assert returned(record, COUNT, {"m1": Invocation(2)}) == (2, 1180.0)  # time unknown
     # Our attribute, when the record has it, is the count; a waiting copy is no return.
     assert returned(lambda_record("m1", sent=1180.0, count=3), COUNT, known) == (3, 1180.0)
-    assert not is_return(lambda_record("m1", sent=1180.0, count=0), COUNT, known)
-    assert not is_return(lambda_record("m1", sent=1180.0, count=1, waiting=True), COUNT, known)
+    assert returned(lambda_record("m1", sent=1180.0, count=0), COUNT, known) is None
+    assert returned(lambda_record("m1", sent=1180.0, count=1, waiting=True), COUNT, known) is None
 
 
 def waits(attempt: int) -> Decision:
@@ -145,12 +144,14 @@ def test_the_controller_reads_the_state_for_a_batch_with_ledger_returns_only() -
             reads.append(1)
             return super().load()
 
-    breaker = Breaker(CountingStore(5.0), PollerSwitch(), logger=LOG, clock=lambda: 2000.0)
+    breaker = Breaker(
+        CountingStore(5.0), PollerSwitch(), logger=LOG, count_attribute=COUNT, clock=lambda: 2000.0
+    )
     batch = [lambda_record("m1", sent=1500.0)]
 
-    assert breaker.give_back(batch, COUNT) == batch
+    assert breaker.give_back(batch) == batch
     assert reads == []
-    assert breaker.give_back(batch, COUNT, {"m1": Invocation(1, 1400.0)}) == batch
+    assert breaker.give_back(batch, {"m1": Invocation(1, 1400.0)}) == batch
     assert reads == [1]  # a return: the state is read (closed, no outage known)
 
 
@@ -162,12 +163,14 @@ def test_the_lambda_adapters_breaker_opens_on_ledger_returns_and_refusals() -> N
 
     def after_first(refused: set[str]) -> Phase:
         outcomes = [
-            Outcome(m, waits(2) if m.message_id in refused else Decision(Action.RELEASE, TARGET, 1))
+            Outcome(m, waits(2), refused_attempt=1)
+            if m.message_id in refused
+            else Outcome(m, Decision(Action.RELEASE, TARGET, 1))
             for m in records
         ]
         breaker, _ = worker_breaker(logger=LOG, count_attribute=COUNT, clock=lambda: now)
-        breaker.after_batch(outcomes, now, records, refused=dict.fromkeys(refused, 1))
-        return breaker.breaker.store.load().phase
+        breaker.after_batch(outcomes, now, records)
+        return breaker.store.load().phase
 
     assert after_first(set()) is Phase.CLOSED
     assert after_first({"new-0", "new-1"}) is Phase.CLOSED  # a few refusals are no outage
@@ -183,7 +186,7 @@ def test_the_lambda_adapters_breaker_opens_on_ledger_returns_and_refusals() -> N
         breaker, _ = worker_breaker(logger=LOG, count_attribute=COUNT, clock=lambda: now)
         breaker.after_batch(first, now - 100, [o.message for o in first])  # invoked then
         breaker.after_batch(back, now, [o.message for o in back], known=known)
-        return breaker.breaker.store.load().phase
+        return breaker.store.load().phase
 
     assert after_returns({}) is Phase.CLOSED  # nothing known: first arrivals
     assert after_returns({f"back-{n}": Invocation(1, now - 100) for n in range(30)}) is Phase.OPEN

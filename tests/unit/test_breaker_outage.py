@@ -21,7 +21,7 @@ import random
 from dataclasses import dataclass, field
 
 import pytest
-from dlq_replay.breaker.controller import Breaker, Evidence
+from dlq_replay.breaker.controller import Breaker
 from dlq_replay.breaker.rule import QueueTiming, observe
 from dlq_replay.breaker.worker_side import MemoryStore, PollerSwitch
 from dlq_replay.core import attributes
@@ -77,7 +77,7 @@ def record(copy: Copy, index: int) -> InboundMessage:
 
 def replay_step(world: World, breaker: Breaker) -> None:
     """The pollers: ask the breaker, receive a batch, decide it (the give-back first), send."""
-    if not breaker.tick().receiving:
+    if not breaker.step().receiving:
         return
     world.dlq.sort()
     due = [c for c in world.dlq if c.visible <= world.now][: world.replay_per_step]
@@ -87,7 +87,7 @@ def replay_step(world: World, breaker: Breaker) -> None:
         world.dlq.remove(copy)
     received = [record(copy, i) for i, copy in enumerate(due)]
     due_bad = {id(message): copy.bad for message, copy in zip(received, due, strict=True)}
-    decided = breaker.give_back(received, COUNT, last_attempt=world.max_attempts)
+    decided = breaker.give_back(received)
     sent_at = world.now
     handled = []
     for came, message in zip(received, decided, strict=True):
@@ -102,7 +102,7 @@ def replay_step(world: World, breaker: Breaker) -> None:
         delay = world.rng.randint(0, ceiling)
         world.main.append(Copy(world.now + delay, attempt, world.now, bad=due_bad[id(came)]))
         handled.append((came, Decision(Action.REPLAY, "q", attempt, delay=delay), True))
-    breaker.after_batch(observe(handled, COUNT, sent_at))
+    breaker.record(observe(handled, COUNT, sent_at))
 
 
 def consumer_step(world: World) -> None:
@@ -134,14 +134,14 @@ def run(
         MemoryStore.for_policy(DEMO_BREAKER_POLICY, timing=True),
         PollerSwitch(),
         logger=logging.getLogger("test.breaker.outage"),
+        count_attribute=COUNT,
         policy=DEMO_BREAKER_POLICY,
-        evidence=Evidence(
-            depth=lambda: len(world.dlq),
-            timing=lambda: QueueTiming(visibility_seconds=5, max_receive_count=1),
-            delay_seconds=4.0,
-            deleting=world.deleting,
-        ),
         clock=lambda: world.now,
+        max_attempts=max_attempts,
+        depth=lambda: len(world.dlq),
+        timing=lambda: QueueTiming(visibility_seconds=5, max_receive_count=1),
+        delay_seconds=4.0,
+        deleting=world.deleting,
     )
     for _ in range(math.ceil(200 / STEP)):
         replay_step(world, breaker)

@@ -75,12 +75,12 @@ class Action:
         announce: Callable[[AuditStore], None] | None = None,
         recorded: bool = True,
     ) -> None:
-        self.started = _now()
+        started = utc_text(_now())
         self.begin = AuditRecord(
             action_id=uuid.uuid4().hex,
             phase=AuditPhase.BEGIN,
-            started_at=utc_text(self.started),
-            at=utc_text(self.started),
+            started_at=started,
+            at=started,
             command=command,
             origin=origin,
             identity=Identity.unknown("not asked yet"),
@@ -92,7 +92,7 @@ class Action:
         self.failure: str | None = None  # why the begin could not be written
         self.problem: str | None = None  # why the end could not be written
         self.end: AuditRecord | None = None  # once written
-        self.waited = 0.0  # seconds gate() waited for the begin
+        self.waited = 0.0  # seconds gate() waited for the begin (bench/bench_audit.py)
         self.identity_patience = IDENTITY_PATIENCE_SECONDS
         self._open_store = open_store
         self._identify = identify

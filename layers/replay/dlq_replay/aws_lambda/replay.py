@@ -14,7 +14,8 @@ from aws_lambda_powertools.utilities.batch import (
     process_partial_response,
 )
 
-from dlq_replay.breaker.function import LambdaBreaker, is_probe_event, lambda_breaker, lazy_clients
+from dlq_replay.breaker.controller import Breaker
+from dlq_replay.breaker.function import is_probe_event, lambda_breaker, lazy_clients
 from dlq_replay.core.attributes import is_mapping
 from dlq_replay.core.log import Log
 from dlq_replay.core.messages import InboundMessage
@@ -61,7 +62,7 @@ class LambdaReplay:
     def __init__(
         self,
         replayer: Replayer,
-        breaker: LambdaBreaker | None = None,
+        breaker: Breaker | None = None,
         follow: ReplayFollow | None = None,
     ) -> None:
         """`follow`: the recovery counts and the moves' returns, after every batch (None: off)."""
@@ -146,14 +147,7 @@ class LambdaReplay:
             sent_at = self.breaker.now()
             given = self.breaker.give_back(received, lookup.known)
             outcomes = self._replayer.process(given, lookup)
-            refused = {
-                message_id: outcome.refused_attempt
-                for message_id, outcome in outcomes.items()
-                if outcome.refused_attempt is not None
-            }
-            self.breaker.after_batch(
-                outcomes.values(), sent_at, received, known=lookup.known, refused=refused
-            )
+            self.breaker.after_batch(outcomes.values(), sent_at, received, known=lookup.known)
         if self.follow is not None:
             known = {mid: invocation.count for mid, invocation in lookup.known.items()}
             self.follow(received, outcomes, known)

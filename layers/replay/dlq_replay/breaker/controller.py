@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Protocol
 
 from aws_lambda_powertools.metrics import MetricUnit
 
@@ -29,6 +29,7 @@ from dlq_replay.breaker.rule import (
     Known,
     QueueTiming,
     in_window,
+    observe,
     outage_in_window,
     returned,
 )
@@ -40,9 +41,9 @@ if TYPE_CHECKING:
     from aws_lambda_powertools.metrics import Metrics
 
     from dlq_replay.core.log import Log
+    from dlq_replay.engine.replayer import Outcome
 
 Clock = Callable[[], float]
-_V = TypeVar("_V")
 TimeLeft = Callable[[], "float | None"]
 Depth = Callable[[], "int | None"]
 Timing = Callable[[], "QueueTiming | None"]
@@ -52,7 +53,7 @@ TIMING_READ_SECONDS = 300.0
 
 
 class BreakerStore(Protocol):
-    """The state and the window by send time (`breaker.dynamo`, `breaker.worker_side`)."""
+    """The state and the window by send time (`breaker.function`, `breaker.worker_side`)."""
 
     def record(self, events: Sequence[tuple[float, Counts]]) -> None: ...
     def read(
@@ -68,45 +69,11 @@ class Switch(Protocol):
     def resumed_by_someone_else(self) -> bool: ...
 
 
-class Evidence:
-    """What the breaker reads besides its window (`breaker.evidence`; None: unknown). Here and
-    below plain classes: a dataclass costs the cold start ~0.45 ms."""
-
-    __slots__ = ("delay_seconds", "deleting", "depth", "time_left", "timing")
-
-    def __init__(
-        self,
-        *,
-        time_left: TimeLeft | None = None,
-        depth: Depth | None = None,
-        timing: Timing | None = None,
-        delay_seconds: float = 0.0,
-        deleting: Deleting | None = None,
-    ) -> None:
-        self.time_left, self.depth, self.timing = time_left, depth, timing
-        self.delay_seconds, self.deleting = delay_seconds, deleting
-
-
-class Notices:
-    """Who hears of a change; `on_change`: the worker's stats, Lambda's probe rule."""
-
-    __slots__ = ("metrics", "on_change", "sns", "source", "topic_arn")
-
-    def __init__(
-        self,
-        *,
-        metrics: Metrics | None = None,
-        sns: SnsClient | None = None,
-        topic_arn: str | None = None,
-        source: str = "",
-        on_change: Callable[[BreakerState], None] | None = None,
-    ) -> None:
-        self.metrics, self.sns, self.topic_arn = metrics, sns, topic_arn
-        self.source, self.on_change = source, on_change
-
-
 class Breaker:
-    """One breaker for one DLQ; safe to share between threads when its store is."""
+    """One breaker for one DLQ; safe to share between threads when its store is. The replay's
+    calls (`give_back`, `after_batch`, `tick`) log an error and never fail the batch. What it
+    reads besides its window (`breaker.evidence`) is None when unknown; `on_change`: the
+    worker's stats, Lambda's probe rule (`rule`, also told of every closed tick)."""
 
     def __init__(
         self,
@@ -114,29 +81,47 @@ class Breaker:
         switch: Switch,
         *,
         logger: Log,
+        count_attribute: str,
         policy: BreakerPolicy | None = None,
-        evidence: Evidence | None = None,
-        notices: Notices | None = None,
         clock: Clock = time.time,
+        max_attempts: int | None = None,
+        time_left: TimeLeft | None = None,
+        depth: Depth | None = None,
+        timing: Timing | None = None,
+        delay_seconds: float = 0.0,
+        deleting: Deleting | None = None,
+        metrics: Metrics | None = None,
+        sns: SnsClient | None = None,
+        topic_arn: str | None = None,
+        source: str = "",
+        on_change: Callable[[BreakerState], None] | None = None,
+        rule: Callable[[BreakerState], None] | None = None,
     ) -> None:
         self.store = store
         self._switch = switch
         self._logger = logger
+        self._count_attribute = count_attribute
         self._bounds = policy or BreakerPolicy()
         self._policy: tuple[float, BreakerPolicy] | None = None
-        self._evidence = evidence or Evidence()
-        self._notices = notices or Notices()
         self._clock = clock
+        self._max_attempts = max_attempts
+        self._time_left, self._depth, self._timing = time_left, depth, timing
+        self._delay_seconds, self._deleting = delay_seconds, deleting
+        self._metrics, self._sns, self._topic_arn = metrics, sns, topic_arn
+        self._source, self._on_change, self._rule = source, on_change, rule
+
+    def now(self) -> float:
+        return self._clock()
 
     @property
     def policy(self) -> BreakerPolicy:
         """The policy, its timing fitted to the main queue (read every TIMING_READ_SECONDS)."""
-        timing = self._evidence.timing
+        timing = self._timing
         if timing is None:
             return self._bounds
         now = self._clock()
         if self._policy is None or now - self._policy[0] >= TIMING_READ_SECONDS:
-            fitted = self._bounds.for_queue(timing(), self._evidence.delay_seconds)
+            fitted = self._bounds.for_queue(timing(), self._delay_seconds)
             if self._policy is None or fitted != self._policy[1]:
                 self._logger.info(
                     "outage breaker timing",
@@ -150,39 +135,39 @@ class Breaker:
         return self._policy[1]
 
     def give_back(
-        self,
-        messages: Sequence[InboundMessage],
-        count_attribute: str,
-        known: Known = NOTHING_KNOWN,
-        *,
-        last_attempt: int | None = None,
+        self, messages: Sequence[InboundMessage], known: Known = NOTHING_KNOWN
     ) -> list[InboundMessage]:
         """The batch as the replay decides it: returns sent inside a known outage keep their
-        count. `last_attempt`: while closed and an outage is suspected, a return that spent its
-        last attempt is held back (short delays can spend every attempt before the rule trips;
-        a known outage gives attempts back, but a park is for good)."""
-        found = [returned(m, count_attribute, known) for m in messages]
-        if not any(f is not None and f[1] is not None for f in found):
-            return list(messages)
-        state = self.store.load()
-        decided, given = give_back(state, messages, count_attribute, known)
-        if given:
+        count; while closed and an outage is suspected, a return that spent its last attempt is
+        held back (short delays can spend every attempt before the rule trips; a known outage
+        gives attempts back, but a park is for good). As it came when the state is unreadable."""
+        count, last_attempt = self._count_attribute, self._max_attempts
+        try:
+            found = [returned(m, count, known) for m in messages]
+            if not any(f is not None and f[1] is not None for f in found):
+                return list(messages)
+            state = self.store.load()
+            decided, given = give_back(state, messages, count, known)
+            if given:
+                self._logger.info(
+                    "attempts given back: sent into a known outage", extra={"given_back": given}
+                )
+                if self._metrics is not None:
+                    self._metrics.add_metric("AttemptsGivenBack", MetricUnit.Count, given)
+            if last_attempt is None or state.phase is not Phase.CLOSED:
+                return decided
+            if not any(f is not None and f[0] >= last_attempt for f in found):
+                return decided
+            if not self._suspected(state):
+                return decided
+            decided, held = held_back(decided, count, last_attempt, known)
             self._logger.info(
-                "attempts given back: sent into a known outage", extra={"given_back": given}
+                "last attempts held back: an outage is suspected", extra={"held_back": held}
             )
-            if self._notices.metrics is not None:
-                self._notices.metrics.add_metric("AttemptsGivenBack", MetricUnit.Count, given)
-        if last_attempt is None or state.phase is not Phase.CLOSED:
             return decided
-        if not any(f is not None and f[0] >= last_attempt for f in found):
-            return decided
-        if not self._suspected(state):
-            return decided
-        decided, held = held_back(decided, count_attribute, last_attempt, known)
-        self._logger.info(
-            "last attempts held back: an outage is suspected", extra={"held_back": held}
-        )
-        return decided
+        except Exception as error:  # a safeguard must not fail the batch
+            self._failed("outage breaker not read", error)
+            return list(messages)
 
     def _suspected(self, state: BreakerState) -> bool:
         """At least MIN_RETURNS first replays of the window came back, and the consumer is not
@@ -194,13 +179,40 @@ class Breaker:
         returns = sum(counts.returns for _, counts in kept)
         if returns < policy.min_returns:
             return False
-        deleting = self._evidence.deleting
+        deleting = self._deleting
         if deleting is None:
             return True
         first = min(when for when, counts in kept if counts.returns)
         return not deleting(first, policy.deletions_enough(sum(c.replays for _, c in kept)))
 
-    def after_batch(self, events: Sequence[tuple[float, Counts]]) -> BreakerState:
+    def after_batch(
+        self,
+        outcomes: Iterable[Outcome],
+        sent_at: float,
+        received: Sequence[InboundMessage] = (),
+        *,
+        known: Known = NOTHING_KNOWN,
+    ) -> None:
+        """Count a batch sent from `sent_at` (taken before it: never later than a return of it
+        could say); returns are counted by the records as `received`, before `give_back`."""
+        came = {message.message_id: message for message in received}
+        outcomes = list(outcomes)
+        refused = {
+            o.message.message_id: o.refused_attempt
+            for o in outcomes
+            if o.refused_attempt is not None
+        }
+        handled = (
+            (came.get(o.message.message_id, o.message), o.decision, o.failure is None)
+            for o in outcomes
+        )
+        try:
+            events = observe(handled, self._count_attribute, sent_at, known=known, refused=refused)
+            self.record(events)
+        except Exception as error:  # a safeguard must not fail the batch
+            self._failed("outage breaker not updated", error)
+
+    def record(self, events: Sequence[tuple[float, Counts]]) -> BreakerState:
         """Add a batch's events to the window; open on the signal unless the consumer deletes."""
         now = self._clock()
         policy = self.policy
@@ -215,7 +227,7 @@ class Breaker:
         if signal is None:
             return self._hold_probe(state, window, now, policy)
         counts = signal.counts
-        deleting = self._evidence.deleting
+        deleting = self._deleting
         if deleting is not None and state.phase is Phase.CLOSED:
             enough = policy.deletions_enough(counts.replays)
             if deleting(policy.deletions_from(signal.start), enough):  # only when it trips
@@ -225,7 +237,7 @@ class Breaker:
                     extra={"replays": counts.replays, "returns": counts.returns},
                 )
                 return state
-        time_left = _read(self._evidence.time_left)  # only when the rule trips: CloudWatch
+        time_left = self._time_left() if self._time_left else None  # only now: CloudWatch
         opened = after_batch(state, signal, now, policy, time_left=time_left)
         if opened is None:
             self._logger.warning(
@@ -239,9 +251,9 @@ class Breaker:
         try:
             self._switch.pause()
         except Exception as error:  # the breaker is a safeguard, never the failure
-            self._logger.error(
+            self._failed(
                 "outage breaker could not pause the event source; the probe retries at its time",
-                extra={"error": f"{type(error).__name__}: {error}"},
+                error,
             )
         self._signal(opened, counts)
         return opened
@@ -261,7 +273,21 @@ class Breaker:
         self._logger.info("outage breaker probe sent; receiving again once its outcome shows")
         return holding
 
-    def tick(self) -> BreakerState:
+    def tick(self) -> BreakerState | None:
+        """`step`, Lambda's probe rule following a closed breaker; None on an error."""
+        try:
+            state = self.step()
+            if state.phase is Phase.CLOSED and self._rule is not None:
+                self._rule(state)  # closed by an operator: nothing left to probe
+        except Exception as error:  # the next tick tries again
+            self._failed("outage breaker probe failed", error)
+            return None
+        if self._metrics is not None and state.phase is not Phase.CLOSED:
+            # The alarm's signal: one datapoint a minute while the breaker is not closed.
+            self._metrics.add_metric("BreakerOpen", MetricUnit.Count, 1)
+        return state
+
+    def step(self) -> BreakerState:
         """The unattended step (Lambda's schedule, the worker's every poll)."""
         state = self.store.load()
         if state.phase is Phase.CLOSED:
@@ -272,8 +298,9 @@ class Breaker:
         if paused and self._switch.resumed_by_someone_else():
             changed = by_operator(state, now, Cause.TAKEN_OVER)
         else:
-            time_left = _read(self._evidence.time_left) if state.phase is Phase.OPEN else None
-            depth = _read(self._evidence.depth) if paused else None
+            opened = state.phase is Phase.OPEN
+            time_left = self._time_left() if opened and self._time_left else None
+            depth = self._depth() if paused and self._depth else None
             changed = on_tick(state, now, self.policy, time_left=time_left, depth=depth)
         if changed is None or not self.store.save(changed, state.version):
             return state if changed is None else self.store.load()
@@ -300,19 +327,18 @@ class Breaker:
         if window is not None:
             extra.update(replays=window.replays, returns=window.returns)
         self._logger.warning(f"outage breaker {state.phase.value}", extra=extra)
-        notices = self._notices
-        if notices.on_change is not None:
-            notices.on_change(state)
+        if self._on_change is not None:
+            self._on_change(state)
         if state.phase is Phase.HALF_OPEN:
             return
         metric = "BreakerOpened" if state.phase is Phase.OPEN else "BreakerClosed"
-        if notices.metrics is not None:
-            notices.metrics.add_metric(metric, MetricUnit.Count, 1)
-        if notices.sns is None or notices.topic_arn is None:
+        if self._metrics is not None:
+            self._metrics.add_metric(metric, MetricUnit.Count, 1)
+        if self._sns is None or self._topic_arn is None:
             return
         fields = {
             "event": f"breaker-{state.phase.value}",
-            "source": notices.source,
+            "source": self._source,
             "cause": extra["cause"],
             "since": state.since,
             "next_probe": state.next_probe,
@@ -327,12 +353,11 @@ class Breaker:
             group_id="dlq-replay-breaker",
             deduplication_id=f"breaker-{state.version}-{int(state.since)}",
         )
-        for failure in publish_notices(notices.sns, notices.topic_arn, [notice]):
+        for failure in publish_notices(self._sns, self._topic_arn, [notice]):
             why = {"code": failure.code, "error": failure.message}
             self._logger.warning(
-                "breaker notice not published", extra={"topic_arn": notices.topic_arn, **why}
+                "breaker notice not published", extra={"topic_arn": self._topic_arn, **why}
             )
 
-
-def _read(read: Callable[[], _V | None] | None) -> _V | None:
-    return None if read is None else read()
+    def _failed(self, what: str, error: Exception) -> None:
+        self._logger.error(what, extra={"error": f"{type(error).__name__}: {error}"})

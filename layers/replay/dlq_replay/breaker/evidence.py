@@ -81,34 +81,26 @@ class QueueTotals:
     the DLQ and the operator queue, so the total's fall is at least what the consumer deleted."""
 
     def __init__(
-        self,
-        sqs: SQSClient,
-        queue_urls: Sequence[str],
-        *,
-        clock: Clock = time.time,
-        every: float = SAMPLE_SECONDS,
-        keep: float = WINDOW_SECONDS,
+        self, sqs: SQSClient, queue_urls: Sequence[str], *, clock: Clock = time.time
     ) -> None:
         self._sqs = sqs
         self._urls = tuple(queue_urls)
         self._clock = clock
-        self._every = every
-        self._keep = keep
         self._lock = threading.Lock()
         self._samples: deque[tuple[float, int]] = deque()
 
     def sample(self) -> None:
-        """Read the total when the last sample is older than `every`."""
+        """Read the total when the last sample is older than SAMPLE_SECONDS."""
         now = self._clock()
         with self._lock:
-            if self._samples and now - self._samples[-1][0] < self._every:
+            if self._samples and now - self._samples[-1][0] < SAMPLE_SECONDS:
                 return
             try:
                 total = sum(queue_depth(self._sqs, url).total for url in self._urls)
             except _UNREADABLE:
                 return
             self._samples.append((now, total))
-            while self._samples and self._samples[0][0] < now - self._keep:
+            while self._samples and self._samples[0][0] < now - WINDOW_SECONDS:
                 self._samples.popleft()
 
     def deleting(self, start: float, enough: int) -> bool | None:

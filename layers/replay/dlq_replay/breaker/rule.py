@@ -143,11 +143,6 @@ class Signal:
         return self.start if self.began is None else min(self.began, self.start)
 
 
-def is_return(message: InboundMessage, count_attribute: str, known: Known = NOTHING_KNOWN) -> bool:
-    """A replayed copy back in the DLQ (not one waiting there with the not-before attribute)."""
-    return returned(message, count_attribute, known) is not None
-
-
 def returned(
     message: InboundMessage, count_attribute: str, known: Known = NOTHING_KNOWN
 ) -> tuple[int, float | None] | None:

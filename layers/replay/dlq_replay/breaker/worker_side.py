@@ -10,9 +10,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from dlq_replay.breaker.breaker_state import BreakerState, Phase
-from dlq_replay.breaker.controller import Breaker, Clock, Depth, Evidence, Notices, TimeLeft, Timing
+from dlq_replay.breaker.controller import Breaker, Clock, Depth, TimeLeft, Timing
 from dlq_replay.breaker.evidence import QueueTotals
-from dlq_replay.breaker.function import LambdaBreaker
 from dlq_replay.breaker.rule import MIN_WINDOW_SECONDS, SLICES, BreakerPolicy, Counts
 from dlq_replay.core.log import Log
 from dlq_replay.notify.sns import SnsClient
@@ -114,15 +113,8 @@ class BreakerStats:
 class BreakerGate:
     """What a poller asks before each receive: receive now, or wait for the probe."""
 
-    def __init__(
-        self,
-        breaker: LambdaBreaker,
-        *,
-        clock: Clock = time.time,
-        sample: Callable[[], None] | None = None,
-    ) -> None:
+    def __init__(self, breaker: Breaker, *, sample: Callable[[], None] | None = None) -> None:
         self.breaker = breaker
-        self._clock = clock
         self._sample = sample
 
     def wait_until_receiving(self, stop: threading.Event) -> bool:
@@ -133,7 +125,7 @@ class BreakerGate:
             state = self.breaker.tick()
             if state is None or state.receiving:
                 return True
-            left = (state.next_probe or 0.0) - self._clock()
+            left = (state.next_probe or 0.0) - self.breaker.now()
             stop.wait(min(GATE_POLL_SECONDS, max(0.05, left)))
         return False
 
@@ -154,36 +146,26 @@ def worker_breaker(
     totals: QueueTotals | None = None,
     clock: Clock = time.time,
     max_attempts: int | None = None,
-) -> tuple[LambdaBreaker, BreakerGate]:
+) -> tuple[Breaker, BreakerGate]:
     """The worker's breaker (for `LambdaReplay`) and its pollers' gate; `totals`: the queues'
     totals, whose fall vetoes an opening."""
     breaker = Breaker(
         MemoryStore.for_policy(policy or BreakerPolicy(), timing is not None),
         PollerSwitch(),
         logger=logger,
-        policy=policy,
-        evidence=Evidence(
-            time_left=time_left,
-            depth=depth,
-            timing=timing,
-            delay_seconds=delay_seconds,
-            deleting=totals.deleting if totals is not None else None,
-        ),
-        notices=Notices(
-            sns=sns,
-            topic_arn=topic_arn,
-            source=source,
-            on_change=stats.follow if stats is not None else None,
-        ),
-        clock=clock,
-    )
-    counted = LambdaBreaker(
-        breaker,
-        None,
         count_attribute=count_attribute,
-        logger=logger,
+        policy=policy,
         clock=clock,
         max_attempts=max_attempts,
+        time_left=time_left,
+        depth=depth,
+        timing=timing,
+        delay_seconds=delay_seconds,
+        deleting=totals.deleting if totals is not None else None,
+        sns=sns,
+        topic_arn=topic_arn,
+        source=source,
+        on_change=stats.follow if stats is not None else None,
     )
     sample = totals.sample if totals is not None else None
-    return counted, BreakerGate(counted, clock=clock, sample=sample)
+    return breaker, BreakerGate(breaker, sample=sample)

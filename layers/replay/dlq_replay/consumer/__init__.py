@@ -1,8 +1,13 @@
 """Helpers for the consumer of the main queue (docs/consumer.md): backoff before the DLQ in
 Lambda or with boto3, where a handler that raises `ParkMessage` parks its message at once."""
 
-from dlq_replay.consumer.failures import FailureOptions, park_now, settle_failure
-from dlq_replay.consumer.processor import BackoffBatchProcessor, BackoffFifoProcessor
+from dlq_replay.consumer.failures import (
+    BackoffBatchProcessor,
+    BackoffFifoProcessor,
+    FailureOptions,
+    park_now,
+    settle_failure,
+)
 from dlq_replay.consumer.visibility import (
     AttributesNotReceivedWarning,
     VisibilityHeartbeat,

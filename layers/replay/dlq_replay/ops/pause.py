@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from dlq_replay.breaker.breaker_state import BreakerState, Cause, by_operator
-from dlq_replay.breaker.dynamo import TABLE_VARIABLE, DynamoBreakerStore
+from dlq_replay.breaker.function import TABLE_VARIABLE, DynamoBreakerStore
 from dlq_replay.ops.opserror import OpsError
 from dlq_replay.ops.stack import function_environment
 from dlq_replay.ops.status import event_source_status
