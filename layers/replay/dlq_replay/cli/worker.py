@@ -219,7 +219,7 @@ def _follow(args: argparse.Namespace, settings: Any, logger: Any) -> tuple[Any, 
     (as the audit finds it), else the local file; and the line saying which."""
     from dlq_replay.cli.auditing import trail_table
     from dlq_replay.cli.deployment import make_client
-    from dlq_replay.follow.replay_side import worker_follow
+    from dlq_replay.follow.replay_side import ReplayFollow, sns_publisher, table_store, threshold_of
     from dlq_replay.ops.stack import stack_outputs
 
     # The stack is read once, for its table and its alarm topic.
@@ -233,10 +233,20 @@ def _follow(args: argparse.Namespace, settings: Any, logger: Any) -> tuple[Any, 
     if topic is None and outputs is not None:  # the stack's alarm topic, as the Lambda's
         topic = outputs().get("AlarmTopicArn") or None
         settings = dataclasses.replace(settings, follow_notice_topic_arn=topic)
-    return worker_follow(
-        settings,
-        table=table,
-        dynamodb=lambda: make_client(args, "dynamodb"),
-        sns=(lambda: make_client(args, "sns")) if topic else None,
-        logger=logger,
+    threshold = threshold_of(settings)
+    publish = (
+        sns_publisher(functools.cache(lambda: make_client(args, "sns")), topic) if topic else None
     )
+    if table:
+        store = table_store(lambda: make_client(args, "dynamodb"), table, threshold)
+        where = f"the table {table}"
+    else:  # the file store stays out of the layer: imported only here
+        from dlq_replay.follow.journal import FileFollowStore, default_follow_path
+
+        file = default_follow_path()
+        store = functools.partial(FileFollowStore, file, threshold=threshold)
+        where = f"{file}, which no other operator sees (pass --stack NAME or --audit-table NAME)"
+    follow = ReplayFollow(
+        store, count_attribute=settings.count_attribute, logger=logger, publish=publish
+    )
+    return follow, f"follow: recovery counts and returns go to {where}"

@@ -268,32 +268,3 @@ def lambda_follow(
         metrics=metrics,
         publish=publish,
     )
-
-
-def worker_follow(
-    settings: Settings,
-    *,
-    table: str | None,
-    dynamodb: Callable[[], Any],
-    sns: Callable[[], SnsClient] | None,
-    logger: Log,
-) -> tuple[ReplayFollow, str]:
-    """`dlq-replay worker`'s follow-up: the table, as the Lambda's, else this machine's file;
-    and the line saying where the counts go."""
-    threshold = threshold_of(settings)
-    topic = settings.follow_notice_topic_arn
-    publish = sns_publisher(functools.cache(sns), topic) if topic and sns is not None else None
-    store: Callable[[], Store]
-    if table:
-        store = table_store(dynamodb, table, threshold)
-        where = f"the table {table}"
-    else:
-        from dlq_replay.follow.journal import FileFollowStore, default_follow_path
-
-        file = default_follow_path()
-        store = functools.partial(FileFollowStore, file, threshold=threshold)
-        where = f"{file}, which no other operator sees (pass --stack NAME or --audit-table NAME)"
-    follow = ReplayFollow(
-        store, count_attribute=settings.count_attribute, logger=logger, publish=publish
-    )
-    return follow, f"follow: recovery counts and returns go to {where}"
