@@ -16,7 +16,6 @@ from dlq_replay.targets.dynamo_items import from_item, to_item
 
 if TYPE_CHECKING:
     from dlq_replay.follow.moves import FollowStore
-    from dlq_replay.follow.recovery import RecoveryStore
 
 PARTITION = "audit"
 # The keys of the table an operator makes for the trail (docs/operator-audit.md), for create_table.
@@ -44,7 +43,7 @@ class AuditStore(Protocol):
         ...
 
     def follow_store(self) -> FollowStore: ...
-    def recovery_store(self) -> tuple[RecoveryStore, str]:
+    def recovery_store(self) -> tuple[FollowStore, str]:
         """The replay's recovery counts beside the trail, and where they are (for people)."""
         ...
 
@@ -100,7 +99,7 @@ class DynamoAuditStore:
 
         return DynamoFollowStore(self.client, self.table)
 
-    def recovery_store(self) -> tuple[RecoveryStore, str]:
+    def recovery_store(self) -> tuple[FollowStore, str]:
         from dlq_replay.follow.tables import DynamoFollowStore
 
         return DynamoFollowStore(self.client, self.table), self.where
@@ -163,7 +162,7 @@ class FileAuditStore:
 
         return FileFollowStore(self.follow_path)
 
-    def recovery_store(self) -> tuple[RecoveryStore, str]:
+    def recovery_store(self) -> tuple[FollowStore, str]:
         from dlq_replay.follow.journal import FileFollowStore
 
         return FileFollowStore(self.follow_path), str(self.follow_path)

@@ -11,7 +11,7 @@ from datetime import UTC, datetime, tzinfo
 from typing import TYPE_CHECKING, Any
 
 from dlq_replay.follow.moves import FollowStore, MoveFollow
-from dlq_replay.follow.recovery import HOUR, RecoveryStore, RecoverySummary
+from dlq_replay.follow.recovery import HOUR, RecoverySummary
 
 if TYPE_CHECKING:
     from dlq_replay.audit.model import AuditAction
@@ -74,7 +74,7 @@ def followed_json(
     return action.to_json(followed=None if move is None else move.to_json(now))
 
 
-def last_day(store: RecoveryStore, queue: str, now: float) -> RecoverySummary:
+def last_day(store: FollowStore, queue: str, now: float) -> RecoverySummary:
     return store.window(queue, now - RECOVERY_HOURS * HOUR, now)
 
 

@@ -19,7 +19,6 @@ import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +29,7 @@ from dlq_replay.follow.moves import (
     check_counts,
     keys_by_action,
     moment,
+    move_of,
     notice_after,
     whole,
 )
@@ -50,43 +50,34 @@ def default_follow_path() -> Path:
     return Path(state) / "dlq-replay" / FILE_NAME
 
 
-@dataclass
-class _Move:
-    follow: MoveFollow
-    keys: set[str] = field(default_factory=set)
+def _later(last: Any, at: float | None) -> float | None:
+    last = moment(last)
+    return last if at is None or (last is not None and last >= at) else at
 
 
-def _fold(lines: Iterable[Mapping[str, Any]]) -> dict[str, _Move]:
-    moves: dict[str, _Move] = {}
+def _fold(lines: Iterable[Mapping[str, Any]]) -> dict[str, tuple[dict[str, Any], set[str]]]:
+    """Each move's lines as the table's summary item holds them, and its keys come back."""
+    moves: dict[str, tuple[dict[str, Any], set[str]]] = {}
     for line in lines:
         action_id = line.get("action_id")
         if not isinstance(action_id, str) or not valid_action_id(action_id):
             continue
-        move = moves.setdefault(action_id, _Move(MoveFollow(action_id)))
-        kind, at, f = line.get("kind"), moment(line.get("at")), move.follow
+        summary, keys = moves.setdefault(action_id, ({}, set()))
+        kind, at = line.get("kind"), moment(line.get("at"))
         if kind == "started":
-            command = line.get("command")
-            move.follow = f._replace(
-                window_seconds=whole(line.get("window_seconds")),
-                started_at=at,
-                command=command if isinstance(command, str) else None,
-            )
+            window, command = line.get("window_seconds"), line.get("command")
+            summary.update(window_seconds=window, started_at=at, command=command)
         elif kind == "sent":
-            sent, untracked = whole(line.get("sent")), whole(line.get("untracked"))
-            last = f.last_sent_at if at is None else max(at, f.last_sent_at or at)
-            move.follow = f._replace(
-                sent=f.sent + sent, untracked=f.untracked + untracked, last_sent_at=last
-            )
+            for count in ("sent", "untracked"):
+                summary[count] = whole(summary.get(count)) + whole(line.get(count))
+            summary["last_sent_at"] = _later(summary.get("last_sent_at"), at)
         elif kind == "finished":
-            move.follow = f._replace(sent_at=at)
+            summary["sent_at"] = at
         elif kind == "notified":
-            move.follow = f._replace(notified=True)
+            summary["notified"] = at or 0.0  # a time, as the table's
         elif kind == "returned" and isinstance(line.get("keys"), list):
-            move.keys.update(key for key in line["keys"] if isinstance(key, str))
-            last = f.last_return_at
-            if at is not None and (last is None or at > last):
-                last = at
-            move.follow = f._replace(returned=len(move.keys), last_return_at=last)
+            keys.update(key for key in line["keys"] if isinstance(key, str))
+            summary["last_return_at"] = _later(summary.get("last_return_at"), at)
     return moves
 
 
@@ -191,13 +182,14 @@ class FileFollowStore:
             moves = _fold(self.lines())
             lines: list[dict[str, Any]] = []
             for action_id, keys in sorted(by_action.items()):
-                move = moves.get(action_id) or _Move(MoveFollow(action_id))
-                new = sorted(keys - move.keys)
+                summary, known = moves.get(action_id, ({}, set()))
+                new = sorted(keys - known)
                 if not new:
                     continue
                 line = {"kind": "returned", "action_id": action_id, "keys": new, "at": at}
                 lines.append(line)
-                notice = notice_after(move.follow, len(move.keys) + len(new), self.threshold, at)
+                before = move_of(action_id, summary, len(known))
+                notice = notice_after(before, len(known) + len(new), self.threshold, at)
                 if notice is not None:
                     lines.append({"kind": "notified", "action_id": action_id, "at": at})
                     notices.append(notice)
@@ -210,4 +202,5 @@ class FileFollowStore:
     def follows(self, action_ids: Iterable[str]) -> dict[str, MoveFollow]:
         wanted = set(action_ids)
         lines = (line for line in self.lines() if line.get("action_id") in wanted)
-        return {action_id: move.follow for action_id, move in _fold(lines).items()}
+        moves = _fold(lines).items()
+        return {action_id: move_of(action_id, s, len(keys)) for action_id, (s, keys) in moves}

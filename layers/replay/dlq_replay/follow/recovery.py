@@ -13,7 +13,7 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple
 
 from dlq_replay.core.settings import MAX_ATTEMPTS_LIMIT
 
@@ -222,15 +222,3 @@ def summarize(
 def iso_time(at: float) -> str:
     """`2026-12-06T14:02:00Z`."""
     return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-class RecoveryStore(Protocol):
-    """Where a queue's hourly recovery counts are kept."""
-
-    def add(self, queue: str, tally: RecoveryTally, at: float) -> None: ...
-
-    def window(
-        self, queue: str, since: float, until: float, *, settled_before: float | None = None
-    ) -> RecoverySummary:
-        """`settled_before` defaults to `until - RECOVERY_SETTLE_SECONDS`."""
-        ...

@@ -34,7 +34,7 @@ from dlq_replay.core.queues import SNS_TOPIC_ARN_PATTERN, Arn
 from dlq_replay.core.settings import Settings
 from dlq_replay.core.settings_rules import TABLE_NAME_PATTERN, TABLE_NAME_RULE, resource_name
 from dlq_replay.follow.moves import FollowStore, FollowThreshold, ReturnNotice, notice_text
-from dlq_replay.follow.recovery import RecoveryStore, RecoveryTally
+from dlq_replay.follow.recovery import RecoveryTally
 from dlq_replay.follow.tag import FollowTag, read_tag
 
 if TYPE_CHECKING:
@@ -111,17 +111,13 @@ def queue_name(queue_arn: str) -> str | None:
         return None
 
 
-class Store(RecoveryStore, FollowStore, Protocol):
-    """Both kinds of count, in one place (the table or the file)."""
-
-
 class ReplayFollow:
     """Called once per batch. `store` makes the store at the first write (not at a cold
     start); `publish(texts)` returns the notices it could not send (None: only logged)."""
 
     def __init__(
         self,
-        store: Callable[[], Store],
+        store: Callable[[], FollowStore],
         *,
         count_attribute: str,
         logger: Log,
@@ -213,8 +209,8 @@ def threshold_of(settings: Settings) -> FollowThreshold:
 
 def table_store(
     dynamodb: Callable[[], Any], table: str, threshold: FollowThreshold
-) -> Callable[[], Store]:
-    def make() -> Store:
+) -> Callable[[], FollowStore]:
+    def make() -> FollowStore:
         from dlq_replay.follow.tables import DynamoFollowStore
 
         return DynamoFollowStore(dynamodb(), table, threshold=threshold)
@@ -283,7 +279,7 @@ def worker_follow(
     threshold = threshold_of(settings)
     topic = settings.follow_notice_topic_arn
     publish = sns_publisher(functools.cache(sns), topic) if topic and sns is not None else None
-    store: Callable[[], Store]
+    store: Callable[[], FollowStore]
     if table:
         store = table_store(dynamodb, table, threshold)
         where = f"the table {table}"

@@ -29,6 +29,7 @@ from dlq_replay.follow.moves import (
     check_counts,
     keys_by_action,
     moment,
+    move_of,
     notice_after,
     whole,
 )
@@ -121,34 +122,14 @@ def _plain(items: Iterable[Any]) -> Iterator[dict[str, Any]]:
 
 def move_from_items(action_id: str, items: Iterable[Mapping[str, Any]]) -> MoveFollow | None:
     """The move from its summary and shards (whose counts are the returns), or None."""
-    summary: Mapping[str, Any] = {}
-    returned, last_return, seen = 0, None, False
-    for values in items:
-        sort_key = values.get("sk")
-        if sort_key == SUMMARY:
-            summary, seen = values, True
-        elif sort_key in SHARDS:
-            returned += whole(values.get("returned"))
-            seen = True
-        at = moment(values.get("last_return_at"))
-        if at is not None and (last_return is None or at > last_return):
-            last_return = at
-    if not seen:
+    found = [values for values in items if values.get("sk") in (SUMMARY, *SHARDS)]
+    if not found:
         return None
-    command = summary.get("command")
-    return MoveFollow(
-        action_id=action_id,
-        sent=whole(summary.get("sent")),
-        untracked=whole(summary.get("untracked")),
-        window_seconds=whole(summary.get("window_seconds")),
-        sent_at=moment(summary.get("sent_at")),
-        returned=returned,
-        last_return_at=last_return,
-        notified=moment(summary.get("notified")) is not None,
-        started_at=moment(summary.get("started_at")),
-        command=command if isinstance(command, str) else None,
-        last_sent_at=moment(summary.get("last_sent_at")),
-    )
+    summary = next((values for values in found if values["sk"] == SUMMARY), {})
+    returned = sum(whole(values.get("returned")) for values in found if values["sk"] != SUMMARY)
+    times = (moment(values.get("last_return_at")) for values in found)
+    last_return = max((at for at in times if at is not None), default=None)
+    return move_of(action_id, {**summary, "last_return_at": last_return}, returned)
 
 
 class DynamoFollowStore:
@@ -296,7 +277,7 @@ class DynamoFollowStore:
             values = from_item(old)
         except (TypeError, ValueError, KeyError, AttributeError):
             values = {}
-        before = move_from_items(action_id, [values | {"sk": SUMMARY}]) or MoveFollow(action_id)
+        before = move_of(action_id, values, 0)
         notice = notice_after(before, whole(values.get("returned")) + new, self.threshold, at)
         if notice is None:
             return None
