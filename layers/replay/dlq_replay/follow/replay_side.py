@@ -229,6 +229,24 @@ def sns_publisher(
     return publish
 
 
+def _replay_follow(
+    settings: Settings,
+    store: Callable[[], FollowStore],
+    sns: Callable[[], SnsClient] | None,
+    logger: Log,
+    metrics: Metrics | None = None,
+) -> ReplayFollow:
+    topic = settings.follow_notice_topic_arn
+    publish = sns_publisher(functools.cache(sns), topic) if topic and sns is not None else None
+    return ReplayFollow(
+        store,
+        count_attribute=settings.count_attribute,
+        logger=logger,
+        metrics=metrics,
+        publish=publish,
+    )
+
+
 def lambda_follow(
     env: Mapping[str, str],
     settings: Settings,
@@ -243,27 +261,18 @@ def lambda_follow(
     table = resource_name(env, FOLLOW_TABLE_VARIABLE, TABLE_NAME_PATTERN, TABLE_NAME_RULE)
     if table is None:
         return None
-    topic = settings.follow_notice_topic_arn
-    publish = None
-    if topic:
-        match = SNS_TOPIC_ARN_PATTERN.fullmatch(topic)
-        region = match["region"] if match else None
+    match = SNS_TOPIC_ARN_PATTERN.fullmatch(settings.follow_notice_topic_arn or "")
+    region = match["region"] if match else None
 
-        def sns() -> Any:
-            if session is not None:
-                return session.client("sns", region_name=region)
-            import boto3 as _boto3
+    def sns() -> Any:
+        if session is not None:
+            return session.client("sns", region_name=region)
+        import boto3 as _boto3
 
-            return _boto3.client("sns", region_name=region)
+        return _boto3.client("sns", region_name=region)
 
-        publish = sns_publisher(functools.cache(sns), topic)
-    return ReplayFollow(
-        table_store(dynamodb, table, threshold_of(settings)),
-        count_attribute=settings.count_attribute,
-        logger=logger,
-        metrics=metrics,
-        publish=publish,
-    )
+    store = table_store(dynamodb, table, threshold_of(settings))
+    return _replay_follow(settings, store, sns, logger, metrics)
 
 
 def worker_follow(
@@ -277,8 +286,6 @@ def worker_follow(
     """`dlq-replay worker`'s follow-up: the table, as the Lambda's, else this machine's file;
     and the line saying where the counts go."""
     threshold = threshold_of(settings)
-    topic = settings.follow_notice_topic_arn
-    publish = sns_publisher(functools.cache(sns), topic) if topic and sns is not None else None
     store: Callable[[], FollowStore]
     if table:
         store = table_store(dynamodb, table, threshold)
@@ -289,7 +296,5 @@ def worker_follow(
         file = default_follow_path()
         store = functools.partial(FileFollowStore, file, threshold=threshold)
         where = f"{file}, which no other operator sees (pass --stack NAME or --audit-table NAME)"
-    follow = ReplayFollow(
-        store, count_attribute=settings.count_attribute, logger=logger, publish=publish
-    )
+    follow = _replay_follow(settings, store, sns, logger)
     return follow, f"follow: recovery counts and returns go to {where}"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from dlq_replay.core.attributes import Attribute, string
 from dlq_replay.core.decision import with_room
@@ -47,41 +47,6 @@ def window_of(queue: QueueInfo) -> int:
     return settle_window(
         policy.max_receive_count if policy else None, queue.visibility_timeout, queue.delay_seconds
     )
-
-
-class _Trail(Protocol):
-    """audit/store.py's stores (a layer above)."""
-
-    def follow_store(self) -> FollowStore: ...
-
-
-class Audited(Protocol):
-    """audit/recorder.py's `Action` (a layer above)."""
-
-    @property
-    def recorded(self) -> bool: ...
-
-    @property
-    def action_id(self) -> str: ...
-
-    @property
-    def store(self) -> _Trail | None: ...
-
-
-def follower_of(
-    action: Audited,
-    command: str,
-    sqs: SQSClient,
-    destinations: Sequence[QueueInfo | None] = (),
-) -> MoveFollower | None:
-    """The follower of an audited move, its record beside the action's trail; None when the
-    action is not recorded (a dry run) or its trail not open yet. `destinations`: the queues
-    known to receive the copies (None: each one's source queue, learnt as the move goes)."""
-    if not action.recorded or action.store is None:
-        return None
-    known = [queue for queue in destinations if queue is not None]
-    store = action.store.follow_store()
-    return MoveFollower(store, action.action_id, command, sqs=sqs, destinations=known)
 
 
 def action_line(action_id: str, followed: bool | None) -> str:

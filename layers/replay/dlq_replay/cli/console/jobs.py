@@ -33,7 +33,7 @@ from dlq_replay.ops.deleting import (
     purge,
 )
 from dlq_replay.ops.export import ExportRequest, ExportResult, prepare_export
-from dlq_replay.ops.movefollow import action_line, follower_of
+from dlq_replay.ops.movefollow import action_line
 from dlq_replay.ops.opserror import OpsError
 from dlq_replay.ops.pause import set_event_source
 from dlq_replay.ops.queueinfo import QueueInfo, queue_info
@@ -215,7 +215,7 @@ def run_redrive(connection: Connection, sqs: SQSClient, order: RedriveOrder, job
         )
         job.move = move
         action.gate(queues=(order.source.url, destination), selection_size=len(order.ids))
-        move.follower = follower_of(action, "redrive", sqs, [request.destination])
+        move.follower = action.follower(sqs, [request.destination])
         tally = move.run(lambda t: job.show(t, request))
         job.show(tally, request)
         job.lines = tally_lines(tally)
