@@ -42,9 +42,8 @@ class AuditStore(Protocol):
         """The newest `limit` actions started at or after `since` (a `utc_text`), newest first."""
         ...
 
-    def follow_store(self) -> FollowStore: ...
-    def recovery_store(self) -> tuple[FollowStore, str]:
-        """The replay's recovery counts beside the trail, and where they are (for people)."""
+    def follow_store(self) -> FollowStore:
+        """The moves' and the replay's counts beside the trail."""
         ...
 
 
@@ -98,11 +97,6 @@ class DynamoAuditStore:
         from dlq_replay.follow.tables import DynamoFollowStore
 
         return DynamoFollowStore(self.client, self.table)
-
-    def recovery_store(self) -> tuple[FollowStore, str]:
-        from dlq_replay.follow.tables import DynamoFollowStore
-
-        return DynamoFollowStore(self.client, self.table), self.where
 
     def _records(self, since: str | None, page: int) -> Iterator[AuditRecord]:
         pages = self.client.get_paginator("query").paginate(
@@ -161,11 +155,6 @@ class FileAuditStore:
         from dlq_replay.follow.journal import FileFollowStore
 
         return FileFollowStore(self.follow_path)
-
-    def recovery_store(self) -> tuple[FollowStore, str]:
-        from dlq_replay.follow.journal import FileFollowStore
-
-        return FileFollowStore(self.follow_path), str(self.follow_path)
 
 
 def _parsed(stored: Any) -> AuditRecord | None:

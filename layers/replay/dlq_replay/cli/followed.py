@@ -181,8 +181,8 @@ def recovery_report(store: AuditStore, queue: str | None, now: float) -> dict[st
     if queue is None:
         text = "replay recovery: no DLQ known (pass --stack NAME or --dlq-url)"
         return {"queue": None, "where": None, "shared": False, "text": text, "error": None}
-    recoveries, where = store.recovery_store()
-    shared = store.shared
+    recoveries = store.follow_store()
+    where, shared = recoveries.where, store.shared
     found: dict[str, Any] = {"queue": queue, "where": where, "shared": shared, "error": None}
     local = "" if shared else f" (from {where}, this machine only: pass --stack NAME)"
     try:

@@ -93,36 +93,32 @@ class FileFollowStore:
         now: Callable[[], float] = time.time,
     ) -> None:
         self.path = path or default_follow_path()
+        self.where = str(self.path)
         self.threshold = threshold or FollowThreshold()
         self._now = now
 
-    def _open(self) -> int:
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        return os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
-
     @contextmanager
-    def locked(self) -> Iterator[int]:
-        descriptor = self._open()
+    def _opened(self, *, lock: bool = False) -> Iterator[int]:
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        descriptor = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
         try:
-            fcntl.flock(descriptor, fcntl.LOCK_EX)
+            if lock:
+                fcntl.flock(descriptor, fcntl.LOCK_EX)
             yield descriptor
         finally:
             os.close(descriptor)  # closing releases the lock
 
-    def append(self, lines: Iterable[Mapping[str, Any]], descriptor: int | None = None) -> None:
+    def _append(self, lines: Iterable[Mapping[str, Any]], descriptor: int) -> None:
         text = "".join(json.dumps(line, separators=(",", ":")) + "\n" for line in lines)
-        if not text:
-            return
-        target = self._open() if descriptor is None else descriptor
-        try:
-            size = os.fstat(target).st_size
-            if size and os.pread(target, 1, size - 1) != b"\n":
-                text = "\n" + text  # after a torn line (a writer that died): not glued to it
-            # No fsync: the counts are to survive the process, not the machine.
-            os.write(target, text.encode())
-        finally:
-            if descriptor is None:
-                os.close(target)
+        size = os.fstat(descriptor).st_size
+        if text and size and os.pread(descriptor, 1, size - 1) != b"\n":
+            text = "\n" + text  # after a torn line (a writer that died): not glued to it
+        # No fsync: the counts are to survive the process, not the machine.
+        os.write(descriptor, text.encode())
+
+    def append(self, line: Mapping[str, Any]) -> None:
+        with self._opened() as descriptor:
+            self._append([line], descriptor)
 
     def lines(self) -> Iterator[dict[str, Any]]:
         try:
@@ -141,7 +137,7 @@ class FileFollowStore:
         counters = tally.to_counters()
         if counters:
             line = {"kind": "recovery", "queue": queue, "hour": hour_bucket(at)}
-            self.append([line | {"counters": counters}])
+            self.append(line | {"counters": counters})
 
     def window(
         self, queue: str, since: float, until: float, *, settled_before: float | None = None
@@ -158,7 +154,7 @@ class FileFollowStore:
     def _line(self, kind: str, action_id: str, **values: Any) -> None:
         if not valid_action_id(action_id):
             raise ValueError(f"not an action id: {action_id!r}")
-        self.append([{"kind": kind, "action_id": action_id, **values}])
+        self.append({"kind": kind, "action_id": action_id, **values})
 
     def started(
         self, action_id: str, window_seconds: int, at: float, *, command: str | None = None
@@ -178,7 +174,7 @@ class FileFollowStore:
         if not by_action:
             return []
         notices: list[ReturnNotice] = []
-        with self.locked() as descriptor:
+        with self._opened(lock=True) as descriptor:
             moves = _fold(self.lines())
             lines: list[dict[str, Any]] = []
             for action_id, keys in sorted(by_action.items()):
@@ -193,7 +189,7 @@ class FileFollowStore:
                 if notice is not None:
                     lines.append({"kind": "notified", "action_id": action_id, "at": at})
                     notices.append(notice)
-            self.append(lines, descriptor)
+            self._append(lines, descriptor)
         return notices
 
     def follow(self, action_id: str) -> MoveFollow | None:

@@ -75,18 +75,14 @@ def recovery_tally(
         if read_tag(message.attributes) is not None:
             continue  # a move's copy, or a replay of one: followed as that move's, not here
         carried = message.attributes.get(count_attribute)
-        count: int | None
-        if carried is not None:
-            count = parse_count(carried)
-        else:
-            count = (known_counts or {}).get(message.message_id, 0)
-        arrives = NOT_BEFORE_ATTRIBUTE not in message.attributes
+        known = (known_counts or {}).get(message.message_id, 0)
+        count = known if carried is None else parse_count(carried)
         action, attempt = decision.action, decision.attempt
         if action in (Action.REPLAY, Action.RELEASE) and attempt is not None and attempt >= 1:
             tally.sent(attempt)
         if count is None or action not in (Action.REPLAY, Action.DEFER, Action.PARK):
             continue
-        if arrives:
+        if NOT_BEFORE_ATTRIBUTE not in message.attributes:  # not a waiting copy released
             tally.arrived(count)
         if action is Action.PARK:
             tally.parked(count)
@@ -94,14 +90,8 @@ def recovery_tally(
 
 
 def returns_of(messages: Iterable[InboundMessage]) -> list[FollowTag]:
-    found = []
-    for message in messages:
-        if NOT_BEFORE_ATTRIBUTE in message.attributes:
-            continue
-        tag = read_tag(message.attributes)
-        if tag is not None:
-            found.append(tag)
-    return found
+    tags = (read_tag(m.attributes) for m in messages if NOT_BEFORE_ATTRIBUTE not in m.attributes)
+    return [tag for tag in tags if tag is not None]
 
 
 def queue_name(queue_arn: str) -> str | None:
@@ -113,7 +103,7 @@ def queue_name(queue_arn: str) -> str | None:
 
 class ReplayFollow:
     """Called once per batch. `store` makes the store at the first write (not at a cold
-    start); `publish(texts)` returns the notices it could not send (None: only logged)."""
+    start); the notices go to `topic` by `sns`'s client (None: only logged)."""
 
     def __init__(
         self,
@@ -122,12 +112,15 @@ class ReplayFollow:
         count_attribute: str,
         logger: Log,
         metrics: Metrics | None = None,
-        publish: Callable[[Sequence[tuple[str, str]]], list[str]] | None = None,
+        sns: Callable[[], SnsClient] | None = None,
+        topic: str | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._store = functools.cache(store)
         self._count_attribute = count_attribute
-        self._logger, self._metrics, self._publish, self._clock = logger, metrics, publish, clock
+        self._logger, self._metrics, self._clock = logger, metrics, clock
+        self._sns = functools.cache(sns) if sns is not None and topic else None
+        self._topic = topic or ""
 
     def __call__(
         self,
@@ -172,11 +165,15 @@ class ReplayFollow:
         texts = [(notice.action_id, notice_text(notice, None)) for notice in notices]
         for action_id, text in texts:
             self._logger.warning(text, extra={"action_id": action_id})
-        publish = self._publish
-        if publish is None:
-            return
-        for problem in self._guarded("notices", lambda: publish(texts)) or []:
-            self._logger.error(f"follow: notice not published: {problem}")
+        sns = self._sns
+        if sns is not None:
+            for problem in self._guarded("notices", lambda: self._publish(sns(), texts)) or []:
+                self._logger.error(f"follow: notice not published: {problem}")
+
+    def _publish(self, sns: SnsClient, texts: Sequence[tuple[str, str]]) -> list[str]:
+        from dlq_replay.notify.sns import publish_texts
+
+        return publish_texts(sns, self._topic, NOTICE_SUBJECT, texts)
 
     def _emit(self, tally: RecoveryTally) -> None:
         """`CopiesSentByAttempt`, `ReturnedByAttempt` (by `attempt`) and `FirstFailures`."""
@@ -218,35 +215,6 @@ def table_store(
     return make
 
 
-def sns_publisher(
-    sns: Callable[[], SnsClient], topic_arn: str
-) -> Callable[[Sequence[tuple[str, str]]], list[str]]:
-    def publish(texts: Sequence[tuple[str, str]]) -> list[str]:
-        from dlq_replay.notify.sns import publish_texts
-
-        return publish_texts(sns(), topic_arn, NOTICE_SUBJECT, texts)
-
-    return publish
-
-
-def _replay_follow(
-    settings: Settings,
-    store: Callable[[], FollowStore],
-    sns: Callable[[], SnsClient] | None,
-    logger: Log,
-    metrics: Metrics | None = None,
-) -> ReplayFollow:
-    topic = settings.follow_notice_topic_arn
-    publish = sns_publisher(functools.cache(sns), topic) if topic and sns is not None else None
-    return ReplayFollow(
-        store,
-        count_attribute=settings.count_attribute,
-        logger=logger,
-        metrics=metrics,
-        publish=publish,
-    )
-
-
 def lambda_follow(
     env: Mapping[str, str],
     settings: Settings,
@@ -271,8 +239,14 @@ def lambda_follow(
 
         return _boto3.client("sns", region_name=region)
 
-    store = table_store(dynamodb, table, threshold_of(settings))
-    return _replay_follow(settings, store, sns, logger, metrics)
+    return ReplayFollow(
+        table_store(dynamodb, table, threshold_of(settings)),
+        count_attribute=settings.count_attribute,
+        logger=logger,
+        metrics=metrics,
+        sns=sns,
+        topic=settings.follow_notice_topic_arn,
+    )
 
 
 def worker_follow(
@@ -296,5 +270,11 @@ def worker_follow(
         file = default_follow_path()
         store = functools.partial(FileFollowStore, file, threshold=threshold)
         where = f"{file}, which no other operator sees (pass --stack NAME or --audit-table NAME)"
-    follow = _replay_follow(settings, store, sns, logger)
+    follow = ReplayFollow(
+        store,
+        count_attribute=settings.count_attribute,
+        logger=logger,
+        sns=sns,
+        topic=settings.follow_notice_topic_arn,
+    )
     return follow, f"follow: recovery counts and returns go to {where}"

@@ -146,6 +146,7 @@ class DynamoFollowStore:
     ) -> None:
         self._dynamodb = dynamodb
         self.table = table
+        self.where = f"DynamoDB table {table}"  # for people, as the audit's
         self.threshold = threshold or FollowThreshold()
         self._now, self._sleep = now, sleep
 
@@ -258,10 +259,7 @@ class DynamoFollowStore:
                 ProjectionExpression="#keys",
                 ExpressionAttributeNames={"#keys": "keys"},
             ).get("Item", {})
-        try:
-            keys = from_item({"keys": item["keys"]})["keys"]
-        except (KeyError, TypeError, ValueError, AttributeError):
-            return set()
+        keys = next(_plain([{"keys": item.get("keys")}]), {}).get("keys")
         return {key for key in keys if isinstance(key, str)} if isinstance(keys, set) else set()
 
     def _count(self, action_id: str, new: int, at: float) -> ReturnNotice | None:
@@ -273,10 +271,7 @@ class DynamoFollowStore:
             put={"last_return_at": epoch(at), "expires_at": int(at) + FOLLOW_KEEP_SECONDS},
             ReturnValues="ALL_OLD",
         ).get("Attributes", {})
-        try:
-            values = from_item(old)
-        except (TypeError, ValueError, KeyError, AttributeError):
-            values = {}
+        values = next(_plain([old]), {})
         before = move_of(action_id, values, 0)
         notice = notice_after(before, whole(values.get("returned")) + new, self.threshold, at)
         if notice is None:

@@ -360,8 +360,7 @@ class Console:
             store = self.connection.store()
             if not store.shared:
                 return None, None
-            recoveries, _ = store.recovery_store()
-            summary = followed.last_day(recoveries, info.name, time.time())
+            summary = followed.last_day(store.follow_store(), info.name, time.time())
         except Exception as error:  # the page is shown; the chart's place says why
             return None, f"replay recovery not read ({type(error).__name__}: {error})"
         return (f"replay recovery, {summary.text()}", followed.recovery_bars(summary)), None
