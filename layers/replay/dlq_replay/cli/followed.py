@@ -5,7 +5,7 @@ object, `audit --follow`'s wait for a move to settle, and the replay's recovery 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -53,6 +53,17 @@ def followed_text(move: MoveFollow | None, now: float) -> str:
     if until is None or move.sent_at is None:
         return f"{head} · sending"
     return f"{head} · settling until {clock_text(until, now)}"
+
+
+def followed_cells(
+    actions: Iterable[AuditAction], follows: Mapping[str, MoveFollow], now: float
+) -> dict[str, str]:
+    """The moves' `followed` cells by action id (the CLI's table and the console's page)."""
+    return {
+        action.record.action_id: followed_text(follows.get(action.record.action_id), now)
+        for action in actions
+        if is_move(action)
+    }
 
 
 def none_followed_text(moves: int) -> str:

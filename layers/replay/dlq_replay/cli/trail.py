@@ -142,11 +142,7 @@ def run_audit(args: argparse.Namespace) -> int:
         after = f" since {since}" if since else ""
         console.print(_text(f"no actions recorded{after} in {store.where}"))
         return EXIT_OK
-    followed = {
-        action.record.action_id: reading.followed_text(follows.get(action.record.action_id), now)
-        for action in actions
-        if reading.is_move(action)
-    }
+    followed = reading.followed_cells(actions, follows, now)
     title = f"audit trail: {store.where}, newest first"
     # The column when a listed move was followed; else one line says none was (a table of
     # pauses, or of native moves only, keeps its width for what it has).

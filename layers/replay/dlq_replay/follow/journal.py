@@ -36,7 +36,6 @@ from dlq_replay.follow.moves import (
 from dlq_replay.follow.recovery import (
     RecoverySummary,
     RecoveryTally,
-    bucket_of,
     hour_bucket,
     summarize,
 )
@@ -142,14 +141,14 @@ class FileFollowStore:
     def window(
         self, queue: str, since: float, until: float, *, settled_before: float | None = None
     ) -> RecoverySummary:
-        buckets = (
-            bucket_of(line.get("hour"), line["counters"])
+        stored = (
+            (line.get("hour"), line["counters"])
             for line in self.lines()
             if line["kind"] == "recovery"
             and line.get("queue") == queue
             and isinstance(line.get("counters"), dict)
         )
-        return summarize(buckets, since, until, settled_before)
+        return summarize(stored, since, until, settled_before)
 
     def _line(self, kind: str, action_id: str, **values: Any) -> None:
         if not valid_action_id(action_id):

@@ -190,31 +190,24 @@ class RecoverySummary(NamedTuple):
         }
 
 
-def bucket_of(hour: Any, values: Mapping[str, Any]) -> RecoveryBucket | None:
-    """The bucket of a stored hour, None when `hour` is no hour text."""
-    if not isinstance(hour, str):
-        return None
-    try:
-        bucket_start(hour)
-    except ValueError:
-        return None
-    return RecoveryBucket(hour, read_counters(values))
-
-
 def summarize(
-    buckets: Iterable[RecoveryBucket | None],
+    stored: Iterable[tuple[Any, Mapping[str, Any]]],
     since: float,
     until: float,
     settled_before: float | None = None,
 ) -> RecoverySummary:
-    """The buckets in [since, until] by hour, merged; None buckets skipped."""
+    """Stored hours' counters in [since, until], merged by hour; what is no hour is skipped."""
     if settled_before is None:
         settled_before = until - RECOVERY_SETTLE_SECONDS
     merged: dict[str, Counter[str]] = {}
     low, high = hour_bucket(since), hour_bucket(until)
-    for bucket in buckets:
-        if bucket is not None and low <= bucket.hour <= high:
-            merged.setdefault(bucket.hour, Counter()).update(bucket.counters)
+    for hour, values in stored:
+        try:
+            bucket_start(hour)
+        except ValueError:
+            continue
+        if low <= hour <= high:
+            merged.setdefault(hour, Counter()).update(read_counters(values))
     ordered = tuple(RecoveryBucket(hour, dict(merged[hour])) for hour in sorted(merged))
     return RecoverySummary(since, until, settled_before, ordered)
 

@@ -38,7 +38,6 @@ from dlq_replay.follow.recovery import (
     RECOVERY_KEEP_SECONDS,
     RecoverySummary,
     RecoveryTally,
-    bucket_of,
     hour_bucket,
     summarize,
 )
@@ -66,6 +65,11 @@ def shard_of(key: str) -> str:
 def epoch(at: float) -> Decimal:
     """Epoch seconds as DynamoDB takes a number (the serializer refuses floats)."""
     return Decimal(repr(float(at)))
+
+
+def _stamped(name: str, at: float) -> dict[str, Any]:
+    """A time written to a move's item, which then stays 90 days from it."""
+    return {name: epoch(at), "expires_at": int(at) + FOLLOW_KEEP_SECONDS}
 
 
 def _update(
@@ -171,16 +175,13 @@ class DynamoFollowStore:
         }
         pages = self._dynamodb.get_paginator("query").paginate(**query)
         items = _plain(item for page in pages for item in page.get("Items", []))
-        buckets = (bucket_of(item.get("sk"), item) for item in items)
-        return summarize(buckets, since, until, settled_before)
-
-    def _summary_key(self, action_id: str) -> dict[str, str]:
-        if not valid_action_id(action_id):
-            raise ValueError(f"not an action id: {action_id!r}")
-        return {"pk": f"follow#{action_id}", "sk": SUMMARY}
+        return summarize(((item.get("sk"), item) for item in items), since, until, settled_before)
 
     def _write(self, action_id: str, **parts: Any) -> dict[str, Any]:
-        return _update(self._dynamodb, self.table, self._summary_key(action_id), **parts)
+        if not valid_action_id(action_id):
+            raise ValueError(f"not an action id: {action_id!r}")
+        key = {"pk": f"follow#{action_id}", "sk": SUMMARY}
+        return _update(self._dynamodb, self.table, key, **parts)
 
     def started(
         self, action_id: str, window_seconds: int, at: float, *, command: str | None = None
@@ -195,13 +196,11 @@ class DynamoFollowStore:
 
     def sent(self, action_id: str, sent: int, untracked: int) -> None:
         check_counts(sent, untracked)
-        now = self._now()
-        put = {"last_sent_at": epoch(now), "expires_at": int(now) + FOLLOW_KEEP_SECONDS}
+        put = _stamped("last_sent_at", self._now())
         self._write(action_id, add={"sent": sent, "untracked": untracked}, put=put)
 
     def finished(self, action_id: str, at: float) -> None:
-        expires = int(at) + FOLLOW_KEEP_SECONDS
-        self._write(action_id, put={"sent_at": epoch(at), "expires_at": expires})
+        self._write(action_id, put=_stamped("sent_at", at))
 
     def returns(self, tags: Iterable[FollowTag], at: float) -> list[ReturnNotice]:
         notices: list[ReturnNotice] = []
@@ -235,7 +234,7 @@ class DynamoFollowStore:
                     self.table,
                     item_key,
                     add={"keys": set(pending), "returned": len(pending)},
-                    put={"last_return_at": epoch(at), "expires_at": int(at) + FOLLOW_KEEP_SECONDS},
+                    put=_stamped("last_return_at", at),
                     condition=condition,
                     condition_values=written,
                     ReturnValuesOnConditionCheckFailure="ALL_OLD",
@@ -268,7 +267,7 @@ class DynamoFollowStore:
         old = self._write(
             action_id,
             add={"returned": new},
-            put={"last_return_at": epoch(at), "expires_at": int(at) + FOLLOW_KEEP_SECONDS},
+            put=_stamped("last_return_at", at),
             ReturnValues="ALL_OLD",
         ).get("Attributes", {})
         values = next(_plain([old]), {})
