@@ -94,13 +94,6 @@ def returns_of(messages: Iterable[InboundMessage]) -> list[FollowTag]:
     return [tag for tag in tags if tag is not None]
 
 
-def queue_name(queue_arn: str) -> str | None:
-    try:
-        return Arn.queue(queue_arn).name
-    except ValueError:
-        return None
-
-
 class ReplayFollow:
     """Called once per batch. `store` makes the store at the first write (not at a cold
     start); the notices go to `topic` by `sns`'s client (None: only logged)."""
@@ -132,9 +125,11 @@ class ReplayFollow:
         tags = returns_of(received)
         by_queue: dict[str, list[Outcome]] = {}
         for outcome in outcomes.values():
-            name = queue_name(outcome.message.queue_arn)
-            if name is not None:
-                by_queue.setdefault(name, []).append(outcome)
+            try:
+                name = Arn.queue(outcome.message.queue_arn).name
+            except ValueError:
+                continue
+            by_queue.setdefault(name, []).append(outcome)
         for name, queued in by_queue.items():
             tally = recovery_tally(queued, self._count_attribute, known_counts)
             self._emit(tally)
