@@ -18,7 +18,7 @@ import boto3
 import pytest
 from dlq_replay.follow.journal import FileFollowStore, default_follow_path
 from dlq_replay.follow.moves import UNFINISHED_SECONDS, FollowStore, FollowThreshold, ReturnNotice
-from dlq_replay.follow.recovery import RecoveryStore, RecoveryTally
+from dlq_replay.follow.recovery import RecoveryTally
 from dlq_replay.follow.tables import DynamoFollowStore, shard_of
 from dlq_replay.follow.tag import FollowTag
 from dlq_replay.targets.dynamo_items import to_item
@@ -50,7 +50,7 @@ class Backend:
 
     kind: str
     follows: Callable[[FollowThreshold], FollowStore]
-    recoveries: Callable[[], RecoveryStore]
+    recoveries: Callable[[], FollowStore]
     calls: list[str] = field(default_factory=list)
     client: Any = None
     table: str = ""

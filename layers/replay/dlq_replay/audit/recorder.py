@@ -8,11 +8,11 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dlq_replay.audit.model import (
     AuditOutcome,
@@ -23,6 +23,12 @@ from dlq_replay.audit.model import (
     utc_text,
 )
 from dlq_replay.audit.store import AuditStore
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+
+    from dlq_replay.ops.movefollow import MoveFollower
+    from dlq_replay.ops.queueinfo import QueueInfo
 
 EXIT_OK, EXIT_FAILED = 0, 1
 # How long the begin waits for STS to name the caller, then records it as unknown.
@@ -121,6 +127,19 @@ class Action:
     @property
     def action_id(self) -> str:
         return self.begin.action_id
+
+    def follower(
+        self, sqs: SQSClient, destinations: Sequence[QueueInfo | None] = ()
+    ) -> MoveFollower | None:
+        """The move's follower, its record beside the trail; None when not recorded (a dry run)
+        or the trail not open yet. `destinations`: the queues known to receive the copies."""
+        if not self.recorded or self.store is None:
+            return None
+        from dlq_replay.ops.movefollow import MoveFollower
+
+        known = [queue for queue in destinations if queue is not None]
+        store, command = self.store.follow_store(), self.begin.command
+        return MoveFollower(store, self.action_id, command, sqs=sqs, destinations=known)
 
     def start(self) -> None:
         """Ask who the caller is and write the begin, both in the background (once)."""

@@ -16,7 +16,6 @@ from dlq_replay.targets.dynamo_items import from_item, to_item
 
 if TYPE_CHECKING:
     from dlq_replay.follow.moves import FollowStore
-    from dlq_replay.follow.recovery import RecoveryStore
 
 PARTITION = "audit"
 # The keys of the table an operator makes for the trail (docs/operator-audit.md), for create_table.
@@ -43,9 +42,8 @@ class AuditStore(Protocol):
         """The newest `limit` actions started at or after `since` (a `utc_text`), newest first."""
         ...
 
-    def follow_store(self) -> FollowStore: ...
-    def recovery_store(self) -> tuple[RecoveryStore, str]:
-        """The replay's recovery counts beside the trail, and where they are (for people)."""
+    def follow_store(self) -> FollowStore:
+        """The moves' and the replay's counts beside the trail."""
         ...
 
 
@@ -99,11 +97,6 @@ class DynamoAuditStore:
         from dlq_replay.follow.tables import DynamoFollowStore
 
         return DynamoFollowStore(self.client, self.table)
-
-    def recovery_store(self) -> tuple[RecoveryStore, str]:
-        from dlq_replay.follow.tables import DynamoFollowStore
-
-        return DynamoFollowStore(self.client, self.table), self.where
 
     def _records(self, since: str | None, page: int) -> Iterator[AuditRecord]:
         pages = self.client.get_paginator("query").paginate(
@@ -162,11 +155,6 @@ class FileAuditStore:
         from dlq_replay.follow.journal import FileFollowStore
 
         return FileFollowStore(self.follow_path)
-
-    def recovery_store(self) -> tuple[RecoveryStore, str]:
-        from dlq_replay.follow.journal import FileFollowStore
-
-        return FileFollowStore(self.follow_path), str(self.follow_path)
 
 
 def _parsed(stored: Any) -> AuditRecord | None:

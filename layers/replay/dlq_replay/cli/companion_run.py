@@ -10,15 +10,12 @@ import pickle
 import signal
 import sys
 import threading
-from collections.abc import Iterable
 from typing import IO, TYPE_CHECKING, Any
 
 from dlq_replay.cli.options import endpoint, sqs_client
 from dlq_replay.cli.prestart import take
 from dlq_replay.cli.selection import selector_from
 from dlq_replay.cli.shutdown import end_process
-from dlq_replay.follow.moves import MoveFollow, ReturnNotice
-from dlq_replay.follow.tag import FollowTag
 from dlq_replay.ops.clientmove import ClientMove
 from dlq_replay.ops.companion import Companion, CompanionSetup
 from dlq_replay.ops.movefollow import MoveFollower
@@ -45,33 +42,6 @@ def early_companion(args: argparse.Namespace) -> Companion | None:
             started.stdin.close()
         return None
     return Companion(companion_setup(args), started=started).spawn()
-
-
-class _ParentWrites:
-    """The child's follow store: nothing written here, the parent writes the move's counts."""
-
-    def started(
-        self, action_id: str, window_seconds: int, at: float, *, command: str | None = None
-    ) -> None:
-        del action_id, window_seconds, at, command
-
-    def sent(self, action_id: str, sent: int, untracked: int) -> None:
-        del action_id, sent, untracked
-
-    def finished(self, action_id: str, at: float) -> None:
-        del action_id, at
-
-    def returns(self, tags: Iterable[FollowTag], at: float) -> list[ReturnNotice]:
-        del tags, at
-        return []
-
-    def follow(self, action_id: str) -> MoveFollow | None:
-        del action_id
-        return None
-
-    def follows(self, action_ids: Iterable[str]) -> dict[str, MoveFollow]:
-        del action_ids
-        return {}
 
 
 class _Frames:
@@ -130,7 +100,7 @@ def _move(
 ) -> int:
     follower = None
     if request.follow_id is not None:
-        follower = MoveFollower(_ParentWrites(), request.follow_id, "redrive")
+        follower = MoveFollower(None, request.follow_id, "redrive")
     move = ClientMove(sqs, request, stop=stop, follower=follower, budget=budget)
 
     def followed() -> tuple[int, int]:

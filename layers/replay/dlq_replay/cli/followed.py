@@ -5,13 +5,12 @@ object, `audit --follow`'s wait for a move to settle, and the replay's recovery 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from datetime import UTC, datetime, tzinfo
+from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from dlq_replay.follow.moves import FollowStore, MoveFollow
-from dlq_replay.follow.recovery import HOUR, RecoveryStore, RecoverySummary
+from dlq_replay.follow.recovery import HOUR, RecoverySummary
 
 if TYPE_CHECKING:
     from dlq_replay.audit.model import AuditAction
@@ -33,15 +32,15 @@ def follows_of(store: FollowStore, actions: Iterable[AuditAction]) -> dict[str, 
     return store.follows(ids) if ids else {}
 
 
-def clock_text(at: float, now: float, tz: tzinfo | None = None) -> str:
-    """`14:32` on the day of `now`, else `2026-12-05 14:32` (`tz` None: UTC)."""
-    moment = datetime.fromtimestamp(at, tz or UTC)
-    if moment.date() == datetime.fromtimestamp(now, tz or UTC).date():
+def clock_text(at: float, now: float) -> str:
+    """`14:32` (UTC) on the day of `now`, else `2026-12-05 14:32`."""
+    moment = datetime.fromtimestamp(at, UTC)
+    if moment.date() == datetime.fromtimestamp(now, UTC).date():
         return moment.strftime("%H:%M")
     return moment.strftime("%Y-%m-%d %H:%M")
 
 
-def followed_text(move: MoveFollow | None, now: float, tz: tzinfo | None = None) -> str:
+def followed_text(move: MoveFollow | None, now: float) -> str:
     """The audit's `followed` cell: `sent 1,000 · returned 120 · untracked 0 · settled 14:32`
     (or `settling until 14:32`, or `sending` while its end is not written)."""
     if move is None:
@@ -49,11 +48,22 @@ def followed_text(move: MoveFollow | None, now: float, tz: tzinfo | None = None)
     head = f"sent {move.sent:,} · returned {move.returned:,} · untracked {move.untracked:,}"
     settled = move.settled_at(now)
     if settled is not None:
-        return f"{head} · settled {clock_text(settled, now, tz)}"
+        return f"{head} · settled {clock_text(settled, now)}"
     until = move.settles_at()
     if until is None or move.sent_at is None:
         return f"{head} · sending"
-    return f"{head} · settling until {clock_text(until, now, tz)}"
+    return f"{head} · settling until {clock_text(until, now)}"
+
+
+def followed_cells(
+    actions: Iterable[AuditAction], follows: Mapping[str, MoveFollow], now: float
+) -> dict[str, str]:
+    """The moves' `followed` cells by action id (the CLI's table and the console's page)."""
+    return {
+        action.record.action_id: followed_text(follows.get(action.record.action_id), now)
+        for action in actions
+        if is_move(action)
+    }
 
 
 def none_followed_text(moves: int) -> str:
@@ -74,7 +84,7 @@ def followed_json(
     return action.to_json(followed=None if move is None else move.to_json(now))
 
 
-def last_day(store: RecoveryStore, queue: str, now: float) -> RecoverySummary:
+def last_day(store: FollowStore, queue: str, now: float) -> RecoverySummary:
     return store.window(queue, now - RECOVERY_HOURS * HOUR, now)
 
 
@@ -98,18 +108,11 @@ def recovery_bars(summary: RecoverySummary) -> list[tuple[str, int]]:
     return bars
 
 
-@dataclass(frozen=True, slots=True)
-class Watched:
-    """How a wait for a move ended (`settled_at` None: stopped)."""
-
-    move: MoveFollow
-    settled_at: float | None
-
-    @property
-    def exit_code(self) -> int:
-        if self.settled_at is None:
-            return STOPPED
-        return 1 if self.move.returned else 0
+def exit_code(move: MoveFollow, settled_at: float | None) -> int:
+    """How `audit --follow` ends: stopped (`settled_at` None), settled with returns, without."""
+    if settled_at is None:
+        return STOPPED
+    return 1 if move.returned else 0
 
 
 def progress_lines(before: MoveFollow, after: MoveFollow) -> list[str]:
@@ -123,12 +126,11 @@ def progress_lines(before: MoveFollow, after: MoveFollow) -> list[str]:
     return lines
 
 
-def end_line(watched: Watched, now: float, tz: tzinfo | None = None) -> str:
-    move, settled = watched.move, watched.settled_at
+def end_line(move: MoveFollow, settled: float | None, now: float) -> str:
     back = f"{move.returned:,} of {move.sent:,}" if move.returned else f"none of {move.sent:,}"
     if settled is None:
         return f"stopped before it settled: {back} came back so far"
-    return f"settled at {clock_text(settled, now, tz)}: {back} came back"
+    return f"settled at {clock_text(settled, now)}: {back} came back"
 
 
 class MoveWatch:
@@ -163,12 +165,13 @@ class MoveWatch:
         self._problem = None
         return found or self.last
 
-    def run(self) -> Watched:
+    def run(self) -> float:
+        """When the move settled."""
         while True:
             at = self._now()
             settled = self.last.settled_at(at)
             if settled is not None:
-                return Watched(self.last, settled)
+                return settled
             until = self.last.settles_at()
             pause = self._poll if until is None else min(self._poll, max(until - at, 0.0) + 0.01)
             self._sleep(pause)
@@ -178,8 +181,8 @@ class MoveWatch:
             self.last = latest
 
 
-def start_line(move: MoveFollow, command: str | None, now: float) -> str:
-    what = f" ({command})" if command else ""
+def start_line(move: MoveFollow, now: float) -> str:
+    what = f" ({move.command})" if move.command else ""
     return f"following action {move.action_id}{what}: {followed_text(move, now)} (UTC)"
 
 
@@ -189,8 +192,8 @@ def recovery_report(store: AuditStore, queue: str | None, now: float) -> dict[st
     if queue is None:
         text = "replay recovery: no DLQ known (pass --stack NAME or --dlq-url)"
         return {"queue": None, "where": None, "shared": False, "text": text, "error": None}
-    recoveries, where = store.recovery_store()
-    shared = store.shared
+    recoveries = store.follow_store()
+    where, shared = recoveries.where, store.shared
     found: dict[str, Any] = {"queue": queue, "where": where, "shared": shared, "error": None}
     local = "" if shared else f" (from {where}, this machine only: pass --stack NAME)"
     try:

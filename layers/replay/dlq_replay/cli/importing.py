@@ -28,7 +28,7 @@ from dlq_replay.cli.pace_options import add_pace_options, pace_line, stop_text, 
 from dlq_replay.cli.parsing import Subparsers, readable_file
 from dlq_replay.cli.shutdown import Shutdown
 from dlq_replay.ops.importing import Importer, ImportRequest, ImportTally
-from dlq_replay.ops.movefollow import FOLLOW_END_SECONDS, follower_of
+from dlq_replay.ops.movefollow import FOLLOW_END_SECONDS
 from dlq_replay.ops.queueinfo import queue_info
 
 
@@ -83,7 +83,7 @@ def run_import(args: argparse.Namespace, action: audit.Action) -> int:
     shutdown = Shutdown(audit=action)
     action.gate(queues=(request.destination.url if request.destination else "source",))
     # Each copy carries the action's id, its counts go beside the trail.
-    follower = follower_of(action, "import", target.sqs, [destination])
+    follower = action.follower(target.sqs, [destination])
     if follower is not None:
         request = replace(request, follow_id=follower.action_id)
     followed = follower is not None or None

@@ -53,7 +53,7 @@ from dlq_replay.cli.shutdown import Shutdown, interrupted, leftover_text
 from dlq_replay.local.answers import ForeignAnswerError
 from dlq_replay.ops.clientmove import ClientMove
 from dlq_replay.ops.companion import WORTH_IT_FROM, Companion, processes_for
-from dlq_replay.ops.movefollow import FOLLOW_END_SECONDS, follower_of
+from dlq_replay.ops.movefollow import FOLLOW_END_SECONDS
 from dlq_replay.ops.queueinfo import preflight
 from dlq_replay.ops.receivememory import ReceiveMemory
 from dlq_replay.ops.redrive import (
@@ -315,7 +315,7 @@ def _client_redrive(
     # A dry run calls no target: it only says what would be delivered where.
     delivers = request.target_arns and not request.dry_run
     # Each copy carries the action's id, its counts go beside the trail (not in a dry run).
-    follower = follower_of(action, "redrive", sqs, [request.destination])
+    follower = action.follower(sqs, [request.destination])
     if follower is not None:
         request = replace(request, follow_id=follower.action_id)
     followed = follower is not None or None

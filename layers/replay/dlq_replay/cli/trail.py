@@ -141,11 +141,7 @@ def run_audit(args: argparse.Namespace) -> int:
         after = f" since {since}" if since else ""
         console.print(_text(f"no actions recorded{after} in {store.where}"))
         return EXIT_OK
-    followed = {
-        action.record.action_id: reading.followed_text(follows.get(action.record.action_id), now)
-        for action in actions
-        if reading.is_move(action)
-    }
+    followed = reading.followed_cells(actions, follows, now)
     title = f"audit trail: {store.where}, newest first"
     # The column when a listed move was followed; else one line says none was (a table of
     # pauses, or of native moves only, keeps its width for what it has).
@@ -167,26 +163,25 @@ def follow_move(args: argparse.Namespace, store: audit.AuditStore) -> int:
         lambda: follows.follow(args.follow), first, say=say, poll_seconds=args.poll_seconds
     )
     try:
-        say(visible(reading.start_line(first, first.command, time.time())))
-        watched = watch.run()
-        exit_with_on_signal(watched.exit_code)  # a signal from here on changes nothing
+        say(visible(reading.start_line(first, time.time())))
+        settled: float | None = watch.run()
+        exit_with_on_signal(reading.exit_code(watch.last, settled))  # a signal changes nothing
     except KeyboardInterrupt:  # the shutdown's `Interrupted`, SIGINT, SIGTERM or SIGHUP
         exit_with_on_signal(reading.STOPPED)  # nor does a second one
-        watched = reading.Watched(watch.last, None)
+        settled = None
     now = time.time()
     if args.json:
-        outcome = "stopped" if watched.settled_at is None else "settled"
         print_json(
             {
                 "action_id": args.follow,
                 "where": store.where,
-                "outcome": outcome,
-                "followed": watched.move.to_json(now),
+                "outcome": "stopped" if settled is None else "settled",
+                "followed": watch.last.to_json(now),
             }
         )
     else:
-        print(reading.end_line(watched, now), flush=True)
-    return watched.exit_code
+        print(reading.end_line(watch.last, settled, now), flush=True)
+    return reading.exit_code(watch.last, settled)
 
 
 def not_followed_text(action_id: str, store: audit.AuditStore) -> str:

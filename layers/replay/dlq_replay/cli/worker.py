@@ -219,7 +219,7 @@ def _follow(args: argparse.Namespace, settings: Any, logger: Any) -> tuple[Any, 
     (as the audit finds it), else the local file; and the line saying which."""
     from dlq_replay.cli.auditing import trail_table
     from dlq_replay.cli.deployment import make_client
-    from dlq_replay.follow.replay_side import ReplayFollow, sns_publisher, table_store, threshold_of
+    from dlq_replay.follow.replay_side import ReplayFollow, table_store, threshold_of
     from dlq_replay.ops.stack import stack_outputs
 
     # The stack is read once, for its table and its alarm topic.
@@ -234,9 +234,6 @@ def _follow(args: argparse.Namespace, settings: Any, logger: Any) -> tuple[Any, 
         topic = outputs().get("AlarmTopicArn") or None
         settings = dataclasses.replace(settings, follow_notice_topic_arn=topic)
     threshold = threshold_of(settings)
-    publish = (
-        sns_publisher(functools.cache(lambda: make_client(args, "sns")), topic) if topic else None
-    )
     if table:
         store = table_store(lambda: make_client(args, "dynamodb"), table, threshold)
         where = f"the table {table}"
@@ -247,6 +244,10 @@ def _follow(args: argparse.Namespace, settings: Any, logger: Any) -> tuple[Any, 
         store = functools.partial(FileFollowStore, file, threshold=threshold)
         where = f"{file}, which no other operator sees (pass --stack NAME or --audit-table NAME)"
     follow = ReplayFollow(
-        store, count_attribute=settings.count_attribute, logger=logger, publish=publish
+        store,
+        count_attribute=settings.count_attribute,
+        logger=logger,
+        sns=(lambda: make_client(args, "sns")) if topic else None,
+        topic=topic,
     )
     return follow, f"follow: recovery counts and returns go to {where}"

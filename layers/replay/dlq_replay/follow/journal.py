@@ -19,7 +19,6 @@ import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,13 +29,13 @@ from dlq_replay.follow.moves import (
     check_counts,
     keys_by_action,
     moment,
+    move_of,
     notice_after,
     whole,
 )
 from dlq_replay.follow.recovery import (
     RecoverySummary,
     RecoveryTally,
-    bucket_of,
     hour_bucket,
     summarize,
 )
@@ -50,43 +49,34 @@ def default_follow_path() -> Path:
     return Path(state) / "dlq-replay" / FILE_NAME
 
 
-@dataclass
-class _Move:
-    follow: MoveFollow
-    keys: set[str] = field(default_factory=set)
+def _later(last: Any, at: float | None) -> float | None:
+    last = moment(last)
+    return last if at is None or (last is not None and last >= at) else at
 
 
-def _fold(lines: Iterable[Mapping[str, Any]]) -> dict[str, _Move]:
-    moves: dict[str, _Move] = {}
+def _fold(lines: Iterable[Mapping[str, Any]]) -> dict[str, tuple[dict[str, Any], set[str]]]:
+    """Each move's lines as the table's summary item holds them, and its keys come back."""
+    moves: dict[str, tuple[dict[str, Any], set[str]]] = {}
     for line in lines:
         action_id = line.get("action_id")
         if not isinstance(action_id, str) or not valid_action_id(action_id):
             continue
-        move = moves.setdefault(action_id, _Move(MoveFollow(action_id)))
-        kind, at, f = line.get("kind"), moment(line.get("at")), move.follow
+        summary, keys = moves.setdefault(action_id, ({}, set()))
+        kind, at = line.get("kind"), moment(line.get("at"))
         if kind == "started":
-            command = line.get("command")
-            move.follow = f._replace(
-                window_seconds=whole(line.get("window_seconds")),
-                started_at=at,
-                command=command if isinstance(command, str) else None,
-            )
+            window, command = line.get("window_seconds"), line.get("command")
+            summary.update(window_seconds=window, started_at=at, command=command)
         elif kind == "sent":
-            sent, untracked = whole(line.get("sent")), whole(line.get("untracked"))
-            last = f.last_sent_at if at is None else max(at, f.last_sent_at or at)
-            move.follow = f._replace(
-                sent=f.sent + sent, untracked=f.untracked + untracked, last_sent_at=last
-            )
+            for count in ("sent", "untracked"):
+                summary[count] = whole(summary.get(count)) + whole(line.get(count))
+            summary["last_sent_at"] = _later(summary.get("last_sent_at"), at)
         elif kind == "finished":
-            move.follow = f._replace(sent_at=at)
+            summary["sent_at"] = at
         elif kind == "notified":
-            move.follow = f._replace(notified=True)
+            summary["notified"] = at or 0.0  # a time, as the table's
         elif kind == "returned" and isinstance(line.get("keys"), list):
-            move.keys.update(key for key in line["keys"] if isinstance(key, str))
-            last = f.last_return_at
-            if at is not None and (last is None or at > last):
-                last = at
-            move.follow = f._replace(returned=len(move.keys), last_return_at=last)
+            keys.update(key for key in line["keys"] if isinstance(key, str))
+            summary["last_return_at"] = _later(summary.get("last_return_at"), at)
     return moves
 
 
@@ -102,36 +92,32 @@ class FileFollowStore:
         now: Callable[[], float] = time.time,
     ) -> None:
         self.path = path or default_follow_path()
+        self.where = str(self.path)
         self.threshold = threshold or FollowThreshold()
         self._now = now
 
-    def _open(self) -> int:
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        return os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
-
     @contextmanager
-    def locked(self) -> Iterator[int]:
-        descriptor = self._open()
+    def _opened(self, *, lock: bool = False) -> Iterator[int]:
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        descriptor = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
         try:
-            fcntl.flock(descriptor, fcntl.LOCK_EX)
+            if lock:
+                fcntl.flock(descriptor, fcntl.LOCK_EX)
             yield descriptor
         finally:
             os.close(descriptor)  # closing releases the lock
 
-    def append(self, lines: Iterable[Mapping[str, Any]], descriptor: int | None = None) -> None:
+    def _append(self, lines: Iterable[Mapping[str, Any]], descriptor: int) -> None:
         text = "".join(json.dumps(line, separators=(",", ":")) + "\n" for line in lines)
-        if not text:
-            return
-        target = self._open() if descriptor is None else descriptor
-        try:
-            size = os.fstat(target).st_size
-            if size and os.pread(target, 1, size - 1) != b"\n":
-                text = "\n" + text  # after a torn line (a writer that died): not glued to it
-            # No fsync: the counts are to survive the process, not the machine.
-            os.write(target, text.encode())
-        finally:
-            if descriptor is None:
-                os.close(target)
+        size = os.fstat(descriptor).st_size
+        if text and size and os.pread(descriptor, 1, size - 1) != b"\n":
+            text = "\n" + text  # after a torn line (a writer that died): not glued to it
+        # No fsync: the counts are to survive the process, not the machine.
+        os.write(descriptor, text.encode())
+
+    def append(self, line: Mapping[str, Any]) -> None:
+        with self._opened() as descriptor:
+            self._append([line], descriptor)
 
     def lines(self) -> Iterator[dict[str, Any]]:
         try:
@@ -150,24 +136,24 @@ class FileFollowStore:
         counters = tally.to_counters()
         if counters:
             line = {"kind": "recovery", "queue": queue, "hour": hour_bucket(at)}
-            self.append([line | {"counters": counters}])
+            self.append(line | {"counters": counters})
 
     def window(
         self, queue: str, since: float, until: float, *, settled_before: float | None = None
     ) -> RecoverySummary:
-        buckets = (
-            bucket_of(line.get("hour"), line["counters"])
+        stored = (
+            (line.get("hour"), line["counters"])
             for line in self.lines()
             if line["kind"] == "recovery"
             and line.get("queue") == queue
             and isinstance(line.get("counters"), dict)
         )
-        return summarize(buckets, since, until, settled_before)
+        return summarize(stored, since, until, settled_before)
 
     def _line(self, kind: str, action_id: str, **values: Any) -> None:
         if not valid_action_id(action_id):
             raise ValueError(f"not an action id: {action_id!r}")
-        self.append([{"kind": kind, "action_id": action_id, **values}])
+        self.append({"kind": kind, "action_id": action_id, **values})
 
     def started(
         self, action_id: str, window_seconds: int, at: float, *, command: str | None = None
@@ -187,21 +173,22 @@ class FileFollowStore:
         if not by_action:
             return []
         notices: list[ReturnNotice] = []
-        with self.locked() as descriptor:
+        with self._opened(lock=True) as descriptor:
             moves = _fold(self.lines())
             lines: list[dict[str, Any]] = []
             for action_id, keys in sorted(by_action.items()):
-                move = moves.get(action_id) or _Move(MoveFollow(action_id))
-                new = sorted(keys - move.keys)
+                summary, known = moves.get(action_id, ({}, set()))
+                new = sorted(keys - known)
                 if not new:
                     continue
                 line = {"kind": "returned", "action_id": action_id, "keys": new, "at": at}
                 lines.append(line)
-                notice = notice_after(move.follow, len(move.keys) + len(new), self.threshold, at)
+                before = move_of(action_id, summary, len(known))
+                notice = notice_after(before, len(known) + len(new), self.threshold, at)
                 if notice is not None:
                     lines.append({"kind": "notified", "action_id": action_id, "at": at})
                     notices.append(notice)
-            self.append(lines, descriptor)
+            self._append(lines, descriptor)
         return notices
 
     def follow(self, action_id: str) -> MoveFollow | None:
@@ -210,4 +197,5 @@ class FileFollowStore:
     def follows(self, action_ids: Iterable[str]) -> dict[str, MoveFollow]:
         wanted = set(action_ids)
         lines = (line for line in self.lines() if line.get("action_id") in wanted)
-        return {action_id: move.follow for action_id, move in _fold(lines).items()}
+        moves = _fold(lines).items()
+        return {action_id: move_of(action_id, s, len(keys)) for action_id, (s, keys) in moves}

@@ -11,13 +11,20 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, tzinfo
 from decimal import Decimal
-from typing import Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
 from dlq_replay.follow.recovery import iso_time
 from dlq_replay.follow.tag import FollowTag
+
+if TYPE_CHECKING:
+    from dlq_replay.follow.journal import FileFollowStore
+    from dlq_replay.follow.tables import DynamoFollowStore
+
+# Where a move's and the replay's counts are kept: the stack's table, else this machine's file.
+FollowStore: TypeAlias = "DynamoFollowStore | FileFollowStore"
 
 # How long the table keeps a move's counts and keys.
 FOLLOW_KEEP_SECONDS = 90 * 24 * 3600
@@ -179,21 +186,19 @@ def moment(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
-class FollowStore(Protocol):
-    """Where moves' counts are kept; safe for concurrent callers in several processes."""
-
-    def started(
-        self, action_id: str, window_seconds: int, at: float, *, command: str | None = None
-    ) -> None: ...
-
-    def sent(self, action_id: str, sent: int, untracked: int) -> None: ...
-
-    def finished(self, action_id: str, at: float) -> None: ...
-
-    def returns(self, tags: Iterable[FollowTag], at: float) -> list[ReturnNotice]:
-        """Counts each (action, key) once ever; the notices this call, and no other, owes."""
-        ...
-
-    def follow(self, action_id: str) -> MoveFollow | None: ...
-
-    def follows(self, action_ids: Iterable[str]) -> dict[str, MoveFollow]: ...
+def move_of(action_id: str, summary: Mapping[str, Any], returned: int) -> MoveFollow:
+    """A move from its summary's stored fields (the table's item, the file's lines folded)."""
+    command = summary.get("command")
+    return MoveFollow(
+        action_id=action_id,
+        sent=whole(summary.get("sent")),
+        untracked=whole(summary.get("untracked")),
+        window_seconds=whole(summary.get("window_seconds")),
+        sent_at=moment(summary.get("sent_at")),
+        returned=returned,
+        last_return_at=moment(summary.get("last_return_at")),
+        notified=moment(summary.get("notified")) is not None,
+        started_at=moment(summary.get("started_at")),
+        command=command if isinstance(command, str) else None,
+        last_sent_at=moment(summary.get("last_sent_at")),
+    )

@@ -13,7 +13,7 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple
 
 from dlq_replay.core.settings import MAX_ATTEMPTS_LIMIT
 
@@ -190,31 +190,24 @@ class RecoverySummary(NamedTuple):
         }
 
 
-def bucket_of(hour: Any, values: Mapping[str, Any]) -> RecoveryBucket | None:
-    """The bucket of a stored hour, None when `hour` is no hour text."""
-    if not isinstance(hour, str):
-        return None
-    try:
-        bucket_start(hour)
-    except ValueError:
-        return None
-    return RecoveryBucket(hour, read_counters(values))
-
-
 def summarize(
-    buckets: Iterable[RecoveryBucket | None],
+    stored: Iterable[tuple[Any, Mapping[str, Any]]],
     since: float,
     until: float,
     settled_before: float | None = None,
 ) -> RecoverySummary:
-    """The buckets in [since, until] by hour, merged; None buckets skipped."""
+    """Stored hours' counters in [since, until], merged by hour; what is no hour is skipped."""
     if settled_before is None:
         settled_before = until - RECOVERY_SETTLE_SECONDS
     merged: dict[str, Counter[str]] = {}
     low, high = hour_bucket(since), hour_bucket(until)
-    for bucket in buckets:
-        if bucket is not None and low <= bucket.hour <= high:
-            merged.setdefault(bucket.hour, Counter()).update(bucket.counters)
+    for hour, values in stored:
+        try:
+            bucket_start(hour)
+        except ValueError:
+            continue
+        if low <= hour <= high:
+            merged.setdefault(hour, Counter()).update(read_counters(values))
     ordered = tuple(RecoveryBucket(hour, dict(merged[hour])) for hour in sorted(merged))
     return RecoverySummary(since, until, settled_before, ordered)
 
@@ -222,15 +215,3 @@ def summarize(
 def iso_time(at: float) -> str:
     """`2026-12-06T14:02:00Z`."""
     return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-class RecoveryStore(Protocol):
-    """Where a queue's hourly recovery counts are kept."""
-
-    def add(self, queue: str, tally: RecoveryTally, at: float) -> None: ...
-
-    def window(
-        self, queue: str, since: float, until: float, *, settled_before: float | None = None
-    ) -> RecoverySummary:
-        """`settled_before` defaults to `until - RECOVERY_SETTLE_SECONDS`."""
-        ...

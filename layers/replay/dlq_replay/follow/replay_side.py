@@ -34,7 +34,7 @@ from dlq_replay.core.queues import SNS_TOPIC_ARN_PATTERN, Arn
 from dlq_replay.core.settings import Settings
 from dlq_replay.core.settings_rules import TABLE_NAME_PATTERN, TABLE_NAME_RULE, resource_name
 from dlq_replay.follow.moves import FollowStore, FollowThreshold, ReturnNotice, notice_text
-from dlq_replay.follow.recovery import RecoveryStore, RecoveryTally
+from dlq_replay.follow.recovery import RecoveryTally
 from dlq_replay.follow.tag import FollowTag, read_tag
 
 if TYPE_CHECKING:
@@ -75,18 +75,14 @@ def recovery_tally(
         if read_tag(message.attributes) is not None:
             continue  # a move's copy, or a replay of one: followed as that move's, not here
         carried = message.attributes.get(count_attribute)
-        count: int | None
-        if carried is not None:
-            count = parse_count(carried)
-        else:
-            count = (known_counts or {}).get(message.message_id, 0)
-        arrives = NOT_BEFORE_ATTRIBUTE not in message.attributes
+        known = (known_counts or {}).get(message.message_id, 0)
+        count = known if carried is None else parse_count(carried)
         action, attempt = decision.action, decision.attempt
         if action in (Action.REPLAY, Action.RELEASE) and attempt is not None and attempt >= 1:
             tally.sent(attempt)
         if count is None or action not in (Action.REPLAY, Action.DEFER, Action.PARK):
             continue
-        if arrives:
+        if NOT_BEFORE_ATTRIBUTE not in message.attributes:  # not a waiting copy released
             tally.arrived(count)
         if action is Action.PARK:
             tally.parked(count)
@@ -94,44 +90,30 @@ def recovery_tally(
 
 
 def returns_of(messages: Iterable[InboundMessage]) -> list[FollowTag]:
-    found = []
-    for message in messages:
-        if NOT_BEFORE_ATTRIBUTE in message.attributes:
-            continue
-        tag = read_tag(message.attributes)
-        if tag is not None:
-            found.append(tag)
-    return found
-
-
-def queue_name(queue_arn: str) -> str | None:
-    try:
-        return Arn.queue(queue_arn).name
-    except ValueError:
-        return None
-
-
-class Store(RecoveryStore, FollowStore, Protocol):
-    """Both kinds of count, in one place (the table or the file)."""
+    tags = (read_tag(m.attributes) for m in messages if NOT_BEFORE_ATTRIBUTE not in m.attributes)
+    return [tag for tag in tags if tag is not None]
 
 
 class ReplayFollow:
     """Called once per batch. `store` makes the store at the first write (not at a cold
-    start); `publish(texts)` returns the notices it could not send (None: only logged)."""
+    start); the notices go to `topic` by `sns`'s client (None: only logged)."""
 
     def __init__(
         self,
-        store: Callable[[], Store],
+        store: Callable[[], FollowStore],
         *,
         count_attribute: str,
         logger: Log,
         metrics: Metrics | None = None,
-        publish: Callable[[Sequence[tuple[str, str]]], list[str]] | None = None,
+        sns: Callable[[], SnsClient] | None = None,
+        topic: str | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._store = functools.cache(store)
         self._count_attribute = count_attribute
-        self._logger, self._metrics, self._publish, self._clock = logger, metrics, publish, clock
+        self._logger, self._metrics, self._clock = logger, metrics, clock
+        self._sns = functools.cache(sns) if sns is not None and topic else None
+        self._topic = topic or ""
 
     def __call__(
         self,
@@ -143,9 +125,11 @@ class ReplayFollow:
         tags = returns_of(received)
         by_queue: dict[str, list[Outcome]] = {}
         for outcome in outcomes.values():
-            name = queue_name(outcome.message.queue_arn)
-            if name is not None:
-                by_queue.setdefault(name, []).append(outcome)
+            try:
+                name = Arn.queue(outcome.message.queue_arn).name
+            except ValueError:
+                continue
+            by_queue.setdefault(name, []).append(outcome)
         for name, queued in by_queue.items():
             tally = recovery_tally(queued, self._count_attribute, known_counts)
             self._emit(tally)
@@ -176,11 +160,15 @@ class ReplayFollow:
         texts = [(notice.action_id, notice_text(notice, None)) for notice in notices]
         for action_id, text in texts:
             self._logger.warning(text, extra={"action_id": action_id})
-        publish = self._publish
-        if publish is None:
-            return
-        for problem in self._guarded("notices", lambda: publish(texts)) or []:
-            self._logger.error(f"follow: notice not published: {problem}")
+        sns = self._sns
+        if sns is not None:
+            for problem in self._guarded("notices", lambda: self._publish(sns(), texts)) or []:
+                self._logger.error(f"follow: notice not published: {problem}")
+
+    def _publish(self, sns: SnsClient, texts: Sequence[tuple[str, str]]) -> list[str]:
+        from dlq_replay.notify.sns import publish_texts
+
+        return publish_texts(sns, self._topic, NOTICE_SUBJECT, texts)
 
     def _emit(self, tally: RecoveryTally) -> None:
         """`CopiesSentByAttempt`, `ReturnedByAttempt` (by `attempt`) and `FirstFailures`."""
@@ -213,24 +201,13 @@ def threshold_of(settings: Settings) -> FollowThreshold:
 
 def table_store(
     dynamodb: Callable[[], Any], table: str, threshold: FollowThreshold
-) -> Callable[[], Store]:
-    def make() -> Store:
+) -> Callable[[], FollowStore]:
+    def make() -> FollowStore:
         from dlq_replay.follow.tables import DynamoFollowStore
 
         return DynamoFollowStore(dynamodb(), table, threshold=threshold)
 
     return make
-
-
-def sns_publisher(
-    sns: Callable[[], SnsClient], topic_arn: str
-) -> Callable[[Sequence[tuple[str, str]]], list[str]]:
-    def publish(texts: Sequence[tuple[str, str]]) -> list[str]:
-        from dlq_replay.notify.sns import publish_texts
-
-        return publish_texts(sns(), topic_arn, NOTICE_SUBJECT, texts)
-
-    return publish
 
 
 def lambda_follow(
@@ -247,24 +224,21 @@ def lambda_follow(
     table = resource_name(env, FOLLOW_TABLE_VARIABLE, TABLE_NAME_PATTERN, TABLE_NAME_RULE)
     if table is None:
         return None
-    topic = settings.follow_notice_topic_arn
-    publish = None
-    if topic:
-        match = SNS_TOPIC_ARN_PATTERN.fullmatch(topic)
-        region = match["region"] if match else None
+    match = SNS_TOPIC_ARN_PATTERN.fullmatch(settings.follow_notice_topic_arn or "")
+    region = match["region"] if match else None
 
-        def sns() -> Any:
-            if session is not None:
-                return session.client("sns", region_name=region)
-            import boto3 as _boto3
+    def sns() -> Any:
+        if session is not None:
+            return session.client("sns", region_name=region)
+        import boto3 as _boto3
 
-            return _boto3.client("sns", region_name=region)
+        return _boto3.client("sns", region_name=region)
 
-        publish = sns_publisher(functools.cache(sns), topic)
     return ReplayFollow(
         table_store(dynamodb, table, threshold_of(settings)),
         count_attribute=settings.count_attribute,
         logger=logger,
         metrics=metrics,
-        publish=publish,
+        sns=sns,
+        topic=settings.follow_notice_topic_arn,
     )

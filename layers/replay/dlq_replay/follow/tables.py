@@ -29,6 +29,7 @@ from dlq_replay.follow.moves import (
     check_counts,
     keys_by_action,
     moment,
+    move_of,
     notice_after,
     whole,
 )
@@ -37,7 +38,6 @@ from dlq_replay.follow.recovery import (
     RECOVERY_KEEP_SECONDS,
     RecoverySummary,
     RecoveryTally,
-    bucket_of,
     hour_bucket,
     summarize,
 )
@@ -65,6 +65,11 @@ def shard_of(key: str) -> str:
 def epoch(at: float) -> Decimal:
     """Epoch seconds as DynamoDB takes a number (the serializer refuses floats)."""
     return Decimal(repr(float(at)))
+
+
+def _stamped(name: str, at: float) -> dict[str, Any]:
+    """A time written to a move's item, which then stays 90 days from it."""
+    return {name: epoch(at), "expires_at": int(at) + FOLLOW_KEEP_SECONDS}
 
 
 def _update(
@@ -121,34 +126,14 @@ def _plain(items: Iterable[Any]) -> Iterator[dict[str, Any]]:
 
 def move_from_items(action_id: str, items: Iterable[Mapping[str, Any]]) -> MoveFollow | None:
     """The move from its summary and shards (whose counts are the returns), or None."""
-    summary: Mapping[str, Any] = {}
-    returned, last_return, seen = 0, None, False
-    for values in items:
-        sort_key = values.get("sk")
-        if sort_key == SUMMARY:
-            summary, seen = values, True
-        elif sort_key in SHARDS:
-            returned += whole(values.get("returned"))
-            seen = True
-        at = moment(values.get("last_return_at"))
-        if at is not None and (last_return is None or at > last_return):
-            last_return = at
-    if not seen:
+    found = [values for values in items if values.get("sk") in (SUMMARY, *SHARDS)]
+    if not found:
         return None
-    command = summary.get("command")
-    return MoveFollow(
-        action_id=action_id,
-        sent=whole(summary.get("sent")),
-        untracked=whole(summary.get("untracked")),
-        window_seconds=whole(summary.get("window_seconds")),
-        sent_at=moment(summary.get("sent_at")),
-        returned=returned,
-        last_return_at=last_return,
-        notified=moment(summary.get("notified")) is not None,
-        started_at=moment(summary.get("started_at")),
-        command=command if isinstance(command, str) else None,
-        last_sent_at=moment(summary.get("last_sent_at")),
-    )
+    summary = next((values for values in found if values["sk"] == SUMMARY), {})
+    returned = sum(whole(values.get("returned")) for values in found if values["sk"] != SUMMARY)
+    times = (moment(values.get("last_return_at")) for values in found)
+    last_return = max((at for at in times if at is not None), default=None)
+    return move_of(action_id, {**summary, "last_return_at": last_return}, returned)
 
 
 class DynamoFollowStore:
@@ -165,6 +150,7 @@ class DynamoFollowStore:
     ) -> None:
         self._dynamodb = dynamodb
         self.table = table
+        self.where = f"DynamoDB table {table}"  # for people, as the audit's
         self.threshold = threshold or FollowThreshold()
         self._now, self._sleep = now, sleep
 
@@ -189,16 +175,13 @@ class DynamoFollowStore:
         }
         pages = self._dynamodb.get_paginator("query").paginate(**query)
         items = _plain(item for page in pages for item in page.get("Items", []))
-        buckets = (bucket_of(item.get("sk"), item) for item in items)
-        return summarize(buckets, since, until, settled_before)
-
-    def _summary_key(self, action_id: str) -> dict[str, str]:
-        if not valid_action_id(action_id):
-            raise ValueError(f"not an action id: {action_id!r}")
-        return {"pk": f"follow#{action_id}", "sk": SUMMARY}
+        return summarize(((item.get("sk"), item) for item in items), since, until, settled_before)
 
     def _write(self, action_id: str, **parts: Any) -> dict[str, Any]:
-        return _update(self._dynamodb, self.table, self._summary_key(action_id), **parts)
+        if not valid_action_id(action_id):
+            raise ValueError(f"not an action id: {action_id!r}")
+        key = {"pk": f"follow#{action_id}", "sk": SUMMARY}
+        return _update(self._dynamodb, self.table, key, **parts)
 
     def started(
         self, action_id: str, window_seconds: int, at: float, *, command: str | None = None
@@ -213,13 +196,11 @@ class DynamoFollowStore:
 
     def sent(self, action_id: str, sent: int, untracked: int) -> None:
         check_counts(sent, untracked)
-        now = self._now()
-        put = {"last_sent_at": epoch(now), "expires_at": int(now) + FOLLOW_KEEP_SECONDS}
+        put = _stamped("last_sent_at", self._now())
         self._write(action_id, add={"sent": sent, "untracked": untracked}, put=put)
 
     def finished(self, action_id: str, at: float) -> None:
-        expires = int(at) + FOLLOW_KEEP_SECONDS
-        self._write(action_id, put={"sent_at": epoch(at), "expires_at": expires})
+        self._write(action_id, put=_stamped("sent_at", at))
 
     def returns(self, tags: Iterable[FollowTag], at: float) -> list[ReturnNotice]:
         notices: list[ReturnNotice] = []
@@ -253,7 +234,7 @@ class DynamoFollowStore:
                     self.table,
                     item_key,
                     add={"keys": set(pending), "returned": len(pending)},
-                    put={"last_return_at": epoch(at), "expires_at": int(at) + FOLLOW_KEEP_SECONDS},
+                    put=_stamped("last_return_at", at),
                     condition=condition,
                     condition_values=written,
                     ReturnValuesOnConditionCheckFailure="ALL_OLD",
@@ -277,10 +258,7 @@ class DynamoFollowStore:
                 ProjectionExpression="#keys",
                 ExpressionAttributeNames={"#keys": "keys"},
             ).get("Item", {})
-        try:
-            keys = from_item({"keys": item["keys"]})["keys"]
-        except (KeyError, TypeError, ValueError, AttributeError):
-            return set()
+        keys = next(_plain([{"keys": item.get("keys")}]), {}).get("keys")
         return {key for key in keys if isinstance(key, str)} if isinstance(keys, set) else set()
 
     def _count(self, action_id: str, new: int, at: float) -> ReturnNotice | None:
@@ -289,14 +267,11 @@ class DynamoFollowStore:
         old = self._write(
             action_id,
             add={"returned": new},
-            put={"last_return_at": epoch(at), "expires_at": int(at) + FOLLOW_KEEP_SECONDS},
+            put=_stamped("last_return_at", at),
             ReturnValues="ALL_OLD",
         ).get("Attributes", {})
-        try:
-            values = from_item(old)
-        except (TypeError, ValueError, KeyError, AttributeError):
-            values = {}
-        before = move_from_items(action_id, [values | {"sk": SUMMARY}]) or MoveFollow(action_id)
+        values = next(_plain([old]), {})
+        before = move_of(action_id, values, 0)
         notice = notice_after(before, whole(values.get("returned")) + new, self.threshold, at)
         if notice is None:
             return None

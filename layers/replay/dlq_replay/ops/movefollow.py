@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from dlq_replay.core.attributes import Attribute, string
 from dlq_replay.core.decision import with_room
@@ -49,41 +49,6 @@ def window_of(queue: QueueInfo) -> int:
     )
 
 
-class _Trail(Protocol):
-    """audit/store.py's stores (a layer above)."""
-
-    def follow_store(self) -> FollowStore: ...
-
-
-class Audited(Protocol):
-    """audit/recorder.py's `Action` (a layer above)."""
-
-    @property
-    def recorded(self) -> bool: ...
-
-    @property
-    def action_id(self) -> str: ...
-
-    @property
-    def store(self) -> _Trail | None: ...
-
-
-def follower_of(
-    action: Audited,
-    command: str,
-    sqs: SQSClient,
-    destinations: Sequence[QueueInfo | None] = (),
-) -> MoveFollower | None:
-    """The follower of an audited move, its record beside the action's trail; None when the
-    action is not recorded (a dry run) or its trail not open yet. `destinations`: the queues
-    known to receive the copies (None: each one's source queue, learnt as the move goes)."""
-    if not action.recorded or action.store is None:
-        return None
-    known = [queue for queue in destinations if queue is not None]
-    store = action.store.follow_store()
-    return MoveFollower(store, action.action_id, command, sqs=sqs, destinations=known)
-
-
 def action_line(action_id: str, followed: bool | None) -> str:
     """The line a command prints of its action: followed, not (a native move), or not a move
     (`followed` None)."""
@@ -98,11 +63,12 @@ def action_line(action_id: str, followed: bool | None) -> str:
 
 
 class MoveFollower:
-    """The follow record of one move, written as it goes; thread-safe."""
+    """The follow record of one move, written as it goes (`store` None: only counted, as a
+    second process's, whose counts its parent writes); thread-safe."""
 
     def __init__(
         self,
-        store: FollowStore,
+        store: FollowStore | None,
         action_id: str,
         command: str,
         *,
@@ -133,7 +99,7 @@ class MoveFollower:
             return
         at = self._started_at = self._flushed_at = self._clock()
         window = self.window_seconds
-        self._write(lambda: self.store.started(self.action_id, window, at, command=self.command))
+        self._write(lambda store: store.started(self.action_id, window, at, command=self.command))
 
     def count(self, copies: Iterable[OutboundMessage | Delivery]) -> None:
         """Copies confirmed: those with this move's tag are sent, the others untracked."""
@@ -166,7 +132,7 @@ class MoveFollower:
         self.start()
         self._send(pending)
         self._widen(destinations)
-        self._write(lambda: self.store.finished(self.action_id, self._clock()))
+        self._write(lambda store: store.finished(self.action_id, self._clock()))
 
     def finish_within(self, seconds: float, destinations: Iterable[str | None] = ()) -> None:
         """`finish` on a process about to exit: given up after `seconds`."""
@@ -180,7 +146,7 @@ class MoveFollower:
         sent, untracked = counts
         if not sent and not untracked:
             return
-        if not self._write(lambda: self.store.sent(self.action_id, sent, untracked)):
+        if not self._write(lambda store: store.sent(self.action_id, sent, untracked)):
             with self._lock:  # kept for the next write, the last one at the end
                 self._pending = (self._pending[0] + sent, self._pending[1] + untracked)
 
@@ -197,11 +163,15 @@ class MoveFollower:
         if wider > self.window_seconds:
             self.window_seconds = wider
             at = self._started_at or self._clock()
-            self._write(lambda: self.store.started(self.action_id, wider, at, command=self.command))
+            self._write(
+                lambda store: store.started(self.action_id, wider, at, command=self.command)
+            )
 
-    def _write(self, write: Callable[[], None]) -> bool:
+    def _write(self, write: Callable[[FollowStore], None]) -> bool:
+        if self.store is None:
+            return True
         try:
-            write()
+            write(self.store)
         except Exception as error:  # the move goes on; the command says it once
             self._failed(error)
             return False

@@ -33,7 +33,7 @@ from dlq_replay.ops.deleting import (
     purge,
 )
 from dlq_replay.ops.export import Export, ExportRequest, ExportResult
-from dlq_replay.ops.movefollow import action_line, follower_of
+from dlq_replay.ops.movefollow import action_line
 from dlq_replay.ops.opserror import OpsError
 from dlq_replay.ops.pause import set_event_source
 from dlq_replay.ops.queueinfo import QueueInfo, queue_info
@@ -216,7 +216,7 @@ def run_redrive(connection: Connection, order: RedriveOrder, job: Job) -> None:
         )
         job.move = move
         action.gate(queues=(order.source.url, destination), selection_size=len(order.ids))
-        move.follower = follower_of(action, "redrive", connection.sqs, [request.destination])
+        move.follower = action.follower(connection.sqs, [request.destination])
         tally = move.run(lambda t: job.show(t, request))
         job.show(tally, request)
         job.lines = tally_lines(tally)

@@ -289,7 +289,9 @@ class Console:
             follows = followed.follows_of(store.follow_store(), actions)
         except Exception as error:  # the trail is shown; the column says it was not read
             follows, problem = {}, f"followed: not read ({type(error).__name__}: {error})"
-        now = time.time()
+        cells = followed.followed_cells(actions, follows, time.time())
+        if problem is not None:  # the trail is shown; a move's cell says it was not read
+            cells = dict.fromkeys(cells, "not read")
         # Escaped as the CLI's table is: a bidi control would reorder the page's text too.
         rows = [
             {
@@ -301,7 +303,7 @@ class Console:
                     ("who", trail.who_text(action.record.identity)),
                     ("what", trail.what_text(action.record, action.end)),
                     ("result", trail.result_text(action)),
-                    ("followed", followed_cell(action, follows, now, problem)),
+                    ("followed", cells.get(action.record.action_id, "")),
                 )
             }
             for action in actions
@@ -319,19 +321,7 @@ class Console:
             store = self.connection.store()
             if not store.shared:
                 return None, None
-            recoveries, _ = store.recovery_store()
-            summary = followed.last_day(recoveries, info.name, time.time())
+            summary = followed.last_day(store.follow_store(), info.name, time.time())
         except Exception as error:  # the page is shown; the chart's place says why
             return None, f"replay recovery not read ({type(error).__name__}: {error})"
         return (f"replay recovery, {summary.text()}", followed.recovery_bars(summary)), None
-
-
-def followed_cell(action: Any, follows: Mapping[str, Any], now: float, problem: str | None) -> str:
-    """The audit page's `followed` cell, the CLI's words: empty for what is not a move."""
-    from dlq_replay.cli import followed
-
-    if not followed.is_move(action):
-        return ""
-    if problem is not None and action.record.action_id not in follows:
-        return "not read"
-    return followed.followed_text(follows.get(action.record.action_id), now)
