@@ -137,6 +137,7 @@ def _on_demo_queues(args: argparse.Namespace) -> int:
     as a note; no Lambda is asked (the demo has no replay function)."""
     require_moto()
     from dlq_replay.demo.emulator import create_queues, emulator_client, sqs_emulator
+    from dlq_replay.demo.scenario import send_batches
 
     with sqs_emulator() as running:
         endpoint = running.endpoint_url
@@ -156,11 +157,8 @@ def _on_demo_queues(args: argparse.Namespace) -> int:
                 "dlq-replay-park-reason": {"DataType": "String", "StringValue": reason},
                 "dlq-replay-count": {"DataType": "Number", "StringValue": "4"},
             }
-            entries.append(
-                {"Id": str(n % 10), "MessageBody": body, "MessageAttributes": attributes}
-            )
-        for start in range(0, len(entries), 10):
-            sqs.send_message_batch(QueueUrl=queues.operator, Entries=entries[start : start + 10])
+            entries.append({"MessageBody": body, "MessageAttributes": attributes})
+        send_batches(sqs, queues.operator, entries)
         os.environ.setdefault("AWS_ACCESS_KEY_ID", "demo")
         os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "demo")
         args.endpoint_url = endpoint

@@ -223,34 +223,25 @@ def bar_chart(title: str, counts: Sequence[tuple[str, int]]) -> dict[str, Any]:
     return {"title": title, "bars": bars}
 
 
-def _page(value: str | None) -> int:
-    try:
-        return min(max(0, int(value or 0)), MAX_PAGE)
-    except ValueError:
-        return 0
-
-
 def _pages(app: Flask, console: Console) -> None:
+    # The page, its live part alone (the page's script swaps it in) and its JSON: one function.
     @app.get("/")
-    def overview() -> str:
-        return render_template("overview.html", view=console.overview())
-
-    @app.get("/fragments/overview")
-    def overview_fragment() -> str:
-        return render_template("_overview_table.html", view=console.overview())
-
-    @app.get("/api/overview")
-    def overview_json() -> Response:
+    @app.get("/fragments/overview", endpoint="overview_fragment")
+    @app.get("/api/overview", endpoint="overview_json")
+    def overview() -> Any:
         view = console.overview()
-        rows = [{**asdict(row), "backlog": row.backlog} for row in view.rows]
-        return jsonify({**asdict(view), "notes": list(view.notes), "rows": rows})
+        if request.endpoint == "overview_json":
+            rows = [{**asdict(row), "backlog": row.backlog} for row in view.rows]
+            return jsonify({**asdict(view), "notes": list(view.notes), "rows": rows})
+        part = request.endpoint == "overview_fragment"
+        return render_template("_overview_table.html" if part else "overview.html", view=view)
 
     @app.get("/q/<name>")
     def queue(name: str) -> tuple[str, int]:
         info = console.queue(name)
         snapshot, now = console.snapshot(info), time.time()
         view: dict[str, Any] = {"info": info, "snapshot": snapshot, "count": 0, "rows": []}
-        page, status = _page(request.args.get("page")), 200
+        page, status = min(max(0, request.args.get("page", 0, type=int)), MAX_PAGE), 200
         try:
             view["filter"] = selected = checked_filter(request.args)
         except BadRequest as error:
@@ -290,16 +281,14 @@ def _pages(app: Flask, console: Console) -> None:
         return jsonify({"state": snapshot.state, "examined": snapshot.examined})
 
     @app.get("/jobs/<job_id>")
-    def job(job_id: str) -> str:
-        return render_template("job.html", job=console.job(job_id))
-
-    @app.get("/jobs/<job_id>/fragment")
-    def job_fragment(job_id: str) -> str:
-        return render_template("_job.html", job=console.job(job_id))
-
-    @app.get("/api/jobs/<job_id>")
-    def job_json(job_id: str) -> Response:
-        return jsonify(console.job(job_id).to_json())
+    @app.get("/jobs/<job_id>/fragment", endpoint="job_fragment")
+    @app.get("/api/jobs/<job_id>", endpoint="job_json")
+    def job(job_id: str) -> Any:
+        found = console.job(job_id)
+        if request.endpoint == "job_json":
+            return jsonify(found.to_json())
+        part = request.endpoint == "job_fragment"
+        return render_template("_job.html" if part else "job.html", job=found)
 
     @app.get("/jobs/<job_id>/download")
     def download(job_id: str) -> Response:

@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Sequence
 from contextlib import closing
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -239,8 +239,7 @@ class Snapshot:
 
     def rows(self, selected: Filter, now: float, page: int = 0) -> list[Row]:
         found = self._select(
-            "id, body, attributes, sent_ms, receive_count, source_arn, kind, target, error, "
-            "reason, group_id",
+            ", ".join(field.name for field in fields(Row)),
             selected,
             now,
             "ORDER BY sent_ms, id LIMIT ? OFFSET ?",
@@ -308,12 +307,7 @@ def _row_of(line: str) -> tuple[Any, ...]:
 
 def message_of(record: ArchiveRecord) -> MessageTypeDef:
     """An archive record as boto3's ReceiveMessage returns the message."""
-    attributes = {
-        name: {"DataType": value.data_type, "BinaryValue": value.binary_value}
-        if value.binary_value is not None
-        else {"DataType": value.data_type, "StringValue": value.string_value or ""}
-        for name, value in record.attributes.items()
-    }
+    attributes = {name: value.to_sqs() for name, value in record.attributes.items()}
     sent = record.sent_timestamp
     system = {
         "DeadLetterQueueSourceArn": record.source_arn,
