@@ -232,7 +232,7 @@ def _pages(app: Flask, console: Console) -> None:
         view = console.overview()
         if request.endpoint == "overview_json":
             rows = [{**asdict(row), "backlog": row.backlog} for row in view.rows]
-            return jsonify({**asdict(view), "notes": list(view.notes), "rows": rows})
+            return jsonify({**asdict(view), "rows": rows})
         part = request.endpoint == "overview_fragment"
         return render_template("_overview_table.html" if part else "overview.html", view=view)
 
@@ -325,13 +325,8 @@ def _actions(app: Flask, console: Console) -> None:
     @app.post("/q/<name>/plan")
     def plan(name: str) -> str:
         chosen = order(name)
-        return render_template(
-            "plan.html",
-            info=chosen.source,
-            order=chosen,
-            plan=console.plan(chosen),
-            form=request.form,
-        )
+        plan = console.plan(chosen)
+        return render_template("plan.html", order=chosen, plan=plan, form=request.form)
 
     @app.post("/q/<name>/redrive")
     def redrive(name: str) -> BaseResponse:
