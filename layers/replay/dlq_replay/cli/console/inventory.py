@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -86,8 +86,7 @@ class Overview:
     read_at: float = 0.0
 
 
-@dataclass(frozen=True, slots=True)
-class Queue:
+class Queue(NamedTuple):
     """One queue as one GetQueueAttributes answer describes it."""
 
     info: QueueInfo
