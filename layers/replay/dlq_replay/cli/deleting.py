@@ -15,15 +15,14 @@ from dlq_replay.cli.deployment import (
     add_receive_options,
     resolve_target,
 )
-from dlq_replay.cli.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CommandError, operator_command
+from dlq_replay.cli.errors import EXIT_OK, EXIT_USAGE, CommandError, operator_command
 from dlq_replay.cli.options import BUDGET_HELP
 from dlq_replay.cli.output import (
+    TallyReport,
     TallyRow,
     count_table,
     make_console,
-    note,
     plural,
-    progress_bars,
     report_tally,
 )
 from dlq_replay.cli.parsing import Subparsers, int_between
@@ -147,32 +146,31 @@ def run_delete(args: argparse.Namespace, action: audit.Action) -> int:
     deleter = Deleter(target.sqs, request, stop=shutdown.stop, memory=ReceiveMemory.local())
     approximate = queue_depth(target.sqs, queue.url).visible
     action.gate(queues=(queue.url,), selection_size=approximate)
-    with progress_bars(args) as progress:
-        bar = progress.add_task(f"deleting from {queue.name}", total=approximate or None)
+    report: TallyReport[DeleteTally] = TallyReport(
+        args,
+        action,
+        shutdown,
+        lambda tally: delete_json(queue, tally),
+        lambda tally: _print(queue, tally),
+    )
 
-        def show(tally: DeleteTally) -> None:
-            progress.update(bar, completed=tally.seen, total=max(approximate, tally.seen) or None)
+    def left() -> str:
+        receiving = deleter.receiving
+        return hidden_until_text(len(receiving.handles), receiving.hidden_until)
 
-        def left() -> str:
-            receiving = deleter.receiving
-            return hidden_until_text(len(receiving.handles), receiving.hidden_until)
-
-        def report(why: str) -> None:
-            now = deleter.tally()
-            report_tally(
-                args, action, delete_json(queue, now), lambda: _print(queue, now), abandoned=why
-            )
-
-        tally = shutdown.run(
-            lambda: deleter.run(show), left, report, lambda: delete_json(queue, deleter.tally())
-        )
-    action.leftover(hidden_until_text(tally.not_released, tally.hidden_until))
-    if tally.stopped:
-        note(tally.stopped)
-    report_tally(args, action, delete_json(queue, tally), lambda: _print(queue, tally))
-    if shutdown.code is not None:
-        return shutdown.code
-    return EXIT_FAILED if tally.failed or tally.stopped else EXIT_OK
+    tally = report.run(
+        deleter.run,
+        (f"deleting from {queue.name}", approximate, lambda tally: tally.seen),
+        lambda: (deleter.tally(), None),
+        left,
+        grows=True,
+    )
+    return report.end(
+        tally,
+        left=hidden_until_text(tally.not_released, tally.hidden_until),
+        notes=[tally.stopped],
+        failed=bool(tally.failed or tally.stopped),
+    )
 
 
 def delete_json(queue: QueueInfo, tally: DeleteTally) -> dict[str, Any]:

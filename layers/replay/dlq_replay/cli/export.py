@@ -16,8 +16,6 @@ from dlq_replay.cli.deployment import (
     resolve_target,
 )
 from dlq_replay.cli.errors import (
-    EXIT_FAILED,
-    EXIT_OK,
     EXIT_USAGE,
     CommandError,
     file_error,
@@ -25,13 +23,12 @@ from dlq_replay.cli.errors import (
 )
 from dlq_replay.cli.options import BUDGET_HELP
 from dlq_replay.cli.output import (
+    TallyReport,
     TallyRow,
     count_table,
     make_console,
     note,
     plural,
-    progress_bars,
-    report_tally,
 )
 from dlq_replay.cli.parsing import Subparsers, checked, int_between
 from dlq_replay.cli.selection import add_selection_options, selector_from
@@ -130,43 +127,30 @@ def run_export(args: argparse.Namespace, action: audit.Action) -> int:
         note(f"continuing {_places(request)}: {plural(len(job.archived), 'record')} in it")
     approximate = job.expected or 0  # visible and in flight before the read
     total = min(approximate, args.limit) if args.limit else approximate
+    report: TallyReport[ExportResult] = TallyReport(
+        args,
+        action,
+        shutdown,
+        lambda result: _export_json(source, result, shutdown),
+        lambda result: _print_export(result, request),
+    )
     try:
-        with progress_bars(args) as progress:
-            bar = progress.add_task(f"exporting {source.name}", total=total or None)
-
-            def show(result: ExportResult) -> None:
-                progress.update(bar, completed=result.examined)
-
-            def report(why: str) -> None:
-                result, left = job.result(), job.leftover()
-                report_tally(
-                    args,
-                    action,
-                    _export_json(source, result, shutdown),
-                    lambda: _print_export(result, request),
-                    abandoned=why,
-                    left={**asdict(left), "hidden_at_most": left.at_most},
-                )
-
-            result = shutdown.run(
-                lambda: job.run(show),
-                lambda: _export_leftover(job.leftover(), request),
-                report,
-                lambda: _export_json(source, job.result(), shutdown),
-            )
+        result = report.run(
+            job.run,
+            (f"exporting {source.name}", total, lambda result: result.examined),
+            lambda: (job.result(), job.leftover()),
+            lambda: _export_leftover(job.leftover(), request),
+        )
     except OSError as error:
         raise CommandError(file_error(error, "nothing was deleted")) from None
-    if result.stopped:
-        note(f"{result.stopped} ({_read_of(result)})")
-    if shutdown.code is not None:
-        action.leftover(_export_interrupted(result, request, shutdown))
-    report_tally(
-        args, action, _export_json(source, result, shutdown), lambda: _print_export(result, request)
+    stopped = _export_interrupted(result, request, shutdown) if shutdown.code is not None else None
+    return report.end(
+        result,
+        notes=[f"{result.stopped} ({_read_of(result)})" if result.stopped else None],
+        left=stopped,
+        interrupted=stopped,
+        failed=bool(result.failed or result.not_deleted or result.stopped),
     )
-    if shutdown.code is not None:
-        note(_export_interrupted(result, request, shutdown))
-        return shutdown.code
-    return EXIT_FAILED if result.failed or result.not_deleted or result.stopped else EXIT_OK
 
 
 def _export_json(source: QueueInfo, result: ExportResult, shutdown: Shutdown) -> dict[str, object]:

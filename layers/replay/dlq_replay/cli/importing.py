@@ -13,22 +13,19 @@ from dlq_replay.cli.deployment import (
     add_operator_options,
     resolve_target,
 )
-from dlq_replay.cli.errors import EXIT_FAILED, EXIT_OK, CommandError, file_error, operator_command
+from dlq_replay.cli.errors import CommandError, file_error, operator_command
 from dlq_replay.cli.output import (
+    TallyReport,
     TallyRow,
     count_table,
     destination_name,
     make_console,
-    note,
     plural,
-    progress_bars,
-    report_tally,
 )
 from dlq_replay.cli.pace_options import add_pace_options, pace_line, stop_text, until_failing_from
 from dlq_replay.cli.parsing import Subparsers, readable_file
 from dlq_replay.cli.shutdown import Shutdown
 from dlq_replay.ops.importing import Importer, ImportRequest, ImportTally
-from dlq_replay.ops.movefollow import FOLLOW_END_SECONDS
 from dlq_replay.ops.queueinfo import queue_info
 
 
@@ -86,51 +83,33 @@ def run_import(args: argparse.Namespace, action: audit.Action) -> int:
     follower = action.follower(target.sqs, [destination])
     if follower is not None:
         request = replace(request, follow_id=follower.action_id)
-    followed = follower is not None or None
+    report: TallyReport[ImportTally] = TallyReport(
+        args,
+        action,
+        shutdown,
+        lambda tally: _import_json(request, tally, shutdown),
+        lambda tally: _print_import(tally, request),
+        follower,
+    )
     try:
         importer = Importer(target.sqs, request, stop=shutdown.stop, follower=follower)
-        with progress_bars(args) as progress:
-            bar = progress.add_task(f"importing into {destination_name(destination)}", total=None)
-
-            def show(tally: ImportTally) -> None:
-                progress.update(bar, completed=tally.read)
-
-            def report(why: str) -> None:
-                now = importer.tally()
-                if follower is not None:  # what was sent is followed, as far as time allows
-                    follower.finish_within(FOLLOW_END_SECONDS, importer.source_urls.values())
-                json = _import_json(request, now, shutdown)
-                report_tally(
-                    args,
-                    action,
-                    json,
-                    lambda: _print_import(now, request),
-                    followed=followed,
-                    abandoned=why,
-                )
-
-            tally = shutdown.run(
-                lambda: importer.run(show),
-                lambda: _left_text(request, importer.sent, importer.sending),
-                report,
-                lambda: _import_json(request, importer.tally(), shutdown),
-            )
+        tally = report.run(
+            importer.run,
+            (f"importing into {destination_name(destination)}", 0, lambda tally: tally.read),
+            lambda: (importer.tally(), None),
+            lambda: _left_text(request, importer.sent, importer.sending),
+            sent_to=importer.source_urls,
+        )
     except OSError as error:
         raise CommandError(file_error(error, "rerun to continue")) from None
-    if tally.stopped:
-        note(stop_text(tally.stopped))
-    action.leftover(_left_text(request, tally.sent))
-    json = _import_json(request, tally, shutdown)
-    report_tally(args, action, json, lambda: _print_import(tally, request), followed=followed)
-    if follower is not None and follower.problem:
-        note(f"follow: {follower.problem}")
-    if shutdown.code is not None:
-        note(
-            f"{shutdown.name}: import stopped early after {plural(tally.sent, 'record')} sent; "
-            f"rerun to continue ({request.progress_path} lists what was sent)"
-        )
-        return shutdown.code
-    return EXIT_FAILED if tally.failed or tally.stopped else EXIT_OK
+    return report.end(
+        tally,
+        notes=[stop_text(tally.stopped) if tally.stopped else None],
+        left=_left_text(request, tally.sent),
+        interrupted=f"{shutdown.name}: import stopped early after {plural(tally.sent, 'record')} "
+        f"sent; rerun to continue ({request.progress_path} lists what was sent)",
+        failed=bool(tally.failed or tally.stopped),
+    )
 
 
 def _left_text(request: ImportRequest, sent: int, sending: int = 0) -> str:
