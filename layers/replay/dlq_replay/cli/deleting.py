@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import asdict
+from functools import partial
 from typing import Any
 
 from dlq_replay import audit
@@ -15,13 +16,14 @@ from dlq_replay.cli.deployment import (
     add_receive_options,
     resolve_target,
 )
-from dlq_replay.cli.errors import EXIT_OK, EXIT_USAGE, CommandError, operator_command
+from dlq_replay.cli.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CommandError, operator_command
 from dlq_replay.cli.options import BUDGET_HELP
 from dlq_replay.cli.output import (
     TallyReport,
     TallyRow,
     count_table,
     make_console,
+    note,
     plural,
     report_tally,
 )
@@ -146,13 +148,8 @@ def run_delete(args: argparse.Namespace, action: audit.Action) -> int:
     deleter = Deleter(target.sqs, request, stop=shutdown.stop, memory=ReceiveMemory.local())
     approximate = queue_depth(target.sqs, queue.url).visible
     action.gate(queues=(queue.url,), selection_size=approximate)
-    report: TallyReport[DeleteTally] = TallyReport(
-        args,
-        action,
-        shutdown,
-        lambda tally: delete_json(queue, tally),
-        lambda tally: _print(queue, tally),
-    )
+    json, human = partial(delete_json, queue), partial(_print, queue)
+    report: TallyReport[DeleteTally] = TallyReport(args, action, shutdown, json, human)
 
     def left() -> str:
         receiving = deleter.receiving
@@ -165,12 +162,13 @@ def run_delete(args: argparse.Namespace, action: audit.Action) -> int:
         left,
         grows=True,
     )
-    return report.end(
-        tally,
-        left=hidden_until_text(tally.not_released, tally.hidden_until),
-        notes=[tally.stopped],
-        failed=bool(tally.failed or tally.stopped),
-    )
+    action.leftover(hidden_until_text(tally.not_released, tally.hidden_until))
+    if tally.stopped:
+        note(tally.stopped)
+    report(tally)
+    if shutdown.code is not None:
+        return shutdown.code
+    return EXIT_FAILED if tally.failed or tally.stopped else EXIT_OK
 
 
 def delete_json(queue: QueueInfo, tally: DeleteTally) -> dict[str, Any]:

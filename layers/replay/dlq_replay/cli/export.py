@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import asdict
+from functools import partial
 from pathlib import Path
 
 from dlq_replay import audit
@@ -16,6 +17,8 @@ from dlq_replay.cli.deployment import (
     resolve_target,
 )
 from dlq_replay.cli.errors import (
+    EXIT_FAILED,
+    EXIT_OK,
     EXIT_USAGE,
     CommandError,
     file_error,
@@ -127,13 +130,8 @@ def run_export(args: argparse.Namespace, action: audit.Action) -> int:
         note(f"continuing {_places(request)}: {plural(len(job.archived), 'record')} in it")
     approximate = job.expected or 0  # visible and in flight before the read
     total = min(approximate, args.limit) if args.limit else approximate
-    report: TallyReport[ExportResult] = TallyReport(
-        args,
-        action,
-        shutdown,
-        lambda result: _export_json(source, result, shutdown),
-        lambda result: _print_export(result, request),
-    )
+    json, human = partial(_export_json, source, shutdown), partial(_print_export, request)
+    report: TallyReport[ExportResult] = TallyReport(args, action, shutdown, json, human)
     try:
         result = report.run(
             job.run,
@@ -143,17 +141,18 @@ def run_export(args: argparse.Namespace, action: audit.Action) -> int:
         )
     except OSError as error:
         raise CommandError(file_error(error, "nothing was deleted")) from None
-    stopped = _export_interrupted(result, request, shutdown) if shutdown.code is not None else None
-    return report.end(
-        result,
-        notes=[f"{result.stopped} ({_read_of(result)})" if result.stopped else None],
-        left=stopped,
-        interrupted=stopped,
-        failed=bool(result.failed or result.not_deleted or result.stopped),
-    )
+    if result.stopped:
+        note(f"{result.stopped} ({_read_of(result)})")
+    if shutdown.code is not None:
+        action.leftover(_export_interrupted(result, request, shutdown))
+    report(result)
+    if shutdown.code is not None:
+        note(_export_interrupted(result, request, shutdown))
+        return shutdown.code
+    return EXIT_FAILED if result.failed or result.not_deleted or result.stopped else EXIT_OK
 
 
-def _export_json(source: QueueInfo, result: ExportResult, shutdown: Shutdown) -> dict[str, object]:
+def _export_json(source: QueueInfo, shutdown: Shutdown, result: ExportResult) -> dict[str, object]:
     return {
         "queue": source.url,
         **asdict(result),
@@ -205,7 +204,7 @@ def _export_leftover(left: ExportLeftover, request: ExportRequest) -> str:
     return f"{deleted}; {hidden}; {_rerun(request)}"
 
 
-def _print_export(result: ExportResult, request: ExportRequest) -> None:
+def _print_export(request: ExportRequest, result: ExportResult) -> None:
     console = make_console()
     places = [p for p in (result.path, result.s3_uri) if p]
     console.print(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import asdict, replace
+from functools import partial
 
 from dlq_replay import audit
 from dlq_replay.cli.auditing import add_audit_option, audited
@@ -13,13 +14,14 @@ from dlq_replay.cli.deployment import (
     add_operator_options,
     resolve_target,
 )
-from dlq_replay.cli.errors import CommandError, file_error, operator_command
+from dlq_replay.cli.errors import EXIT_FAILED, EXIT_OK, CommandError, file_error, operator_command
 from dlq_replay.cli.output import (
     TallyReport,
     TallyRow,
     count_table,
     destination_name,
     make_console,
+    note,
     plural,
 )
 from dlq_replay.cli.pace_options import add_pace_options, pace_line, stop_text, until_failing_from
@@ -83,14 +85,8 @@ def run_import(args: argparse.Namespace, action: audit.Action) -> int:
     follower = action.follower(target.sqs, [destination])
     if follower is not None:
         request = replace(request, follow_id=follower.action_id)
-    report: TallyReport[ImportTally] = TallyReport(
-        args,
-        action,
-        shutdown,
-        lambda tally: _import_json(request, tally, shutdown),
-        lambda tally: _print_import(tally, request),
-        follower,
-    )
+    json, human = partial(_import_json, request, shutdown), partial(_print_import, request)
+    report: TallyReport[ImportTally] = TallyReport(args, action, shutdown, json, human, follower)
     try:
         importer = Importer(target.sqs, request, stop=shutdown.stop, follower=follower)
         tally = report.run(
@@ -102,14 +98,19 @@ def run_import(args: argparse.Namespace, action: audit.Action) -> int:
         )
     except OSError as error:
         raise CommandError(file_error(error, "rerun to continue")) from None
-    return report.end(
-        tally,
-        notes=[stop_text(tally.stopped) if tally.stopped else None],
-        left=_left_text(request, tally.sent),
-        interrupted=f"{shutdown.name}: import stopped early after {plural(tally.sent, 'record')} "
-        f"sent; rerun to continue ({request.progress_path} lists what was sent)",
-        failed=bool(tally.failed or tally.stopped),
-    )
+    if tally.stopped:
+        note(stop_text(tally.stopped))
+    action.leftover(_left_text(request, tally.sent))
+    report(tally)
+    if follower is not None and follower.problem:
+        note(f"follow: {follower.problem}")
+    if shutdown.code is not None:
+        note(
+            f"{shutdown.name}: import stopped early after {plural(tally.sent, 'record')} sent; "
+            f"rerun to continue ({request.progress_path} lists what was sent)"
+        )
+        return shutdown.code
+    return EXIT_FAILED if tally.failed or tally.stopped else EXIT_OK
 
 
 def _left_text(request: ImportRequest, sent: int, sending: int = 0) -> str:
@@ -123,7 +124,7 @@ def _left_text(request: ImportRequest, sent: int, sending: int = 0) -> str:
 
 
 def _import_json(
-    request: ImportRequest, tally: ImportTally, shutdown: Shutdown
+    request: ImportRequest, shutdown: Shutdown, tally: ImportTally
 ) -> dict[str, object]:
     return {
         "destination": request.destination.url if request.destination else "source",
@@ -135,7 +136,7 @@ def _import_json(
     }
 
 
-def _print_import(tally: ImportTally, request: ImportRequest) -> None:
+def _print_import(request: ImportRequest, tally: ImportTally) -> None:
     console = make_console()
     console.print(f"{request.path} -> {destination_name(request.destination)}")
     rows: list[TallyRow] = [

@@ -6,13 +6,11 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
-
-from dlq_replay.cli.errors import EXIT_FAILED, EXIT_OK
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -129,11 +127,10 @@ class TallyReport(Generic[T]):
                 from dlq_replay.ops.movefollow import FOLLOW_END_SECONDS
 
                 self.follower.finish_within(FOLLOW_END_SECONDS, (sent_to or {}).values())
-            if leftover is None:
-                self(tally, abandoned=why)
-            else:
-                hidden = {**asdict(leftover), "hidden_at_most": leftover.at_most}
-                self(tally, abandoned=why, left=hidden)
+            more: dict[str, Any] = {"abandoned": why}
+            if leftover is not None:
+                more["left"] = {**asdict(leftover), "hidden_at_most": leftover.at_most}
+            self(tally, **more)
 
         what, total, count = bar
         with progress_bars(self.args) as progress:
@@ -145,35 +142,6 @@ class TallyReport(Generic[T]):
                 progress.update(task, completed=done, total=grown)
 
             return self.shutdown.run(lambda: job(show), left, report, lambda: self.json(now()[0]))
-
-    def end(
-        self,
-        tally: T,
-        *,
-        failed: bool,
-        left: str | None = None,
-        notes: Iterable[str | None] = (),
-        interrupted: str | None = None,
-        then: Iterable[str | None] = (),
-    ) -> int:
-        """The run's end: `notes` on stderr, `left` for the audit, the tally; the exit code a
-        signal's (after its `interrupted` line), else, after the notes `then`, 1 when `failed`."""
-        for line in notes:
-            if line:
-                note(line)
-        if left is not None:
-            self.action.leftover(left)
-        self(tally)
-        if self.follower is not None and self.follower.problem:
-            note(f"follow: {self.follower.problem}")
-        if self.shutdown.code is not None:
-            if interrupted:
-                note(interrupted)
-            return self.shutdown.code
-        for line in then:
-            if line:
-                note(line)
-        return EXIT_FAILED if failed else EXIT_OK
 
 
 def _json_default(value: Any) -> Any:

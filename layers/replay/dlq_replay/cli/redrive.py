@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import asdict, replace
+from functools import partial
 from typing import TYPE_CHECKING
 
 from botocore.exceptions import ClientError
@@ -333,14 +334,9 @@ def _client_redrive(
         follower=follower,
         companion=companion,
     )
-    report: TallyReport[RedriveTally] = TallyReport(
-        args,
-        action,
-        shutdown,
-        lambda tally: redrive_json(tally, request, shutdown),
-        lambda tally: print_tally(tally, request, shutdown),
-        follower,
-    )
+    json = partial(redrive_json, request=request, shutdown=shutdown)
+    human = partial(print_tally, request, shutdown)
+    report: TallyReport[RedriveTally] = TallyReport(args, action, shutdown, json, human, follower)
     tally = report.run(
         move.run,
         (f"{verb} {request.source.name}", total, lambda tally: tally.seen),
@@ -349,22 +345,23 @@ def _client_redrive(
         grows=True,
         sent_to=move.source_urls,
     )
-    nothing = nothing_movable(tally)
-    return report.end(
-        tally,
-        notes=[
-            stop_text(tally.stopped) if tally.stopped else None,
-            f"second process: {companion.problem}; this one moved the rest"
-            if companion is not None and companion.problem
-            else None,
-        ],
-        left=leftover_text(move.leftover(), "source queue"),
-        then=[
-            targets_needed(tally),
+    if tally.stopped:
+        note(stop_text(tally.stopped))
+    if companion is not None and companion.problem:
+        note(f"second process: {companion.problem}; this one moved the rest")
+    action.leftover(leftover_text(move.leftover(), "source queue"))
+    report(tally)
+    if follower is not None and follower.problem:
+        note(f"follow: {follower.problem}")
+    if shutdown.code is not None:
+        return shutdown.code
+    reason = targets_needed(tally)
+    if reason:
+        note(reason)
+    if nothing_movable(tally):
+        note(
             f"nothing could be moved: {plural(tally.skipped, 'message')} skipped "
             f"({skips_text(tally)}), still in the source queue"
-            if nothing
-            else None,
-        ],
-        failed=nothing or bool(tally.failed or tally.sent_not_deleted or tally.stopped),
-    )
+        )
+        return EXIT_FAILED
+    return EXIT_FAILED if tally.failed or tally.sent_not_deleted or tally.stopped else EXIT_OK

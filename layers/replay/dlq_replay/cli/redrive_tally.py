@@ -109,7 +109,7 @@ def _moved_word(tally: RedriveTally, request: RedriveRequest) -> str:
     return "would move" if tally.dry_run else "moved (sent and deleted)"
 
 
-def print_tally(tally: RedriveTally, request: RedriveRequest, shutdown: Shutdown) -> None:
+def print_tally(request: RedriveRequest, shutdown: Shutdown, tally: RedriveTally) -> None:
     console = make_console()
     target = destination_name(request.destination)
     heading = f"{'dry run: ' if tally.dry_run else ''}{request.source.name} -> {target}"
