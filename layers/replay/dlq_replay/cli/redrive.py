@@ -45,10 +45,8 @@ from dlq_replay.cli.redrive_tally import (
     nothing_movable,
     print_tally,
     redrive_json,
-    skips_text,
     stack_targets_of,
     target_arns_of,
-    targets_needed,
 )
 from dlq_replay.cli.selection import add_selection_options, selector_from
 from dlq_replay.cli.shutdown import Shutdown, interrupted, leftover_text
@@ -64,6 +62,7 @@ from dlq_replay.ops.redrive import (
     MoveTask,
     RedriveRequest,
     RedriveTally,
+    SkipReason,
     choose_mode,
     start_move_task,
     wait_move_task,
@@ -355,13 +354,17 @@ def _client_redrive(
         note(f"follow: {follower.problem}")
     if shutdown.code is not None:
         return shutdown.code
-    reason = targets_needed(tally)
-    if reason:
-        note(reason)
-    if nothing_movable(tally):
+    no_targets = tally.skips.get(SkipReason.NO_TARGETS, 0)
+    if no_targets:  # records of serverless kinds stayed: no --target-arn
         note(
-            f"nothing could be moved: {plural(tally.skipped, 'message')} skipped "
-            f"({skips_text(tally)}), still in the source queue"
+            f"{plural(no_targets, 'record')} of serverless kinds (Lambda, EventBridge) left in "
+            "place: --to source delivers them to their targets only with --target-arn ARN"
+        )
+    if nothing_movable(tally):
+        skips = ", ".join(f"{count} {reason}" for reason, count in sorted(tally.skips.items()))
+        note(
+            f"nothing could be moved: {plural(tally.skipped, 'message')} skipped ({skips}), "
+            "still in the source queue"
         )
         return EXIT_FAILED
     return EXIT_FAILED if tally.failed or tally.sent_not_deleted or tally.stopped else EXIT_OK
