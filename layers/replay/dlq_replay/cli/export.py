@@ -142,7 +142,8 @@ def run_export(args: argparse.Namespace, action: audit.Action) -> int:
     except OSError as error:
         raise CommandError(file_error(error, "nothing was deleted")) from None
     if result.stopped:
-        note(f"{result.stopped} ({_read_of(result)})")
+        about = f" of about {result.expected}" if result.expected is not None else ""
+        note(f"{result.stopped} (partial: {plural(result.examined, 'message')}{about} read)")
     if shutdown.code is not None:
         action.leftover(_export_interrupted(result, request, shutdown))
     report(result)
@@ -159,12 +160,6 @@ def _export_json(source: QueueInfo, shutdown: Shutdown, result: ExportResult) ->
         "interrupted": shutdown.name or None,
         "adds_up": result.adds_up,
     }
-
-
-def _read_of(result: ExportResult) -> str:
-    """How much of the queue a partial export read: N of about M messages."""
-    about = f" of about {result.expected}" if result.expected is not None else ""
-    return f"partial: {plural(result.examined, 'message')}{about} read"
 
 
 def _places(request: ExportRequest) -> str:
@@ -206,9 +201,8 @@ def _export_leftover(left: ExportLeftover, request: ExportRequest) -> str:
 
 def _print_export(request: ExportRequest, result: ExportResult) -> None:
     console = make_console()
-    places = [p for p in (result.path, result.s3_uri) if p]
     console.print(
-        f"{request.source.name} -> {' and '.join(places)}: "
+        f"{request.source.name} -> {_places(request)}: "
         f"{plural(result.exported, 'message')}, {result.bytes} bytes"
     )
     archived = result.exported + result.already_archived
