@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import datetime
+from functools import partial
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 if TYPE_CHECKING:
@@ -101,10 +102,8 @@ class TallyReport(Generic[T]):
     follower: MoveFollower | None = None
 
     def __call__(self, tally: T, **more: Any) -> None:
-        def human() -> None:
-            self.human(tally)
-
         followed = self.follower is not None or None
+        human = partial(self.human, tally)
         report_tally(self.args, self.action, self.json(tally), human, followed=followed, **more)
 
     def run(
