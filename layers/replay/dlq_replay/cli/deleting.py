@@ -150,16 +150,11 @@ def run_delete(args: argparse.Namespace, action: audit.Action) -> int:
     action.gate(queues=(queue.url,), selection_size=approximate)
     json, human = partial(delete_json, queue), partial(_print, queue)
     report: TallyReport[DeleteTally] = TallyReport(args, action, shutdown, json, human)
-
-    def left() -> str:
-        receiving = deleter.receiving
-        return hidden_until_text(len(receiving.handles), receiving.hidden_until)
-
     tally = report.run(
         deleter.run,
         (f"deleting from {queue.name}", approximate, lambda tally: tally.seen),
         lambda: (deleter.tally(), None),
-        left,
+        lambda: hidden_until_text(len(deleter.receiving.handles), deleter.receiving.hidden_until),
         grows=True,
     )
     action.leftover(hidden_until_text(tally.not_released, tally.hidden_until))
