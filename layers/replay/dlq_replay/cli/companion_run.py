@@ -10,6 +10,7 @@ import pickle
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from typing import IO, TYPE_CHECKING, Any
 
 from dlq_replay.cli.options import endpoint, sqs_client
@@ -44,19 +45,18 @@ def early_companion(args: argparse.Namespace) -> Companion | None:
     return Companion(companion_setup(args), started=started).spawn()
 
 
-class _Frames:
+def _frames(out: IO[bytes]) -> Callable[..., None]:
     """The frames to the parent, one whole frame at a time (the move's threads all report)."""
+    lock = threading.Lock()
 
-    def __init__(self, out: IO[bytes]) -> None:
-        self._out = out
-        self._lock = threading.Lock()
-
-    def __call__(self, *frame: Any) -> None:
+    def send(*frame: Any) -> None:
         data = pickle.dumps(frame)
         # OSError: the parent is gone (an abandoned run), the move still ends.
-        with self._lock, contextlib.suppress(OSError):
-            self._out.write(data)
-            self._out.flush()
+        with lock, contextlib.suppress(OSError):
+            out.write(data)
+            out.flush()
+
+    return send
 
 
 def main() -> int:
@@ -64,7 +64,7 @@ def main() -> int:
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
     # The frames own stdout; anything a library prints goes to stderr (the parent's /dev/null).
-    frame = _Frames(os.fdopen(os.dup(1), "wb"))
+    frame = _frames(os.fdopen(os.dup(1), "wb"))
     os.dup2(2, 1)
     source = sys.stdin.buffer
     try:
@@ -96,7 +96,7 @@ def _move(
     request: RedriveRequest,
     budget: ReceiveBudget | None,
     stop: threading.Event,
-    frame: _Frames,
+    frame: Callable[..., None],
 ) -> int:
     follower = None
     if request.follow_id is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import asdict
+from functools import partial
 from typing import Any
 
 from dlq_replay import audit
@@ -18,12 +19,12 @@ from dlq_replay.cli.deployment import (
 from dlq_replay.cli.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CommandError, operator_command
 from dlq_replay.cli.options import BUDGET_HELP
 from dlq_replay.cli.output import (
+    TallyReport,
     TallyRow,
     count_table,
     make_console,
     note,
     plural,
-    progress_bars,
     report_tally,
 )
 from dlq_replay.cli.parsing import Subparsers, int_between
@@ -147,29 +148,19 @@ def run_delete(args: argparse.Namespace, action: audit.Action) -> int:
     deleter = Deleter(target.sqs, request, stop=shutdown.stop, memory=ReceiveMemory.local())
     approximate = queue_depth(target.sqs, queue.url).visible
     action.gate(queues=(queue.url,), selection_size=approximate)
-    with progress_bars(args) as progress:
-        bar = progress.add_task(f"deleting from {queue.name}", total=approximate or None)
-
-        def show(tally: DeleteTally) -> None:
-            progress.update(bar, completed=tally.seen, total=max(approximate, tally.seen) or None)
-
-        def left() -> str:
-            receiving = deleter.receiving
-            return hidden_until_text(len(receiving.handles), receiving.hidden_until)
-
-        def report(why: str) -> None:
-            now = deleter.tally()
-            report_tally(
-                args, action, delete_json(queue, now), lambda: _print(queue, now), abandoned=why
-            )
-
-        tally = shutdown.run(
-            lambda: deleter.run(show), left, report, lambda: delete_json(queue, deleter.tally())
-        )
+    json, human = partial(delete_json, queue), partial(_print, queue)
+    report: TallyReport[DeleteTally] = TallyReport(args, action, shutdown, json, human)
+    tally = report.run(
+        deleter.run,
+        (f"deleting from {queue.name}", approximate, lambda tally: tally.seen),
+        lambda: (deleter.tally(), None),
+        lambda: hidden_until_text(len(deleter.receiving.handles), deleter.receiving.hidden_until),
+        grows=True,
+    )
     action.leftover(hidden_until_text(tally.not_released, tally.hidden_until))
     if tally.stopped:
         note(tally.stopped)
-    report_tally(args, action, delete_json(queue, tally), lambda: _print(queue, tally))
+    report(tally)
     if shutdown.code is not None:
         return shutdown.code
     return EXIT_FAILED if tally.failed or tally.stopped else EXIT_OK

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import asdict
+from functools import partial
 from pathlib import Path
 
 from dlq_replay import audit
@@ -25,13 +26,12 @@ from dlq_replay.cli.errors import (
 )
 from dlq_replay.cli.options import BUDGET_HELP
 from dlq_replay.cli.output import (
+    TallyReport,
     TallyRow,
     count_table,
     make_console,
     note,
     plural,
-    progress_bars,
-    report_tally,
 )
 from dlq_replay.cli.parsing import Subparsers, checked, int_between
 from dlq_replay.cli.selection import add_selection_options, selector_from
@@ -130,58 +130,36 @@ def run_export(args: argparse.Namespace, action: audit.Action) -> int:
         note(f"continuing {_places(request)}: {plural(len(job.archived), 'record')} in it")
     approximate = job.expected or 0  # visible and in flight before the read
     total = min(approximate, args.limit) if args.limit else approximate
+    json, human = partial(_export_json, source, shutdown), partial(_print_export, request)
+    report: TallyReport[ExportResult] = TallyReport(args, action, shutdown, json, human)
     try:
-        with progress_bars(args) as progress:
-            bar = progress.add_task(f"exporting {source.name}", total=total or None)
-
-            def show(result: ExportResult) -> None:
-                progress.update(bar, completed=result.examined)
-
-            def report(why: str) -> None:
-                result, left = job.result(), job.leftover()
-                report_tally(
-                    args,
-                    action,
-                    _export_json(source, result, shutdown),
-                    lambda: _print_export(result, request),
-                    abandoned=why,
-                    left={**asdict(left), "hidden_at_most": left.at_most},
-                )
-
-            result = shutdown.run(
-                lambda: job.run(show),
-                lambda: _export_leftover(job.leftover(), request),
-                report,
-                lambda: _export_json(source, job.result(), shutdown),
-            )
+        result = report.run(
+            job.run,
+            (f"exporting {source.name}", total, lambda result: result.examined),
+            lambda: (job.result(), job.leftover()),
+            lambda: _export_leftover(job.leftover(), request),
+        )
     except OSError as error:
         raise CommandError(file_error(error, "nothing was deleted")) from None
     if result.stopped:
-        note(f"{result.stopped} ({_read_of(result)})")
+        about = f" of about {result.expected}" if result.expected is not None else ""
+        note(f"{result.stopped} (partial: {plural(result.examined, 'message')}{about} read)")
     if shutdown.code is not None:
         action.leftover(_export_interrupted(result, request, shutdown))
-    report_tally(
-        args, action, _export_json(source, result, shutdown), lambda: _print_export(result, request)
-    )
+    report(result)
     if shutdown.code is not None:
         note(_export_interrupted(result, request, shutdown))
         return shutdown.code
     return EXIT_FAILED if result.failed or result.not_deleted or result.stopped else EXIT_OK
 
 
-def _export_json(source: QueueInfo, result: ExportResult, shutdown: Shutdown) -> dict[str, object]:
+def _export_json(source: QueueInfo, shutdown: Shutdown, result: ExportResult) -> dict[str, object]:
     return {
         "queue": source.url,
         **asdict(result),
         "interrupted": shutdown.name or None,
         "adds_up": result.adds_up,
     }
-
-
-def _read_of(result: ExportResult) -> str:
-    """How much of the queue a partial export read: N of about M messages."""
-    about = f" of about {result.expected}" if result.expected is not None else ""
-    return f"partial: {plural(result.examined, 'message')}{about} read"
 
 
 def _places(request: ExportRequest) -> str:
@@ -221,11 +199,10 @@ def _export_leftover(left: ExportLeftover, request: ExportRequest) -> str:
     return f"{deleted}; {hidden}; {_rerun(request)}"
 
 
-def _print_export(result: ExportResult, request: ExportRequest) -> None:
+def _print_export(request: ExportRequest, result: ExportResult) -> None:
     console = make_console()
-    places = [p for p in (result.path, result.s3_uri) if p]
     console.print(
-        f"{request.source.name} -> {' and '.join(places)}: "
+        f"{request.source.name} -> {_places(request)}: "
         f"{plural(result.exported, 'message')}, {result.bytes} bytes"
     )
     archived = result.exported + result.already_archived

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import asdict, replace
+from functools import partial
 
 from dlq_replay import audit
 from dlq_replay.cli.auditing import add_audit_option, audited
@@ -15,20 +16,18 @@ from dlq_replay.cli.deployment import (
 )
 from dlq_replay.cli.errors import EXIT_FAILED, EXIT_OK, CommandError, file_error, operator_command
 from dlq_replay.cli.output import (
+    TallyReport,
     TallyRow,
     count_table,
     destination_name,
     make_console,
     note,
     plural,
-    progress_bars,
-    report_tally,
 )
 from dlq_replay.cli.pace_options import add_pace_options, pace_line, stop_text, until_failing_from
 from dlq_replay.cli.parsing import Subparsers, readable_file
 from dlq_replay.cli.shutdown import Shutdown
 from dlq_replay.ops.importing import Importer, ImportRequest, ImportTally
-from dlq_replay.ops.movefollow import FOLLOW_END_SECONDS
 from dlq_replay.ops.queueinfo import queue_info
 
 
@@ -86,42 +85,23 @@ def run_import(args: argparse.Namespace, action: audit.Action) -> int:
     follower = action.follower(target.sqs, [destination])
     if follower is not None:
         request = replace(request, follow_id=follower.action_id)
-    followed = follower is not None or None
+    json, human = partial(_import_json, request, shutdown), partial(_print_import, request)
+    report: TallyReport[ImportTally] = TallyReport(args, action, shutdown, json, human, follower)
     try:
         importer = Importer(target.sqs, request, stop=shutdown.stop, follower=follower)
-        with progress_bars(args) as progress:
-            bar = progress.add_task(f"importing into {destination_name(destination)}", total=None)
-
-            def show(tally: ImportTally) -> None:
-                progress.update(bar, completed=tally.read)
-
-            def report(why: str) -> None:
-                now = importer.tally()
-                if follower is not None:  # what was sent is followed, as far as time allows
-                    follower.finish_within(FOLLOW_END_SECONDS, importer.source_urls.values())
-                json = _import_json(request, now, shutdown)
-                report_tally(
-                    args,
-                    action,
-                    json,
-                    lambda: _print_import(now, request),
-                    followed=followed,
-                    abandoned=why,
-                )
-
-            tally = shutdown.run(
-                lambda: importer.run(show),
-                lambda: _left_text(request, importer.sent, importer.sending),
-                report,
-                lambda: _import_json(request, importer.tally(), shutdown),
-            )
+        tally = report.run(
+            importer.run,
+            (f"importing into {destination_name(destination)}", 0, lambda tally: tally.read),
+            lambda: (importer.tally(), None),
+            lambda: _left_text(request, importer.sent, importer.sending),
+            sent_to=importer.source_urls,
+        )
     except OSError as error:
         raise CommandError(file_error(error, "rerun to continue")) from None
     if tally.stopped:
         note(stop_text(tally.stopped))
     action.leftover(_left_text(request, tally.sent))
-    json = _import_json(request, tally, shutdown)
-    report_tally(args, action, json, lambda: _print_import(tally, request), followed=followed)
+    report(tally)
     if follower is not None and follower.problem:
         note(f"follow: {follower.problem}")
     if shutdown.code is not None:
@@ -144,7 +124,7 @@ def _left_text(request: ImportRequest, sent: int, sending: int = 0) -> str:
 
 
 def _import_json(
-    request: ImportRequest, tally: ImportTally, shutdown: Shutdown
+    request: ImportRequest, shutdown: Shutdown, tally: ImportTally
 ) -> dict[str, object]:
     return {
         "destination": request.destination.url if request.destination else "source",
@@ -156,7 +136,7 @@ def _import_json(
     }
 
 
-def _print_import(tally: ImportTally, request: ImportRequest) -> None:
+def _print_import(request: ImportRequest, tally: ImportTally) -> None:
     console = make_console()
     console.print(f"{request.path} -> {destination_name(request.destination)}")
     rows: list[TallyRow] = [

@@ -8,15 +8,23 @@ import os
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import asdict, dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from functools import partial
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
 
     from dlq_replay.audit import Action
+    from dlq_replay.cli.shutdown import Shutdown
+    from dlq_replay.ops.export import ExportLeftover
+    from dlq_replay.ops.movefollow import MoveFollower
     from dlq_replay.ops.queueinfo import QueueInfo
+    from dlq_replay.ops.redrive import Leftover
+
+T = TypeVar("T")
 
 # A row of a tally: (label, count); a Mapping after a row breaks it down by code, indented.
 TallyRow = tuple[str, int] | Mapping[str, int]
@@ -79,6 +87,60 @@ def report_tally(
         from dlq_replay.ops.movefollow import action_line
 
         print(action_line(action.action_id, followed), flush=True)
+
+
+@dataclass(frozen=True)
+class TallyReport(Generic[T]):
+    """How a moving command (redrive, export, import, delete) runs and says its tally, whole or
+    so far: `json(tally)` with --json, else `human(tally)`; a move's follower ends with it."""
+
+    args: argparse.Namespace
+    action: Action
+    shutdown: Shutdown
+    json: Callable[[T], Mapping[str, Any]]
+    human: Callable[[T], None]
+    follower: MoveFollower | None = None
+
+    def __call__(self, tally: T, **more: Any) -> None:
+        followed = self.follower is not None or None
+        human = partial(self.human, tally)
+        report_tally(self.args, self.action, self.json(tally), human, followed=followed, **more)
+
+    def run(
+        self,
+        job: Callable[[Callable[[T], None]], T],
+        bar: tuple[str, int, Callable[[T], int]],
+        now: Callable[[], tuple[T, Leftover | ExportLeftover | None]],
+        left: Callable[[], str],
+        *,
+        grows: bool = False,
+        sent_to: Mapping[str, str | None] | None = None,
+    ) -> T:
+        """`job(show)` under the shutdown, its bar (what, total, the count of a tally) at least
+        the count when it `grows`. Abandoned: `left()` says what is left, and the tally `now()`
+        is said with it (and what stays hidden), the follower given what time allows to end."""
+
+        def report(why: str) -> None:
+            tally, leftover = now()
+            if self.follower is not None:  # what was sent is followed, as far as time allows
+                from dlq_replay.ops.movefollow import FOLLOW_END_SECONDS
+
+                self.follower.finish_within(FOLLOW_END_SECONDS, (sent_to or {}).values())
+            more: dict[str, Any] = {"abandoned": why}
+            if leftover is not None:
+                more["left"] = {**asdict(leftover), "hidden_at_most": leftover.at_most}
+            self(tally, **more)
+
+        what, total, count = bar
+        with progress_bars(self.args) as progress:
+            task = progress.add_task(what, total=total or None)
+
+            def show(tally: T) -> None:
+                done = count(tally)
+                grown = max(total, done) or None if grows else None
+                progress.update(task, completed=done, total=grown)
+
+            return self.shutdown.run(lambda: job(show), left, report, lambda: self.json(now()[0]))
 
 
 def _json_default(value: Any) -> Any:

@@ -91,7 +91,6 @@ def until_failing_from(
         threshold=args.failure_threshold or DEFAULT_FAILURE_THRESHOLD,
         failure_seconds=failure_delay(destination),
     )
-    watched = policy.watched
     if not args.json:
         delay = policy.failure_seconds
         lag = (
@@ -101,10 +100,10 @@ def until_failing_from(
             else ""
         )
         note(
-            f"until failing: watching {watched.name} every {policy.check_seconds:g} s, at most "
+            f"until failing: watching {dlq.name} every {policy.check_seconds:g} s, at most "
             f"{policy.rate:g} messages/s{lag}"
         )
-    _warn_if_replayed(target, watched)
+    _warn_if_replayed(target, dlq)
     return policy
 
 

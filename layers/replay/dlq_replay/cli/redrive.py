@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import asdict, replace
+from functools import partial
 from typing import TYPE_CHECKING
 
 from botocore.exceptions import ClientError
@@ -26,6 +27,7 @@ from dlq_replay.cli.errors import (
 )
 from dlq_replay.cli.options import BUDGET_HELP, make_deliverer
 from dlq_replay.cli.output import (
+    TallyReport,
     destination_name,
     make_console,
     note,
@@ -43,17 +45,14 @@ from dlq_replay.cli.redrive_tally import (
     nothing_movable,
     print_tally,
     redrive_json,
-    skips_text,
     stack_targets_of,
     target_arns_of,
-    targets_needed,
 )
 from dlq_replay.cli.selection import add_selection_options, selector_from
 from dlq_replay.cli.shutdown import Shutdown, interrupted, leftover_text
 from dlq_replay.local.answers import ForeignAnswerError
 from dlq_replay.ops.clientmove import ClientMove
 from dlq_replay.ops.companion import WORTH_IT_FROM, Companion, processes_for
-from dlq_replay.ops.movefollow import FOLLOW_END_SECONDS
 from dlq_replay.ops.queueinfo import preflight
 from dlq_replay.ops.receivememory import ReceiveMemory
 from dlq_replay.ops.redrive import (
@@ -63,6 +62,7 @@ from dlq_replay.ops.redrive import (
     MoveTask,
     RedriveRequest,
     RedriveTally,
+    SkipReason,
     choose_mode,
     start_move_task,
     wait_move_task,
@@ -318,7 +318,6 @@ def _client_redrive(
     follower = action.follower(sqs, [request.destination])
     if follower is not None:
         request = replace(request, follow_id=follower.action_id)
-    followed = follower is not None or None
     processes, why = processes_for(args.processes, request, approximate, usable_cores())
     if why:
         note(why)
@@ -334,52 +333,38 @@ def _client_redrive(
         follower=follower,
         companion=companion,
     )
-    with progress_bars(args) as progress:
-        bar = progress.add_task(f"{verb} {request.source.name}", total=total or None)
-
-        def show(tally: RedriveTally) -> None:
-            progress.update(bar, completed=tally.seen, total=max(total, tally.seen) or None)
-
-        def report(why: str) -> None:
-            snapshot, left = move.abandoned()
-            if follower is not None:  # what was sent is followed, as far as time allows
-                follower.finish_within(FOLLOW_END_SECONDS, move.source_urls.values())
-            report_tally(
-                args,
-                action,
-                redrive_json(snapshot, request, shutdown),
-                lambda: print_tally(snapshot, request, shutdown),
-                followed=followed,
-                abandoned=why,
-                left={**asdict(left), "hidden_at_most": left.at_most},
-            )
-
-        tally = shutdown.run(
-            lambda: move.run(show),
-            lambda: leftover_text(move.leftover(), "source queue"),
-            report,
-            lambda: redrive_json(move.abandoned()[0], request, shutdown),
-        )
+    json = partial(redrive_json, request=request, shutdown=shutdown)
+    human = partial(print_tally, request, shutdown)
+    report: TallyReport[RedriveTally] = TallyReport(args, action, shutdown, json, human, follower)
+    tally = report.run(
+        move.run,
+        (f"{verb} {request.source.name}", total, lambda tally: tally.seen),
+        move.abandoned,
+        lambda: leftover_text(move.leftover(), "source queue"),
+        grows=True,
+        sent_to=move.source_urls,
+    )
     if tally.stopped:
         note(stop_text(tally.stopped))
     if companion is not None and companion.problem:
         note(f"second process: {companion.problem}; this one moved the rest")
     action.leftover(leftover_text(move.leftover(), "source queue"))
-    json = redrive_json(tally, request, shutdown)
-    report_tally(
-        args, action, json, lambda: print_tally(tally, request, shutdown), followed=followed
-    )
+    report(tally)
     if follower is not None and follower.problem:
         note(f"follow: {follower.problem}")
     if shutdown.code is not None:
         return shutdown.code
-    reason = targets_needed(tally)
-    if reason:
-        note(reason)
-    if nothing_movable(tally):
+    no_targets = tally.skips.get(SkipReason.NO_TARGETS, 0)
+    if no_targets:  # records of serverless kinds stayed: no --target-arn
         note(
-            f"nothing could be moved: {plural(tally.skipped, 'message')} skipped "
-            f"({skips_text(tally)}), still in the source queue"
+            f"{plural(no_targets, 'record')} of serverless kinds (Lambda, EventBridge) left in "
+            "place: --to source delivers them to their targets only with --target-arn ARN"
+        )
+    if nothing_movable(tally):
+        skips = ", ".join(f"{count} {reason}" for reason, count in sorted(tally.skips.items()))
+        note(
+            f"nothing could be moved: {plural(tally.skipped, 'message')} skipped ({skips}), "
+            "still in the source queue"
         )
         return EXIT_FAILED
     return EXIT_FAILED if tally.failed or tally.sent_not_deleted or tally.stopped else EXIT_OK

@@ -16,13 +16,12 @@ from dlq_replay.cli.output import (
     destination_name,
     make_console,
     note,
-    plural,
 )
 from dlq_replay.cli.pace_options import pace_line, stop_text
 from dlq_replay.cli.parsing import JoinedValues, SettingType
 from dlq_replay.cli.shutdown import Shutdown, hidden_until_text
 from dlq_replay.core.settings import SETTING, SettingsError
-from dlq_replay.ops.redrive import NOT_ROUTED, ModeReason, Rewrite, SkipReason, both_allow
+from dlq_replay.ops.redrive import NOT_ROUTED, ModeReason, Rewrite, both_allow
 
 if TYPE_CHECKING:
     from dlq_replay.cli.deployment import Target
@@ -60,26 +59,11 @@ def target_arns_of(args: argparse.Namespace, *, to_source: bool) -> frozenset[st
     return targets
 
 
-def targets_needed(tally: RedriveTally) -> str | None:
-    """The one-line reason why records of serverless kinds stayed: no --target-arn."""
-    left = tally.skips.get(SkipReason.NO_TARGETS, 0)
-    if not left:
-        return None
-    return (
-        f"{plural(left, 'record')} of serverless kinds (Lambda, EventBridge) left in place: "
-        "--to source delivers them to their targets only with --target-arn ARN"
-    )
-
-
 def nothing_movable(tally: RedriveTally) -> bool:
     """Messages were there, none movable (`--to source`, no source or target on any): a
     failure to a script, not a success with nothing to do."""
     not_routed = sum(tally.skips.get(reason, 0) for reason in NOT_ROUTED)
     return not_routed > 0 and tally.moved == 0 and not tally.sent_not_deleted
-
-
-def skips_text(tally: RedriveTally) -> str:
-    return ", ".join(f"{count} {reason}" for reason, count in sorted(tally.skips.items()))
 
 
 def redrive_json(
@@ -100,16 +84,7 @@ def redrive_json(
     }
 
 
-SENT_NOT_DELETED = "sent, original not deleted (a rerun sends them again)"
-
-
-def _moved_word(tally: RedriveTally, request: RedriveRequest) -> str:
-    if request.keep:
-        return "would copy" if tally.dry_run else "copied (originals kept)"
-    return "would move" if tally.dry_run else "moved (sent and deleted)"
-
-
-def print_tally(tally: RedriveTally, request: RedriveRequest, shutdown: Shutdown) -> None:
+def print_tally(request: RedriveRequest, shutdown: Shutdown, tally: RedriveTally) -> None:
     console = make_console()
     target = destination_name(request.destination)
     heading = f"{'dry run: ' if tally.dry_run else ''}{request.source.name} -> {target}"
@@ -125,12 +100,18 @@ def print_tally(tally: RedriveTally, request: RedriveRequest, shutdown: Shutdown
 
 def tally_rows(tally: RedriveTally, request: RedriveRequest) -> list[TallyRow]:
     """The tally's rows, as the table shows them (the console shows the same rows)."""
-    rows: list[TallyRow] = [(_moved_word(tally, request), tally.moved)]
+    if request.keep:
+        moved = "would copy" if tally.dry_run else "copied (originals kept)"
+    else:
+        moved = "would move" if tally.dry_run else "moved (sent and deleted)"
+    rows: list[TallyRow] = [(moved, tally.moved)]
     if tally.delivered:  # by target, under 'moved'
         verb = "would deliver to" if tally.dry_run else "delivered to"
         rows.append({f"{verb} {arn}": n for arn, n in tally.delivered.items()})
     if tally.sent_not_deleted:
-        rows.append((SENT_NOT_DELETED, tally.sent_not_deleted))
+        rows.append(
+            ("sent, original not deleted (a rerun sends them again)", tally.sent_not_deleted)
+        )
     rows += [
         ("failed (left in place)", tally.failed),
         tally.failures,
