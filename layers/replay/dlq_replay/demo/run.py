@@ -9,7 +9,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from dlq_replay.aws_lambda.replay import LambdaReplay
@@ -202,38 +202,30 @@ def quiet_logger(name: str) -> logging.Logger:
 
 
 def wait_until_settled(tally: Tally, live: bool, deadline: float, view: DemoView) -> bool:
-    """Until every message is processed or parked and the view's settled queues are empty."""
+    """Until every message is processed or parked and the view's settled queues are empty: shown
+    live, or plain (CI logs): a start line, then a progress line now and then, never silent."""
+    from rich.live import Live
 
-    def finished() -> bool:
-        with tally.lock:
-            parked = sum(tally.parked_by_reason.values())
-            return len(tally.processed) + parked >= len(tally.expected) and all(
-                q in tally.depths and tally.depths[q].total == 0 for q in view.settled
-            )
-
-    started = time.monotonic()
-    if not live:
-        # Plain (CI logs): a start line, then a progress line now and then, never silent.
+    started = shown = time.monotonic()
+    live_view = Live(render(tally, started, view)) if live else None
+    if live_view is None:
         print(
             f"demo: started with {len(tally.expected)} messages; time limit "
             f"{deadline - started:.0f} s; progress every {PLAIN_PROGRESS_SECONDS:g} s",
             flush=True,
         )
-        shown = started
+    with live_view or nullcontext():
         while time.monotonic() < deadline:
-            if finished():
-                return True
+            if live_view is not None:
+                live_view.update(render(tally, started, view))
+            with tally.lock:
+                parked = sum(tally.parked_by_reason.values())
+                if len(tally.processed) + parked >= len(tally.expected) and all(
+                    q in tally.depths and tally.depths[q].total == 0 for q in view.settled
+                ):
+                    return True
             time.sleep(0.25)
-            if time.monotonic() - shown >= PLAIN_PROGRESS_SECONDS:
+            if live_view is None and time.monotonic() - shown >= PLAIN_PROGRESS_SECONDS:
                 shown = time.monotonic()
                 print(progress_line(tally, shown - started), flush=True)
-        return False
-    from rich.live import Live
-
-    with Live(render(tally, started, view), refresh_per_second=4, transient=False) as live_view:
-        while time.monotonic() < deadline:
-            live_view.update(render(tally, started, view))
-            if finished():
-                return True
-            time.sleep(0.25)
     return False
