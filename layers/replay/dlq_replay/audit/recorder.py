@@ -59,12 +59,6 @@ def outcome_of(exit_code: int) -> AuditOutcome:
     return AuditOutcome.FAILED if exit_code == EXIT_FAILED else AuditOutcome.ERROR
 
 
-def interrupt_code(error: KeyboardInterrupt) -> int:
-    """An `Interrupted`'s own exit code (128 + its signal), else 130."""
-    code = getattr(error, "code", None)
-    return code if isinstance(code, int) and code >= SIGNAL_EXITS else EXIT_STOPPED
-
-
 class Action:
     """`with Action(...)` around the work, `gate()` before its first change, `ended(code)`."""
 
@@ -243,8 +237,9 @@ class Action:
     def _end_record(self, exit_code: int | None, error: BaseException | None) -> AuditRecord:
         text: str | None = None
         if isinstance(error, KeyboardInterrupt):
-            outcome, exit_code = AuditOutcome.INTERRUPTED, interrupt_code(error)
-            text = self._describe(error)
+            code = getattr(error, "code", None)  # an `Interrupted`'s own: 128 + its signal
+            exit_code = code if isinstance(code, int) and code >= SIGNAL_EXITS else EXIT_STOPPED
+            outcome, text = AuditOutcome.INTERRUPTED, self._describe(error)
         elif error is not None:
             outcome, text = AuditOutcome.ERROR, self._describe(error)
         else:

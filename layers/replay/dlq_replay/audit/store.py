@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -91,25 +91,20 @@ class DynamoAuditStore:
         )
 
     def actions(self, *, since: str | None = None, limit: int = 50) -> list[AuditAction]:
-        return take_actions(self._records(since, page=2 * limit + 2), limit)
-
-    def follow_store(self) -> FollowStore:
-        from dlq_replay.follow.tables import DynamoFollowStore
-
-        return DynamoFollowStore(self.client, self.table)
-
-    def _records(self, since: str | None, page: int) -> Iterator[AuditRecord]:
         pages = self.client.get_paginator("query").paginate(
             TableName=self.table,
             KeyConditionExpression="pk = :p" + (" AND sk >= :s" if since else ""),
             ExpressionAttributeValues=to_item({":p": PARTITION} | ({":s": since} if since else {})),
             ScanIndexForward=False,
-            Limit=page,
+            Limit=2 * limit + 2,
         )
-        for found in pages:
-            for item in found.get("Items", []):
-                if (record := _parsed(item)) is not None:
-                    yield record
+        items = (item for page in pages for item in page.get("Items", []))
+        return take_actions((record for item in items if (record := _parsed(item))), limit)
+
+    def follow_store(self) -> FollowStore:
+        from dlq_replay.follow.tables import DynamoFollowStore
+
+        return DynamoFollowStore(self.client, self.table)
 
 
 class FileAuditStore:
@@ -144,17 +139,12 @@ class FileAuditStore:
         chosen.sort(key=lambda record: record.sort_key, reverse=True)
         return take_actions(chosen, limit)
 
-    @property
-    def follow_path(self) -> Path:
+    def follow_store(self) -> FollowStore:
         """The follow-up's file beside the trail's (the worker's, both in their default place)."""
         from dlq_replay.follow.journal import FILE_NAME as FOLLOW_FILE
-
-        return self.path.with_name(FOLLOW_FILE)
-
-    def follow_store(self) -> FollowStore:
         from dlq_replay.follow.journal import FileFollowStore
 
-        return FileFollowStore(self.follow_path)
+        return FileFollowStore(self.path.with_name(FOLLOW_FILE))
 
 
 def _parsed(stored: Any) -> AuditRecord | None:

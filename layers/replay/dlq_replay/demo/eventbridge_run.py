@@ -4,12 +4,12 @@ so the demo writes ("stages") the documented records of the events whose deliver
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 import threading
 import time
 import uuid
-from collections import Counter
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from dlq_replay.aws_lambda.replay import LambdaReplay
 from dlq_replay.core.queues import Arn, arn_account
 from dlq_replay.core.settings import Settings
 from dlq_replay.demo.emulator import (
@@ -32,11 +31,11 @@ from dlq_replay.demo.emulator import (
     emulator_session,
     sqs_emulator,
 )
-from dlq_replay.demo.run import daemon, quiet_logger, settle
-from dlq_replay.demo.scenario import DemoOptions, Tally, draw_kind, send_batches, settle_timeout
+from dlq_replay.demo.run import quiet_logger, replay_until_settled
+from dlq_replay.demo.scenario import Accounting, DemoOptions, Tally, draw_kind, send_batches
 from dlq_replay.demo.view import DemoView, exit_code, park_reasons, status_words
 from dlq_replay.engine.replayer import Replayer
-from dlq_replay.local.eventsource import LocalEventSource, Polling, read_queue_arn, run_pollers
+from dlq_replay.local.eventsource import read_queue_arn
 from dlq_replay.targets.deliverer import Deliverer, TargetClients
 from dlq_replay.targets.ledger import MemoryLedger
 
@@ -238,22 +237,13 @@ STAGING_NOTE = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class EventBridgeResult:
-    """Where every event ended; `delivered`, `parked`, `not_yet_done` and `lost` add up."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EventBridgeResult(Accounting):
+    """The EventBridge demo's: `delivered` to the target's consumer, and by whom."""
 
-    sent: int
     delivered: int
     by_eventbridge: int  # of `delivered`: put on the bus and delivered by moto's EventBridge
-    parked: int
-    not_yet_done: int
-    lost: int
-    parked_by_reason: dict[str, int]
     staged: int  # DLQ records the demo wrote in EventBridge's place
-    seconds: float
-    completed: bool
-    interrupted: bool = False
-    timeout_seconds: float = 0.0
 
 
 def run_eventbridge_demo(options: DemoOptions) -> int:
@@ -268,7 +258,6 @@ def eventbridge_demo(
     """Run it on the emulator `serve` starts."""
     rng = random.Random(options.seed)  # noqa: S311 - demo data, not cryptography
     tally = Tally()
-    timeout = settle_timeout(options)
     started = time.monotonic()
     with serve() as running:
         session = emulator_session()
@@ -294,41 +283,28 @@ def eventbridge_demo(
             ),
             ledger=MemoryLedger(),
         )
-        source = LocalEventSource(
-            sqs, wiring.dlq_url, LambdaReplay(replayer), Polling(wait_seconds=1)
-        )
         plan = plan_events(options, rng)
         tally.expected = set(plan)
         staged = publish(sqs, events, wiring, plan)
         print(STAGING_NOTE.format(staged=staged), flush=True)
-        stop = threading.Event()
-        threads = run_pollers(source, options.pollers, stop)
-        threads.append(daemon(consume_target, sqs, wiring.target_url, tally, stop))
-        urls = (wiring.target_url, wiring.dlq_url, wiring.operator_url)
-        end = settle(
+        done, accounting = replay_until_settled(
             running,
+            replayer,
+            wiring.dlq_url,
+            options,
             tally,
-            stop,
-            threads,
-            urls=urls,
-            live=options.live,
-            deadline=started + timeout,
+            started=started,
+            urls=(wiring.target_url, wiring.dlq_url, wiring.operator_url),
+            workers=[functools.partial(consume_target, sqs, wiring.target_url, tally)],
             view=EVENTBRIDGE_VIEW,
             id_of=event_id_of,
         )
     return EventBridgeResult(
-        sent=len(tally.expected),
-        delivered=len(end.done),
-        by_eventbridge=sum(1 for id_ in end.done if plan[id_] == Fate.DELIVERED),
-        parked=len(end.parked),
-        not_yet_done=end.not_yet_done,
-        lost=end.lost,
-        parked_by_reason=dict(Counter(end.parked.values())),
+        **accounting,
+        delivered=len(done),
+        by_eventbridge=sum(1 for id_ in done if plan[id_] == Fate.DELIVERED),
         staged=staged,
         seconds=round(time.monotonic() - started, 1),
-        completed=end.completed,
-        interrupted=end.interrupted,
-        timeout_seconds=timeout,
     )
 
 

@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import random
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any
 
 from dlq_replay.aws_lambda.replay import LambdaReplay
+from dlq_replay.breaker.controller import Breaker
 from dlq_replay.breaker.evidence import QueueTotals, dlq_depth, main_queue_timing
 from dlq_replay.breaker.function import longest_delay
-from dlq_replay.breaker.worker_side import BreakerStats, worker_breaker
+from dlq_replay.breaker.worker_side import BreakerGate, BreakerStats, worker_breaker
 from dlq_replay.consumer import ConsumerSettings
 from dlq_replay.core.decision import Action
 from dlq_replay.core.settings import Settings
@@ -50,7 +52,6 @@ def demo(
     """Run the demo on the emulator `serve` starts (the benchmark compares two)."""
     rng = random.Random(options.seed)  # noqa: S311 - demo data, not cryptography
     tally = Tally()
-    timeout = settle_timeout(options)
     started = time.monotonic()
     with serve() as running:
         sqs = emulator_client(running.endpoint_url)
@@ -65,10 +66,10 @@ def demo(
         )
         replay_log = quiet_logger("dlq_replay.demo.replay")
         stats = BreakerStats()
-        breaker, gate = (None, None)
+        breaker = None
         if options.breaker:
             tally.breaker = stats
-            breaker, gate = worker_breaker(
+            breaker = worker_breaker(
                 logger=replay_log,
                 policy=DEMO_BREAKER_POLICY,
                 count_attribute=settings.count_attribute,
@@ -79,9 +80,6 @@ def demo(
                 delay_seconds=longest_delay(settings),
                 max_attempts=settings.max_attempts,
             )
-        replayer = Replayer(settings, sqs, logger=replay_log, rng=rng, on_outcome=tally.on_outcome)
-        handler = LambdaReplay(replayer, breaker)
-        source = LocalEventSource(sqs, queues.dlq, handler, Polling(wait_seconds=1), gate=gate)
         consumer = Consumer(
             queues.main,
             ConsumerSettings(backoff, operator_queue_url=queues.operator),
@@ -90,26 +88,25 @@ def demo(
             outage_until=time.monotonic() + options.outage_seconds,
         )
         tally.expected = send_messages(sqs, queues.main, options, rng)
-        stop = threading.Event()
-        threads = run_pollers(source, options.pollers, stop)
-        threads += [daemon(consume, sqs, consumer, tally, stop) for _ in range(options.consumers)]
-        urls = (queues.main, queues.dlq, queues.operator)
-        deadline = started + timeout
-        end = settle(running, tally, stop, threads, urls=urls, live=options.live, deadline=deadline)
+        replayer = Replayer(settings, sqs, logger=replay_log, rng=rng, on_outcome=tally.on_outcome)
+        done, accounting = replay_until_settled(
+            running,
+            replayer,
+            queues.dlq,
+            options,
+            tally,
+            started=started,
+            urls=(queues.main, queues.dlq, queues.operator),
+            workers=[functools.partial(consume, sqs, consumer, tally)] * options.consumers,
+            breaker=breaker,
+        )
     return DemoResult(
-        sent=len(tally.expected),
-        processed=len(end.done),
-        parked=len(end.parked),
-        not_yet_done=end.not_yet_done,
-        lost=end.lost,
-        parked_by_reason=dict(Counter(end.parked.values())),
+        **accounting,
+        processed=len(done),
         deliveries_by_attempt=dict(sorted(tally.deliveries_by_attempt.items())),
         replays=tally.replay_outcomes[Action.REPLAY] + tally.replay_outcomes[Action.RELEASE],
         consumer_backoffs=tally.consumer_backoffs,
         seconds=round(time.monotonic() - started, 1),
-        completed=end.completed,
-        interrupted=end.interrupted,
-        timeout_seconds=timeout,
         breaker=options.breaker,
         breaker_openings=stats.openings,
         breaker_open_seconds=round(stats.seconds_open(time.time()), 1),
@@ -117,45 +114,39 @@ def demo(
     )
 
 
-def daemon(target: Callable[..., None], *args: object) -> threading.Thread:
-    return threading.Thread(target=target, args=args, daemon=True)
-
-
-@dataclass(frozen=True, slots=True)
-class Ending:
-    """Where the expected messages ended (they add up); not yet done: still in a queue."""
-
-    done: set[str]
-    parked: dict[str, str]
-    not_yet_done: int
-    lost: int
-    completed: bool
-    interrupted: bool
-
-
-def settle(
+def replay_until_settled(
     running: SqsEmulator,
+    replayer: Replayer,
+    dlq_url: str,
+    options: DemoOptions,
     tally: Tally,
-    stop: threading.Event,
-    threads: list[threading.Thread],
     *,
+    started: float,
     urls: Sequence[str],
-    live: bool,
-    deadline: float,
+    workers: Sequence[Callable[[threading.Event], None]] = (),
+    breaker: tuple[Breaker, BreakerGate] | None = None,
     view: DemoView = SQS_VIEW,
     id_of: Callable[[str], str] = message_id_of,
-) -> Ending:
-    """Start the threads (and a watch on the view's queues, `urls`, the operator queue last), wait
-    until every message is settled or the deadline, stop them all and account for each message."""
+) -> tuple[set[str], dict[str, Any]]:
+    """The replay's pollers on the DLQ, the `workers` and a watch on the view's queues (`urls`,
+    the operator queue last) until every message is settled or the time limit from `started`;
+    then they all stop. The messages done, and the `Accounting` of every message but `seconds`
+    (not yet done: still in a queue)."""
     sqs = emulator_client(running.endpoint_url)
+    handler = LambdaReplay(replayer, breaker[0] if breaker else None)
+    gate = breaker[1] if breaker else None
+    source = LocalEventSource(sqs, dlq_url, handler, Polling(wait_seconds=1), gate=gate)
     queues = dict(zip(view.queues, urls, strict=True))
-    threads.append(daemon(watch_depths, sqs, queues, tally, stop))
-    for thread in threads:
-        if thread.ident is None:
-            thread.start()
+    stop = threading.Event()
+    threads = run_pollers(source, options.pollers, stop)
+    watch: Callable[[threading.Event], None] = functools.partial(watch_depths, sqs, queues, tally)
+    for work in [*workers, watch]:
+        threads.append(threading.Thread(target=work, args=(stop,), daemon=True))
+        threads[-1].start()
+    timeout = settle_timeout(options)
     completed = interrupted = False
     try:
-        completed = wait_until_settled(tally, live, deadline, view)
+        completed = wait_until_settled(tally, options.live, started + timeout, view)
     except KeyboardInterrupt:
         # Ctrl-C: stop the threads, finish the batches in hand, and still account.
         interrupted = True
@@ -170,14 +161,16 @@ def settle(
         done = tally.processed & tally.expected
         parked_ids = (set(parked) & tally.expected) - done
         left = tally.expected - done - parked_ids
-    return Ending(
-        done=done,
-        parked={id_: parked[id_] for id_ in parked_ids},
-        not_yet_done=len(waiting & left),
-        lost=len(left - waiting),
-        completed=completed,
-        interrupted=interrupted,
-    )
+    return done, {
+        "sent": len(tally.expected),
+        "parked": len(parked_ids),
+        "not_yet_done": len(waiting & left),
+        "lost": len(left - waiting),
+        "parked_by_reason": dict(Counter(parked[id_] for id_ in parked_ids)),
+        "completed": completed,
+        "interrupted": interrupted,
+        "timeout_seconds": timeout,
+    }
 
 
 PLAIN_PROGRESS_SECONDS = 5.0
@@ -209,38 +202,30 @@ def quiet_logger(name: str) -> logging.Logger:
 
 
 def wait_until_settled(tally: Tally, live: bool, deadline: float, view: DemoView) -> bool:
-    """Until every message is processed or parked and the view's settled queues are empty."""
+    """Until every message is processed or parked and the view's settled queues are empty: shown
+    live, or plain (CI logs): a start line, then a progress line now and then, never silent."""
+    from rich.live import Live
 
-    def finished() -> bool:
-        with tally.lock:
-            parked = sum(tally.parked_by_reason.values())
-            return len(tally.processed) + parked >= len(tally.expected) and all(
-                q in tally.depths and tally.depths[q].total == 0 for q in view.settled
-            )
-
-    started = time.monotonic()
-    if not live:
-        # Plain (CI logs): a start line, then a progress line now and then, never silent.
+    started = shown = time.monotonic()
+    live_view = Live(render(tally, started, view)) if live else None
+    if live_view is None:
         print(
             f"demo: started with {len(tally.expected)} messages; time limit "
             f"{deadline - started:.0f} s; progress every {PLAIN_PROGRESS_SECONDS:g} s",
             flush=True,
         )
-        shown = started
+    with live_view or nullcontext():
         while time.monotonic() < deadline:
-            if finished():
-                return True
+            if live_view is not None:
+                live_view.update(render(tally, started, view))
+            with tally.lock:
+                parked = sum(tally.parked_by_reason.values())
+                if len(tally.processed) + parked >= len(tally.expected) and all(
+                    q in tally.depths and tally.depths[q].total == 0 for q in view.settled
+                ):
+                    return True
             time.sleep(0.25)
-            if time.monotonic() - shown >= PLAIN_PROGRESS_SECONDS:
+            if live_view is None and time.monotonic() - shown >= PLAIN_PROGRESS_SECONDS:
                 shown = time.monotonic()
                 print(progress_line(tally, shown - started), flush=True)
-        return False
-    from rich.live import Live
-
-    with Live(render(tally, started, view), refresh_per_second=4, transient=False) as live_view:
-        while time.monotonic() < deadline:
-            live_view.update(render(tally, started, view))
-            if finished():
-                return True
-            time.sleep(0.25)
     return False

@@ -269,23 +269,30 @@ def drain_parked(sqs: SQSClient, queue_url: str, id_of: Callable[[str], str]) ->
     return parked
 
 
-@dataclass(frozen=True, slots=True)
-class DemoResult:
-    """Where every sent message ended; `processed`, `parked`, `not_yet_done` and `lost` add up."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Accounting:
+    """Where every sent message ended, as both demos count it: `parked`, `not_yet_done` and `lost`
+    add up to `sent` with the result's own count of those done."""
 
     sent: int
-    processed: int
     parked: int
     not_yet_done: int
     lost: int
     parked_by_reason: dict[str, int]
-    deliveries_by_attempt: dict[int, int]
-    replays: int  # copies the replay sent to the main queue (replayed or released)
-    consumer_backoffs: int  # failures the consumer hid for a backoff delay (--consumer-backoff)
     seconds: float
     completed: bool
     interrupted: bool = False
     timeout_seconds: float = 0.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DemoResult(Accounting):
+    """The SQS demo's: `processed` by the consumer, and how."""
+
+    processed: int
+    deliveries_by_attempt: dict[int, int]
+    replays: int  # copies the replay sent to the main queue (replayed or released)
+    consumer_backoffs: int  # failures the consumer hid for a backoff delay (--consumer-backoff)
     breaker: bool = False  # the outage breaker was on
     breaker_openings: int = 0
     breaker_open_seconds: float = 0.0

@@ -8,13 +8,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from dlq_replay.breaker.breaker_state import BreakerState, Phase
-from dlq_replay.demo.scenario import DemoResult, Tally
+from dlq_replay.demo.scenario import Accounting, DemoResult, Tally
 from dlq_replay.sqs.depth import QueueDepth
 
 if TYPE_CHECKING:
     from rich.console import JustifyMethod
-
-    from dlq_replay.demo.eventbridge_run import EventBridgeResult
 
 # One row per outcome of the replay, by action (`failed`: the SQS call failed); parked: by reason.
 OUTCOME_LABELS = {
@@ -135,13 +133,13 @@ def render(tally: Tally, started: float, view: DemoView = SQS_VIEW) -> Any:
     return Columns(tables)
 
 
-def exit_code(result: DemoResult | EventBridgeResult) -> int:
+def exit_code(result: Accounting) -> int:
     if result.interrupted:
         return 130
     return 0 if result.lost == 0 and result.completed else 1
 
 
-def status_words(result: DemoResult | EventBridgeResult) -> str:
+def status_words(result: Accounting) -> str:
     if result.interrupted:
         return "interrupted"
     if result.completed:
@@ -149,7 +147,7 @@ def status_words(result: DemoResult | EventBridgeResult) -> str:
     return f"timed out (limit {result.timeout_seconds:.0f} s)"
 
 
-def park_reasons(result: DemoResult | EventBridgeResult) -> str:
+def park_reasons(result: Accounting) -> str:
     return ", ".join(f"{k}={v}" for k, v in sorted(result.parked_by_reason.items())) or "none"
 
 

@@ -186,13 +186,9 @@ class DynamoFollowStore:
     def started(
         self, action_id: str, window_seconds: int, at: float, *, command: str | None = None
     ) -> None:
-        put = {
-            "action_id": action_id,
-            "window_seconds": max(0, int(window_seconds)),
-            "started_at": epoch(at),
-            "expires_at": int(at) + FOLLOW_KEEP_SECONDS,
-        }
-        self._write(action_id, put=put | ({"command": command} if command else {}))
+        put = {"action_id": action_id, "window_seconds": max(0, int(window_seconds))}
+        put |= _stamped("started_at", at) | ({"command": command} if command else {})
+        self._write(action_id, put=put)
 
     def sent(self, action_id: str, sent: int, untracked: int) -> None:
         check_counts(sent, untracked)

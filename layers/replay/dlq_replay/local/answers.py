@@ -59,8 +59,6 @@ class ForeignAnswerError(BotoCoreError):
 
     def __init__(self, *, operation: str, endpoint: str, status: int, what: str) -> None:
         super().__init__(operation=operation, endpoint=endpoint, status=status, what=what)
-        self.operation = operation
-        self.endpoint = endpoint
         self.status = status
 
 
