@@ -49,9 +49,7 @@ class CommandHelpFormatter(argparse.HelpFormatter):
         return f"{text} ({'; '.join(extras)})" if extras else text
 
     def _split_lines(self, text: str, width: int) -> list[str]:
-        return textwrap.wrap(
-            " ".join(text.split()), width, break_on_hyphens=False, break_long_words=False
-        )
+        return self._fill_text(text, width, "").splitlines()
 
     def _fill_text(self, text: str, width: int, indent: str) -> str:
         return textwrap.fill(
