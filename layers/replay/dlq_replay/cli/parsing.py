@@ -116,10 +116,8 @@ class SettingType:
     def __init__(self, setting: Setting[Any]) -> None:
         self.setting = setting
         allowed = setting.rule.constraints.get("AllowedValues")
-        self.choices: tuple[str, ...] = (
-            tuple(map(str, allowed)) if isinstance(allowed, list) else ()
-        )
-        self.range_text = one_of(self.choices) if self.choices else setting.rule.summary
+        choices = [str(value) for value in allowed] if isinstance(allowed, list) else []
+        self.range_text = one_of(choices) if choices else setting.rule.summary
         self.__name__ = setting.variable  # argparse names the type in some messages
 
     @property
