@@ -189,8 +189,8 @@ def run_worker_command(args: argparse.Namespace) -> int:
     except StartError as error:
         raise CommandError(f"{error}; nothing was received", 2 if error.usage else 1) from None
     if shutdown.code is None or shutdown.signum == signal.SIGTERM:
-        # A service asked to stop that stopped cleanly: systemd, Kubernetes and process
-        # supervisors read 143 as a failure. An abandoned stop exits 143 from the shutdown.
+        # Unsignalled, or a service asked to stop that stopped cleanly: systemd, Kubernetes and
+        # process supervisors read 143 as a failure. An abandoned stop exits 143 from the shutdown.
         return code
     return shutdown.code
 
