@@ -139,11 +139,8 @@ def function_settings(args: argparse.Namespace, deployment: Deployment) -> dict[
 
 def count_attribute_of(settings: Mapping[str, str]) -> str:
     """The function's REPLAY_COUNT_ATTRIBUTE, else the environment's, else the default."""
-    return (
-        settings.get("REPLAY_COUNT_ATTRIBUTE")
-        or os.environ.get("REPLAY_COUNT_ATTRIBUTE")
-        or DEFAULT_COUNT_ATTRIBUTE
-    )
+    variable = "REPLAY_COUNT_ATTRIBUTE"
+    return settings.get(variable) or os.environ.get(variable) or DEFAULT_COUNT_ATTRIBUTE
 
 
 def replay_targets_of(settings: Mapping[str, str]) -> frozenset[str]:
