@@ -14,15 +14,7 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
 from dlq_replay.cli.errors import EXIT_USAGE, CommandError, error_code
-from dlq_replay.cli.options import (
-    INTERACTIVE_ATTEMPTS,
-    INTERACTIVE_CONNECT_TIMEOUT,
-    INTERACTIVE_READ_TIMEOUT,
-    add_aws_options,
-    aws_session,
-    endpoint,
-    sqs_client,
-)
+from dlq_replay.cli.options import INTERACTIVE, add_aws_options, aws_session, endpoint, sqs_client
 from dlq_replay.cli.output import note
 from dlq_replay.cli.parsing import Run, int_between, queue_url
 from dlq_replay.core.kinds import KIND_CHOICES, RecordKind, accepted_kinds
@@ -33,12 +25,6 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
 
-# Clients other than SQS: one-off look-ups for a person waiting, so they fail fast too.
-_LOOKUP_CONFIG = Config(
-    retries={"mode": "standard", "total_max_attempts": INTERACTIVE_ATTEMPTS},
-    connect_timeout=INTERACTIVE_CONNECT_TIMEOUT,
-    read_timeout=INTERACTIVE_READ_TIMEOUT,
-)
 # CloudWatch is a nice-to-have for `status` (the age of the oldest message): fail fast.
 _OPTIONAL_CONFIG = Config(
     retries={"mode": "standard", "max_attempts": 1}, connect_timeout=3, read_timeout=5
@@ -46,8 +32,9 @@ _OPTIONAL_CONFIG = Config(
 
 
 def lookup_config(service: str) -> Config:
-    """The configuration of a client other than SQS's, for the CLI and the console alike."""
-    return _OPTIONAL_CONFIG if service == "cloudwatch" else _LOOKUP_CONFIG
+    """The configuration of a client other than SQS's, for the CLI and the console alike: a
+    one-off look-up for a person waiting, so it fails fast too."""
+    return _OPTIONAL_CONFIG if service == "cloudwatch" else INTERACTIVE
 
 
 def make_client(args: argparse.Namespace, service: str) -> Any:
@@ -152,11 +139,8 @@ def function_settings(args: argparse.Namespace, deployment: Deployment) -> dict[
 
 def count_attribute_of(settings: Mapping[str, str]) -> str:
     """The function's REPLAY_COUNT_ATTRIBUTE, else the environment's, else the default."""
-    return (
-        settings.get("REPLAY_COUNT_ATTRIBUTE")
-        or os.environ.get("REPLAY_COUNT_ATTRIBUTE")
-        or DEFAULT_COUNT_ATTRIBUTE
-    )
+    variable = "REPLAY_COUNT_ATTRIBUTE"
+    return settings.get(variable) or os.environ.get(variable) or DEFAULT_COUNT_ATTRIBUTE
 
 
 def replay_targets_of(settings: Mapping[str, str]) -> frozenset[str]:

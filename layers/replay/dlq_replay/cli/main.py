@@ -89,15 +89,12 @@ def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentPa
     )
     parser.commands = subparsers.choices
     registry = Registry(subparsers)
-    registered: set[str] = set()
     wanted = None if commands is None else {COMMANDS[name].module for name in commands}
     for name, (module, summary) in COMMANDS.items():
-        if wanted is None or module in wanted:
-            if module not in registered:
-                importlib.import_module(f"dlq_replay.cli.{module}").register(registry)
-                registered.add(module)
-        else:
+        if wanted is not None and module not in wanted:
             subparsers.add_parser(name, help=summary, add_help=False)
+        elif name not in subparsers.choices:  # a module registers all of its commands at once
+            importlib.import_module(f"dlq_replay.cli.{module}").register(registry)
     return parser
 
 

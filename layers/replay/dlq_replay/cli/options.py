@@ -23,17 +23,15 @@ if TYPE_CHECKING:
 # Interactive commands (status, peek, redrive, plan) fail fast when the endpoint is down or
 # never answers: 2 attempts of at most 2 s to connect and 10 s to answer (plus the long poll of
 # a command that receives, `sqs_client`), about 20 s in all (docs/operator-commands.md); the
-# worker keeps the patient retries of the Lambda (dlq_replay.sqs.client).
-INTERACTIVE_ATTEMPTS = 2
+# worker keeps the patient retries of the Lambda (dlq_replay.sqs.client). The clients of other
+# services take INTERACTIVE as it is (deployment.lookup_config), SQS's with the app's id.
 INTERACTIVE_CONNECT_TIMEOUT = 2
-INTERACTIVE_READ_TIMEOUT = 10
-INTERACTIVE_CONFIG = sqs_clients.APP_ID.merge(
-    Config(
-        retries={"mode": "standard", "total_max_attempts": INTERACTIVE_ATTEMPTS},
-        connect_timeout=INTERACTIVE_CONNECT_TIMEOUT,
-        read_timeout=INTERACTIVE_READ_TIMEOUT,
-    )
+INTERACTIVE = Config(
+    retries={"mode": "standard", "total_max_attempts": 2},
+    connect_timeout=INTERACTIVE_CONNECT_TIMEOUT,
+    read_timeout=10,
 )
+INTERACTIVE_CONFIG = sqs_clients.APP_ID.merge(INTERACTIVE)
 # The console's one SQS client of every page, read and action: connections for the overview's
 # readers, a snapshot's receivers and an action at once.
 CONSOLE_CONNECTIONS = 32
@@ -111,10 +109,9 @@ def probe_config(patience: float) -> Config:
 def endpoint(args: argparse.Namespace, service: str = "sqs") -> str | None:
     """AWS_ENDPOINT_URL_<SERVICE> (not SQS), else --endpoint-url, else AWS_ENDPOINT_URL_SQS,
     else AWS_ENDPOINT_URL, else None (AWS's own); a variable checked as the option is."""
-    own = [] if service == "sqs" else [f"AWS_ENDPOINT_URL_{service.upper()}"]
-    for name in own:
-        if name in os.environ:
-            return _checked(name)
+    own = f"AWS_ENDPOINT_URL_{service.upper()}"
+    if service != "sqs" and own in os.environ:
+        return _checked(own)
     if args.endpoint_url:
         return str(args.endpoint_url)
     for name in ("AWS_ENDPOINT_URL_SQS", "AWS_ENDPOINT_URL"):

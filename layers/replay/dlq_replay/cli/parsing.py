@@ -49,9 +49,7 @@ class CommandHelpFormatter(argparse.HelpFormatter):
         return f"{text} ({'; '.join(extras)})" if extras else text
 
     def _split_lines(self, text: str, width: int) -> list[str]:
-        return textwrap.wrap(
-            " ".join(text.split()), width, break_on_hyphens=False, break_long_words=False
-        )
+        return self._fill_text(text, width, "").splitlines()
 
     def _fill_text(self, text: str, width: int, indent: str) -> str:
         return textwrap.fill(
@@ -118,10 +116,8 @@ class SettingType:
     def __init__(self, setting: Setting[Any]) -> None:
         self.setting = setting
         allowed = setting.rule.constraints.get("AllowedValues")
-        self.choices: tuple[str, ...] = (
-            tuple(map(str, allowed)) if isinstance(allowed, list) else ()
-        )
-        self.range_text = one_of(self.choices) if self.choices else setting.rule.summary
+        choices = [str(value) for value in allowed] if isinstance(allowed, list) else []
+        self.range_text = one_of(choices) if choices else setting.rule.summary
         self.__name__ = setting.variable  # argparse names the type in some messages
 
     @property

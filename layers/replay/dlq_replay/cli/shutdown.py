@@ -42,10 +42,7 @@ class Interrupted(KeyboardInterrupt):
     def __init__(self, signum: int, message: str | None = None) -> None:
         super().__init__(message or f"interrupted ({signal_name(signum)})")
         self.signum = signum
-
-    @property
-    def code(self) -> int:
-        return exit_code(self.signum)
+        self.code = exit_code(signum)
 
 
 def _raise_interrupted(signum: int, frame: FrameType | None) -> None:
@@ -160,9 +157,9 @@ class Shutdown:
         self._abandoning = True
         # With the tally at hand, the end record first (bounded): the work goes on meanwhile,
         # so what is left is read again after it, for the line and the tally that say it.
-        early = self.audit is not None and self._tally is not None
-        if self.audit is not None and self._tally is not None:
-            self.audit.tally(self._tally())
+        if self._tally is not None:
+            if self.audit is not None:
+                self.audit.tally(self._tally())
             self._abandon_audit(why, code)
         left = self._left_text()
         if sys.stderr.isatty():
@@ -179,7 +176,7 @@ class Shutdown:
                     flush=True,
                 )
         sys.stdout.flush()
-        if not early:
+        if self._tally is None:
             self._abandon_audit(why, code)
         self._exit_now(code)
 

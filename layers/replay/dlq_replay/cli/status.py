@@ -69,13 +69,15 @@ def run_status(args: argparse.Namespace) -> int:
     from dlq_replay.cli.auditing import open_store
     from dlq_replay.cli.followed import recovery_report
 
-    dlq = next((q.queue.name for q in result.queues if q.role == "dlq"), None)
-    recovery = recovery_report(open_store(args), dlq, now)
+    dlq = next((q for q in result.queues if q.role == "dlq"), None)
+    recovery = recovery_report(open_store(args), dlq.queue.name if dlq else None, now)
+    # Messages in the DLQ (visible, in flight, delayed): what the breaker holds back.
+    waiting = dlq.depth.total if dlq else None
     if args.json:
         print_json(
             {
                 **status_json(result, deployment),
-                "breaker": breaker_json(breaker, result, now),
+                "breaker": breaker_json(breaker, waiting, now),
                 "kinds": kinds,
                 "recovery": recovery,
             }
@@ -111,7 +113,7 @@ def run_status(args: argparse.Namespace) -> int:
     console.print(table)
     console.print(_event_source_line(result.event_source))
     if breaker is not None:
-        console.print(breaker_line(breaker, _waiting(result), now), soft_wrap=True)
+        console.print(breaker_line(breaker, waiting, now), soft_wrap=True)
     for line in kinds_lines(kinds):
         console.print(line, soft_wrap=True)
     console.print(recovery["text"], soft_wrap=True, markup=False, highlight=False)
@@ -237,12 +239,6 @@ def status_json(result: Status, deployment: Deployment) -> dict[str, Any]:
     }
 
 
-def _waiting(result: Status) -> int | None:
-    """Messages in the DLQ (visible, in flight, delayed): what the breaker holds back."""
-    dlq = next((q for q in result.queues if q.role == "dlq"), None)
-    return dlq.depth.total if dlq else None
-
-
 def breaker_line(status: BreakerStatus, waiting: int | None, now: float) -> str:
     """One line: the breaker's state, since when, the next probe, and what waits."""
     state = status.state
@@ -264,7 +260,9 @@ def breaker_line(status: BreakerStatus, waiting: int | None, now: float) -> str:
     return f"outage breaker: HALF-OPEN {since} ({doing}){wait}"
 
 
-def breaker_json(status: BreakerStatus | None, result: Status, now: float) -> dict[str, Any] | None:
+def breaker_json(
+    status: BreakerStatus | None, waiting: int | None, now: float
+) -> dict[str, Any] | None:
     if status is None:
         return None
     state = status.state
@@ -279,6 +277,6 @@ def breaker_json(status: BreakerStatus | None, result: Status, now: float) -> di
         "openings": state.openings if state else None,
         "cause": state.cause.value if state and state.cause else None,
         "holding": state.holding if state else None,
-        "waiting": _waiting(result),
+        "waiting": waiting,
         "note": status.note,
     }

@@ -213,24 +213,20 @@ def actions_table(
     for column in columns + (["followed"] if followed is not None else []):
         table.add_column(column, overflow="fold")
     for action in actions:
-        record = action.record
-        end = action.end
-        size = end.selection_size if end and end.selection_size is not None else None
-        table.add_row(
-            *(
-                _text(cell)
-                for cell in (
-                    record.started_at.replace("T", " ")[:19],
-                    record.command,
-                    str(record.origin),
-                    who_text(record.identity),
-                    what_text(record, end),
-                    "" if size is None else str(size),
-                    result_text(action),
-                    *([followed.get(record.action_id, "")] if followed is not None else []),
-                )
-            )
-        )
+        record, end = action.record, action.end
+        size = end.selection_size if end else None
+        cells = [
+            record.started_at.replace("T", " ")[:19],
+            record.command,
+            str(record.origin),
+            who_text(record.identity),
+            what_text(record, end),
+            "" if size is None else str(size),
+            result_text(action),
+        ]
+        if followed is not None:
+            cells.append(followed.get(record.action_id, ""))
+        table.add_row(*map(_text, cells))
     return table
 
 
