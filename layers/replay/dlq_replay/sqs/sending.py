@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
 
@@ -19,13 +19,11 @@ from dlq_replay.core.queues import is_fifo_url
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
-    from mypy_boto3_sqs.type_defs import BatchResultErrorEntryTypeDef, MessageTypeDef
+    from mypy_boto3_sqs.type_defs import MessageTypeDef
 
 MAX_BATCH_ENTRIES = 10  # SendMessageBatch's limits per request
 MAX_BATCH_BYTES = 1_048_576
 MAX_IN_FLIGHT_BYTES = MAX_BATCH_BYTES
-
-_Item = TypeVar("_Item")
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,51 +148,37 @@ def delete_messages(
     sqs: SQSClient, queue_url: str, messages: Sequence[MessageTypeDef]
 ) -> list[str]:
     """DeleteMessageBatch; the ids of the messages SQS did not delete (they come back)."""
-
-    def request(chunk: list[MessageTypeDef]) -> Sequence[BatchResultErrorEntryTypeDef]:
-        response = sqs.delete_message_batch(
-            QueueUrl=queue_url,
-            Entries=[
-                {"Id": str(index), "ReceiptHandle": m["ReceiptHandle"]}
-                for index, m in enumerate(chunk)
-            ],
-        )
-        return response.get("Failed", [])
-
-    return [message["MessageId"] for message, _ in _refused(messages, request)]
+    entries = [{"ReceiptHandle": message["ReceiptHandle"]} for message in messages]
+    refused = _refused(sqs.delete_message_batch, queue_url, entries)
+    return [messages[index]["MessageId"] for index, _ in refused]
 
 
 def change_visibility(
     sqs: SQSClient, queue_url: str, changes: Sequence[tuple[str, int]]
 ) -> list[tuple[int, str]]:
     """ChangeMessageVisibilityBatch of (handle, seconds) pairs; (index, code) of each refused."""
-
-    def request(chunk: list[tuple[int, tuple[str, int]]]) -> Sequence[BatchResultErrorEntryTypeDef]:
-        response = sqs.change_message_visibility_batch(
-            QueueUrl=queue_url,
-            Entries=[
-                {"Id": str(index), "ReceiptHandle": handle, "VisibilityTimeout": timeout}
-                for index, (_, (handle, timeout)) in enumerate(chunk)
-            ],
-        )
-        return response.get("Failed", [])
-
-    return [(position, code) for (position, _), code in _refused(list(enumerate(changes)), request)]
+    entries = [
+        {"ReceiptHandle": handle, "VisibilityTimeout": timeout} for handle, timeout in changes
+    ]
+    return _refused(sqs.change_message_visibility_batch, queue_url, entries)
 
 
 def _refused(
-    items: Sequence[_Item],
-    request: Callable[[list[_Item]], Sequence[BatchResultErrorEntryTypeDef]],
-) -> list[tuple[_Item, str]]:
-    """`request` on each run of up to 10 items (entry Ids: their indexes in it); each item SQS
-    refused, with its error code (or the exception's class)."""
-    refused: list[tuple[_Item, str]] = []
-    for start in range(0, len(items), MAX_BATCH_ENTRIES):
-        chunk = list(items[start : start + MAX_BATCH_ENTRIES])
+    call: Callable[..., Any], queue_url: str, entries: Sequence[dict[str, Any]]
+) -> list[tuple[int, str]]:
+    """`call` on each run of up to 10 entries (Ids: their indexes in the run); the index and
+    error code (or the exception's class) of each entry SQS refused."""
+    refused: list[tuple[int, str]] = []
+    for start in range(0, len(entries), MAX_BATCH_ENTRIES):
+        chunk = entries[start : start + MAX_BATCH_ENTRIES]
         try:
-            failed = request(chunk)
+            response = call(
+                QueueUrl=queue_url,
+                Entries=[{"Id": str(index), **entry} for index, entry in enumerate(chunk)],
+            )
         except (ClientError, BotoCoreError) as error:
-            refused.extend((item, type(error).__name__) for item in chunk)
+            refused.extend((start + index, type(error).__name__) for index in range(len(chunk)))
             continue
-        refused.extend((chunk[int(entry["Id"])], str(entry.get("Code"))) for entry in failed)
+        failed = response.get("Failed", [])
+        refused.extend((start + int(entry["Id"]), str(entry.get("Code"))) for entry in failed)
     return refused
