@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import boto3
 from botocore.config import Config
@@ -34,11 +34,8 @@ from dlq_replay.targets.delivery import Delivered, Delivery, DeliveryResult, Ref
 if TYPE_CHECKING:
     from mypy_boto3_events import EventBridgeClient
     from mypy_boto3_events.type_defs import PutEventsRequestEntryTypeDef, TargetOutputTypeDef
-    from mypy_boto3_lambda import LambdaClient
-    from mypy_boto3_sns import SNSClient
     from mypy_boto3_sqs import SQSClient
     from mypy_boto3_sqs.type_defs import SendMessageRequestTypeDef
-    from mypy_boto3_stepfunctions import SFNClient
 
 
 # As the SQS client's (sqs/client.py, which this layer may not import).
@@ -68,22 +65,8 @@ class TargetClients:
         # Making a client from a session is not thread-safe; deliveries run on a pool.
         self._lock = threading.Lock()
 
-    def lambda_client(self, region: str) -> LambdaClient:
-        return cast("LambdaClient", self._client("lambda", region))
-
-    def sqs(self, region: str) -> SQSClient:
-        return cast("SQSClient", self._client("sqs", region))
-
-    def sns(self, region: str) -> SNSClient:
-        return cast("SNSClient", self._client("sns", region))
-
-    def stepfunctions(self, region: str) -> SFNClient:
-        return cast("SFNClient", self._client("stepfunctions", region))
-
-    def events(self, region: str) -> EventBridgeClient:
-        return cast("EventBridgeClient", self._client("events", region))
-
-    def _client(self, service: str, region: str) -> Any:
+    def client(self, service: str, region: str) -> Any:
+        """The client of `service` (a boto3 service name) in `region`."""
         with self._lock:
             if (service, region) not in self._clients:
                 self._session = self._session or boto3.Session()
@@ -184,7 +167,7 @@ class Deliverer:
         arn = Arn.parse(rule_arn)
         if home_account and arn.account and arn.account != home_account:
             bus = arn.sibling(f"event-bus/{bus or 'default'}")
-        paginator = self._clients.events(region).get_paginator("list_targets_by_rule")
+        paginator = self._clients.client("events", region).get_paginator("list_targets_by_rule")
         pages = (
             paginator.paginate(Rule=name)
             if bus is None
@@ -202,7 +185,7 @@ class Deliverer:
         region = Arn.parse(target).region
         match target_service(target):
             case TargetService.LAMBDA:
-                response = self._clients.lambda_client(region).invoke(
+                response = self._clients.client("lambda", region).invoke(
                     FunctionName=target, InvocationType="Event", Payload=delivery.payload.encode()
                 )
                 # An Event invocation's answer has an empty body; reading it hands the
@@ -211,15 +194,17 @@ class Deliverer:
                 response["Payload"].read()
                 return Delivered(record_id, response["ResponseMetadata"]["RequestId"])
             case TargetService.SQS:
-                return _send_to_queue(self._clients.sqs(region), delivery, rule)
+                return _send_to_queue(self._clients.client("sqs", region), delivery, rule)
             case TargetService.SNS:
                 if is_fifo_arn(target):
                     why = "an EventBridge target names no group id for a FIFO topic"
                     return _no_group(delivery, why)
-                self._clients.sns(region).publish(TopicArn=target, Message=delivery.payload)
+                self._clients.client("sns", region).publish(
+                    TopicArn=target, Message=delivery.payload
+                )
                 return Delivered(record_id, None)
             case TargetService.STATES:
-                client = self._clients.stepfunctions(region)
+                client = self._clients.client("stepfunctions", region)
                 # ExecutionAlreadyExists: this record's attempt started it already (a retry).
                 with contextlib.suppress(client.exceptions.ExecutionAlreadyExists):
                     client.start_execution(
@@ -229,7 +214,7 @@ class Deliverer:
                     )
                 return Delivered(record_id, None)
             case TargetService.EVENTS:
-                return _put_event(self._clients.events(region), delivery)
+                return _put_event(self._clients.client("events", region), delivery)
         raise ValueError(f"no delivery to this target: {target}")  # `_send`'s check
 
 
