@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from dlq_replay.core import attributes
 from dlq_replay.core.attributes import Attribute, ParsedAttributes
+from dlq_replay.core.queues import is_fifo_url
 from dlq_replay.core.text import printable, utf8_size
 
 if TYPE_CHECKING:
@@ -18,6 +20,7 @@ SOURCE_ARN_ATTRIBUTE = "DeadLetterQueueSourceArn"
 # Largest message SQS takes: body plus every attribute's name, type and value.
 MAX_MESSAGE_BYTES = 1_048_576
 _T = TypeVar("_T")
+_R = TypeVar("_R")
 
 
 def unencodable(message: InboundMessage) -> str | None:
@@ -182,6 +185,28 @@ def sized_batches(
         total += item_size
     if batch:
         yield batch, total
+
+
+def in_order_per_key(items: Iterable[_T], key: Callable[[_T], str]) -> list[list[_T]]:
+    """Tasks for a pool: one per item, but the items whose key is one FIFO queue or target
+    (its URL or ARN) all in one, in order."""
+    tasks: dict[str | int, list[_T]] = {}
+    for index, item in enumerate(items):
+        fifo = key(item)
+        tasks.setdefault(fifo if is_fifo_url(fifo) else index, []).append(item)
+    return list(tasks.values())
+
+
+def run_tasks(
+    work: Callable[[_T], _R], tasks: Sequence[_T], concurrency: int, name: str
+) -> list[_R]:
+    """`work` on every task, up to `concurrency` at once, the results in order. A pool per
+    call: no thread outlives the invocation (Lambda freezes between them)."""
+    workers = min(concurrency, len(tasks))
+    if workers <= 1:
+        return [work(task) for task in tasks]
+    with ThreadPoolExecutor(workers, thread_name_prefix=name) as pool:
+        return list(pool.map(work, tasks))
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:

@@ -6,16 +6,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
 
-from dlq_replay.core.messages import OutboundMessage, sized_batches
-from dlq_replay.core.queues import is_fifo_url
+from dlq_replay.core.messages import OutboundMessage, in_order_per_key, run_tasks, sized_batches
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -63,31 +61,19 @@ class BatchSender:
         by_queue: dict[str, list[OutboundMessage]] = {}
         for message in messages:
             by_queue.setdefault(message.queue_url, []).append(message)
+        requests = [
+            (url, sized) for url, queued in by_queue.items() for sized in _sized_requests(queued)
+        ]
         # One task per request of a standard queue; a FIFO queue's requests, in order, are one.
-        tasks: list[tuple[str, list[_Request]]] = []
-        for queue_url, queued in by_queue.items():
-            requests = list(_sized_requests(queued))
-            if is_fifo_url(queue_url):
-                tasks.append((queue_url, requests))
-            else:
-                tasks.extend((queue_url, [request]) for request in requests)
+        tasks = in_order_per_key(requests, itemgetter(0))
         failures: dict[str, SendFailure] = {}
-        workers = min(self._concurrency, len(tasks))
-        if workers <= 1:
-            for task in tasks:
-                failures.update(self._send_in_order(*task))
-            return failures
-        # A pool per call: no thread outlives the invocation (Lambda freezes between them).
-        with ThreadPoolExecutor(workers, thread_name_prefix="send") as pool:
-            for result in pool.map(lambda task: self._send_in_order(*task), tasks):
-                failures.update(result)
+        for result in run_tasks(self._send_in_order, tasks, self._concurrency, "send"):
+            failures.update(result)
         return failures
 
-    def _send_in_order(
-        self, queue_url: str, requests: Sequence[_Request]
-    ) -> dict[str, SendFailure]:
+    def _send_in_order(self, requests: Sequence[tuple[str, _Request]]) -> dict[str, SendFailure]:
         failures: dict[str, SendFailure] = {}
-        for request in requests:
+        for queue_url, request in requests:
             failures.update(self._send_request(queue_url, request))
         return failures
 

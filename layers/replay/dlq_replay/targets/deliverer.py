@@ -8,10 +8,10 @@ import contextlib
 import hashlib
 import json
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 import boto3
@@ -19,6 +19,7 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
 from dlq_replay import __version__
+from dlq_replay.core.messages import in_order_per_key, run_tasks
 from dlq_replay.core.queues import (
     Arn,
     TargetService,
@@ -104,12 +105,10 @@ class Deliverer:
     def deliver(self, deliveries: Sequence[Delivery]) -> dict[str, DeliveryResult]:
         with self._lock:
             self._failed.clear()
-        tasks = _in_order_per_fifo_target(deliveries)
-        workers = min(self._concurrency, len(tasks))
-        if workers <= 1:
-            return _by_record(map(self._deliver_in_order, tasks))
-        with ThreadPoolExecutor(workers, thread_name_prefix="deliver") as pool:
-            return _by_record(pool.map(self._deliver_in_order, tasks))
+        # One task per delivery, a FIFO target's all in one, in the batch's order.
+        tasks = in_order_per_key(deliveries, attrgetter("target_arn"))
+        done = run_tasks(self._deliver_in_order, tasks, self._concurrency, "deliver")
+        return {result.record_id: result for results in done for result in results}
 
     def _deliver_in_order(self, task: Sequence[Delivery]) -> list[DeliveryResult]:
         return [self._deliver_one(delivery) for delivery in task]
@@ -325,16 +324,3 @@ def _refusal(record_id: str, error: Exception) -> Refused:
     if isinstance(error, ValueError) and not isinstance(error, BotoCoreError):
         return Refused(record_id, RefusalCode.INVALID_TARGET, str(error))
     return Refused(record_id, type(error).__name__, str(error))
-
-
-def _by_record(done: Iterable[list[DeliveryResult]]) -> dict[str, DeliveryResult]:
-    return {result.record_id: result for results in done for result in results}
-
-
-def _in_order_per_fifo_target(deliveries: Sequence[Delivery]) -> list[list[Delivery]]:
-    """Tasks for the pool: one per delivery, a FIFO target's all in one, in the batch's order."""
-    tasks: dict[str | int, list[Delivery]] = {}
-    for index, delivery in enumerate(deliveries):
-        fifo = is_fifo_arn(delivery.target_arn)
-        tasks.setdefault(delivery.target_arn if fifo else index, []).append(delivery)
-    return list(tasks.values())
