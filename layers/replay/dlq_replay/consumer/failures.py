@@ -59,11 +59,9 @@ class FailurePath:
     def __init__(
         self, sqs: SQSClient, settings: ConsumerSettings, options: FailureOptions | None = None
     ) -> None:
-        options = options or FailureOptions()
+        self._options = options = options or FailureOptions()
         self._sqs = sqs
         self._settings = settings
-        self._park_rule = options.park_rule
-        self._park_detail = options.park_detail
         self._rng = options.rng or default_random()
         self.logger: Log = options.logger or logging.getLogger("dlq_replay.consumer")
 
@@ -83,9 +81,9 @@ class FailurePath:
 
     def _with_park_rule(self, failure: Failure) -> Failure:
         error = failure.error
-        if self._park_rule is None or error is None or isinstance(error, ParkMessage):
+        if self._options.park_rule is None or error is None or isinstance(error, ParkMessage):
             return failure
-        park = self._park_rule(error)
+        park = self._options.park_rule(error)
         return failure if park is None else Failure(failure.message, park)
 
     def unknown_queue(self, queue_arn: str, failures: Sequence[Failure]) -> None:
@@ -119,7 +117,9 @@ class FailurePath:
                 continue
             sendable.append(failure)
             copies.append(
-                park_now_copy(failure.message, failure.error, operator_queue_url, self._park_detail)
+                park_now_copy(
+                    failure.message, failure.error, operator_queue_url, self._options.park_detail
+                )
             )
         refused = BatchSender(self._sqs).send(copies)
         parked = set()
@@ -227,14 +227,27 @@ RECEIVE_MARGIN_SECONDS = 60
 class _BackoffOnFailure:
     """Remember each failure's exception; settle them before Powertools builds the response."""
 
-    _sqs: SQSClient
-    _path: FailurePath
-    _clock: Callable[[], float]
     _started: float
     _errors: dict[str, BaseException | None]
     fail_messages: list[Any]
     success_messages: list[Any]
     exceptions: list[Any]
+
+    def __init__(
+        self,
+        sqs: SQSClient,
+        settings: ConsumerSettings,
+        *,
+        rng: RandomSource | None = None,
+        logger: Log | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        park_rule: ParkRule | None = None,
+        park_detail: ParkDetail | None = None,
+        **processor: Any,  # Powertools' own: raise_on_entire_batch_failure, skip_group_on_error
+    ) -> None:
+        super().__init__(**processor)
+        self._sqs, self._clock = sqs, clock
+        self._path = FailurePath(sqs, settings, FailureOptions(park_rule, park_detail, rng, logger))
 
     def _prepare(self) -> None:
         self._started = self._clock()
@@ -278,38 +291,9 @@ class _BackoffOnFailure:
 class BackoffBatchProcessor(_BackoffOnFailure, BatchProcessor):
     """`BatchProcessor(EventType.SQS)` whose failed records back off (or park now)."""
 
-    def __init__(
-        self,
-        sqs: SQSClient,
-        settings: ConsumerSettings,
-        *,
-        rng: RandomSource | None = None,
-        logger: Log | None = None,
-        clock: Callable[[], float] = time.monotonic,
-        raise_on_entire_batch_failure: bool = True,
-        park_rule: ParkRule | None = None,
-        park_detail: ParkDetail | None = None,
-    ) -> None:
-        super().__init__(EventType.SQS, raise_on_entire_batch_failure=raise_on_entire_batch_failure)
-        self._sqs, self._clock = sqs, clock
-        self._path = FailurePath(sqs, settings, FailureOptions(park_rule, park_detail, rng, logger))
+    def __init__(self, sqs: SQSClient, settings: ConsumerSettings, **options: Any) -> None:
+        super().__init__(sqs, settings, event_type=EventType.SQS, **options)
 
 
 class BackoffFifoProcessor(_BackoffOnFailure, SqsFifoPartialProcessor):
     """`SqsFifoPartialProcessor` whose failed records back off, a message group together."""
-
-    def __init__(
-        self,
-        sqs: SQSClient,
-        settings: ConsumerSettings,
-        *,
-        skip_group_on_error: bool = False,
-        rng: RandomSource | None = None,
-        logger: Log | None = None,
-        clock: Callable[[], float] = time.monotonic,
-        park_rule: ParkRule | None = None,
-        park_detail: ParkDetail | None = None,
-    ) -> None:
-        super().__init__(skip_group_on_error=skip_group_on_error)
-        self._sqs, self._clock = sqs, clock
-        self._path = FailurePath(sqs, settings, FailureOptions(park_rule, park_detail, rng, logger))
