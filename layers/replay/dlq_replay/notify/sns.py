@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from operator import attrgetter
-from typing import TYPE_CHECKING, Protocol, Unpack
+from typing import TYPE_CHECKING, TypeAlias
 
 import boto3
 from botocore.config import Config
@@ -17,11 +17,8 @@ from dlq_replay.core.notices import ParkNotice
 from dlq_replay.core.queues import SNS_TOPIC_ARN_PATTERN, is_fifo_arn
 
 if TYPE_CHECKING:
-    from mypy_boto3_sns.type_defs import (
-        PublishBatchInputTypeDef,
-        PublishBatchRequestEntryTypeDef,
-        PublishBatchResponseTypeDef,
-    )
+    from mypy_boto3_sns import SNSClient
+    from mypy_boto3_sns.type_defs import PublishBatchRequestEntryTypeDef
 
     from dlq_replay.core.settings import Settings
 
@@ -32,14 +29,8 @@ MAX_PUBLISH_BYTES = 262_144
 SNS_CLIENT_CONFIG = Config(
     retries={"mode": "standard", "max_attempts": 5}, connect_timeout=5, read_timeout=15
 )
-
-
-class SnsClient(Protocol):
-    """The one SNS call the notices make."""
-
-    def publish_batch(
-        self, **kwargs: Unpack[PublishBatchInputTypeDef]
-    ) -> PublishBatchResponseTypeDef: ...
+# The SNS client's type, a name the layers above import at run time.
+SnsClient: TypeAlias = "SNSClient"
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,8 +50,7 @@ def notice_client(
     match = SNS_TOPIC_ARN_PATTERN.fullmatch(topic)
     region = match["region"] if match else None
     make = session.client if session is not None else boto3.client
-    client: SnsClient = make("sns", region_name=region, config=config)
-    return client
+    return make("sns", region_name=region, config=config)
 
 
 def publish_notices(
