@@ -7,6 +7,7 @@ boto3 (no Lambda, no Powertools: the usage, and the receive it needs, are in doc
 from __future__ import annotations
 
 import logging
+import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, SqsFifoPartialProcessor
 from botocore.exceptions import BotoCoreError, ClientError
 
-from dlq_replay.core.backoff import RandomSource, default_random
+from dlq_replay.core.backoff import RandomSource
 from dlq_replay.core.failure import (
     ParkDetail,
     ParkMessage,
@@ -62,7 +63,7 @@ class FailurePath:
         self._options = options = options or FailureOptions()
         self._sqs = sqs
         self._settings = settings
-        self._rng = options.rng or default_random()
+        self._rng = options.rng or random.Random()  # noqa: S311 - jitter, not cryptography
         self.logger: Log = options.logger or logging.getLogger("dlq_replay.consumer")
 
     def settle(

@@ -13,7 +13,7 @@ from dlq_replay.core.backoff import MAX_VISIBILITY_TIMEOUT_SECONDS, BackoffPolic
 from dlq_replay.core.decision import FALLBACK_GROUP_ID, with_room
 from dlq_replay.core.messages import InboundMessage, OutboundMessage
 from dlq_replay.core.queues import is_fifo_url
-from dlq_replay.core.text import PARK_DETAIL_MAX_CHARS, clip, last_true, one_line, sqs_text
+from dlq_replay.core.text import PARK_DETAIL_MAX_CHARS, error_text, last_true, one_line, sqs_text
 
 # A park-now reason is written as `consumer:<reason>` in `dlq-replay-park-reason`, so the
 # operator tools tell it from the replay's own reasons and can filter on it.
@@ -79,8 +79,7 @@ def body_free_detail(park: ParkMessage, body: str) -> str:
 
 def park_detail_text(park: ParkMessage, body: str, detail: ParkDetail | None = None) -> str:
     """`dlq-replay-error` of a park-now copy (empty: none), whatever `detail` returns."""
-    text = (detail or body_free_detail)(park, body)
-    return clip(sqs_text(one_line(str(text))), PARK_DETAIL_MAX_CHARS)
+    return error_text(str((detail or body_free_detail)(park, body)))
 
 
 def _redact_body(text: str, body: str, *, keep: int) -> str:
