@@ -147,15 +147,22 @@ class Rule(Generic[T]):
 @dataclass(frozen=True, slots=True)
 class Setting(Generic[T]):
     variable: str
-    # The attribute of `Settings` it fills; `backoff.<name>` for the BackoffPolicy's.
-    field: str
     rule: Rule[T]
     default: str  # the text an unset variable stands for ("" is blank: none, off)
     help: str  # one line: what it does
-    parameter: str | None = None  # the template.yaml parameter that sets it, if any
+    # The attribute of `Settings` it fills (`backoff.<name>` for the BackoffPolicy's), and the
+    # template.yaml parameter that sets it; blank: the variable's name in lower and camel case.
+    field: str = ""
+    parameter: str = ""
     # The parameter's constraints when it is not the value itself (an ARN for a queue URL).
     parameter_constraints: Mapping[str, object] | None = None
     required: bool = False  # blank is refused (only by `Settings`: the consumer's is optional)
+
+    def __post_init__(self) -> None:
+        if not self.field:
+            object.__setattr__(self, "field", self.variable.lower())
+        if not self.parameter:
+            object.__setattr__(self, "parameter", self.variable.title().replace("_", ""))
 
     @property
     def option(self) -> str:
