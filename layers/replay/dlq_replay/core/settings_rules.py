@@ -119,15 +119,6 @@ def queue_url(text: str) -> str | None:
     return text
 
 
-def boolean(text: str) -> bool:
-    lowered = text.lower()
-    if lowered in _TRUE:
-        return True
-    if lowered in _FALSE:
-        return False
-    raise ValueError(text)
-
-
 @dataclass(frozen=True, slots=True)
 class Rule(Generic[T]):
     """What the text of one setting may be: the converter (raises ValueError), the words that
@@ -202,7 +193,11 @@ def flag_rule(on: str = "true", off: str = "false") -> Rule[bool]:
 
     def convert(text: str) -> bool:
         lowered = text.lower()
-        return True if lowered == on else False if lowered == off else boolean(text)
+        if lowered == on or lowered in _TRUE:
+            return True
+        if lowered == off or lowered in _FALSE:
+            return False
+        raise ValueError(text)
 
     return Rule(convert, f"{on} or {off}", f"{on} or {off}", choices(on, off))
 
