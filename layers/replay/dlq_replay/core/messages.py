@@ -25,21 +25,12 @@ _R = TypeVar("_R")
 
 def unencodable(message: InboundMessage) -> str | None:
     """Why no copy of the message can be written, or None: a text holds a lone surrogate (only
-    hand-made events carry one), which cannot be encoded as UTF-8. Labels are made only for a
+    hand-made events carry one), which cannot be encoded as UTF-8. The label is made only for a
     text that fails (`_where`): this runs for every record."""
-    texts: list[tuple[str | tuple[int, str, str], str | None]] = [
-        ("the body", message.body),
-        ("the message id", message.message_id),
-        ("MessageGroupId", message.message_group_id),
-        ("AWSTraceHeader", message.trace_header),
-    ]
-    for index, (name, value) in enumerate(message.attributes.items(), start=1):
-        texts += [
-            ((index, "name", name), name),
-            ((index, "type", name), value.data_type),
-            ((index, "value", name), value.string_value),
-        ]
-    for where, text in texts:
+    texts = [message.body, message.message_id, message.message_group_id, message.trace_header]
+    for name, value in message.attributes.items():
+        texts += [name, value.data_type, value.string_value]
+    for position, text in enumerate(texts):
         if text is None:
             continue
         try:
@@ -47,21 +38,24 @@ def unencodable(message: InboundMessage) -> str | None:
         except UnicodeEncodeError as error:
             code = ord(text[error.start])
             return (
-                f"{_where(where)} holds a lone surrogate (U+{code:04X} at character "
+                f"{_where(message, position)} holds a lone surrogate (U+{code:04X} at character "
                 f"{error.start}), which cannot be encoded as UTF-8: no copy can be written"
             )
     return None
 
 
-def _where(where: str | tuple[int, str, str]) -> str:
-    """Where in the message a text is, for the line of `unencodable`."""
-    if isinstance(where, str):
-        return where
-    index, part, name = where
-    label = f"message attribute {index}"
-    return (
-        f"the value of {label} ({printable(name)})" if part == "value" else f"the {part} of {label}"
-    )
+_PLACES = ("the body", "the message id", "MessageGroupId", "AWSTraceHeader")
+
+
+def _where(message: InboundMessage, position: int) -> str:
+    """Where the text at `position` of `unencodable`'s list is: a place, or an attribute's part."""
+    if position < len(_PLACES):
+        return _PLACES[position]
+    index, part = divmod(position - len(_PLACES), 3)
+    label = f"message attribute {index + 1}"
+    if part == 2:
+        return f"the value of {label} ({printable(list(message.attributes)[index])})"
+    return f"the {('name', 'type')[part]} of {label}"
 
 
 def message_size(body: str, values: Mapping[str, Attribute]) -> int:
