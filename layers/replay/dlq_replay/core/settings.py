@@ -11,7 +11,7 @@ from typing import Any
 from dlq_replay.core.attributes import INTERNAL_ATTRIBUTE_PREFIX
 from dlq_replay.core.backoff import MAX_VISIBILITY_TIMEOUT_SECONDS, BackoffPolicy, Jitter
 from dlq_replay.core.kinds import KIND_CHOICES, RecordKind
-from dlq_replay.core.queues import SNS_TOPIC_ARN_PATTERN, is_target_arn, queue_url_problem
+from dlq_replay.core.queues import is_target_arn, queue_url_problem
 from dlq_replay.core.settings_rules import (
     ATTRIBUTE_NAME_PARAMETER_PATTERN,
     TOPIC_ARN_PARAMETER_PATTERN,
@@ -29,8 +29,8 @@ from dlq_replay.core.settings_rules import (
     topic_arn,
 )
 
-# Names of other modules that this module's users (sqs/notices.py, the CLI) import from it.
-__all__ = ["SNS_TOPIC_ARN_PATTERN", "Setting", "SettingsError"]
+# Names of settings_rules.py that this module's users (the CLI, the handler) import from it.
+__all__ = ["Setting", "SettingsError"]
 
 DEFAULT_COUNT_ATTRIBUTE = "sqs-dlq-replay-nb"
 # 8 SendMessageBatch requests at once cut a batch's time 8-fold (bench/bench_batch_send.py).
