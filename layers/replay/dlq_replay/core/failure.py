@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import replace
 
 from dlq_replay.core import attributes
 from dlq_replay.core.attributes import PARK_ERROR_ATTRIBUTE, PARK_REASON_ATTRIBUTE
 from dlq_replay.core.backoff import MAX_VISIBILITY_TIMEOUT_SECONDS, BackoffPolicy, RandomSource
-from dlq_replay.core.decision import FALLBACK_GROUP_ID, with_room
+from dlq_replay.core.decision import sqs_copy, with_room
 from dlq_replay.core.messages import InboundMessage, OutboundMessage
 from dlq_replay.core.queues import is_fifo_url
 from dlq_replay.core.text import PARK_DETAIL_MAX_CHARS, error_text, last_true, one_line, sqs_text
@@ -148,14 +149,7 @@ def park_now_copy(
     )
     optional = [(name, attributes.string(value)) for name, value in marks if value]
     carried = with_room(message.body, dict(message.attributes), optional)
-    fifo = is_fifo_url(operator_queue_url)
-    return OutboundMessage(
-        record_id=message.message_id,
-        queue_url=operator_queue_url,
-        body=message.body,
-        attributes=carried,
-        message_group_id=(message.message_group_id or FALLBACK_GROUP_ID) if fifo else None,
-        # Deterministic, so SQS drops a park repeated after a crash within its 5-minute window.
-        deduplication_id=f"{message.message_id}-consumer-park" if fifo else None,
-        trace_header=message.trace_header,
-    )
+    # On FIFO the deduplication id is deterministic, so SQS drops a park repeated after a crash
+    # within its 5-minute window; a standard queue's copy carries no group.
+    copy = sqs_copy(message, operator_queue_url, carried, "consumer-park")
+    return copy if is_fifo_url(operator_queue_url) else replace(copy, message_group_id=None)
