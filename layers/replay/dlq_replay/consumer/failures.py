@@ -105,8 +105,7 @@ class FailurePath:
                     extra={"message_id": failure.message.message_id},
                 )
             return set()
-        copies = []
-        sendable = []
+        parks: list[tuple[InboundMessage, ParkMessage]] = []
         for failure in failures:
             assert isinstance(failure.error, ParkMessage)
             problem = unencodable(failure.message)
@@ -116,26 +115,22 @@ class FailurePath:
                     extra={"message_id": printable(failure.message.message_id), "problem": problem},
                 )
                 continue
-            sendable.append(failure)
-            copies.append(
-                park_now_copy(
-                    failure.message, failure.error, operator_queue_url, self._options.park_detail
-                )
-            )
+            parks.append((failure.message, failure.error))
+        detail = self._options.park_detail
+        copies = [
+            park_now_copy(message, park, operator_queue_url, detail) for message, park in parks
+        ]
         refused = BatchSender(self._sqs).send(copies)
         parked = set()
-        for failure in sendable:
-            fields = {
-                "message_id": failure.message.message_id,
-                "reason": f"consumer:{failure.error.reason}",  # type: ignore[union-attr]
-            }
-            if (why := refused.get(failure.message.message_id)) is not None:
+        for message, park in parks:
+            fields = {"message_id": message.message_id, "reason": f"consumer:{park.reason}"}
+            if (why := refused.get(message.message_id)) is not None:
                 self.logger.error(
                     "park failed: the record fails and is retried",
                     extra={**fields, "error_code": why.code, "error": why.message},
                 )
             else:
-                parked.add(failure.message.message_id)
+                parked.add(message.message_id)
                 self.logger.info("record parked by its consumer", extra=fields)
         return parked
 
