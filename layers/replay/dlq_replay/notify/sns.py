@@ -103,9 +103,7 @@ class NoticeFailure:
     message: str
 
 
-def notice_client(
-    settings: Settings, *, session: boto3.Session | None = None, config: Config = SNS_CLIENT_CONFIG
-) -> SnsClient | None:
+def notice_client(settings: Settings, *, session: boto3.Session | None = None) -> SnsClient | None:
     """The SNS client for park notices, in the topic's own region; None when notices are off."""
     topic = settings.park_notification_topic_arn
     if topic is None:
@@ -113,7 +111,7 @@ def notice_client(
     match = SNS_TOPIC_ARN_PATTERN.fullmatch(topic)
     region = match["region"] if match else None
     make = session.client if session is not None else boto3.client
-    return make("sns", region_name=region, config=config)
+    return make("sns", region_name=region, config=SNS_CLIENT_CONFIG)
 
 
 def publish_notices(

@@ -56,11 +56,9 @@ class TargetClients:
         self,
         session: boto3.Session | None = None,
         *,
-        config: Config | None = None,
         endpoint_url: Callable[[str], str | None] | None = None,
     ) -> None:
         self._session = session
-        self._config = config or TARGET_CLIENT_CONFIG
         self._url_of = endpoint_url or (lambda _: None)
         self._clients: dict[tuple[str, str], Any] = {}
         # Making a client from a session is not thread-safe; deliveries run on a pool.
@@ -74,7 +72,7 @@ class TargetClients:
                 self._clients[service, region] = self._session.client(
                     service,  # type: ignore[call-overload]
                     region,
-                    config=self._config,
+                    config=TARGET_CLIENT_CONFIG,
                     endpoint_url=self._url_of(service),
                 )
             return self._clients[service, region]
