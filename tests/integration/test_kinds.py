@@ -372,7 +372,7 @@ def test_a_destination_record_invokes_its_function_with_the_request_payload(
 def test_an_invoke_refused_as_throttled_waits_for_its_next_attempt(stack: Stack) -> None:
     replay = make_replay(stack, [stack.function_arn])
     lambda_record(stack, "r-throttled", "{}")
-    with Stubber(replay.clients.lambda_client(REGION)) as stub:
+    with Stubber(replay.clients.client("lambda", REGION)) as stub:
         stub.add_client_error("invoke", "TooManyRequestsException", "Rate exceeded", 429)
         assert replay_round(stack, replay.handler) == []
         stub.assert_no_pending_responses()
@@ -479,7 +479,7 @@ def expected_payload(kind: str) -> bytes:
 def test_each_kind_refused_at_once_then_delivered_byte_exact(stack: Stack, kind: str) -> None:
     replay = make_replay(stack, [stack.function_arn])
     kind_record(stack, kind)
-    with Stubber(replay.clients.lambda_client(REGION)) as stub:
+    with Stubber(replay.clients.client("lambda", REGION)) as stub:
         stub.add_client_error("invoke", "TooManyRequestsException", "Rate exceeded", 429)
         assert replay_round(stack, replay.handler) == []
         stub.assert_no_pending_responses()
@@ -504,7 +504,7 @@ def test_each_kind_refused_at_once_then_delivered_byte_exact(stack: Stack, kind:
 def test_each_kind_parks_at_the_attempt_limit_with_the_refusal(stack: Stack, kind: str) -> None:
     replay = make_replay(stack, [stack.function_arn], MAX_ATTEMPTS="1")
     kind_record(stack, kind)
-    with Stubber(replay.clients.lambda_client(REGION)) as stub:
+    with Stubber(replay.clients.client("lambda", REGION)) as stub:
         stub.add_client_error("invoke", "ResourceNotFoundException", "Function not found", 404)
         assert replay_round(stack, replay.handler) == []
     (parked,) = stack.sqs.drain(stack.operator)

@@ -179,7 +179,7 @@ def test_a_rule_that_cannot_be_read_refuses_its_records_with_one_read(
     url, arn = make_queue("target")
     gone = f"arn:aws:events:{REGION}:{ACCOUNT}:rule/gone"
     reads: list[str] = []
-    clients.events(REGION).meta.events.register(
+    clients.client("events", REGION).meta.events.register(
         "before-call.events.ListTargetsByRule", lambda **_: reads.append("read")
     )
 
@@ -196,7 +196,7 @@ def test_a_rules_targets_are_read_once_for_all_its_records(clients: TargetClient
     url, arn = make_queue("target")
     rule = rule_with({"Id": "q", "Arn": arn, "InputPath": "$.detail.order"})
     reads: list[str] = []
-    clients.events(REGION).meta.events.register(
+    clients.client("events", REGION).meta.events.register(
         "before-call.events.ListTargetsByRule", lambda **_: reads.append("read")
     )
     deliverer = Deliverer(clients)

@@ -41,7 +41,7 @@ def accepted(request_id: str) -> dict[str, Any]:
 
 def test_invoke_sends_the_payloads_bytes_asynchronously(clients: TargetClients) -> None:
     qualified = f"{FUNCTION}:live"
-    with Stubber(clients.lambda_client(REGION)) as stub:
+    with Stubber(clients.client("lambda", REGION)) as stub:
         stub.add_response(
             "invoke",
             accepted("req-1"),
@@ -70,7 +70,7 @@ def test_invoke_sends_the_payloads_bytes_asynchronously(clients: TargetClients) 
 def test_an_invoke_the_service_refuses_is_refused_with_its_code_and_message(
     clients: TargetClients, code: str, status: int
 ) -> None:
-    with Stubber(clients.lambda_client(REGION)) as stub:
+    with Stubber(clients.client("lambda", REGION)) as stub:
         stub.add_client_error("invoke", code, f"{code} says no", http_status_code=status)
 
         outcomes = Deliverer(clients).deliver([Delivery("r-1", FUNCTION, PAYLOAD)])
@@ -79,7 +79,7 @@ def test_an_invoke_the_service_refuses_is_refused_with_its_code_and_message(
 
 
 def test_one_refusal_does_not_stop_the_others(clients: TargetClients) -> None:
-    with Stubber(clients.lambda_client(REGION)) as stub:
+    with Stubber(clients.client("lambda", REGION)) as stub:
         stub.add_response("invoke", accepted("a"))
         stub.add_client_error("invoke", "TooManyRequestsException", "Rate exceeded", 429)
         stub.add_response("invoke", accepted("c"))
@@ -103,8 +103,8 @@ def test_a_fifo_send_goes_to_the_queue_url_on_the_configured_endpoint(
     queue = "arn:aws:sqs:eu-west-1:123456789012:orders.fifo"
     rule = "arn:aws:events:eu-west-1:123456789012:rule/nightly"
     with (
-        Stubber(clients.events("eu-west-1")) as events,
-        Stubber(clients.sqs("eu-west-1")) as sqs,
+        Stubber(clients.client("events", "eu-west-1")) as events,
+        Stubber(clients.client("sqs", "eu-west-1")) as sqs,
     ):
         # The default bus: no EventBusName in the request.
         events.add_response(
@@ -133,7 +133,10 @@ def test_a_fifo_send_goes_to_the_queue_url_on_the_configured_endpoint(
 def test_the_rule_of_a_partner_bus_is_looked_up_on_that_bus(clients: TargetClients) -> None:
     queue = "arn:aws:sqs:us-east-1:123456789012:orders.fifo"
     rule = "arn:aws:events:us-east-1:123456789012:rule/aws.partner/saas.com/acct/orders"
-    with Stubber(clients.events(REGION)) as events, Stubber(clients.sqs(REGION)) as sqs:
+    with (
+        Stubber(clients.client("events", REGION)) as events,
+        Stubber(clients.client("sqs", REGION)) as sqs,
+    ):
         events.add_response(
             "list_targets_by_rule",
             {"Targets": [{"Id": "audit", "Arn": AUDIT_QUEUE}], "NextToken": "page-2"},
@@ -158,7 +161,10 @@ def test_a_rules_failed_read_refuses_its_batch_once_and_the_next_batch_reads_aga
     queue = "arn:aws:sqs:us-east-1:123456789012:orders.fifo"
     rule = "arn:aws:events:us-east-1:123456789012:rule/nightly"
     deliverer = Deliverer(clients, concurrency=4)
-    with Stubber(clients.events(REGION)) as events, Stubber(clients.sqs(REGION)) as sqs:
+    with (
+        Stubber(clients.client("events", REGION)) as events,
+        Stubber(clients.client("sqs", REGION)) as sqs,
+    ):
         # One stubbed answer: a second read in the same batch would find none.
         events.add_client_error("list_targets_by_rule", "ThrottlingException", "Rate exceeded")
 
@@ -201,7 +207,7 @@ ENTRY = {
 
 
 def test_put_events_sends_the_events_fields_to_the_bus(clients: TargetClients) -> None:
-    with Stubber(clients.events(REGION)) as stub:
+    with Stubber(clients.client("events", REGION)) as stub:
         stub.add_response(
             "put_events",
             {"FailedEntryCount": 0, "Entries": [{"EventId": "e-1"}]},
@@ -216,7 +222,7 @@ def test_put_events_sends_the_events_fields_to_the_bus(clients: TargetClients) -
 
 def test_an_event_without_time_or_resources_is_sent_without_them(clients: TargetClients) -> None:
     bare = {k: v for k, v in EVENT.items() if k not in ("time", "resources")}
-    with Stubber(clients.events(REGION)) as stub:
+    with Stubber(clients.client("events", REGION)) as stub:
         stub.add_response(
             "put_events",
             {"FailedEntryCount": 0, "Entries": [{"EventId": "e-1"}]},
@@ -230,7 +236,7 @@ def test_an_event_without_time_or_resources_is_sent_without_them(clients: Target
 
 
 def test_an_entry_put_events_failed_is_refused_with_its_error(clients: TargetClients) -> None:
-    with Stubber(clients.events(REGION)) as stub:
+    with Stubber(clients.client("events", REGION)) as stub:
         stub.add_response(
             "put_events",
             {
@@ -247,7 +253,10 @@ def test_an_entry_put_events_failed_is_refused_with_its_error(clients: TargetCli
 def test_a_state_machine_and_a_topic_get_the_payload_unchanged(clients: TargetClients) -> None:
     machine = "arn:aws:states:us-east-1:123456789012:stateMachine:orders"
     topic = "arn:aws:sns:us-east-1:123456789012:orders"
-    with Stubber(clients.stepfunctions(REGION)) as sfn, Stubber(clients.sns(REGION)) as sns:
+    with (
+        Stubber(clients.client("stepfunctions", REGION)) as sfn,
+        Stubber(clients.client("sns", REGION)) as sns,
+    ):
         sfn.add_response(
             "start_execution",
             {"executionArn": f"{machine}:x", "startDate": datetime.datetime(2026, 11, 27)},
@@ -279,7 +288,7 @@ def test_an_execution_that_already_exists_reads_as_delivered(clients: TargetClie
     """botocore retried a StartExecution whose answer was lost: the state machine started it
     once, under the record's and attempt's name, and the second request is told so."""
     machine = "arn:aws:states:us-east-1:123456789012:stateMachine:orders"
-    with Stubber(clients.stepfunctions(REGION)) as sfn:
+    with Stubber(clients.client("stepfunctions", REGION)) as sfn:
         sfn.add_client_error(
             "start_execution",
             "ExecutionAlreadyExists",
@@ -299,7 +308,10 @@ def test_an_execution_that_already_exists_reads_as_delivered(clients: TargetClie
 def test_a_fair_queue_target_gets_the_group_its_rule_configures(clients: TargetClients) -> None:
     queue = "arn:aws:sqs:us-east-1:123456789012:orders"  # standard: a fair queue by its groups
     rule = "arn:aws:events:us-east-1:123456789012:rule/nightly"
-    with Stubber(clients.events(REGION)) as events, Stubber(clients.sqs(REGION)) as sqs:
+    with (
+        Stubber(clients.client("events", REGION)) as events,
+        Stubber(clients.client("sqs", REGION)) as sqs,
+    ):
         events.add_response(
             "list_targets_by_rule",
             {"Targets": [{"Id": "q", "Arn": queue, "SqsParameters": {"MessageGroupId": "t-9"}}]},
@@ -322,7 +334,10 @@ def test_a_fair_queue_target_gets_the_group_its_rule_configures(clients: TargetC
 def test_a_rule_of_another_account_is_read_on_that_accounts_bus(clients: TargetClients) -> None:
     queue = "arn:aws:sqs:us-east-1:123456789012:orders"
     rule = "arn:aws:events:us-east-1:210987654321:rule/shop/nightly"
-    with Stubber(clients.events(REGION)) as events, Stubber(clients.sqs(REGION)) as sqs:
+    with (
+        Stubber(clients.client("events", REGION)) as events,
+        Stubber(clients.client("sqs", REGION)) as sqs,
+    ):
         events.add_response(
             "list_targets_by_rule",
             {"Targets": [{"Id": "q", "Arn": queue}]},
@@ -342,7 +357,7 @@ def test_a_service_answering_nonsense_is_that_records_refusal_alone(
     clients: TargetClients,
 ) -> None:
     topic = "arn:aws:sns:us-east-1:123456789012:orders"
-    with Stubber(clients.sns(REGION)) as sns:
+    with Stubber(clients.client("sns", REGION)) as sns:
         sns.add_response("publish", {"MessageId": "m-1"})
         outcomes = Deliverer(clients, concurrency=1).deliver(
             # A payload no JSON reader reaches the end of: the event bus refuses it alone.

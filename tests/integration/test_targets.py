@@ -94,7 +94,7 @@ def test_a_fifo_queue_gets_the_rules_group_id_read_once(clients: TargetClients) 
     url, arn = make_queue("target.fifo", fifo=True)
     rule = fifo_rule(arn, group="orders-group")
     reads: list[str] = []
-    clients.events(REGION).meta.events.register(
+    clients.client("events", REGION).meta.events.register(
         "before-call.events.ListTargetsByRule", lambda **_: reads.append("read")
     )
 
@@ -271,7 +271,7 @@ def test_a_payload_that_is_not_an_event_is_refused_unsent(
     events = boto3.client("events", region_name=REGION)
     bus = events.create_event_bus(Name="shop")["EventBusArn"]
     calls: list[str] = []
-    clients.events(REGION).meta.events.register(
+    clients.client("events", REGION).meta.events.register(
         "before-call.events.PutEvents", lambda **_: calls.append("put")
     )
 
@@ -291,7 +291,7 @@ def test_a_function_is_invoked_and_the_invocations_request_id_returned(
 ) -> None:
     function = make_function("orders")
     answered: list[str] = []
-    clients.lambda_client(REGION).meta.events.register(
+    clients.client("lambda", REGION).meta.events.register(
         "after-call.lambda.Invoke",
         lambda parsed, **_: answered.append(parsed["ResponseMetadata"]["RequestId"]),
     )
@@ -328,7 +328,9 @@ def test_deliveries_run_concurrently(clients: TargetClients) -> None:
     def wait_for_all(**_: Any) -> None:
         together.wait()
 
-    clients.sqs(REGION).meta.events.register("before-parameter-build.sqs.SendMessage", wait_for_all)
+    clients.client("sqs", REGION).meta.events.register(
+        "before-parameter-build.sqs.SendMessage", wait_for_all
+    )
 
     outcomes = Deliverer(clients, concurrency=4).deliver(
         [Delivery(f"r-{i}", arn, PAYLOAD) for i, (_, arn) in enumerate(urls_arns)]
@@ -350,7 +352,9 @@ def test_a_fifo_targets_deliveries_keep_the_batchs_order(clients: TargetClients)
             first.set()
             time.sleep(0.3)
 
-    clients.sqs(REGION).meta.events.register("before-parameter-build.sqs.SendMessage", slow_first)
+    clients.client("sqs", REGION).meta.events.register(
+        "before-parameter-build.sqs.SendMessage", slow_first
+    )
 
     Deliverer(clients, concurrency=8).deliver(
         [Delivery(f"r-{i}", arn, f"m-{i}", rule, f"d-{i}") for i in range(4)]

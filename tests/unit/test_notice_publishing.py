@@ -6,8 +6,7 @@ from __future__ import annotations
 import boto3
 from botocore.stub import Stubber
 from dlq_replay.core.decision import Action, Decision, ParkReason
-from dlq_replay.core.notices import ParkNotice, park_notice
-from dlq_replay.notify.sns import NoticeFailure, publish_notices
+from dlq_replay.notify.sns import NoticeFailure, ParkNotice, park_notice, publish_notices
 
 from ._support import message
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from dlq_replay.core.decision import FALLBACK_GROUP_ID, Action, Decision, ParkReason
-from dlq_replay.core.notices import NOTICE_BODY_LIMIT, park_notice, park_notice_fields
+from dlq_replay.notify.sns import NOTICE_BODY_LIMIT, park_notice, park_notice_fields
 
 from ._support import DLQ_ARN, DLQ_FIFO_ARN, SOURCE_ARN, message
 

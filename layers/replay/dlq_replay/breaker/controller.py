@@ -34,8 +34,7 @@ from dlq_replay.breaker.rule import (
     returned,
 )
 from dlq_replay.core.messages import InboundMessage
-from dlq_replay.core.notices import ParkNotice
-from dlq_replay.notify.sns import SnsClient, publish_notices
+from dlq_replay.notify.sns import ParkNotice, SnsClient, publish_notices
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.metrics import Metrics

@@ -7,6 +7,7 @@ boto3 (no Lambda, no Powertools: the usage, and the receive it needs, are in doc
 from __future__ import annotations
 
 import logging
+import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, SqsFifoPartialProcessor
 from botocore.exceptions import BotoCoreError, ClientError
 
-from dlq_replay.core.backoff import RandomSource, default_random
+from dlq_replay.core.backoff import RandomSource
 from dlq_replay.core.failure import (
     ParkDetail,
     ParkMessage,
@@ -59,12 +60,10 @@ class FailurePath:
     def __init__(
         self, sqs: SQSClient, settings: ConsumerSettings, options: FailureOptions | None = None
     ) -> None:
-        options = options or FailureOptions()
+        self._options = options = options or FailureOptions()
         self._sqs = sqs
         self._settings = settings
-        self._park_rule = options.park_rule
-        self._park_detail = options.park_detail
-        self._rng = options.rng or default_random()
+        self._rng = options.rng or random.Random()  # noqa: S311 - jitter, not cryptography
         self.logger: Log = options.logger or logging.getLogger("dlq_replay.consumer")
 
     def settle(
@@ -83,9 +82,9 @@ class FailurePath:
 
     def _with_park_rule(self, failure: Failure) -> Failure:
         error = failure.error
-        if self._park_rule is None or error is None or isinstance(error, ParkMessage):
+        if self._options.park_rule is None or error is None or isinstance(error, ParkMessage):
             return failure
-        park = self._park_rule(error)
+        park = self._options.park_rule(error)
         return failure if park is None else Failure(failure.message, park)
 
     def unknown_queue(self, queue_arn: str, failures: Sequence[Failure]) -> None:
@@ -106,8 +105,7 @@ class FailurePath:
                     extra={"message_id": failure.message.message_id},
                 )
             return set()
-        copies = []
-        sendable = []
+        parks: list[tuple[InboundMessage, ParkMessage]] = []
         for failure in failures:
             assert isinstance(failure.error, ParkMessage)
             problem = unencodable(failure.message)
@@ -117,24 +115,22 @@ class FailurePath:
                     extra={"message_id": printable(failure.message.message_id), "problem": problem},
                 )
                 continue
-            sendable.append(failure)
-            copies.append(
-                park_now_copy(failure.message, failure.error, operator_queue_url, self._park_detail)
-            )
+            parks.append((failure.message, failure.error))
+        detail = self._options.park_detail
+        copies = [
+            park_now_copy(message, park, operator_queue_url, detail) for message, park in parks
+        ]
         refused = BatchSender(self._sqs).send(copies)
         parked = set()
-        for failure in sendable:
-            fields = {
-                "message_id": failure.message.message_id,
-                "reason": f"consumer:{failure.error.reason}",  # type: ignore[union-attr]
-            }
-            if (why := refused.get(failure.message.message_id)) is not None:
+        for message, park in parks:
+            fields = {"message_id": message.message_id, "reason": f"consumer:{park.reason}"}
+            if (why := refused.get(message.message_id)) is not None:
                 self.logger.error(
                     "park failed: the record fails and is retried",
                     extra={**fields, "error_code": why.code, "error": why.message},
                 )
             else:
-                parked.add(failure.message.message_id)
+                parked.add(message.message_id)
                 self.logger.info("record parked by its consumer", extra=fields)
         return parked
 
@@ -208,18 +204,6 @@ def settle_failure(
     return True
 
 
-def park_now(
-    sqs: SQSClient,
-    queue_url: str,
-    message: Mapping[str, Any],
-    park: ParkMessage,
-    settings: ConsumerSettings,
-) -> bool:
-    """Send a message to the operator queue now (`consumer:<reason>`), then delete it, without
-    raising first; False when the park failed and the message backed off instead."""
-    return settle_failure(sqs, queue_url, message, park, settings)
-
-
 # The mapping received the batch a little before the invocation: kept off SQS's 12 hours.
 RECEIVE_MARGIN_SECONDS = 60
 
@@ -227,14 +211,27 @@ RECEIVE_MARGIN_SECONDS = 60
 class _BackoffOnFailure:
     """Remember each failure's exception; settle them before Powertools builds the response."""
 
-    _sqs: SQSClient
-    _path: FailurePath
-    _clock: Callable[[], float]
     _started: float
     _errors: dict[str, BaseException | None]
     fail_messages: list[Any]
     success_messages: list[Any]
     exceptions: list[Any]
+
+    def __init__(
+        self,
+        sqs: SQSClient,
+        settings: ConsumerSettings,
+        *,
+        rng: RandomSource | None = None,
+        logger: Log | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        park_rule: ParkRule | None = None,
+        park_detail: ParkDetail | None = None,
+        **processor: Any,  # Powertools' own: raise_on_entire_batch_failure, skip_group_on_error
+    ) -> None:
+        super().__init__(**processor)
+        self._sqs, self._clock = sqs, clock
+        self._path = FailurePath(sqs, settings, FailureOptions(park_rule, park_detail, rng, logger))
 
     def _prepare(self) -> None:
         self._started = self._clock()
@@ -278,38 +275,9 @@ class _BackoffOnFailure:
 class BackoffBatchProcessor(_BackoffOnFailure, BatchProcessor):
     """`BatchProcessor(EventType.SQS)` whose failed records back off (or park now)."""
 
-    def __init__(
-        self,
-        sqs: SQSClient,
-        settings: ConsumerSettings,
-        *,
-        rng: RandomSource | None = None,
-        logger: Log | None = None,
-        clock: Callable[[], float] = time.monotonic,
-        raise_on_entire_batch_failure: bool = True,
-        park_rule: ParkRule | None = None,
-        park_detail: ParkDetail | None = None,
-    ) -> None:
-        super().__init__(EventType.SQS, raise_on_entire_batch_failure=raise_on_entire_batch_failure)
-        self._sqs, self._clock = sqs, clock
-        self._path = FailurePath(sqs, settings, FailureOptions(park_rule, park_detail, rng, logger))
+    def __init__(self, sqs: SQSClient, settings: ConsumerSettings, **options: Any) -> None:
+        super().__init__(sqs, settings, event_type=EventType.SQS, **options)
 
 
 class BackoffFifoProcessor(_BackoffOnFailure, SqsFifoPartialProcessor):
     """`SqsFifoPartialProcessor` whose failed records back off, a message group together."""
-
-    def __init__(
-        self,
-        sqs: SQSClient,
-        settings: ConsumerSettings,
-        *,
-        skip_group_on_error: bool = False,
-        rng: RandomSource | None = None,
-        logger: Log | None = None,
-        clock: Callable[[], float] = time.monotonic,
-        park_rule: ParkRule | None = None,
-        park_detail: ParkDetail | None = None,
-    ) -> None:
-        super().__init__(skip_group_on_error=skip_group_on_error)
-        self._sqs, self._clock = sqs, clock
-        self._path = FailurePath(sqs, settings, FailureOptions(park_rule, park_detail, rng, logger))

@@ -96,20 +96,10 @@ def from_sqs(raw: Mapping[str, Mapping[str, Any]] | None) -> ParsedAttributes:
     return _parse(raw, _SQS_KEYS, bytes)
 
 
-@dataclass(frozen=True, slots=True)
-class _Keys:
-    data_type: str
-    string: str
-    binary: str
-    lists: tuple[str, str]
-
-
-_LAMBDA_KEYS = _Keys(
-    "dataType", "stringValue", "binaryValue", ("stringListValues", "binaryListValues")
-)
-_SQS_KEYS = _Keys(
-    "DataType", "StringValue", "BinaryValue", ("StringListValues", "BinaryListValues")
-)
+# The keys of each shape: data type, string value, binary value, the two list values.
+_Keys = tuple[str, str, str, str, str]
+_LAMBDA_KEYS = ("dataType", "stringValue", "binaryValue", "stringListValues", "binaryListValues")
+_SQS_KEYS = ("DataType", "StringValue", "BinaryValue", "StringListValues", "BinaryListValues")
 
 
 def is_mapping(value: object) -> bool:
@@ -126,6 +116,7 @@ def _parse(
 ) -> ParsedAttributes:
     """Each value read from the key its data type names, not whichever is present (Powertools'
     sample events carry both on one Number); one missing for its type is dropped, with why."""
+    type_key, string_key, binary_key, *list_keys = keys
     values: dict[str, Attribute] = {}
     dropped: dict[str, str] = {}
     if raw is not None and not is_mapping(raw):
@@ -134,14 +125,14 @@ def _parse(
         if not is_mapping(item):
             dropped[str(name)] = "not an attribute object"
             continue
-        data_type = str(item.get(keys.data_type) or "String")
+        data_type = str(item.get(type_key) or "String")
         base_type = data_type.split(".", 1)[0]
         if base_type not in ("String", "Number", "Binary"):
             dropped[name] = f"unknown data type {data_type!r} (String, Number or Binary)"
             continue
-        key = keys.binary if base_type == "Binary" else keys.string
+        key = binary_key if base_type == "Binary" else string_key
         value = item.get(key)
-        if value is None and any(item.get(list_key) for list_key in keys.lists):
+        if value is None and any(item.get(list_key) for list_key in list_keys):
             dropped[name] = "list values cannot be sent to SQS"
         elif value is None:
             dropped[name] = f"a {base_type} attribute without its {key}"

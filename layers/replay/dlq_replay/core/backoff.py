@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import random
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
@@ -79,10 +78,6 @@ class BackoffPolicy:
     def draw(self, attempt: int, rng: RandomSource) -> int:
         low, high = self.bounds(attempt)
         return low if low == high else rng.randint(low, high)
-
-
-def default_random() -> random.Random:
-    return random.Random()  # noqa: S311 - jitter, not cryptography
 
 
 class KeyedRandom:

@@ -6,14 +6,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import replace
 
 from dlq_replay.core import attributes
 from dlq_replay.core.attributes import PARK_ERROR_ATTRIBUTE, PARK_REASON_ATTRIBUTE
 from dlq_replay.core.backoff import MAX_VISIBILITY_TIMEOUT_SECONDS, BackoffPolicy, RandomSource
-from dlq_replay.core.decision import FALLBACK_GROUP_ID, with_room
+from dlq_replay.core.decision import sqs_copy, with_room
 from dlq_replay.core.messages import InboundMessage, OutboundMessage
 from dlq_replay.core.queues import is_fifo_url
-from dlq_replay.core.text import PARK_DETAIL_MAX_CHARS, clip, last_true, one_line, sqs_text
+from dlq_replay.core.text import PARK_DETAIL_MAX_CHARS, error_text, last_true, one_line, sqs_text
 
 # A park-now reason is written as `consumer:<reason>` in `dlq-replay-park-reason`, so the
 # operator tools tell it from the replay's own reasons and can filter on it.
@@ -79,8 +80,7 @@ def body_free_detail(park: ParkMessage, body: str) -> str:
 
 def park_detail_text(park: ParkMessage, body: str, detail: ParkDetail | None = None) -> str:
     """`dlq-replay-error` of a park-now copy (empty: none), whatever `detail` returns."""
-    text = (detail or body_free_detail)(park, body)
-    return clip(sqs_text(one_line(str(text))), PARK_DETAIL_MAX_CHARS)
+    return error_text(str((detail or body_free_detail)(park, body)))
 
 
 def _redact_body(text: str, body: str, *, keep: int) -> str:
@@ -149,14 +149,7 @@ def park_now_copy(
     )
     optional = [(name, attributes.string(value)) for name, value in marks if value]
     carried = with_room(message.body, dict(message.attributes), optional)
-    fifo = is_fifo_url(operator_queue_url)
-    return OutboundMessage(
-        record_id=message.message_id,
-        queue_url=operator_queue_url,
-        body=message.body,
-        attributes=carried,
-        message_group_id=(message.message_group_id or FALLBACK_GROUP_ID) if fifo else None,
-        # Deterministic, so SQS drops a park repeated after a crash within its 5-minute window.
-        deduplication_id=f"{message.message_id}-consumer-park" if fifo else None,
-        trace_header=message.trace_header,
-    )
+    # On FIFO the deduplication id is deterministic, so SQS drops a park repeated after a crash
+    # within its 5-minute window; a standard queue's copy carries no group.
+    copy = sqs_copy(message, operator_queue_url, carried, "consumer-park")
+    return copy if is_fifo_url(operator_queue_url) else replace(copy, message_group_id=None)

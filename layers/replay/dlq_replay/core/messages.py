@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from dlq_replay.core import attributes
 from dlq_replay.core.attributes import Attribute, ParsedAttributes
+from dlq_replay.core.queues import is_fifo_url
 from dlq_replay.core.text import printable, utf8_size
 
 if TYPE_CHECKING:
@@ -18,25 +20,17 @@ SOURCE_ARN_ATTRIBUTE = "DeadLetterQueueSourceArn"
 # Largest message SQS takes: body plus every attribute's name, type and value.
 MAX_MESSAGE_BYTES = 1_048_576
 _T = TypeVar("_T")
+_R = TypeVar("_R")
 
 
 def unencodable(message: InboundMessage) -> str | None:
     """Why no copy of the message can be written, or None: a text holds a lone surrogate (only
-    hand-made events carry one), which cannot be encoded as UTF-8. Labels are made only for a
+    hand-made events carry one), which cannot be encoded as UTF-8. The label is made only for a
     text that fails (`_where`): this runs for every record."""
-    texts: list[tuple[str | tuple[int, str, str], str | None]] = [
-        ("the body", message.body),
-        ("the message id", message.message_id),
-        ("MessageGroupId", message.message_group_id),
-        ("AWSTraceHeader", message.trace_header),
-    ]
-    for index, (name, value) in enumerate(message.attributes.items(), start=1):
-        texts += [
-            ((index, "name", name), name),
-            ((index, "type", name), value.data_type),
-            ((index, "value", name), value.string_value),
-        ]
-    for where, text in texts:
+    texts = [message.body, message.message_id, message.message_group_id, message.trace_header]
+    for name, value in message.attributes.items():
+        texts += [name, value.data_type, value.string_value]
+    for position, text in enumerate(texts):
         if text is None:
             continue
         try:
@@ -44,21 +38,24 @@ def unencodable(message: InboundMessage) -> str | None:
         except UnicodeEncodeError as error:
             code = ord(text[error.start])
             return (
-                f"{_where(where)} holds a lone surrogate (U+{code:04X} at character "
+                f"{_where(message, position)} holds a lone surrogate (U+{code:04X} at character "
                 f"{error.start}), which cannot be encoded as UTF-8: no copy can be written"
             )
     return None
 
 
-def _where(where: str | tuple[int, str, str]) -> str:
-    """Where in the message a text is, for the line of `unencodable`."""
-    if isinstance(where, str):
-        return where
-    index, part, name = where
-    label = f"message attribute {index}"
-    return (
-        f"the value of {label} ({printable(name)})" if part == "value" else f"the {part} of {label}"
-    )
+_PLACES = ("the body", "the message id", "MessageGroupId", "AWSTraceHeader")
+
+
+def _where(message: InboundMessage, position: int) -> str:
+    """Where the text at `position` of `unencodable`'s list is: a place, or an attribute's part."""
+    if position < len(_PLACES):
+        return _PLACES[position]
+    index, part = divmod(position - len(_PLACES), 3)
+    label = f"message attribute {index + 1}"
+    if part == 2:
+        return f"the value of {label} ({printable(list(message.attributes)[index])})"
+    return f"the {('name', 'type')[part]} of {label}"
 
 
 def message_size(body: str, values: Mapping[str, Attribute]) -> int:
@@ -182,6 +179,28 @@ def sized_batches(
         total += item_size
     if batch:
         yield batch, total
+
+
+def in_order_per_key(items: Iterable[_T], key: Callable[[_T], str]) -> list[list[_T]]:
+    """Tasks for a pool: one per item, but the items whose key is one FIFO queue or target
+    (its URL or ARN) all in one, in order."""
+    tasks: dict[str | int, list[_T]] = {}
+    for index, item in enumerate(items):
+        fifo = key(item)
+        tasks.setdefault(fifo if is_fifo_url(fifo) else index, []).append(item)
+    return list(tasks.values())
+
+
+def run_tasks(
+    work: Callable[[_T], _R], tasks: Sequence[_T], concurrency: int, name: str
+) -> list[_R]:
+    """`work` on every task, up to `concurrency` at once, the results in order. A pool per
+    call: no thread outlives the invocation (Lambda freezes between them)."""
+    workers = min(concurrency, len(tasks))
+    if workers <= 1:
+        return [work(task) for task in tasks]
+    with ThreadPoolExecutor(workers, thread_name_prefix=name) as pool:
+        return list(pool.map(work, tasks))
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:

@@ -11,7 +11,7 @@ from typing import Any
 from dlq_replay.core.attributes import INTERNAL_ATTRIBUTE_PREFIX
 from dlq_replay.core.backoff import MAX_VISIBILITY_TIMEOUT_SECONDS, BackoffPolicy, Jitter
 from dlq_replay.core.kinds import KIND_CHOICES, RecordKind
-from dlq_replay.core.queues import SNS_TOPIC_ARN_PATTERN, is_target_arn, queue_url_problem
+from dlq_replay.core.queues import is_target_arn, queue_url_problem
 from dlq_replay.core.settings_rules import (
     ATTRIBUTE_NAME_PARAMETER_PATTERN,
     TOPIC_ARN_PARAMETER_PATTERN,
@@ -29,8 +29,8 @@ from dlq_replay.core.settings_rules import (
     topic_arn,
 )
 
-# Names of other modules that this module's users (sqs/notices.py, the CLI) import from it.
-__all__ = ["SNS_TOPIC_ARN_PATTERN", "Setting", "SettingsError"]
+# Names of settings_rules.py that this module's users (the CLI, the handler) import from it.
+__all__ = ["Setting", "SettingsError"]
 
 DEFAULT_COUNT_ATTRIBUTE = "sqs-dlq-replay-nb"
 # 8 SendMessageBatch requests at once cut a batch's time 8-fold (bench/bench_batch_send.py).
@@ -78,53 +78,46 @@ def _dlq_kind(text: str) -> str:
 SETTINGS: tuple[Setting[Any], ...] = (
     Setting(
         "OPERATOR_QUEUE_URL",
-        "operator_queue_url",
         _QUEUE_URL,
         "",
         "the queue parked messages go to",
-        "OperatorQueueArn",
-        _QUEUE_ARN_PARAMETER,
+        parameter="OperatorQueueArn",
+        parameter_constraints=_QUEUE_ARN_PARAMETER,
         required=True,
     ),
     Setting(
         "MAIN_QUEUE_URL",
-        "main_queue_url",
         _QUEUE_URL,
         "",
         "the queue replays go to when a record names no allowed source queue (none: such "
         "records are parked unknown-source)",
-        "MainQueueArn",
-        _QUEUE_ARN_PARAMETER,
+        parameter="MainQueueArn",
+        parameter_constraints=_QUEUE_ARN_PARAMETER,
     ),
     Setting(
         "MAX_ATTEMPTS",
-        "max_attempts",
         integer_rule(1, MAX_ATTEMPTS_LIMIT),
         "3",
         "replays before a message is parked",
-        "MaxAttempts",
     ),
     Setting(
         "BACKOFF_BASE_SECONDS",
-        "backoff.base_seconds",
         integer_rule(1, MAX_VISIBILITY_TIMEOUT_SECONDS),
         "60",
         "ceiling of the first delay, in seconds",
-        "BackoffBaseSeconds",
+        field="backoff.base_seconds",
     ),
     Setting(
         "BACKOFF_MULTIPLIER",
-        "backoff.multiplier",
         # No upper bound: base x multiplier^(n-1) is capped, so a larger multiplier only
         # reaches the cap sooner (core/backoff.py compares in log space).
         Rule(number_at_least(1.0), "a number >= 1", ">= 1", {"Type": "Number", "MinValue": 1}),
         "2",
         "growth of the delay ceiling per attempt",
-        "BackoffMultiplier",
+        field="backoff.multiplier",
     ),
     Setting(
         "BACKOFF_CAP_SECONDS",
-        "backoff.cap_seconds",
         integer_rule(
             1,
             MAX_VISIBILITY_TIMEOUT_SECONDS,
@@ -133,11 +126,10 @@ SETTINGS: tuple[Setting[Any], ...] = (
         "900",
         "largest delay ceiling, in seconds, applied before the jitter; above 900 the copy "
         "waits in the DLQ",
-        "BackoffCapSeconds",
+        field="backoff.cap_seconds",
     ),
     Setting(
         "JITTER",
-        "backoff.jitter",
         Rule(
             Jitter,
             f"one of {', '.join(_JITTERS)}",
@@ -146,11 +138,10 @@ SETTINGS: tuple[Setting[Any], ...] = (
         ),
         "full",
         "how the delay is drawn below its ceiling",
-        "Jitter",
+        field="backoff.jitter",
     ),
     Setting(
         "REPLAY_COUNT_ATTRIBUTE",
-        "count_attribute",
         Rule(
             attribute_name,
             "an SQS message attribute name: 1-256 of A-Z a-z 0-9 _ - ., no leading, "
@@ -166,11 +157,10 @@ SETTINGS: tuple[Setting[Any], ...] = (
         ),
         DEFAULT_COUNT_ATTRIBUTE,
         "the message attribute (type Number) that counts the replays",
-        "ReplayCountAttribute",
+        field="count_attribute",
     ),
     Setting(
         "ALLOWED_SOURCE_QUEUE_ARNS",
-        "allowed_source_queue_arns",
         Rule(
             arn_list,
             "a comma-separated list of SQS queue ARNs (arn:<partition>:sqs:<region>:"
@@ -180,35 +170,28 @@ SETTINGS: tuple[Setting[Any], ...] = (
         ),
         "",
         "queues that share the DLQ: a record whose source queue is listed is replayed to it",
-        "AllowedSourceQueueArns",
     ),
     Setting(
         "LOG_MESSAGE_BODY",
-        "log_message_body",
         flag_rule(),
         "false",
         "whether message bodies may appear in logs and park notices",
-        "LogMessageBody",
     ),
     Setting(
         "WRITE_ORIGIN_ATTRIBUTE",
-        "write_origin",
         flag_rule(),
         "false",
         "whether replayed copies carry dlq-replay-origin, for consumers to deduplicate by",
-        "WriteOriginAttribute",
+        field="write_origin",
     ),
     Setting(
         "PARK_NOTIFICATION_TOPIC_ARN",
-        "park_notification_topic_arn",
         _TOPIC_ARN,
         "",
         "the SNS topic that gets one notice per parked message",
-        "ParkNotificationTopicArn",
     ),
     Setting(
         "MAX_MESSAGE_AGE_SECONDS",
-        "max_message_age_seconds",
         integer_rule(
             0,
             MAX_MESSAGE_AGE_LIMIT,
@@ -216,28 +199,22 @@ SETTINGS: tuple[Setting[Any], ...] = (
         ),
         "0",
         "a message whose first failure is older (seconds) is parked max-age; 0: no limit",
-        "MaxMessageAgeSeconds",
     ),
     Setting(
         "SEND_CONCURRENCY",
-        "send_concurrency",
         integer_rule(1, SEND_CONCURRENCY_LIMIT),
         str(DEFAULT_SEND_CONCURRENCY),
         "SendMessageBatch requests in flight at once for one batch",
-        "SendConcurrency",
     ),
     Setting(
         "OUTAGE_BREAKER",
-        "outage_breaker",
         flag_rule("on", "off"),
         "on",
         "the outage breaker: the replay pauses itself while nearly every replayed copy comes back "
         "(in Lambda with OUTAGE_BREAKER_TABLE and OUTAGE_BREAKER_RULE, which the template sets)",
-        "OutageBreaker",
     ),
     Setting(
         "DLQ_KIND",
-        "dlq_kind",
         Rule(
             _dlq_kind,
             f"one of {', '.join(KIND_CHOICES)}",
@@ -248,11 +225,10 @@ SETTINGS: tuple[Setting[Any], ...] = (
         "which DLQ records the replay accepts (lambda: a function's asynchronous-invocation "
         "DLQ and OnFailure destination; eventbridge: a rule target's DLQ; any: every kind); "
         "a record of another kind is parked unexpected-kind",
-        "DeadLetterQueueKind",
+        parameter="DeadLetterQueueKind",
     ),
     Setting(
         "REPLAY_TARGET_ARNS",
-        "replay_target_arns",
         Rule(
             comma_list(is_target_arn),
             "a comma-separated list of ARNs of Lambda functions, SQS queues, SNS topics, Step "
@@ -263,27 +239,27 @@ SETTINGS: tuple[Setting[Any], ...] = (
         "",
         "the only targets a record of a serverless kind is delivered to (an unqualified function "
         "ARN allows its versions and aliases); another target is parked target-not-allowed",
-        "ReplayTargetArns",
     ),
     Setting(
         "FOLLOW_NOTICE_PERCENT",
-        "follow_notice_percent",
         integer_rule(1, 100),
         "10",
         "a notice when an operator move's returns reach this percent of what it sent (and at "
         "least 5 messages) before it settles",
-        "FollowNoticePercent",
     ),
     Setting(
         "FOLLOW_NOTICE_TOPIC_ARN",
-        "follow_notice_topic_arn",
         _TOPIC_ARN,
         "",
         "the SNS topic of the notices of operator moves whose copies came back (the template "
         "sets the alarm topic)",
-        "AlarmTopicArn",
         # The variable is the alarm topic, given or made: not the parameter's value as it is.
-        {"Type": "String", "Default": "", "AllowedPattern": TOPIC_ARN_PARAMETER_PATTERN},
+        parameter_constraints={
+            "Type": "String",
+            "Default": "",
+            "AllowedPattern": TOPIC_ARN_PARAMETER_PATTERN,
+        },
+        parameter="AlarmTopicArn",
     ),
 )
 SETTING: Mapping[str, Setting[Any]] = {setting.variable: setting for setting in SETTINGS}

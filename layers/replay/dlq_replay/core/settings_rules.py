@@ -119,15 +119,6 @@ def queue_url(text: str) -> str | None:
     return text
 
 
-def boolean(text: str) -> bool:
-    lowered = text.lower()
-    if lowered in _TRUE:
-        return True
-    if lowered in _FALSE:
-        return False
-    raise ValueError(text)
-
-
 @dataclass(frozen=True, slots=True)
 class Rule(Generic[T]):
     """What the text of one setting may be: the converter (raises ValueError), the words that
@@ -147,15 +138,22 @@ class Rule(Generic[T]):
 @dataclass(frozen=True, slots=True)
 class Setting(Generic[T]):
     variable: str
-    # The attribute of `Settings` it fills; `backoff.<name>` for the BackoffPolicy's.
-    field: str
     rule: Rule[T]
     default: str  # the text an unset variable stands for ("" is blank: none, off)
     help: str  # one line: what it does
-    parameter: str | None = None  # the template.yaml parameter that sets it, if any
+    # The attribute of `Settings` it fills (`backoff.<name>` for the BackoffPolicy's), and the
+    # template.yaml parameter that sets it; blank: the variable's name in lower and camel case.
+    field: str = ""
+    parameter: str = ""
     # The parameter's constraints when it is not the value itself (an ARN for a queue URL).
     parameter_constraints: Mapping[str, object] | None = None
     required: bool = False  # blank is refused (only by `Settings`: the consumer's is optional)
+
+    def __post_init__(self) -> None:
+        if not self.field:
+            object.__setattr__(self, "field", self.variable.lower())
+        if not self.parameter:
+            object.__setattr__(self, "parameter", self.variable.title().replace("_", ""))
 
     @property
     def option(self) -> str:
@@ -195,7 +193,11 @@ def flag_rule(on: str = "true", off: str = "false") -> Rule[bool]:
 
     def convert(text: str) -> bool:
         lowered = text.lower()
-        return True if lowered == on else False if lowered == off else boolean(text)
+        if lowered == on or lowered in _TRUE:
+            return True
+        if lowered == off or lowered in _FALSE:
+            return False
+        raise ValueError(text)
 
     return Rule(convert, f"{on} or {off}", f"{on} or {off}", choices(on, off))
 

@@ -57,9 +57,14 @@ def target_payload(
 ) -> str | NotApplied:
     if not target.transforms:
         return body
-    event = _event(body)
-    if isinstance(event, NotApplied):
-        return event
+    try:
+        event = json.loads(body)
+    except (ValueError, RecursionError):
+        return NotApplied("the body is not JSON, so not the event the transformation applies to")
+    if not isinstance(event, dict) or not all(field in event for field in EVENT_FIELDS):
+        return NotApplied(
+            "the body is not a whole EventBridge event (it may be the target's input already)"
+        )
     if target.input is not None:
         return target.input
     if target.input_path is not None:
@@ -77,18 +82,6 @@ def _selected(body: str, event: dict[str, Any], path: str) -> str | NotApplied:
     if found is MISSING:
         return NotApplied(f"InputPath {path} selects nothing in the event")
     return _json(found)
-
-
-def _event(body: str) -> dict[str, Any] | NotApplied:
-    try:
-        event = json.loads(body)
-    except (ValueError, RecursionError):
-        return NotApplied("the body is not JSON, so not the event the transformation applies to")
-    if not isinstance(event, dict) or not all(field in event for field in EVENT_FIELDS):
-        return NotApplied(
-            "the body is not a whole EventBridge event (it may be the target's input already)"
-        )
-    return event
 
 
 class _Missing:

@@ -15,14 +15,13 @@ from dlq_replay.core.decision import Action, Decision, ParkReason
 from dlq_replay.core.kinds import Recognised
 from dlq_replay.core.log import Log
 from dlq_replay.core.messages import InboundMessage
-from dlq_replay.core.notices import park_notice
 from dlq_replay.core.queues import Arn, is_fifo_arn
 from dlq_replay.core.settings import Settings
 from dlq_replay.core.text import error_text
 from dlq_replay.engine.decide import WRITES, RecordCase, park_instead
 from dlq_replay.engine.kinds import delivery_of, recognise
 from dlq_replay.engine.report import BatchReport, Outcome
-from dlq_replay.notify.sns import SnsClient, publish_notices
+from dlq_replay.notify.sns import SnsClient, park_notice, publish_notices
 from dlq_replay.sqs.sending import BatchSender, SendFailure, change_visibility
 
 if TYPE_CHECKING:

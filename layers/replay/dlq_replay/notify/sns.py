@@ -1,29 +1,89 @@
-"""Park notices out to SNS (PublishBatch), every failure reported back: the caller logs and
-counts a failed one, and the record, parked already, stays done."""
+"""Park notices: what one says (which message was parked and why, the body only where
+LOG_MESSAGE_BODY allows it, so a pager is actionable without opening the operator queue), and
+the notices out to SNS (PublishBatch), every failure reported back: the caller logs and counts
+a failed one, and the record, parked already, stays done."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from operator import attrgetter
-from typing import TYPE_CHECKING, Protocol, Unpack
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from dlq_replay.core.messages import sized_batches
-from dlq_replay.core.notices import ParkNotice
+from dlq_replay.core.decision import FALLBACK_GROUP_ID, Decision
+from dlq_replay.core.messages import InboundMessage, sized_batches
 from dlq_replay.core.queues import SNS_TOPIC_ARN_PATTERN, is_fifo_arn
+from dlq_replay.core.text import clip, sqs_text, utf8_size
 
 if TYPE_CHECKING:
-    from mypy_boto3_sns.type_defs import (
-        PublishBatchInputTypeDef,
-        PublishBatchRequestEntryTypeDef,
-        PublishBatchResponseTypeDef,
-    )
+    from mypy_boto3_sns import SNSClient
+    from mypy_boto3_sns.type_defs import PublishBatchRequestEntryTypeDef
 
     from dlq_replay.core.settings import Settings
+
+# Well below SNS's 256 KiB per request, so several notices share one.
+NOTICE_BODY_LIMIT = 65_536
+_SUBJECT_LIMIT = 100  # SNS's limit on an e-mail subject
+
+
+@dataclass(frozen=True, slots=True)
+class ParkNotice:
+    """One SNS message; the reason is also a message attribute, for filter policies."""
+
+    record_id: str
+    message: str
+    subject: str
+    reason: str
+    group_id: str  # for FIFO topics; the record's group, else the fallback group
+    deduplication_id: str
+
+    @property
+    def size_bytes(self) -> int:
+        """What the notice counts against SNS's 256 KiB per request (an upper estimate)."""
+        texts = (self.message, self.subject, "reason", "String", self.reason)
+        return sum(len(text.encode()) for text in texts)
+
+
+def park_notice_fields(
+    message: InboundMessage, decision: Decision, *, include_body: bool
+) -> dict[str, Any]:
+    """The notice's fields, every text from the record escaped (SNS refuses a lone surrogate)."""
+    fields: dict[str, Any] = {
+        "event": "parked",
+        "message_id": sqs_text(message.message_id),
+        "reason": decision.reason.value if decision.reason is not None else None,
+        "attempt": decision.attempt,
+        "dlq_arn": sqs_text(message.queue_arn),
+    }
+    if message.dead_letter_source_arn:
+        fields["dead_letter_source_arn"] = sqs_text(message.dead_letter_source_arn)
+    if message.message_group_id:
+        fields["message_group_id"] = sqs_text(message.message_group_id)
+    if include_body:
+        body = sqs_text(message.body)
+        fields["body"] = clip(body, NOTICE_BODY_LIMIT, size=utf8_size)
+        fields["body_truncated"] = len(fields["body"]) < len(body)
+    return fields
+
+
+def park_notice(message: InboundMessage, decision: Decision, *, include_body: bool) -> ParkNotice:
+    fields = park_notice_fields(message, decision, include_body=include_body)
+    reason = str(fields["reason"] or "unknown")
+    subject = f"sqs-dlq-replay parked a message ({reason})"[:_SUBJECT_LIMIT]
+    return ParkNotice(
+        record_id=message.message_id,
+        message=json.dumps(fields, ensure_ascii=False, sort_keys=True),
+        subject=subject,
+        reason=reason,
+        group_id=message.message_group_id or FALLBACK_GROUP_ID,
+        deduplication_id=f"{message.message_id}-park-notice",
+    )
+
 
 # PublishBatch limits: 10 entries and 256 KiB of payload per request.
 MAX_PUBLISH_ENTRIES = 10
@@ -32,14 +92,8 @@ MAX_PUBLISH_BYTES = 262_144
 SNS_CLIENT_CONFIG = Config(
     retries={"mode": "standard", "max_attempts": 5}, connect_timeout=5, read_timeout=15
 )
-
-
-class SnsClient(Protocol):
-    """The one SNS call the notices make."""
-
-    def publish_batch(
-        self, **kwargs: Unpack[PublishBatchInputTypeDef]
-    ) -> PublishBatchResponseTypeDef: ...
+# The SNS client's type, a name the layers above import at run time.
+SnsClient: TypeAlias = "SNSClient"
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,9 +103,7 @@ class NoticeFailure:
     message: str
 
 
-def notice_client(
-    settings: Settings, *, session: boto3.Session | None = None, config: Config = SNS_CLIENT_CONFIG
-) -> SnsClient | None:
+def notice_client(settings: Settings, *, session: boto3.Session | None = None) -> SnsClient | None:
     """The SNS client for park notices, in the topic's own region; None when notices are off."""
     topic = settings.park_notification_topic_arn
     if topic is None:
@@ -59,8 +111,7 @@ def notice_client(
     match = SNS_TOPIC_ARN_PATTERN.fullmatch(topic)
     region = match["region"] if match else None
     make = session.client if session is not None else boto3.client
-    client: SnsClient = make("sns", region_name=region, config=config)
-    return client
+    return make("sns", region_name=region, config=SNS_CLIENT_CONFIG)
 
 
 def publish_notices(

@@ -6,26 +6,22 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
-from operator import attrgetter
-from typing import TYPE_CHECKING, Any, TypeVar
+from operator import attrgetter, itemgetter
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
 
-from dlq_replay.core.messages import OutboundMessage, sized_batches
-from dlq_replay.core.queues import is_fifo_url
+from dlq_replay.core.messages import OutboundMessage, in_order_per_key, run_tasks, sized_batches
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
-    from mypy_boto3_sqs.type_defs import BatchResultErrorEntryTypeDef, MessageTypeDef
+    from mypy_boto3_sqs.type_defs import MessageTypeDef
 
 MAX_BATCH_ENTRIES = 10  # SendMessageBatch's limits per request
 MAX_BATCH_BYTES = 1_048_576
 MAX_IN_FLIGHT_BYTES = MAX_BATCH_BYTES
-
-_Item = TypeVar("_Item")
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,31 +61,19 @@ class BatchSender:
         by_queue: dict[str, list[OutboundMessage]] = {}
         for message in messages:
             by_queue.setdefault(message.queue_url, []).append(message)
+        requests = [
+            (url, sized) for url, queued in by_queue.items() for sized in _sized_requests(queued)
+        ]
         # One task per request of a standard queue; a FIFO queue's requests, in order, are one.
-        tasks: list[tuple[str, list[_Request]]] = []
-        for queue_url, queued in by_queue.items():
-            requests = list(_sized_requests(queued))
-            if is_fifo_url(queue_url):
-                tasks.append((queue_url, requests))
-            else:
-                tasks.extend((queue_url, [request]) for request in requests)
+        tasks = in_order_per_key(requests, itemgetter(0))
         failures: dict[str, SendFailure] = {}
-        workers = min(self._concurrency, len(tasks))
-        if workers <= 1:
-            for task in tasks:
-                failures.update(self._send_in_order(*task))
-            return failures
-        # A pool per call: no thread outlives the invocation (Lambda freezes between them).
-        with ThreadPoolExecutor(workers, thread_name_prefix="send") as pool:
-            for result in pool.map(lambda task: self._send_in_order(*task), tasks):
-                failures.update(result)
+        for result in run_tasks(self._send_in_order, tasks, self._concurrency, "send"):
+            failures.update(result)
         return failures
 
-    def _send_in_order(
-        self, queue_url: str, requests: Sequence[_Request]
-    ) -> dict[str, SendFailure]:
+    def _send_in_order(self, requests: Sequence[tuple[str, _Request]]) -> dict[str, SendFailure]:
         failures: dict[str, SendFailure] = {}
-        for request in requests:
+        for queue_url, request in requests:
             failures.update(self._send_request(queue_url, request))
         return failures
 
@@ -150,51 +134,37 @@ def delete_messages(
     sqs: SQSClient, queue_url: str, messages: Sequence[MessageTypeDef]
 ) -> list[str]:
     """DeleteMessageBatch; the ids of the messages SQS did not delete (they come back)."""
-
-    def request(chunk: list[MessageTypeDef]) -> Sequence[BatchResultErrorEntryTypeDef]:
-        response = sqs.delete_message_batch(
-            QueueUrl=queue_url,
-            Entries=[
-                {"Id": str(index), "ReceiptHandle": m["ReceiptHandle"]}
-                for index, m in enumerate(chunk)
-            ],
-        )
-        return response.get("Failed", [])
-
-    return [message["MessageId"] for message, _ in _refused(messages, request)]
+    entries = [{"ReceiptHandle": message["ReceiptHandle"]} for message in messages]
+    refused = _refused(sqs.delete_message_batch, queue_url, entries)
+    return [messages[index]["MessageId"] for index, _ in refused]
 
 
 def change_visibility(
     sqs: SQSClient, queue_url: str, changes: Sequence[tuple[str, int]]
 ) -> list[tuple[int, str]]:
     """ChangeMessageVisibilityBatch of (handle, seconds) pairs; (index, code) of each refused."""
-
-    def request(chunk: list[tuple[int, tuple[str, int]]]) -> Sequence[BatchResultErrorEntryTypeDef]:
-        response = sqs.change_message_visibility_batch(
-            QueueUrl=queue_url,
-            Entries=[
-                {"Id": str(index), "ReceiptHandle": handle, "VisibilityTimeout": timeout}
-                for index, (_, (handle, timeout)) in enumerate(chunk)
-            ],
-        )
-        return response.get("Failed", [])
-
-    return [(position, code) for (position, _), code in _refused(list(enumerate(changes)), request)]
+    entries = [
+        {"ReceiptHandle": handle, "VisibilityTimeout": timeout} for handle, timeout in changes
+    ]
+    return _refused(sqs.change_message_visibility_batch, queue_url, entries)
 
 
 def _refused(
-    items: Sequence[_Item],
-    request: Callable[[list[_Item]], Sequence[BatchResultErrorEntryTypeDef]],
-) -> list[tuple[_Item, str]]:
-    """`request` on each run of up to 10 items (entry Ids: their indexes in it); each item SQS
-    refused, with its error code (or the exception's class)."""
-    refused: list[tuple[_Item, str]] = []
-    for start in range(0, len(items), MAX_BATCH_ENTRIES):
-        chunk = list(items[start : start + MAX_BATCH_ENTRIES])
+    call: Callable[..., Any], queue_url: str, entries: Sequence[dict[str, Any]]
+) -> list[tuple[int, str]]:
+    """`call` on each run of up to 10 entries (Ids: their indexes in the run); the index and
+    error code (or the exception's class) of each entry SQS refused."""
+    refused: list[tuple[int, str]] = []
+    for start in range(0, len(entries), MAX_BATCH_ENTRIES):
+        chunk = entries[start : start + MAX_BATCH_ENTRIES]
         try:
-            failed = request(chunk)
+            response = call(
+                QueueUrl=queue_url,
+                Entries=[{"Id": str(index), **entry} for index, entry in enumerate(chunk)],
+            )
         except (ClientError, BotoCoreError) as error:
-            refused.extend((item, type(error).__name__) for item in chunk)
+            refused.extend((start + index, type(error).__name__) for index in range(len(chunk)))
             continue
-        refused.extend((chunk[int(entry["Id"])], str(entry.get("Code"))) for entry in failed)
+        failed = response.get("Failed", [])
+        refused.extend((start + int(entry["Id"]), str(entry.get("Code"))) for entry in failed)
     return refused

@@ -8,17 +8,18 @@ import contextlib
 import hashlib
 import json
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, cast
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any
 
 import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
 from dlq_replay import __version__
+from dlq_replay.core.messages import in_order_per_key, run_tasks
 from dlq_replay.core.queues import (
     Arn,
     TargetService,
@@ -34,11 +35,8 @@ from dlq_replay.targets.delivery import Delivered, Delivery, DeliveryResult, Ref
 if TYPE_CHECKING:
     from mypy_boto3_events import EventBridgeClient
     from mypy_boto3_events.type_defs import PutEventsRequestEntryTypeDef, TargetOutputTypeDef
-    from mypy_boto3_lambda import LambdaClient
-    from mypy_boto3_sns import SNSClient
     from mypy_boto3_sqs import SQSClient
     from mypy_boto3_sqs.type_defs import SendMessageRequestTypeDef
-    from mypy_boto3_stepfunctions import SFNClient
 
 
 # As the SQS client's (sqs/client.py, which this layer may not import).
@@ -58,39 +56,23 @@ class TargetClients:
         self,
         session: boto3.Session | None = None,
         *,
-        config: Config | None = None,
         endpoint_url: Callable[[str], str | None] | None = None,
     ) -> None:
         self._session = session
-        self._config = config or TARGET_CLIENT_CONFIG
         self._url_of = endpoint_url or (lambda _: None)
         self._clients: dict[tuple[str, str], Any] = {}
         # Making a client from a session is not thread-safe; deliveries run on a pool.
         self._lock = threading.Lock()
 
-    def lambda_client(self, region: str) -> LambdaClient:
-        return cast("LambdaClient", self._client("lambda", region))
-
-    def sqs(self, region: str) -> SQSClient:
-        return cast("SQSClient", self._client("sqs", region))
-
-    def sns(self, region: str) -> SNSClient:
-        return cast("SNSClient", self._client("sns", region))
-
-    def stepfunctions(self, region: str) -> SFNClient:
-        return cast("SFNClient", self._client("stepfunctions", region))
-
-    def events(self, region: str) -> EventBridgeClient:
-        return cast("EventBridgeClient", self._client("events", region))
-
-    def _client(self, service: str, region: str) -> Any:
+    def client(self, service: str, region: str) -> Any:
+        """The client of `service` (a boto3 service name) in `region`."""
         with self._lock:
             if (service, region) not in self._clients:
                 self._session = self._session or boto3.Session()
                 self._clients[service, region] = self._session.client(
                     service,  # type: ignore[call-overload]
                     region,
-                    config=self._config,
+                    config=TARGET_CLIENT_CONFIG,
                     endpoint_url=self._url_of(service),
                 )
             return self._clients[service, region]
@@ -121,12 +103,10 @@ class Deliverer:
     def deliver(self, deliveries: Sequence[Delivery]) -> dict[str, DeliveryResult]:
         with self._lock:
             self._failed.clear()
-        tasks = _in_order_per_fifo_target(deliveries)
-        workers = min(self._concurrency, len(tasks))
-        if workers <= 1:
-            return _by_record(map(self._deliver_in_order, tasks))
-        with ThreadPoolExecutor(workers, thread_name_prefix="deliver") as pool:
-            return _by_record(pool.map(self._deliver_in_order, tasks))
+        # One task per delivery, a FIFO target's all in one, in the batch's order.
+        tasks = in_order_per_key(deliveries, attrgetter("target_arn"))
+        done = run_tasks(self._deliver_in_order, tasks, self._concurrency, "deliver")
+        return {result.record_id: result for results in done for result in results}
 
     def _deliver_in_order(self, task: Sequence[Delivery]) -> list[DeliveryResult]:
         return [self._deliver_one(delivery) for delivery in task]
@@ -184,7 +164,7 @@ class Deliverer:
         arn = Arn.parse(rule_arn)
         if home_account and arn.account and arn.account != home_account:
             bus = arn.sibling(f"event-bus/{bus or 'default'}")
-        paginator = self._clients.events(region).get_paginator("list_targets_by_rule")
+        paginator = self._clients.client("events", region).get_paginator("list_targets_by_rule")
         pages = (
             paginator.paginate(Rule=name)
             if bus is None
@@ -202,7 +182,7 @@ class Deliverer:
         region = Arn.parse(target).region
         match target_service(target):
             case TargetService.LAMBDA:
-                response = self._clients.lambda_client(region).invoke(
+                response = self._clients.client("lambda", region).invoke(
                     FunctionName=target, InvocationType="Event", Payload=delivery.payload.encode()
                 )
                 # An Event invocation's answer has an empty body; reading it hands the
@@ -211,15 +191,17 @@ class Deliverer:
                 response["Payload"].read()
                 return Delivered(record_id, response["ResponseMetadata"]["RequestId"])
             case TargetService.SQS:
-                return _send_to_queue(self._clients.sqs(region), delivery, rule)
+                return _send_to_queue(self._clients.client("sqs", region), delivery, rule)
             case TargetService.SNS:
                 if is_fifo_arn(target):
                     why = "an EventBridge target names no group id for a FIFO topic"
                     return _no_group(delivery, why)
-                self._clients.sns(region).publish(TopicArn=target, Message=delivery.payload)
+                self._clients.client("sns", region).publish(
+                    TopicArn=target, Message=delivery.payload
+                )
                 return Delivered(record_id, None)
             case TargetService.STATES:
-                client = self._clients.stepfunctions(region)
+                client = self._clients.client("stepfunctions", region)
                 # ExecutionAlreadyExists: this record's attempt started it already (a retry).
                 with contextlib.suppress(client.exceptions.ExecutionAlreadyExists):
                     client.start_execution(
@@ -229,7 +211,7 @@ class Deliverer:
                     )
                 return Delivered(record_id, None)
             case TargetService.EVENTS:
-                return _put_event(self._clients.events(region), delivery)
+                return _put_event(self._clients.client("events", region), delivery)
         raise ValueError(f"no delivery to this target: {target}")  # `_send`'s check
 
 
@@ -340,16 +322,3 @@ def _refusal(record_id: str, error: Exception) -> Refused:
     if isinstance(error, ValueError) and not isinstance(error, BotoCoreError):
         return Refused(record_id, RefusalCode.INVALID_TARGET, str(error))
     return Refused(record_id, type(error).__name__, str(error))
-
-
-def _by_record(done: Iterable[list[DeliveryResult]]) -> dict[str, DeliveryResult]:
-    return {result.record_id: result for results in done for result in results}
-
-
-def _in_order_per_fifo_target(deliveries: Sequence[Delivery]) -> list[list[Delivery]]:
-    """Tasks for the pool: one per delivery, a FIFO target's all in one, in the batch's order."""
-    tasks: dict[str | int, list[Delivery]] = {}
-    for index, delivery in enumerate(deliveries):
-        fifo = is_fifo_arn(delivery.target_arn)
-        tasks.setdefault(delivery.target_arn if fifo else index, []).append(delivery)
-    return list(tasks.values())

@@ -12,15 +12,13 @@ import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
+import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
 from dlq_replay.core.settings_rules import TABLE_NAME_PATTERN, TABLE_NAME_RULE, resource_name
 from dlq_replay.targets.dynamo_items import from_item, to_item
-
-if TYPE_CHECKING:
-    import boto3
 
 LEDGER_TABLE_VARIABLE = "INVOCATION_LEDGER_TABLE"
 KEY_PREFIX = "invocation#"
@@ -212,10 +210,4 @@ def invocation_ledger(
     table = resource_name(env, LEDGER_TABLE_VARIABLE, TABLE_NAME_PATTERN, TABLE_NAME_RULE)
     if table is None:
         return None
-
-    def client() -> Any:
-        import boto3
-
-        return session.client("dynamodb") if session else boto3.client("dynamodb")
-
-    return DynamoLedger(client, table)
+    return DynamoLedger(lambda: (session or boto3).client("dynamodb"), table)
