@@ -17,7 +17,8 @@ from dlq_replay.breaker.controller import Breaker
 from dlq_replay.breaker.function import DynamoBreakerStore, lambda_breaker
 from dlq_replay.breaker.rule import Counts
 from dlq_replay.core.settings import Settings
-from dlq_replay.engine.replayer import Outcome, Replayer
+from dlq_replay.engine.replayer import Replayer
+from dlq_replay.engine.report import Outcome
 from dlq_replay.local.eventsource import lambda_event
 from dlq_replay.ops.stack import function_environment
 from dlq_replay.ops.status import event_source_status

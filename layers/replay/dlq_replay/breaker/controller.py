@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from aws_lambda_powertools.metrics import Metrics
 
     from dlq_replay.core.log import Log
-    from dlq_replay.engine.replayer import Outcome
+    from dlq_replay.engine.report import Outcome
 
 Clock = Callable[[], float]
 TimeLeft = Callable[[], "float | None"]

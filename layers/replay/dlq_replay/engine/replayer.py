@@ -33,8 +33,6 @@ if TYPE_CHECKING:
     from dlq_replay.targets.deliverer import Deliverer
     from dlq_replay.targets.ledger import Invocation, InvocationLedger
 
-__all__ = ["Lookup", "Outcome", "Replayer"]
-
 _T = TypeVar("_T")
 
 

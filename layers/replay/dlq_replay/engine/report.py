@@ -52,9 +52,9 @@ class BatchReport:
             if outcome.failure is not None or decision.action is Action.FAIL:
                 self._logger.error("record not done", extra=fields)
             elif decision.action is Action.PARK:
-                self._logger.info(f"record {_PAST[decision.action]}", extra=fields)
+                self._logger.info(f"record {_TOLD[decision.action][0]}", extra=fields)
             else:
-                self._logger.debug(f"record {_PAST[decision.action]}", extra=fields)
+                self._logger.debug(f"record {_TOLD[decision.action][0]}", extra=fields)
                 routine.append(fields)
             if decision.clamped:
                 self._logger.warning(
@@ -109,8 +109,8 @@ class BatchReport:
             self._metrics.add_metric("SendFailures", MetricUnit.Count, 1)
             if outcome.failure.unconfirmed:
                 self._metrics.add_metric("UnconfirmedSendFailures", MetricUnit.Count, 1)
-        elif decision.action in _METRIC_BY_ACTION:
-            self._metrics.add_metric(_METRIC_BY_ACTION[decision.action], MetricUnit.Count, 1)
+        elif (metric := _TOLD[decision.action][1]) is not None:
+            self._metrics.add_metric(metric, MetricUnit.Count, 1)
         elif decision.reason is not None:
             parked[decision.reason.value] += 1
         if outcome.failure is None and decision.drawn_delay is not None:
@@ -157,19 +157,14 @@ def routine_summary(routine: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return summary
 
 
-_PAST = {
-    Action.REPLAY: "replayed",
-    Action.DEFER: "deferred",
-    Action.HOLD: "held",
-    Action.RELEASE: "released",
-    Action.PARK: "parked",
-    Action.SKIP: "skipped",
-}
-_METRIC_BY_ACTION = {
-    Action.REPLAY: "Replayed",
-    Action.RELEASE: "Released",
-    Action.DEFER: "Deferred",
-    Action.HOLD: "Held",
-    Action.SKIP: "SkippedBehindGroup",
-    Action.FAIL: "UnprocessableRecords",
+# Each action's word on a record's line and its metric (a park is counted by its reason, a
+# failure's line is "record not done").
+_TOLD = {
+    Action.REPLAY: ("replayed", "Replayed"),
+    Action.DEFER: ("deferred", "Deferred"),
+    Action.HOLD: ("held", "Held"),
+    Action.RELEASE: ("released", "Released"),
+    Action.PARK: ("parked", None),
+    Action.SKIP: ("skipped", "SkippedBehindGroup"),
+    Action.FAIL: (None, "UnprocessableRecords"),
 }
