@@ -230,7 +230,9 @@ class Breaker:
         deleting = self._deleting
         if deleting is not None and state.phase is Phase.CLOSED:
             enough = policy.deletions_enough(counts.replays)
-            if deleting(policy.deletions_from(signal.start), enough):  # only when it trips
+            # From `failing_seconds` before the stretch: behind the toolkit's backoff the poison
+            # reaches the DLQ after the good messages sent with it are done. Only when it trips.
+            if deleting(signal.start - policy.failing_seconds, enough):
                 self._logger.info(
                     "first replays came back, but the main queue's consumer deletes messages: "
                     "bad messages, not an outage; the breaker stays closed",

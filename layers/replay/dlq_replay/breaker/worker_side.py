@@ -98,10 +98,6 @@ class BreakerStats:
                 self.open_seconds += state.since - self._opened_at
                 self._opened_at = None
 
-    def state(self) -> BreakerState | None:
-        with self.lock:
-            return self.latest
-
     def seconds_open(self, now: float) -> float:
         with self.lock:
             running = 0.0 if self._opened_at is None else now - self._opened_at
