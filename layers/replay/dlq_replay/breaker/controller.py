@@ -44,10 +44,6 @@ if TYPE_CHECKING:
     from dlq_replay.engine.report import Outcome
 
 Clock = Callable[[], float]
-TimeLeft = Callable[[], "float | None"]
-Depth = Callable[[], "int | None"]
-Timing = Callable[[], "QueueTiming | None"]
-Deleting = Callable[[float, int], "bool | None"]  # (since, how many) -> the consumer deletes?
 # The main queue's timing is read again this often at most (a change applies from then on).
 TIMING_READ_SECONDS = 300.0
 
@@ -85,11 +81,11 @@ class Breaker:
         policy: BreakerPolicy | None = None,
         clock: Clock = time.time,
         max_attempts: int | None = None,
-        time_left: TimeLeft | None = None,
-        depth: Depth | None = None,
-        timing: Timing | None = None,
+        time_left: Callable[[], float | None] | None = None,
+        depth: Callable[[], int | None] | None = None,
+        timing: Callable[[], QueueTiming | None] | None = None,
         delay_seconds: float = 0.0,
-        deleting: Deleting | None = None,
+        deleting: Callable[[float, int], bool | None] | None = None,  # (since, how many)
         metrics: Metrics | None = None,
         sns: SnsClient | None = None,
         topic_arn: str | None = None,
