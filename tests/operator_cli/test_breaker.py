@@ -14,7 +14,7 @@ import pytest
 from dlq_replay.aws_lambda.replay import LambdaReplay
 from dlq_replay.breaker.breaker_state import Cause, Phase
 from dlq_replay.breaker.controller import Breaker
-from dlq_replay.breaker.function import DynamoBreakerStore, lambda_breaker
+from dlq_replay.breaker.function import DynamoBreakerStore, lambda_breaker, lazy_clients
 from dlq_replay.breaker.rule import Counts
 from dlq_replay.core.settings import Settings
 from dlq_replay.engine.replayer import Replayer
@@ -83,7 +83,7 @@ class Deployed:
             settings,
             env=self.env,
             sqs=self.sqs,
-            session=None,
+            clients=lazy_clients(None),
             logger=LOG,
             metrics=None,
             sns=None,
@@ -400,7 +400,7 @@ def test_opening_and_closing_say_so_in_metrics_and_notices(deployed: Deployed) -
         Settings.from_env(env),
         env=env,
         sqs=deployed.sqs,
-        session=None,
+        clients=lazy_clients(None),
         logger=LOG,
         metrics=metrics,
         sns=sns,

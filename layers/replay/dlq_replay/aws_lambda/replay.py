@@ -111,11 +111,10 @@ class LambdaReplay:
             settings,
             env=env,
             sqs=sqs,
-            session=session,
+            clients=clients,
             logger=logger,
             metrics=metrics,
             sns=sns,
-            clients=clients,
         )
         follow = None
         if env.get("FOLLOW_TABLE", "").strip():  # imported only with a table to count in
