@@ -20,7 +20,7 @@ import boto3
 import pytest
 from dlq_replay.aws_lambda.replay import LambdaReplay
 from dlq_replay.breaker.breaker_state import Cause, Phase
-from dlq_replay.breaker.function import DynamoBreakerStore, lambda_breaker
+from dlq_replay.breaker.function import DynamoBreakerStore, lambda_breaker, lazy_clients
 from dlq_replay.breaker.rule import BreakerPolicy, QueueTiming
 from dlq_replay.consumer import replay_attempt
 from dlq_replay.core.settings import Settings
@@ -79,7 +79,7 @@ def test_the_template_breaker_gives_back_what_an_outage_took_on_the_queues_timin
         settings,
         env=env,
         sqs=sqs,
-        session=boto3.Session(),
+        clients=lazy_clients(boto3.Session()),
         logger=LOG,
         metrics=None,
         sns=None,

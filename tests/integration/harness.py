@@ -26,7 +26,8 @@ import boto3
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from dlq_replay.aws_lambda.replay import LambdaReplay
 from dlq_replay.core.settings import Settings
-from dlq_replay.engine.replayer import Clock, Outcome, Replayer
+from dlq_replay.engine.replayer import Clock, Replayer
+from dlq_replay.engine.report import Outcome
 from dlq_replay.local.eventsource import lambda_event
 from dlq_replay.ops.receiving import drained_batches
 from dlq_replay.sqs.depth import queue_depth

@@ -23,7 +23,7 @@ from integration.harness import (
 )
 
 if TYPE_CHECKING:
-    from dlq_replay.engine.replayer import Outcome
+    from dlq_replay.engine.report import Outcome
     from mypy_boto3_sqs import SQSClient
     from mypy_boto3_sqs.type_defs import MessageAttributeValueTypeDef
 

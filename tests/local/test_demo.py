@@ -23,7 +23,7 @@ from dlq_replay.demo.scenario import (
     settle_timeout,
 )
 from dlq_replay.demo.view import outcome_rows
-from dlq_replay.engine.replayer import Outcome
+from dlq_replay.engine.report import Outcome
 from dlq_replay.sqs.sending import SendFailure
 
 if TYPE_CHECKING:

@@ -14,10 +14,11 @@ import pytest
 from dlq_replay.aws_lambda.replay import LambdaReplay
 from dlq_replay.breaker.breaker_state import Cause, Phase
 from dlq_replay.breaker.controller import Breaker
-from dlq_replay.breaker.function import DynamoBreakerStore, lambda_breaker
+from dlq_replay.breaker.function import DynamoBreakerStore, lambda_breaker, lazy_clients
 from dlq_replay.breaker.rule import Counts
 from dlq_replay.core.settings import Settings
-from dlq_replay.engine.replayer import Outcome, Replayer
+from dlq_replay.engine.replayer import Replayer
+from dlq_replay.engine.report import Outcome
 from dlq_replay.local.eventsource import lambda_event
 from dlq_replay.ops.stack import function_environment
 from dlq_replay.ops.status import event_source_status
@@ -82,7 +83,7 @@ class Deployed:
             settings,
             env=self.env,
             sqs=self.sqs,
-            session=None,
+            clients=lazy_clients(None),
             logger=LOG,
             metrics=None,
             sns=None,
@@ -399,7 +400,7 @@ def test_opening_and_closing_say_so_in_metrics_and_notices(deployed: Deployed) -
         Settings.from_env(env),
         env=env,
         sqs=deployed.sqs,
-        session=None,
+        clients=lazy_clients(None),
         logger=LOG,
         metrics=metrics,
         sns=sns,

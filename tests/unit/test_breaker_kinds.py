@@ -22,7 +22,7 @@ from dlq_replay.core import attributes
 from dlq_replay.core.attributes import NOT_BEFORE_ATTRIBUTE, Attribute
 from dlq_replay.core.decision import Action, Decision
 from dlq_replay.core.messages import InboundMessage
-from dlq_replay.engine.replayer import Outcome
+from dlq_replay.engine.report import Outcome
 from dlq_replay.targets.ledger import Invocation
 
 COUNT = "sqs-dlq-replay-nb"

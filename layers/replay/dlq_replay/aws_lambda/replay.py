@@ -21,7 +21,8 @@ from dlq_replay.core.log import Log
 from dlq_replay.core.messages import InboundMessage
 from dlq_replay.core.queues import is_fifo_arn
 from dlq_replay.core.settings import Settings, SettingsError
-from dlq_replay.engine.replayer import Outcome, Replayer
+from dlq_replay.engine.replayer import Replayer
+from dlq_replay.engine.report import Outcome
 from dlq_replay.notify.sns import notice_client
 
 if TYPE_CHECKING:
@@ -110,11 +111,10 @@ class LambdaReplay:
             settings,
             env=env,
             sqs=sqs,
-            session=session,
+            clients=clients,
             logger=logger,
             metrics=metrics,
             sns=sns,
-            clients=clients,
         )
         follow = None
         if env.get("FOLLOW_TABLE", "").strip():  # imported only with a table to count in

@@ -40,13 +40,9 @@ if TYPE_CHECKING:
     from aws_lambda_powertools.metrics import Metrics
 
     from dlq_replay.core.log import Log
-    from dlq_replay.engine.replayer import Outcome
+    from dlq_replay.engine.report import Outcome
 
 Clock = Callable[[], float]
-TimeLeft = Callable[[], "float | None"]
-Depth = Callable[[], "int | None"]
-Timing = Callable[[], "QueueTiming | None"]
-Deleting = Callable[[float, int], "bool | None"]  # (since, how many) -> the consumer deletes?
 # The main queue's timing is read again this often at most (a change applies from then on).
 TIMING_READ_SECONDS = 300.0
 
@@ -84,11 +80,11 @@ class Breaker:
         policy: BreakerPolicy | None = None,
         clock: Clock = time.time,
         max_attempts: int | None = None,
-        time_left: TimeLeft | None = None,
-        depth: Depth | None = None,
-        timing: Timing | None = None,
+        time_left: Callable[[], float | None] | None = None,
+        depth: Callable[[], int | None] | None = None,
+        timing: Callable[[], QueueTiming | None] | None = None,
         delay_seconds: float = 0.0,
-        deleting: Deleting | None = None,
+        deleting: Callable[[float, int], bool | None] | None = None,  # (since, how many)
         metrics: Metrics | None = None,
         sns: SnsClient | None = None,
         topic_arn: str | None = None,
@@ -229,7 +225,9 @@ class Breaker:
         deleting = self._deleting
         if deleting is not None and state.phase is Phase.CLOSED:
             enough = policy.deletions_enough(counts.replays)
-            if deleting(policy.deletions_from(signal.start), enough):  # only when it trips
+            # From `failing_seconds` before the stretch: behind the toolkit's backoff the poison
+            # reaches the DLQ after the good messages sent with it are done. Only when it trips.
+            if deleting(signal.start - policy.failing_seconds, enough):
                 self._logger.info(
                     "first replays came back, but the main queue's consumer deletes messages: "
                     "bad messages, not an outage; the breaker stays closed",

@@ -197,15 +197,14 @@ def lambda_breaker(
     *,
     env: Mapping[str, str],
     sqs: SQSClient,
-    session: boto3.Session | None,
+    clients: Callable[[str], Any],
     logger: Log,
     metrics: Metrics | None,
     sns: SnsClient | None,
     clock: Clock = time.time,
-    clients: Callable[[str], Any] | None = None,
 ) -> Breaker | None:
     """The breaker when OUTAGE_BREAKER is on and the template gave it a table; else None. Its
-    clients (`clients`, else `lazy_clients(session)`) are made when first needed."""
+    clients (`clients`, as `lazy_clients` makes them) are made when first needed."""
     function_name = env.get("AWS_LAMBDA_FUNCTION_NAME", "")
     table = resource_name(env, TABLE_VARIABLE, TABLE_NAME_PATTERN, TABLE_NAME_RULE)
     if not (settings.outage_breaker and table and function_name):
@@ -214,15 +213,14 @@ def lambda_breaker(
         env, RULE_VARIABLE, _RULE_NAME, "an EventBridge rule name (1-64 of A-Z a-z 0-9 _ - .)"
     )
 
-    client = clients or lazy_clients(session)
-    switch = MappingSwitch(lambda: client("lambda"), function_name)
+    switch = MappingSwitch(lambda: clients("lambda"), function_name)
 
     def follow_rule(state: BreakerState) -> None:
         """The probe rule ticks the breaker: on only while it is open or half-open."""
         if state.phase is Phase.OPEN:
-            client("events").enable_rule(Name=rule_name)
+            clients("events").enable_rule(Name=rule_name)
         elif state.phase is Phase.CLOSED:
-            client("events").disable_rule(Name=rule_name)
+            clients("events").disable_rule(Name=rule_name)
 
     rule = follow_rule if rule_name else None
 
@@ -231,17 +229,19 @@ def lambda_breaker(
 
     main = settings.main_queue_url
     return Breaker(
-        DynamoBreakerStore(lambda: client("dynamodb"), table),
+        DynamoBreakerStore(lambda: clients("dynamodb"), table),
         switch,
         logger=logger,
         count_attribute=settings.count_attribute,
         clock=clock,
         max_attempts=settings.max_attempts,
-        time_left=dlq_time_left(sqs, lambda: client("cloudwatch"), dlq_url, clock=clock, every=0.0),
+        time_left=dlq_time_left(
+            sqs, lambda: clients("cloudwatch"), dlq_url, clock=clock, every=0.0
+        ),
         depth=dlq_depth(sqs, dlq_url),
         timing=(lambda: main_queue_timing(sqs, main)) if main else None,
         delay_seconds=longest_delay(settings),
-        deleting=consumer_deleting(lambda: client("cloudwatch"), main, clock=clock)
+        deleting=consumer_deleting(lambda: clients("cloudwatch"), main, clock=clock)
         if main
         else None,
         metrics=metrics,

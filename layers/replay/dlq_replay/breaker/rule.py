@@ -50,11 +50,6 @@ class QueueTiming:
     visibility_seconds: float
     max_receive_count: int
 
-    @property
-    def redelivery_seconds(self) -> float:
-        """How long after a copy is visible in the main queue a failing one is back in the DLQ."""
-        return self.visibility_seconds * self.max_receive_count
-
 
 @dataclass(frozen=True, slots=True)
 class BreakerPolicy:
@@ -86,10 +81,12 @@ class BreakerPolicy:
 
     def for_queue(self, timing: QueueTiming | None, delay_seconds: float) -> BreakerPolicy:
         """The timing fitted to the main queue (never longer): a cycle is its redelivery plus
-        `delay_seconds` (the longest a replay is sent with) plus slack."""
+        `delay_seconds` (the longest a replay is sent with) plus slack; a redelivery: how long
+        after a copy is visible in the main queue a failing one is back in the DLQ."""
         if timing is None:
             return self
-        cycle = timing.redelivery_seconds + max(0.0, delay_seconds) + CYCLE_SLACK_SECONDS
+        redelivery = timing.visibility_seconds * timing.max_receive_count
+        cycle = redelivery + max(0.0, delay_seconds) + CYCLE_SLACK_SECONDS
         window = min(self.window_seconds, max(MIN_WINDOW_SECONDS, 2.0 * cycle))
         first = min(self.first_pause_seconds, max(MIN_PAUSE_SECONDS, cycle))
         return replace(
@@ -105,11 +102,6 @@ class BreakerPolicy:
     def deletions_enough(self, replays: int) -> int:
         """The deletions of a consumer that works: a tenth of the replays; fewer is in transit."""
         return max(self.min_returns, math.ceil((1.0 - self.return_ratio) * replays))
-
-    def deletions_from(self, start: float) -> float:
-        """From when deletions veto a stretch sent from `start`: behind the toolkit's backoff the
-        poison reaches the DLQ after the good messages sent with it are done."""
-        return start - self.failing_seconds
 
 
 @dataclass(frozen=True, slots=True)

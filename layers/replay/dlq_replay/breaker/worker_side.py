@@ -5,16 +5,14 @@ from __future__ import annotations
 
 import math
 import threading
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from dlq_replay.breaker.breaker_state import BreakerState, Phase
-from dlq_replay.breaker.controller import Breaker, Clock, Depth, TimeLeft, Timing
+from dlq_replay.breaker.controller import Breaker
 from dlq_replay.breaker.evidence import QueueTotals
 from dlq_replay.breaker.rule import MIN_WINDOW_SECONDS, SLICES, BreakerPolicy, Counts
-from dlq_replay.core.log import Log
-from dlq_replay.notify.sns import SnsClient
 
 # How long a paused poller sleeps between looks at the state, at most.
 GATE_POLL_SECONDS = 1.0
@@ -100,10 +98,6 @@ class BreakerStats:
                 self.open_seconds += state.since - self._opened_at
                 self._opened_at = None
 
-    def state(self) -> BreakerState | None:
-        with self.lock:
-            return self.latest
-
     def seconds_open(self, now: float) -> float:
         with self.lock:
             running = 0.0 if self._opened_at is None else now - self._opened_at
@@ -131,41 +125,18 @@ class BreakerGate:
 
 
 def worker_breaker(
-    *,
-    logger: Log,
-    policy: BreakerPolicy | None = None,
-    count_attribute: str,
-    sns: SnsClient | None = None,
-    topic_arn: str | None = None,
-    source: str = "",
-    stats: BreakerStats | None = None,
-    depth: Depth | None = None,
-    time_left: TimeLeft | None = None,
-    timing: Timing | None = None,
-    delay_seconds: float = 0.0,
-    totals: QueueTotals | None = None,
-    clock: Clock = time.time,
-    max_attempts: int | None = None,
+    *, stats: BreakerStats | None = None, totals: QueueTotals | None = None, **options: Any
 ) -> tuple[Breaker, BreakerGate]:
-    """The worker's breaker (for `LambdaReplay`) and its pollers' gate; `totals`: the queues'
-    totals, whose fall vetoes an opening."""
+    """The worker's breaker (for `LambdaReplay`; `options` as `Breaker` takes them) and its
+    pollers' gate; `stats` follows its changes, `totals`: the queues' totals, whose fall vetoes
+    an opening."""
+    policy = options.get("policy") or BreakerPolicy()
     breaker = Breaker(
-        MemoryStore.for_policy(policy or BreakerPolicy(), timing is not None),
+        MemoryStore.for_policy(policy, options.get("timing") is not None),
         PollerSwitch(),
-        logger=logger,
-        count_attribute=count_attribute,
-        policy=policy,
-        clock=clock,
-        max_attempts=max_attempts,
-        time_left=time_left,
-        depth=depth,
-        timing=timing,
-        delay_seconds=delay_seconds,
         deleting=totals.deleting if totals is not None else None,
-        sns=sns,
-        topic_arn=topic_arn,
-        source=source,
         on_change=stats.follow if stats is not None else None,
+        **options,
     )
     sample = totals.sample if totals is not None else None
     return breaker, BreakerGate(breaker, sample=sample)

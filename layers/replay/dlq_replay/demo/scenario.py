@@ -31,7 +31,7 @@ from dlq_replay.demo.emulator import (
     MAIN_MAX_RECEIVE_COUNT_WITH_BACKOFF,
     MAIN_VISIBILITY_TIMEOUT,
 )
-from dlq_replay.engine.replayer import Outcome
+from dlq_replay.engine.report import Outcome
 from dlq_replay.ops.receiving import drain
 from dlq_replay.sqs.depth import QueueDepth, queue_depth
 

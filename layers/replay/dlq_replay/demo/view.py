@@ -89,7 +89,7 @@ def breaker_progress_of(tally: Tally, elapsed: float) -> str:
         return ""
     dlq = tally.depths.get("dlq")
     return breaker_progress(
-        tally.breaker.state(),
+        tally.breaker.latest,
         elapsed=elapsed,
         now=time.time(),
         waiting=None if dlq is None else dlq.total,

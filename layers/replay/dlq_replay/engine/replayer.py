@@ -20,7 +20,7 @@ from dlq_replay.core.settings import Settings
 from dlq_replay.core.text import error_text
 from dlq_replay.engine.decide import WRITES, RecordCase, park_instead
 from dlq_replay.engine.kinds import delivery_of, recognise
-from dlq_replay.engine.report import BatchReport, Outcome
+from dlq_replay.engine.report import Outcome, report
 from dlq_replay.notify.sns import SnsClient, park_notice, publish_notices
 from dlq_replay.sqs.sending import BatchSender, SendFailure, change_visibility
 
@@ -31,8 +31,6 @@ if TYPE_CHECKING:
     # Imported where a serverless record needs them, not on a DLQ_KIND=sqs cold start.
     from dlq_replay.targets.deliverer import Deliverer
     from dlq_replay.targets.ledger import Invocation, InvocationLedger
-
-__all__ = ["Lookup", "Outcome", "Replayer"]
 
 _T = TypeVar("_T")
 
@@ -77,7 +75,6 @@ class Replayer:
             raise ValueError(f"DLQ_KIND={settings.dlq_kind} needs a Deliverer and a ledger")
         self._deliverer, self._ledger = deliverer, ledger
         self._sns, self._settings, self._sqs = sns, settings, sqs
-        self._report = BatchReport(settings, logger=logger, metrics=metrics)
         self._sender = BatchSender(sqs, settings.send_concurrency)
         self._logger, self._metrics, self._clock = logger, metrics, clock
         self._rng = rng  # None: each record's delay is keyed by its id (see `RecordCase`)
@@ -101,7 +98,7 @@ class Replayer:
                 if group and not outcome.done and is_fifo_arn(outcome.message.queue_arn):
                     blocked_groups.add(group)
         ordered = {m.message_id: outcomes[m.message_id] for m in messages}
-        self._report(ordered.values())
+        report(ordered.values(), self._settings, self._logger, self._metrics)
         self._notify(ordered.values())
         if self._on_outcome is not None:
             for outcome in ordered.values():
