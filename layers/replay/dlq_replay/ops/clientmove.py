@@ -87,7 +87,7 @@ class ClientMove(MoveState):
             # A move of every message it receives may spend the kept receive (the reserve kept
             # it for this); one that gives some back (a selection, a limit, a dry run) keeps the
             # reserve for those, as a read does; ids chosen by the console are taken.
-            memory.check_move(
+            memory.check(
                 request.source,
                 budget,
                 takes_all=request.selector.empty and request.limit is None and not request.dry_run,

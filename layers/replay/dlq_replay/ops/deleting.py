@@ -72,7 +72,7 @@ class Deleter:
         if memory is not None and budget is not None:
             # Deleting every message it receives may spend the kept receive; a selection or a
             # limit gives some back, so it keeps the reserve, as a read does.
-            memory.check_move(
+            memory.check(
                 request.source,
                 budget,
                 takes_all=request.selector.empty and request.limit is None,

@@ -9,7 +9,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -132,7 +132,7 @@ class Export:
             check_writable(s3, request.s3)
         budget = usable_budget(sqs, request.source, request.reserve)
         if memory is not None and budget is not None:
-            memory.check(request.source, replace(budget, reserve=0) if request.delete else budget)
+            memory.check(request.source, budget, takes_all=request.delete)
         depth = queue_depth(sqs, request.source.url)
         self.expected = depth.visible + depth.in_flight  # in the queue before the read
         self.receiving = Receiving(

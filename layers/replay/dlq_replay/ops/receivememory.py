@@ -113,28 +113,22 @@ class ReceiveMemory:
         )
 
     def check(
-        self, queue: QueueInfo, budget: ReceiveBudget, taken: frozenset[str] = frozenset()
-    ) -> None:
-        """`refusal`'s line as ReadRefusedError (`taken`: the ids a move takes, whose receive is
-        their move)."""
-        refused = self.refusal(queue, budget, taken)
-        if refused is not None:
-            raise ReadRefusedError(refused)
-
-    def check_move(
         self,
         queue: QueueInfo,
         budget: ReceiveBudget,
         *,
-        takes_all: bool,
+        takes_all: bool = False,
         taken: frozenset[str] = frozenset(),
     ) -> None:
-        """Before a move: refused when a remembered message's next receive would itself move it
-        on (SQS would move it instead of handing it over); unless the move takes every message
-        it receives, those it gives back (all but `taken`) keep `budget.reserve`."""
-        self.check(queue, replace(budget, reserve=0))
-        if not takes_all:
-            self.check(queue, budget, taken)
+        """`refusal`'s line as ReadRefusedError: refused when a remembered message's next receive
+        would itself move it on (SQS would move it instead of handing it over); unless the read
+        takes every message it receives (a move, a delete), those it gives back (all but
+        `taken`, whose receive is their move) keep `budget.reserve`."""
+        refused = self.refusal(queue, replace(budget, reserve=0))
+        if refused is None and not takes_all:
+            refused = self.refusal(queue, budget, taken)
+        if refused is not None:
+            raise ReadRefusedError(refused)
 
     def record(self, queue: QueueInfo, sighting: Sighting) -> None:
         """Add what one run saw (and forget what it deleted). An unreadable file is left as it
