@@ -198,35 +198,27 @@ class AdaptiveRate(FixedRate):
         finally:
             with self.lock:
                 self.checking = False
-        with self.lock:
-            self._apply(population + self.deleted_here, now)
-
-    def _apply(self, total: int, now: float) -> None:
-        # Cumulative, so a stale depth that overshoots once is taken back by the next check.
-        arrived = total - self.seen
-        self.seen = max(self.seen, total)
-        self.checks += 1
-        self.last_check = now
-        if arrived < self.policy.threshold:
-            self.strikes.clear()
-            self.rate = min(self.policy.rate, self.rate * 2)
-            return
-        self.strikes.append(arrived)
-        if len(self.strikes) >= self.policy.stop_after:
-            self.stopped = self._why()
-            return
-        self.backoffs += 1
-        self.rate = max(MINIMUM_RATE, self.rate / 2)
-
-    def _why(self) -> PaceStop:
         policy = self.policy
-        return PaceStop(
-            watched=policy.watched.name,
-            arrived=sum(self.strikes),
-            checks=len(self.strikes),
-            window_seconds=len(self.strikes) * policy.check_seconds,
-            rate=self.rate,
-        )
+        with self.lock:
+            # Cumulative, so a stale depth that overshoots once is taken back by the next check.
+            total = population + self.deleted_here
+            arrived = total - self.seen
+            self.seen = max(self.seen, total)
+            self.checks += 1
+            self.last_check = now
+            if arrived < policy.threshold:
+                self.strikes.clear()
+                self.rate = min(policy.rate, self.rate * 2)
+                return
+            self.strikes.append(arrived)
+            if len(strikes := self.strikes) >= policy.stop_after:
+                window = len(strikes) * policy.check_seconds
+                self.stopped = PaceStop(
+                    policy.watched.name, sum(strikes), len(strikes), window, self.rate
+                )
+                return
+            self.backoffs += 1
+            self.rate = max(MINIMUM_RATE, self.rate / 2)
 
 
 def watched_dlq(
