@@ -42,22 +42,6 @@ if TYPE_CHECKING:
     from dlq_replay.targets.deliverer import Deliverer
 
 
-def redrive(
-    sqs: SQSClient,
-    request: RedriveRequest,
-    *,
-    on_progress: Callable[[RedriveTally], None] | None = None,
-    clock: Callable[[], float] = time.monotonic,
-    sleep: Callable[[float], None] | None = None,
-    stop: threading.Event | None = None,
-    deliverer: Deliverer | None = None,
-) -> RedriveTally:
-    """Move messages client-side, `request.concurrency` batches at a time, to the end."""
-    return ClientMove(sqs, request, clock=clock, sleep=sleep, stop=stop, deliverer=deliverer).run(
-        on_progress
-    )
-
-
 class ClientMove(MoveState):
     """One client-side move's workers (its state and snapshots are `MoveState`'s)."""
 
@@ -109,7 +93,8 @@ class ClientMove(MoveState):
     def _sleep(self, seconds: float) -> None:
         self.stop.wait(seconds)
 
-    def run(self, on_progress: Callable[[RedriveTally], None] | None) -> RedriveTally:
+    def run(self, on_progress: Callable[[RedriveTally], None] | None = None) -> RedriveTally:
+        """Move messages, `request.concurrency` batches at a time, to the end."""
         workers = max(1, self.request.concurrency)
         if self.follower is not None:
             self.follower.start()
