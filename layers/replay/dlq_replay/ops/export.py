@@ -24,7 +24,6 @@ from dlq_replay.ops.redrive import FailReason
 from dlq_replay.ops.s3archive import ArchiveFile, S3Location, check_writable, existing_object
 from dlq_replay.ops.select import Selector
 from dlq_replay.sqs.depth import queue_depth
-from dlq_replay.sqs.sending import MAX_BATCH_ENTRIES
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -229,8 +228,7 @@ class Export:
             for m in [*self.already, *self.exported]
             if m in handles
         ]
-        step = MAX_BATCH_ENTRIES
-        in_parallel([in_hand[i : i + step] for i in range(0, len(in_hand), step)], self._delete)
+        in_parallel(in_hand, self._delete)
 
     def _delete(self, batch: list[MessageTypeDef]) -> int:
         with self._lock:
