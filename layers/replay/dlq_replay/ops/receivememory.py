@@ -48,15 +48,6 @@ class Remembered:
     ids: dict[str, tuple[int, float]]
     counts: dict[int, tuple[str, float]]
 
-    def highest(self, taken: frozenset[str] = frozenset()) -> tuple[str, int] | None:
-        """(id, count) of the highest count remembered, but for `taken`."""
-        found = [(c, m) for m, (c, _) in self.ids.items() if m not in taken]
-        found += [(c, m) for c, (m, _) in self.counts.items() if m not in taken]
-        if not found:
-            return None
-        count, message_id = max(found)
-        return message_id, count
-
 
 class ReceiveMemory:
     """The receive counts reads saw, per queue, in files under `folder`."""
@@ -98,10 +89,13 @@ class ReceiveMemory:
     ) -> str | None:
         """The line refusing a read of `queue` now, or None when every remembered message
         (but those in `taken`) keeps `budget.reserve` receives after one more."""
-        highest = self.load(queue).highest(taken)
-        if highest is None or not budget.stop_after(highest[1]):
+        memory = self.load(queue)
+        found = [(c, m) for m, (c, _) in memory.ids.items() if m not in taken]
+        found += [(c, m) for c, (m, _) in memory.counts.items() if m not in taken]
+        count, message_id = max(found, default=(0, ""))
+        if not found or not budget.stop_after(count):
             return None
-        message_id, left = highest[0], budget.left(highest[1])
+        left = budget.left(count)
         if not message_id.isprintable():  # the file is anyone's: a newline in an id split the line
             message_id = repr(message_id)
         return (
