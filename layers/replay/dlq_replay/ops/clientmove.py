@@ -79,7 +79,7 @@ class ClientMove(MoveState):
             )
         self.stop = threading.Event()  # ours: the interrupt, the pace, the budget, an error
         # A wait for the pace ends at once on a stop (tests give their own sleep).
-        pace = make_pace(sqs, request.rate, request.until_failing, clock, sleep or self._sleep)
+        pace = make_pace(sqs, request.rate, request.until_failing, clock, sleep or self.stop.wait)
         super().__init__(sqs, request, stop or threading.Event(), pace, companion)
         self.budget = budget
         self.deliverer = deliverer
@@ -89,9 +89,6 @@ class ClientMove(MoveState):
         self.source_urls: dict[str, str | None] = {}
         self.sighting = Sighting()
         self.ended = False  # the workers found the source's end (no stop for the companion)
-
-    def _sleep(self, seconds: float) -> None:
-        self.stop.wait(seconds)
 
     def run(self, on_progress: Callable[[RedriveTally], None] | None = None) -> RedriveTally:
         """Move messages, `request.concurrency` batches at a time, to the end."""

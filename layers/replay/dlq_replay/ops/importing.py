@@ -106,12 +106,10 @@ class Importer:
         self.sent = 0
         self.skips: Counter[str] = Counter()
         self.failures: list[ImportFailure] = []
-        self.pace = make_pace(sqs, request.rate, request.until_failing, time.monotonic, self._sleep)
+        wait = self.stop.wait  # a wait for the pace ends at once on a stop
+        self.pace = make_pace(sqs, request.rate, request.until_failing, time.monotonic, wait)
         self.stopped: PaceStop | None = None
         self.interrupted = False
-
-    def _sleep(self, seconds: float) -> None:
-        self.stop.wait(seconds)
 
     def run(self, on_progress: Callable[[ImportTally], None] | None = None) -> ImportTally:
         if self.follower is not None:

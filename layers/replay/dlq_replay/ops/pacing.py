@@ -40,7 +40,7 @@ class FixedRate:
     stopped: PaceStop | None = None
 
     def __init__(
-        self, rate: float | None, clock: Callable[[], float], sleep: Callable[[float], None]
+        self, rate: float | None, clock: Callable[[], float], sleep: Callable[[float], object]
     ) -> None:
         self.rate = rate
         self.clock = clock
@@ -144,7 +144,7 @@ class AdaptiveRate(FixedRate):
         policy: UntilFailing,
         population: Callable[[], int],  # the watched DLQ's messages now, all three counters
         clock: Callable[[], float],
-        sleep: Callable[[float], None],
+        sleep: Callable[[float], object],
     ) -> None:
         super().__init__(policy.rate, clock, sleep)
         self.rate: float = policy.rate
@@ -251,7 +251,7 @@ def make_pace(
     rate: float | None,
     until_failing: UntilFailing | None,
     clock: Callable[[], float],
-    sleep: Callable[[float], None],
+    sleep: Callable[[float], object],
 ) -> FixedRate:
     """The pace of a run: fixed, or adaptive watching `until_failing.watched`."""
     if until_failing is None:
