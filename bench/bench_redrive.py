@@ -7,7 +7,7 @@ another, in the same process run:
 
 - baseline: a plain sequential loop, receive 10 / SendMessageBatch / DeleteMessageBatch, what
   a hand-written script does;
-- `ops.clientmove.redrive` with --concurrency 1 (today's sequential move) and with more
+- `ops.clientmove.ClientMove` with --concurrency 1 (today's sequential move) and with more
   batches in flight.
 
 Every case must move every message exactly once (the fake checks it), so the speed is never
@@ -31,7 +31,7 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING, Any, cast
 
-from dlq_replay.ops.clientmove import redrive
+from dlq_replay.ops.clientmove import ClientMove
 from dlq_replay.ops.queueinfo import QueueInfo
 from dlq_replay.ops.redrive import DEFAULT_CONCURRENCY, RedriveRequest
 
@@ -164,7 +164,7 @@ def our_redrive(concurrency: int) -> Callable[[Any], None]:
             wait_seconds=0,
             concurrency=concurrency,
         )
-        tally = redrive(cast("SQSClient", sqs), request)
+        tally = ClientMove(cast("SQSClient", sqs), request).run()
         if not tally.adds_up or tally.failed:
             sys.exit(f"benchmark: redrive failed: {tally}")
 

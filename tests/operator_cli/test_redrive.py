@@ -15,7 +15,7 @@ from botocore.exceptions import ClientError
 from dlq_replay.cli.redrive_tally import mode_text
 from dlq_replay.core.messages import OutboundMessage
 from dlq_replay.follow.tag import FOLLOW_ATTRIBUTE
-from dlq_replay.ops.clientmove import redrive as move_client_side
+from dlq_replay.ops.clientmove import ClientMove
 from dlq_replay.ops.queueinfo import queue_info
 from dlq_replay.ops.receiving import drain
 from dlq_replay.ops.redrive import (
@@ -170,7 +170,7 @@ def test_selection_by_group_and_text(sqs: SQSClient) -> None:
         ),
     )
 
-    tally = move_client_side(sqs, request)
+    tally = ClientMove(sqs, request).run()
 
     assert tally.adds_up
     moved = bodies(drain(sqs, fifo.main))
@@ -532,7 +532,7 @@ def test_rate_limit_spaces_the_sends(sqs: SQSClient, queues: Queues) -> None:
         concurrency=1,  # one fake clock: the schedule in order
     )
 
-    tally = move_client_side(sqs, request, clock=lambda: now[0], sleep=sleep)
+    tally = ClientMove(sqs, request, clock=lambda: now[0], sleep=sleep).run()
 
     assert tally.moved == 12
     # batches of 5, 5, 2: the 2nd may start 1 s after the 1st, the 3rd 2 s after it

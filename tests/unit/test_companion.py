@@ -17,7 +17,7 @@ from dlq_replay.ops.companion import (
     companion_fits,
     processes_for,
 )
-from dlq_replay.ops.movestate import combined, left_by_both
+from dlq_replay.ops.movestate import combined
 from dlq_replay.ops.queueinfo import QueueInfo
 from dlq_replay.ops.receiving import Sighting
 from dlq_replay.ops.redrive import Leftover, RedriveRequest, RedriveTally
@@ -128,7 +128,7 @@ def test_two_leftovers_make_one_that_holds_both() -> None:
     one = Leftover(hidden=3, hidden_until=100.0, sent_not_deleted=1, unconfirmed=2, receives=1)
     other = Leftover(hidden=5, hidden_until=None, sent_not_deleted=0, unconfirmed=1, deleting=2)
 
-    both = left_by_both(one, other)
+    both = combined(one, other)
 
     assert (both.hidden, both.hidden_until, both.at_most) == (8, 100.0, 8)
     assert (both.sent_not_deleted, both.unconfirmed, both.receives, both.deleting) == (1, 3, 1, 2)

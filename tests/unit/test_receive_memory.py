@@ -269,12 +269,12 @@ def test_a_move_takes_its_chosen_ids_and_keeps_the_reserve_for_what_it_gives_bac
     next receive SQS would move on itself, chosen or not."""
     memory = ReceiveMemory(tmp_path)
     memory.record(QUEUE, seen({"chosen": 5, "other": 3}))
-    memory.check_move(QUEUE, BUDGET, takes_all=True)
-    memory.check_move(QUEUE, BUDGET, takes_all=False, taken=frozenset({"chosen"}))
+    memory.check(QUEUE, BUDGET, takes_all=True)
+    memory.check(QUEUE, BUDGET, takes_all=False, taken=frozenset({"chosen"}))
     with pytest.raises(ReadRefusedError, match="message chosen has 1 receive left"):
-        memory.check_move(QUEUE, BUDGET, takes_all=False, taken=frozenset({"other"}))
+        memory.check(QUEUE, BUDGET, takes_all=False, taken=frozenset({"other"}))
 
     memory.record(QUEUE, seen({"chosen": 6}))  # none left: its next receive moves it on
     for taken in (frozenset(), frozenset({"chosen"})):
         with pytest.raises(ReadRefusedError, match="message chosen has 0 receives left"):
-            memory.check_move(QUEUE, BUDGET, takes_all=True, taken=taken)
+            memory.check(QUEUE, BUDGET, takes_all=True, taken=taken)

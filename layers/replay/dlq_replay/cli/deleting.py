@@ -36,7 +36,6 @@ from dlq_replay.ops.deleting import (
     DeleteRequest,
     DeleteTally,
     PurgeResult,
-    depth_before_purge,
     purge,
 )
 from dlq_replay.ops.queueinfo import QueueInfo, queue_info
@@ -112,7 +111,7 @@ def register(subparsers: Subparsers) -> None:
 @audited("purge")
 def run_purge(args: argparse.Namespace, action: audit.Action) -> int:
     target, queue = confirmed_queue(args)
-    before = depth_before_purge(target.sqs, queue)
+    before = queue_depth(target.sqs, queue.url)
     action.gate(queues=(queue.url,), selection_size=before.total)
     result = purge(target.sqs, queue, before)
     depth = result.before

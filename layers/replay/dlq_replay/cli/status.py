@@ -18,7 +18,7 @@ from dlq_replay.cli.parsing import Subparsers, int_between
 from dlq_replay.ops.pause import BreakerStatus, breaker_status
 from dlq_replay.ops.receiving import ALL_KINDS
 from dlq_replay.ops.stack import Deployment
-from dlq_replay.ops.status import EventSourceStatus, KindSample, QueueStatus, Status, status
+from dlq_replay.ops.status import EventSourceStatus, KindCounts, QueueStatus, Status, status
 
 
 def register(subparsers: Subparsers) -> None:
@@ -129,15 +129,13 @@ def run_status(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def kinds_json(settings: dict[str, str], sample: KindSample | None) -> dict[str, Any]:
+def kinds_json(settings: dict[str, str], sample: KindCounts | None) -> dict[str, Any]:
     """The kinds the function accepts, its targets and the DLQ's sample (with --sample)."""
     targets = settings.get("REPLAY_TARGET_ARNS", "")
     return {
         "dlq_kind": settings.get("DLQ_KIND") or None,
         "replay_target_arns": sorted(arn.strip() for arn in targets.split(",") if arn.strip()),
-        "sample": (
-            {**asdict(sample.counts), "stopped": sample.stopped} if sample is not None else None
-        ),
+        "sample": asdict(sample) if sample is not None else None,
     }
 
 

@@ -42,22 +42,6 @@ if TYPE_CHECKING:
     from dlq_replay.targets.deliverer import Deliverer
 
 
-def redrive(
-    sqs: SQSClient,
-    request: RedriveRequest,
-    *,
-    on_progress: Callable[[RedriveTally], None] | None = None,
-    clock: Callable[[], float] = time.monotonic,
-    sleep: Callable[[float], None] | None = None,
-    stop: threading.Event | None = None,
-    deliverer: Deliverer | None = None,
-) -> RedriveTally:
-    """Move messages client-side, `request.concurrency` batches at a time, to the end."""
-    return ClientMove(sqs, request, clock=clock, sleep=sleep, stop=stop, deliverer=deliverer).run(
-        on_progress
-    )
-
-
 class ClientMove(MoveState):
     """One client-side move's workers (its state and snapshots are `MoveState`'s)."""
 
@@ -87,7 +71,7 @@ class ClientMove(MoveState):
             # A move of every message it receives may spend the kept receive (the reserve kept
             # it for this); one that gives some back (a selection, a limit, a dry run) keeps the
             # reserve for those, as a read does; ids chosen by the console are taken.
-            memory.check_move(
+            memory.check(
                 request.source,
                 budget,
                 takes_all=request.selector.empty and request.limit is None and not request.dry_run,
@@ -95,7 +79,7 @@ class ClientMove(MoveState):
             )
         self.stop = threading.Event()  # ours: the interrupt, the pace, the budget, an error
         # A wait for the pace ends at once on a stop (tests give their own sleep).
-        pace = make_pace(sqs, request.rate, request.until_failing, clock, sleep or self._sleep)
+        pace = make_pace(sqs, request.rate, request.until_failing, clock, sleep or self.stop.wait)
         super().__init__(sqs, request, stop or threading.Event(), pace, companion)
         self.budget = budget
         self.deliverer = deliverer
@@ -106,10 +90,8 @@ class ClientMove(MoveState):
         self.sighting = Sighting()
         self.ended = False  # the workers found the source's end (no stop for the companion)
 
-    def _sleep(self, seconds: float) -> None:
-        self.stop.wait(seconds)
-
-    def run(self, on_progress: Callable[[RedriveTally], None] | None) -> RedriveTally:
+    def run(self, on_progress: Callable[[RedriveTally], None] | None = None) -> RedriveTally:
+        """Move messages, `request.concurrency` batches at a time, to the end."""
         workers = max(1, self.request.concurrency)
         if self.follower is not None:
             self.follower.start()

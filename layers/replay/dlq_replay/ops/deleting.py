@@ -19,7 +19,7 @@ from dlq_replay.ops.queueinfo import QueueInfo
 from dlq_replay.ops.receivememory import ReceiveMemory
 from dlq_replay.ops.receiving import Receiving, usable_budget
 from dlq_replay.ops.select import Selector
-from dlq_replay.sqs.depth import QueueDepth, queue_depth
+from dlq_replay.sqs.depth import QueueDepth
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -72,7 +72,7 @@ class Deleter:
         if memory is not None and budget is not None:
             # Deleting every message it receives may spend the kept receive; a selection or a
             # limit gives some back, so it keeps the reserve, as a read does.
-            memory.check_move(
+            memory.check(
                 request.source,
                 budget,
                 takes_all=request.selector.empty and request.limit is None,
@@ -132,11 +132,6 @@ class PurgeResult:
     def purged(self) -> int:
         """About how many messages the purge removes (SQS's counters are approximate)."""
         return self.before.total
-
-
-def depth_before_purge(sqs: SQSClient, queue: QueueInfo) -> QueueDepth:
-    """What a purge would remove: every message, visible, in flight and delayed."""
-    return queue_depth(sqs, queue.url)
 
 
 def purge(sqs: SQSClient, queue: QueueInfo, before: QueueDepth) -> PurgeResult:

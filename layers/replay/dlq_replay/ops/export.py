@@ -9,7 +9,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,7 +24,6 @@ from dlq_replay.ops.redrive import FailReason
 from dlq_replay.ops.s3archive import ArchiveFile, S3Location, check_writable, existing_object
 from dlq_replay.ops.select import Selector
 from dlq_replay.sqs.depth import queue_depth
-from dlq_replay.sqs.sending import MAX_BATCH_ENTRIES
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -132,7 +131,7 @@ class Export:
             check_writable(s3, request.s3)
         budget = usable_budget(sqs, request.source, request.reserve)
         if memory is not None and budget is not None:
-            memory.check(request.source, replace(budget, reserve=0) if request.delete else budget)
+            memory.check(request.source, budget, takes_all=request.delete)
         depth = queue_depth(sqs, request.source.url)
         self.expected = depth.visible + depth.in_flight  # in the queue before the read
         self.receiving = Receiving(
@@ -229,8 +228,7 @@ class Export:
             for m in [*self.already, *self.exported]
             if m in handles
         ]
-        step = MAX_BATCH_ENTRIES
-        in_parallel([in_hand[i : i + step] for i in range(0, len(in_hand), step)], self._delete)
+        in_parallel(in_hand, self._delete)
 
     def _delete(self, batch: list[MessageTypeDef]) -> int:
         with self._lock:

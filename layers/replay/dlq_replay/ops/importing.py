@@ -20,7 +20,7 @@ from typing import IO, TYPE_CHECKING
 from dlq_replay.core.decision import sqs_copy
 from dlq_replay.core.messages import InboundMessage, OutboundMessage
 from dlq_replay.core.queues import is_fifo_url
-from dlq_replay.ops.archive import ArchiveError, parse_line
+from dlq_replay.ops.archive import ArchiveError, ArchiveRecord, parse_line
 from dlq_replay.ops.movefollow import MoveFollower, tag_carried
 from dlq_replay.ops.pacing import PaceReport, PaceStop, UntilFailing, make_pace
 from dlq_replay.ops.queueinfo import QueueInfo, source_queue_url
@@ -106,12 +106,10 @@ class Importer:
         self.sent = 0
         self.skips: Counter[str] = Counter()
         self.failures: list[ImportFailure] = []
-        self.pace = make_pace(sqs, request.rate, request.until_failing, time.monotonic, self._sleep)
+        wait = self.stop.wait  # a wait for the pace ends at once on a stop
+        self.pace = make_pace(sqs, request.rate, request.until_failing, time.monotonic, wait)
         self.stopped: PaceStop | None = None
         self.interrupted = False
-
-    def _sleep(self, seconds: float) -> None:
-        self.stop.wait(seconds)
 
     def run(self, on_progress: Callable[[ImportTally], None] | None = None) -> ImportTally:
         if self.follower is not None:
@@ -142,32 +140,31 @@ class Importer:
         self.read += 1
         try:
             record = parse_line(line.decode("utf-8"))
-        except UnicodeDecodeError as error:
-            self.failures.append(ImportFailure(number, None, f"not UTF-8: {error.reason}"))
+        except (UnicodeDecodeError, ArchiveError) as error:
+            why = f"not UTF-8: {error.reason}" if isinstance(error, UnicodeDecodeError) else error
+            self.failures.append(ImportFailure(number, None, str(why)))
             return
-        except ArchiveError as error:
-            self.failures.append(ImportFailure(number, None, str(error)))
-            return
-        if record.message_id in self.done:
-            self.skips[ALREADY_IMPORTED] += 1
-            return
-        if record.message_id in self.claimed:
-            self.skips[REPEATED] += 1
+        if record.message_id in self.done or record.message_id in self.claimed:
+            self.skips[ALREADY_IMPORTED if record.message_id in self.done else REPEATED] += 1
             return
         self.claimed.add(record.message_id)
-        queue_url = self._queue_url(record.source_arn)
-        if queue_url is None:
-            why = "the record names no source queue" if not record.source_arn else "not found"
-            self.failures.append(
-                ImportFailure(number, record.message_id, f"{SkipReason.NO_SOURCE}: {why}")
-            )
-            return
+        failure = self._queue(number, record)
+        if failure is not None:
+            self.failures.append(ImportFailure(number, record.message_id, failure))
+
+    def _queue(self, number: int, record: ArchiveRecord) -> str | None:
+        """Add the record's copy to what is pending; why it cannot be sent."""
+        if self.request.destination is not None:
+            queue_url = self.request.destination.url
+        elif not record.source_arn:
+            return f"{SkipReason.NO_SOURCE}: the record names no source queue"
+        elif (found := source_queue_url(self.sqs, record.source_arn, self.source_urls)) is None:
+            return f"{SkipReason.NO_SOURCE}: not found"
+        else:
+            queue_url = found
         group = record.message_group_id or None
         if group is None and is_fifo_url(queue_url):
-            self.failures.append(
-                ImportFailure(number, record.message_id, FailReason.MISSING_GROUP.value)
-            )
-            return
+            return FailReason.MISSING_GROUP.value
         # The record as it was, but for `drop` (the count with --reset-count), by the replay's
         # builder; a FIFO queue's deduplication id `<message id>-import` absorbs a rerun.
         message = InboundMessage(
@@ -183,13 +180,7 @@ class Importer:
         if self.request.follow_id is not None:  # the move's tag, where a slot is free
             carried = tag_carried(record.body, carried, self.request.follow_id, record.message_id)
         self.pending.append((number, sqs_copy(message, queue_url, carried, "import")))
-
-    def _queue_url(self, source_arn: str | None) -> str | None:
-        if self.request.destination is not None:
-            return self.request.destination.url
-        if not source_arn:
-            return None
-        return source_queue_url(self.sqs, source_arn, self.source_urls)
+        return None
 
     def send(self) -> None:
         """Send what is pending (one SendMessageBatch, or more when over 1 MiB), then list

@@ -10,12 +10,14 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import replace
-from typing import TYPE_CHECKING
+from dataclasses import fields, replace
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from dlq_replay.ops.pacing import FixedRate
 from dlq_replay.ops.redrive import Leftover, RedriveRequest, RedriveTally, Stop
 from dlq_replay.sqs.depth import queue_depth
+
+Snapshot = TypeVar("Snapshot", RedriveTally, Leftover)
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -63,43 +65,25 @@ class MoverEnd:
         return False
 
 
-def combined(one: RedriveTally, other: RedriveTally) -> RedriveTally:
-    """Two moves' tallies as one (a redrive's own and its second process's, `ops.companion`)."""
-    counts = ("seen", "moved", "sent_not_deleted", "failed", "skipped", "given_back")
-    return replace(
-        one,
-        **{name: getattr(one, name) + getattr(other, name) for name in counts},
-        unsettled=one.unsettled + other.unsettled,
-        not_released=one.not_released + other.not_released,
-        failures=_summed(one.failures, other.failures),
-        skips=_summed(one.skips, other.skips),
-        delivered=_summed(one.delivered, other.delivered),
-        errors={**other.errors, **one.errors},
-        processes=one.processes + other.processes,
-        stopped=one.stopped or other.stopped,
-        interrupted=one.interrupted or other.interrupted,
-        hidden_until=_later(one.hidden_until, other.hidden_until),
-    )
-
-
-def _summed(one: Mapping[str, int], other: Mapping[str, int]) -> dict[str, int]:
-    return {key: one.get(key, 0) + other.get(key, 0) for key in {*one, *other}}
-
-
-def left_by_both(one: Leftover, other: Leftover) -> Leftover:
-    """Two moves' leftovers as one (`combined`'s)."""
-    summed = ("hidden", "sent_not_deleted", "unconfirmed", "receives", "receiving_up_to")
-    return Leftover(
-        **{name: getattr(one, name) + getattr(other, name) for name in summed},
-        deleting=one.deleting + other.deleting,
-        releasing=one.releasing + other.releasing,
-        hidden_until=_later(one.hidden_until, other.hidden_until),
-        receiving_until=_later(one.receiving_until, other.receiving_until),
-    )
-
-
-def _later(one: float | None, other: float | None) -> float | None:
-    return max((t for t in (one, other) if t is not None), default=None)
+def combined(one: Snapshot, other: Snapshot) -> Snapshot:
+    """Two moves' tallies (or leftovers) as one, a redrive's own and its second process's
+    (`ops.companion`): counts added (per key too), the later of two times, flags and reasons
+    of either, the first's error text for a code."""
+    values: dict[str, Any] = {}
+    for name in (f.name for f in fields(one)):
+        mine: Any = getattr(one, name)
+        theirs: Any = getattr(other, name)
+        if name in ("hidden_until", "receiving_until"):
+            values[name] = max((t for t in (mine, theirs) if t is not None), default=None)
+        elif isinstance(mine, int) and not isinstance(mine, bool):
+            values[name] = mine + theirs
+        elif name == "errors":
+            values[name] = {**theirs, **mine}
+        elif isinstance(mine, Mapping):
+            values[name] = {key: mine.get(key, 0) + theirs.get(key, 0) for key in {*mine, *theirs}}
+        else:
+            values[name] = mine or theirs
+    return replace(one, **values)
 
 
 class MoveState:
@@ -191,7 +175,7 @@ class MoveState:
                 releasing=self.releasing,
             )
             other = self.companion.leftover if self.companion is not None else None
-            return self.tally(), left if other is None else left_by_both(left, other)
+            return self.tally(), left if other is None else combined(left, other)
 
     def held(self) -> tuple[int, int]:
         """The messages in hand, and how many it has deleted from them so far."""

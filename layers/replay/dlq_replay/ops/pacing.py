@@ -40,7 +40,7 @@ class FixedRate:
     stopped: PaceStop | None = None
 
     def __init__(
-        self, rate: float | None, clock: Callable[[], float], sleep: Callable[[float], None]
+        self, rate: float | None, clock: Callable[[], float], sleep: Callable[[float], object]
     ) -> None:
         self.rate = rate
         self.clock = clock
@@ -144,7 +144,7 @@ class AdaptiveRate(FixedRate):
         policy: UntilFailing,
         population: Callable[[], int],  # the watched DLQ's messages now, all three counters
         clock: Callable[[], float],
-        sleep: Callable[[float], None],
+        sleep: Callable[[float], object],
     ) -> None:
         super().__init__(policy.rate, clock, sleep)
         self.rate: float = policy.rate
@@ -198,35 +198,27 @@ class AdaptiveRate(FixedRate):
         finally:
             with self.lock:
                 self.checking = False
-        with self.lock:
-            self._apply(population + self.deleted_here, now)
-
-    def _apply(self, total: int, now: float) -> None:
-        # Cumulative, so a stale depth that overshoots once is taken back by the next check.
-        arrived = total - self.seen
-        self.seen = max(self.seen, total)
-        self.checks += 1
-        self.last_check = now
-        if arrived < self.policy.threshold:
-            self.strikes.clear()
-            self.rate = min(self.policy.rate, self.rate * 2)
-            return
-        self.strikes.append(arrived)
-        if len(self.strikes) >= self.policy.stop_after:
-            self.stopped = self._why()
-            return
-        self.backoffs += 1
-        self.rate = max(MINIMUM_RATE, self.rate / 2)
-
-    def _why(self) -> PaceStop:
         policy = self.policy
-        return PaceStop(
-            watched=policy.watched.name,
-            arrived=sum(self.strikes),
-            checks=len(self.strikes),
-            window_seconds=len(self.strikes) * policy.check_seconds,
-            rate=self.rate,
-        )
+        with self.lock:
+            # Cumulative, so a stale depth that overshoots once is taken back by the next check.
+            total = population + self.deleted_here
+            arrived = total - self.seen
+            self.seen = max(self.seen, total)
+            self.checks += 1
+            self.last_check = now
+            if arrived < policy.threshold:
+                self.strikes.clear()
+                self.rate = min(policy.rate, self.rate * 2)
+                return
+            self.strikes.append(arrived)
+            if len(strikes := self.strikes) >= policy.stop_after:
+                window = len(strikes) * policy.check_seconds
+                self.stopped = PaceStop(
+                    policy.watched.name, sum(strikes), len(strikes), window, self.rate
+                )
+                return
+            self.backoffs += 1
+            self.rate = max(MINIMUM_RATE, self.rate / 2)
 
 
 def watched_dlq(
@@ -259,7 +251,7 @@ def make_pace(
     rate: float | None,
     until_failing: UntilFailing | None,
     clock: Callable[[], float],
-    sleep: Callable[[float], None],
+    sleep: Callable[[float], object],
 ) -> FixedRate:
     """The pace of a run: fixed, or adaptive watching `until_failing.watched`."""
     if until_failing is None:

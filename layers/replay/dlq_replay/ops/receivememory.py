@@ -48,15 +48,6 @@ class Remembered:
     ids: dict[str, tuple[int, float]]
     counts: dict[int, tuple[str, float]]
 
-    def highest(self, taken: frozenset[str] = frozenset()) -> tuple[str, int] | None:
-        """(id, count) of the highest count remembered, but for `taken`."""
-        found = [(c, m) for m, (c, _) in self.ids.items() if m not in taken]
-        found += [(c, m) for c, (m, _) in self.counts.items() if m not in taken]
-        if not found:
-            return None
-        count, message_id = max(found)
-        return message_id, count
-
 
 class ReceiveMemory:
     """The receive counts reads saw, per queue, in files under `folder`."""
@@ -98,10 +89,13 @@ class ReceiveMemory:
     ) -> str | None:
         """The line refusing a read of `queue` now, or None when every remembered message
         (but those in `taken`) keeps `budget.reserve` receives after one more."""
-        highest = self.load(queue).highest(taken)
-        if highest is None or not budget.stop_after(highest[1]):
+        memory = self.load(queue)
+        found = [(c, m) for m, (c, _) in memory.ids.items() if m not in taken]
+        found += [(c, m) for c, (m, _) in memory.counts.items() if m not in taken]
+        count, message_id = max(found, default=(0, ""))
+        if not found or not budget.stop_after(count):
             return None
-        message_id, left = highest[0], budget.left(highest[1])
+        left = budget.left(count)
         if not message_id.isprintable():  # the file is anyone's: a newline in an id split the line
             message_id = repr(message_id)
         return (
@@ -113,28 +107,22 @@ class ReceiveMemory:
         )
 
     def check(
-        self, queue: QueueInfo, budget: ReceiveBudget, taken: frozenset[str] = frozenset()
-    ) -> None:
-        """`refusal`'s line as ReadRefusedError (`taken`: the ids a move takes, whose receive is
-        their move)."""
-        refused = self.refusal(queue, budget, taken)
-        if refused is not None:
-            raise ReadRefusedError(refused)
-
-    def check_move(
         self,
         queue: QueueInfo,
         budget: ReceiveBudget,
         *,
-        takes_all: bool,
+        takes_all: bool = False,
         taken: frozenset[str] = frozenset(),
     ) -> None:
-        """Before a move: refused when a remembered message's next receive would itself move it
-        on (SQS would move it instead of handing it over); unless the move takes every message
-        it receives, those it gives back (all but `taken`) keep `budget.reserve`."""
-        self.check(queue, replace(budget, reserve=0))
-        if not takes_all:
-            self.check(queue, budget, taken)
+        """`refusal`'s line as ReadRefusedError: refused when a remembered message's next receive
+        would itself move it on (SQS would move it instead of handing it over); unless the read
+        takes every message it receives (a move, a delete), those it gives back (all but
+        `taken`, whose receive is their move) keep `budget.reserve`."""
+        refused = self.refusal(queue, replace(budget, reserve=0))
+        if refused is None and not takes_all:
+            refused = self.refusal(queue, budget, taken)
+        if refused is not None:
+            raise ReadRefusedError(refused)
 
     def record(self, queue: QueueInfo, sighting: Sighting) -> None:
         """Add what one run saw (and forget what it deleted). An unreadable file is left as it

@@ -30,7 +30,7 @@ RECEIVERS = 8
 SEQUENTIAL_UP_TO = 500
 # A read stops once this share of its hide time is gone: what it hid first would show again.
 HIDE_MARGIN = 0.8
-_Chunk = TypeVar("_Chunk")
+_Item = TypeVar("_Item")
 # Every kind: what the operator tools read when no DLQ_KIND is given them.
 ALL_KINDS = frozenset(RecordKind)
 
@@ -107,13 +107,14 @@ def release(sqs: SQSClient, url: str, receipt_handles: Iterable[str]) -> int:
     """Make received messages visible again at once, `RECEIVERS` requests at once; returns how
     many SQS refused (they come back when their visibility timeout ends)."""
     changes = [(handle, 0) for handle in receipt_handles]
-    chunks = [changes[i : i + MAX_BATCH_ENTRIES] for i in range(0, len(changes), MAX_BATCH_ENTRIES)]
-    return sum(in_parallel(chunks, lambda chunk: len(change_visibility(sqs, url, chunk))))
+    return sum(in_parallel(changes, lambda chunk: len(change_visibility(sqs, url, chunk))))
 
 
-def in_parallel(chunks: Sequence[_Chunk], work: Callable[[_Chunk], int]) -> list[int]:
-    """`work` of each chunk, up to `RECEIVERS` at once (the boto3 client is thread-safe)."""
-    if len(chunks) * MAX_BATCH_ENTRIES <= SEQUENTIAL_UP_TO:
+def in_parallel(items: Sequence[_Item], work: Callable[[list[_Item]], int]) -> list[int]:
+    """`work` of each 10 `items`, up to `RECEIVERS` at once (the boto3 client is thread-safe)."""
+    step = MAX_BATCH_ENTRIES
+    chunks = [list(items[i : i + step]) for i in range(0, len(items), step)]
+    if len(items) <= SEQUENTIAL_UP_TO:
         return [work(chunk) for chunk in chunks]
     with ThreadPoolExecutor(min(RECEIVERS, len(chunks)), thread_name_prefix="batch") as pool:
         return list(pool.map(work, chunks))

@@ -135,22 +135,6 @@ class ModeChoice:
     rewrites: tuple[Rewrite, ...] = ()
 
 
-def rewrites_of(request: RedriveRequest) -> tuple[Rewrite, ...]:
-    return tuple(
-        rewrite
-        for rewrite, on in (
-            (Rewrite.RESET_COUNT, request.reset_count),
-            (Rewrite.KEEP, request.keep),
-            (Rewrite.FILTER_REASON, bool(request.selector.reasons)),
-            (Rewrite.SELECTION, not replace(request.selector, reasons=frozenset()).empty),
-            (Rewrite.LIMIT, request.limit is not None),
-            (Rewrite.UNTIL_FAILING, request.until_failing is not None),
-            (Rewrite.DELIVER, bool(request.target_arns)),
-        )
-        if on
-    )
-
-
 def choose_mode(
     sqs: SQSClient,
     request: RedriveRequest,
@@ -162,8 +146,17 @@ def choose_mode(
     that dead-letter into the source, when the pre-flight read them."""
     if client_side:
         return ModeChoice(MoveMode.CLIENT, ModeReason.ASKED)
-    if rewrites := rewrites_of(request):
-        return ModeChoice(MoveMode.CLIENT, ModeReason.REWRITES, rewrites)
+    rewrites = (
+        (Rewrite.RESET_COUNT, request.reset_count),
+        (Rewrite.KEEP, request.keep),
+        (Rewrite.FILTER_REASON, bool(request.selector.reasons)),
+        (Rewrite.SELECTION, not replace(request.selector, reasons=frozenset()).empty),
+        (Rewrite.LIMIT, request.limit is not None),
+        (Rewrite.UNTIL_FAILING, request.until_failing is not None),
+        (Rewrite.DELIVER, bool(request.target_arns)),
+    )
+    if asked := tuple(rewrite for rewrite, on in rewrites if on):
+        return ModeChoice(MoveMode.CLIENT, ModeReason.REWRITES, asked)
     if sources is None:
         sources = dead_letter_sources(sqs, request.source.url)
     if not sources:

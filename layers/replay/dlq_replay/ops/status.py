@@ -71,21 +71,16 @@ class KindCounts:
     kinds: Mapping[str, int] = field(default_factory=dict)
     targets: Mapping[str, int] = field(default_factory=dict)  # "<kind> -> <target or ->"
     errors: Mapping[str, int] = field(default_factory=dict)  # error code (or message)
+    stopped: str | None = None  # why fewer were looked at (the receive budget)
 
 
-def kind_counts(records: Sequence[PeekedMessage]) -> KindCounts:
+def kind_counts(records: Sequence[PeekedMessage], stopped: str | None = None) -> KindCounts:
     kinds = Counter(r.kind for r in records)
     targets = Counter(
         f"{r.kind} -> {r.target_arn or '-'}" for r in records if r.kind != RecordKind.SQS
     )
     errors = Counter(e for r in records if (e := r.error_code or r.error_message))
-    return KindCounts(len(records), dict(kinds), dict(targets), dict(errors))
-
-
-@dataclass(frozen=True, slots=True)
-class KindSample:
-    counts: KindCounts
-    stopped: str | None = None  # why fewer were looked at (the receive budget)
+    return KindCounts(len(records), dict(kinds), dict(targets), dict(errors), stopped)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +88,7 @@ class Status:
     queues: tuple[QueueStatus, ...]
     event_source: EventSourceStatus | None
     age_note: str | None = None  # why ages are missing, when CloudWatch could not be read
-    kinds: KindSample | None = None  # only when asked for: a sample is a receive
+    kinds: KindCounts | None = None  # only when asked for: a sample is a receive
 
     @property
     def expiring(self) -> tuple[QueueStatus, ...]:
@@ -141,7 +136,7 @@ def status(
             dlq, sample, replay_targets=replay_targets, accepted_kinds=accepted_kinds
         )
         result = peek(sqs, request)
-        kinds = KindSample(kind_counts(result.messages), result.stopped)
+        kinds = kind_counts(result.messages, result.stopped)
     return Status(queues, event_source, note, kinds)
 
 

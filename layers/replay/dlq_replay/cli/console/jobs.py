@@ -29,7 +29,6 @@ from dlq_replay.ops.deleting import (
     Deleter,
     DeleteRequest,
     DeleteTally,
-    depth_before_purge,
     purge,
 )
 from dlq_replay.ops.export import Export, ExportRequest, ExportResult
@@ -40,6 +39,7 @@ from dlq_replay.ops.queueinfo import QueueInfo, queue_info
 from dlq_replay.ops.receivememory import ReceiveMemory
 from dlq_replay.ops.redrive import RedriveRequest, RedriveTally
 from dlq_replay.ops.select import Selector
+from dlq_replay.sqs.depth import queue_depth
 
 if TYPE_CHECKING:
     from dlq_replay.cli.console import Connection
@@ -296,7 +296,7 @@ def run_purge(connection: Connection, queue: QueueInfo, confirm: str, job: Job) 
     with recorded(job, action):
         check_confirmed(confirm, queue)
         sqs = connection.sqs
-        before = depth_before_purge(sqs, queue)
+        before = queue_depth(sqs, queue.url)
         action.gate(queues=(queue.url,), selection_size=before.total)
         result = purge(sqs, queue, before)
         action.tally(purge_json(result))
