@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from dlq_replay.breaker.breaker_state import BreakerState, Phase
-from dlq_replay.breaker.controller import Breaker
+from dlq_replay.breaker.controller import Breaker, Clock
 from dlq_replay.breaker.evidence import QueueTotals
-from dlq_replay.breaker.rule import MIN_WINDOW_SECONDS, SLICES, BreakerPolicy, Counts
+from dlq_replay.breaker.rule import MIN_WINDOW_SECONDS, SLICES, BreakerPolicy, Counts, QueueTiming
+from dlq_replay.core.log import Log
+from dlq_replay.notify.sns import SnsClient
 
 # How long a paused poller sleeps between looks at the state, at most.
 GATE_POLL_SECONDS = 1.0
@@ -125,18 +127,41 @@ class BreakerGate:
 
 
 def worker_breaker(
-    *, stats: BreakerStats | None = None, totals: QueueTotals | None = None, **options: Any
+    *,
+    logger: Log,
+    policy: BreakerPolicy | None = None,
+    count_attribute: str,
+    sns: SnsClient | None = None,
+    topic_arn: str | None = None,
+    source: str = "",
+    stats: BreakerStats | None = None,
+    depth: Callable[[], int | None] | None = None,
+    time_left: Callable[[], float | None] | None = None,
+    timing: Callable[[], QueueTiming | None] | None = None,
+    delay_seconds: float = 0.0,
+    totals: QueueTotals | None = None,
+    clock: Clock = time.time,
+    max_attempts: int | None = None,
 ) -> tuple[Breaker, BreakerGate]:
-    """The worker's breaker (for `LambdaReplay`; `options` as `Breaker` takes them) and its
-    pollers' gate; `stats` follows its changes, `totals`: the queues' totals, whose fall vetoes
-    an opening."""
-    policy = options.get("policy") or BreakerPolicy()
+    """The worker's breaker (for `LambdaReplay`) and its pollers' gate; `totals`: the queues'
+    totals, whose fall vetoes an opening."""
     breaker = Breaker(
-        MemoryStore.for_policy(policy, options.get("timing") is not None),
+        MemoryStore.for_policy(policy or BreakerPolicy(), timing is not None),
         PollerSwitch(),
+        logger=logger,
+        count_attribute=count_attribute,
+        policy=policy,
+        clock=clock,
+        max_attempts=max_attempts,
+        time_left=time_left,
+        depth=depth,
+        timing=timing,
+        delay_seconds=delay_seconds,
         deleting=totals.deleting if totals is not None else None,
+        sns=sns,
+        topic_arn=topic_arn,
+        source=source,
         on_change=stats.follow if stats is not None else None,
-        **options,
     )
     sample = totals.sample if totals is not None else None
     return breaker, BreakerGate(breaker, sample=sample)

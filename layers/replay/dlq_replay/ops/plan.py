@@ -155,6 +155,8 @@ def consumer_backoff_plan(
             f"main_max_receive_count must be in 1..{MAIN_MAX_RECEIVE_COUNT_LIMIT}, "
             f"got {main_max_receive_count}"
         )
+    if max_attempts < 0:
+        raise ValueError(f"max_attempts must be >= 0, got {max_attempts}")
     receives = _receive_runs(policy, main_max_receive_count)
     steps: list[tuple[int, StepKind, int, int, int, int]] = []  # copy, kind, first, last, bounds
     for copy in range(max_attempts + 1):
