@@ -19,6 +19,7 @@ from dlq_replay.consumer import (
     FailureOptions,
     Jitter,
     ParkMessage,
+    park_now,
     park_on,
     settle_failure,
 )
@@ -326,6 +327,24 @@ def test_a_boto3_consumer_backs_off_or_parks_and_deletes(
     assert visibility_timeouts(requests) == [2]
     assert [m["Body"] for m in sqs.drain(queues.operator)] == ["invalid-3"]
     assert sqs.total(queues.main) == 1  # the parked one deleted, the flaky one hidden
+
+
+def test_park_now_parks_and_deletes_as_0_1_0_did(
+    sqs: Sqs, main_queues: ReplayQueues, replay_client: SQSClient
+) -> None:
+    queues = main_queues
+    sqs.send(queues.main, Outgoing("invalid-4"))
+    (received,) = replay_client.receive_message(
+        QueueUrl=queues.main.url, MessageAttributeNames=["All"], WaitTimeSeconds=1
+    )["Messages"]
+
+    parked = park_now(
+        replay_client, queues.main.url, received, ParkMessage("invalid-order"), settings(queues)
+    )
+
+    assert parked
+    assert [m["Body"] for m in sqs.drain(queues.operator)] == ["invalid-4"]
+    assert sqs.total(queues.main) == 0
 
 
 # -- text: every detail is sent valid, the body never in it, a record's bad text fails alone --

@@ -5,6 +5,7 @@ from dlq_replay.consumer.failures import (
     BackoffBatchProcessor,
     BackoffFifoProcessor,
     FailureOptions,
+    park_now,
     settle_failure,
 )
 from dlq_replay.consumer.visibility import (
@@ -32,6 +33,7 @@ __all__ = [
     "VisibilityHeartbeat",
     "body_free_detail",
     "origin_id",
+    "park_now",
     "park_on",
     "replay_attempt",
     "settle_failure",

@@ -204,6 +204,19 @@ def settle_failure(
     return True
 
 
+def park_now(
+    sqs: SQSClient,
+    queue_url: str,
+    message: Mapping[str, Any],
+    park: ParkMessage,
+    settings: ConsumerSettings,
+) -> bool:
+    """Send a message to the operator queue now (`consumer:<reason>`), then delete it, without
+    raising first; False when the park failed and the message backed off instead. Kept for
+    0.1.0's callers: `settle_failure` with the `ParkMessage` does the same."""
+    return settle_failure(sqs, queue_url, message, park, settings)
+
+
 # The mapping received the batch a little before the invocation: kept off SQS's 12 hours.
 RECEIVE_MARGIN_SECONDS = 60
 
