@@ -11,7 +11,7 @@ import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, SqsFifoPartialProcessor
 from botocore.exceptions import BotoCoreError, ClientError
@@ -234,15 +234,15 @@ class _BackoffOnFailure:
         self,
         sqs: SQSClient,
         settings: ConsumerSettings,
+        powertools: Mapping[str, Any],  # the Powertools processor's own arguments
         *,
         rng: RandomSource | None = None,
         logger: Log | None = None,
         clock: Callable[[], float] = time.monotonic,
         park_rule: ParkRule | None = None,
         park_detail: ParkDetail | None = None,
-        **processor: Any,  # Powertools' own: raise_on_entire_batch_failure, skip_group_on_error
     ) -> None:
-        super().__init__(**processor)
+        super().__init__(**powertools)
         self._sqs, self._clock = sqs, clock
         self._path = FailurePath(sqs, settings, FailureOptions(park_rule, park_detail, rng, logger))
 
@@ -285,12 +285,43 @@ class _BackoffOnFailure:
         self.exceptions = [e for e in self.exceptions if id(e[1]) not in parked_errors]
 
 
+class BackoffOptions(TypedDict, total=False):
+    """The backoff processors' own keyword arguments (`FailureOptions`' and the clock)."""
+
+    rng: RandomSource | None
+    logger: Log | None
+    clock: Callable[[], float]
+    park_rule: ParkRule | None
+    park_detail: ParkDetail | None
+
+
 class BackoffBatchProcessor(_BackoffOnFailure, BatchProcessor):
     """`BatchProcessor(EventType.SQS)` whose failed records back off (or park now)."""
 
-    def __init__(self, sqs: SQSClient, settings: ConsumerSettings, **options: Any) -> None:
-        super().__init__(sqs, settings, event_type=EventType.SQS, **options)
+    def __init__(
+        self,
+        sqs: SQSClient,
+        settings: ConsumerSettings,
+        *,
+        raise_on_entire_batch_failure: bool = True,
+        **options: Unpack[BackoffOptions],
+    ) -> None:
+        powertools = {
+            "event_type": EventType.SQS,
+            "raise_on_entire_batch_failure": raise_on_entire_batch_failure,
+        }
+        super().__init__(sqs, settings, powertools, **options)
 
 
 class BackoffFifoProcessor(_BackoffOnFailure, SqsFifoPartialProcessor):
     """`SqsFifoPartialProcessor` whose failed records back off, a message group together."""
+
+    def __init__(
+        self,
+        sqs: SQSClient,
+        settings: ConsumerSettings,
+        *,
+        skip_group_on_error: bool = False,
+        **options: Unpack[BackoffOptions],
+    ) -> None:
+        super().__init__(sqs, settings, {"skip_group_on_error": skip_group_on_error}, **options)
