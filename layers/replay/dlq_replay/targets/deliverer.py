@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import boto3
 from botocore.config import Config
@@ -35,8 +35,11 @@ from dlq_replay.targets.delivery import Delivered, Delivery, DeliveryResult, Ref
 if TYPE_CHECKING:
     from mypy_boto3_events import EventBridgeClient
     from mypy_boto3_events.type_defs import PutEventsRequestEntryTypeDef, TargetOutputTypeDef
+    from mypy_boto3_lambda import LambdaClient
+    from mypy_boto3_sns import SNSClient
     from mypy_boto3_sqs import SQSClient
     from mypy_boto3_sqs.type_defs import SendMessageRequestTypeDef
+    from mypy_boto3_stepfunctions import SFNClient
 
 
 # As the SQS client's (sqs/client.py, which this layer may not import).
@@ -63,6 +66,18 @@ class TargetClients:
         self._clients: dict[tuple[str, str], Any] = {}
         # Making a client from a session is not thread-safe; deliveries run on a pool.
         self._lock = threading.Lock()
+
+    # Typed per service, so that mypy checks each delivery's request.
+    @overload
+    def client(self, service: Literal["lambda"], region: str) -> LambdaClient: ...
+    @overload
+    def client(self, service: Literal["sqs"], region: str) -> SQSClient: ...
+    @overload
+    def client(self, service: Literal["sns"], region: str) -> SNSClient: ...
+    @overload
+    def client(self, service: Literal["stepfunctions"], region: str) -> SFNClient: ...
+    @overload
+    def client(self, service: Literal["events"], region: str) -> EventBridgeClient: ...
 
     def client(self, service: str, region: str) -> Any:
         """The client of `service` (a boto3 service name) in `region`."""
