@@ -188,11 +188,11 @@ def run_worker_command(args: argparse.Namespace) -> int:
         )
     except StartError as error:
         raise CommandError(f"{error}; nothing was received", 2 if error.usage else 1) from None
-    if shutdown.code is None or shutdown.signum == signal.SIGTERM:
-        # Unsignalled, or a service asked to stop that stopped cleanly: systemd, Kubernetes and
-        # process supervisors read 143 as a failure. An abandoned stop exits 143 from the shutdown.
+    if shutdown.signum == signal.SIGTERM:
+        # A service asked to stop that stopped cleanly: systemd, Kubernetes and process
+        # supervisors read 143 as a failure. An abandoned stop exits 143 from the shutdown.
         return code
-    return shutdown.code
+    return shutdown.code if shutdown.code is not None else code
 
 
 def under_way_text(polling: int, in_hand: int) -> str:
